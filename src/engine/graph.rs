@@ -1,0 +1,238 @@
+//! The weighted keyword–label graph.
+//!
+//! Nodes are keywords, labels and one hub. A keyword→label edge means "this keyword appeared in
+//! a text of this label"; its cost is the running mean of `1 − s` over those texts (paper eq. 5),
+//! kept as `total / count` so a repeat sighting costs O(1).
+//!
+//! Label connectivity uses the reference code's **hub** (every label joined to one connector
+//! node with a fixed cost) rather than the paper's label–label edges (eq. 7–8): the hub costs
+//! O(labels) edges instead of O(labels²), and its cost never changes, whereas label–label
+//! weights are means over keyword edges that would have to be recomputed after every update.
+//! Either way the graph stays connected, so a Steiner tree always exists. The hub is never a
+//! candidate. Nodes are never removed (retired labels are only marked inactive by the engine),
+//! so node indices are stable.
+
+use std::collections::HashMap;
+
+use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
+use petgraph::visit::EdgeRef;
+use serde::{Deserialize, Serialize};
+
+/// The reference code's hub edge cost.
+pub const HUB_EDGE_COST: f64 = 0.5;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Node {
+    Keyword(String),
+    Label(String),
+    Hub,
+}
+
+/// Running mean of an edge's cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct EdgeCost {
+    pub total: f64,
+    pub count: u32,
+}
+
+impl EdgeCost {
+    pub fn single(cost: f64) -> Self {
+        Self {
+            total: cost,
+            count: 1,
+        }
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.count == 0 {
+            1.0
+        } else {
+            self.total / f64::from(self.count)
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct KeywordGraph {
+    graph: UnGraph<Node, EdgeCost>,
+    keywords: HashMap<String, NodeIndex>,
+    labels: HashMap<String, NodeIndex>,
+    hub: NodeIndex,
+}
+
+impl Default for KeywordGraph {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl KeywordGraph {
+    pub fn new() -> Self {
+        let mut graph = UnGraph::default();
+        let hub = graph.add_node(Node::Hub);
+        Self {
+            graph,
+            keywords: HashMap::new(),
+            labels: HashMap::new(),
+            hub,
+        }
+    }
+
+    pub fn inner(&self) -> &UnGraph<Node, EdgeCost> {
+        &self.graph
+    }
+
+    pub fn node_count(&self) -> usize {
+        self.graph.node_count()
+    }
+
+    pub fn edge_count(&self) -> usize {
+        self.graph.edge_count()
+    }
+
+    pub fn keyword_count(&self) -> usize {
+        self.keywords.len()
+    }
+
+    pub fn keyword(&self, phrase: &str) -> Option<NodeIndex> {
+        self.keywords.get(phrase).copied()
+    }
+
+    pub fn label(&self, id: &str) -> Option<NodeIndex> {
+        self.labels.get(id).copied()
+    }
+
+    pub fn node(&self, index: NodeIndex) -> Option<&Node> {
+        self.graph.node_weight(index)
+    }
+
+    /// The label's node, created (and joined to the hub) on first use.
+    pub fn ensure_label(&mut self, id: &str) -> NodeIndex {
+        if let Some(&index) = self.labels.get(id) {
+            return index;
+        }
+        let index = self.graph.add_node(Node::Label(id.to_string()));
+        self.graph
+            .add_edge(index, self.hub, EdgeCost::single(HUB_EDGE_COST));
+        self.labels.insert(id.to_string(), index);
+        index
+    }
+
+    fn ensure_keyword(&mut self, phrase: &str) -> (NodeIndex, bool) {
+        if let Some(&index) = self.keywords.get(phrase) {
+            return (index, false);
+        }
+        let index = self.graph.add_node(Node::Keyword(phrase.to_string()));
+        self.keywords.insert(phrase.to_string(), index);
+        (index, true)
+    }
+
+    /// Record one more sighting of `phrase` in a text of `label` with cost `1 − s`
+    /// (labelled examples and descriptions: existing edges take part in the running mean).
+    pub fn observe(&mut self, phrase: &str, label: &str, cost: f64) {
+        let label_node = self.ensure_label(label);
+        let (keyword_node, _) = self.ensure_keyword(phrase);
+        match self.graph.find_edge(keyword_node, label_node) {
+            Some(edge) => {
+                if let Some(weight) = self.graph.edge_weight_mut(edge) {
+                    weight.total += cost;
+                    weight.count += 1;
+                }
+            }
+            None => {
+                self.graph
+                    .add_edge(keyword_node, label_node, EdgeCost::single(cost));
+            }
+        }
+    }
+
+    /// Online indexing: link `phrase` to `label` only if the phrase is not a node yet.
+    /// Existing keywords and edges are left untouched. Returns whether a node was added.
+    pub fn add_if_new(&mut self, phrase: &str, label: &str, cost: f64) -> bool {
+        if self.keywords.contains_key(phrase) {
+            return false;
+        }
+        let label_node = self.ensure_label(label);
+        let (keyword_node, _) = self.ensure_keyword(phrase);
+        self.graph
+            .add_edge(keyword_node, label_node, EdgeCost::single(cost));
+        true
+    }
+
+    /// Labels directly linked to a keyword node, with the edge's mean cost.
+    pub fn labels_of(&self, keyword: NodeIndex) -> impl Iterator<Item = (&str, f64)> + '_ {
+        self.graph.edges(keyword).filter_map(move |edge| {
+            let other = if edge.source() == keyword {
+                edge.target()
+            } else {
+                edge.source()
+            };
+            match self.graph.node_weight(other) {
+                Some(Node::Label(id)) => Some((id.as_str(), edge.weight().mean())),
+                _ => None,
+            }
+        })
+    }
+
+    pub fn edge_cost(&self, edge: EdgeIndex) -> Option<EdgeCost> {
+        self.graph.edge_weight(edge).copied()
+    }
+
+    /// Every keyword→label edge as (keyword, label, cost), for snapshots and digests.
+    pub fn keyword_edges(&self) -> impl Iterator<Item = (&str, &str, EdgeCost)> + '_ {
+        self.graph.edge_references().filter_map(|edge| {
+            let (a, b) = (
+                self.graph.node_weight(edge.source())?,
+                self.graph.node_weight(edge.target())?,
+            );
+            match (a, b) {
+                (Node::Keyword(k), Node::Label(l)) | (Node::Label(l), Node::Keyword(k)) => {
+                    Some((k.as_str(), l.as_str(), *edge.weight()))
+                }
+                _ => None,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_sightings_average_the_cost() {
+        let mut graph = KeywordGraph::new();
+        graph.observe("graph", "ml", 0.9);
+        graph.observe("graph", "ml", 0.7);
+        let keyword = graph.keyword("graph").unwrap();
+        let costs: Vec<_> = graph.labels_of(keyword).collect();
+        assert_eq!(costs.len(), 1);
+        assert!((costs[0].1 - 0.8).abs() < 1e-12);
+        // hub + label + keyword; hub edge + keyword edge
+        assert_eq!(graph.node_count(), 3);
+        assert_eq!(graph.edge_count(), 2);
+    }
+
+    #[test]
+    fn online_indexing_never_touches_existing_keywords() {
+        let mut graph = KeywordGraph::new();
+        graph.observe("graph", "ml", 0.9);
+        assert!(!graph.add_if_new("graph", "db", 0.1));
+        assert!(graph.label("db").is_none());
+        assert!(graph.add_if_new("index", "db", 0.6));
+        let keyword = graph.keyword("index").unwrap();
+        let costs: Vec<_> = graph.labels_of(keyword).collect();
+        assert_eq!(costs, vec![("db", 0.6)]);
+    }
+
+    #[test]
+    fn every_label_hangs_off_the_hub() {
+        let mut graph = KeywordGraph::new();
+        let a = graph.ensure_label("a");
+        let b = graph.ensure_label("b");
+        assert_eq!(graph.ensure_label("a"), a);
+        assert_eq!(graph.edge_count(), 2);
+        assert!(graph.inner().find_edge(a, graph.hub).is_some());
+        assert!(graph.inner().find_edge(b, graph.hub).is_some());
+    }
+}

@@ -1,0 +1,639 @@
+//! The GORAG engine: pure, synchronous, no I/O.
+//!
+//! One text goes through [`Engine::analyze`] (keywords) → [`Engine::retrieve`] (candidate
+//! labels) → [`Engine::classification_prompt`] (for the LLM, which the async shell calls) →
+//! [`Engine::decide`] (match the answer, flag hallucinations, fall back to the graph) →
+//! [`Engine::learn`] (online indexing). Rounds of new labels enter through
+//! [`Engine::apply_round`].
+
+pub mod answer;
+pub mod graph;
+pub mod keywords;
+pub mod prompt;
+pub mod steiner;
+pub mod text;
+pub mod tfidf;
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
+use graph::{KeywordGraph, Node};
+use keywords::{Keyword, KeywordSelection};
+use prompt::{ClassChoice, Prompt};
+use text::PhraseCounts;
+use tfidf::CorpusStats;
+
+/// How candidate labels are found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Strategy {
+    /// GORAG: labels in the Steiner tree over the text's keywords.
+    #[default]
+    Steiner,
+    /// Every active label (the long-context baseline).
+    All,
+    /// Labels of the k labelled texts most similar by TF-IDF cosine (NaiveRAG analogue).
+    Naive,
+}
+
+impl Strategy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Steiner => "steiner",
+            Self::All => "all",
+            Self::Naive => "naive",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineConfig {
+    /// Keywords taken from a query text (terminals, and what online indexing adds).
+    pub selection: KeywordSelection,
+    /// Keywords taken from a labelled example or a label description.
+    pub example_selection: KeywordSelection,
+    pub strategy: Strategy,
+    /// k of the `naive` strategy.
+    pub naive_k: usize,
+    /// Online indexing; false is the paper's `offline` ablation.
+    pub online_indexing: bool,
+    /// Every edge costs 1: the paper's `unit` ablation.
+    pub unit_costs: bool,
+    /// Send keywords instead of the text: the paper's `keyword` ablation.
+    pub keyword_input: bool,
+    /// Longest text (in characters) put into a prompt.
+    pub max_prompt_chars: usize,
+    /// Longest answer, in tokens.
+    pub answer_max_tokens: u32,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            selection: KeywordSelection::default(),
+            example_selection: KeywordSelection {
+                top_k: 30,
+                min_score: 0.0,
+            },
+            strategy: Strategy::Steiner,
+            naive_k: 5,
+            online_indexing: true,
+            unit_costs: false,
+            keyword_input: false,
+            max_prompt_chars: 2000,
+            answer_max_tokens: 32,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum EngineError {
+    #[error("label {0:?} already exists")]
+    DuplicateLabel(String),
+    #[error("label {0:?} appears twice in the same round")]
+    RepeatedInRound(String),
+    #[error("label {0:?} is not known")]
+    UnknownLabel(String),
+    #[error("label {0:?} is retired")]
+    RetiredLabel(String),
+    #[error("label id must not be empty")]
+    EmptyLabelId,
+    #[error("no active label: a round must be applied before texts can be classified")]
+    NoActiveLabels,
+}
+
+/// A label as it is announced in a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewLabel {
+    pub id: String,
+    /// Human-meaningful name; None for opaque labels such as Reuters' `label 7`.
+    pub name: Option<String>,
+    /// Short description (given by the operator or written by the LLM).
+    pub description: Option<String>,
+    /// Few-shot examples (may be empty: zero-shot).
+    pub examples: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelInfo {
+    pub id: String,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub active: bool,
+    pub examples: u32,
+}
+
+impl LabelInfo {
+    /// How the label is shown to the LLM.
+    pub fn display(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.id)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IndexReport {
+    pub labels_added: usize,
+    pub texts_indexed: usize,
+    pub keywords_added: usize,
+}
+
+/// A text's phrases and the keywords chosen from them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Analysis {
+    pub phrases: PhraseCounts,
+    pub keywords: Vec<Keyword>,
+}
+
+/// Why the candidate set is what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Basis {
+    /// Labels of the Steiner tree over ≥ 2 terminals.
+    SteinerTree,
+    /// One terminal: the active labels it links to directly.
+    SingleTerminal,
+    /// The tree held no active label: the active labels the terminals link to.
+    TerminalNeighbours,
+    /// Nothing in the text links to the graph: every active label.
+    NoEvidence,
+    /// The `all` strategy.
+    AllLabels,
+    /// The `naive` strategy.
+    SimilarExamples,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrieval {
+    /// Candidate label ids in label registration order.
+    pub candidates: Vec<String>,
+    /// The text's keywords that are graph nodes.
+    pub terminals: Vec<String>,
+    pub basis: Basis,
+    /// Cost of the Steiner tree, when one was built.
+    pub tree_cost: Option<f64>,
+    /// The retrieval-only prediction (used without an LLM, or when it fails).
+    pub graph_choice: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Llm,
+    Graph,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub label: String,
+    pub source: Source,
+    pub hallucination: Option<HallucinationKind>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Engine {
+    config: EngineConfig,
+    graph: KeywordGraph,
+    stats: CorpusStats,
+    labels: Vec<LabelInfo>,
+    label_index: HashMap<String, usize>,
+    /// Labelled texts (label position, phrases), for the `naive` strategy.
+    examples: Vec<(usize, PhraseCounts)>,
+    /// Bumped on every change to the label set.
+    label_version: u64,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Self {
+        Self {
+            config,
+            graph: KeywordGraph::new(),
+            stats: CorpusStats::default(),
+            labels: Vec::new(),
+            label_index: HashMap::new(),
+            examples: Vec::new(),
+            label_version: 0,
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    pub fn graph(&self) -> &KeywordGraph {
+        &self.graph
+    }
+
+    pub fn stats(&self) -> &CorpusStats {
+        &self.stats
+    }
+
+    pub fn labels(&self) -> &[LabelInfo] {
+        &self.labels
+    }
+
+    pub fn label(&self, id: &str) -> Option<&LabelInfo> {
+        self.label_index.get(id).map(|&i| &self.labels[i])
+    }
+
+    pub fn label_version(&self) -> u64 {
+        self.label_version
+    }
+
+    pub fn active_labels(&self) -> impl Iterator<Item = &LabelInfo> {
+        self.labels.iter().filter(|l| l.active)
+    }
+
+    /// Register a round's labels and index their examples and descriptions. Validated as a
+    /// whole first: on error nothing changes.
+    pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
+        let mut in_round = HashSet::new();
+        for label in labels {
+            if label.id.trim().is_empty() {
+                return Err(EngineError::EmptyLabelId);
+            }
+            if self.label_index.contains_key(&label.id) {
+                return Err(EngineError::DuplicateLabel(label.id.clone()));
+            }
+            if !in_round.insert(label.id.as_str()) {
+                return Err(EngineError::RepeatedInRound(label.id.clone()));
+            }
+        }
+        let mut documents = Vec::new();
+        for label in labels {
+            let position = self.labels.len();
+            self.labels.push(LabelInfo {
+                id: label.id.clone(),
+                name: label.name.clone(),
+                description: label.description.clone(),
+                active: true,
+                examples: label.examples.len() as u32,
+            });
+            self.label_index.insert(label.id.clone(), position);
+            self.graph.ensure_label(&label.id);
+            for example in &label.examples {
+                documents.push((position, example.as_str(), true));
+            }
+            if let Some(description) = &label.description {
+                documents.push((position, description.as_str(), false));
+            }
+        }
+        self.label_version += 1;
+        let mut report = self.index_documents(&documents);
+        report.labels_added = labels.len();
+        Ok(report)
+    }
+
+    /// More labelled examples for an existing, active label.
+    pub fn add_examples(
+        &mut self,
+        label: &str,
+        examples: &[String],
+    ) -> Result<IndexReport, EngineError> {
+        let position = self.active_position(label)?;
+        self.labels[position].examples += examples.len() as u32;
+        let documents: Vec<_> = examples
+            .iter()
+            .map(|e| (position, e.as_str(), true))
+            .collect();
+        Ok(self.index_documents(&documents))
+    }
+
+    /// Stop offering a label. Its graph nodes stay (their keywords still connect the graph).
+    pub fn retire_label(&mut self, label: &str) -> Result<(), EngineError> {
+        let position = self.active_position(label)?;
+        self.labels[position].active = false;
+        self.label_version += 1;
+        Ok(())
+    }
+
+    fn active_position(&self, label: &str) -> Result<usize, EngineError> {
+        let &position = self
+            .label_index
+            .get(label)
+            .ok_or_else(|| EngineError::UnknownLabel(label.to_string()))?;
+        if !self.labels[position].active {
+            return Err(EngineError::RetiredLabel(label.to_string()));
+        }
+        Ok(position)
+    }
+
+    /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
+    /// statistics first, then each is scored and linked to its label.
+    fn index_documents(&mut self, documents: &[(usize, &str, bool)]) -> IndexReport {
+        let analysed: Vec<(usize, PhraseCounts, bool)> = documents
+            .iter()
+            .map(|&(position, text, is_example)| (position, PhraseCounts::of(text), is_example))
+            .collect();
+        for (_, phrases, _) in &analysed {
+            self.stats.add(phrases);
+        }
+        let before = self.graph.keyword_count();
+        for (position, phrases, is_example) in analysed {
+            let scores = self.stats.scores(&phrases, true);
+            let label_id = self.labels[position].id.clone();
+            for keyword in keywords::select(scores, &self.config.example_selection) {
+                self.graph
+                    .observe(&keyword.phrase, &label_id, 1.0 - keyword.score);
+            }
+            if is_example {
+                self.examples.push((position, phrases));
+            }
+        }
+        IndexReport {
+            labels_added: 0,
+            texts_indexed: documents.len(),
+            keywords_added: self.graph.keyword_count() - before,
+        }
+    }
+
+    /// Phrases and statistical keywords of a query text, scored as if it had joined the
+    /// statistics (which online indexing then makes true).
+    pub fn analyze(&self, text: &str) -> Analysis {
+        let phrases = PhraseCounts::of(text);
+        let scores = self.stats.scores(&phrases, false);
+        let keywords = keywords::select(scores, &self.config.selection);
+        Analysis { phrases, keywords }
+    }
+
+    /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
+    pub fn analyze_with_llm_keywords(&self, text: &str, answer: &str) -> Analysis {
+        let phrases = PhraseCounts::of(text);
+        let scores: HashMap<String, f64> = self.stats.scores(&phrases, false).into_iter().collect();
+        let keywords = keywords::from_llm_answer(answer, &phrases, &scores, &self.config.selection);
+        Analysis { phrases, keywords }
+    }
+
+    fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
+        if self.config.unit_costs {
+            1.0
+        } else {
+            cost.mean()
+        }
+    }
+
+    /// Candidate labels for a text under the configured strategy.
+    pub fn retrieve(&self, analysis: &Analysis) -> Result<Retrieval, EngineError> {
+        if self.active_labels().next().is_none() {
+            return Err(EngineError::NoActiveLabels);
+        }
+        let terminals: Vec<(&Keyword, petgraph::graph::NodeIndex)> = analysis
+            .keywords
+            .iter()
+            .filter_map(|k| self.graph.keyword(&k.phrase).map(|node| (k, node)))
+            .collect();
+        let (candidates, basis, tree_cost) = match self.config.strategy {
+            Strategy::All => (self.all_active(), Basis::AllLabels, None),
+            Strategy::Naive => match self.similar_example_labels(analysis) {
+                Some(labels) => (labels, Basis::SimilarExamples, None),
+                None => (self.all_active(), Basis::NoEvidence, None),
+            },
+            Strategy::Steiner => self.steiner_candidates(&terminals),
+        };
+        let graph_choice = match (self.config.strategy, basis) {
+            (Strategy::Naive, Basis::SimilarExamples) => candidates[0].clone(),
+            _ => self.best_connected(&candidates, &terminals),
+        };
+        let mut ordered = candidates;
+        ordered.sort_by_key(|id| self.label_index.get(id).copied().unwrap_or(usize::MAX));
+        Ok(Retrieval {
+            candidates: ordered,
+            terminals: terminals.iter().map(|(k, _)| k.phrase.clone()).collect(),
+            basis,
+            tree_cost,
+            graph_choice,
+        })
+    }
+
+    fn all_active(&self) -> Vec<String> {
+        self.active_labels().map(|l| l.id.clone()).collect()
+    }
+
+    fn is_active(&self, id: &str) -> bool {
+        self.label(id).is_some_and(|l| l.active)
+    }
+
+    /// Active labels linked directly to any terminal.
+    fn terminal_neighbours(
+        &self,
+        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
+    ) -> Vec<String> {
+        let mut seen = HashSet::new();
+        let mut labels = Vec::new();
+        for (_, node) in terminals {
+            for (label, _) in self.graph.labels_of(*node) {
+                if self.is_active(label) && seen.insert(label) {
+                    labels.push(label.to_string());
+                }
+            }
+        }
+        labels
+    }
+
+    fn steiner_candidates(
+        &self,
+        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
+    ) -> (Vec<String>, Basis, Option<f64>) {
+        let fallback_to_neighbours = |basis: Basis, cost: Option<f64>| {
+            let neighbours = self.terminal_neighbours(terminals);
+            if neighbours.is_empty() {
+                (self.all_active(), Basis::NoEvidence, cost)
+            } else {
+                (neighbours, basis, cost)
+            }
+        };
+        match terminals.len() {
+            0 => (self.all_active(), Basis::NoEvidence, None),
+            1 => fallback_to_neighbours(Basis::SingleTerminal, None),
+            _ => {
+                let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
+                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c)) {
+                    Ok(tree) => {
+                        let labels: Vec<String> = tree
+                            .nodes
+                            .iter()
+                            .filter_map(|&n| match self.graph.node(n) {
+                                Some(Node::Label(id)) if self.is_active(id) => Some(id.clone()),
+                                _ => None,
+                            })
+                            .collect();
+                        if labels.is_empty() {
+                            fallback_to_neighbours(Basis::TerminalNeighbours, Some(tree.cost))
+                        } else {
+                            (labels, Basis::SteinerTree, Some(tree.cost))
+                        }
+                    }
+                    // Cannot happen while the hub joins every label; if the graph is ever
+                    // split, the terminals' own labels are the honest answer.
+                    Err(_) => fallback_to_neighbours(Basis::TerminalNeighbours, None),
+                }
+            }
+        }
+    }
+
+    /// The graph-only prediction: among the candidates, the label most strongly tied to the
+    /// text's keywords, Σ over linked terminals of s_text · (1 − edge cost); ties → more linked
+    /// terminals → earlier label.
+    fn best_connected(
+        &self,
+        candidates: &[String],
+        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
+    ) -> String {
+        let mut strength: HashMap<&str, (f64, usize)> = HashMap::new();
+        for (keyword, node) in terminals {
+            for (label, cost) in self.graph.labels_of(*node) {
+                let entry = strength.entry(label).or_insert((0.0, 0));
+                entry.0 += keyword.score * (1.0 - cost);
+                entry.1 += 1;
+            }
+        }
+        let mut best: Option<(&String, (f64, usize))> = None;
+        for candidate in candidates {
+            let score = strength
+                .get(candidate.as_str())
+                .copied()
+                .unwrap_or((0.0, 0));
+            let better = match best {
+                None => true,
+                Some((_, (s, n))) => score.0 > s || (score.0 == s && score.1 > n),
+            };
+            if better {
+                best = Some((candidate, score));
+            }
+        }
+        best.map(|(id, _)| id.clone())
+            .or_else(|| candidates.first().cloned())
+            .unwrap_or_default()
+    }
+
+    /// Distinct active labels of the `naive_k` labelled texts most similar to the query
+    /// (TF-IDF cosine), most similar first; None when nothing is similar at all.
+    fn similar_example_labels(&self, analysis: &Analysis) -> Option<Vec<String>> {
+        let query = &analysis.phrases;
+        let weights: HashMap<&str, f64> = query
+            .counts
+            .iter()
+            .map(|(p, &c)| (p.as_str(), self.stats.tfidf_weight(c, query.total, p)))
+            .collect();
+        let query_norm = weights.values().map(|w| w * w).sum::<f64>().sqrt();
+        if query_norm == 0.0 {
+            return None;
+        }
+        let mut scored: Vec<(f64, usize)> = Vec::new();
+        for (i, (position, phrases)) in self.examples.iter().enumerate() {
+            if !self.labels[*position].active {
+                continue;
+            }
+            let mut dot = 0.0;
+            let mut norm = 0.0;
+            for (phrase, &count) in &phrases.counts {
+                let w = self.stats.tfidf_weight(count, phrases.total, phrase);
+                norm += w * w;
+                if let Some(q) = weights.get(phrase.as_str()) {
+                    dot += w * q;
+                }
+            }
+            if dot > 0.0 && norm > 0.0 {
+                scored.push((dot / (norm.sqrt() * query_norm), i));
+            }
+        }
+        if scored.is_empty() {
+            return None;
+        }
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut labels: Vec<String> = Vec::new();
+        for (_, i) in scored.into_iter().take(self.config.naive_k.max(1)) {
+            let id = &self.labels[self.examples[i].0].id;
+            if !labels.contains(id) {
+                labels.push(id.clone());
+            }
+        }
+        Some(labels)
+    }
+
+    /// The prompt asking the LLM to pick one of the candidates.
+    pub fn classification_prompt(
+        &self,
+        retrieval: &Retrieval,
+        text: &str,
+        analysis: &Analysis,
+    ) -> Prompt {
+        let choices: Vec<ClassChoice<'_>> = retrieval
+            .candidates
+            .iter()
+            .filter_map(|id| self.label(id))
+            .map(|label| ClassChoice {
+                display: label.display(),
+                description: label.description.as_deref(),
+            })
+            .collect();
+        let keyword_body;
+        let body = if self.config.keyword_input {
+            keyword_body = analysis
+                .keywords
+                .iter()
+                .map(|k| k.phrase.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            keyword_body.as_str()
+        } else {
+            prompt::clip(text, self.config.max_prompt_chars)
+        };
+        prompt::classification(&choices, body, self.config.answer_max_tokens)
+    }
+
+    /// Turn the LLM's answer (None: no LLM, or it failed) into a decision.
+    pub fn decide(&self, retrieval: &Retrieval, answer: Option<&str>) -> Decision {
+        let graph = |hallucination| Decision {
+            label: retrieval.graph_choice.clone(),
+            source: Source::Graph,
+            hallucination,
+        };
+        let Some(answer) = answer else {
+            return graph(None);
+        };
+        let spellings: Vec<LabelSpelling> = self
+            .active_labels()
+            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
+            .collect();
+        let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
+        match match_answer(answer, &spellings, is_candidate) {
+            AnswerMatch::Candidate(label) => Decision {
+                label,
+                source: Source::Llm,
+                hallucination: None,
+            },
+            AnswerMatch::OutsideCandidates(label) => Decision {
+                label,
+                source: Source::Llm,
+                hallucination: Some(HallucinationKind::OutsideCandidates),
+            },
+            AnswerMatch::Unknown => graph(Some(HallucinationKind::UnknownLabel)),
+        }
+    }
+
+    /// Online indexing: the text joins the statistics and its keywords that are not yet nodes
+    /// are linked to `label` with cost `1 − s`. Only for active labels, and not in the
+    /// `offline` ablation. Returns the number of keyword nodes added.
+    pub fn learn(&mut self, analysis: &Analysis, label: &str) -> usize {
+        if !self.config.online_indexing || !self.is_active(label) {
+            return 0;
+        }
+        let mut added = 0;
+        for keyword in &analysis.keywords {
+            if self
+                .graph
+                .add_if_new(&keyword.phrase, label, 1.0 - keyword.score)
+            {
+                added += 1;
+            }
+        }
+        self.stats.add(&analysis.phrases);
+        added
+    }
+}
+
+#[cfg(test)]
+mod tests;

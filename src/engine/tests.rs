@@ -1,0 +1,268 @@
+use super::*;
+
+fn label(id: &str, examples: &[&str]) -> NewLabel {
+    NewLabel {
+        id: id.to_string(),
+        name: Some(id.replace('_', " ")),
+        description: None,
+        examples: examples.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+fn three_topics(config: EngineConfig) -> Engine {
+    let mut engine = Engine::new(config);
+    engine
+        .apply_round(&[
+            label(
+                "astronomy",
+                &["telescope observations of distant galaxies and stars in the night sky"],
+            ),
+            label(
+                "cooking",
+                &["a recipe for bread dough with flour, yeast and butter baked in the oven"],
+            ),
+            label(
+                "football",
+                &["the striker scored a goal in the final minute of the football match"],
+            ),
+        ])
+        .unwrap();
+    engine
+}
+
+#[test]
+fn round_registers_labels_and_indexes_examples() {
+    let engine = three_topics(EngineConfig::default());
+    assert_eq!(engine.labels().len(), 3);
+    assert_eq!(engine.stats().documents, 3);
+    assert!(engine.graph().keyword("telescope").is_some());
+    assert_eq!(engine.label_version(), 1);
+}
+
+#[test]
+fn invalid_round_changes_nothing() {
+    let mut engine = three_topics(EngineConfig::default());
+    let before = (engine.graph().node_count(), engine.stats().documents);
+    let err = engine
+        .apply_round(&[label("physics", &["quantum"]), label("cooking", &["soup"])])
+        .unwrap_err();
+    assert_eq!(err, EngineError::DuplicateLabel("cooking".into()));
+    let err = engine
+        .apply_round(&[label("physics", &["a"]), label("physics", &["b"])])
+        .unwrap_err();
+    assert_eq!(err, EngineError::RepeatedInRound("physics".into()));
+    assert_eq!(
+        (engine.graph().node_count(), engine.stats().documents),
+        before
+    );
+    assert!(engine.label("physics").is_none());
+}
+
+#[test]
+fn steiner_retrieval_finds_the_matching_topic() {
+    let engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("new telescope images of galaxies");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert!(retrieval.candidates.contains(&"astronomy".to_string()));
+    assert!(!retrieval.candidates.contains(&"cooking".to_string()));
+    assert_eq!(retrieval.graph_choice, "astronomy");
+    assert_eq!(retrieval.basis, Basis::SteinerTree);
+}
+
+#[test]
+fn keywords_spanning_two_topics_bring_both_labels() {
+    let engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("galaxies telescope bread oven");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
+    assert!(retrieval.tree_cost.unwrap() > 0.0);
+}
+
+#[test]
+fn text_with_no_known_keyword_gets_every_label() {
+    let engine = three_topics(EngineConfig::default());
+    let retrieval = engine.retrieve(&engine.analyze("zzz qqq")).unwrap();
+    assert_eq!(retrieval.basis, Basis::NoEvidence);
+    assert_eq!(retrieval.candidates.len(), 3);
+}
+
+#[test]
+fn single_terminal_offers_its_own_labels() {
+    let engine = three_topics(EngineConfig::default());
+    let retrieval = engine.retrieve(&engine.analyze("yeast")).unwrap();
+    assert_eq!(retrieval.basis, Basis::SingleTerminal);
+    assert_eq!(retrieval.candidates, vec!["cooking"]);
+}
+
+#[test]
+fn decisions_flag_both_kinds_of_hallucination() {
+    let engine = three_topics(EngineConfig::default());
+    let retrieval = engine
+        .retrieve(&engine.analyze("telescope galaxies stars"))
+        .unwrap();
+    let ok = engine.decide(&retrieval, Some("Astronomy"));
+    assert_eq!(
+        (ok.label.as_str(), ok.source, ok.hallucination),
+        ("astronomy", Source::Llm, None)
+    );
+    let outside = engine.decide(&retrieval, Some("football"));
+    assert_eq!(
+        outside.hallucination,
+        Some(HallucinationKind::OutsideCandidates)
+    );
+    assert_eq!(outside.label, "football");
+    let unknown = engine.decide(&retrieval, Some("marine biology"));
+    assert_eq!(unknown.hallucination, Some(HallucinationKind::UnknownLabel));
+    assert_eq!(
+        (unknown.label.as_str(), unknown.source),
+        ("astronomy", Source::Graph)
+    );
+    let no_llm = engine.decide(&retrieval, None);
+    assert_eq!((no_llm.source, no_llm.hallucination), (Source::Graph, None));
+}
+
+#[test]
+fn online_indexing_links_new_keywords_only() {
+    let mut engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("radio telescope pulsar survey");
+    let nodes_before = engine.graph().node_count();
+    let added = engine.learn(&analysis, "astronomy");
+    assert!(added > 0);
+    assert_eq!(engine.graph().node_count(), nodes_before + added);
+    assert_eq!(engine.stats().documents, 4);
+    let pulsar = engine.graph().keyword("pulsar").unwrap();
+    assert_eq!(
+        engine
+            .graph()
+            .labels_of(pulsar)
+            .map(|(l, _)| l)
+            .collect::<Vec<_>>(),
+        vec!["astronomy"]
+    );
+    // "telescope" existed: its single edge is untouched.
+    let telescope = engine.graph().keyword("telescope").unwrap();
+    assert_eq!(engine.graph().labels_of(telescope).count(), 1);
+}
+
+#[test]
+fn offline_ablation_learns_nothing() {
+    let mut engine = three_topics(EngineConfig {
+        online_indexing: false,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("radio telescope pulsar survey");
+    let before = (engine.graph().node_count(), engine.stats().documents);
+    assert_eq!(engine.learn(&analysis, "astronomy"), 0);
+    assert_eq!(
+        (engine.graph().node_count(), engine.stats().documents),
+        before
+    );
+}
+
+#[test]
+fn retired_labels_are_never_candidates_nor_answers() {
+    let mut engine = three_topics(EngineConfig::default());
+    engine.retire_label("astronomy").unwrap();
+    let retrieval = engine
+        .retrieve(&engine.analyze("telescope galaxies"))
+        .unwrap();
+    assert!(!retrieval.candidates.contains(&"astronomy".to_string()));
+    let decision = engine.decide(&retrieval, Some("astronomy"));
+    assert_eq!(
+        decision.hallucination,
+        Some(HallucinationKind::UnknownLabel)
+    );
+    assert_eq!(
+        engine.retire_label("astronomy"),
+        Err(EngineError::RetiredLabel("astronomy".into()))
+    );
+    assert_eq!(engine.learn(&engine.analyze("telescope"), "astronomy"), 0);
+}
+
+#[test]
+fn classifying_before_any_round_is_an_error() {
+    let engine = Engine::new(EngineConfig::default());
+    assert_eq!(
+        engine.retrieve(&engine.analyze("anything")),
+        Err(EngineError::NoActiveLabels)
+    );
+}
+
+#[test]
+fn all_strategy_offers_every_active_label() {
+    let engine = three_topics(EngineConfig {
+        strategy: Strategy::All,
+        ..EngineConfig::default()
+    });
+    let retrieval = engine.retrieve(&engine.analyze("telescope")).unwrap();
+    assert_eq!(retrieval.candidates.len(), 3);
+    assert_eq!(retrieval.graph_choice, "astronomy");
+}
+
+#[test]
+fn naive_strategy_uses_the_most_similar_examples() {
+    let engine = three_topics(EngineConfig {
+        strategy: Strategy::Naive,
+        naive_k: 1,
+        ..EngineConfig::default()
+    });
+    let retrieval = engine
+        .retrieve(&engine.analyze("the goal in the football match"))
+        .unwrap();
+    assert_eq!(retrieval.candidates, vec!["football"]);
+    assert_eq!(retrieval.basis, Basis::SimilarExamples);
+}
+
+#[test]
+fn zero_shot_labels_are_reached_through_their_descriptions() {
+    let mut engine = Engine::new(EngineConfig::default());
+    engine
+        .apply_round(&[
+            NewLabel {
+                id: "chemistry".into(),
+                name: Some("chemistry".into()),
+                description: Some("molecules, reactions, catalysts and chemical bonds".into()),
+                examples: vec![],
+            },
+            NewLabel {
+                id: "music".into(),
+                name: Some("music".into()),
+                description: Some("songs, melodies, orchestras and musical instruments".into()),
+                examples: vec![],
+            },
+        ])
+        .unwrap();
+    let retrieval = engine
+        .retrieve(&engine.analyze("a new catalyst speeds up reactions"))
+        .unwrap();
+    assert_eq!(retrieval.graph_choice, "chemistry");
+    assert!(!retrieval.candidates.contains(&"music".to_string()));
+}
+
+#[test]
+fn keyword_input_ablation_sends_keywords() {
+    let engine = three_topics(EngineConfig {
+        keyword_input: true,
+        ..EngineConfig::default()
+    });
+    let text = "telescope galaxies stars observations";
+    let analysis = engine.analyze(text);
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let prompt = engine.classification_prompt(&retrieval, text, &analysis);
+    let body = prompt.user.rsplit("Text: ").next().unwrap();
+    assert!(body.contains(", "));
+    assert_ne!(body, text);
+}
+
+#[test]
+fn unit_ablation_still_retrieves() {
+    let engine = three_topics(EngineConfig {
+        unit_costs: true,
+        ..EngineConfig::default()
+    });
+    let retrieval = engine
+        .retrieve(&engine.analyze("galaxies telescope bread oven"))
+        .unwrap();
+    assert!(retrieval.candidates.contains(&"astronomy".to_string()));
+    assert!(retrieval.candidates.contains(&"cooking".to_string()));
+}

@@ -1,0 +1,418 @@
+//! Turning raw text into the lower-cased 1–3-word phrases GORAG uses as keywords.
+//!
+//! Tokens are runs of two or more letters/digits (underscores and hyphens split words, as in
+//! scikit-learn's default token pattern that the reference code relies on). Pure numbers and
+//! English stop words are removed *before* n-grams are formed, so "analysis of variance" yields
+//! the bigram "analysis variance". This matches how the reference code's vectoriser builds its
+//! vocabulary with `stop_words='english'`.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+/// The longest phrase, in words, that becomes a keyword.
+pub const MAX_NGRAM: usize = 3;
+
+/// A common English stop-word list (function words, pronouns, auxiliaries, frequent adverbs).
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "across",
+    "after",
+    "afterwards",
+    "again",
+    "against",
+    "all",
+    "almost",
+    "alone",
+    "along",
+    "already",
+    "also",
+    "although",
+    "always",
+    "am",
+    "among",
+    "amongst",
+    "an",
+    "and",
+    "another",
+    "any",
+    "anyhow",
+    "anyone",
+    "anything",
+    "anyway",
+    "anywhere",
+    "are",
+    "around",
+    "as",
+    "at",
+    "be",
+    "became",
+    "because",
+    "become",
+    "becomes",
+    "becoming",
+    "been",
+    "before",
+    "beforehand",
+    "behind",
+    "being",
+    "below",
+    "beside",
+    "besides",
+    "between",
+    "beyond",
+    "both",
+    "but",
+    "by",
+    "can",
+    "cannot",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "done",
+    "down",
+    "due",
+    "during",
+    "each",
+    "eg",
+    "either",
+    "else",
+    "elsewhere",
+    "enough",
+    "etc",
+    "even",
+    "ever",
+    "every",
+    "everyone",
+    "everything",
+    "everywhere",
+    "except",
+    "few",
+    "for",
+    "former",
+    "formerly",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "hence",
+    "her",
+    "here",
+    "hereafter",
+    "hereby",
+    "herein",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "however",
+    "ie",
+    "if",
+    "in",
+    "indeed",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "last",
+    "latter",
+    "least",
+    "less",
+    "made",
+    "make",
+    "many",
+    "may",
+    "me",
+    "meanwhile",
+    "might",
+    "mine",
+    "more",
+    "moreover",
+    "most",
+    "mostly",
+    "much",
+    "must",
+    "my",
+    "myself",
+    "namely",
+    "neither",
+    "never",
+    "nevertheless",
+    "next",
+    "no",
+    "nobody",
+    "none",
+    "nor",
+    "not",
+    "nothing",
+    "now",
+    "nowhere",
+    "of",
+    "off",
+    "often",
+    "on",
+    "once",
+    "one",
+    "only",
+    "onto",
+    "or",
+    "other",
+    "others",
+    "otherwise",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "per",
+    "perhaps",
+    "rather",
+    "re",
+    "same",
+    "seem",
+    "seemed",
+    "seeming",
+    "seems",
+    "several",
+    "she",
+    "should",
+    "since",
+    "so",
+    "some",
+    "somehow",
+    "someone",
+    "something",
+    "sometime",
+    "sometimes",
+    "somewhere",
+    "still",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "thence",
+    "there",
+    "thereafter",
+    "thereby",
+    "therefore",
+    "therein",
+    "thereupon",
+    "these",
+    "they",
+    "this",
+    "those",
+    "though",
+    "through",
+    "throughout",
+    "thru",
+    "thus",
+    "to",
+    "together",
+    "too",
+    "toward",
+    "towards",
+    "under",
+    "until",
+    "up",
+    "upon",
+    "us",
+    "use",
+    "used",
+    "using",
+    "very",
+    "via",
+    "was",
+    "we",
+    "well",
+    "were",
+    "what",
+    "whatever",
+    "when",
+    "whence",
+    "whenever",
+    "where",
+    "whereafter",
+    "whereas",
+    "whereby",
+    "wherein",
+    "whereupon",
+    "wherever",
+    "whether",
+    "which",
+    "while",
+    "whither",
+    "who",
+    "whoever",
+    "whole",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "within",
+    "without",
+    "would",
+    "yet",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "said",
+    "says",
+    "say",
+    "mr",
+    "mrs",
+    "ms",
+    "inc",
+    "co",
+    "ltd",
+    "pct",
+];
+
+/// True for words that carry no topic on their own.
+pub fn is_stop_word(word: &str) -> bool {
+    static SET: LazyLock<HashSet<&'static str>> =
+        LazyLock::new(|| STOP_WORDS.iter().copied().collect());
+    SET.contains(word)
+}
+
+/// Lower-cased content words of `text`, in order.
+pub fn content_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut current = String::new();
+    let flush = |current: &mut String, words: &mut Vec<String>| {
+        if current.chars().count() >= 2
+            && !current.chars().all(|c| c.is_ascii_digit())
+            && !is_stop_word(current)
+        {
+            words.push(std::mem::take(current));
+        } else {
+            current.clear();
+        }
+    };
+    for ch in text.chars() {
+        if ch.is_alphanumeric() {
+            current.extend(ch.to_lowercase());
+        } else {
+            flush(&mut current, &mut words);
+        }
+    }
+    flush(&mut current, &mut words);
+    words
+}
+
+/// Every 1..=`MAX_NGRAM`-word phrase of `text` with its count, and the total number of phrases
+/// (the denominator of term frequency).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhraseCounts {
+    pub counts: HashMap<String, u32>,
+    pub total: u32,
+}
+
+impl PhraseCounts {
+    pub fn of(text: &str) -> Self {
+        Self::of_words(&content_words(text))
+    }
+
+    pub fn of_words(words: &[String]) -> Self {
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut total = 0u32;
+        for n in 1..=MAX_NGRAM {
+            for window in words.windows(n) {
+                *counts.entry(window.join(" ")).or_insert(0) += 1;
+                total += 1;
+            }
+        }
+        Self { counts, total }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+}
+
+/// A phrase as the graph stores it: lower case, punctuation and stop words removed, words
+/// joined by single spaces. Used for LLM-proposed keywords and label names alike.
+pub fn normalise_phrase(raw: &str) -> String {
+    content_words(raw).join(" ")
+}
+
+/// Lower case, every non-alphanumeric run turned into one space. Unlike [`normalise_phrase`]
+/// it keeps stop words: label names such as "state of the art" must stay distinguishable.
+pub fn normalise_label_text(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut pending_space = false;
+    for ch in raw.chars() {
+        if ch.is_alphanumeric() {
+            if pending_space && !out.is_empty() {
+                out.push(' ');
+            }
+            pending_space = false;
+            out.extend(ch.to_lowercase());
+        } else {
+            pending_space = true;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_words_drop_stop_words_numbers_and_single_letters() {
+        let words = content_words("The (3+1)-dimensional KP equations of a fluid, in 2019!");
+        assert_eq!(words, vec!["dimensional", "kp", "equations", "fluid"]);
+    }
+
+    #[test]
+    fn phrases_are_counted_up_to_trigrams() {
+        let counts = PhraseCounts::of("neural network, neural network training");
+        // words: neural network neural network training → 5 unigrams, 4 bigrams, 3 trigrams
+        assert_eq!(counts.total, 12);
+        assert_eq!(counts.counts["neural network"], 2);
+        assert_eq!(counts.counts["neural"], 2);
+        assert_eq!(counts.counts["network neural network"], 1);
+        assert_eq!(counts.counts["network training"], 1);
+    }
+
+    #[test]
+    fn empty_and_stop_word_only_texts_have_no_phrases() {
+        assert!(PhraseCounts::of("").is_empty());
+        assert!(PhraseCounts::of("of the and, 42 !").is_empty());
+    }
+
+    #[test]
+    fn label_text_normalisation_keeps_words_and_folds_separators() {
+        assert_eq!(normalise_label_text("Machine_Learning"), "machine learning");
+        assert_eq!(
+            normalise_label_text("  signal-flow_graph. "),
+            "signal flow graph"
+        );
+        assert_eq!(normalise_label_text("label 7"), "label 7");
+        assert_eq!(normalise_phrase("The Neural-Networks"), "neural networks");
+    }
+
+    #[test]
+    fn unicode_letters_are_words() {
+        assert_eq!(content_words("Übergang façade"), vec!["übergang", "façade"]);
+    }
+}

@@ -1,0 +1,134 @@
+//! Incremental TF-IDF statistics and GORAG's normalised keyword score.
+//!
+//! `s = tf · idf / ln(N + 1)` with `tf = count / phrases_in_text`,
+//! `idf = ln((N + 1) / (df + 1))`, N = texts seen so far (labelled and query texts), df = texts
+//! containing the phrase. Adding a text costs O(its distinct phrases): document frequencies are
+//! kept as counts, never re-derived from a document matrix.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::text::PhraseCounts;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CorpusStats {
+    /// Texts that joined the statistics.
+    pub documents: u64,
+    /// Phrase → number of texts containing it.
+    pub document_frequency: HashMap<String, u64>,
+}
+
+impl CorpusStats {
+    /// Make `phrases` part of the statistics (N += 1, df += 1 for each distinct phrase).
+    pub fn add(&mut self, phrases: &PhraseCounts) {
+        self.documents += 1;
+        for phrase in phrases.counts.keys() {
+            *self.document_frequency.entry(phrase.clone()).or_insert(0) += 1;
+        }
+    }
+
+    pub fn df(&self, phrase: &str) -> u64 {
+        self.document_frequency.get(phrase).copied().unwrap_or(0)
+    }
+
+    /// Score every phrase of a text. When `text_is_counted` is false the text is scored as if it
+    /// had already joined the statistics (N + 1, df + 1), which is what the reference code's
+    /// vectoriser sees after fitting on the corpus that includes the text.
+    pub fn scores(&self, phrases: &PhraseCounts, text_is_counted: bool) -> Vec<(String, f64)> {
+        if phrases.total == 0 {
+            return Vec::new();
+        }
+        let extra = u64::from(!text_is_counted);
+        let n = (self.documents + extra) as f64;
+        let norm = (n + 1.0).ln();
+        let total = f64::from(phrases.total);
+        phrases
+            .counts
+            .iter()
+            .map(|(phrase, &count)| {
+                let df = (self.df(phrase) + extra) as f64;
+                let tf = f64::from(count) / total;
+                let idf = ((n + 1.0) / (df + 1.0)).ln();
+                let s = if norm > 0.0 { tf * idf / norm } else { 0.0 };
+                (phrase.clone(), s)
+            })
+            .collect()
+    }
+
+    /// `tf · idf` weights used for cosine similarity (the NaiveRAG-style baseline).
+    pub fn tfidf_weight(&self, count: u32, total: u32, phrase: &str) -> f64 {
+        let n = self.documents as f64;
+        let df = self.df(phrase) as f64;
+        let tf = f64::from(count) / f64::from(total.max(1));
+        tf * ((n + 1.0) / (df + 1.0)).ln()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn score_of(scores: &[(String, f64)], phrase: &str) -> f64 {
+        scores
+            .iter()
+            .find(|(p, _)| p == phrase)
+            .map(|(_, s)| *s)
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Golden values worked out by hand from the formula in GORAG.md.
+    #[test]
+    fn golden_scores_follow_the_formula() {
+        let mut stats = CorpusStats::default();
+        stats.add(&PhraseCounts::of("graph neural"));
+        stats.add(&PhraseCounts::of("graph theory"));
+        stats.add(&PhraseCounts::of("protein folding"));
+        // Query "graph graph kernel": words graph graph kernel → phrases:
+        // graph×2, kernel, graph graph, graph kernel, graph graph kernel → total 6.
+        let query = PhraseCounts::of("graph graph kernel");
+        assert_eq!(query.total, 6);
+        let scores = stats.scores(&query, false);
+        // N = 3 + 1 = 4, norm = ln 5.
+        let norm = 5f64.ln();
+        // graph: tf = 2/6, df = 2 + 1 = 3, idf = ln(5/4).
+        let graph = (2.0 / 6.0) * (5.0f64 / 4.0).ln() / norm;
+        // kernel: tf = 1/6, df = 0 + 1, idf = ln(5/2).
+        let kernel = (1.0 / 6.0) * (5.0f64 / 2.0).ln() / norm;
+        assert!((score_of(&scores, "graph") - graph).abs() < 1e-12);
+        assert!((score_of(&scores, "kernel") - kernel).abs() < 1e-12);
+        assert!((score_of(&scores, "graph kernel") - kernel).abs() < 1e-12);
+    }
+
+    #[test]
+    fn counted_text_is_not_counted_twice() {
+        let mut stats = CorpusStats::default();
+        stats.add(&PhraseCounts::of("alpha beta"));
+        let text = PhraseCounts::of("beta gamma");
+        let before = stats.scores(&text, false);
+        stats.add(&text);
+        let after = stats.scores(&text, true);
+        let mut before: Vec<_> = before;
+        let mut after: Vec<_> = after;
+        before.sort_by(|a, b| a.0.cmp(&b.0));
+        after.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn first_text_scores_zero_and_empty_text_scores_nothing() {
+        let stats = CorpusStats::default();
+        let scores = stats.scores(&PhraseCounts::of("solitary text"), false);
+        assert!(scores.iter().all(|(_, s)| *s == 0.0));
+        assert!(stats.scores(&PhraseCounts::default(), false).is_empty());
+    }
+
+    #[test]
+    fn adding_counts_each_distinct_phrase_once() {
+        let mut stats = CorpusStats::default();
+        stats.add(&PhraseCounts::of("echo echo echo"));
+        assert_eq!(stats.documents, 1);
+        assert_eq!(stats.df("echo"), 1);
+        assert_eq!(stats.df("echo echo"), 1);
+    }
+}
