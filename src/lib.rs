@@ -1,1 +1,15 @@
+//! gorag: graph-based online retrieval-augmented generation (GORAG) for dynamic few-shot text
+//! classification.
+//!
+//! - [`engine`]: the pure, synchronous algorithm (TF-IDF, keywords, graph, Steiner tree,
+//!   prompts, answer matching, online indexing);
+//! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting);
+//! - [`classify`]: the async step sequence for one text;
+//! - [`eval`]: the paper's evaluation protocol;
+//! - [`cli`]: the `gorag` command.
+
+pub mod classify;
+pub mod cli;
 pub mod engine;
+pub mod eval;
+pub mod llm;

@@ -1,0 +1,270 @@
+//! Command-line interface (clap). Library code returns typed errors; `anyhow` lives here.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::classify::Classifier;
+use crate::engine::keywords::{KeywordMode, KeywordSelection};
+use crate::engine::{EngineConfig, Strategy};
+use crate::eval::{self, dataset, report};
+use crate::llm::retry::RetryPolicy;
+use crate::llm::{ApiKey, LlmClient, LlmConfig};
+
+#[derive(Debug, Parser)]
+#[command(name = "gorag", version, about = "Graph-based online RAG for dynamic few-shot text classification")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the paper's DFSTC protocol on a dataset folder (`<k>shot/r<n>/{train,test}.tsv`).
+    Eval(EvalArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StrategyArg {
+    Steiner,
+    All,
+    Naive,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(value: StrategyArg) -> Self {
+        match value {
+            StrategyArg::Steiner => Strategy::Steiner,
+            StrategyArg::All => Strategy::All,
+            StrategyArg::Naive => Strategy::Naive,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Ablation {
+    /// No online indexing.
+    Offline,
+    /// Every edge costs 1.
+    Unit,
+    /// Keywords instead of the text in the prompt.
+    KeywordInput,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KeywordModeArg {
+    Tfidf,
+    Llm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LabelNamesArg {
+    Auto,
+    Yes,
+    No,
+}
+
+/// Where the LLM is and how to call it.
+#[derive(Debug, Clone, Args)]
+pub struct LlmArgs {
+    /// OpenAI-compatible base URL, or `none` for retrieval-only (graph) predictions.
+    #[arg(long, env = "GORAG_LLM_URL", default_value = "http://127.0.0.1:8080/v1")]
+    pub llm: String,
+    /// Model name sent to the endpoint.
+    #[arg(long, env = "GORAG_LLM_MODEL", default_value = "qwen2.5-coder-0.5b-instruct")]
+    pub model: String,
+    /// File holding the API key (else $GORAG_LLM_API_KEY, else $OPENAI_API_KEY, else none).
+    #[arg(long)]
+    pub api_key_file: Option<PathBuf>,
+    /// Timeout of one LLM attempt, in seconds.
+    #[arg(long, default_value_t = 120.0)]
+    pub llm_timeout: f64,
+    /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer).
+    #[arg(long, default_value_t = 4)]
+    pub llm_retries: u32,
+    /// LLM requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    pub llm_concurrency: usize,
+    /// Directory of the persistent response cache.
+    #[arg(long, env = "GORAG_LLM_CACHE")]
+    pub llm_cache: Option<PathBuf>,
+}
+
+impl LlmArgs {
+    pub fn client(&self) -> Result<Option<LlmClient>> {
+        if self.llm.eq_ignore_ascii_case("none") {
+            return Ok(None);
+        }
+        let key = match &self.api_key_file {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("reading the API key file {}", path.display()))?
+                .trim()
+                .to_string(),
+            None => std::env::var("GORAG_LLM_API_KEY")
+                .or_else(|_| std::env::var("OPENAI_API_KEY"))
+                .unwrap_or_default(),
+        };
+        if !(self.llm_timeout.is_finite() && self.llm_timeout > 0.0) {
+            bail!("--llm-timeout must be a positive number of seconds");
+        }
+        let mut config = LlmConfig::new(self.llm.clone(), self.model.clone());
+        config.api_key = ApiKey::new(key);
+        config.timeout = Duration::from_secs_f64(self.llm_timeout);
+        config.retry = RetryPolicy {
+            max_retries: self.llm_retries,
+            ..RetryPolicy::default()
+        };
+        config.concurrency = self.llm_concurrency.max(1);
+        config.cache_dir = self.llm_cache.clone();
+        Ok(Some(LlmClient::new(config)?))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Dataset folder, e.g. ../shared/data/paper/wos or examples/tiny.
+    pub dataset: PathBuf,
+    /// Shots per label (selects the `<k>shot` folder).
+    #[arg(long, default_value_t = 1)]
+    pub shots: u32,
+    /// Rounds to run (default: every round present).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Held-out texts per round, sampled with --seed (default: all).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Candidate strategies to compare, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "steiner")]
+    pub strategy: Vec<StrategyArg>,
+    /// Keyword extraction.
+    #[arg(long, value_enum, default_value = "tfidf")]
+    pub keywords: KeywordModeArg,
+    /// Keywords kept per query text (terminals; added by online indexing).
+    #[arg(long, default_value_t = KeywordSelection::default().top_k)]
+    pub top_k: usize,
+    /// Keywords kept per labelled example or description.
+    #[arg(long, default_value_t = EngineConfig::default().example_selection.top_k)]
+    pub example_top_k: usize,
+    /// Minimum normalised TF-IDF score of a keyword.
+    #[arg(long, default_value_t = 0.0)]
+    pub min_score: f64,
+    /// k of the `naive` strategy.
+    #[arg(long, default_value_t = EngineConfig::default().naive_k)]
+    pub naive_k: usize,
+    /// Ablations, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub ablation: Vec<Ablation>,
+    /// Whether label ids are readable names (auto: not when they look like `label 7`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub label_names: LabelNamesArg,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    /// Folder for report.json and accuracy.svg.
+    #[arg(long, default_value = "out/eval")]
+    pub out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub async fn eval(args: EvalArgs) -> Result<()> {
+    let mut rounds = dataset::load(&args.dataset, args.shots, args.rounds)?;
+    if let Some(limit) = args.limit {
+        dataset::sample(&mut rounds, limit, args.seed);
+    }
+    let named = dataset::labels_have_names(
+        &rounds,
+        match args.label_names {
+            LabelNamesArg::Auto => dataset::LabelNames::Auto,
+            LabelNamesArg::Yes => dataset::LabelNames::Yes,
+            LabelNamesArg::No => dataset::LabelNames::No,
+        },
+    );
+    let llm = args.llm.client()?;
+    let keyword_mode = match args.keywords {
+        KeywordModeArg::Tfidf => KeywordMode::Tfidf,
+        KeywordModeArg::Llm => KeywordMode::Llm,
+    };
+    if keyword_mode == KeywordMode::Llm && llm.is_none() {
+        bail!("--keywords llm needs an LLM (drop --llm none)");
+    }
+    let classifier = Classifier::new(llm.clone(), keyword_mode);
+    let mut base = EngineConfig::default();
+    base.selection.top_k = args.top_k;
+    base.selection.min_score = args.min_score;
+    base.example_selection.top_k = args.example_top_k;
+    base.example_selection.min_score = args.min_score;
+    base.naive_k = args.naive_k;
+    base.online_indexing = !args.ablation.contains(&Ablation::Offline);
+    base.unit_costs = args.ablation.contains(&Ablation::Unit);
+    base.keyword_input = args.ablation.contains(&Ablation::KeywordInput);
+
+    let mut runs = Vec::new();
+    for strategy in &args.strategy {
+        let options = eval::EvalOptions {
+            engine: EngineConfig {
+                strategy: (*strategy).into(),
+                ..base.clone()
+            },
+            named_labels: named,
+            concurrency: args.llm.llm_concurrency,
+            progress: !args.quiet,
+        };
+        runs.push(eval::run(&rounds, &options, &classifier).await?);
+    }
+    if let Some(llm) = &llm {
+        llm.flush_cache().await?;
+    }
+
+    let dataset_name = args
+        .dataset
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| args.dataset.display().to_string());
+    let report = report::EvalReport {
+        dataset: dataset_name,
+        shots: args.shots,
+        limit: args.limit,
+        seed: args.seed,
+        model: llm
+            .as_ref()
+            .map(|l| l.config().model.clone())
+            .unwrap_or_else(|| "none".into()),
+        keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
+        named_labels: named,
+        ablations: args
+            .ablation
+            .iter()
+            .map(|a| format!("{a:?}").to_lowercase())
+            .collect(),
+        runs,
+        llm_usage: llm.as_ref().map(|l| l.usage().snapshot()),
+    };
+    print!("{}", report::table(&report));
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let json_path = args.out.join("report.json");
+    std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("writing {}", json_path.display()))?;
+    let svg_path = args.out.join("accuracy.svg");
+    std::fs::write(&svg_path, report::svg(&report))
+        .with_context(|| format!("writing {}", svg_path.display()))?;
+    if let Some(usage) = &report.llm_usage {
+        println!(
+            "llm: {} calls ({} from cache), {} attempts, {} retries, {} failures, {} prompt + {} completion tokens",
+            usage.calls,
+            usage.cache_hits,
+            usage.attempts,
+            usage.retries,
+            usage.failures,
+            usage.prompt_tokens,
+            usage.completion_tokens
+        );
+    }
+    println!("wrote {} and {}", json_path.display(), svg_path.display());
+    Ok(())
+}

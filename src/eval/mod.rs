@@ -1,0 +1,253 @@
+//! The paper's DFSTC evaluation protocol (GORAG.md, "Evaluation protocol").
+//!
+//! Per round r: index round r's labelled examples (with LLM descriptions when labels have
+//! names and an LLM is configured); classify round r's held-out texts **with** online indexing,
+//! in file order; then the held-out texts of rounds < r **without** it; report metrics over all
+//! held-out texts seen so far.
+
+pub mod dataset;
+pub mod report;
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use futures::stream::{self, StreamExt};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+use crate::classify::{Classified, Classifier};
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Engine, EngineConfig, EngineError};
+use dataset::{RoundData, Sample};
+
+#[derive(Debug, Clone)]
+pub struct EvalOptions {
+    pub engine: EngineConfig,
+    pub named_labels: bool,
+    /// LLM calls in flight for the texts that are not indexed online.
+    pub concurrency: usize,
+    pub progress: bool,
+}
+
+/// Time spent per stage in one round, summed over its texts (seconds).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StageSeconds {
+    pub index_round: f64,
+    pub describe_labels: f64,
+    pub keywords: f64,
+    pub retrieve: f64,
+    pub llm: f64,
+    pub online_index: f64,
+    pub total: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RoundMetrics {
+    pub round: usize,
+    pub labels: usize,
+    pub texts: usize,
+    /// Final label (LLM, or graph fallback) equals the gold label.
+    pub accuracy: f64,
+    /// As the paper counts it: an answer that is no known label is wrong.
+    pub strict_accuracy: f64,
+    pub macro_recall: f64,
+    pub hallucination_rate: f64,
+    pub hallucinations_unknown_label: usize,
+    pub hallucinations_outside_candidates: usize,
+    /// Gold label among the candidates.
+    pub candidate_recall: f64,
+    pub mean_candidates: f64,
+    /// Texts whose LLM call failed and fell back to the graph.
+    pub llm_failures: usize,
+    pub llm_calls_per_text: f64,
+    pub prompt_tokens_per_text: f64,
+    pub description_calls: u32,
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
+    pub keywords_added_online: usize,
+    pub seconds: StageSeconds,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StrategyRun {
+    pub strategy: String,
+    pub rounds: Vec<RoundMetrics>,
+}
+
+/// One text's result, as the metrics need it.
+struct Scored {
+    gold: String,
+    label: String,
+    hallucination: Option<HallucinationKind>,
+    gold_in_candidates: bool,
+    candidates: usize,
+    llm_failed: bool,
+    llm_calls: u32,
+    prompt_tokens: u32,
+}
+
+impl Scored {
+    fn new(sample: &Sample, classified: &Classified) -> Self {
+        Self {
+            gold: sample.label.clone(),
+            label: classified.decision.label.clone(),
+            hallucination: classified.decision.hallucination,
+            gold_in_candidates: classified.retrieval.candidates.contains(&sample.label),
+            candidates: classified.retrieval.candidates.len(),
+            llm_failed: classified.llm_failure.is_some(),
+            llm_calls: classified.llm_calls,
+            prompt_tokens: classified.prompt_tokens,
+        }
+    }
+}
+
+fn add_times(seconds: &mut StageSeconds, classified: &Classified) {
+    seconds.keywords += classified.times.keywords.as_secs_f64();
+    seconds.retrieve += classified.times.retrieve.as_secs_f64();
+    seconds.llm += classified.times.llm.as_secs_f64();
+}
+
+/// Run the protocol for one strategy (already set in `options.engine`).
+pub async fn run(
+    rounds: &[RoundData],
+    options: &EvalOptions,
+    classifier: &Classifier,
+) -> Result<StrategyRun, EngineError> {
+    let mut engine = Engine::new(options.engine.clone());
+    let strategy = options.engine.strategy.as_str().to_string();
+    let total: usize = (1..=rounds.len())
+        .map(|r| rounds[..r].iter().map(|d| d.test.len()).sum::<usize>())
+        .sum();
+    let progress = if options.progress {
+        let bar = ProgressBar::new(total as u64);
+        if let Ok(style) = ProgressStyle::with_template(
+            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} texts ({eta})",
+        ) {
+            bar.set_style(style);
+        }
+        bar.set_prefix(strategy.clone());
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let mut metrics = Vec::new();
+    for (r, round) in rounds.iter().enumerate() {
+        let round_started = Instant::now();
+        let mut seconds = StageSeconds::default();
+
+        let mut labels = dataset::round_labels(round, options.named_labels);
+        let started = Instant::now();
+        let description_calls = classifier.describe_labels(&mut labels).await;
+        seconds.describe_labels = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        engine.apply_round(&labels)?;
+        seconds.index_round = started.elapsed().as_secs_f64();
+
+        // This round's texts, with online indexing, in order.
+        let mut scored = Vec::new();
+        let mut keywords_added_online = 0;
+        for sample in &round.test {
+            let classified = classifier.classify(&engine, &sample.text).await?;
+            add_times(&mut seconds, &classified);
+            let started = Instant::now();
+            keywords_added_online += engine.learn(&classified.analysis, &classified.decision.label);
+            seconds.online_index += started.elapsed().as_secs_f64();
+            scored.push(Scored::new(sample, &classified));
+            progress.inc(1);
+        }
+
+        // Earlier rounds' texts, without online indexing (independent: run concurrently).
+        let earlier: Vec<&Sample> = rounds[..r].iter().flat_map(|d| d.test.iter()).collect();
+        let engine_ref = &engine;
+        let results: Vec<Result<(Scored, Classified), EngineError>> =
+            stream::iter(earlier.into_iter().map(|sample| async move {
+                let classified = classifier.classify(engine_ref, &sample.text).await?;
+                Ok((Scored::new(sample, &classified), classified))
+            }))
+            .buffered(options.concurrency.max(1))
+            .inspect(|_| progress.inc(1))
+            .collect()
+            .await;
+        for result in results {
+            let (score, classified) = result?;
+            add_times(&mut seconds, &classified);
+            scored.push(score);
+        }
+
+        seconds.total = round_started.elapsed().as_secs_f64();
+        metrics.push(summarise(
+            round.number,
+            &engine,
+            &scored,
+            description_calls,
+            keywords_added_online,
+            seconds,
+        ));
+    }
+    progress.finish_and_clear();
+    Ok(StrategyRun {
+        strategy,
+        rounds: metrics,
+    })
+}
+
+fn summarise(
+    round: usize,
+    engine: &Engine,
+    scored: &[Scored],
+    description_calls: u32,
+    keywords_added_online: usize,
+    seconds: StageSeconds,
+) -> RoundMetrics {
+    let n = scored.len().max(1) as f64;
+    let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
+    let correct = count(&|s| s.label == s.gold);
+    let strict = count(&|s| {
+        s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel)
+    });
+    let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
+    let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
+    let mut per_gold: HashMap<&str, (usize, usize)> = HashMap::new();
+    for s in scored {
+        let entry = per_gold.entry(s.gold.as_str()).or_insert((0, 0));
+        entry.1 += 1;
+        if s.label == s.gold {
+            entry.0 += 1;
+        }
+    }
+    let macro_recall = if per_gold.is_empty() {
+        0.0
+    } else {
+        per_gold
+            .values()
+            .map(|(hit, all)| *hit as f64 / *all as f64)
+            .sum::<f64>()
+            / per_gold.len() as f64
+    };
+    RoundMetrics {
+        round,
+        labels: engine.active_labels().count(),
+        texts: scored.len(),
+        accuracy: correct as f64 / n,
+        strict_accuracy: strict as f64 / n,
+        macro_recall,
+        hallucination_rate: (unknown + outside) as f64 / n,
+        hallucinations_unknown_label: unknown,
+        hallucinations_outside_candidates: outside,
+        candidate_recall: count(&|s| s.gold_in_candidates) as f64 / n,
+        mean_candidates: scored.iter().map(|s| s.candidates as f64).sum::<f64>() / n,
+        llm_failures: count(&|s| s.llm_failed),
+        llm_calls_per_text: scored.iter().map(|s| f64::from(s.llm_calls)).sum::<f64>() / n,
+        prompt_tokens_per_text: scored
+            .iter()
+            .map(|s| f64::from(s.prompt_tokens))
+            .sum::<f64>()
+            / n,
+        description_calls,
+        graph_nodes: engine.graph().node_count(),
+        graph_edges: engine.graph().edge_count(),
+        keywords_added_online,
+        seconds,
+    }
+}

@@ -1,0 +1,274 @@
+//! Evaluation output: a table for people, JSON for scripts, an SVG plot of accuracy per round.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::StrategyRun;
+use crate::llm::UsageSnapshot;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EvalReport {
+    pub dataset: String,
+    pub shots: u32,
+    /// Held-out texts per round (None: all).
+    pub limit: Option<usize>,
+    pub seed: u64,
+    /// `none` for retrieval-only runs.
+    pub model: String,
+    pub keyword_mode: String,
+    pub named_labels: bool,
+    pub ablations: Vec<String>,
+    pub runs: Vec<StrategyRun>,
+    pub llm_usage: Option<UsageSnapshot>,
+}
+
+/// A fixed-width table, one row per strategy and round.
+pub fn table(report: &EvalReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "dataset {} · {}-shot · model {} · keywords {}{}{}",
+        report.dataset,
+        report.shots,
+        report.model,
+        report.keyword_mode,
+        report
+            .limit
+            .map(|l| format!(" · {l} texts/round (seed {})", report.seed))
+            .unwrap_or_default(),
+        if report.ablations.is_empty() {
+            String::new()
+        } else {
+            format!(" · ablations {}", report.ablations.join(","))
+        },
+    );
+    let _ = writeln!(
+        out,
+        "{:<8} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>8}",
+        "strategy",
+        "r",
+        "lbls",
+        "texts",
+        "acc",
+        "strict",
+        "mrec",
+        "halluc",
+        "candrec",
+        "cands",
+        "calls/t",
+        "ptok/t",
+        "nodes",
+        "edges",
+        "time",
+    );
+    for run in &report.runs {
+        for m in &run.rounds {
+            let _ = writeln!(
+                out,
+                "{:<8} {:>2} {:>4} {:>6} {:>7.4} {:>7.4} {:>7.4} {:>8.4} {:>8.4} {:>7.2} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.1}s",
+                run.strategy,
+                m.round,
+                m.labels,
+                m.texts,
+                m.accuracy,
+                m.strict_accuracy,
+                m.macro_recall,
+                m.hallucination_rate,
+                m.candidate_recall,
+                m.mean_candidates,
+                m.llm_calls_per_text,
+                m.prompt_tokens_per_text,
+                m.graph_nodes,
+                m.graph_edges,
+                m.seconds.total,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "acc: final label correct · strict: unknown-label answers count wrong (the paper's rule) · \
+         mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
+         the candidates · cands: mean candidate-set size · ptok/t: prompt tokens per text"
+    );
+    for run in &report.runs {
+        for m in &run.rounds {
+            let s = &m.seconds;
+            let _ = writeln!(
+                out,
+                "{} r{} stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
+                run.strategy,
+                m.round,
+                s.index_round,
+                s.describe_labels,
+                s.keywords,
+                s.retrieve,
+                s.llm,
+                s.online_index,
+                m.hallucinations_unknown_label,
+                m.hallucinations_outside_candidates,
+                m.llm_failures,
+            );
+        }
+    }
+    out
+}
+
+const COLOURS: [&str; 6] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b",
+];
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// Accuracy per round, one line per strategy, as a self-contained SVG.
+pub fn svg(report: &EvalReport) -> String {
+    let (width, height) = (640.0, 400.0);
+    let (left, right, top, bottom) = (60.0, 150.0, 40.0, 50.0);
+    let plot_w = width - left - right;
+    let plot_h = height - top - bottom;
+    let rounds = report
+        .runs
+        .iter()
+        .map(|r| r.rounds.len())
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let x = |round: usize| {
+        if rounds == 1 {
+            left + plot_w / 2.0
+        } else {
+            left + plot_w * (round - 1) as f64 / (rounds - 1) as f64
+        }
+    };
+    let y = |value: f64| top + plot_h * (1.0 - value.clamp(0.0, 1.0));
+
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{} {}-shot: accuracy per round ({})</text>"#,
+        left + plot_w / 2.0,
+        escape(&report.dataset),
+        report.shots,
+        escape(&report.model)
+    );
+    for tick in 0..=5 {
+        let value = tick as f64 / 5.0;
+        let _ = writeln!(
+            out,
+            r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{value:.1}</text>"##,
+            left + plot_w,
+            left - 6.0,
+            y(value) + 4.0,
+            y = y(value),
+        );
+    }
+    for round in 1..=rounds {
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">R{round}</text>"#,
+            x(round),
+            top + plot_h + 20.0
+        );
+    }
+    let _ = writeln!(
+        out,
+        r#"<text x="{}" y="{}" text-anchor="middle">round</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">accuracy</text>"#,
+        left + plot_w / 2.0,
+        height - 10.0,
+        top + plot_h / 2.0,
+        top + plot_h / 2.0
+    );
+    for (i, run) in report.runs.iter().enumerate() {
+        let colour = COLOURS[i % COLOURS.len()];
+        let points: Vec<String> = run
+            .rounds
+            .iter()
+            .map(|m| format!("{:.1},{:.1}", x(m.round), y(m.accuracy)))
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
+            points.join(" ")
+        );
+        for m in &run.rounds {
+            let _ = writeln!(
+                out,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{} R{}: {:.4}</title></circle>"#,
+                x(m.round),
+                y(m.accuracy),
+                escape(&run.strategy),
+                m.round,
+                m.accuracy
+            );
+        }
+        let ly = top + 10.0 + 20.0 * i as f64;
+        let _ = writeln!(
+            out,
+            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
+            left + plot_w + 15.0,
+            left + plot_w + 40.0,
+            left + plot_w + 46.0,
+            ly + 4.0,
+            escape(&run.strategy)
+        );
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::RoundMetrics;
+
+    fn report() -> EvalReport {
+        let rounds = (1..=3)
+            .map(|round| RoundMetrics {
+                round,
+                accuracy: 0.25 * round as f64,
+                ..RoundMetrics::default()
+            })
+            .collect();
+        EvalReport {
+            dataset: "toy<&>".into(),
+            shots: 1,
+            limit: Some(5),
+            seed: 1,
+            model: "none".into(),
+            keyword_mode: "tfidf".into(),
+            named_labels: true,
+            ablations: vec![],
+            runs: vec![StrategyRun {
+                strategy: "steiner".into(),
+                rounds,
+            }],
+            llm_usage: None,
+        }
+    }
+
+    #[test]
+    fn table_has_a_row_per_round() {
+        let text = table(&report());
+        assert_eq!(text.lines().filter(|l| l.starts_with("steiner  ")).count(), 3);
+        assert!(text.contains("0.7500"));
+    }
+
+    #[test]
+    fn svg_is_well_formed_and_escaped() {
+        let svg = svg(&report());
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("toy&lt;&amp;&gt;"));
+        assert_eq!(svg.matches("<circle").count(), 3);
+        // round 3 accuracy 0.75 → y = 40 + 310 * 0.25
+        assert!(svg.contains("cy=\"117.5\""));
+    }
+}
