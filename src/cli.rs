@@ -14,7 +14,11 @@ use crate::llm::retry::RetryPolicy;
 use crate::llm::{ApiKey, LlmClient, LlmConfig};
 
 #[derive(Debug, Parser)]
-#[command(name = "gorag", version, about = "Graph-based online RAG for dynamic few-shot text classification")]
+#[command(
+    name = "gorag",
+    version,
+    about = "Graph-based online RAG for dynamic few-shot text classification"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -70,10 +74,18 @@ pub enum LabelNamesArg {
 #[derive(Debug, Clone, Args)]
 pub struct LlmArgs {
     /// OpenAI-compatible base URL, or `none` for retrieval-only (graph) predictions.
-    #[arg(long, env = "GORAG_LLM_URL", default_value = "http://127.0.0.1:8080/v1")]
+    #[arg(
+        long,
+        env = "GORAG_LLM_URL",
+        default_value = "http://127.0.0.1:8080/v1"
+    )]
     pub llm: String,
     /// Model name sent to the endpoint.
-    #[arg(long, env = "GORAG_LLM_MODEL", default_value = "qwen2.5-coder-0.5b-instruct")]
+    #[arg(
+        long,
+        env = "GORAG_LLM_MODEL",
+        default_value = "qwen2.5-coder-0.5b-instruct"
+    )]
     pub model: String,
     /// File holding the API key (else $GORAG_LLM_API_KEY, else $OPENAI_API_KEY, else none).
     #[arg(long)]

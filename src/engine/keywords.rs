@@ -36,7 +36,7 @@ pub struct KeywordSelection {
 impl Default for KeywordSelection {
     fn default() -> Self {
         Self {
-            top_k: 10,
+            top_k: 20,
             min_score: 0.0,
         }
     }

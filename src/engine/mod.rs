@@ -75,7 +75,7 @@ impl Default for EngineConfig {
         Self {
             selection: KeywordSelection::default(),
             example_selection: KeywordSelection {
-                top_k: 30,
+                top_k: 100,
                 min_score: 0.0,
             },
             strategy: Strategy::Steiner,
@@ -449,7 +449,8 @@ impl Engine {
             1 => fallback_to_neighbours(Basis::SingleTerminal, None),
             _ => {
                 let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
-                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c)) {
+                let relays = |node| self.relays(node);
+                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c), relays) {
                     Ok(tree) => {
                         let labels: Vec<String> = tree
                             .nodes
@@ -471,6 +472,29 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Whether a non-terminal node can lie on a shortest path. Labels and the hub always can. A
+    /// keyword joins labels only, so it is useful only when its two cheapest edges cost less
+    /// than the path through the hub; otherwise it is a dominated Steiner node: skipping it
+    /// changes no distance and no terminal-graph MST weight. Most keywords link to one label and
+    /// are skipped at once, which keeps the search off the bulk of the graph.
+    fn relays(&self, node: petgraph::graph::NodeIndex) -> bool {
+        if !matches!(self.graph.node(node), Some(Node::Keyword(_))) {
+            return true;
+        }
+        let hub_path = 2.0 * self.edge_cost(&graph::EdgeCost::single(graph::HUB_EDGE_COST));
+        let (mut best, mut second) = (f64::INFINITY, f64::INFINITY);
+        for (_, cost) in self.graph.labels_of(node) {
+            let cost = if self.config.unit_costs { 1.0 } else { cost };
+            if cost < best {
+                second = best;
+                best = cost;
+            } else if cost < second {
+                second = cost;
+            }
+        }
+        best + second < hub_path
     }
 
     /// The graph-only prediction: among the candidates, the label most strongly tied to the

@@ -101,7 +101,10 @@ pub fn load(
         } else if dir.join("dev.tsv").is_file() {
             (dir.join("dev.tsv"), "dev.tsv")
         } else {
-            return Err(DatasetError::NoHeldOut { path: dir, round: number });
+            return Err(DatasetError::NoHeldOut {
+                path: dir,
+                round: number,
+            });
         };
         rounds.push(RoundData {
             number,
@@ -204,8 +207,13 @@ mod tests {
         write(dir.path(), "1shot/r1/train.tsv", "ok\ttext\nno tab here\n");
         write(dir.path(), "1shot/r1/test.tsv", "ok\tx\n");
         let err = load(dir.path(), 1, None).unwrap_err();
-        assert!(err.to_string().ends_with("train.tsv:2: expected `label<TAB>text`"));
-        assert!(matches!(load(dir.path(), 5, None), Err(DatasetError::NoRounds(_))));
+        assert!(err
+            .to_string()
+            .ends_with("train.tsv:2: expected `label<TAB>text`"));
+        assert!(matches!(
+            load(dir.path(), 5, None),
+            Err(DatasetError::NoRounds(_))
+        ));
     }
 
     #[test]

@@ -203,9 +203,8 @@ fn summarise(
     let n = scored.len().max(1) as f64;
     let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
     let correct = count(&|s| s.label == s.gold);
-    let strict = count(&|s| {
-        s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel)
-    });
+    let strict =
+        count(&|s| s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel));
     let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
     let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
     let mut per_gold: HashMap<&str, (usize, usize)> = HashMap::new();

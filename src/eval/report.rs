@@ -258,7 +258,10 @@ mod tests {
     #[test]
     fn table_has_a_row_per_round() {
         let text = table(&report());
-        assert_eq!(text.lines().filter(|l| l.starts_with("steiner  ")).count(), 3);
+        assert_eq!(
+            text.lines().filter(|l| l.starts_with("steiner  ")).count(),
+            3
+        );
         assert!(text.contains("0.7500"));
     }
 

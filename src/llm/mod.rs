@@ -45,7 +45,11 @@ impl ApiKey {
 
 impl fmt::Debug for ApiKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() { "<none>" } else { "<redacted>" })
+        f.write_str(if self.0.is_empty() {
+            "<none>"
+        } else {
+            "<redacted>"
+        })
     }
 }
 

@@ -40,7 +40,8 @@ impl RetryPolicy {
             .saturating_mul(2u32.saturating_pow(retry))
             .min(self.max_delay);
         let half = step / 2;
-        let jitter_nanos = rand::rng().random_range(0..=half.as_nanos().min(u128::from(u64::MAX)) as u64);
+        let jitter_nanos =
+            rand::rng().random_range(0..=half.as_nanos().min(u128::from(u64::MAX)) as u64);
         half + Duration::from_nanos(jitter_nanos)
     }
 }
@@ -76,22 +77,35 @@ mod tests {
         for retry in 0..8 {
             let step = Duration::from_millis(100 * 2u64.pow(retry)).min(Duration::from_millis(800));
             let d = policy.delay(retry, None);
-            assert!(d >= step / 2 && d <= step, "retry {retry}: {d:?} not in [{:?}, {step:?}]", step / 2);
+            assert!(
+                d >= step / 2 && d <= step,
+                "retry {retry}: {d:?} not in [{:?}, {step:?}]",
+                step / 2
+            );
         }
     }
 
     #[test]
     fn retry_after_is_honoured_up_to_the_cap() {
         let policy = RetryPolicy::default();
-        assert_eq!(policy.delay(0, Some(Duration::from_secs(2))), Duration::from_secs(2));
-        assert_eq!(policy.delay(3, Some(Duration::from_secs(600))), policy.max_retry_after);
+        assert_eq!(
+            policy.delay(0, Some(Duration::from_secs(2))),
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            policy.delay(3, Some(Duration::from_secs(600))),
+            policy.max_retry_after
+        );
     }
 
     #[test]
     fn retry_after_parses_seconds_and_dates() {
         assert_eq!(parse_retry_after("3"), Some(Duration::from_secs(3)));
         assert_eq!(parse_retry_after(" 0.5 "), Some(Duration::from_millis(500)));
-        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), Some(Duration::ZERO));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"),
+            Some(Duration::ZERO)
+        );
         assert_eq!(parse_retry_after("-1"), None);
         assert_eq!(parse_retry_after("soon"), None);
     }
