@@ -1,0 +1,142 @@
+//! A scripted OpenAI-compatible HTTP server on loopback, for what a real model cannot do on
+//! demand: wrong answers, 429 with `retry-after`, 5xx, hangs, malformed JSON, empty answers.
+//! It is a real HTTP/1.1 server on a real socket; each request takes the next scripted reply,
+//! and the default reply once the script runs out.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+#[derive(Debug, Clone)]
+#[allow(dead_code)] // each test binary uses its own subset
+pub enum Reply {
+    /// A normal chat completion whose answer is this text.
+    Answer(String),
+    /// An HTTP status with an OpenAI-style error body and optional `retry-after` seconds.
+    Status(u16, Option<u64>),
+    /// Accept the request and never answer (until the client gives up).
+    Hang,
+    /// 200 with a body that is not JSON.
+    Malformed,
+    /// 200 with an empty answer.
+    Empty,
+}
+
+pub struct FakeLlm {
+    pub url: String,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+#[allow(dead_code)]
+impl FakeLlm {
+    pub async fn start(default: Reply) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let script = Arc::new(Mutex::new(VecDeque::new()));
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (s, r) = (script.clone(), requests.clone());
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (s, r, d) = (s.clone(), r.clone(), default.clone());
+                tokio::spawn(async move { serve(stream, s, r, d).await });
+            }
+        });
+        Self {
+            url,
+            script,
+            requests,
+        }
+    }
+
+    pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
+        self.script.lock().expect("lock").extend(replies);
+    }
+
+    /// Bodies of the requests received so far.
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().expect("lock").clone()
+    }
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<String> {
+    let mut buffer = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buffer.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buffer);
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if buffer.len() >= end + 4 + length {
+                return Some(String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).into());
+            }
+        }
+    }
+}
+
+fn completion(answer: &str) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": answer},
+            "finish_reason": "stop"
+        }],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14}
+    })
+    .to_string()
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    script: Arc<Mutex<VecDeque<Reply>>>,
+    requests: Arc<Mutex<Vec<String>>>,
+    default: Reply,
+) {
+    // Keep-alive: answer requests on this connection until the client closes it.
+    while let Some(body) = read_request(&mut stream).await {
+        requests.lock().expect("lock").push(body);
+        let reply = script.lock().expect("lock").pop_front().unwrap_or(default.clone());
+        let (status, extra, body) = match reply {
+            Reply::Answer(text) => (200, String::new(), completion(&text)),
+            Reply::Empty => (200, String::new(), completion("")),
+            Reply::Malformed => (200, String::new(), "{not json".to_string()),
+            Reply::Status(code, retry_after) => (
+                code,
+                retry_after
+                    .map(|s| format!("retry-after: {s}\r\n"))
+                    .unwrap_or_default(),
+                serde_json::json!({"error": {"message": format!("scripted {code}"), "type": "fake"}})
+                    .to_string(),
+            ),
+            Reply::Hang => {
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+                return;
+            }
+        };
+        let response = format!(
+            "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n{body}",
+            body.len()
+        );
+        if stream.write_all(response.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
