@@ -1,0 +1,66 @@
+//! `gorag eval` as a user runs it: retrieval-only on the built-in example, and bad input.
+
+use std::process::Command;
+
+fn gorag() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gorag"))
+}
+
+#[test]
+fn retrieval_only_eval_writes_table_json_and_svg() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let output = gorag()
+        .args(["eval", "examples/tiny", "--llm", "none", "--strategy", "steiner,all,naive", "--quiet", "--out"])
+        .arg(out.path())
+        .output()
+        .expect("run gorag");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    for strategy in ["steiner", "all", "naive"] {
+        assert_eq!(stdout.lines().filter(|l| l.starts_with(&format!("{strategy:<8} "))).count(), 2);
+    }
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("report.json")).expect("report.json"),
+    )
+    .expect("valid JSON");
+    assert_eq!(report["model"], "none");
+    let runs = report["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 3);
+    for run in runs {
+        let rounds = run["rounds"].as_array().expect("rounds");
+        assert_eq!(rounds.len(), 2);
+        // Round 2 is scored on both rounds' held-out texts: 9 + 9.
+        assert_eq!(rounds[1]["texts"], 18);
+        assert_eq!(rounds[1]["labels"], 6);
+        let accuracy = rounds[1]["accuracy"].as_f64().expect("accuracy");
+        let recall = rounds[1]["candidate_recall"].as_f64().expect("recall");
+        assert!(accuracy <= recall + 1e-9, "a graph prediction is one of the candidates");
+        // Easy topics: retrieval alone gets most of them.
+        assert!(accuracy >= 0.6, "{} accuracy {accuracy}", run["strategy"]);
+        assert_eq!(rounds[1]["hallucination_rate"], 0.0);
+    }
+    assert_eq!(runs[1]["rounds"][1]["mean_candidates"], 6.0, "`all` offers every label");
+    let svg = std::fs::read_to_string(out.path().join("accuracy.svg")).expect("svg");
+    assert_eq!(svg.matches("<polyline").count(), 3);
+}
+
+#[test]
+fn missing_dataset_is_a_clear_error() {
+    let output = gorag()
+        .args(["eval", "no/such/dataset", "--llm", "none"])
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("no round folders"), "{stderr}");
+}
+
+#[test]
+fn llm_keywords_without_an_llm_is_refused() {
+    let output = gorag()
+        .args(["eval", "examples/tiny", "--llm", "none", "--keywords", "llm"])
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--keywords llm needs an LLM"));
+}
