@@ -1,1 +1,75 @@
-fn main() {}
+//! Retrieval latency per query on a synthetic WOS-scale graph (≈45k keyword nodes, 133
+//! labels) with 5, 10 and 20 terminals. Target: median ≤ 1 ms on the project machine.
+//!
+//!   cargo bench --bench retrieval
+
+#[path = "support/synthetic.rs"]
+mod synthetic;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use gorag::engine::{Analysis, Engine, Strategy};
+
+/// Query analyses whose keywords are all graph nodes, cut to exactly `terminals` of them.
+fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) -> Vec<Analysis> {
+    let mut out = Vec::new();
+    while out.len() < 64 {
+        let label = corpus.label();
+        let mut analysis = engine.analyze(&corpus.text(label));
+        analysis
+            .keywords
+            .retain(|k| engine.graph().keyword(&k.phrase).is_some());
+        if analysis.keywords.len() >= terminals {
+            analysis.keywords.truncate(terminals);
+            out.push(analysis);
+        }
+    }
+    out
+}
+
+fn retrieval(c: &mut Criterion) {
+    let (engine, mut corpus) = synthetic::engine_with_keywords(45_000, 7);
+    eprintln!(
+        "graph: {} nodes, {} edges, {} keywords, {} labels, {} texts",
+        engine.graph().node_count(),
+        engine.graph().edge_count(),
+        engine.graph().keyword_count(),
+        engine.labels().len(),
+        engine.stats().documents
+    );
+    let mut group = c.benchmark_group("retrieve");
+    for terminals in [5, 10, 20] {
+        let prepared = queries(&engine, &mut corpus, terminals);
+        let mut next = 0;
+        group.bench_with_input(
+            BenchmarkId::new("steiner", terminals),
+            &prepared,
+            |b, qs| {
+                b.iter(|| {
+                    next = (next + 1) % qs.len();
+                    engine.retrieve(&qs[next])
+                })
+            },
+        );
+    }
+    // The baselines on the same graph, for scale.
+    let prepared = queries(&engine, &mut corpus, 10);
+    for strategy in [Strategy::All, Strategy::Naive] {
+        let mut other = engine.clone();
+        other.set_strategy(strategy);
+        let mut next = 0;
+        group.bench_with_input(
+            BenchmarkId::new(strategy.as_str(), 10),
+            &prepared,
+            |b, qs| {
+                b.iter(|| {
+                    next = (next + 1) % qs.len();
+                    other.retrieve(&qs[next])
+                })
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, retrieval);
+criterion_main!(benches);

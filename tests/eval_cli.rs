@@ -10,14 +10,33 @@ fn gorag() -> Command {
 fn retrieval_only_eval_writes_table_json_and_svg() {
     let out = tempfile::tempdir().expect("tempdir");
     let output = gorag()
-        .args(["eval", "examples/tiny", "--llm", "none", "--strategy", "steiner,all,naive", "--quiet", "--out"])
+        .args([
+            "eval",
+            "examples/tiny",
+            "--llm",
+            "none",
+            "--strategy",
+            "steiner,all,naive",
+            "--quiet",
+            "--out",
+        ])
         .arg(out.path())
         .output()
         .expect("run gorag");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     for strategy in ["steiner", "all", "naive"] {
-        assert_eq!(stdout.lines().filter(|l| l.starts_with(&format!("{strategy:<8} "))).count(), 2);
+        assert_eq!(
+            stdout
+                .lines()
+                .filter(|l| l.starts_with(&format!("{strategy:<8} ")))
+                .count(),
+            2
+        );
     }
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out.path().join("report.json")).expect("report.json"),
@@ -34,12 +53,18 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
         assert_eq!(rounds[1]["labels"], 6);
         let accuracy = rounds[1]["accuracy"].as_f64().expect("accuracy");
         let recall = rounds[1]["candidate_recall"].as_f64().expect("recall");
-        assert!(accuracy <= recall + 1e-9, "a graph prediction is one of the candidates");
+        assert!(
+            accuracy <= recall + 1e-9,
+            "a graph prediction is one of the candidates"
+        );
         // Easy topics: retrieval alone gets most of them.
         assert!(accuracy >= 0.6, "{} accuracy {accuracy}", run["strategy"]);
         assert_eq!(rounds[1]["hallucination_rate"], 0.0);
     }
-    assert_eq!(runs[1]["rounds"][1]["mean_candidates"], 6.0, "`all` offers every label");
+    assert_eq!(
+        runs[1]["rounds"][1]["mean_candidates"], 6.0,
+        "`all` offers every label"
+    );
     let svg = std::fs::read_to_string(out.path().join("accuracy.svg")).expect("svg");
     assert_eq!(svg.matches("<polyline").count(), 3);
 }
@@ -58,7 +83,14 @@ fn missing_dataset_is_a_clear_error() {
 #[test]
 fn llm_keywords_without_an_llm_is_refused() {
     let output = gorag()
-        .args(["eval", "examples/tiny", "--llm", "none", "--keywords", "llm"])
+        .args([
+            "eval",
+            "examples/tiny",
+            "--llm",
+            "none",
+            "--keywords",
+            "llm",
+        ])
         .output()
         .expect("run gorag");
     assert!(!output.status.success());

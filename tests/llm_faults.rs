@@ -13,7 +13,12 @@ use gorag::llm::retry::RetryPolicy;
 use gorag::llm::{AttemptError, LlmClient, LlmConfig, LlmError};
 use support::fake_llm::{FakeLlm, Reply};
 
-fn client(url: &str, retries: u32, timeout: Duration, cache: Option<&std::path::Path>) -> LlmClient {
+fn client(
+    url: &str,
+    retries: u32,
+    timeout: Duration,
+    cache: Option<&std::path::Path>,
+) -> LlmClient {
     let mut config = LlmConfig::new(url, "fake-model");
     config.timeout = timeout;
     config.retry = RetryPolicy {
@@ -55,7 +60,11 @@ fn engine() -> Engine {
 #[tokio::test]
 async fn retries_429_and_500_then_succeeds() {
     let fake = FakeLlm::start(Reply::Answer("astronomy".into())).await;
-    fake.push([Reply::Status(429, Some(0)), Reply::Status(500, None), Reply::Status(503, None)]);
+    fake.push([
+        Reply::Status(429, Some(0)),
+        Reply::Status(500, None),
+        Reply::Status(503, None),
+    ]);
     let llm = client(&fake.url, 4, Duration::from_secs(5), None);
     let answer = llm.complete(&prompt()).await.expect("answer after retries");
     assert_eq!(answer.text, "astronomy");
@@ -79,7 +88,11 @@ async fn retry_after_is_waited_for() {
     let started = Instant::now();
     llm.complete(&prompt()).await.expect("answer");
     // Our own back-off would be ≤ 40 ms; one second can only come from retry-after.
-    assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(950),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -104,12 +117,18 @@ async fn hangs_time_out_and_are_retried() {
     let fake = FakeLlm::start(Reply::Answer("cooking".into())).await;
     fake.push([Reply::Hang]);
     let llm = client(&fake.url, 1, Duration::from_millis(300), None);
-    let answer = llm.complete(&prompt()).await.expect("second attempt answers");
+    let answer = llm
+        .complete(&prompt())
+        .await
+        .expect("second attempt answers");
     assert_eq!(answer.text, "cooking");
     assert_eq!(answer.attempts, 2);
 
     fake.push([Reply::Hang, Reply::Hang]);
-    let error = llm.complete(&prompt()).await.expect_err("both attempts hang");
+    let error = llm
+        .complete(&prompt())
+        .await
+        .expect_err("both attempts hang");
     assert_eq!(error.reason(), "timeout");
 }
 
@@ -118,7 +137,10 @@ async fn malformed_and_empty_answers_are_retried() {
     let fake = FakeLlm::start(Reply::Answer("football".into())).await;
     fake.push([Reply::Malformed, Reply::Empty]);
     let llm = client(&fake.url, 3, Duration::from_secs(5), None);
-    let answer = llm.complete(&prompt()).await.expect("third attempt answers");
+    let answer = llm
+        .complete(&prompt())
+        .await
+        .expect("third attempt answers");
     assert_eq!((answer.text.as_str(), answer.attempts), ("football", 3));
 }
 
@@ -127,7 +149,10 @@ async fn client_errors_are_not_retried() {
     let fake = FakeLlm::start(Reply::Status(400, None)).await;
     let llm = client(&fake.url, 3, Duration::from_secs(5), None);
     let error = llm.complete(&prompt()).await.expect_err("400 is final");
-    assert!(matches!(error, LlmError::Rejected { status: 400, .. }), "{error:?}");
+    assert!(
+        matches!(error, LlmError::Rejected { status: 400, .. }),
+        "{error:?}"
+    );
     assert_eq!(fake.requests().len(), 1);
 }
 
@@ -138,7 +163,12 @@ async fn connection_refused_is_retried_then_reported() {
         .and_then(|l| l.local_addr())
         .expect("port")
         .port();
-    let llm = client(&format!("http://127.0.0.1:{port}/v1"), 1, Duration::from_secs(2), None);
+    let llm = client(
+        &format!("http://127.0.0.1:{port}/v1"),
+        1,
+        Duration::from_secs(2),
+        None,
+    );
     let error = llm.complete(&prompt()).await.expect_err("nobody listens");
     assert_eq!(error.reason(), "transport");
 }
@@ -150,7 +180,10 @@ async fn cache_serves_repeats_and_never_stores_failures() {
     fake.push([Reply::Status(500, None)]);
     let llm = client(&fake.url, 0, Duration::from_secs(5), Some(dir.path()));
     assert!(llm.complete(&prompt()).await.is_err(), "first call fails");
-    let first = llm.complete(&prompt()).await.expect("second call reaches the server");
+    let first = llm
+        .complete(&prompt())
+        .await
+        .expect("second call reaches the server");
     assert!(!first.cached);
     let again = llm.complete(&prompt()).await.expect("cached");
     assert!(again.cached);
@@ -158,7 +191,12 @@ async fn cache_serves_repeats_and_never_stores_failures() {
     assert_eq!(fake.requests().len(), 2, "the cached call made no request");
     let mut other = prompt();
     other.max_tokens = 9;
-    assert!(!llm.complete(&other).await.expect("different parameters").cached);
+    assert!(
+        !llm.complete(&other)
+            .await
+            .expect("different parameters")
+            .cached
+    );
     llm.flush_cache().await.expect("flush");
     drop(llm);
     // A fresh client on the same directory still has the answer. sled releases its file lock
@@ -174,7 +212,13 @@ async fn cache_serves_repeats_and_never_stores_failures() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let reopened = reopened.expect("cache reopens once the first client is gone");
-    assert!(reopened.complete(&prompt()).await.expect("from disk").cached);
+    assert!(
+        reopened
+            .complete(&prompt())
+            .await
+            .expect("from disk")
+            .cached
+    );
 }
 
 #[tokio::test]
@@ -190,7 +234,10 @@ async fn out_of_set_answers_are_flagged_and_fall_back_to_the_graph() {
         .await
         .expect("classified");
     assert_eq!(result.raw_answer.as_deref(), Some("marine biology"));
-    assert_eq!(result.decision.hallucination, Some(HallucinationKind::UnknownLabel));
+    assert_eq!(
+        result.decision.hallucination,
+        Some(HallucinationKind::UnknownLabel)
+    );
     assert_eq!(result.decision.source, Source::Graph);
     assert_eq!(result.decision.label, "astronomy");
 
@@ -203,7 +250,10 @@ async fn out_of_set_answers_are_flagged_and_fall_back_to_the_graph() {
         result.decision.hallucination,
         Some(HallucinationKind::OutsideCandidates)
     );
-    assert_eq!((result.decision.label.as_str(), result.decision.source), ("football", Source::Llm));
+    assert_eq!(
+        (result.decision.label.as_str(), result.decision.source),
+        ("football", Source::Llm)
+    );
 }
 
 #[tokio::test]
@@ -251,7 +301,10 @@ async fn descriptions_are_requested_for_named_labels_only() {
         },
     ];
     assert_eq!(classifier.describe_labels(&mut labels).await, 1);
-    assert_eq!(labels[0].description.as_deref(), Some("Studies of the sky and stars."));
+    assert_eq!(
+        labels[0].description.as_deref(),
+        Some("Studies of the sky and stars.")
+    );
     assert_eq!(labels[1].description, None);
     assert_eq!(labels[2].description.as_deref(), Some("already described"));
     assert!(fake.requests()[0].contains("astronomy"));

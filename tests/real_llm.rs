@@ -49,20 +49,36 @@ async fn two_round_stream_with_the_real_model() {
     for round in &rounds {
         let mut labels = dataset::round_labels(round, true);
         let described = classifier.describe_labels(&mut labels).await;
-        assert_eq!(described as usize, labels.len(), "one description per named label");
+        assert_eq!(
+            described as usize,
+            labels.len(),
+            "one description per named label"
+        );
         for label in &labels {
             let description = label.description.as_deref().unwrap_or_default();
-            assert!(!description.trim().is_empty(), "{} has a description", label.id);
+            assert!(
+                !description.trim().is_empty(),
+                "{} has a description",
+                label.id
+            );
         }
         engine.apply_round(&labels).expect("round applies");
 
         for sample in &round.test {
-            let result = classifier.classify(&engine, &sample.text).await.expect("classified");
+            let result = classifier
+                .classify(&engine, &sample.text)
+                .await
+                .expect("classified");
             let raw = result.raw_answer.as_deref().expect("the model answered");
-            assert!(!raw.trim().is_empty() && raw.len() < 400, "well-formed answer: {raw:?}");
+            assert!(
+                !raw.trim().is_empty() && raw.len() < 400,
+                "well-formed answer: {raw:?}"
+            );
             assert!(result.llm_failure.is_none());
             assert!(
-                engine.label(&result.decision.label).is_some_and(|l| l.active),
+                engine
+                    .label(&result.decision.label)
+                    .is_some_and(|l| l.active),
                 "decision is an active label"
             );
             if result.decision.hallucination.is_none() {
@@ -82,8 +98,14 @@ async fn two_round_stream_with_the_real_model() {
     assert_eq!(total, 18);
     // Round 2's labels must be reachable after round 2 arrives.
     assert!(engine.label("finance").is_some_and(|l| l.active));
-    assert!(inside * 10 >= total * 8, "{inside}/{total} answers inside the candidates");
-    assert!(correct * 10 >= total * 6, "{correct}/{total} easy texts right");
+    assert!(
+        inside * 10 >= total * 8,
+        "{inside}/{total} answers inside the candidates"
+    );
+    assert!(
+        correct * 10 >= total * 6,
+        "{correct}/{total} easy texts right"
+    );
     let usage = llm.usage().snapshot();
     assert!(usage.prompt_tokens > 0 && usage.failures == 0);
 }

