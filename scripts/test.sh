@@ -13,7 +13,8 @@ cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 
 echo "== build (before the LLM server starts: builds slow it down)"
-cargo build --all-targets
+# Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
+cargo build --tests
 
 echo "== local LLM server"
 started_llm=0
@@ -25,4 +26,4 @@ cleanup() { if [ "$started_llm" = 1 ]; then scripts/llm.sh stop; fi; }
 trap cleanup EXIT
 
 echo "== tests"
-cargo test --all-targets
+cargo test
