@@ -7,20 +7,30 @@
 mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use gorag::engine::keywords::{self, KeywordSelection};
+use gorag::engine::text::PhraseCounts;
 use gorag::engine::{Analysis, Engine, Strategy};
 
-/// Query analyses whose keywords are all graph nodes, cut to exactly `terminals` of them.
+/// Query analyses with exactly `terminals` keywords, all graph nodes: the text's best-scoring
+/// phrases among those the graph knows.
 fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) -> Vec<Analysis> {
+    let selection = KeywordSelection {
+        top_k: terminals,
+        min_score: 0.0,
+    };
     let mut out = Vec::new();
     while out.len() < 64 {
         let label = corpus.label();
-        let mut analysis = engine.analyze(&corpus.text(label));
-        analysis
-            .keywords
-            .retain(|k| engine.graph().keyword(&k.phrase).is_some());
-        if analysis.keywords.len() >= terminals {
-            analysis.keywords.truncate(terminals);
-            out.push(analysis);
+        let phrases = PhraseCounts::of(&corpus.text(label));
+        let known: Vec<(String, f64)> = engine
+            .stats()
+            .scores(&phrases, false)
+            .into_iter()
+            .filter(|(p, _)| engine.graph().keyword(p).is_some())
+            .collect();
+        let keywords = keywords::select(known, &selection);
+        if keywords.len() == terminals {
+            out.push(Analysis { phrases, keywords });
         }
     }
     out

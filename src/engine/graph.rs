@@ -58,6 +58,11 @@ pub struct KeywordGraph {
     keywords: HashMap<String, NodeIndex>,
     labels: HashMap<String, NodeIndex>,
     hub: NodeIndex,
+    /// Each label's edge to the hub.
+    hub_edges: HashMap<NodeIndex, EdgeIndex>,
+    /// Per label, its edges to keywords linked to two or more labels: the only keywords that
+    /// can relay between labels, kept so a search need not walk a label's many leaf keywords.
+    shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
 }
 
 impl Default for KeywordGraph {
@@ -75,6 +80,8 @@ impl KeywordGraph {
             keywords: HashMap::new(),
             labels: HashMap::new(),
             hub,
+            hub_edges: HashMap::new(),
+            shared: HashMap::new(),
         }
     }
 
@@ -112,9 +119,11 @@ impl KeywordGraph {
             return index;
         }
         let index = self.graph.add_node(Node::Label(id.to_string()));
-        self.graph
+        let edge = self
+            .graph
             .add_edge(index, self.hub, EdgeCost::single(HUB_EDGE_COST));
         self.labels.insert(id.to_string(), index);
+        self.hub_edges.insert(index, edge);
         index
     }
 
@@ -140,10 +149,57 @@ impl KeywordGraph {
                 }
             }
             None => {
-                self.graph
+                let edge = self
+                    .graph
                     .add_edge(keyword_node, label_node, EdgeCost::single(cost));
+                self.note_shared(keyword_node, label_node, edge);
             }
         }
+    }
+
+    /// Keep `shared` up to date after `edge` joined `keyword` to `label`.
+    fn note_shared(&mut self, keyword: NodeIndex, label: NodeIndex, edge: EdgeIndex) {
+        let others: Vec<(NodeIndex, EdgeIndex)> = self
+            .graph
+            .edges(keyword)
+            .filter(|e| e.id() != edge)
+            .map(|e| {
+                (
+                    if e.source() == keyword {
+                        e.target()
+                    } else {
+                        e.source()
+                    },
+                    e.id(),
+                )
+            })
+            .collect();
+        match others.len() {
+            0 => {}
+            // The keyword just became shared: both labels learn of it.
+            1 => {
+                let (other_label, other_edge) = others[0];
+                self.shared
+                    .entry(other_label)
+                    .or_default()
+                    .push((keyword, other_edge));
+                self.shared.entry(label).or_default().push((keyword, edge));
+            }
+            _ => self.shared.entry(label).or_default().push((keyword, edge)),
+        }
+    }
+
+    pub fn hub(&self) -> NodeIndex {
+        self.hub
+    }
+
+    pub fn hub_edge(&self, label: NodeIndex) -> Option<EdgeIndex> {
+        self.hub_edges.get(&label).copied()
+    }
+
+    /// A label's edges to keywords shared with other labels.
+    pub fn shared_keywords(&self, label: NodeIndex) -> &[(NodeIndex, EdgeIndex)] {
+        self.shared.get(&label).map(Vec::as_slice).unwrap_or(&[])
     }
 
     /// Online indexing: link `phrase` to `label` only if the phrase is not a node yet.
@@ -223,6 +279,30 @@ mod tests {
         let keyword = graph.keyword("index").unwrap();
         let costs: Vec<_> = graph.labels_of(keyword).collect();
         assert_eq!(costs, vec![("db", 0.6)]);
+    }
+
+    #[test]
+    fn shared_keywords_are_tracked_per_label() {
+        let mut graph = KeywordGraph::new();
+        graph.observe("solo", "a", 0.9);
+        graph.observe("both", "a", 0.9);
+        let a = graph.label("a").unwrap();
+        assert!(graph.shared_keywords(a).is_empty());
+        graph.observe("both", "b", 0.8);
+        graph.observe("both", "b", 0.7); // a repeat adds no edge
+        graph.observe("both", "c", 0.6);
+        let both = graph.keyword("both").unwrap();
+        for label in ["a", "b", "c"] {
+            let node = graph.label(label).unwrap();
+            let shared = graph.shared_keywords(node);
+            assert_eq!(shared.len(), 1, "{label}");
+            assert_eq!(shared[0].0, both);
+            assert_eq!(
+                graph.inner().edge_endpoints(shared[0].1),
+                Some((both, node))
+            );
+        }
+        assert!(graph.hub_edge(a).is_some());
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub mod tfidf;
 
 use std::collections::{HashMap, HashSet};
 
+use petgraph::graph::{EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -384,7 +386,7 @@ impl Engine {
         if self.active_labels().next().is_none() {
             return Err(EngineError::NoActiveLabels);
         }
-        let terminals: Vec<(&Keyword, petgraph::graph::NodeIndex)> = analysis
+        let terminals: Vec<(&Keyword, NodeIndex)> = analysis
             .keywords
             .iter()
             .filter_map(|k| self.graph.keyword(&k.phrase).map(|node| (k, node)))
@@ -397,8 +399,9 @@ impl Engine {
             },
             Strategy::Steiner => self.steiner_candidates(&terminals),
         };
-        let graph_choice = match (self.config.strategy, basis) {
-            (Strategy::Naive, Basis::SimilarExamples) => candidates[0].clone(),
+        // NaiveRAG's own prediction is the label of the most similar example (listed first).
+        let graph_choice = match (self.config.strategy, basis, candidates.first()) {
+            (Strategy::Naive, Basis::SimilarExamples, Some(first)) => first.clone(),
             _ => self.best_connected(&candidates, &terminals),
         };
         let mut ordered = candidates;
@@ -421,10 +424,7 @@ impl Engine {
     }
 
     /// Active labels linked directly to any terminal.
-    fn terminal_neighbours(
-        &self,
-        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
-    ) -> Vec<String> {
+    fn terminal_neighbours(&self, terminals: &[(&Keyword, NodeIndex)]) -> Vec<String> {
         let mut seen = HashSet::new();
         let mut labels = Vec::new();
         for (_, node) in terminals {
@@ -439,7 +439,7 @@ impl Engine {
 
     fn steiner_candidates(
         &self,
-        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
+        terminals: &[(&Keyword, NodeIndex)],
     ) -> (Vec<String>, Basis, Option<f64>) {
         let fallback_to_neighbours = |basis: Basis, cost: Option<f64>| {
             let neighbours = self.terminal_neighbours(terminals);
@@ -454,8 +454,8 @@ impl Engine {
             1 => fallback_to_neighbours(Basis::SingleTerminal, None),
             _ => {
                 let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
-                let relays = |node| self.relays(node);
-                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c), relays) {
+                let expand = self.search_edges(&nodes);
+                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c), expand) {
                     Ok(tree) => {
                         let labels: Vec<String> = tree
                             .nodes
@@ -479,12 +479,48 @@ impl Engine {
         }
     }
 
+    /// The edges the Steiner search follows. Keywords and the hub: all of theirs. Labels: the
+    /// hub edge, edges to this query's terminals, and edges to shared keywords that can relay
+    /// (see [`Engine::relays`]) — never the label's many leaf keywords, which lie on no shortest
+    /// path. Keywords are reached only through labels, so both ends of an edge agree on it.
+    fn search_edges(
+        &self,
+        terminals: &[NodeIndex],
+    ) -> impl FnMut(NodeIndex, &mut Vec<EdgeIndex>) + '_ {
+        let terminal_set: HashSet<NodeIndex> = terminals.iter().copied().collect();
+        let mut terminal_edges: HashMap<NodeIndex, Vec<EdgeIndex>> = HashMap::new();
+        for &terminal in terminals {
+            for edge in self.graph.inner().edges(terminal) {
+                let label = if edge.source() == terminal {
+                    edge.target()
+                } else {
+                    edge.source()
+                };
+                terminal_edges.entry(label).or_default().push(edge.id());
+            }
+        }
+        move |node, out| match self.graph.node(node) {
+            Some(Node::Label(_)) => {
+                out.extend(self.graph.hub_edge(node));
+                if let Some(edges) = terminal_edges.get(&node) {
+                    out.extend(edges);
+                }
+                for &(keyword, edge) in self.graph.shared_keywords(node) {
+                    if !terminal_set.contains(&keyword) && self.relays(keyword) {
+                        out.push(edge);
+                    }
+                }
+            }
+            _ => out.extend(self.graph.inner().edges(node).map(|e| e.id())),
+        }
+    }
+
     /// Whether a non-terminal node can lie on a shortest path. Labels and the hub always can. A
     /// keyword joins labels only, so it is useful only when its two cheapest edges cost less
     /// than the path through the hub; otherwise it is a dominated Steiner node: skipping it
     /// changes no distance and no terminal-graph MST weight. Most keywords link to one label and
     /// are skipped at once, which keeps the search off the bulk of the graph.
-    fn relays(&self, node: petgraph::graph::NodeIndex) -> bool {
+    fn relays(&self, node: NodeIndex) -> bool {
         if !matches!(self.graph.node(node), Some(Node::Keyword(_))) {
             return true;
         }
@@ -505,11 +541,7 @@ impl Engine {
     /// The graph-only prediction: among the candidates, the label most strongly tied to the
     /// text's keywords, Σ over linked terminals of s_text · (1 − edge cost); ties → more linked
     /// terminals → earlier label.
-    fn best_connected(
-        &self,
-        candidates: &[String],
-        terminals: &[(&Keyword, petgraph::graph::NodeIndex)],
-    ) -> String {
+    fn best_connected(&self, candidates: &[String], terminals: &[(&Keyword, NodeIndex)]) -> String {
         let mut strength: HashMap<&str, (f64, usize)> = HashMap::new();
         for (keyword, node) in terminals {
             for (label, cost) in self.graph.labels_of(*node) {

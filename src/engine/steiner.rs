@@ -79,15 +79,23 @@ impl DisjointSets {
 
 const NO_REGION: u32 = u32::MAX;
 
+/// The edges a search may follow from a node: every incident edge.
+pub fn all_edges<N, E, Ix: IndexType>(
+    graph: &UnGraph<N, E, Ix>,
+) -> impl FnMut(NodeIndex<Ix>, &mut Vec<EdgeIndex<Ix>>) + '_ {
+    move |node, out| out.extend(graph.edges(node).map(|e| e.id()))
+}
+
 /// Approximate minimum Steiner tree spanning `terminals`; `cost` gives each edge's
-/// non-negative cost. `relays` may rule out non-terminal nodes that can lie on no shortest path
-/// (dominated nodes): they are never entered, which saves time and changes nothing else; pass
-/// `|_| true` to search everything. 0 terminals → an empty tree, 1 → that node alone.
+/// non-negative cost. `expand(node, out)` pushes the edges the search may follow from `node`:
+/// [`all_edges`] for the plain algorithm; a caller that knows some non-terminal nodes can lie on
+/// no shortest path (dominated nodes) may leave their edges out — consistently from both ends —
+/// which saves time and changes no distance. 0 terminals → an empty tree, 1 → that node alone.
 pub fn mehlhorn<N, E, Ix: IndexType>(
     graph: &UnGraph<N, E, Ix>,
     terminals: &[NodeIndex<Ix>],
     cost: impl Fn(&E) -> f64,
-    relays: impl Fn(NodeIndex<Ix>) -> bool,
+    mut expand: impl FnMut(NodeIndex<Ix>, &mut Vec<EdgeIndex<Ix>>),
 ) -> Result<SteinerTree<Ix>, SteinerError> {
     let mut unique: Vec<NodeIndex<Ix>> = Vec::with_capacity(terminals.len());
     for &t in terminals {
@@ -159,32 +167,35 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
         }
     };
 
+    let mut next_edges: Vec<EdgeIndex<Ix>> = Vec::new();
     while let Some(Reverse((Cost(d), u))) = frontier.pop() {
         if settled[u] || d > distance[u] {
             continue;
         }
         settled[u] = true;
         let node = NodeIndex::<Ix>::new(u);
-        for edge in graph.edges(node) {
-            let w = cost(edge.weight());
+        next_edges.clear();
+        expand(node, &mut next_edges);
+        for &edge in &next_edges {
+            let (Some(weight), Some((a, b))) =
+                (graph.edge_weight(edge), graph.edge_endpoints(edge))
+            else {
+                continue;
+            };
+            let w = cost(weight);
             if w.is_nan() || w < 0.0 {
                 return Err(SteinerError::BadCost(w));
             }
-            let x = if edge.source() == node {
-                edge.target()
-            } else {
-                edge.source()
-            }
-            .index();
+            let x = if a == node { b } else { a }.index();
             if settled[x] {
                 if region[x] != region[u] {
                     let through = distance[u] + w + distance[x];
-                    boundary.push(Reverse((Cost(through), edge.id().index())));
+                    boundary.push(Reverse((Cost(through), edge.index())));
                 }
-            } else if d + w < distance[x] && (region[x] != NO_REGION || relays(NodeIndex::new(x))) {
+            } else if d + w < distance[x] {
                 distance[x] = d + w;
                 region[x] = region[u];
-                via[x] = Some(edge.id());
+                via[x] = Some(edge);
                 frontier.push(Reverse((Cost(d + w), x)));
             }
         }
@@ -323,7 +334,7 @@ mod tests {
                 (1, 2, 5.0),
             ],
         );
-        let tree = mehlhorn(&g, &[0, 1, 2].map(NodeIndex::new), |w| *w, |_| true).unwrap();
+        let tree = mehlhorn(&g, &[0, 1, 2].map(NodeIndex::new), |w| *w, all_edges(&g)).unwrap();
         assert_eq!(ids(&tree.nodes), vec![0, 1, 2, 3]);
         assert!((tree.cost - 3.0).abs() < 1e-12);
     }
@@ -332,32 +343,39 @@ mod tests {
     fn dangling_non_terminals_are_pruned() {
         // path 0 - 1 - 2 with a spur 1 - 3; terminals 0 and 2.
         let g = graph(4, &[(0, 1, 1.0), (1, 2, 1.0), (1, 3, 0.1)]);
-        let tree = mehlhorn(&g, &[0, 2].map(NodeIndex::new), |w| *w, |_| true).unwrap();
+        let tree = mehlhorn(&g, &[0, 2].map(NodeIndex::new), |w| *w, all_edges(&g)).unwrap();
         assert_eq!(ids(&tree.nodes), vec![0, 1, 2]);
         assert_eq!(tree.edges.len(), 2);
     }
 
     #[test]
-    fn nodes_that_cannot_relay_are_never_entered() {
-        // 0 - 2 - 1 is cheap but node 2 is ruled out; the search must take 0 - 3 - 1.
+    fn edges_left_out_by_expand_are_never_followed() {
+        // 0 - 2 - 1 is cheap but the edges into node 2 are left out: the search takes 0 - 3 - 1.
         let g = graph(4, &[(0, 2, 0.1), (2, 1, 0.1), (0, 3, 1.0), (3, 1, 1.0)]);
-        let tree = mehlhorn(&g, &[0, 1].map(NodeIndex::new), |w| *w, |n| n.index() != 2).unwrap();
+        let mut full = all_edges(&g);
+        let skip_node_2 = |n: NodeIndex, out: &mut Vec<EdgeIndex>| {
+            out.extend(
+                g.edges(n)
+                    .filter(|e| e.source().index() != 2 && e.target().index() != 2)
+                    .map(|e| e.id()),
+            )
+        };
+        let tree = mehlhorn(&g, &[0, 1].map(NodeIndex::new), |w| *w, skip_node_2).unwrap();
         assert_eq!(ids(&tree.nodes), vec![0, 1, 3]);
-        // A terminal is always usable, even if the predicate says no.
-        let tree = mehlhorn(&g, &[0, 2].map(NodeIndex::new), |w| *w, |n| n.index() != 2).unwrap();
-        assert_eq!(ids(&tree.nodes), vec![0, 2]);
+        let tree = mehlhorn(&g, &[0, 1].map(NodeIndex::new), |w| *w, &mut full).unwrap();
+        assert_eq!(ids(&tree.nodes), vec![0, 1, 2]);
     }
 
     #[test]
     fn zero_and_one_terminal_are_trivial() {
         let g = graph(2, &[(0, 1, 1.0)]);
-        let none = mehlhorn(&g, &[], |w| *w, |_| true).unwrap();
+        let none = mehlhorn(&g, &[], |w| *w, all_edges(&g)).unwrap();
         assert!(none.nodes.is_empty());
         let one = mehlhorn(
             &g,
             &[NodeIndex::new(1), NodeIndex::new(1)],
             |w| *w,
-            |_| true,
+            all_edges(&g),
         )
         .unwrap();
         assert_eq!(ids(&one.nodes), vec![1]);
@@ -367,7 +385,7 @@ mod tests {
     #[test]
     fn disconnected_terminals_are_an_error_not_a_guess() {
         let g = graph(4, &[(0, 1, 1.0), (2, 3, 1.0)]);
-        let err = mehlhorn(&g, &[0, 2].map(NodeIndex::new), |w| *w, |_| true).unwrap_err();
+        let err = mehlhorn(&g, &[0, 2].map(NodeIndex::new), |w| *w, all_edges(&g)).unwrap_err();
         assert_eq!(err, SteinerError::Disconnected { components: 2 });
     }
 
@@ -375,7 +393,7 @@ mod tests {
     fn negative_costs_are_rejected() {
         let g = graph(2, &[(0, 1, -1.0)]);
         assert!(matches!(
-            mehlhorn(&g, &[0, 1].map(NodeIndex::new), |w| *w, |_| true),
+            mehlhorn(&g, &[0, 1].map(NodeIndex::new), |w| *w, all_edges(&g)),
             Err(SteinerError::BadCost(_))
         ));
     }
