@@ -309,3 +309,28 @@ async fn descriptions_are_requested_for_named_labels_only() {
     assert_eq!(labels[2].description.as_deref(), Some("already described"));
     assert!(fake.requests()[0].contains("astronomy"));
 }
+
+#[tokio::test]
+async fn llm_keyword_mode_keeps_only_phrases_of_the_text() {
+    let fake = FakeLlm::start(Reply::Answer("astronomy".into())).await;
+    fake.push([Reply::Answer("1. Telescope\n2. galaxies, unicorn".into())]);
+    let classifier = Classifier::new(
+        Some(client(&fake.url, 0, Duration::from_secs(5), None)),
+        KeywordMode::Llm,
+    );
+    let result = classifier
+        .classify(&engine(), "the telescope saw new galaxies and stars")
+        .await
+        .expect("classified");
+    let mut keywords: Vec<&str> = result
+        .analysis
+        .keywords
+        .iter()
+        .map(|k| k.phrase.as_str())
+        .collect();
+    keywords.sort();
+    assert_eq!(keywords, vec!["galaxies", "telescope"]);
+    assert_eq!(result.llm_calls, 2);
+    assert!(fake.requests()[0].contains("Extract the keywords"));
+    assert_eq!(result.decision.label, "astronomy");
+}
