@@ -15,4 +15,7 @@ echo "== local LLM server"
 scripts/llm.sh start
 
 echo "== evaluation on examples/tiny: steiner (GORAG) vs all labels in the prompt"
-target/release/gorag eval examples/tiny --strategy steiner,all --out out/quickstart "$@"
+# The response cache shares label descriptions between the two strategies and makes a second
+# run quick; delete the folder to see the model work from scratch.
+target/release/gorag eval examples/tiny --strategy steiner,all --out out/quickstart \
+  --llm-cache "${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" "$@"
