@@ -31,6 +31,13 @@ fn client(
     LlmClient::new(config).expect("client")
 }
 
+fn classifier(url: &str, retries: u32, mode: KeywordMode) -> Classifier {
+    Classifier::new(
+        Some(client(url, retries, Duration::from_secs(5), None)),
+        mode,
+    )
+}
+
 fn prompt() -> Prompt {
     Prompt {
         system: "sys".into(),
@@ -224,10 +231,7 @@ async fn cache_serves_repeats_and_never_stores_failures() {
 #[tokio::test]
 async fn out_of_set_answers_are_flagged_and_fall_back_to_the_graph() {
     let fake = FakeLlm::start(Reply::Answer("marine biology".into())).await;
-    let classifier = Classifier::new(
-        Some(client(&fake.url, 0, Duration::from_secs(5), None)),
-        KeywordMode::Tfidf,
-    );
+    let classifier = classifier(&fake.url, 0, KeywordMode::Tfidf);
     let engine = engine();
     let result = classifier
         .classify(&engine, "the telescope saw new galaxies and stars")
@@ -259,10 +263,7 @@ async fn out_of_set_answers_are_flagged_and_fall_back_to_the_graph() {
 #[tokio::test]
 async fn exhausted_llm_falls_back_to_the_graph_prediction() {
     let fake = FakeLlm::start(Reply::Status(503, None)).await;
-    let classifier = Classifier::new(
-        Some(client(&fake.url, 1, Duration::from_secs(5), None)),
-        KeywordMode::Tfidf,
-    );
+    let classifier = classifier(&fake.url, 1, KeywordMode::Tfidf);
     let result = classifier
         .classify(&engine(), "knead the bread dough with yeast")
         .await
@@ -276,10 +277,7 @@ async fn exhausted_llm_falls_back_to_the_graph_prediction() {
 #[tokio::test]
 async fn descriptions_are_requested_for_named_labels_only() {
     let fake = FakeLlm::start(Reply::Answer("Studies of the sky and stars.".into())).await;
-    let classifier = Classifier::new(
-        Some(client(&fake.url, 0, Duration::from_secs(5), None)),
-        KeywordMode::Tfidf,
-    );
+    let classifier = classifier(&fake.url, 0, KeywordMode::Tfidf);
     let mut labels = vec![
         NewLabel {
             id: "astronomy".into(),
@@ -314,10 +312,7 @@ async fn descriptions_are_requested_for_named_labels_only() {
 async fn llm_keyword_mode_keeps_only_phrases_of_the_text() {
     let fake = FakeLlm::start(Reply::Answer("astronomy".into())).await;
     fake.push([Reply::Answer("1. Telescope\n2. galaxies, unicorn".into())]);
-    let classifier = Classifier::new(
-        Some(client(&fake.url, 0, Duration::from_secs(5), None)),
-        KeywordMode::Llm,
-    );
+    let classifier = classifier(&fake.url, 0, KeywordMode::Llm);
     let result = classifier
         .classify(&engine(), "the telescope saw new galaxies and stars")
         .await
