@@ -9,6 +9,8 @@
 #
 # Storage is in memory: a broker restart loses every topic. The broker always binds loopback.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 RUN_DIR="$GORAG_HOME/kafka"
@@ -43,31 +45,11 @@ cmd_start() {
     --storage-engine memory://nisshi/ \
     --group-initial-rebalance-delay 0s >"$RUN_DIR/broker-$PORT.log" 2>&1 &
   echo $! >"$RUN_DIR/broker-$PORT.pid"
-  for _ in $(seq 1 100); do
-    if listening; then
-      log "ready: 127.0.0.1:$PORT"
-      return
-    fi
-    if ! kill -0 "$(cat "$RUN_DIR/broker-$PORT.pid")" 2>/dev/null; then
-      log "broker exited; last lines of its log:"
-      tail -n 20 "$RUN_DIR/broker-$PORT.log" >&2
-      exit 1
-    fi
-    sleep 0.1
-  done
-  log "broker did not listen within 10 s"
-  exit 1
+  wait_ready kafka "$RUN_DIR/broker-$PORT.pid" "$RUN_DIR/broker-$PORT.log" 100 0.1 listening
+  log "ready: 127.0.0.1:$PORT"
 }
 
-cmd_stop() {
-  local pidfile="$RUN_DIR/broker-$PORT.pid"
-  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")"
-    for _ in $(seq 1 40); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.25; done
-    log "stopped"
-  fi
-  rm -f "$pidfile"
-}
+cmd_stop() { stop_pidfile kafka "$RUN_DIR/broker-$PORT.pid"; }
 
 case "${1:-}" in
   install) cmd_install ;;

