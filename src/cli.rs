@@ -215,6 +215,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     base.unit_costs = args.ablation.contains(&Ablation::Unit);
     base.keyword_input = args.ablation.contains(&Ablation::KeywordInput);
 
+    let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     let mut runs = Vec::new();
     for strategy in &args.strategy {
         let options = eval::EvalOptions {
@@ -222,11 +223,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
                 strategy: (*strategy).into(),
                 ..base.clone()
             },
-            named_labels: named,
             concurrency: args.llm.llm_concurrency,
             progress: !args.quiet,
         };
-        runs.push(eval::run(&rounds, &options, &classifier).await?);
+        runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);
     }
     if let Some(llm) = &llm {
         llm.flush_cache().await?;

@@ -17,13 +17,12 @@ use serde::Serialize;
 
 use crate::classify::{Classified, Classifier};
 use crate::engine::answer::HallucinationKind;
-use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
 use dataset::{RoundData, Sample};
 
 #[derive(Debug, Clone)]
 pub struct EvalOptions {
     pub engine: EngineConfig,
-    pub named_labels: bool,
     /// LLM calls in flight for the texts that are not indexed online.
     pub concurrency: usize,
     pub progress: bool,
@@ -107,9 +106,40 @@ fn add_times(seconds: &mut StageSeconds, classified: &Classified) {
     seconds.llm += classified.times.llm.as_secs_f64();
 }
 
-/// Run the protocol for one strategy (already set in `options.engine`).
+/// One round's labels, described once and shared by every strategy compared.
+#[derive(Debug, Clone)]
+pub struct PreparedRound {
+    pub labels: Vec<NewLabel>,
+    pub description_calls: u32,
+    pub describe_seconds: f64,
+}
+
+/// Group each round's examples by label and, when labels have names, ask the LLM for their
+/// descriptions — once, so all strategies see the same descriptions and pay for them once.
+pub async fn prepare_rounds(
+    rounds: &[RoundData],
+    named_labels: bool,
+    classifier: &Classifier,
+) -> Vec<PreparedRound> {
+    let mut prepared = Vec::with_capacity(rounds.len());
+    for round in rounds {
+        let mut labels = dataset::round_labels(round, named_labels);
+        let started = Instant::now();
+        let description_calls = classifier.describe_labels(&mut labels).await;
+        prepared.push(PreparedRound {
+            labels,
+            description_calls,
+            describe_seconds: started.elapsed().as_secs_f64(),
+        });
+    }
+    prepared
+}
+
+/// Run the protocol for one strategy (already set in `options.engine`); `prepared` comes from
+/// [`prepare_rounds`] on the same `rounds`.
 pub async fn run(
     rounds: &[RoundData],
+    prepared: &[PreparedRound],
     options: &EvalOptions,
     classifier: &Classifier,
 ) -> Result<StrategyRun, EngineError> {
@@ -132,16 +162,15 @@ pub async fn run(
     };
 
     let mut metrics = Vec::new();
-    for (r, round) in rounds.iter().enumerate() {
+    for (r, (round, setup)) in rounds.iter().zip(prepared).enumerate() {
         let round_started = Instant::now();
-        let mut seconds = StageSeconds::default();
-
-        let mut labels = dataset::round_labels(round, options.named_labels);
+        let mut seconds = StageSeconds {
+            describe_labels: setup.describe_seconds,
+            ..StageSeconds::default()
+        };
+        let description_calls = setup.description_calls;
         let started = Instant::now();
-        let description_calls = classifier.describe_labels(&mut labels).await;
-        seconds.describe_labels = started.elapsed().as_secs_f64();
-        let started = Instant::now();
-        engine.apply_round(&labels)?;
+        engine.apply_round(&setup.labels)?;
         seconds.index_round = started.elapsed().as_secs_f64();
 
         // This round's texts, with online indexing, in order.
@@ -175,7 +204,7 @@ pub async fn run(
             scored.push(score);
         }
 
-        seconds.total = round_started.elapsed().as_secs_f64();
+        seconds.total = round_started.elapsed().as_secs_f64() + setup.describe_seconds;
         metrics.push(summarise(
             round.number,
             &engine,
