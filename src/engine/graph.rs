@@ -85,6 +85,31 @@ impl KeywordGraph {
         }
     }
 
+    /// Reassemble a graph from its parts (see `state.rs`); the caller keeps them consistent.
+    pub(super) fn from_parts(
+        graph: UnGraph<Node, EdgeCost>,
+        keywords: HashMap<String, NodeIndex>,
+        labels: HashMap<String, NodeIndex>,
+        hub: NodeIndex,
+        hub_edges: HashMap<NodeIndex, EdgeIndex>,
+        shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
+    ) -> Self {
+        Self {
+            graph,
+            keywords,
+            labels,
+            hub,
+            hub_edges,
+            shared,
+        }
+    }
+
+    pub(super) fn shared_lists(
+        &self,
+    ) -> impl Iterator<Item = (NodeIndex, &Vec<(NodeIndex, EdgeIndex)>)> + '_ {
+        self.shared.iter().map(|(label, list)| (*label, list))
+    }
+
     pub fn inner(&self) -> &UnGraph<Node, EdgeCost> {
         &self.graph
     }

@@ -10,9 +10,11 @@ pub mod answer;
 pub mod graph;
 pub mod keywords;
 pub mod prompt;
+pub mod state;
 pub mod steiner;
 pub mod text;
 pub mod tfidf;
+pub mod update;
 
 use std::collections::{HashMap, HashSet};
 
@@ -143,7 +145,7 @@ pub struct IndexReport {
 }
 
 /// A text's phrases and the keywords chosen from them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub phrases: PhraseCounts,
     pub keywords: Vec<Keyword>,

@@ -340,3 +340,70 @@ mod pruned_search {
         }
     }
 }
+
+#[test]
+fn restored_state_is_the_same_engine() {
+    let mut engine = three_topics(EngineConfig::default());
+    for text in [
+        "the telescope saw a comet near the galaxy",
+        "a new recipe for baking sourdough bread",
+        "the striker scored a late goal",
+    ] {
+        let analysis = engine.analyze(text);
+        let label = engine.retrieve(&analysis).unwrap().graph_choice;
+        engine.learn(&analysis, &label);
+    }
+    let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
+    let state: state::EngineState = postcard::from_bytes(&bytes).unwrap();
+    let mut restored = Engine::from_state(EngineConfig::default(), state).unwrap();
+    assert_eq!(restored.digest(), engine.digest());
+    assert_eq!(restored.to_state(), engine.to_state());
+
+    // Both go on identically: same retrievals, same learning, same digest.
+    for text in [
+        "comet orbit and galaxy telescope with bread",
+        "goal keeper saves a penalty in the stadium",
+    ] {
+        let a = engine.analyze(text);
+        let b = restored.analyze(text);
+        assert_eq!(a, b);
+        let ra = engine.retrieve(&a).unwrap();
+        assert_eq!(ra, restored.retrieve(&b).unwrap());
+        engine
+            .apply(&update::Update::Learn {
+                analysis: a,
+                label: ra.graph_choice.clone(),
+            })
+            .unwrap();
+        restored
+            .apply(&update::Update::Learn {
+                analysis: b,
+                label: ra.graph_choice,
+            })
+            .unwrap();
+    }
+    assert_eq!(restored.digest(), engine.digest());
+}
+
+#[test]
+fn digest_tells_states_apart() {
+    let engine = three_topics(EngineConfig::default());
+    let mut other = engine.clone();
+    assert_eq!(engine.digest(), other.digest());
+    other.retire_label("cooking").unwrap();
+    assert_ne!(engine.digest(), other.digest());
+}
+
+#[test]
+fn corrupt_graph_state_is_refused() {
+    let engine = three_topics(EngineConfig::default());
+    let mut state = engine.to_state();
+    state
+        .graph
+        .edges
+        .push((0, 1_000_000, graph::EdgeCost::single(0.5)));
+    assert!(matches!(
+        Engine::from_state(EngineConfig::default(), state),
+        Err(state::StateError::DanglingEdge(_))
+    ));
+}

@@ -320,7 +320,7 @@ pub fn content_words(text: &str) -> Vec<String> {
 
 /// Every 1..=`MAX_NGRAM`-word phrase of `text` with its count, and the total number of phrases
 /// (the denominator of term frequency).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PhraseCounts {
     pub counts: HashMap<String, u32>,
     pub total: u32,

@@ -1,0 +1,230 @@
+//! The engine's whole state as plain data: what the store persists, and a digest that two
+//! engines share exactly when their states are equal.
+//!
+//! The graph is kept with its node and edge order, so a restored engine is the same petgraph
+//! (same indices, same adjacency order) and breaks retrieval ties the same way as the engine
+//! that was saved. That is what makes a restarted service reproduce an uninterrupted one.
+
+use std::collections::HashMap;
+
+use petgraph::graph::{EdgeIndex, NodeIndex};
+use petgraph::visit::EdgeRef;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use thiserror::Error;
+
+use super::graph::{EdgeCost, KeywordGraph, Node};
+use super::text::PhraseCounts;
+use super::tfidf::CorpusStats;
+use super::{Engine, EngineConfig, LabelInfo};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphState {
+    pub nodes: Vec<Node>,
+    /// (endpoint, endpoint, cost) in edge index order.
+    pub edges: Vec<(u32, u32, EdgeCost)>,
+    /// Per label node, its (keyword node, edge) pairs that relay to other labels, in order.
+    pub shared: Vec<(u32, Vec<(u32, u32)>)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineState {
+    pub graph: GraphState,
+    pub stats: CorpusStats,
+    pub labels: Vec<LabelInfo>,
+    pub examples: Vec<(usize, PhraseCounts)>,
+    pub label_version: u64,
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum StateError {
+    #[error("graph state has no hub node")]
+    NoHub,
+    #[error("graph state edge {0} joins a node that does not exist")]
+    DanglingEdge(usize),
+    #[error("graph state lists label {0} twice")]
+    DuplicateNode(String),
+    #[error("label {0:?} has no node in the graph state")]
+    MissingLabel(String),
+    #[error("example refers to label position {0}, which does not exist")]
+    BadExample(usize),
+}
+
+impl KeywordGraph {
+    pub fn to_state(&self) -> GraphState {
+        let graph = self.inner();
+        let nodes = graph.node_weights().cloned().collect();
+        let edges = graph
+            .edge_references()
+            .map(|e| {
+                (
+                    e.source().index() as u32,
+                    e.target().index() as u32,
+                    *e.weight(),
+                )
+            })
+            .collect();
+        let mut shared: Vec<(u32, Vec<(u32, u32)>)> = self
+            .shared_lists()
+            .map(|(label, list)| {
+                (
+                    label.index() as u32,
+                    list.iter()
+                        .map(|(k, e)| (k.index() as u32, e.index() as u32))
+                        .collect(),
+                )
+            })
+            .collect();
+        shared.sort_by_key(|(label, _)| *label);
+        GraphState {
+            nodes,
+            edges,
+            shared,
+        }
+    }
+
+    pub fn from_state(state: &GraphState) -> Result<Self, StateError> {
+        let mut graph = petgraph::graph::UnGraph::default();
+        let mut keywords = HashMap::new();
+        let mut labels = HashMap::new();
+        let mut hub = None;
+        for node in &state.nodes {
+            let index = graph.add_node(node.clone());
+            let duplicate = match node {
+                Node::Keyword(k) => keywords.insert(k.clone(), index).is_some(),
+                Node::Label(l) => labels.insert(l.clone(), index).is_some(),
+                Node::Hub => hub.replace(index).is_some(),
+            };
+            if duplicate {
+                return Err(StateError::DuplicateNode(format!("{node:?}")));
+            }
+        }
+        let hub = hub.ok_or(StateError::NoHub)?;
+        let count = state.nodes.len();
+        let mut hub_edges = HashMap::new();
+        for (position, &(a, b, cost)) in state.edges.iter().enumerate() {
+            let (a, b) = (a as usize, b as usize);
+            if a >= count || b >= count {
+                return Err(StateError::DanglingEdge(position));
+            }
+            let (a, b) = (NodeIndex::new(a), NodeIndex::new(b));
+            let edge = graph.add_edge(a, b, cost);
+            if a == hub {
+                hub_edges.insert(b, edge);
+            } else if b == hub {
+                hub_edges.insert(a, edge);
+            }
+        }
+        let edge_total = state.edges.len();
+        let mut shared = HashMap::new();
+        for (label, list) in &state.shared {
+            let mut pairs = Vec::with_capacity(list.len());
+            for &(keyword, edge) in list {
+                if keyword as usize >= count || edge as usize >= edge_total {
+                    return Err(StateError::DanglingEdge(edge as usize));
+                }
+                pairs.push((
+                    NodeIndex::new(keyword as usize),
+                    EdgeIndex::new(edge as usize),
+                ));
+            }
+            shared.insert(NodeIndex::new(*label as usize), pairs);
+        }
+        Ok(KeywordGraph::from_parts(
+            graph, keywords, labels, hub, hub_edges, shared,
+        ))
+    }
+}
+
+impl Engine {
+    /// Everything that a restart must bring back (the configuration comes from the operator).
+    pub fn to_state(&self) -> EngineState {
+        EngineState {
+            graph: self.graph.to_state(),
+            stats: self.stats.clone(),
+            labels: self.labels.clone(),
+            examples: self.examples.clone(),
+            label_version: self.label_version,
+        }
+    }
+
+    pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Self, StateError> {
+        let graph = KeywordGraph::from_state(&state.graph)?;
+        let mut label_index = HashMap::new();
+        for (position, label) in state.labels.iter().enumerate() {
+            if graph.label(&label.id).is_none() {
+                return Err(StateError::MissingLabel(label.id.clone()));
+            }
+            if label_index.insert(label.id.clone(), position).is_some() {
+                return Err(StateError::DuplicateNode(label.id.clone()));
+            }
+        }
+        if let Some((position, _)) = state
+            .examples
+            .iter()
+            .find(|(position, _)| *position >= state.labels.len())
+        {
+            return Err(StateError::BadExample(*position));
+        }
+        Ok(Self {
+            config,
+            graph,
+            stats: state.stats,
+            labels: state.labels,
+            label_index,
+            examples: state.examples,
+            label_version: state.label_version,
+        })
+    }
+
+    /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics
+    /// and the label set: equal digests mean replicas or restarts hold the same state.
+    pub fn digest(&self) -> String {
+        let mut hash = Sha256::new();
+        let graph = self.graph.inner();
+        hash.update((graph.node_count() as u64).to_le_bytes());
+        for node in graph.node_weights() {
+            match node {
+                Node::Keyword(k) => {
+                    hash.update(b"k");
+                    hash_str(&mut hash, k);
+                }
+                Node::Label(l) => {
+                    hash.update(b"l");
+                    hash_str(&mut hash, l);
+                }
+                Node::Hub => hash.update(b"h"),
+            }
+        }
+        hash.update((graph.edge_count() as u64).to_le_bytes());
+        for edge in graph.edge_references() {
+            hash.update((edge.source().index() as u64).to_le_bytes());
+            hash.update((edge.target().index() as u64).to_le_bytes());
+            hash.update(edge.weight().total.to_bits().to_le_bytes());
+            hash.update(edge.weight().count.to_le_bytes());
+        }
+        hash.update(self.stats.documents.to_le_bytes());
+        let mut df: Vec<(&String, &u64)> = self.stats.document_frequency.iter().collect();
+        df.sort_unstable();
+        for (phrase, count) in df {
+            hash_str(&mut hash, phrase);
+            hash.update(count.to_le_bytes());
+        }
+        for label in &self.labels {
+            hash_str(&mut hash, &label.id);
+            hash_str(&mut hash, label.name.as_deref().unwrap_or("\u{0}"));
+            hash_str(&mut hash, label.description.as_deref().unwrap_or("\u{0}"));
+            hash.update([u8::from(label.active)]);
+            hash.update(label.examples.to_le_bytes());
+        }
+        hash.update((self.examples.len() as u64).to_le_bytes());
+        hash.update(self.label_version.to_le_bytes());
+        let bytes = hash.finalize();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+fn hash_str(hash: &mut Sha256, text: &str) {
+    hash.update((text.len() as u64).to_le_bytes());
+    hash.update(text.as_bytes());
+}

@@ -1,0 +1,45 @@
+//! Every change to the engine as one value: what the service applies, logs and replays.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Analysis, Engine, EngineError, IndexReport, NewLabel};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Update {
+    /// A round of new labels (descriptions already filled in, so replay needs no LLM).
+    Round {
+        round: String,
+        labels: Vec<NewLabel>,
+    },
+    /// More labelled examples for an active label.
+    AddExamples {
+        label: String,
+        examples: Vec<String>,
+    },
+    /// Stop offering a label.
+    RetireLabel { label: String },
+    /// Online indexing of one classified text.
+    Learn { analysis: Analysis, label: String },
+}
+
+impl Engine {
+    /// Apply one update. On error the engine is unchanged.
+    pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
+        match update {
+            Update::Round { labels, .. } => self.apply_round(labels),
+            Update::AddExamples { label, examples } => self.add_examples(label, examples),
+            Update::RetireLabel { label } => {
+                self.retire_label(label)?;
+                Ok(IndexReport::default())
+            }
+            Update::Learn { analysis, label } => {
+                let keywords_added = self.learn(analysis, label);
+                Ok(IndexReport {
+                    labels_added: 0,
+                    texts_indexed: 1,
+                    keywords_added,
+                })
+            }
+        }
+    }
+}
