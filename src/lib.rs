@@ -12,4 +12,6 @@ pub mod classify;
 pub mod cli;
 pub mod engine;
 pub mod eval;
+pub mod events;
 pub mod llm;
+pub mod store;

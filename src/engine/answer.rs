@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::text::normalise_label_text;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HallucinationKind {
     /// The answer is not any active label.

@@ -152,7 +152,7 @@ pub struct Analysis {
 }
 
 /// Why the candidate set is what it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Basis {
     /// Labels of the Steiner tree over ≥ 2 terminals.
@@ -182,7 +182,7 @@ pub struct Retrieval {
     pub graph_choice: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Llm,

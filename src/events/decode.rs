@@ -1,0 +1,272 @@
+//! Turning input bytes into events, or into a [`Rejection`] that names why for the
+//! dead-letter topic.
+
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::{LabelEvent, TextEvent, EVENT_VERSION};
+
+/// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
+/// metric label; the message says what exactly was wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Reason {
+    InvalidUtf8,
+    MalformedJson,
+    /// Well-formed JSON that is not a valid event (wrong types, missing or unknown fields).
+    InvalidEvent,
+    UnknownEventType,
+    UnsupportedVersion,
+    EmptyText,
+    OversizedText,
+    /// A round announces a label that exists, or the same label twice.
+    DuplicateLabel,
+    /// An update names a label that was never announced.
+    UnknownLabel,
+    /// An update names a retired label.
+    RetiredLabel,
+    /// A round that is valid JSON but cannot be applied (e.g. an empty label id).
+    InvalidRound,
+    /// A text arrived before any round gave it a class to choose from.
+    NoActiveLabels,
+    /// The LLM failed after its retries and the service is set to dead-letter such texts.
+    LlmFailed,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 13] = [
+        Reason::InvalidUtf8,
+        Reason::MalformedJson,
+        Reason::InvalidEvent,
+        Reason::UnknownEventType,
+        Reason::UnsupportedVersion,
+        Reason::EmptyText,
+        Reason::OversizedText,
+        Reason::DuplicateLabel,
+        Reason::UnknownLabel,
+        Reason::RetiredLabel,
+        Reason::InvalidRound,
+        Reason::NoActiveLabels,
+        Reason::LlmFailed,
+    ];
+
+    pub fn code(self) -> &'static str {
+        match self {
+            Reason::InvalidUtf8 => "invalid_utf8",
+            Reason::MalformedJson => "malformed_json",
+            Reason::InvalidEvent => "invalid_event",
+            Reason::UnknownEventType => "unknown_event_type",
+            Reason::UnsupportedVersion => "unsupported_version",
+            Reason::EmptyText => "empty_text",
+            Reason::OversizedText => "oversized_text",
+            Reason::DuplicateLabel => "duplicate_label",
+            Reason::UnknownLabel => "unknown_label",
+            Reason::RetiredLabel => "retired_label",
+            Reason::InvalidRound => "invalid_round",
+            Reason::NoActiveLabels => "no_active_labels",
+            Reason::LlmFailed => "llm_failed",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{reason}: {message}")]
+pub struct Rejection {
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Rejection {
+    pub fn new(reason: Reason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+const LABEL_EVENT_TYPES: [&str; 3] = ["round", "add_examples", "retire_label"];
+
+fn json(bytes: &[u8]) -> Result<Value, Rejection> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|e| Rejection::new(Reason::InvalidUtf8, format!("payload is not UTF-8: {e}")))?;
+    serde_json::from_str(text).map_err(|e| Rejection::new(Reason::MalformedJson, e.to_string()))
+}
+
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Rejection> {
+    serde_json::from_value(value).map_err(|e| Rejection::new(Reason::InvalidEvent, e.to_string()))
+}
+
+fn check_version(version: u32) -> Result<(), Rejection> {
+    if version == EVENT_VERSION {
+        Ok(())
+    } else {
+        Err(Rejection::new(
+            Reason::UnsupportedVersion,
+            format!("event version {version}; this build reads version {EVENT_VERSION}"),
+        ))
+    }
+}
+
+/// Decode a labels-topic record.
+pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
+    let value = json(bytes)?;
+    match value.get("type") {
+        Some(Value::String(kind)) if !LABEL_EVENT_TYPES.contains(&kind.as_str()) => {
+            return Err(Rejection::new(
+                Reason::UnknownEventType,
+                format!(
+                    "event type {kind:?}; expected one of {}",
+                    LABEL_EVENT_TYPES.join(", ")
+                ),
+            ))
+        }
+        Some(Value::String(_)) => {}
+        Some(_) => {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "field `type` must be a string",
+            ))
+        }
+        None if value.is_object() => {
+            return Err(Rejection::new(Reason::InvalidEvent, "missing field `type`"))
+        }
+        None => {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "a label event is a JSON object",
+            ))
+        }
+    }
+    let event: LabelEvent = typed(value)?;
+    check_version(event.version())?;
+    Ok(event)
+}
+
+/// Decode a texts-topic record; `max_text_bytes` bounds the text's UTF-8 length.
+pub fn text_event(bytes: &[u8], max_text_bytes: usize) -> Result<TextEvent, Rejection> {
+    let event: TextEvent = typed(json(bytes)?)?;
+    check_version(event.version)?;
+    if event.id.trim().is_empty() {
+        return Err(Rejection::new(
+            Reason::InvalidEvent,
+            "field `id` must not be empty",
+        ));
+    }
+    if event.text.len() > max_text_bytes {
+        return Err(Rejection::new(
+            Reason::OversizedText,
+            format!(
+                "text is {} bytes; the limit (input.max_text_bytes) is {max_text_bytes}",
+                event.text.len()
+            ),
+        ));
+    }
+    if event.text.trim().is_empty() {
+        return Err(Rejection::new(
+            Reason::EmptyText,
+            "field `text` is empty or only whitespace",
+        ));
+    }
+    Ok(event)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason_of_label(bytes: &[u8]) -> Reason {
+        label_event(bytes).unwrap_err().reason
+    }
+
+    fn reason_of_text(bytes: &[u8]) -> Reason {
+        text_event(bytes, 100).unwrap_err().reason
+    }
+
+    #[test]
+    fn label_events_decode() {
+        let round = br#"{"type":"round","round":"r1","labels":[{"id":"a","examples":["x"]},{"id":"b","name":"B"}]}"#;
+        match label_event(round).unwrap() {
+            LabelEvent::Round {
+                version,
+                round,
+                labels,
+            } => {
+                assert_eq!((version, round.as_str(), labels.len()), (1, "r1", 2));
+                assert!(labels[1].examples.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        let retire = br#"{"type":"retire_label","label":"a","version":1}"#;
+        assert!(matches!(
+            label_event(retire).unwrap(),
+            LabelEvent::RetireLabel { .. }
+        ));
+    }
+
+    #[test]
+    fn bad_label_events_name_their_reason() {
+        assert_eq!(reason_of_label(b"\xff\xfe{}"), Reason::InvalidUtf8);
+        assert_eq!(reason_of_label(b"{\"type\":"), Reason::MalformedJson);
+        assert_eq!(
+            reason_of_label(br#"{"type":"rename_label","label":"a"}"#),
+            Reason::UnknownEventType
+        );
+        assert_eq!(reason_of_label(br#"{"round":"r1"}"#), Reason::InvalidEvent);
+        assert_eq!(reason_of_label(b"[1,2]"), Reason::InvalidEvent);
+        assert_eq!(
+            reason_of_label(br#"{"type":"round","round":"r1","labels":"a"}"#),
+            Reason::InvalidEvent
+        );
+        assert_eq!(
+            reason_of_label(
+                br#"{"type":"round","round":"r1","labels":[{"id":"a","exmples":["x"]}]}"#
+            ),
+            Reason::InvalidEvent
+        );
+        assert_eq!(
+            reason_of_label(br#"{"type":"retire_label","label":"a","version":2}"#),
+            Reason::UnsupportedVersion
+        );
+        let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+        assert_eq!(reason_of_label(deep.as_bytes()), Reason::MalformedJson);
+    }
+
+    #[test]
+    fn text_events_decode_and_pass_metadata() {
+        let event = text_event(br#"{"id":"t1","text":"hello","metadata":{"a":[1]}}"#, 100).unwrap();
+        assert_eq!(event.id, "t1");
+        assert_eq!(event.metadata, Some(serde_json::json!({"a": [1]})));
+    }
+
+    #[test]
+    fn bad_texts_name_their_reason() {
+        assert_eq!(
+            reason_of_text(br#"{"id":"t","text":"  "}"#),
+            Reason::EmptyText
+        );
+        let long = format!(r#"{{"id":"t","text":"{}"}}"#, "a".repeat(101));
+        assert_eq!(reason_of_text(long.as_bytes()), Reason::OversizedText);
+        assert_eq!(
+            reason_of_text(br#"{"id":"","text":"x"}"#),
+            Reason::InvalidEvent
+        );
+        assert_eq!(
+            reason_of_text(br#"{"id":7,"text":"x"}"#),
+            Reason::InvalidEvent
+        );
+        assert_eq!(reason_of_text(br#"{"text":"x"}"#), Reason::InvalidEvent);
+        assert_eq!(reason_of_text(b"not json"), Reason::MalformedJson);
+        assert_eq!(
+            reason_of_text(b"{\"id\":\"t\",\"text\":\"\xc3\x28\"}"),
+            Reason::InvalidUtf8
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The service's events: what operators publish (labels, texts) and what gorag publishes
+//! (predictions, hallucinations, dead letters). JSON on the wire; the JSON Schemas in
+//! `schemas/` are generated from these types (`gorag schemas`) and a test keeps them equal.
+//!
+//! Inputs are strict (`deny_unknown_fields`): a misspelt `exmples` would otherwise silently
+//! drop an operator's examples, so it goes to the dead-letter topic instead. `version` may be
+//! left out (it means 1); any other version is refused until this code knows it.
+
+pub mod decode;
+pub mod schema;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Basis, NewLabel, Source};
+
+/// The only event version this build reads and writes.
+pub const EVENT_VERSION: u32 = 1;
+
+fn version_one() -> u32 {
+    EVENT_VERSION
+}
+
+/// An event of the labels topic. Every instance reads that topic in full, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum LabelEvent {
+    /// A round: new classes, each with zero or more labelled examples.
+    Round {
+        #[serde(default = "version_one")]
+        version: u32,
+        /// The round's id (also the record key).
+        round: String,
+        labels: Vec<LabelSpec>,
+    },
+    /// More labelled examples for an existing, active label.
+    AddExamples {
+        #[serde(default = "version_one")]
+        version: u32,
+        label: String,
+        examples: Vec<String>,
+    },
+    /// Stop offering a label to later texts.
+    RetireLabel {
+        #[serde(default = "version_one")]
+        version: u32,
+        label: String,
+    },
+}
+
+impl LabelEvent {
+    pub fn version(&self) -> u32 {
+        match self {
+            Self::Round { version, .. }
+            | Self::AddExamples { version, .. }
+            | Self::RetireLabel { version, .. } => *version,
+        }
+    }
+}
+
+/// A new label as announced in a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelSpec {
+    /// Stable id; predictions name it.
+    pub id: String,
+    /// Human-meaningful name shown to the LLM; leave out for opaque labels (the id is shown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the class is about; when left out and the label has a name, the LLM writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Few-shot examples (none: zero-shot, the name and description alone index the label).
+    #[serde(default)]
+    pub examples: Vec<String>,
+}
+
+impl From<&LabelSpec> for NewLabel {
+    fn from(spec: &LabelSpec) -> Self {
+        NewLabel {
+            id: spec.id.clone(),
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            examples: spec.examples.clone(),
+        }
+    }
+}
+
+/// A text to classify (texts topic, keyed by id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TextEvent {
+    #[serde(default = "version_one")]
+    pub version: u32,
+    pub id: String,
+    pub text: String,
+    /// Anything; copied to the prediction unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    /// The true label, when known (evaluation): copied to the prediction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_label: Option<String>,
+}
+
+/// Where an output came from in the input log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InputPosition {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+}
+
+/// Milliseconds spent per stage of one text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct StageLatency {
+    pub decode_ms: f64,
+    pub keywords_ms: f64,
+    pub retrieve_ms: f64,
+    /// Includes waiting for a free LLM slot and retries.
+    pub llm_ms: f64,
+    pub index_ms: f64,
+    /// From the record's arrival to handing the outputs to the producer.
+    pub total_ms: f64,
+}
+
+/// gorag's answer for one text (predictions topic, keyed by text id). A replay after a crash
+/// can repeat a prediction; consumers keep the last one per key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Prediction {
+    pub version: u32,
+    pub text_id: String,
+    /// The predicted label id.
+    pub label: String,
+    /// The label's name, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label_name: Option<String>,
+    /// `llm`, or `graph` when the LLM's answer was unusable or the LLM failed.
+    pub source: Source,
+    /// Candidate labels retrieved for the text (what the LLM chose from).
+    pub candidates: Vec<String>,
+    /// Why the candidates are what they are.
+    pub basis: Basis,
+    /// The text's keywords, best first.
+    pub keywords: Vec<String>,
+    /// True when the LLM answered outside the candidates or with no known label.
+    pub hallucination: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hallucination_kind: Option<HallucinationKind>,
+    /// Why the LLM gave no answer (`source` is then `graph`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llm_error: Option<String>,
+    /// The last round applied when the text was classified.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<String>,
+    /// Bumped on every change to the label set.
+    pub label_version: u64,
+    /// The LLM model asked (absent in graph-only mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub latency: StageLatency,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<serde_json::Value>,
+    pub input: InputPosition,
+}
+
+/// A flagged prediction with the LLM's raw answer (hallucinations topic, keyed by text id).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HallucinationReport {
+    pub version: u32,
+    pub text_id: String,
+    pub kind: HallucinationKind,
+    /// What the LLM said, verbatim.
+    pub raw_answer: String,
+    /// What was offered to it.
+    pub candidates: Vec<String>,
+    /// The label finally predicted (an active label outside the candidates is kept; an unknown
+    /// answer is replaced by the graph's choice).
+    pub label: String,
+    pub source: Source,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    pub label_version: u64,
+    pub input: InputPosition,
+}
+
+/// Headers of a dead-letter record, after Kafka Connect's DLQ convention
+/// (`errors.deadletterqueue.context.headers.enable`). The record's key and value are the
+/// original bytes, untouched. Header values are UTF-8 strings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeadLetterHeaders {
+    /// The input topic the record was read from.
+    #[serde(rename = "__connect.errors.topic")]
+    pub topic: String,
+    /// Its partition, in decimal.
+    #[serde(rename = "__connect.errors.partition")]
+    pub partition: String,
+    /// Its offset, in decimal.
+    #[serde(rename = "__connect.errors.offset")]
+    pub offset: String,
+    /// Where it failed: `decode`, `apply` (a label event the graph refused) or `classify`.
+    #[serde(rename = "__connect.errors.stage")]
+    pub stage: String,
+    /// `gorag.<reason>`, in the place Connect puts the exception class.
+    #[serde(rename = "__connect.errors.exception.class.name")]
+    pub class_name: String,
+    /// What exactly was wrong.
+    #[serde(rename = "__connect.errors.exception.message")]
+    pub message: String,
+    /// The reason code alone (see `schemas/README.md` for the list).
+    #[serde(rename = "gorag.reason")]
+    pub reason: String,
+}
+
+impl DeadLetterHeaders {
+    pub fn new(position: &InputPosition, stage: &str, rejection: &decode::Rejection) -> Self {
+        Self {
+            topic: position.topic.clone(),
+            partition: position.partition.to_string(),
+            offset: position.offset.to_string(),
+            stage: stage.to_string(),
+            class_name: format!("gorag.{}", rejection.reason.code()),
+            message: rejection.message.clone(),
+            reason: rejection.reason.code().to_string(),
+        }
+    }
+
+    /// (name, value) pairs in a fixed order.
+    pub fn pairs(&self) -> [(&'static str, &str); 7] {
+        [
+            ("__connect.errors.topic", &self.topic),
+            ("__connect.errors.partition", &self.partition),
+            ("__connect.errors.offset", &self.offset),
+            ("__connect.errors.stage", &self.stage),
+            ("__connect.errors.exception.class.name", &self.class_name),
+            ("__connect.errors.exception.message", &self.message),
+            ("gorag.reason", &self.reason),
+        ]
+    }
+}

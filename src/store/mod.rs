@@ -1,0 +1,54 @@
+//! Where the service keeps its state between runs, behind a small trait so sled can be
+//! replaced.
+//!
+//! The state is a snapshot of the engine plus a log of the [`Update`]s applied since, and the
+//! input offsets those updates came from. Each update is written in the same atomic batch as
+//! the offsets that produced it, so after a crash the state and the offsets agree: nothing is
+//! applied twice and nothing is skipped. Restoring = snapshot + replay of the log.
+
+mod sled_store;
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::engine::state::EngineState;
+use crate::engine::update::Update;
+
+pub use sled_store::SledStore;
+
+/// Next offset to read, per (topic, partition).
+pub type Offsets = BTreeMap<(String, i32), i64>;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("state directory {path} is in use by another process (sled allows one per database): {source}")]
+    Locked { path: String, source: sled::Error },
+    #[error("state store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("state store record {key} is corrupt: {detail}")]
+    Corrupt { key: String, detail: String },
+    #[error("state store was written by an incompatible gorag (format {found}, this build reads {expected})")]
+    Format { found: u32, expected: u32 },
+}
+
+/// What a store gives back on start.
+#[derive(Debug, Default)]
+pub struct Saved {
+    pub snapshot: Option<EngineState>,
+    /// Updates applied after the snapshot, in order.
+    pub log: Vec<Update>,
+    pub offsets: Offsets,
+}
+
+pub trait StateStore: Send {
+    fn load(&self) -> Result<Saved, StoreError>;
+    /// Atomically append `update` (if any) to the log and set `offsets`.
+    fn record(&mut self, update: Option<&Update>, offsets: &Offsets) -> Result<(), StoreError>;
+    /// Atomically replace the snapshot with `state` and drop the log entries it covers.
+    fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError>;
+    /// Updates logged since the last snapshot.
+    fn log_len(&self) -> u64;
+    /// Make everything recorded so far durable.
+    fn flush(&self) -> Result<(), StoreError>;
+}

@@ -1,0 +1,235 @@
+//! The sled implementation of [`StateStore`]: one tree, keys by prefix.
+//!
+//! - `format` → u32 (big-endian)
+//! - `snapshot` → postcard([`EngineState`])
+//! - `log/<seq u64 BE>` → postcard([`Update`])
+//! - `offset/<topic>\0<partition i32 BE>` → i64 BE, the next offset to read
+//!
+//! sled is beta software and allows one process per database; see README "State".
+
+use std::path::Path;
+
+use sled::{Batch, Db, IVec};
+
+use super::{Offsets, Saved, StateStore, StoreError};
+use crate::engine::state::EngineState;
+use crate::engine::update::Update;
+
+const FORMAT: u32 = 1;
+const FORMAT_KEY: &[u8] = b"format";
+const SNAPSHOT_KEY: &[u8] = b"snapshot";
+const LOG_PREFIX: &[u8] = b"log/";
+const OFFSET_PREFIX: &[u8] = b"offset/";
+
+pub struct SledStore {
+    db: Db,
+    next_seq: u64,
+    log_len: u64,
+}
+
+fn log_key(seq: u64) -> Vec<u8> {
+    let mut key = LOG_PREFIX.to_vec();
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn offset_key(topic: &str, partition: i32) -> Vec<u8> {
+    let mut key = OFFSET_PREFIX.to_vec();
+    key.extend_from_slice(topic.as_bytes());
+    key.push(0);
+    key.extend_from_slice(&partition.to_be_bytes());
+    key
+}
+
+fn corrupt(key: &[u8], detail: impl ToString) -> StoreError {
+    StoreError::Corrupt {
+        key: String::from_utf8_lossy(key).into_owned(),
+        detail: detail.to_string(),
+    }
+}
+
+fn be_bytes<const N: usize>(key: &[u8], value: &[u8]) -> Result<[u8; N], StoreError> {
+    value
+        .try_into()
+        .map_err(|_| corrupt(key, format!("expected {N} bytes, found {}", value.len())))
+}
+
+impl SledStore {
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let db = sled::Config::new().path(path).open().map_err(|source| {
+            let locked = matches!(&source, sled::Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                || source.to_string().contains("lock");
+            if locked {
+                StoreError::Locked {
+                    path: path.display().to_string(),
+                    source,
+                }
+            } else {
+                StoreError::Sled(source)
+            }
+        })?;
+        match db.get(FORMAT_KEY)? {
+            None => {
+                db.insert(FORMAT_KEY, &FORMAT.to_be_bytes())?;
+            }
+            Some(value) => {
+                let found = u32::from_be_bytes(be_bytes(FORMAT_KEY, &value)?);
+                if found != FORMAT {
+                    return Err(StoreError::Format {
+                        found,
+                        expected: FORMAT,
+                    });
+                }
+            }
+        }
+        let mut next_seq = 0;
+        let mut log_len = 0;
+        for entry in db.scan_prefix(LOG_PREFIX).keys() {
+            let key = entry?;
+            let seq = u64::from_be_bytes(be_bytes(&key, &key[LOG_PREFIX.len()..])?);
+            next_seq = seq + 1;
+            log_len += 1;
+        }
+        Ok(Self {
+            db,
+            next_seq,
+            log_len,
+        })
+    }
+
+    fn log_keys(&self) -> Result<Vec<IVec>, StoreError> {
+        self.db
+            .scan_prefix(LOG_PREFIX)
+            .keys()
+            .map(|k| k.map_err(StoreError::from))
+            .collect()
+    }
+}
+
+impl StateStore for SledStore {
+    fn load(&self) -> Result<Saved, StoreError> {
+        let snapshot = match self.db.get(SNAPSHOT_KEY)? {
+            Some(bytes) => Some(
+                postcard::from_bytes::<EngineState>(&bytes)
+                    .map_err(|e| corrupt(SNAPSHOT_KEY, e))?,
+            ),
+            None => None,
+        };
+        let mut log = Vec::new();
+        for entry in self.db.scan_prefix(LOG_PREFIX) {
+            let (key, value) = entry?;
+            log.push(postcard::from_bytes::<Update>(&value).map_err(|e| corrupt(&key, e))?);
+        }
+        let mut offsets = Offsets::new();
+        for entry in self.db.scan_prefix(OFFSET_PREFIX) {
+            let (key, value) = entry?;
+            let rest = &key[OFFSET_PREFIX.len()..];
+            // <topic> 0 <4 partition bytes>
+            let split = rest
+                .len()
+                .checked_sub(5)
+                .filter(|&at| rest[at] == 0)
+                .ok_or_else(|| corrupt(&key, "no topic separator"))?;
+            let topic = std::str::from_utf8(&rest[..split]).map_err(|e| corrupt(&key, e))?;
+            let partition = i32::from_be_bytes(be_bytes(&key, &rest[split + 1..])?);
+            let offset = i64::from_be_bytes(be_bytes(&key, &value)?);
+            offsets.insert((topic.to_string(), partition), offset);
+        }
+        Ok(Saved {
+            snapshot,
+            log,
+            offsets,
+        })
+    }
+
+    fn record(&mut self, update: Option<&Update>, offsets: &Offsets) -> Result<(), StoreError> {
+        let mut batch = Batch::default();
+        if let Some(update) = update {
+            let bytes = postcard::to_stdvec(update).map_err(|e| corrupt(LOG_PREFIX, e))?;
+            batch.insert(log_key(self.next_seq), bytes);
+        }
+        for ((topic, partition), offset) in offsets {
+            batch.insert(offset_key(topic, *partition), &offset.to_be_bytes());
+        }
+        self.db.apply_batch(batch)?;
+        if update.is_some() {
+            self.next_seq += 1;
+            self.log_len += 1;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError> {
+        let bytes = postcard::to_stdvec(state).map_err(|e| corrupt(SNAPSHOT_KEY, e))?;
+        let mut batch = Batch::default();
+        batch.insert(SNAPSHOT_KEY, bytes);
+        for key in self.log_keys()? {
+            batch.remove(key);
+        }
+        self.db.apply_batch(batch)?;
+        self.log_len = 0;
+        Ok(())
+    }
+
+    fn log_len(&self) -> u64 {
+        self.log_len
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, EngineConfig, NewLabel};
+
+    fn round(id: &str) -> Update {
+        Update::Round {
+            round: id.to_string(),
+            labels: vec![NewLabel {
+                id: format!("label-{id}"),
+                name: None,
+                description: None,
+                examples: vec![format!("an example about {id} topics")],
+            }],
+        }
+    }
+
+    fn offsets(offset: i64) -> Offsets {
+        Offsets::from([(("texts".to_string(), 0), offset)])
+    }
+
+    #[test]
+    fn log_snapshot_and_offsets_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut engine = Engine::new(EngineConfig::default());
+        {
+            let mut store = SledStore::open(dir.path()).unwrap();
+            store.record(Some(&round("a")), &offsets(1)).unwrap();
+            engine.apply(&round("a")).unwrap();
+            store.snapshot(&engine.to_state()).unwrap();
+            store.record(Some(&round("b")), &offsets(2)).unwrap();
+            store.record(None, &offsets(3)).unwrap();
+            assert_eq!(store.log_len(), 1);
+            store.flush().unwrap();
+        }
+        let store = loop {
+            // sled releases its lock a moment after the Db is dropped.
+            match SledStore::open(dir.path()) {
+                Ok(store) => break store,
+                Err(StoreError::Locked { .. }) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                Err(other) => panic!("{other}"),
+            }
+        };
+        let saved = store.load().unwrap();
+        assert_eq!(saved.snapshot.as_ref(), Some(&engine.to_state()));
+        assert_eq!(saved.log, vec![round("b")]);
+        assert_eq!(saved.offsets, offsets(3));
+        assert_eq!(store.log_len(), 1);
+    }
+}
