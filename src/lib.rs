@@ -10,6 +10,7 @@
 
 pub mod classify;
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod eval;
 pub mod events;

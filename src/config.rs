@@ -1,0 +1,565 @@
+//! `gorag serve` configuration, layered: defaults → TOML file → `GORAG__SECTION__KEY`
+//! environment variables → `--set section.key=value` flags (later layers win).
+//!
+//! Every section is strict (`deny_unknown_fields`). Loading reports **every** problem at once,
+//! each with the layer it came from: a bad key is dropped and deserialisation retried, so one
+//! typo does not hide the next; then the values are checked together (e.g. distinct topics).
+//! Secrets never come from the file: the LLM API key is read from `llm.api_key_file` or from
+//! `$GORAG_LLM_API_KEY` / `$OPENAI_API_KEY`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+use crate::engine::Strategy;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    pub kafka: KafkaSection,
+    pub topics: TopicsSection,
+    pub llm: LlmSection,
+    pub engine: EngineSection,
+    pub input: InputSection,
+    pub state: StateSection,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self {
+            kafka: KafkaSection::default(),
+            topics: TopicsSection::default(),
+            llm: LlmSection::default(),
+            engine: EngineSection::default(),
+            input: InputSection::default(),
+            state: StateSection::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaSection {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// Consumer group of the texts topic.
+    pub group_id: String,
+    /// Create missing topics on start (labels with 1 partition, the others with
+    /// `partitions`). Off when an operator manages topics.
+    pub create_topics: bool,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    /// How often delivered offsets are committed (after the state store is flushed).
+    pub commit_interval_ms: u64,
+    /// Extra librdkafka properties for every client (e.g. `security.protocol`).
+    pub client: BTreeMap<String, String>,
+}
+
+impl Default for KafkaSection {
+    fn default() -> Self {
+        Self {
+            brokers: "127.0.0.1:9092".into(),
+            group_id: "gorag".into(),
+            create_topics: true,
+            partitions: 3,
+            replication_factor: 1,
+            commit_interval_ms: 1000,
+            client: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopicsSection {
+    pub labels: String,
+    pub texts: String,
+    pub predictions: String,
+    pub hallucinations: String,
+    pub dead_letter: String,
+}
+
+impl Default for TopicsSection {
+    fn default() -> Self {
+        Self {
+            labels: "gorag.labels".into(),
+            texts: "gorag.texts".into(),
+            predictions: "gorag.predictions".into(),
+            hallucinations: "gorag.hallucinations".into(),
+            dead_letter: "gorag.dlq".into(),
+        }
+    }
+}
+
+/// What happens to a text whose LLM call failed after every retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLlmFailure {
+    /// Predict from the graph (`source: graph`, `llm_error` says why).
+    Graph,
+    /// Send the text to the dead-letter topic (reason `llm_failed`).
+    DeadLetter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSection {
+    /// OpenAI-compatible base URL, or `none` for graph-only predictions.
+    pub url: String,
+    pub model: String,
+    pub api_key_file: Option<PathBuf>,
+    pub timeout_secs: f64,
+    pub retries: u32,
+    /// LLM requests in flight at once.
+    pub concurrency: usize,
+    pub cache_dir: Option<PathBuf>,
+    pub on_failure: OnLlmFailure,
+    /// Ask the LLM to describe named labels that come without a description.
+    pub describe_labels: bool,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        Self {
+            url: "http://127.0.0.1:8080/v1".into(),
+            model: "qwen2.5-coder-0.5b-instruct".into(),
+            api_key_file: None,
+            timeout_secs: 60.0,
+            retries: 4,
+            concurrency: 2,
+            cache_dir: None,
+            on_failure: OnLlmFailure::Graph,
+            describe_labels: true,
+        }
+    }
+}
+
+impl LlmSection {
+    pub fn enabled(&self) -> bool {
+        !self.url.eq_ignore_ascii_case("none")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    pub strategy: Strategy,
+    /// Keywords per text.
+    pub top_k: usize,
+    /// Keywords per labelled example or description.
+    pub example_top_k: usize,
+    pub online_indexing: bool,
+    pub max_prompt_chars: usize,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        let defaults = crate::engine::EngineConfig::default();
+        Self {
+            strategy: defaults.strategy,
+            top_k: defaults.selection.top_k,
+            example_top_k: defaults.example_selection.top_k,
+            online_indexing: defaults.online_indexing,
+            max_prompt_chars: defaults.max_prompt_chars,
+        }
+    }
+}
+
+impl EngineSection {
+    pub fn engine_config(&self) -> crate::engine::EngineConfig {
+        let mut config = crate::engine::EngineConfig::default();
+        config.strategy = self.strategy;
+        config.selection.top_k = self.top_k;
+        config.example_selection.top_k = self.example_top_k;
+        config.online_indexing = self.online_indexing;
+        config.max_prompt_chars = self.max_prompt_chars;
+        config
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputSection {
+    /// Texts longer than this (UTF-8 bytes) go to the dead-letter topic.
+    pub max_text_bytes: usize,
+    /// Texts being classified at once (LLM latency dominates; offsets still commit in order).
+    pub max_in_flight: usize,
+}
+
+impl Default for InputSection {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 100_000,
+            max_in_flight: 8,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateSection {
+    /// The sled database (one process per directory).
+    pub dir: PathBuf,
+    /// Write a full snapshot after this many logged updates (and on shutdown).
+    pub snapshot_every: u64,
+    /// On SIGTERM/SIGINT, how long in-flight texts may take to finish.
+    pub drain_timeout_secs: f64,
+}
+
+impl Default for StateSection {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from("gorag-state"),
+            snapshot_every: 1000,
+            drain_timeout_secs: 30.0,
+        }
+    }
+}
+
+/// Every problem found while loading, one per line.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub struct ConfigErrors(pub Vec<String>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{} configuration error(s):", self.0.len())?;
+        for error in &self.0 {
+            writeln!(f, "  - {error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The layers to merge.
+#[derive(Debug, Default, Clone)]
+pub struct Layers {
+    pub file: Option<PathBuf>,
+    /// (name, value) of the process environment; only `GORAG__…` names are read.
+    pub env: Vec<(String, String)>,
+    /// `section.key=value` from `--set`.
+    pub sets: Vec<String>,
+}
+
+const ENV_PREFIX: &str = "GORAG__";
+
+/// A scalar written in an env var or flag: TOML syntax when it parses (numbers, booleans,
+/// quoted strings, arrays), else the raw text as a string.
+fn scalar(raw: &str) -> Value {
+    match format!("v = {raw}").parse::<Table>() {
+        Ok(mut table) => table
+            .remove("v")
+            .unwrap_or_else(|| Value::String(raw.into())),
+        Err(_) => Value::String(raw.to_string()),
+    }
+}
+
+fn set_path(root: &mut Table, path: &[String], value: Value) -> Result<(), String> {
+    let (last, parents) = path.split_last().ok_or("empty key")?;
+    let mut table = root;
+    for part in parents {
+        let entry = table
+            .entry(part.clone())
+            .or_insert_with(|| Value::Table(Table::new()));
+        table = entry
+            .as_table_mut()
+            .ok_or_else(|| format!("`{part}` is not a section"))?;
+    }
+    table.insert(last.clone(), value);
+    Ok(())
+}
+
+fn remove_path(root: &mut Table, path: &[String]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut table = root;
+    for part in parents {
+        match table.get_mut(part).and_then(Value::as_table_mut) {
+            Some(next) => table = next,
+            None => return false,
+        }
+    }
+    table.remove(last).is_some()
+}
+
+impl ServeConfig {
+    pub fn load(layers: &Layers) -> Result<Self, ConfigErrors> {
+        let mut errors = Vec::new();
+        let mut root = Table::new();
+        // dotted key → where its value came from
+        let mut origin: HashMap<String, String> = HashMap::new();
+
+        if let Some(path) = &layers.file {
+            match std::fs::read_to_string(path) {
+                Ok(text) => match text.parse::<Table>() {
+                    Ok(table) => {
+                        note_origins(&table, "", &format!("file {}", path.display()), &mut origin);
+                        root = table;
+                    }
+                    Err(e) => errors.push(format!("file {}: {e}", path.display())),
+                },
+                Err(e) => errors.push(format!("file {}: {e}", path.display())),
+            }
+        }
+        for (name, raw) in &layers.env {
+            let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+            if path.iter().any(String::is_empty) {
+                errors.push(format!("environment {name}: malformed name"));
+                continue;
+            }
+            match set_path(&mut root, &path, scalar(raw)) {
+                Ok(()) => {
+                    origin.insert(path.join("."), format!("environment {name}"));
+                }
+                Err(e) => errors.push(format!("environment {name}: {e}")),
+            }
+        }
+        for set in &layers.sets {
+            let Some((key, raw)) = set.split_once('=') else {
+                errors.push(format!("--set {set}: expected section.key=value"));
+                continue;
+            };
+            let path: Vec<String> = key.trim().split('.').map(str::to_string).collect();
+            if path.iter().any(String::is_empty) {
+                errors.push(format!("--set {set}: malformed key"));
+                continue;
+            }
+            match set_path(&mut root, &path, scalar(raw.trim())) {
+                Ok(()) => {
+                    origin.insert(path.join("."), format!("--set {key}"));
+                }
+                Err(e) => errors.push(format!("--set {set}: {e}")),
+            }
+        }
+
+        let config = deserialize_reporting_all(root, &origin, &mut errors);
+        if let Some(config) = &config {
+            config.check(&mut errors);
+        }
+        match config {
+            Some(config) if errors.is_empty() => Ok(config),
+            _ => Err(ConfigErrors(errors)),
+        }
+    }
+
+    /// Checks that span fields.
+    fn check(&self, errors: &mut Vec<String>) {
+        let t = &self.topics;
+        let names = [
+            ("topics.labels", &t.labels),
+            ("topics.texts", &t.texts),
+            ("topics.predictions", &t.predictions),
+            ("topics.hallucinations", &t.hallucinations),
+            ("topics.dead_letter", &t.dead_letter),
+        ];
+        for (i, (key, name)) in names.iter().enumerate() {
+            if name.trim().is_empty() {
+                errors.push(format!("{key}: must not be empty"));
+            }
+            if let Some((other, _)) = names[..i].iter().find(|(_, n)| n == name) {
+                errors.push(format!("{key}: same topic as {other} ({name})"));
+            }
+        }
+        if self.kafka.brokers.trim().is_empty() {
+            errors.push("kafka.brokers: must not be empty".into());
+        }
+        if self.kafka.group_id.trim().is_empty() {
+            errors.push("kafka.group_id: must not be empty".into());
+        }
+        if self.kafka.partitions < 1 {
+            errors.push("kafka.partitions: must be at least 1".into());
+        }
+        if self.kafka.replication_factor < 1 {
+            errors.push("kafka.replication_factor: must be at least 1".into());
+        }
+        if self.kafka.commit_interval_ms == 0 {
+            errors.push("kafka.commit_interval_ms: must be at least 1".into());
+        }
+        for reserved in ["bootstrap.servers", "group.id", "enable.auto.commit"] {
+            if self.kafka.client.contains_key(reserved) {
+                errors.push(format!("kafka.client.\"{reserved}\": set by gorag itself"));
+            }
+        }
+        if self.llm.enabled() && !self.llm.url.starts_with("http") {
+            errors.push(format!(
+                "llm.url: {:?} is neither an http(s) URL nor `none`",
+                self.llm.url
+            ));
+        }
+        if !(self.llm.timeout_secs.is_finite() && self.llm.timeout_secs > 0.0) {
+            errors.push("llm.timeout_secs: must be a positive number".into());
+        }
+        if self.llm.concurrency == 0 {
+            errors.push("llm.concurrency: must be at least 1".into());
+        }
+        if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
+            errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
+        }
+        if self.input.max_in_flight == 0 {
+            errors.push("input.max_in_flight: must be at least 1".into());
+        }
+        if self.input.max_text_bytes == 0 {
+            errors.push("input.max_text_bytes: must be at least 1".into());
+        }
+        if self.state.snapshot_every == 0 {
+            errors.push("state.snapshot_every: must be at least 1".into());
+        }
+        if !(self.state.drain_timeout_secs.is_finite() && self.state.drain_timeout_secs >= 0.0) {
+            errors.push("state.drain_timeout_secs: must be a number ≥ 0".into());
+        }
+    }
+
+    /// The effective configuration as TOML (for `--print-config`).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+fn note_origins(table: &Table, prefix: &str, source: &str, origin: &mut HashMap<String, String>) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if let Value::Table(inner) = value {
+            note_origins(inner, &path, source, origin);
+        }
+        origin.insert(path, source.to_string());
+    }
+}
+
+/// Deserialise, and on each error record it, drop the offending key and try again.
+fn deserialize_reporting_all(
+    mut root: Table,
+    origin: &HashMap<String, String>,
+    errors: &mut Vec<String>,
+) -> Option<ServeConfig> {
+    for _ in 0..64 {
+        let value = Value::Table(root.clone());
+        match serde_path_to_error::deserialize::<_, ServeConfig>(value) {
+            Ok(config) => return Some(config),
+            Err(error) => {
+                let mut path: Vec<String> = error
+                    .path()
+                    .iter()
+                    .map(|segment| segment.to_string())
+                    .filter(|s| s != "?")
+                    .collect();
+                let full = error.inner().to_string();
+                // toml appends "in `section`" on a second line; the key path says it better.
+                let message = full.lines().next().unwrap_or_default().to_string();
+                // Some deserialisers report an unknown key at its parent.
+                if let Some(name) = message
+                    .strip_prefix("unknown field `")
+                    .and_then(|rest| rest.split('`').next())
+                {
+                    if path.last().map(String::as_str) != Some(name) {
+                        path.push(name.to_string());
+                    }
+                }
+                let key = path.join(".");
+                let from = origin
+                    .get(&key)
+                    .map(|source| format!(" (from {source})"))
+                    .unwrap_or_default();
+                errors.push(format!("{key}: {message}{from}"));
+                if path.is_empty() || !remove_path(&mut root, &path) {
+                    return None;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Read `GORAG__…` variables from the process environment.
+pub fn process_env() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(file: &str, env: &[(&str, &str)], sets: &[&str]) -> Result<ServeConfig, ConfigErrors> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("gorag.toml");
+        std::fs::write(&path, file).unwrap();
+        ServeConfig::load(&Layers {
+            file: Some(path),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            sets: sets.iter().map(|s| s.to_string()).collect(),
+        })
+    }
+
+    #[test]
+    fn defaults_need_no_file() {
+        let config = ServeConfig::load(&Layers::default()).unwrap();
+        assert_eq!(config, ServeConfig::default());
+    }
+
+    #[test]
+    fn later_layers_win() {
+        let config = load(
+            "[kafka]\nbrokers = \"file:1\"\ngroup_id = \"from-file\"\n[input]\nmax_in_flight = 3\n",
+            &[
+                ("GORAG__KAFKA__BROKERS", "env:2"),
+                ("GORAG__INPUT__MAX_IN_FLIGHT", "5"),
+                ("OTHER", "x"),
+            ],
+            &["kafka.brokers=flag:3", "llm.on_failure=dead_letter"],
+        )
+        .unwrap();
+        assert_eq!(config.kafka.brokers, "flag:3");
+        assert_eq!(config.kafka.group_id, "from-file");
+        assert_eq!(config.input.max_in_flight, 5);
+        assert_eq!(config.llm.on_failure, OnLlmFailure::DeadLetter);
+    }
+
+    #[test]
+    fn every_error_is_reported_at_once_with_its_origin() {
+        let errors = load(
+            "[kafka]\nbrokrs = \"x\"\npartitions = \"three\"\n[topics]\npredictions = \"gorag.texts\"\n[nope]\na = 1\n",
+            &[("GORAG__INPUT__MAX_IN_FLIGHT", "many")],
+            &["llm.retries=-1", "broken"],
+        )
+        .unwrap_err()
+        .0;
+        let all = errors.join("\n");
+        for expected in [
+            "kafka.brokrs: unknown field",
+            "kafka.partitions: invalid type",
+            "nope: unknown field",
+            "input.max_in_flight: invalid type",
+            "(from environment GORAG__INPUT__MAX_IN_FLIGHT)",
+            "llm.retries: invalid value",
+            "--set broken: expected section.key=value",
+            "topics.predictions: same topic as topics.texts",
+        ] {
+            assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
+        }
+        assert_eq!(errors.len(), 7, "{all}");
+    }
+
+    #[test]
+    fn unreadable_file_is_an_error() {
+        let errors = ServeConfig::load(&Layers {
+            file: Some(PathBuf::from("/nonexistent/gorag.toml")),
+            ..Layers::default()
+        })
+        .unwrap_err();
+        assert!(errors.to_string().contains("/nonexistent/gorag.toml"));
+    }
+}
