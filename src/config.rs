@@ -16,7 +16,7 @@ use toml::{Table, Value};
 
 use crate::engine::Strategy;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
     pub kafka: KafkaSection,
@@ -25,19 +25,6 @@ pub struct ServeConfig {
     pub engine: EngineSection,
     pub input: InputSection,
     pub state: StateSection,
-}
-
-impl Default for ServeConfig {
-    fn default() -> Self {
-        Self {
-            kafka: KafkaSection::default(),
-            topics: TopicsSection::default(),
-            llm: LlmSection::default(),
-            engine: EngineSection::default(),
-            input: InputSection::default(),
-            state: StateSection::default(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -170,12 +157,14 @@ impl Default for EngineSection {
 
 impl EngineSection {
     pub fn engine_config(&self) -> crate::engine::EngineConfig {
-        let mut config = crate::engine::EngineConfig::default();
-        config.strategy = self.strategy;
+        let mut config = crate::engine::EngineConfig {
+            strategy: self.strategy,
+            online_indexing: self.online_indexing,
+            max_prompt_chars: self.max_prompt_chars,
+            ..Default::default()
+        };
         config.selection.top_k = self.top_k;
         config.example_selection.top_k = self.example_top_k;
-        config.online_indexing = self.online_indexing;
-        config.max_prompt_chars = self.max_prompt_chars;
         config
     }
 }
