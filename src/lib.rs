@@ -16,3 +16,4 @@ pub mod eval;
 pub mod events;
 pub mod llm;
 pub mod store;
+pub mod stream;

@@ -207,6 +207,8 @@ pub struct Engine {
     examples: Vec<(usize, PhraseCounts)>,
     /// Bumped on every change to the label set.
     label_version: u64,
+    /// Id of the last round applied through [`Engine::apply`].
+    last_round: Option<String>,
 }
 
 impl Engine {
@@ -219,7 +221,12 @@ impl Engine {
             label_index: HashMap::new(),
             examples: Vec::new(),
             label_version: 0,
+            last_round: None,
         }
+    }
+
+    pub fn last_round(&self) -> Option<&str> {
+        self.last_round.as_deref()
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -258,18 +265,7 @@ impl Engine {
     /// Register a round's labels and index their examples and descriptions. Validated as a
     /// whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
-        let mut in_round = HashSet::new();
-        for label in labels {
-            if label.id.trim().is_empty() {
-                return Err(EngineError::EmptyLabelId);
-            }
-            if self.label_index.contains_key(&label.id) {
-                return Err(EngineError::DuplicateLabel(label.id.clone()));
-            }
-            if !in_round.insert(label.id.as_str()) {
-                return Err(EngineError::RepeatedInRound(label.id.clone()));
-            }
-        }
+        self.check_round(labels)?;
         let mut documents = Vec::new();
         for label in labels {
             let position = self.labels.len();
@@ -293,6 +289,24 @@ impl Engine {
         let mut report = self.index_documents(&documents);
         report.labels_added = labels.len();
         Ok(report)
+    }
+
+    /// Whether [`Engine::apply_round`] would accept `labels` (checked before asking an LLM to
+    /// describe them).
+    pub fn check_round(&self, labels: &[NewLabel]) -> Result<(), EngineError> {
+        let mut in_round = HashSet::new();
+        for label in labels {
+            if label.id.trim().is_empty() {
+                return Err(EngineError::EmptyLabelId);
+            }
+            if self.label_index.contains_key(&label.id) {
+                return Err(EngineError::DuplicateLabel(label.id.clone()));
+            }
+            if !in_round.insert(label.id.as_str()) {
+                return Err(EngineError::RepeatedInRound(label.id.clone()));
+            }
+        }
+        Ok(())
     }
 
     /// More labelled examples for an existing, active label.

@@ -34,6 +34,7 @@ pub struct EngineState {
     pub labels: Vec<LabelInfo>,
     pub examples: Vec<(usize, PhraseCounts)>,
     pub label_version: u64,
+    pub last_round: Option<String>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -145,6 +146,7 @@ impl Engine {
             labels: self.labels.clone(),
             examples: self.examples.clone(),
             label_version: self.label_version,
+            last_round: self.last_round.clone(),
         }
     }
 
@@ -174,6 +176,7 @@ impl Engine {
             label_index,
             examples: state.examples,
             label_version: state.label_version,
+            last_round: state.last_round,
         })
     }
 
@@ -219,6 +222,7 @@ impl Engine {
         }
         hash.update((self.examples.len() as u64).to_le_bytes());
         hash.update(self.label_version.to_le_bytes());
+        hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -26,7 +26,11 @@ impl Engine {
     /// Apply one update. On error the engine is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
-            Update::Round { labels, .. } => self.apply_round(labels),
+            Update::Round { round, labels } => {
+                let report = self.apply_round(labels)?;
+                self.last_round = Some(round.clone());
+                Ok(report)
+            }
             Update::AddExamples { label, examples } => self.add_examples(label, examples),
             Update::RetireLabel { label } => {
                 self.retire_label(label)?;

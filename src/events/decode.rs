@@ -32,10 +32,12 @@ pub enum Reason {
     NoActiveLabels,
     /// The LLM failed after its retries and the service is set to dead-letter such texts.
     LlmFailed,
+    /// The prediction for this text is larger than the broker accepts (huge metadata).
+    OutputTooLarge,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 13] = [
+    pub const ALL: [Reason; 14] = [
         Reason::InvalidUtf8,
         Reason::MalformedJson,
         Reason::InvalidEvent,
@@ -49,6 +51,7 @@ impl Reason {
         Reason::InvalidRound,
         Reason::NoActiveLabels,
         Reason::LlmFailed,
+        Reason::OutputTooLarge,
     ];
 
     pub fn code(self) -> &'static str {
@@ -66,6 +69,7 @@ impl Reason {
             Reason::InvalidRound => "invalid_round",
             Reason::NoActiveLabels => "no_active_labels",
             Reason::LlmFailed => "llm_failed",
+            Reason::OutputTooLarge => "output_too_large",
         }
     }
 }

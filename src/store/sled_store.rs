@@ -97,6 +97,12 @@ impl SledStore {
         })
     }
 
+    /// A flush callable from another thread (the consumer's rebalance callback).
+    pub fn flush_handle(&self) -> std::sync::Arc<dyn Fn() -> Result<(), StoreError> + Send + Sync> {
+        let db = self.db.clone();
+        std::sync::Arc::new(move || db.flush().map(|_| ()).map_err(StoreError::from))
+    }
+
     fn log_keys(&self) -> Result<Vec<IVec>, StoreError> {
         self.db
             .scan_prefix(LOG_PREFIX)

@@ -13,6 +13,9 @@ use crate::eval::{self, dataset, report};
 use crate::llm::retry::RetryPolicy;
 use crate::llm::{ApiKey, LlmClient, LlmConfig};
 
+pub mod serve;
+pub mod topics;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "gorag",
@@ -28,6 +31,16 @@ pub struct Cli {
 pub enum Command {
     /// Run the paper's DFSTC protocol on a dataset folder (`<k>shot/r<n>/{train,test}.tsv`).
     Eval(EvalArgs),
+    /// Run the streaming service: labels and texts from Kafka, predictions to Kafka.
+    Serve(serve::ServeArgs),
+    /// Publish JSONL lines to a topic (rounds, texts).
+    Publish(topics::PublishArgs),
+    /// Print records of a topic (predictions, hallucinations, dead letters).
+    Tail(topics::TailArgs),
+    /// Show what a stopped service's state directory holds (digest, graph size, offsets).
+    State(serve::StateArgs),
+    /// Write the events' JSON Schemas (or check they are up to date).
+    Schemas(serve::SchemasArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

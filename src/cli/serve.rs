@@ -1,0 +1,150 @@
+//! `gorag serve`, `gorag state`, `gorag schemas`.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+
+use crate::config::{self, Layers, ServeConfig};
+use crate::engine::Engine;
+use crate::events::schema;
+use crate::store::{SledStore, StateStore};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// TOML configuration file (else $GORAG_CONFIG, else defaults). Environment variables
+    /// `GORAG__SECTION__KEY` override it, `--set` overrides both.
+    #[arg(long, env = "GORAG_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// `section.key=value`, repeatable (e.g. `--set kafka.brokers=host:9092`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Print the effective configuration and exit.
+    #[arg(long)]
+    pub print_config: bool,
+}
+
+pub fn load_config(args: &ServeArgs) -> Result<ServeConfig> {
+    ServeConfig::load(&Layers {
+        file: args.config.clone(),
+        env: config::process_env(),
+        sets: args.sets.clone(),
+    })
+    .map_err(|errors| anyhow::anyhow!("{errors}"))
+}
+
+pub async fn serve(args: ServeArgs) -> Result<()> {
+    let config = load_config(&args)?;
+    if args.print_config {
+        print!("{}", config.to_toml());
+        return Ok(());
+    }
+    let summary = crate::stream::serve(config, shutdown_signal()).await?;
+    if !summary.drained {
+        bail!("stopped before every in-flight text finished (they will be re-read)");
+    }
+    Ok(())
+}
+
+/// SIGTERM (Kubernetes) or SIGINT (a terminal).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no SIGTERM handler; only Ctrl-C stops the service");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    tracing::info!("shutdown signal received");
+}
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    /// The service's state directory (stop the service first: one process per database).
+    #[arg(long)]
+    pub dir: PathBuf,
+}
+
+/// Print what a state directory holds, with the engine digest.
+pub fn state(args: StateArgs) -> Result<()> {
+    if !args.dir.is_dir() {
+        bail!("{} is not a directory", args.dir.display());
+    }
+    let store = SledStore::open(&args.dir)?;
+    let saved = store.load()?;
+    let config = crate::engine::EngineConfig::default();
+    let mut engine = match saved.snapshot {
+        Some(state) => Engine::from_state(config, state)?,
+        None => Engine::new(config),
+    };
+    for update in &saved.log {
+        engine
+            .apply(update)
+            .context("replaying the saved update log")?;
+    }
+    let offsets: Vec<serde_json::Value> = saved
+        .offsets
+        .iter()
+        .map(|((topic, partition), offset)| {
+            serde_json::json!({"topic": topic, "partition": partition, "next_offset": offset})
+        })
+        .collect();
+    let report = serde_json::json!({
+        "digest": engine.digest(),
+        "graph_nodes": engine.graph().node_count(),
+        "graph_edges": engine.graph().edge_count(),
+        "labels": engine.labels().len(),
+        "active_labels": engine.active_labels().count(),
+        "documents": engine.stats().documents,
+        "label_version": engine.label_version(),
+        "last_round": engine.last_round(),
+        "logged_updates": saved.log.len(),
+        "offsets": offsets,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
+#[derive(Debug, Args)]
+pub struct SchemasArgs {
+    /// Folder to write `<event>.schema.json` into.
+    #[arg(long, default_value = "schemas")]
+    pub out: PathBuf,
+    /// Only check that the files are up to date.
+    #[arg(long)]
+    pub check: bool,
+}
+
+pub fn schemas(args: SchemasArgs) -> Result<()> {
+    let mut stale = Vec::new();
+    for (name, value) in schema::all() {
+        let path = args.out.join(format!("{name}.schema.json"));
+        let text = schema::render(&value);
+        if args.check {
+            if std::fs::read_to_string(&path).ok().as_deref() != Some(text.as_str()) {
+                stale.push(path.display().to_string());
+            }
+        } else {
+            std::fs::create_dir_all(&args.out)?;
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+            println!("wrote {}", path.display());
+        }
+    }
+    if !stale.is_empty() {
+        bail!("out of date (run `gorag schemas`): {}", stale.join(", "));
+    }
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! `gorag publish` and `gorag tail`: small Kafka helpers for operators and the quick start.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::events::Prediction;
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    #[arg(long)]
+    pub topic: String,
+    /// JSON field whose string value keys each record (default: `id`, else `round`, else
+    /// `label`; none if absent).
+    #[arg(long)]
+    pub key_field: Option<String>,
+    /// JSONL files, one record per non-empty line (`-` for stdin). Lines are sent as they are,
+    /// valid or not: the service judges them.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+}
+
+fn record_key(line: &str, field: Option<&str>) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(line).ok()?;
+    let fields: Vec<&str> = match field {
+        Some(field) => vec![field],
+        None => vec!["id", "round", "label"],
+    };
+    fields
+        .iter()
+        .find_map(|f| value.get(*f).and_then(|v| v.as_str()).map(str::to_string))
+}
+
+pub async fn publish(args: PublishArgs) -> Result<()> {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &args.brokers)
+        .set("enable.idempotence", "true")
+        .create()
+        .context("creating the producer")?;
+    let mut sent = 0usize;
+    for path in &args.files {
+        let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
+            Box::new(std::io::stdin().lock())
+        } else {
+            Box::new(std::io::BufReader::new(
+                std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?,
+            ))
+        };
+        for line in reader.lines() {
+            let line = line.with_context(|| format!("reading {}", path.display()))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let key = record_key(&line, args.key_field.as_deref());
+            let mut record = FutureRecord::to(&args.topic).payload(line.as_bytes());
+            if let Some(key) = &key {
+                record = record.key(key.as_bytes());
+            }
+            producer
+                .send(record, Timeout::After(Duration::from_secs(30)))
+                .await
+                .map_err(|(e, _)| anyhow::anyhow!("publishing to {}: {e}", args.topic))?;
+            sent += 1;
+        }
+    }
+    eprintln!("published {sent} record(s) to {}", args.topic);
+    Ok(())
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TailFormat {
+    /// The record value as it is.
+    Raw,
+    /// JSON object with key, partition, offset, headers and value.
+    Json,
+    /// One readable line per prediction.
+    Prediction,
+}
+
+#[derive(Debug, Args)]
+pub struct TailArgs {
+    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    #[arg(long)]
+    pub topic: String,
+    /// Start at the beginning of every partition (default: only new records).
+    #[arg(long)]
+    pub from_beginning: bool,
+    /// Stop after this many records.
+    #[arg(long)]
+    pub count: Option<usize>,
+    /// Stop when nothing arrives for this many seconds.
+    #[arg(long)]
+    pub idle_timeout: Option<f64>,
+    #[arg(long, value_enum, default_value = "raw")]
+    pub format: TailFormat,
+}
+
+pub async fn tail(args: TailArgs) -> Result<()> {
+    let consumer: StreamConsumer = ClientConfig::new()
+        .set("bootstrap.servers", &args.brokers)
+        .set("group.id", "gorag-tail")
+        .set("enable.auto.commit", "false")
+        .create()
+        .context("creating the consumer")?;
+    let metadata = consumer
+        .fetch_metadata(Some(&args.topic), Duration::from_secs(10))
+        .context("reading topic metadata")?;
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == args.topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    if partitions.is_empty() {
+        bail!("topic {} does not exist", args.topic);
+    }
+    drop(metadata);
+    let mut assignment = TopicPartitionList::new();
+    let start = if args.from_beginning {
+        Offset::Beginning
+    } else {
+        Offset::End
+    };
+    for partition in partitions {
+        assignment.add_partition_offset(&args.topic, partition, start)?;
+    }
+    consumer.assign(&assignment)?;
+    drop(assignment);
+
+    let mut seen = 0usize;
+    let mut out = std::io::stdout().lock();
+    let idle = args.idle_timeout.map(Duration::from_secs_f64);
+    let mut last = Instant::now();
+    while args.count.is_none_or(|count| seen < count) {
+        let wait = idle.map(|d| d.saturating_sub(last.elapsed()));
+        let message = match wait {
+            Some(wait) => match tokio::time::timeout(wait, consumer.recv()).await {
+                Ok(message) => message,
+                Err(_) => break,
+            },
+            None => consumer.recv().await,
+        }?;
+        last = Instant::now();
+        seen += 1;
+        let value = String::from_utf8_lossy(message.payload().unwrap_or_default());
+        let line = match args.format {
+            TailFormat::Raw => value.into_owned(),
+            TailFormat::Json => {
+                let headers: serde_json::Map<String, serde_json::Value> = message
+                    .headers()
+                    .map(|h| {
+                        h.iter()
+                            .map(|header| {
+                                (
+                                    header.key.to_string(),
+                                    String::from_utf8_lossy(header.value.unwrap_or_default())
+                                        .into_owned()
+                                        .into(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                serde_json::json!({
+                    "key": message.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+                    "partition": message.partition(),
+                    "offset": message.offset(),
+                    "headers": headers,
+                    "value": value,
+                })
+                .to_string()
+            }
+            TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
+                Ok(p) => format!(
+                    "{:<10} → {:<14} ({:<5}{}) candidates: {}",
+                    p.text_id,
+                    p.label_name.as_deref().unwrap_or(&p.label),
+                    format!("{:?}", p.source).to_lowercase(),
+                    if p.hallucination {
+                        ", hallucination"
+                    } else {
+                        ""
+                    },
+                    p.candidates.join(", ")
+                ),
+                Err(_) => value.into_owned(),
+            },
+        };
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! Kafka clients as the service uses them: settings, topic creation, producing with retries.
+
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+
+use super::ServeError;
+use crate::config::ServeConfig;
+
+/// Settings shared by every client: brokers plus the operator's extra properties.
+pub fn client_config(config: &ServeConfig) -> ClientConfig {
+    let mut client = ClientConfig::new();
+    client.set("bootstrap.servers", &config.kafka.brokers);
+    for (key, value) in &config.kafka.client {
+        client.set(key, value);
+    }
+    client
+}
+
+/// Idempotent producer: retries inside librdkafka can neither duplicate nor reorder a record.
+pub fn producer(config: &ServeConfig) -> Result<FutureProducer, ServeError> {
+    client_config(config)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("compression.type", "lz4")
+        .create()
+        .map_err(|e| ServeError::Kafka("creating the producer", e))
+}
+
+/// Create the service's topics when missing (labels with one partition: its order is the
+/// order in which rounds apply).
+pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
+    let admin: AdminClient<DefaultClientContext> = client_config(config)
+        .create()
+        .map_err(|e| ServeError::Kafka("creating the admin client", e))?;
+    let t = &config.topics;
+    let replication = || TopicReplication::Fixed(config.kafka.replication_factor);
+    let partitions = config.kafka.partitions;
+    let topics = [
+        NewTopic::new(&t.labels, 1, replication()),
+        NewTopic::new(&t.texts, partitions, replication()),
+        NewTopic::new(&t.predictions, partitions, replication()),
+        NewTopic::new(&t.hallucinations, partitions, replication()),
+        NewTopic::new(&t.dead_letter, partitions, replication()),
+    ];
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let results = admin
+        .create_topics(topics.iter(), &options)
+        .await
+        .map_err(|e| ServeError::Kafka("creating topics", e))?;
+    for result in results {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((topic, code)) => {
+                return Err(ServeError::Topic(format!("creating topic {topic}: {code}")))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One output record, owned so it can be sent from a task.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub topic: String,
+    pub key: Option<Vec<u8>>,
+    pub payload: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+impl Outgoing {
+    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
+        let mut record = FutureRecord::to(&self.topic).payload(self.payload.as_slice());
+        if let Some(key) = &self.key {
+            record = record.key(key.as_slice());
+        }
+        if !self.headers.is_empty() {
+            let mut headers = OwnedHeaders::new_with_capacity(self.headers.len());
+            for (name, value) in &self.headers {
+                headers = headers.insert(Header {
+                    key: name,
+                    value: Some(value.as_bytes()),
+                });
+            }
+            record = record.headers(headers);
+        }
+        record
+    }
+}
+
+/// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;
+/// past that we back off and send again (a duplicate at worst, never a loss); the caller bounds
+/// the whole thing with its shutdown deadline. Only a record the broker can never take (too
+/// large) comes back as an error.
+pub async fn deliver(producer: &FutureProducer, outgoing: &Outgoing) -> Result<(), KafkaError> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        match producer.send(outgoing.record(), Timeout::Never).await {
+            Ok(_) => return Ok(()),
+            Err((error, _)) => {
+                if matches!(
+                    error,
+                    KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge)
+                ) {
+                    return Err(error);
+                }
+                tracing::warn!(topic = %outgoing.topic, %error, "delivery failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}

@@ -1,0 +1,80 @@
+//! `gorag serve`: the async shell that runs the engine over Kafka.
+//!
+//! ```text
+//! texts ─▶ decode ─▶ keywords ─▶ retrieve ─▶ LLM (bounded, concurrent) ─▶ in order per partition:
+//!          decide ─▶ online index + offsets (one sled batch) ─▶ produce ─▶ ack ─▶ commit
+//! labels ─▶ (read in full by every instance, before any text stamped after it) ─▶ apply + offset
+//! ```
+//!
+//! Delivery is at least once: an input offset is committed only after the outputs of every
+//! record before it are acknowledged by the broker **and** the state that includes them is
+//! flushed to disk. A crash replays from the committed offset; texts already learned (the state
+//! store knows their offsets) are predicted again but not learned twice.
+
+pub mod kafka;
+pub mod offsets;
+mod outputs;
+mod service;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+
+use rdkafka::error::KafkaError;
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::config::ServeConfig;
+use crate::engine::state::StateError;
+use crate::engine::EngineError;
+use crate::llm::LlmError;
+use crate::store::StoreError;
+
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error("kafka, {0}: {1}")]
+    Kafka(&'static str, KafkaError),
+    #[error("{0}")]
+    Topic(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("restoring the saved state: {0}")]
+    State(#[from] StateError),
+    #[error("replaying the saved update log: {0}")]
+    Replay(EngineError),
+    #[error("LLM client: {0}")]
+    Llm(#[from] LlmError),
+    #[error("reading the API key file {path}: {source}")]
+    ApiKey {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("labels topic {0}: no record arrived within {1} s while catching up to its end")]
+    LabelsStalled(String, u64),
+}
+
+/// What one run did (logged at shutdown; the metrics endpoint of [3/4] exposes the same).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct ServeSummary {
+    pub texts_in: u64,
+    pub predictions: u64,
+    pub llm_fallbacks: u64,
+    pub hallucinations: BTreeMap<String, u64>,
+    pub dead_letters: BTreeMap<String, u64>,
+    pub label_events: u64,
+    pub relearn_skipped: u64,
+    pub graph_nodes: usize,
+    pub graph_edges: usize,
+    pub labels: usize,
+    pub digest: String,
+    /// False when the drain deadline passed with texts still in flight (they are re-read on
+    /// the next start: their offsets were not committed).
+    pub drained: bool,
+}
+
+/// Run until `shutdown` resolves, then drain, commit and flush.
+pub async fn serve(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ServeSummary, ServeError> {
+    service::run(config, shutdown).await
+}

@@ -1,0 +1,98 @@
+//! The records a finished text turns into.
+
+use crate::engine::{Analysis, Decision, Engine, Retrieval};
+use crate::events::decode::Rejection;
+use crate::events::{
+    DeadLetterHeaders, HallucinationReport, InputPosition, Prediction, StageLatency, TextEvent,
+    EVENT_VERSION,
+};
+
+use super::kafka::Outgoing;
+
+/// The original record, untouched, with Connect-style headers saying why.
+pub fn dead_letter(
+    topic: &str,
+    position: &InputPosition,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+    stage: &str,
+    rejection: &Rejection,
+) -> Outgoing {
+    let headers = DeadLetterHeaders::new(position, stage, rejection);
+    Outgoing {
+        topic: topic.to_string(),
+        key,
+        payload,
+        headers: headers
+            .pairs()
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect(),
+    }
+}
+
+pub struct Classification<'a> {
+    pub event: &'a TextEvent,
+    pub analysis: &'a Analysis,
+    pub retrieval: &'a Retrieval,
+    pub decision: &'a Decision,
+    pub raw_answer: Option<&'a str>,
+    pub llm_error: Option<&'a str>,
+    pub model: Option<&'a str>,
+    pub latency: StageLatency,
+    pub position: &'a InputPosition,
+}
+
+pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
+    Prediction {
+        version: EVENT_VERSION,
+        text_id: c.event.id.clone(),
+        label: c.decision.label.clone(),
+        label_name: engine.label(&c.decision.label).and_then(|l| l.name.clone()),
+        source: c.decision.source,
+        candidates: c.retrieval.candidates.clone(),
+        basis: c.retrieval.basis,
+        keywords: c
+            .analysis
+            .keywords
+            .iter()
+            .map(|k| k.phrase.clone())
+            .collect(),
+        hallucination: c.decision.hallucination.is_some(),
+        hallucination_kind: c.decision.hallucination,
+        llm_error: c.llm_error.map(str::to_string),
+        round: engine.last_round().map(str::to_string),
+        label_version: engine.label_version(),
+        model: c.model.map(str::to_string),
+        latency: c.latency.clone(),
+        gold_label: c.event.gold_label.clone(),
+        metadata: c.event.metadata.clone(),
+        input: c.position.clone(),
+    }
+}
+
+pub fn hallucination(engine: &Engine, c: &Classification<'_>) -> Option<HallucinationReport> {
+    let kind = c.decision.hallucination?;
+    Some(HallucinationReport {
+        version: EVENT_VERSION,
+        text_id: c.event.id.clone(),
+        kind,
+        raw_answer: c.raw_answer.unwrap_or_default().to_string(),
+        candidates: c.retrieval.candidates.clone(),
+        label: c.decision.label.clone(),
+        source: c.decision.source,
+        model: c.model.map(str::to_string),
+        label_version: engine.label_version(),
+        input: c.position.clone(),
+    })
+}
+
+pub fn json_record<T: serde::Serialize>(topic: &str, key: &str, value: &T) -> Outgoing {
+    Outgoing {
+        topic: topic.to_string(),
+        key: Some(key.as_bytes().to_vec()),
+        // Serialising these plain structs cannot fail.
+        payload: serde_json::to_vec(value).unwrap_or_default(),
+        headers: Vec::new(),
+    }
+}

@@ -1,0 +1,879 @@
+//! The service loop. One task owns the engine and the store (one writer); LLM calls and
+//! deliveries run as tasks and report back to it.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures::stream::FuturesUnordered;
+use futures::StreamExt;
+use rdkafka::consumer::{
+    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
+};
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::producer::{FutureProducer, Producer};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tokio::task::JoinHandle;
+
+use super::kafka::{self, Outgoing};
+use super::offsets::OffsetTracker;
+use super::outputs::{self, Classification};
+use super::{ServeError, ServeSummary};
+use crate::classify::Classifier;
+use crate::config::{OnLlmFailure, ServeConfig};
+use crate::engine::keywords::KeywordMode;
+use crate::engine::update::Update;
+use crate::engine::{Analysis, Engine, EngineError, NewLabel, Retrieval};
+use crate::events::decode::{self, Reason, Rejection};
+use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
+use crate::llm::{ApiKey, Completion, LlmClient, LlmConfig};
+use crate::store::{Offsets, SledStore, StateStore, StoreError};
+
+/// How long the labels topic may stay silent while we know records are there.
+const LABELS_STALL_SECS: u64 = 30;
+
+type Flush = Arc<dyn Fn() -> Result<(), StoreError> + Send + Sync>;
+
+/// Commits what is done on a revoked partition before it goes (Vector's "flush on revoke").
+struct TextsContext {
+    topic: String,
+    tracker: Arc<Mutex<OffsetTracker>>,
+    flush: Flush,
+}
+
+impl ClientContext for TextsContext {}
+
+impl ConsumerContext for TextsContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(revoked) = rebalance else {
+            return;
+        };
+        let Ok(mut tracker) = self.tracker.lock() else {
+            return;
+        };
+        let revoked: Vec<i32> = revoked
+            .elements_for_topic(&self.topic)
+            .iter()
+            .map(|e| e.partition())
+            .collect();
+        let mut list = TopicPartitionList::new();
+        for (partition, offset) in tracker.to_commit() {
+            if revoked.contains(&partition) {
+                let _ = list.add_partition_offset(&self.topic, partition, Offset::Offset(offset));
+            }
+        }
+        if list.count() > 0 {
+            match (self.flush)() {
+                Ok(()) => {
+                    if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
+                        tracing::warn!(%error, "commit on revoke failed");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "state flush on revoke failed"),
+            }
+        }
+        for partition in revoked {
+            tracker.forget(partition);
+        }
+        tracing::info!("partitions revoked");
+    }
+
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(list) = rebalance {
+            let partitions: Vec<i32> = list.elements().iter().map(|e| e.partition()).collect();
+            tracing::info!(?partitions, "partitions assigned");
+        }
+    }
+}
+
+/// A text whose LLM answer is awaited or known.
+struct Pending {
+    event: TextEvent,
+    analysis: Analysis,
+    retrieval: Retrieval,
+    latency: StageLatency,
+}
+
+enum SlotState {
+    Rejected {
+        stage: &'static str,
+        rejection: Rejection,
+    },
+    Waiting(Box<Pending>),
+    /// Answer: Ok(None) without an LLM, Err(reason) when it failed.
+    Ready(Box<Pending>, Result<Option<Completion>, String>),
+}
+
+struct Slot {
+    position: InputPosition,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+    received: Instant,
+    state: SlotState,
+}
+
+struct LlmDone {
+    partition: i32,
+    offset: i64,
+    result: Result<Completion, String>,
+    elapsed: Duration,
+}
+
+struct Delivered {
+    partition: i32,
+    offset: i64,
+    /// The slot's outputs could not be delivered (too large): dead-letter this instead.
+    fallback: Option<Outgoing>,
+}
+
+struct Service {
+    config: ServeConfig,
+    engine: Engine,
+    store: Box<dyn StateStore>,
+    llm: Option<LlmClient>,
+    classifier: Classifier,
+    producer: FutureProducer,
+    labels: StreamConsumer,
+    /// Next labels-topic offset to apply.
+    labels_next: i64,
+    /// Wall-clock ms at which the labels topic was last read to its end.
+    labels_synced_at: i64,
+    tracker: Arc<Mutex<OffsetTracker>>,
+    /// Per texts partition: offsets below this were learned already (from the store).
+    learned: HashMap<i32, i64>,
+    queues: HashMap<i32, VecDeque<Slot>>,
+    summary: ServeSummary,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn engine_rejection(error: &EngineError) -> Rejection {
+    let reason = match error {
+        EngineError::DuplicateLabel(_) | EngineError::RepeatedInRound(_) => Reason::DuplicateLabel,
+        EngineError::UnknownLabel(_) => Reason::UnknownLabel,
+        EngineError::RetiredLabel(_) => Reason::RetiredLabel,
+        EngineError::EmptyLabelId => Reason::InvalidRound,
+        EngineError::NoActiveLabels => Reason::NoActiveLabels,
+    };
+    Rejection::new(reason, error.to_string())
+}
+
+fn llm_client(config: &ServeConfig) -> Result<Option<LlmClient>, ServeError> {
+    let section = &config.llm;
+    if !section.enabled() {
+        return Ok(None);
+    }
+    let key = match &section.api_key_file {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|source| ServeError::ApiKey {
+                path: path.display().to_string(),
+                source,
+            })?
+            .trim()
+            .to_string(),
+        None => std::env::var("GORAG_LLM_API_KEY")
+            .or_else(|_| std::env::var("OPENAI_API_KEY"))
+            .unwrap_or_default(),
+    };
+    let mut llm = LlmConfig::new(section.url.clone(), section.model.clone());
+    llm.api_key = ApiKey::new(key);
+    llm.timeout = Duration::from_secs_f64(section.timeout_secs);
+    llm.retry.max_retries = section.retries;
+    llm.concurrency = section.concurrency;
+    llm.cache_dir = section.cache_dir.clone();
+    Ok(Some(LlmClient::new(llm)?))
+}
+
+pub(super) async fn run(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<ServeSummary, ServeError> {
+    let store = SledStore::open(&config.state.dir)?;
+    let flush = store.flush_handle();
+    let saved = store.load()?;
+    let engine_config = config.engine.engine_config();
+    let mut engine = match saved.snapshot {
+        Some(state) => Engine::from_state(engine_config, state)?,
+        None => Engine::new(engine_config),
+    };
+    for update in &saved.log {
+        engine.apply(update).map_err(ServeError::Replay)?;
+    }
+    let labels_next = saved
+        .offsets
+        .get(&(config.topics.labels.clone(), 0))
+        .copied()
+        .unwrap_or(0);
+    let learned: HashMap<i32, i64> = saved
+        .offsets
+        .iter()
+        .filter(|((topic, _), _)| *topic == config.topics.texts)
+        .map(|((_, partition), offset)| (*partition, *offset))
+        .collect();
+    tracing::info!(
+        labels = engine.labels().len(),
+        nodes = engine.graph().node_count(),
+        replayed = saved.log.len(),
+        digest = %engine.digest(),
+        "state restored"
+    );
+
+    if config.kafka.create_topics {
+        kafka::ensure_topics(&config).await?;
+    }
+    let llm = llm_client(&config)?;
+    let producer = kafka::producer(&config)?;
+
+    let labels: StreamConsumer = kafka::client_config(&config)
+        .set("group.id", format!("{}-labels", config.kafka.group_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .create()
+        .map_err(|e| ServeError::Kafka("creating the labels consumer", e))?;
+    let metadata = labels
+        .fetch_metadata(Some(&config.topics.labels), Duration::from_secs(10))
+        .map_err(|e| ServeError::Kafka("reading labels topic metadata", e))?;
+    let partitions = metadata
+        .topics()
+        .iter()
+        .find(|t| t.name() == config.topics.labels)
+        .map(|t| t.partitions().len())
+        .unwrap_or(0);
+    if partitions != 1 {
+        return Err(ServeError::Topic(format!(
+            "labels topic {} has {partitions} partitions; it must have exactly 1 (its order is \
+             the order rounds apply in)",
+            config.topics.labels
+        )));
+    }
+    let mut assignment = TopicPartitionList::new();
+    let start = if labels_next > 0 {
+        Offset::Offset(labels_next)
+    } else {
+        Offset::Beginning
+    };
+    assignment
+        .add_partition_offset(&config.topics.labels, 0, start)
+        .map_err(|e| ServeError::Kafka("assigning the labels topic", e))?;
+    labels
+        .assign(&assignment)
+        .map_err(|e| ServeError::Kafka("assigning the labels topic", e))?;
+    drop(assignment);
+
+    let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
+    let texts: StreamConsumer<TextsContext> = kafka::client_config(&config)
+        .set("group.id", &config.kafka.group_id)
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "false")
+        .create_with_context(TextsContext {
+            topic: config.topics.texts.clone(),
+            tracker: tracker.clone(),
+            flush,
+        })
+        .map_err(|e| ServeError::Kafka("creating the texts consumer", e))?;
+
+    let classifier = Classifier::new(llm.clone(), KeywordMode::Tfidf);
+    let mut service = Service {
+        config,
+        engine,
+        store: Box::new(store),
+        llm,
+        classifier,
+        producer,
+        labels,
+        labels_next,
+        labels_synced_at: 0,
+        tracker,
+        learned,
+        queues: HashMap::new(),
+        summary: ServeSummary::default(),
+    };
+    service.catch_up_labels().await?;
+    texts
+        .subscribe(&[&service.config.topics.texts])
+        .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e))?;
+    tracing::info!(
+        topic = %service.config.topics.texts,
+        group = %service.config.kafka.group_id,
+        "serving"
+    );
+
+    let mut llm_tasks: FuturesUnordered<JoinHandle<LlmDone>> = FuturesUnordered::new();
+    let mut deliveries: FuturesUnordered<JoinHandle<Delivered>> = FuturesUnordered::new();
+    let mut commit_tick = tokio::time::interval(Duration::from_millis(
+        service.config.kafka.commit_interval_ms,
+    ));
+    commit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let shutdown = shutdown;
+    tokio::pin!(shutdown);
+    let mut draining: Option<tokio::time::Instant> = None;
+    let max_in_flight = service.config.input.max_in_flight;
+
+    let drained = loop {
+        if draining.is_some() && service.slots() == 0 && deliveries.is_empty() {
+            break true;
+        }
+        let intake = draining.is_none() && service.slots() < max_in_flight;
+        let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
+        tokio::select! {
+            () = &mut shutdown, if draining.is_none() => {
+                let grace = Duration::from_secs_f64(service.config.state.drain_timeout_secs);
+                tracing::info!(in_flight = service.slots(), "shutting down: draining");
+                draining = Some(tokio::time::Instant::now() + grace);
+            }
+            () = tokio::time::sleep_until(deadline), if draining.is_some() => {
+                tracing::warn!(in_flight = service.slots(), "drain deadline passed; their offsets stay uncommitted");
+                break false;
+            }
+            Some(done) = llm_tasks.next(), if !llm_tasks.is_empty() => {
+                match done {
+                    Ok(done) => service.on_llm_done(done, &mut deliveries)?,
+                    Err(error) => tracing::error!(%error, "LLM task failed"),
+                }
+            }
+            Some(delivered) = deliveries.next(), if !deliveries.is_empty() => {
+                match delivered {
+                    Ok(delivered) => service.on_delivered(delivered, &mut deliveries),
+                    Err(error) => tracing::error!(%error, "delivery task failed"),
+                }
+            }
+            _ = commit_tick.tick() => {
+                service.commit(&texts, CommitMode::Async, false)?;
+                if draining.is_none() {
+                    service.catch_up_labels().await?;
+                }
+            }
+            message = texts.recv(), if intake => {
+                match message {
+                    Ok(message) => {
+                        let message = message.detach();
+                        service.on_text(message, &mut llm_tasks, &mut deliveries).await?;
+                    }
+                    Err(error) => tracing::warn!(%error, "texts consumer error"),
+                }
+            }
+        }
+    };
+
+    for task in llm_tasks.iter() {
+        task.abort();
+    }
+    for task in deliveries.iter() {
+        task.abort();
+    }
+    service.commit(&texts, CommitMode::Sync, true)?;
+    if service.store.log_len() > 0 {
+        service.store.snapshot(&service.engine.to_state())?;
+    }
+    service.store.flush()?;
+    if let Err(error) = service.producer.flush(Duration::from_secs(10)) {
+        tracing::warn!(%error, "producer flush at shutdown");
+    }
+    texts.unsubscribe();
+    let mut summary = service.summary.clone();
+    summary.graph_nodes = service.engine.graph().node_count();
+    summary.graph_edges = service.engine.graph().edge_count();
+    summary.labels = service.engine.labels().len();
+    summary.digest = service.engine.digest();
+    summary.drained = drained;
+    tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
+    Ok(summary)
+}
+
+impl Service {
+    fn slots(&self) -> usize {
+        self.queues.values().map(VecDeque::len).sum()
+    }
+
+    fn llm_model(&self) -> Option<&str> {
+        self.llm.as_ref().map(|_| self.config.llm.model.as_str())
+    }
+
+    /// Read the labels topic to its current end, applying every event.
+    async fn catch_up_labels(&mut self) -> Result<(), ServeError> {
+        let started = now_ms();
+        let topic = self.config.topics.labels.clone();
+        let (low, high) = tokio::task::block_in_place(|| {
+            self.labels
+                .fetch_watermarks(&topic, 0, Duration::from_secs(10))
+        })
+        .map_err(|e| ServeError::Kafka("reading labels topic watermarks", e))?;
+        let mut next = self.labels_next.max(low);
+        while next < high {
+            let message =
+                tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), self.labels.recv())
+                    .await
+                    .map_err(|_| ServeError::LabelsStalled(topic.clone(), LABELS_STALL_SECS))?
+                    .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
+                    .detach();
+            next = message.offset() + 1;
+            self.apply_label_record(message).await?;
+        }
+        self.labels_synced_at = started;
+        Ok(())
+    }
+
+    async fn apply_label_record(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
+        let position = InputPosition {
+            topic: message.topic().to_string(),
+            partition: message.partition(),
+            offset: message.offset(),
+        };
+        let offsets = Offsets::from([((position.topic.clone(), 0), position.offset + 1)]);
+        self.labels_next = position.offset + 1;
+        self.summary.label_events += 1;
+        let payload = message.payload().unwrap_or_default();
+        let outcome = match decode::label_event(payload) {
+            Err(rejection) => Err(("decode", rejection)),
+            Ok(event) => self.label_update(event).await.map_err(|r| ("apply", r)),
+        };
+        match outcome {
+            Ok(update) => {
+                let report = self.engine.apply(&update);
+                match report {
+                    Ok(report) => {
+                        self.store.record(Some(&update), &offsets)?;
+                        tracing::info!(
+                            offset = position.offset,
+                            labels_added = report.labels_added,
+                            texts_indexed = report.texts_indexed,
+                            label_version = self.engine.label_version(),
+                            "label event applied"
+                        );
+                    }
+                    Err(error) => {
+                        self.reject_label(&message, &position, "apply", &engine_rejection(&error))
+                            .await;
+                        self.store.record(None, &offsets)?;
+                    }
+                }
+            }
+            Err((stage, rejection)) => {
+                self.reject_label(&message, &position, stage, &rejection)
+                    .await;
+                self.store.record(None, &offsets)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Turn a label event into an engine update, checked before any LLM call.
+    async fn label_update(&self, event: LabelEvent) -> Result<Update, Rejection> {
+        match event {
+            LabelEvent::Round { round, labels, .. } => {
+                if labels.is_empty() {
+                    return Err(Rejection::new(
+                        Reason::InvalidRound,
+                        "a round needs at least one label",
+                    ));
+                }
+                if round.trim().is_empty() {
+                    return Err(Rejection::new(Reason::InvalidRound, "round id is empty"));
+                }
+                let mut labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+                self.engine
+                    .check_round(&labels)
+                    .map_err(|e| engine_rejection(&e))?;
+                if self.config.llm.describe_labels {
+                    self.classifier.describe_labels(&mut labels).await;
+                }
+                Ok(Update::Round { round, labels })
+            }
+            LabelEvent::AddExamples {
+                label, examples, ..
+            } => Ok(Update::AddExamples { label, examples }),
+            LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
+        }
+    }
+
+    /// Dead-letter a label record and wait for the broker (label events are rare; their
+    /// offsets live in the store, so the record must be out before the offset moves).
+    async fn reject_label(
+        &mut self,
+        message: &OwnedMessage,
+        position: &InputPosition,
+        stage: &'static str,
+        rejection: &Rejection,
+    ) {
+        tracing::warn!(offset = position.offset, %rejection, "label event rejected");
+        *self
+            .summary
+            .dead_letters
+            .entry(rejection.reason.code().to_string())
+            .or_default() += 1;
+        let record = outputs::dead_letter(
+            &self.config.topics.dead_letter,
+            position,
+            message.key().map(<[u8]>::to_vec),
+            message.payload().unwrap_or_default().to_vec(),
+            stage,
+            rejection,
+        );
+        if let Err(error) = kafka::deliver(&self.producer, &record).await {
+            tracing::error!(%error, "dead letter could not be delivered");
+        }
+    }
+
+    async fn on_text(
+        &mut self,
+        message: OwnedMessage,
+        llm_tasks: &mut FuturesUnordered<JoinHandle<LlmDone>>,
+        deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
+    ) -> Result<(), ServeError> {
+        let received = Instant::now();
+        let position = InputPosition {
+            topic: message.topic().to_string(),
+            partition: message.partition(),
+            offset: message.offset(),
+        };
+        if let Ok(mut tracker) = self.tracker.lock() {
+            tracker.begin(position.partition, position.offset);
+        }
+        self.summary.texts_in += 1;
+        let payload = message.payload().unwrap_or_default().to_vec();
+        let key = message.key().map(<[u8]>::to_vec);
+        let decoded = decode::text_event(&payload, self.config.input.max_text_bytes);
+        let decode_ms = ms(received.elapsed());
+
+        // Label events published before this text must be applied first.
+        let stamped = message.timestamp().to_millis();
+        if stamped.is_none_or(|at| at > self.labels_synced_at) {
+            self.catch_up_labels().await?;
+        }
+
+        let state = match decoded {
+            Err(rejection) => SlotState::Rejected {
+                stage: "decode",
+                rejection,
+            },
+            Ok(event) => {
+                let started = Instant::now();
+                let analysis = self.engine.analyze(&event.text);
+                let keywords_ms = ms(started.elapsed());
+                let started = Instant::now();
+                match self.engine.retrieve(&analysis) {
+                    Err(error) => SlotState::Rejected {
+                        stage: "classify",
+                        rejection: engine_rejection(&error),
+                    },
+                    Ok(retrieval) => {
+                        let latency = StageLatency {
+                            decode_ms,
+                            keywords_ms,
+                            retrieve_ms: ms(started.elapsed()),
+                            ..StageLatency::default()
+                        };
+                        let pending = Box::new(Pending {
+                            event,
+                            analysis,
+                            retrieval,
+                            latency,
+                        });
+                        match &self.llm {
+                            None => SlotState::Ready(pending, Ok(None)),
+                            Some(llm) => {
+                                let prompt = self.engine.classification_prompt(
+                                    &pending.retrieval,
+                                    &pending.event.text,
+                                    &pending.analysis,
+                                );
+                                let llm = llm.clone();
+                                let (partition, offset) = (position.partition, position.offset);
+                                llm_tasks.push(tokio::spawn(async move {
+                                    let started = Instant::now();
+                                    let result = llm
+                                        .complete(&prompt)
+                                        .await
+                                        .map_err(|e| format!("{}: {e}", e.reason()));
+                                    LlmDone {
+                                        partition,
+                                        offset,
+                                        result,
+                                        elapsed: started.elapsed(),
+                                    }
+                                }));
+                                SlotState::Waiting(pending)
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        let partition = position.partition;
+        self.queues.entry(partition).or_default().push_back(Slot {
+            position,
+            key,
+            payload,
+            received,
+            state,
+        });
+        self.finish_ready(partition, deliveries)
+    }
+
+    fn on_llm_done(
+        &mut self,
+        done: LlmDone,
+        deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
+    ) -> Result<(), ServeError> {
+        let Some(queue) = self.queues.get_mut(&done.partition) else {
+            return Ok(());
+        };
+        if let Some(slot) = queue.iter_mut().find(|s| s.position.offset == done.offset) {
+            let state = std::mem::replace(
+                &mut slot.state,
+                SlotState::Rejected {
+                    stage: "classify",
+                    rejection: Rejection::new(Reason::LlmFailed, "placeholder"),
+                },
+            );
+            slot.state = match state {
+                SlotState::Waiting(mut pending) => {
+                    pending.latency.llm_ms = ms(done.elapsed);
+                    SlotState::Ready(pending, done.result.map(Some))
+                }
+                other => other,
+            };
+        }
+        self.finish_ready(done.partition, deliveries)
+    }
+
+    /// Finish the partition's texts whose turn it is: the head of its queue, while ready.
+    fn finish_ready(
+        &mut self,
+        partition: i32,
+        deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
+    ) -> Result<(), ServeError> {
+        loop {
+            let Some(queue) = self.queues.get_mut(&partition) else {
+                return Ok(());
+            };
+            let ready = matches!(
+                queue.front().map(|s| &s.state),
+                Some(SlotState::Rejected { .. } | SlotState::Ready(..))
+            );
+            if !ready {
+                return Ok(());
+            }
+            let Some(slot) = queue.pop_front() else {
+                return Ok(());
+            };
+            let offset = slot.position.offset;
+            let (records, fallback) = self.finish(slot)?;
+            let producer = self.producer.clone();
+            deliveries.push(tokio::spawn(async move {
+                for record in &records {
+                    if let Err(error) = kafka::deliver(&producer, record).await {
+                        tracing::error!(%error, topic = %record.topic, "output refused by the broker");
+                        return Delivered {
+                            partition,
+                            offset,
+                            fallback,
+                        };
+                    }
+                }
+                Delivered {
+                    partition,
+                    offset,
+                    fallback: None,
+                }
+            }));
+        }
+    }
+
+    /// Decide, learn, persist; return the records to deliver, and the dead letter to send
+    /// instead should the broker refuse them (see `on_delivered`).
+    fn finish(&mut self, slot: Slot) -> Result<(Vec<Outgoing>, Option<Outgoing>), ServeError> {
+        let position = slot.position.clone();
+        let (partition, offset) = (position.partition, position.offset);
+        let dead_letter = |config: &ServeConfig, stage: &str, rejection: &Rejection| {
+            outputs::dead_letter(
+                &config.topics.dead_letter,
+                &position,
+                slot.key.clone(),
+                slot.payload.clone(),
+                stage,
+                rejection,
+            )
+        };
+        let (pending, answer) = match slot.state {
+            SlotState::Rejected { stage, rejection } => {
+                tracing::debug!(offset, %rejection, "text rejected");
+                self.count_dead_letter(rejection.reason);
+                return Ok((vec![dead_letter(&self.config, stage, &rejection)], None));
+            }
+            SlotState::Ready(pending, answer) => (pending, answer),
+            // `finish_ready` only pops final slots; were one waiting, its answer is unknown:
+            // treat it as an LLM failure rather than stall or panic.
+            SlotState::Waiting(pending) => (pending, Err("no answer".to_string())),
+        };
+        let (answer, llm_error) = match answer {
+            Ok(answer) => (answer, None),
+            Err(reason) => (None, Some(reason)),
+        };
+        if let Some(reason) = &llm_error {
+            if self.config.llm.on_failure == OnLlmFailure::DeadLetter {
+                let rejection = Rejection::new(Reason::LlmFailed, reason.clone());
+                self.count_dead_letter(Reason::LlmFailed);
+                return Ok((
+                    vec![dead_letter(&self.config, "classify", &rejection)],
+                    None,
+                ));
+            }
+            self.summary.llm_fallbacks += 1;
+        }
+        let raw_answer = answer.as_ref().map(|c| c.text.as_str());
+        let decision = self.engine.decide(&pending.retrieval, raw_answer);
+
+        let started = Instant::now();
+        let learned = self.learned.get(&partition).copied().unwrap_or(0);
+        if offset >= learned {
+            let offsets = Offsets::from([((position.topic.clone(), partition), offset + 1)]);
+            if self.config.engine.online_indexing {
+                let update = Update::Learn {
+                    analysis: pending.analysis.clone(),
+                    label: decision.label.clone(),
+                };
+                if let Err(error) = self.engine.apply(&update) {
+                    tracing::warn!(%error, "online indexing refused");
+                }
+                self.store.record(Some(&update), &offsets)?;
+            } else {
+                self.store.record(None, &offsets)?;
+            }
+            self.learned.insert(partition, offset + 1);
+            if self.store.log_len() >= self.config.state.snapshot_every {
+                self.store.snapshot(&self.engine.to_state())?;
+            }
+        } else {
+            // Already learned before a restart: predict again, do not learn twice.
+            self.summary.relearn_skipped += 1;
+        }
+        let mut latency = pending.latency.clone();
+        latency.index_ms = ms(started.elapsed());
+        latency.total_ms = ms(slot.received.elapsed());
+
+        let classification = Classification {
+            event: &pending.event,
+            analysis: &pending.analysis,
+            retrieval: &pending.retrieval,
+            decision: &decision,
+            raw_answer,
+            llm_error: llm_error.as_deref(),
+            model: self.llm_model(),
+            latency,
+            position: &position,
+        };
+        let prediction = outputs::prediction(&self.engine, &classification);
+        let mut records = Vec::with_capacity(3);
+        if let Some(report) = outputs::hallucination(&self.engine, &classification) {
+            *self
+                .summary
+                .hallucinations
+                .entry(report.kind.as_str().to_string())
+                .or_default() += 1;
+            records.push(outputs::json_record(
+                &self.config.topics.hallucinations,
+                &report.text_id,
+                &report,
+            ));
+        }
+        records.push(outputs::json_record(
+            &self.config.topics.predictions,
+            &prediction.text_id,
+            &prediction,
+        ));
+        self.summary.predictions += 1;
+        let fallback = dead_letter(
+            &self.config,
+            "produce",
+            &Rejection::new(
+                Reason::OutputTooLarge,
+                "the prediction is larger than the broker accepts",
+            ),
+        );
+        Ok((records, Some(fallback)))
+    }
+
+    fn count_dead_letter(&mut self, reason: Reason) {
+        *self
+            .summary
+            .dead_letters
+            .entry(reason.code().to_string())
+            .or_default() += 1;
+    }
+
+    fn on_delivered(
+        &mut self,
+        delivered: Delivered,
+        deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
+    ) {
+        if let Some(fallback) = delivered.fallback {
+            self.count_dead_letter(Reason::OutputTooLarge);
+            let producer = self.producer.clone();
+            let (partition, offset) = (delivered.partition, delivered.offset);
+            deliveries.push(tokio::spawn(async move {
+                if let Err(error) = kafka::deliver(&producer, &fallback).await {
+                    tracing::error!(%error, "dead letter refused by the broker; record skipped");
+                }
+                Delivered {
+                    partition,
+                    offset,
+                    fallback: None,
+                }
+            }));
+            return;
+        }
+        if let Ok(mut tracker) = self.tracker.lock() {
+            tracker.done(delivered.partition, delivered.offset);
+        }
+    }
+
+    /// Flush the state, then commit every partition's done prefix.
+    /// `all`: every partition's watermark, even if committed before (the final, synchronous
+    /// commit does not trust earlier asynchronous ones).
+    fn commit(
+        &mut self,
+        texts: &StreamConsumer<TextsContext>,
+        mode: CommitMode,
+        all: bool,
+    ) -> Result<(), ServeError> {
+        let list = match self.tracker.lock() {
+            Ok(tracker) if all => tracker.watermarks(),
+            Ok(tracker) => tracker.to_commit(),
+            Err(_) => return Ok(()),
+        };
+        if list.is_empty() {
+            return Ok(());
+        }
+        self.store.flush()?;
+        let mut offsets = TopicPartitionList::new();
+        for &(partition, offset) in &list {
+            offsets
+                .add_partition_offset(&self.config.topics.texts, partition, Offset::Offset(offset))
+                .map_err(|e| ServeError::Kafka("building the commit", e))?;
+        }
+        match texts.commit(&offsets, mode) {
+            Ok(()) => {
+                if let Ok(mut tracker) = self.tracker.lock() {
+                    for (partition, offset) in list {
+                        tracker.committed(partition, offset);
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "offset commit failed; retried at the next tick"),
+        }
+        Ok(())
+    }
+}
