@@ -1,0 +1,149 @@
+//! The committed JSON Schemas match the types, and every documented example validates.
+
+use std::path::Path;
+
+use gorag::events::{decode, schema};
+use serde_json::Value;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn schema_named(name: &str) -> Value {
+    schema::all()
+        .into_iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| s)
+        .unwrap_or_else(|| panic!("no schema {name}"))
+}
+
+fn assert_valid(schema_name: &str, instance: &Value, origin: &str) {
+    let schema = schema_named(schema_name);
+    let validator = jsonschema::validator_for(&schema).expect("schema compiles");
+    let errors: Vec<String> = validator
+        .iter_errors(instance)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{origin} ({schema_name}): {errors:?}");
+}
+
+#[test]
+fn committed_schemas_match_the_types() {
+    for (name, value) in schema::all() {
+        let path = root().join("schemas").join(format!("{name}.schema.json"));
+        let committed =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            committed,
+            schema::render(&value),
+            "{} is stale: run `gorag schemas --out schemas`",
+            path.display()
+        );
+    }
+}
+
+/// (schema name, JSON) of every ```json <schema> block of a Markdown file.
+fn fenced_examples(markdown: &str) -> Vec<(String, String)> {
+    let mut examples = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    for line in markdown.lines() {
+        match &mut current {
+            None => {
+                if let Some(name) = line.trim().strip_prefix("```json ") {
+                    current = Some((name.trim().to_string(), String::new()));
+                }
+            }
+            Some(_) if line.trim() == "```" => {
+                examples.extend(current.take());
+            }
+            Some((_, body)) => {
+                body.push_str(line);
+                body.push('\n');
+            }
+        }
+    }
+    examples
+}
+
+#[test]
+fn every_documented_example_validates_and_decodes() {
+    let mut checked = 0;
+    for doc in ["README.md", "schemas/README.md"] {
+        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+        for (index, (name, body)) in fenced_examples(&text).into_iter().enumerate() {
+            let origin = format!("{doc} example {index}");
+            let value: Value =
+                serde_json::from_str(&body).unwrap_or_else(|e| panic!("{origin} is not JSON: {e}"));
+            assert_valid(&name, &value, &origin);
+            match name.as_str() {
+                "label-event" => {
+                    decode::label_event(body.as_bytes())
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
+                "text-event" => {
+                    decode::text_event(body.as_bytes(), 100_000)
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
+                "prediction" => {
+                    serde_json::from_value::<gorag::events::Prediction>(value)
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
+                "hallucination" => {
+                    serde_json::from_value::<gorag::events::HallucinationReport>(value)
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
+                "dead-letter-headers" => {
+                    serde_json::from_value::<gorag::events::DeadLetterHeaders>(value)
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
+                other => panic!("{origin}: unknown schema {other}"),
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 7, "only {checked} examples found");
+}
+
+#[test]
+fn example_stream_files_validate() {
+    let dir = root().join("examples/stream");
+    let mut lines = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let schema_name = if file.starts_with("round") {
+            "label-event"
+        } else if file.starts_with("texts") {
+            "text-event"
+        } else {
+            continue; // bad.jsonl is bad on purpose
+        };
+        for (n, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let value: Value = serde_json::from_str(line).unwrap();
+            assert_valid(schema_name, &value, &format!("{file}:{}", n + 1));
+            lines += 1;
+        }
+    }
+    assert!(lines >= 10, "only {lines} lines checked");
+}
+
+#[test]
+fn the_schema_refuses_what_the_decoder_refuses() {
+    let schema = schema_named("label-event");
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for bad in [
+        r#"{"type":"rename_label","label":"a"}"#,
+        r#"{"type":"round","round":"r1","labels":[{"id":"a","exmples":[]}]}"#,
+        r#"{"type":"round","labels":[]}"#,
+    ] {
+        let value: Value = serde_json::from_str(bad).unwrap();
+        assert!(!validator.is_valid(&value), "schema accepted {bad}");
+        assert!(
+            decode::label_event(bad.as_bytes()).is_err(),
+            "decoder accepted {bad}"
+        );
+    }
+}
