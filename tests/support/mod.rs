@@ -1,1 +1,2 @@
 pub mod fake_llm;
+pub mod kafka;

@@ -1,0 +1,443 @@
+//! `gorag serve` against the real broker (nisshi, from `scripts/kafka.sh`), as a child process.
+//! Every test uses its own topics, group and state directory.
+
+mod support;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use support::fake_llm::{FakeLlm, Reply};
+use support::kafka::{
+    predicted_ids, publish, publish_json, read_until, state_of, Record, Service, Topics,
+};
+
+fn example(name: &str) -> Vec<String> {
+    let path = format!("{}/examples/stream/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn llm_url() -> String {
+    std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())
+}
+
+fn base_sets(topics: &Topics, state: &std::path::Path) -> Vec<String> {
+    let mut sets = topics.sets();
+    sets.push(format!("state.dir={}", state.display()));
+    sets.push("kafka.commit_interval_ms=200".into());
+    sets
+}
+
+fn by_text_id(records: &[Record]) -> HashMap<String, serde_json::Value> {
+    records
+        .iter()
+        .map(|r| {
+            let json = r.json();
+            (
+                json["text_id"].as_str().unwrap_or_default().to_string(),
+                json,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn rounds_and_texts_flow_to_predictions_with_the_real_llm() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("e2e");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.push(format!("llm.url={}", llm_url()));
+    sets.push("input.max_in_flight=4".into());
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+    rt.block_on(publish_json(&topics.texts, &example("texts-1.jsonl")));
+    let first = read_until(&topics.predictions, Duration::from_secs(300), |r| {
+        predicted_ids(r).len() >= 4
+    });
+    let first = by_text_id(&first);
+    assert_eq!(first.len(), 4, "log:\n{}", service.log_text());
+    let round_one: HashSet<&str> = ["shipping", "billing", "account_access"].into();
+    let mut right = 0;
+    for (id, p) in &first {
+        let label = p["label"].as_str().unwrap();
+        assert!(round_one.contains(label), "{id}: {p}");
+        assert_eq!(p["label_version"], 1, "{id}: {p}");
+        assert_eq!(p["round"], "r1");
+        if p["source"] == "llm" {
+            assert_eq!(p["model"], "qwen2.5-coder-0.5b-instruct");
+        }
+        right += usize::from(p["gold_label"] == p["label"]);
+    }
+    assert!(right >= 3, "only {right}/4 right: {first:?}");
+    assert_eq!(first["t-104"]["metadata"]["channel"], "email");
+
+    // A new round mid-stream: later texts can be given the new classes.
+    rt.block_on(publish_json(&topics.labels, &example("round-2.jsonl")));
+    rt.block_on(publish_json(&topics.texts, &example("texts-2.jsonl")));
+    let all = read_until(&topics.predictions, Duration::from_secs(300), |r| {
+        predicted_ids(r).len() >= 8
+    });
+    let all = by_text_id(&all);
+    assert_eq!(all.len(), 8, "log:\n{}", service.log_text());
+    let mut new_class = 0;
+    for id in ["t-201", "t-202", "t-203", "t-204"] {
+        let p = &all[id];
+        assert_eq!(p["label_version"], 2, "{id}: {p}");
+        assert_eq!(p["round"], "r2");
+        new_class += usize::from(p["label"] == "product_defect" || p["label"] == "feature_request");
+    }
+    assert!(
+        all["t-201"]["candidates"]
+            .as_array()
+            .unwrap()
+            .contains(&"product_defect".into()),
+        "{}",
+        all["t-201"]
+    );
+    assert!(
+        new_class >= 2,
+        "new classes predicted {new_class} times: {all:?}"
+    );
+    let log = service.stop();
+    assert!(log.contains("\"drained\":true"), "{log}");
+}
+
+#[test]
+fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("dlq");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.push("llm.url=none".into());
+    sets.push("input.max_text_bytes=300".into());
+    sets.push("kafka.partitions=1".into());
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    let good = |id: &str| {
+        format!(r#"{{"id":"{id}","text":"my parcel never arrived, the tracking shows nothing"}}"#)
+    };
+    // A text before any round has no class to be given.
+    rt.block_on(publish_json(&topics.texts, &[good("early")]));
+    let early = read_until(&topics.dead_letter, Duration::from_secs(60), |r| {
+        !r.is_empty()
+    });
+    assert_eq!(early[0].headers["gorag.reason"], "no_active_labels");
+
+    let mut labels = example("round-1.jsonl");
+    labels.extend([
+        r#"{"type":"rename_label","label":"billing"}"#.to_string(),
+        r#"{"type":"round","round":"r1b","labels":[{"id":"billing","examples":["again"]}]}"#.into(),
+        r#"{"type":"add_examples","label":"nope","examples":["x"]}"#.into(),
+        r#"{"type":"round","round":"r1c","labels":[]}"#.into(),
+        r#"{"type":"retire_label","label":"account_access"}"#.into(),
+        r#"{"type":"retire_label","label":"account_access"}"#.into(),
+    ]);
+    rt.block_on(publish_json(&topics.labels, &labels));
+    let oversized = format!(r#"{{"id":"big","text":"{}"}}"#, "parcel ".repeat(60));
+    let texts: Vec<(Option<&str>, Vec<u8>)> = vec![
+        (Some("g1"), good("g1").into_bytes()),
+        (
+            Some("utf8"),
+            b"{\"id\":\"utf8\",\"text\":\"\xc3\x28\"}".to_vec(),
+        ),
+        (None, b"{not json".to_vec()),
+        (Some("types"), br#"{"id":"types","text":42}"#.to_vec()),
+        (
+            Some("field"),
+            br#"{"id":"field","txt":"misspelt"}"#.to_vec(),
+        ),
+        (Some("empty"), br#"{"id":"empty","text":"   "}"#.to_vec()),
+        (Some("big"), oversized.into_bytes()),
+        (
+            Some("v2"),
+            br#"{"id":"v2","text":"hello","version":2}"#.to_vec(),
+        ),
+        (
+            Some("deep"),
+            format!("{}{}", "[".repeat(5000), "]".repeat(5000)).into_bytes(),
+        ),
+        (Some("g2"), good("g2").into_bytes()),
+    ];
+    rt.block_on(publish(&topics.texts, &texts));
+
+    let predictions = read_until(&topics.predictions, Duration::from_secs(60), |r| {
+        predicted_ids(r).len() >= 2
+    });
+    assert_eq!(
+        predicted_ids(&predictions),
+        HashSet::from(["g1".to_string(), "g2".to_string()])
+    );
+    let expected_texts = [
+        ("utf8", "invalid_utf8"),
+        ("types", "invalid_event"),
+        ("field", "invalid_event"),
+        ("empty", "empty_text"),
+        ("big", "oversized_text"),
+        ("v2", "unsupported_version"),
+        ("deep", "malformed_json"),
+    ];
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(60), |r| {
+        r.len() >= 14
+    });
+    let text_dead: Vec<&Record> = dead
+        .iter()
+        .filter(|r| r.headers["__connect.errors.topic"] == topics.texts)
+        .collect();
+    for (key, reason) in expected_texts {
+        let record = text_dead
+            .iter()
+            .find(|r| r.key.as_deref() == Some(key))
+            .unwrap_or_else(|| panic!("no dead letter for {key}: {dead:?}"));
+        assert_eq!(record.headers["gorag.reason"], reason, "{key}");
+        assert_eq!(record.headers["__connect.errors.partition"], "0");
+        assert_eq!(record.headers["__connect.errors.stage"], "decode");
+        assert!(!record.headers["__connect.errors.exception.message"].is_empty());
+        // The original bytes, untouched.
+        let original = texts.iter().find(|(k, _)| *k == Some(key)).unwrap();
+        assert_eq!(record.value, original.1, "{key}");
+    }
+    let unkeyed = text_dead
+        .iter()
+        .find(|r| r.key.is_none())
+        .expect("malformed");
+    assert_eq!(unkeyed.headers["gorag.reason"], "malformed_json");
+    assert_eq!(unkeyed.value, b"{not json");
+    // Offsets point at the source records: the first text was offset 0, `utf8` offset 2.
+    let utf8 = text_dead
+        .iter()
+        .find(|r| r.key.as_deref() == Some("utf8"))
+        .unwrap();
+    assert_eq!(utf8.headers["__connect.errors.offset"], "2");
+
+    let label_reasons: Vec<(String, String)> = dead
+        .iter()
+        .filter(|r| r.headers["__connect.errors.topic"] == topics.labels)
+        .map(|r| {
+            (
+                r.headers["__connect.errors.offset"].clone(),
+                r.headers["gorag.reason"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        label_reasons,
+        vec![
+            ("1".into(), "unknown_event_type".into()),
+            ("2".into(), "duplicate_label".into()),
+            ("3".into(), "unknown_label".into()),
+            ("4".into(), "invalid_round".into()),
+            ("6".into(), "retired_label".into()),
+        ],
+        "{dead:?}"
+    );
+    let log = service.stop();
+    assert!(log.contains("\"drained\":true"), "{log}");
+}
+
+/// Texts drawn from the example round's vocabulary, deterministically.
+fn synthetic_texts(count: usize) -> Vec<String> {
+    let words = [
+        "parcel",
+        "tracking",
+        "courier",
+        "delivery",
+        "address",
+        "box",
+        "invoice",
+        "charged",
+        "card",
+        "refund",
+        "payment",
+        "bill",
+        "password",
+        "login",
+        "account",
+        "locked",
+        "email",
+        "reset",
+        "warehouse",
+        "late",
+        "duplicate",
+        "sign",
+        "code",
+        "damaged",
+        "vat",
+        "order",
+        "weekend",
+        "neighbour",
+        "bank",
+        "statement",
+        "phone",
+        "app",
+        "code",
+        "verify",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..count)
+        .map(|i| {
+            let text: Vec<&str> = (0..9)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    words[(state >> 33) as usize % words.len()]
+                })
+                .collect();
+            format!(r#"{{"id":"s{i:05}","text":"{}"}}"#, text.join(" "))
+        })
+        .collect()
+}
+
+#[test]
+fn a_killed_service_restarts_without_losing_a_text_or_learning_twice() {
+    const TEXTS: usize = 1500;
+    let texts = synthetic_texts(TEXTS);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut digests = Vec::new();
+    for kill in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Topics::new(if kill { "killed" } else { "whole" });
+        let state = dir.path().join("state");
+        let mut sets = base_sets(&topics, &state);
+        sets.push("llm.url=none".into());
+        sets.push("input.max_in_flight=1".into());
+        sets.push("kafka.partitions=1".into());
+        sets.push("state.snapshot_every=400".into());
+        let mut service = Service::start(dir.path(), &sets);
+        service.wait_ready();
+        rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+        rt.block_on(publish_json(&topics.texts, &texts));
+        let mut restarts = 0;
+        if kill {
+            // Kill -9 twice mid-stream, restarting each time.
+            for threshold in [300, 800] {
+                let seen = read_until(&topics.predictions, Duration::from_secs(120), |r| {
+                    r.len() >= threshold
+                });
+                assert!(seen.len() >= threshold, "log:\n{}", service.log_text());
+                assert!(
+                    predicted_ids(&seen).len() < TEXTS,
+                    "the stream finished before the kill"
+                );
+                service.kill();
+                restarts += 1;
+                service = Service::start(dir.path(), &sets);
+            }
+        }
+        let predictions = read_until(&topics.predictions, Duration::from_secs(300), |r| {
+            predicted_ids(r).len() >= TEXTS
+        });
+        let ids = predicted_ids(&predictions);
+        assert_eq!(ids.len(), TEXTS, "lost texts; log:\n{}", service.log_text());
+        assert!(service.is_running());
+        let log = service.stop();
+        assert!(log.contains("\"drained\":true"), "{log}");
+        let state = state_of(&state);
+        eprintln!(
+            "kill={kill}: {} predictions for {TEXTS} texts after {restarts} kill(s); state {state}",
+            predictions.len()
+        );
+        if kill {
+            assert!(
+                predictions.len() >= TEXTS,
+                "duplicates are allowed, losses are not"
+            );
+        }
+        assert_eq!(
+            state["documents"],
+            6 + TEXTS,
+            "every text learned exactly once"
+        );
+        digests.push(state["digest"].as_str().unwrap().to_string());
+    }
+    assert_eq!(
+        digests[0], digests[1],
+        "graph differs from the uninterrupted run"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
+    // Every call fails with 500: the service's bounded retries run out.
+    let failing = FakeLlm::start(Reply::Status(500, None)).await;
+    // Every answer names no label at all: a hallucination.
+    let babbling = FakeLlm::start(Reply::Answer("the moon landing".into())).await;
+    let cases = [
+        ("graph", &failing, "graph"),
+        ("dead_letter", &failing, "dead_letter"),
+        ("hallucinating", &babbling, "graph"),
+    ];
+    for (name, llm, on_failure) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = Topics::new(name);
+        let mut sets = base_sets(&topics, &dir.path().join("state"));
+        sets.extend([
+            format!("llm.url={}", llm.url),
+            "llm.model=fake-model".into(),
+            "llm.retries=1".into(),
+            "llm.timeout_secs=5".into(),
+            format!("llm.on_failure={on_failure}"),
+        ]);
+        let mut service = Service::start(dir.path(), &sets);
+        tokio::task::block_in_place(|| service.wait_ready());
+        publish_json(&topics.labels, &example("round-1.jsonl")).await;
+        publish_json(&topics.texts, &example("texts-1.jsonl")).await;
+        let wait = Duration::from_secs(120);
+        match name {
+            "graph" => {
+                let records = tokio::task::block_in_place(|| {
+                    read_until(&topics.predictions, wait, |r| predicted_ids(r).len() >= 4)
+                });
+                let predictions = by_text_id(&records);
+                assert_eq!(predictions.len(), 4, "{}", service.log_text());
+                for p in predictions.values() {
+                    assert_eq!(p["source"], "graph", "{p}");
+                    assert!(p["llm_error"].as_str().unwrap().contains("500"), "{p}");
+                }
+            }
+            "dead_letter" => {
+                let records = tokio::task::block_in_place(|| {
+                    read_until(&topics.dead_letter, wait, |r| r.len() >= 4)
+                });
+                assert_eq!(records.len(), 4, "{}", service.log_text());
+                for r in &records {
+                    assert_eq!(r.headers["gorag.reason"], "llm_failed");
+                    assert_eq!(r.headers["__connect.errors.stage"], "classify");
+                }
+                let predictions = tokio::task::block_in_place(|| {
+                    read_until(&topics.predictions, Duration::from_secs(2), |_| false)
+                });
+                assert!(predictions.is_empty(), "{predictions:?}");
+            }
+            _ => {
+                let records = tokio::task::block_in_place(|| {
+                    read_until(&topics.hallucinations, wait, |r| r.len() >= 4)
+                });
+                assert_eq!(records.len(), 4, "{}", service.log_text());
+                for r in &records {
+                    let h = r.json();
+                    assert_eq!(h["kind"], "unknown_label", "{h}");
+                    assert_eq!(h["raw_answer"], "the moon landing");
+                    assert_eq!(h["source"], "graph");
+                }
+                let predictions = tokio::task::block_in_place(|| {
+                    read_until(&topics.predictions, wait, |r| predicted_ids(r).len() >= 4)
+                });
+                for p in by_text_id(&predictions).values() {
+                    assert_eq!(p["hallucination"], true, "{p}");
+                    assert_eq!(p["hallucination_kind"], "unknown_label");
+                }
+            }
+        }
+        let log = tokio::task::block_in_place(|| service.stop());
+        assert!(log.contains("\"drained\":true"), "{log}");
+    }
+}

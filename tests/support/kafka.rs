@@ -1,0 +1,334 @@
+#![allow(dead_code)] // each test binary uses its own subset
+//! The real broker (started by `scripts/kafka.sh`) and `gorag serve` as a child process.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+
+pub fn brokers() -> String {
+    let brokers = std::env::var("GORAG_TEST_KAFKA").unwrap_or_else(|_| "127.0.0.1:9092".into());
+    let reachable = brokers.split(',').any(|b| {
+        b.parse()
+            .ok()
+            .and_then(|addr| {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()
+            })
+            .is_some()
+    });
+    assert!(
+        reachable,
+        "no Kafka broker at {brokers}: start one with `scripts/kafka.sh start` (scripts/test.sh does)"
+    );
+    brokers
+}
+
+/// Names no other test (or earlier run) uses.
+pub fn unique(name: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("t{}-{nanos}-{name}", std::process::id())
+}
+
+/// The five topic names of one test, and `--set` flags that point a service at them.
+pub struct Topics {
+    pub labels: String,
+    pub texts: String,
+    pub predictions: String,
+    pub hallucinations: String,
+    pub dead_letter: String,
+}
+
+impl Topics {
+    pub fn new(test: &str) -> Self {
+        let base = unique(test);
+        Self {
+            labels: format!("{base}.labels"),
+            texts: format!("{base}.texts"),
+            predictions: format!("{base}.predictions"),
+            hallucinations: format!("{base}.hallucinations"),
+            dead_letter: format!("{base}.dlq"),
+        }
+    }
+
+    pub fn sets(&self) -> Vec<String> {
+        vec![
+            format!("topics.labels={}", self.labels),
+            format!("topics.texts={}", self.texts),
+            format!("topics.predictions={}", self.predictions),
+            format!("topics.hallucinations={}", self.hallucinations),
+            format!("topics.dead_letter={}", self.dead_letter),
+            format!("kafka.group_id={}.group", self.texts),
+            format!("kafka.brokers={}", brokers()),
+        ]
+    }
+}
+
+pub struct Service {
+    child: Child,
+    pub log: PathBuf,
+}
+
+impl Service {
+    /// Start `gorag serve` with these `--set` flags; its log goes to `<dir>/serve-<n>.log`.
+    pub fn start(dir: &Path, sets: &[String]) -> Self {
+        let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+        let log = dir.join(format!("serve-{n}.log"));
+        let file = std::fs::File::create(&log).expect("log file");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gorag"));
+        command.arg("serve");
+        for set in sets {
+            command.arg("--set").arg(set);
+        }
+        let child = command
+            .env("GORAG_LOG", "gorag=debug,warn")
+            .env_remove("GORAG_CONFIG")
+            .stdout(Stdio::null())
+            .stderr(file)
+            .spawn()
+            .expect("start gorag serve");
+        Self { child, log }
+    }
+
+    /// Wait until the service has created its topics, read the labels topic and subscribed.
+    pub fn wait_ready(&mut self) {
+        let started = Instant::now();
+        while !self.log_text().contains("serving") {
+            assert!(
+                self.is_running(),
+                "gorag serve exited:\n{}",
+                self.log_text()
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "gorag serve not ready within 60 s:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// SIGTERM, then wait for a clean exit.
+    pub fn stop(mut self) -> String {
+        self.signal("TERM");
+        let started = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => {
+                    let log = self.log_text();
+                    assert!(status.success(), "gorag serve exited with {status}:\n{log}");
+                    return log;
+                }
+                Ok(None) if started.elapsed() < Duration::from_secs(60) => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    panic!("gorag serve did not stop within 60 s:\n{}", self.log_text());
+                }
+            }
+        }
+    }
+
+    /// SIGKILL: no drain, no commit, no flush.
+    pub fn kill(mut self) {
+        self.signal("KILL");
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+pub async fn publish(topic: &str, records: &[(Option<&str>, Vec<u8>)]) {
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("enable.idempotence", "true")
+        .create()
+        .expect("producer");
+    for (key, value) in records {
+        let mut record = FutureRecord::to(topic).payload(value.as_slice());
+        if let Some(key) = key {
+            record = record.key(key.as_bytes());
+        }
+        producer
+            .send(record, Timeout::After(Duration::from_secs(30)))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("publish");
+    }
+}
+
+/// Publish JSON lines keyed by their `id` / `round` / `label` field.
+pub async fn publish_json(topic: &str, lines: &[String]) {
+    let records: Vec<(Option<String>, Vec<u8>)> = lines
+        .iter()
+        .map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+            let key = ["id", "round", "label"]
+                .iter()
+                .find_map(|f| value.get(*f).and_then(|v| v.as_str()).map(str::to_string));
+            (key, line.as_bytes().to_vec())
+        })
+        .collect();
+    let borrowed: Vec<(Option<&str>, Vec<u8>)> = records
+        .iter()
+        .map(|(k, v)| (k.as_deref(), v.clone()))
+        .collect();
+    publish(topic, &borrowed).await;
+}
+
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub key: Option<String>,
+    pub partition: i32,
+    pub offset: i64,
+    pub headers: HashMap<String, String>,
+    pub value: Vec<u8>,
+}
+
+impl Record {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.value).expect("JSON record")
+    }
+}
+
+/// Read a topic from the beginning until `done(records)` or the timeout.
+pub fn read_until(
+    topic: &str,
+    timeout: Duration,
+    mut done: impl FnMut(&[Record]) -> bool,
+) -> Vec<Record> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers())
+        .set("group.id", unique("reader"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let started = Instant::now();
+    // The topic may not exist yet: the service creates it.
+    let partitions = loop {
+        let metadata = consumer
+            .fetch_metadata(Some(topic), Duration::from_secs(5))
+            .expect("metadata");
+        let ids: Vec<i32> = metadata
+            .topics()
+            .iter()
+            .filter(|t| t.name() == topic)
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        if !ids.is_empty() {
+            break ids;
+        }
+        assert!(started.elapsed() < timeout, "topic {topic} never appeared");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut assignment = TopicPartitionList::new();
+    for p in partitions {
+        assignment
+            .add_partition_offset(topic, p, Offset::Beginning)
+            .expect("assign");
+    }
+    consumer.assign(&assignment).expect("assign");
+    drop(assignment);
+    let mut records = Vec::new();
+    while !done(&records) && started.elapsed() < timeout {
+        match consumer.poll(Duration::from_millis(200)) {
+            Some(Ok(message)) => {
+                let headers = message
+                    .headers()
+                    .map(|h| {
+                        h.iter()
+                            .map(|header| {
+                                (
+                                    header.key.to_string(),
+                                    String::from_utf8_lossy(header.value.unwrap_or_default())
+                                        .into_owned(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                records.push(Record {
+                    key: message
+                        .key()
+                        .map(|k| String::from_utf8_lossy(k).into_owned()),
+                    partition: message.partition(),
+                    offset: message.offset(),
+                    headers,
+                    value: message.payload().unwrap_or_default().to_vec(),
+                });
+            }
+            Some(Err(error)) => panic!("reading {topic}: {error}"),
+            None => {}
+        }
+    }
+    records
+}
+
+/// Distinct `text_id`s among prediction records.
+pub fn predicted_ids(records: &[Record]) -> std::collections::HashSet<String> {
+    records
+        .iter()
+        .filter_map(|r| {
+            r.json()
+                .get("text_id")
+                .and_then(|v| v.as_str())
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// `gorag state --dir` of a stopped service.
+pub fn state_of(dir: &Path) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args(["state", "--dir"])
+            .arg(dir)
+            .output()
+            .expect("gorag state");
+        if output.status.success() {
+            return serde_json::from_slice(&output.stdout).expect("state JSON");
+        }
+        // sled releases its lock a moment after the process exits.
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "gorag state failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
