@@ -135,6 +135,9 @@ struct Service {
     classifier: Classifier,
     producer: FutureProducer,
     labels: StreamConsumer,
+    /// A client of its own for watermark queries: on the labels consumer's connection they
+    /// wait behind its fetch long-poll (≈ 500 ms each against nisshi).
+    watermarks: BaseConsumer,
     /// Next labels-topic offset to apply.
     labels_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
@@ -239,8 +242,14 @@ pub(super) async fn run(
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "100")
         .create()
         .map_err(|e| ServeError::Kafka("creating the labels consumer", e))?;
+    let watermarks: BaseConsumer = kafka::client_config(&config)
+        .set("group.id", format!("{}-watermarks", config.kafka.group_id))
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
     let metadata = labels
         .fetch_metadata(Some(&config.topics.labels), Duration::from_secs(10))
         .map_err(|e| ServeError::Kafka("reading labels topic metadata", e))?;
@@ -293,6 +302,7 @@ pub(super) async fn run(
         classifier,
         producer,
         labels,
+        watermarks,
         labels_next,
         labels_synced_at: 0,
         tracker,
@@ -406,10 +416,11 @@ impl Service {
         let started = now_ms();
         let topic = self.config.topics.labels.clone();
         let (low, high) = tokio::task::block_in_place(|| {
-            self.labels
+            self.watermarks
                 .fetch_watermarks(&topic, 0, Duration::from_secs(10))
         })
         .map_err(|e| ServeError::Kafka("reading labels topic watermarks", e))?;
+        tracing::debug!(elapsed_ms = now_ms() - started, high, "labels watermarks");
         let mut next = self.labels_next.max(low);
         while next < high {
             let message =

@@ -178,16 +178,16 @@ pub async fn publish(topic: &str, records: &[(Option<&str>, Vec<u8>)]) {
         .set("enable.idempotence", "true")
         .create()
         .expect("producer");
-    for (key, value) in records {
+    // All in flight at once (the idempotent producer keeps their order), then await them.
+    let sends = records.iter().map(|(key, value)| {
         let mut record = FutureRecord::to(topic).payload(value.as_slice());
         if let Some(key) = key {
             record = record.key(key.as_bytes());
         }
-        producer
-            .send(record, Timeout::After(Duration::from_secs(30)))
-            .await
-            .map_err(|(e, _)| e)
-            .expect("publish");
+        producer.send(record, Timeout::After(Duration::from_secs(30)))
+    });
+    for result in futures::future::join_all(sends).await {
+        result.map_err(|(e, _)| e).expect("publish");
     }
 }
 
