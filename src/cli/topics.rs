@@ -86,6 +86,8 @@ pub enum TailFormat {
     Json,
     /// One readable line per prediction.
     Prediction,
+    /// One line per dead letter: reason, message and the original record.
+    DeadLetter,
 }
 
 #[derive(Debug, Args)]
@@ -181,6 +183,25 @@ pub async fn tail(args: TailArgs) -> Result<()> {
                     "value": value,
                 })
                 .to_string()
+            }
+            TailFormat::DeadLetter => {
+                let header = |name: &str| {
+                    message
+                        .headers()
+                        .and_then(|h| {
+                            h.iter()
+                                .find(|header| header.key == name)
+                                .and_then(|header| header.value)
+                                .map(|v| String::from_utf8_lossy(v).into_owned())
+                        })
+                        .unwrap_or_default()
+                };
+                format!(
+                    "{}: {} ← {}",
+                    header("gorag.reason"),
+                    header("__connect.errors.exception.message"),
+                    value
+                )
             }
             TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
                 Ok(p) => format!(
