@@ -23,6 +23,23 @@ pub enum Reply {
     Malformed,
     /// 200 with an empty answer.
     Empty,
+    /// Answer a classification prompt with its first class (an instant, agreeable model for
+    /// throughput runs); any other prompt gets a short sentence.
+    FirstCandidate,
+}
+
+/// The first class listed by a classification prompt inside a chat request body.
+fn first_candidate(body: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let user = value["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    user.split_once("one of these classes: ")
+        .and_then(|(_, rest)| rest.split(['\n', ';']).next())
+        .map(|first| first.trim_end_matches('.').trim().to_string())
+        .unwrap_or_else(|| "A category of documents.".to_string())
 }
 
 pub struct FakeLlm {
@@ -114,6 +131,7 @@ async fn serve(
 ) {
     // Keep-alive: answer requests on this connection until the client closes it.
     while let Some(body) = read_request(&mut stream).await {
+        let first = first_candidate(&body);
         requests.lock().expect("lock").push(body);
         let reply = script
             .lock()
@@ -123,6 +141,7 @@ async fn serve(
         let (status, extra, body) = match reply {
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),
+            Reply::FirstCandidate => (200, String::new(), completion(&first)),
             Reply::Malformed => (200, String::new(), "{not json".to_string()),
             Reply::Status(code, retry_after) => (
                 code,

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# End-to-end throughput and latency of `gorag serve` on the local broker.
+#
+#   scripts/bench-serve.sh instant [texts=5000] [runs=3]   # instant fake LLM (examples/instant_llm.rs)
+#   scripts/bench-serve.sh real    [texts=40]   [runs=1]   # the local Qwen model (scripts/llm.sh)
+#
+# Each run: a fresh service on topics of its own, round 1 of examples/stream applied, then
+# `texts` synthetic texts published at once (a backlog). Reported per run: texts/s from the
+# first publish to the last prediction received, and the p50/p99 of each prediction's
+# `latency.total_ms` (record taken in → outputs handed to the producer; excludes queueing in
+# the backlog). Results: out/bench-serve/<mode>.json; the summary line gives the median run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-instant}"
+texts="${2:-}"
+runs="${3:-}"
+case "$mode" in
+  instant) texts="${texts:-5000}"; runs="${runs:-3}"; in_flight=64; llm_concurrency=16 ;;
+  real) texts="${texts:-40}"; runs="${runs:-1}"; in_flight=8; llm_concurrency=2 ;;
+  *) echo "usage: $0 instant|real [texts] [runs]" >&2; exit 2 ;;
+esac
+target="${CARGO_TARGET_DIR:-target}"
+gorag="$target/release/gorag"
+out="out/bench-serve"
+mkdir -p "$out"
+
+cargo build --release --locked --bin gorag --example instant_llm
+scripts/kafka.sh start
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+if [ "$mode" = instant ]; then
+  "$target/release/examples/instant_llm" >"$out/instant_llm.url" &
+  pids+=($!)
+  for _ in $(seq 1 100); do [ -s "$out/instant_llm.url" ] && break; sleep 0.1; done
+  llm_url="$(cat "$out/instant_llm.url")"
+else
+  scripts/llm.sh start
+  llm_url="http://127.0.0.1:${GORAG_LLM_PORT:-8080}/v1"
+fi
+
+# Synthetic support tickets from the example round's vocabulary (deterministic).
+python3 - "$texts" >"$out/texts.jsonl" <<'PY'
+import json, random, sys
+random.seed(7)
+words = ("parcel tracking courier delivery address box warehouse late damaged invoice charged "
+         "card refund payment bill duplicate vat statement password login account locked email "
+         "reset sign code verify phone app order weekend neighbour bank please help since "
+         "yesterday again customer service week").split()
+for i in range(int(sys.argv[1])):
+    print(json.dumps({"id": f"b{i:06d}", "text": " ".join(random.choice(words) for _ in range(30))}))
+PY
+
+results=()
+for run in $(seq 1 "$runs"); do
+  name="bench-$mode-$(date +%s%N)"
+  rm -rf "$out/state-$run"
+  "$gorag" serve --set "topics.labels=$name.labels" --set "topics.texts=$name.texts" \
+    --set "topics.predictions=$name.predictions" --set "topics.hallucinations=$name.hallucinations" \
+    --set "topics.dead_letter=$name.dlq" --set "kafka.group_id=$name" \
+    --set "state.dir=$out/state-$run" --set "llm.url=$llm_url" \
+    --set "input.max_in_flight=$in_flight" --set "llm.concurrency=$llm_concurrency" \
+    >"$out/serve-$run.log" 2>&1 &
+  serve_pid=$!
+  pids+=("$serve_pid")
+  for _ in $(seq 1 600); do grep -q "serving" "$out/serve-$run.log" && break; sleep 0.1; done
+  "$gorag" publish --topic "$name.labels" examples/stream/round-1.jsonl 2>/dev/null
+  for _ in $(seq 1 600); do grep -q "label event applied" "$out/serve-$run.log" && break; sleep 0.1; done
+  start=$(date +%s.%N)
+  "$gorag" publish --topic "$name.texts" "$out/texts.jsonl" 2>/dev/null
+  "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
+    >"$out/predictions-$run.jsonl"
+  end=$(date +%s.%N)
+  kill -TERM "$serve_pid"
+  wait "$serve_pid" || true
+  result=$(python3 - "$out/predictions-$run.jsonl" "$start" "$end" "$texts" <<'PY'
+import json, statistics, sys
+path, start, end, n = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+lat = sorted(json.loads(l)["latency"]["total_ms"] for l in open(path) if l.strip())
+def pct(p): return lat[min(len(lat) - 1, int(p * len(lat)))]
+print(json.dumps({"texts": n, "received": len(lat), "seconds": round(end - start, 3),
+                  "texts_per_s": round(n / (end - start), 1),
+                  "latency_ms_p50": round(pct(0.50), 2), "latency_ms_p99": round(pct(0.99), 2)}))
+PY
+)
+  echo "run $run: $result"
+  results+=("$result")
+done
+printf '%s\n' "${results[@]}" | python3 -c '
+import json, sys
+mode, path = sys.argv[1], sys.argv[2]
+runs = [json.loads(l) for l in sys.stdin if l.strip()]
+median = sorted(runs, key=lambda r: r["texts_per_s"])[len(runs) // 2]
+json.dump({"mode": mode, "runs": runs, "median_run": median}, open(path, "w"), indent=2)
+m = median
+print("%s: median of %d run(s): %s texts/s, latency p50 %s ms, p99 %s ms (%d texts) -> %s"
+      % (mode, len(runs), m["texts_per_s"], m["latency_ms_p50"], m["latency_ms_p99"], m["texts"], path))
+' "$mode" "$out/$mode.json"
