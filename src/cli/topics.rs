@@ -48,7 +48,7 @@ pub async fn publish(args: PublishArgs) -> Result<()> {
         .set("enable.idempotence", "true")
         .create()
         .context("creating the producer")?;
-    let mut sent = 0usize;
+    let mut lines = Vec::new();
     for path in &args.files {
         let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
             Box::new(std::io::stdin().lock())
@@ -59,18 +59,32 @@ pub async fn publish(args: PublishArgs) -> Result<()> {
         };
         for line in reader.lines() {
             let line = line.with_context(|| format!("reading {}", path.display()))?;
-            if line.trim().is_empty() {
-                continue;
+            if !line.trim().is_empty() {
+                lines.push(line);
             }
-            let key = record_key(&line, args.key_field.as_deref());
-            let mut record = FutureRecord::to(&args.topic).payload(line.as_bytes());
-            if let Some(key) = &key {
-                record = record.key(key.as_bytes());
+        }
+    }
+    // Many records in flight at once (the idempotent producer keeps their order), in chunks so
+    // the local queue never fills.
+    let mut sent = 0usize;
+    for chunk in lines.chunks(10_000) {
+        let sends = chunk.iter().map(|line| {
+            let key = record_key(line, args.key_field.as_deref());
+            let producer = &producer;
+            let topic = &args.topic;
+            async move {
+                let mut record = FutureRecord::to(topic).payload(line.as_bytes());
+                if let Some(key) = &key {
+                    record = record.key(key.as_bytes());
+                }
+                producer
+                    .send(record, Timeout::After(Duration::from_secs(30)))
+                    .await
+                    .map_err(|(e, _)| anyhow::anyhow!("publishing to {topic}: {e}"))
             }
-            producer
-                .send(record, Timeout::After(Duration::from_secs(30)))
-                .await
-                .map_err(|(e, _)| anyhow::anyhow!("publishing to {}: {e}", args.topic))?;
+        });
+        for result in futures::future::join_all(sends).await {
+            result?;
             sent += 1;
         }
     }
