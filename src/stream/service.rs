@@ -113,6 +113,9 @@ struct Slot {
     state: SlotState,
 }
 
+/// An LLM call running as a task, reporting which text it was for even if the task died.
+type LlmTask = std::pin::Pin<Box<dyn Future<Output = LlmDone> + Send>>;
+
 struct LlmDone {
     partition: i32,
     offset: i64,
@@ -320,7 +323,7 @@ pub(super) async fn run(
         "serving"
     );
 
-    let mut llm_tasks: FuturesUnordered<JoinHandle<LlmDone>> = FuturesUnordered::new();
+    let mut llm_tasks: FuturesUnordered<LlmTask> = FuturesUnordered::new();
     let mut deliveries: FuturesUnordered<JoinHandle<Delivered>> = FuturesUnordered::new();
     let mut commit_tick = tokio::time::interval(Duration::from_millis(
         service.config.kafka.commit_interval_ms,
@@ -348,10 +351,7 @@ pub(super) async fn run(
                 break false;
             }
             Some(done) = llm_tasks.next(), if !llm_tasks.is_empty() => {
-                match done {
-                    Ok(done) => service.on_llm_done(done, &mut deliveries)?,
-                    Err(error) => tracing::error!(%error, "LLM task failed"),
-                }
+                service.on_llm_done(done, &mut deliveries)?;
             }
             Some(delivered) = deliveries.next(), if !deliveries.is_empty() => {
                 match delivered {
@@ -377,9 +377,8 @@ pub(super) async fn run(
         }
     };
 
-    for task in llm_tasks.iter() {
-        task.abort();
-    }
+    // Unfinished LLM calls are dropped with `llm_tasks` (their texts stay uncommitted).
+    drop(llm_tasks);
     for task in deliveries.iter() {
         task.abort();
     }
@@ -540,7 +539,7 @@ impl Service {
     async fn on_text(
         &mut self,
         message: OwnedMessage,
-        llm_tasks: &mut FuturesUnordered<JoinHandle<LlmDone>>,
+        llm_tasks: &mut FuturesUnordered<LlmTask>,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
         let received = Instant::now();
@@ -602,17 +601,27 @@ impl Service {
                                 );
                                 let llm = llm.clone();
                                 let (partition, offset) = (position.partition, position.offset);
-                                llm_tasks.push(tokio::spawn(async move {
+                                let call = tokio::spawn(async move {
                                     let started = Instant::now();
                                     let result = llm
                                         .complete(&prompt)
                                         .await
                                         .map_err(|e| format!("{}: {e}", e.reason()));
+                                    (result, started.elapsed())
+                                });
+                                llm_tasks.push(Box::pin(async move {
+                                    let (result, elapsed) = match call.await {
+                                        Ok(done) => done,
+                                        // A dead task must not leave its text waiting forever.
+                                        Err(error) => {
+                                            (Err(format!("task_failed: {error}")), Duration::ZERO)
+                                        }
+                                    };
                                     LlmDone {
                                         partition,
                                         offset,
                                         result,
-                                        elapsed: started.elapsed(),
+                                        elapsed,
                                     }
                                 }));
                                 SlotState::Waiting(pending)
