@@ -441,3 +441,52 @@ async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
         assert!(log.contains("\"drained\":true"), "{log}");
     }
 }
+
+#[test]
+fn a_second_instance_joining_the_group_takes_partitions_without_losing_texts() {
+    const TEXTS: usize = 600;
+    let texts = synthetic_texts(TEXTS);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("rebalance");
+    let sets_for = |state: &str| {
+        let mut sets = base_sets(&topics, &dir.path().join(state));
+        sets.push("llm.url=none".into());
+        sets.push("kafka.partitions=4".into());
+        sets
+    };
+    let mut first = Service::start(dir.path(), &sets_for("state-a"));
+    first.wait_ready();
+    rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+    rt.block_on(publish_json(&topics.texts, &texts[..TEXTS / 2]));
+    read_until(&topics.predictions, Duration::from_secs(120), |r| {
+        predicted_ids(r).len() >= TEXTS / 4
+    });
+    // The second instance joins: the group rebalances, the first commits what it finished on
+    // the partitions it gives up.
+    let mut second = Service::start(dir.path(), &sets_for("state-b"));
+    second.wait_for_log("partitions assigned");
+    rt.block_on(publish_json(&topics.texts, &texts[TEXTS / 2..]));
+    let predictions = read_until(&topics.predictions, Duration::from_secs(180), |r| {
+        predicted_ids(r).len() >= TEXTS
+    });
+    assert_eq!(
+        predicted_ids(&predictions).len(),
+        TEXTS,
+        "first:\n{}\nsecond:\n{}",
+        first.log_text(),
+        second.log_text()
+    );
+    let log_a = first.stop();
+    let log_b = second.stop();
+    assert!(log_a.contains("partitions revoked"), "{log_a}");
+    assert!(log_b.contains("partitions assigned"), "{log_b}");
+    // Both did part of the work.
+    for log in [&log_a, &log_b] {
+        let summary = log
+            .lines()
+            .find(|l| l.contains("\"predictions\":"))
+            .expect("summary");
+        assert!(!summary.contains("\"predictions\":0,"), "{summary}");
+    }
+}

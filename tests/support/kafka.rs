@@ -101,8 +101,13 @@ impl Service {
 
     /// Wait until the service has created its topics, read the labels topic and subscribed.
     pub fn wait_ready(&mut self) {
+        self.wait_for_log("serving");
+    }
+
+    /// Wait until the service's log contains `text`.
+    pub fn wait_for_log(&mut self, text: &str) {
         let started = Instant::now();
-        while !self.log_text().contains("serving") {
+        while !self.log_text().contains(text) {
             assert!(
                 self.is_running(),
                 "gorag serve exited:\n{}",
@@ -110,7 +115,7 @@ impl Service {
             );
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "gorag serve not ready within 60 s:\n{}",
+                "gorag serve logged no {text:?} within 60 s:\n{}",
                 self.log_text()
             );
             std::thread::sleep(Duration::from_millis(50));
