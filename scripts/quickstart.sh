@@ -26,7 +26,7 @@ scripts/kafka.sh start
 scripts/llm.sh start
 
 echo "== gorag serve (log: $out/serve.log)"
-"$gorag" serve \
+GORAG_LOG_FORMAT=text "$gorag" serve \
   --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
   --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
   --set "topics.dead_letter=$run.dlq" --set "kafka.group_id=$run" \
@@ -69,5 +69,5 @@ echo "== dead letters (reason: message ← original record)"
 echo "== stopping gorag serve (SIGTERM: drain, commit, flush)"
 kill -TERM "$serve_pid"
 wait "$serve_pid"
-sed 's/\x1b\[[0-9;]*m//g' "$out/serve.log" | grep -o 'summary=.*' || true
+grep -o 'summary=.*' "$out/serve.log" || true
 echo "predictions: $out/predictions.txt   service log: $out/serve.log"

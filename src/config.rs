@@ -25,6 +25,23 @@ pub struct ServeConfig {
     pub engine: EngineSection,
     pub input: InputSection,
     pub state: StateSection,
+    pub admin: AdminSection,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// Address of the admin HTTP port (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free
+    /// one (logged at start).
+    pub listen: String,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9464".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -398,6 +415,12 @@ impl ServeConfig {
         }
         if self.state.snapshot_every == 0 {
             errors.push("state.snapshot_every: must be at least 1".into());
+        }
+        if self.admin.listen.parse::<std::net::SocketAddr>().is_err() {
+            errors.push(format!(
+                "admin.listen: {:?} is not an address such as 0.0.0.0:9464",
+                self.admin.listen
+            ));
         }
         if !(self.state.drain_timeout_secs.is_finite() && self.state.drain_timeout_secs >= 0.0) {
             errors.push("state.drain_timeout_secs: must be a number ≥ 0".into());

@@ -17,3 +17,4 @@ pub mod events;
 pub mod llm;
 pub mod store;
 pub mod stream;
+pub mod telemetry;

@@ -18,6 +18,7 @@ mod service;
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use rdkafka::error::KafkaError;
 use serde::Serialize;
@@ -28,6 +29,8 @@ use crate::engine::state::StateError;
 use crate::engine::EngineError;
 use crate::llm::LlmError;
 use crate::store::StoreError;
+use crate::telemetry::admin::{self, Health};
+use crate::telemetry::metrics::Metrics;
 
 #[derive(Debug, Error)]
 pub enum ServeError {
@@ -48,6 +51,8 @@ pub enum ServeError {
         path: String,
         source: std::io::Error,
     },
+    #[error("admin port {0}: {1}")]
+    Admin(String, std::io::Error),
     #[error("labels topic {0}: no record arrived within {1} s while catching up to its end")]
     LabelsStalled(String, u64),
 }
@@ -71,10 +76,22 @@ pub struct ServeSummary {
     pub drained: bool,
 }
 
-/// Run until `shutdown` resolves, then drain, commit and flush.
+/// Run until `shutdown` resolves, then drain, commit and flush. The admin port (`/healthz`,
+/// `/readyz`, `/metrics`) is up from the start, before the state is loaded.
 pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
 ) -> Result<ServeSummary, ServeError> {
-    service::run(config, shutdown).await
+    let health = Arc::new(Health::default());
+    let metrics = Arc::new(Metrics::new());
+    let listener = admin::bind(&config.admin.listen)
+        .await
+        .map_err(|e| ServeError::Admin(config.admin.listen.clone(), e))?;
+    if let Ok(address) = listener.local_addr() {
+        tracing::info!(%address, "admin port: /healthz /readyz /metrics");
+    }
+    let server = tokio::spawn(admin::serve(listener, health.clone(), metrics.clone()));
+    let result = service::run(config, shutdown, health, metrics).await;
+    server.abort();
+    result
 }

@@ -15,6 +15,7 @@ use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::kafka::{self, Outgoing};
 use super::offsets::OffsetTracker;
@@ -29,6 +30,8 @@ use crate::events::decode::{self, Reason, Rejection};
 use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
 use crate::llm::{ApiKey, Completion, LlmClient, LlmConfig};
 use crate::store::{Offsets, SledStore, StateStore, StoreError};
+use crate::telemetry::admin::Health;
+use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
 
 /// How long the labels topic may stay silent while we know records are there.
 const LABELS_STALL_SECS: u64 = 30;
@@ -106,6 +109,8 @@ enum SlotState {
 }
 
 struct Slot {
+    /// The text's span: open from intake until its outputs are delivered.
+    span: tracing::Span,
     position: InputPosition,
     key: Option<Vec<u8>>,
     payload: Vec<u8>,
@@ -126,6 +131,7 @@ struct LlmDone {
 struct Delivered {
     partition: i32,
     offset: i64,
+    produce_seconds: f64,
     /// The slot's outputs could not be delivered (too large): dead-letter this instead.
     fallback: Option<Outgoing>,
 }
@@ -150,6 +156,10 @@ struct Service {
     learned: HashMap<i32, i64>,
     queues: HashMap<i32, VecDeque<Slot>>,
     summary: ServeSummary,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    /// When consumer lag was last measured.
+    lag_measured: Option<Instant>,
 }
 
 fn now_ms() -> i64 {
@@ -203,7 +213,13 @@ fn llm_client(config: &ServeConfig) -> Result<Option<LlmClient>, ServeError> {
 pub(super) async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
 ) -> Result<ServeSummary, ServeError> {
+    Health::set(
+        &health.llm_optional,
+        !config.llm.enabled() || config.llm.on_failure == OnLlmFailure::Graph,
+    );
     let store = SledStore::open(&config.state.dir)?;
     let flush = store.flush_handle();
     let saved = store.load()?;
@@ -312,11 +328,16 @@ pub(super) async fn run(
         learned,
         queues: HashMap::new(),
         summary: ServeSummary::default(),
+        metrics,
+        health,
+        lag_measured: None,
     };
     service.catch_up_labels().await?;
+    service.update_gauges();
     texts
         .subscribe(&[&service.config.topics.texts])
         .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e))?;
+    Health::set(&service.health.state_loaded, true);
     tracing::info!(
         topic = %service.config.topics.texts,
         group = %service.config.kafka.group_id,
@@ -362,7 +383,10 @@ pub(super) async fn run(
             _ = commit_tick.tick() => {
                 service.commit(&texts, CommitMode::Async, false)?;
                 if draining.is_none() {
-                    service.catch_up_labels().await?;
+                    if let Err(error) = service.catch_up_labels().await {
+                        tracing::warn!(%error, "labels topic unreachable");
+                    }
+                    service.measure(&texts);
                 }
             }
             message = texts.recv(), if intake => {
@@ -414,11 +438,13 @@ impl Service {
     async fn catch_up_labels(&mut self) -> Result<(), ServeError> {
         let started = now_ms();
         let topic = self.config.topics.labels.clone();
-        let (low, high) = tokio::task::block_in_place(|| {
+        let watermarks = tokio::task::block_in_place(|| {
             self.watermarks
-                .fetch_watermarks(&topic, 0, Duration::from_secs(10))
-        })
-        .map_err(|e| ServeError::Kafka("reading labels topic watermarks", e))?;
+                .fetch_watermarks(&topic, 0, Duration::from_secs(5))
+        });
+        Health::set(&self.health.broker_reachable, watermarks.is_ok());
+        let (low, high) =
+            watermarks.map_err(|e| ServeError::Kafka("reading labels topic watermarks", e))?;
         tracing::debug!(elapsed_ms = now_ms() - started, high, "labels watermarks");
         let mut next = self.labels_next.max(low);
         while next < high {
@@ -436,6 +462,26 @@ impl Service {
     }
 
     async fn apply_label_record(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
+        let span = tracing::info_span!(
+            "label_event",
+            offset = message.offset(),
+            round = tracing::field::Empty,
+            event = tracing::field::Empty,
+        );
+        self.metrics.label_events.inc();
+        let result = self
+            .apply_label_record_in(message, &span)
+            .instrument(span.clone())
+            .await;
+        self.update_gauges();
+        result
+    }
+
+    async fn apply_label_record_in(
+        &mut self,
+        message: OwnedMessage,
+        span: &tracing::Span,
+    ) -> Result<(), ServeError> {
         let position = InputPosition {
             topic: message.topic().to_string(),
             partition: message.partition(),
@@ -447,7 +493,21 @@ impl Service {
         let payload = message.payload().unwrap_or_default();
         let outcome = match decode::label_event(payload) {
             Err(rejection) => Err(("decode", rejection)),
-            Ok(event) => self.label_update(event).await.map_err(|r| ("apply", r)),
+            Ok(event) => {
+                match &event {
+                    LabelEvent::Round { round, .. } => {
+                        span.record("event", "round");
+                        span.record("round", round.as_str());
+                    }
+                    LabelEvent::AddExamples { .. } => {
+                        span.record("event", "add_examples");
+                    }
+                    LabelEvent::RetireLabel { .. } => {
+                        span.record("event", "retire_label");
+                    }
+                }
+                self.label_update(event).await.map_err(|r| ("apply", r))
+            }
         };
         match outcome {
             Ok(update) => {
@@ -518,11 +578,7 @@ impl Service {
         rejection: &Rejection,
     ) {
         tracing::warn!(offset = position.offset, %rejection, "label event rejected");
-        *self
-            .summary
-            .dead_letters
-            .entry(rejection.reason.code().to_string())
-            .or_default() += 1;
+        self.count_dead_letter(rejection.reason);
         let record = outputs::dead_letter(
             &self.config.topics.dead_letter,
             position,
@@ -552,15 +608,31 @@ impl Service {
             tracker.begin(position.partition, position.offset);
         }
         self.summary.texts_in += 1;
+        self.metrics.texts_received.inc();
+        let span = tracing::info_span!(
+            "text",
+            text_id = tracing::field::Empty,
+            partition = position.partition,
+            offset = position.offset,
+            label = tracing::field::Empty,
+            source = tracing::field::Empty,
+        );
         let payload = message.payload().unwrap_or_default().to_vec();
         let key = message.key().map(<[u8]>::to_vec);
-        let decoded = decode::text_event(&payload, self.config.input.max_text_bytes);
+        let decoded = tracing::info_span!(parent: &span, "decode")
+            .in_scope(|| decode::text_event(&payload, self.config.input.max_text_bytes));
+        if let Ok(event) = &decoded {
+            span.record("text_id", event.id.as_str());
+        }
         let decode_ms = ms(received.elapsed());
+        self.metrics.observe_stage("decode", decode_ms / 1000.0);
 
         // Label events published before this text must be applied first.
         let stamped = message.timestamp().to_millis();
         if stamped.is_none_or(|at| at > self.labels_synced_at) {
-            self.catch_up_labels().await?;
+            if let Err(error) = self.catch_up_labels().await {
+                tracing::warn!(%error, "labels topic unreachable; classifying with the labels known");
+            }
         }
 
         let state = match decoded {
@@ -570,10 +642,16 @@ impl Service {
             },
             Ok(event) => {
                 let started = Instant::now();
-                let analysis = self.engine.analyze(&event.text);
+                let analysis = tracing::info_span!(parent: &span, "keywords")
+                    .in_scope(|| self.engine.analyze(&event.text));
                 let keywords_ms = ms(started.elapsed());
+                self.metrics.observe_stage("keywords", keywords_ms / 1000.0);
                 let started = Instant::now();
-                match self.engine.retrieve(&analysis) {
+                let retrieval = tracing::info_span!(parent: &span, "retrieve")
+                    .in_scope(|| self.engine.retrieve(&analysis));
+                self.metrics
+                    .observe_stage("retrieve", started.elapsed().as_secs_f64());
+                match retrieval {
                     Err(error) => SlotState::Rejected {
                         stage: "classify",
                         rejection: engine_rejection(&error),
@@ -601,14 +679,18 @@ impl Service {
                                 );
                                 let llm = llm.clone();
                                 let (partition, offset) = (position.partition, position.offset);
-                                let call = tokio::spawn(async move {
-                                    let started = Instant::now();
-                                    let result = llm
-                                        .complete(&prompt)
-                                        .await
-                                        .map_err(|e| format!("{}: {e}", e.reason()));
-                                    (result, started.elapsed())
-                                });
+                                let llm_span = tracing::info_span!(parent: &span, "llm");
+                                let call = tokio::spawn(
+                                    async move {
+                                        let started = Instant::now();
+                                        let result = llm
+                                            .complete(&prompt)
+                                            .await
+                                            .map_err(|e| format!("{}: {e}", e.reason()));
+                                        (result, started.elapsed())
+                                    }
+                                    .instrument(llm_span),
+                                );
                                 llm_tasks.push(Box::pin(async move {
                                     let (result, elapsed) = match call.await {
                                         Ok(done) => done,
@@ -633,6 +715,7 @@ impl Service {
         };
         let partition = position.partition;
         self.queues.entry(partition).or_default().push_back(Slot {
+            span,
             position,
             key,
             payload,
@@ -647,6 +730,10 @@ impl Service {
         done: LlmDone,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
+        self.metrics.llm_seconds.observe(done.elapsed.as_secs_f64());
+        self.metrics
+            .observe_stage("llm", done.elapsed.as_secs_f64());
+        Health::set(&self.health.llm_reachable, done.result.is_ok());
         let Some(queue) = self.queues.get_mut(&done.partition) else {
             return Ok(());
         };
@@ -690,25 +777,35 @@ impl Service {
                 return Ok(());
             };
             let offset = slot.position.offset;
+            let text_span = slot.span.clone();
             let (records, fallback) = self.finish(slot)?;
             let producer = self.producer.clone();
-            deliveries.push(tokio::spawn(async move {
-                for record in &records {
-                    if let Err(error) = kafka::deliver(&producer, record).await {
-                        tracing::error!(%error, topic = %record.topic, "output refused by the broker");
-                        return Delivered {
-                            partition,
-                            offset,
-                            fallback,
-                        };
+            let produce_span = tracing::info_span!(parent: &text_span, "produce");
+            deliveries.push(tokio::spawn(
+                async move {
+                    // The text's span ends when its outputs are acknowledged.
+                    let _text = text_span;
+                    let started = Instant::now();
+                    for record in &records {
+                        if let Err(error) = kafka::deliver(&producer, record).await {
+                            tracing::error!(%error, topic = %record.topic, "output refused by the broker");
+                            return Delivered {
+                                partition,
+                                offset,
+                                produce_seconds: started.elapsed().as_secs_f64(),
+                                fallback,
+                            };
+                        }
+                    }
+                    Delivered {
+                        partition,
+                        offset,
+                        produce_seconds: started.elapsed().as_secs_f64(),
+                        fallback: None,
                     }
                 }
-                Delivered {
-                    partition,
-                    offset,
-                    fallback: None,
-                }
-            }));
+                .instrument(produce_span),
+            ));
         }
     }
 
@@ -752,11 +849,16 @@ impl Service {
                 ));
             }
             self.summary.llm_fallbacks += 1;
+            self.metrics.llm_fallbacks.inc();
         }
         let raw_answer = answer.as_ref().map(|c| c.text.as_str());
         let decision = self.engine.decide(&pending.retrieval, raw_answer);
+        slot.span.record("label", decision.label.as_str());
+        slot.span
+            .record("source", format!("{:?}", decision.source).to_lowercase());
 
         let started = Instant::now();
+        let index_span = tracing::info_span!(parent: &slot.span, "index").entered();
         let learned = self.learned.get(&partition).copied().unwrap_or(0);
         if offset >= learned {
             let offsets = Offsets::from([((position.topic.clone(), partition), offset + 1)]);
@@ -780,8 +882,11 @@ impl Service {
             // Already learned before a restart: predict again, do not learn twice.
             self.summary.relearn_skipped += 1;
         }
+        drop(index_span);
         let mut latency = pending.latency.clone();
         latency.index_ms = ms(started.elapsed());
+        self.metrics
+            .observe_stage("index", latency.index_ms / 1000.0);
         latency.total_ms = ms(slot.received.elapsed());
 
         let classification = Classification {
@@ -803,6 +908,12 @@ impl Service {
                 .hallucinations
                 .entry(report.kind.as_str().to_string())
                 .or_default() += 1;
+            self.metrics
+                .hallucinations
+                .get_or_create(&KindLabel {
+                    kind: report.kind.as_str().to_string(),
+                })
+                .inc();
             records.push(outputs::json_record(
                 &self.config.topics.hallucinations,
                 &report.text_id,
@@ -815,6 +926,12 @@ impl Service {
             &prediction,
         ));
         self.summary.predictions += 1;
+        self.metrics
+            .predictions
+            .get_or_create(&SourceLabel {
+                source: format!("{:?}", decision.source).to_lowercase(),
+            })
+            .inc();
         let fallback = dead_letter(
             &self.config,
             "produce",
@@ -826,7 +943,64 @@ impl Service {
         Ok((records, Some(fallback)))
     }
 
+    /// Graph size, labels and in-flight count.
+    fn update_gauges(&self) {
+        let graph = self.engine.graph();
+        self.metrics.graph_nodes.set(graph.node_count() as i64);
+        self.metrics.graph_edges.set(graph.edge_count() as i64);
+        let active = self.engine.active_labels().count();
+        let total = self.engine.labels().len();
+        for (state, count) in [("active", active), ("retired", total - active)] {
+            self.metrics
+                .labels
+                .get_or_create(&StateLabel {
+                    state: state.into(),
+                })
+                .set(count as i64);
+        }
+        self.metrics.in_flight.set(self.slots() as i64);
+    }
+
+    /// Periodic measurements: gauges, LLM usage, and (every 5 s) consumer lag.
+    fn measure(&mut self, texts: &StreamConsumer<TextsContext>) {
+        self.update_gauges();
+        if let Some(llm) = &self.llm {
+            self.metrics.llm_usage(llm.usage().snapshot());
+        }
+        if self
+            .lag_measured
+            .is_some_and(|at| at.elapsed() < Duration::from_secs(5))
+        {
+            return;
+        }
+        self.lag_measured = Some(Instant::now());
+        let Ok(positions) = texts.position() else {
+            return;
+        };
+        let positions: Vec<(i32, Option<i64>)> = positions
+            .elements_for_topic(&self.config.topics.texts)
+            .iter()
+            .map(|e| (e.partition(), e.offset().to_raw()))
+            .collect();
+        for (partition, position) in positions {
+            let watermarks = tokio::task::block_in_place(|| {
+                self.watermarks.fetch_watermarks(
+                    &self.config.topics.texts,
+                    partition,
+                    Duration::from_secs(2),
+                )
+            });
+            if let (Ok((_, high)), Some(position)) = (watermarks, position) {
+                self.metrics
+                    .consumer_lag
+                    .get_or_create(&crate::telemetry::metrics::PartitionLabel { partition })
+                    .set((high - position.max(0)).max(0));
+            }
+        }
+    }
+
     fn count_dead_letter(&mut self, reason: Reason) {
+        self.metrics.dead_letter(reason.code());
         *self
             .summary
             .dead_letters
@@ -850,11 +1024,14 @@ impl Service {
                 Delivered {
                     partition,
                     offset,
+                    produce_seconds: 0.0,
                     fallback: None,
                 }
             }));
             return;
         }
+        self.metrics
+            .observe_stage("produce", delivered.produce_seconds);
         if let Ok(mut tracker) = self.tracker.lock() {
             tracker.done(delivered.partition, delivered.offset);
         }

@@ -69,6 +69,8 @@ impl Topics {
             format!("topics.dead_letter={}", self.dead_letter),
             format!("kafka.group_id={}.group", self.texts),
             format!("kafka.brokers={}", brokers()),
+            // Tests run side by side: each service takes a free admin port.
+            "admin.listen=127.0.0.1:0".to_string(),
         ]
     }
 }
@@ -91,6 +93,7 @@ impl Service {
         }
         let child = command
             .env("GORAG_LOG", "gorag=debug,warn")
+            .env("GORAG_LOG_FORMAT", "text")
             .env_remove("GORAG_CONFIG")
             .stdout(Stdio::null())
             .stderr(file)
@@ -120,6 +123,18 @@ impl Service {
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    }
+
+    /// The admin port's address, from the service's log.
+    pub fn admin_address(&mut self) -> String {
+        self.wait_for_log("admin port");
+        let log = self.log_text();
+        log.lines()
+            .find(|l| l.contains("admin port"))
+            .and_then(|l| l.split("address=").nth(1))
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no admin address in:\n{log}"))
     }
 
     pub fn log_text(&self) -> String {

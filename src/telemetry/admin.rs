@@ -1,0 +1,123 @@
+//! The admin HTTP port: `/healthz` (the process is alive), `/readyz` (state loaded, broker
+//! reachable, LLM reachable or the graph fallback enabled), `/metrics` (Prometheus text).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
+use serde::Serialize;
+use tokio::net::TcpListener;
+
+use super::metrics::Metrics;
+
+/// What `/readyz` checks; the service flips these.
+#[derive(Debug)]
+pub struct Health {
+    pub state_loaded: AtomicBool,
+    pub broker_reachable: AtomicBool,
+    pub llm_reachable: AtomicBool,
+    /// With `llm.on_failure = "graph"` an unreachable LLM does not make the service unready.
+    pub llm_optional: AtomicBool,
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self {
+            state_loaded: AtomicBool::new(false),
+            broker_reachable: AtomicBool::new(false),
+            llm_reachable: AtomicBool::new(true),
+            llm_optional: AtomicBool::new(true),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct Readiness {
+    ready: bool,
+    state_loaded: bool,
+    broker_reachable: bool,
+    llm_reachable: bool,
+    llm_optional: bool,
+}
+
+impl Health {
+    fn readiness(&self) -> Readiness {
+        let get = |flag: &AtomicBool| flag.load(Ordering::Relaxed);
+        let (state, broker, llm, optional) = (
+            get(&self.state_loaded),
+            get(&self.broker_reachable),
+            get(&self.llm_reachable),
+            get(&self.llm_optional),
+        );
+        Readiness {
+            ready: state && broker && (llm || optional),
+            state_loaded: state,
+            broker_reachable: broker,
+            llm_reachable: llm,
+            llm_optional: optional,
+        }
+    }
+
+    pub fn set(flag: &AtomicBool, value: bool) {
+        flag.store(value, Ordering::Relaxed);
+    }
+}
+
+#[derive(Clone)]
+struct Shared {
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+}
+
+async fn healthz() -> &'static str {
+    "ok\n"
+}
+
+async fn readyz(State(shared): State<Shared>) -> impl IntoResponse {
+    let readiness = shared.health.readiness();
+    let status = if readiness.ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_string(&readiness).unwrap_or_default(),
+    )
+}
+
+async fn metrics_text(State(shared): State<Shared>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        shared.metrics.encode(),
+    )
+}
+
+/// Bind the admin port (an error here stops the service before it does anything).
+pub async fn bind(listen: &str) -> std::io::Result<TcpListener> {
+    let address: SocketAddr = listen.parse().map_err(|e| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("{listen}: {e}"))
+    })?;
+    TcpListener::bind(address).await
+}
+
+/// Serve until the task is dropped.
+pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metrics>) {
+    let app = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .with_state(Shared { health, metrics });
+    if let Err(error) = axum::serve(listener, app).await {
+        tracing::error!(%error, "admin server stopped");
+    }
+}

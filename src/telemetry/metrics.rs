@@ -1,0 +1,230 @@
+//! Prometheus metrics of the service (exposed on the admin port's `/metrics`).
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+use crate::llm::UsageSnapshot;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabel {
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabel {
+    pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceLabel {
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StageLabel {
+    pub stage: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PartitionLabel {
+    pub partition: i32,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn latency_histogram() -> Histogram {
+    // 0.1 ms … ≈ 105 s
+    Histogram::new(exponential_buckets(0.0001, 2.0, 21))
+}
+
+pub struct Metrics {
+    registry: Registry,
+    pub texts_received: Counter,
+    pub predictions: Family<SourceLabel, Counter>,
+    pub dead_letters: Family<ReasonLabel, Counter>,
+    pub hallucinations: Family<KindLabel, Counter>,
+    pub llm_fallbacks: Counter,
+    pub label_events: Counter,
+    pub llm_calls: Counter,
+    pub llm_retries: Counter,
+    pub llm_failures: Counter,
+    pub llm_tokens: Family<KindLabel, Counter>,
+    pub llm_seconds: Histogram,
+    pub stage_seconds: HistogramFamily<StageLabel>,
+    pub consumer_lag: Family<PartitionLabel, Gauge>,
+    pub in_flight: Gauge,
+    pub graph_nodes: Gauge,
+    pub graph_edges: Gauge,
+    pub labels: Family<StateLabel, Gauge>,
+    last_usage: std::sync::Mutex<UsageSnapshot>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("gorag");
+        let m = Self {
+            texts_received: Counter::default(),
+            predictions: Family::default(),
+            dead_letters: Family::default(),
+            hallucinations: Family::default(),
+            llm_fallbacks: Counter::default(),
+            label_events: Counter::default(),
+            llm_calls: Counter::default(),
+            llm_retries: Counter::default(),
+            llm_failures: Counter::default(),
+            llm_tokens: Family::default(),
+            llm_seconds: latency_histogram(),
+            stage_seconds: Family::new_with_constructor(latency_histogram),
+            consumer_lag: Family::default(),
+            in_flight: Gauge::default(),
+            graph_nodes: Gauge::default(),
+            graph_edges: Gauge::default(),
+            labels: Family::default(),
+            last_usage: std::sync::Mutex::new(UsageSnapshot::default()),
+            registry: Registry::default(),
+        };
+        registry.register(
+            "texts_received",
+            "Records read from the texts topic",
+            m.texts_received.clone(),
+        );
+        registry.register(
+            "predictions",
+            "Predictions published, by source (llm or graph)",
+            m.predictions.clone(),
+        );
+        registry.register(
+            "dead_letters",
+            "Records sent to the dead-letter topic, by reason",
+            m.dead_letters.clone(),
+        );
+        registry.register(
+            "hallucinations",
+            "LLM answers flagged, by kind",
+            m.hallucinations.clone(),
+        );
+        registry.register(
+            "llm_fallbacks",
+            "Texts predicted from the graph because the LLM failed",
+            m.llm_fallbacks.clone(),
+        );
+        registry.register(
+            "label_events",
+            "Records read from the labels topic",
+            m.label_events.clone(),
+        );
+        registry.register(
+            "llm_calls",
+            "LLM requests (each may take several attempts)",
+            m.llm_calls.clone(),
+        );
+        registry.register("llm_retries", "LLM attempts retried", m.llm_retries.clone());
+        registry.register(
+            "llm_failures",
+            "LLM requests that failed after every retry",
+            m.llm_failures.clone(),
+        );
+        registry.register(
+            "llm_tokens",
+            "LLM tokens, by kind (prompt or completion)",
+            m.llm_tokens.clone(),
+        );
+        registry.register(
+            "llm_request_seconds",
+            "LLM request latency, retries included",
+            m.llm_seconds.clone(),
+        );
+        registry.register(
+            "stage_seconds",
+            "Per-stage latency of a text",
+            m.stage_seconds.clone(),
+        );
+        registry.register(
+            "consumer_lag",
+            "Texts-topic records not yet read, by partition",
+            m.consumer_lag.clone(),
+        );
+        registry.register(
+            "in_flight",
+            "Texts taken in and not yet finished",
+            m.in_flight.clone(),
+        );
+        registry.register(
+            "graph_nodes",
+            "Keyword-label graph nodes",
+            m.graph_nodes.clone(),
+        );
+        registry.register(
+            "graph_edges",
+            "Keyword-label graph edges",
+            m.graph_edges.clone(),
+        );
+        registry.register(
+            "labels",
+            "Labels, by state (active or retired)",
+            m.labels.clone(),
+        );
+        Self { registry, ..m }
+    }
+
+    pub fn observe_stage(&self, stage: &str, seconds: f64) {
+        self.stage_seconds
+            .get_or_create(&StageLabel {
+                stage: stage.to_string(),
+            })
+            .observe(seconds);
+    }
+
+    pub fn dead_letter(&self, reason: &str) {
+        self.dead_letters
+            .get_or_create(&ReasonLabel {
+                reason: reason.to_string(),
+            })
+            .inc();
+    }
+
+    /// Move the LLM counters forward by what the client counted since the last call.
+    pub fn llm_usage(&self, now: UsageSnapshot) {
+        let Ok(mut last) = self.last_usage.lock() else {
+            return;
+        };
+        self.llm_calls.inc_by(now.calls.saturating_sub(last.calls));
+        self.llm_retries
+            .inc_by(now.retries.saturating_sub(last.retries));
+        self.llm_failures
+            .inc_by(now.failures.saturating_sub(last.failures));
+        for (kind, now, before) in [
+            ("prompt", now.prompt_tokens, last.prompt_tokens),
+            ("completion", now.completion_tokens, last.completion_tokens),
+        ] {
+            self.llm_tokens
+                .get_or_create(&KindLabel { kind: kind.into() })
+                .inc_by(now.saturating_sub(before));
+        }
+        *last = now;
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut text = String::new();
+        if prometheus_client::encoding::text::encode(&mut text, &self.registry).is_err() {
+            text.clear();
+        }
+        text
+    }
+}
