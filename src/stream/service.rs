@@ -973,14 +973,14 @@ impl Service {
         {
             return;
         }
-        self.lag_measured = Some(Instant::now());
         let Ok(positions) = texts.position() else {
             return;
         };
         let positions: Vec<(i32, Option<i64>)> = positions
             .elements_for_topic(&self.config.topics.texts)
             .iter()
-            .map(|e| (e.partition(), e.offset().to_raw()))
+            // Not yet read from (no position): nothing to say about its lag.
+            .map(|e| (e.partition(), e.offset().to_raw().filter(|&o| o >= 0)))
             .collect();
         for (partition, position) in positions {
             let watermarks = tokio::task::block_in_place(|| {
@@ -991,10 +991,12 @@ impl Service {
                 )
             });
             if let (Ok((_, high)), Some(position)) = (watermarks, position) {
+                // Measured: wait 5 s before the next round (none until partitions are read).
+                self.lag_measured = Some(Instant::now());
                 self.metrics
                     .consumer_lag
                     .get_or_create(&crate::telemetry::metrics::PartitionLabel { partition })
-                    .set((high - position.max(0)).max(0));
+                    .set((high - position).max(0));
             }
         }
     }

@@ -81,7 +81,7 @@ impl FakeLlm {
     }
 }
 
-async fn read_request(stream: &mut TcpStream) -> Option<String> {
+pub async fn read_request(stream: &mut TcpStream) -> Option<String> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {

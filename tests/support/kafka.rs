@@ -83,6 +83,11 @@ pub struct Service {
 impl Service {
     /// Start `gorag serve` with these `--set` flags; its log goes to `<dir>/serve-<n>.log`.
     pub fn start(dir: &Path, sets: &[String]) -> Self {
+        Self::start_with_env(dir, sets, &[])
+    }
+
+    /// Start with extra environment variables (e.g. `OTEL_*`).
+    pub fn start_with_env(dir: &Path, sets: &[String], env: &[(&str, String)]) -> Self {
         let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
         let log = dir.join(format!("serve-{n}.log"));
         let file = std::fs::File::create(&log).expect("log file");
@@ -95,6 +100,7 @@ impl Service {
             .env("GORAG_LOG", "gorag=debug,warn")
             .env("GORAG_LOG_FORMAT", "text")
             .env_remove("GORAG_CONFIG")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdout(Stdio::null())
             .stderr(file)
             .spawn()

@@ -1,2 +1,3 @@
 pub mod fake_llm;
+pub mod http;
 pub mod kafka;
