@@ -17,6 +17,9 @@ echo "== build (before the LLM server starts: builds slow it down)"
 # Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
 cargo build --tests
 
+echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
+GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh
+
 echo "== local broker (nisshi; built once per machine) and LLM server"
 started_kafka=0
 started_llm=0
