@@ -218,18 +218,24 @@ pub async fn tail(args: TailArgs) -> Result<()> {
                 )
             }
             TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
-                Ok(p) => format!(
-                    "{:<10} → {:<14} ({:<5}{}) candidates: {}",
-                    p.text_id,
-                    p.label_name.as_deref().unwrap_or(&p.label),
-                    format!("{:?}", p.source).to_lowercase(),
-                    if p.hallucination {
-                        ", hallucination"
-                    } else {
-                        ""
-                    },
-                    p.candidates.join(", ")
-                ),
+                Ok(p) => {
+                    let how = format!(
+                        "({}{})",
+                        format!("{:?}", p.source).to_lowercase(),
+                        if p.hallucination {
+                            ", hallucination"
+                        } else {
+                            ""
+                        }
+                    );
+                    format!(
+                        "{:<10} → {:<22} {:<22} candidates: {}",
+                        p.text_id,
+                        p.label_name.as_deref().unwrap_or(&p.label),
+                        how,
+                        p.candidates.join(", ")
+                    )
+                }
                 Err(_) => value.into_owned(),
             },
         };
