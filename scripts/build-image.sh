@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Build docker/Dockerfile's runtime image without a Docker daemon (buildah), on a machine that
+# cannot pull images: the base image is made locally with debootstrap, and the build stage is
+# replaced by the gorag binary built on this (Debian bookworm) host, passed as the `build`
+# context. Then the image is run with podman: `gorag --version` as uid 10001.
+#
+#   scripts/build-image.sh        # → localhost/gorag:dev
+#
+# Needs root and `apt-get install buildah podman runc debootstrap`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
+target="${CARGO_TARGET_DIR:-target}"
+log() { echo "[build-image] $*" >&2; }
+
+for tool in buildah podman debootstrap; do
+  command -v "$tool" >/dev/null || { echo "missing $tool: apt-get install buildah podman runc debootstrap" >&2; exit 1; }
+done
+
+if ! podman image exists docker.io/library/debian:bookworm-slim; then
+  log "making debian:bookworm-slim with debootstrap (minbase)"
+  rootfs="$GORAG_HOME/image/rootfs"
+  rm -rf "$rootfs"
+  mkdir -p "$(dirname "$rootfs")"
+  debootstrap --variant=minbase bookworm "$rootfs" >/dev/null
+  tar -C "$rootfs" -c . | podman import - docker.io/library/debian:bookworm-slim
+fi
+
+log "building gorag (release)"
+cargo build --release --locked --bin gorag
+context="$(mktemp -d)"
+trap 'rm -rf "$context"' EXIT
+mkdir -p "$context/usr/local/bin"
+cp "$target/release/gorag" "$context/usr/local/bin/gorag"
+strip "$context/usr/local/bin/gorag"
+
+log "buildah build (runtime stage; the build stage comes from the host binary)"
+buildah build --layers=false --runtime runc --ulimit nofile=1024:1024 \
+  --build-context "build=$context" --target runtime \
+  -f docker/Dockerfile -t localhost/gorag:dev .
+
+log "running the image"
+podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 localhost/gorag:dev --version
+podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --entrypoint /usr/bin/id localhost/gorag:dev
+podman image ls localhost/gorag:dev --format '{{.Repository}}:{{.Tag}} {{.Size}}'
