@@ -58,7 +58,8 @@ for run in $(seq 1 "$runs"); do
   rm -rf "$out/state-$run"
   GORAG_LOG_FORMAT=text "$gorag" serve --set "topics.labels=$name.labels" --set "topics.texts=$name.texts" \
     --set "topics.predictions=$name.predictions" --set "topics.hallucinations=$name.hallucinations" \
-    --set "topics.dead_letter=$name.dlq" --set "kafka.group_id=$name" \
+    --set "topics.dead_letter=$name.dlq" --set "topics.changelog=$name.changelog" \
+    --set "kafka.group_id=$name" \
     --set "state.dir=$out/state-$run" --set "llm.url=$llm_url" \
     --set "input.max_in_flight=$in_flight" --set "llm.concurrency=$llm_concurrency" \
     --set "admin.listen=127.0.0.1:0" \

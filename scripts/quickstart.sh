@@ -29,7 +29,8 @@ echo "== gorag serve (log: $out/serve.log)"
 GORAG_LOG_FORMAT=text "$gorag" serve \
   --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
   --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
-  --set "topics.dead_letter=$run.dlq" --set "kafka.group_id=$run" \
+  --set "topics.dead_letter=$run.dlq" --set "topics.changelog=$run.changelog" \
+  --set "kafka.group_id=$run" \
   --set "state.dir=$out/state" --set "llm.cache_dir=${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" \
   >"$out/serve.log" 2>&1 &
 serve_pid=$!

@@ -84,6 +84,8 @@ pub struct TopicsSection {
     pub predictions: String,
     pub hallucinations: String,
     pub dead_letter: String,
+    /// Every change to the graph, in the order all replicas apply it (1 partition).
+    pub changelog: String,
 }
 
 impl Default for TopicsSection {
@@ -94,6 +96,7 @@ impl Default for TopicsSection {
             predictions: "gorag.predictions".into(),
             hallucinations: "gorag.hallucinations".into(),
             dead_letter: "gorag.dlq".into(),
+            changelog: "gorag.changelog".into(),
         }
     }
 }
@@ -363,6 +366,7 @@ impl ServeConfig {
             ("topics.predictions", &t.predictions),
             ("topics.hallucinations", &t.hallucinations),
             ("topics.dead_letter", &t.dead_letter),
+            ("topics.changelog", &t.changelog),
         ];
         for (i, (key, name)) in names.iter().enumerate() {
             if name.trim().is_empty() {

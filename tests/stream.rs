@@ -443,12 +443,12 @@ async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
 }
 
 #[test]
-fn a_second_instance_joining_the_group_takes_partitions_without_losing_texts() {
+fn replicas_share_the_texts_and_converge_to_the_same_graph() {
     const TEXTS: usize = 600;
     let texts = synthetic_texts(TEXTS);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let topics = Topics::new("rebalance");
+    let topics = Topics::new("replicas");
     let sets_for = |state: &str| {
         let mut sets = base_sets(&topics, &dir.path().join(state));
         sets.push("llm.url=none".into());
@@ -458,15 +458,21 @@ fn a_second_instance_joining_the_group_takes_partitions_without_losing_texts() {
     let mut first = Service::start(dir.path(), &sets_for("state-a"));
     first.wait_ready();
     rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
-    rt.block_on(publish_json(&topics.texts, &texts[..TEXTS / 2]));
+    rt.block_on(publish_json(&topics.texts, &texts[..TEXTS / 3]));
     read_until(&topics.predictions, Duration::from_secs(120), |r| {
-        predicted_ids(r).len() >= TEXTS / 4
+        predicted_ids(r).len() >= TEXTS / 6
     });
-    // The second instance joins: the group rebalances, the first commits what it finished on
-    // the partitions it gives up.
+    // A second replica joins mid-stream: the group rebalances (the first commits what it
+    // finished on the partitions it gives up) and the newcomer catches up from the changelog.
     let mut second = Service::start(dir.path(), &sets_for("state-b"));
     second.wait_for_log("partitions assigned");
-    rt.block_on(publish_json(&topics.texts, &texts[TEXTS / 2..]));
+    rt.block_on(publish_json(
+        &topics.texts,
+        &texts[TEXTS / 3..2 * TEXTS / 3],
+    ));
+    // A new round while both run, then the rest of the texts.
+    rt.block_on(publish_json(&topics.labels, &example("round-2.jsonl")));
+    rt.block_on(publish_json(&topics.texts, &texts[2 * TEXTS / 3..]));
     let predictions = read_until(&topics.predictions, Duration::from_secs(180), |r| {
         predicted_ids(r).len() >= TEXTS
     });
@@ -489,4 +495,19 @@ fn a_second_instance_joining_the_group_takes_partitions_without_losing_texts() {
             .expect("summary");
         assert!(!summary.contains("\"predictions\":0,"), "{summary}");
     }
+    let a = state_of(&dir.path().join("state-a"));
+    let b = state_of(&dir.path().join("state-b"));
+    assert_eq!(a["digest"], b["digest"], "replicas diverged:\n{a}\n{b}");
+    assert_eq!(a["documents"], 6 + 4 + TEXTS, "{a}");
+    assert_eq!(a["labels"], 5, "{a}");
+    // A third replica starting from nothing rebuilds the same graph from the log.
+    let mut third = Service::start(dir.path(), &sets_for("state-c"));
+    third.wait_ready();
+    third.stop();
+    let c = state_of(&dir.path().join("state-c"));
+    assert_eq!(
+        a["digest"], c["digest"],
+        "a new replica did not catch up:\n{a}\n{c}"
+    );
+    eprintln!("replicas a, b, c: digest {}", a["digest"]);
 }

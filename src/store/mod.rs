@@ -51,4 +51,6 @@ pub trait StateStore: Send {
     fn log_len(&self) -> u64;
     /// Make everything recorded so far durable.
     fn flush(&self) -> Result<(), StoreError>;
+    /// This instance's id, made up on first use and kept.
+    fn instance_id(&mut self) -> Result<String, StoreError>;
 }

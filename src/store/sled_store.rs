@@ -20,6 +20,7 @@ const FORMAT_KEY: &[u8] = b"format";
 const SNAPSHOT_KEY: &[u8] = b"snapshot";
 const LOG_PREFIX: &[u8] = b"log/";
 const OFFSET_PREFIX: &[u8] = b"offset/";
+const INSTANCE_KEY: &[u8] = b"instance";
 
 pub struct SledStore {
     db: Db,
@@ -184,6 +185,16 @@ impl StateStore for SledStore {
     fn flush(&self) -> Result<(), StoreError> {
         self.db.flush()?;
         Ok(())
+    }
+
+    fn instance_id(&mut self) -> Result<String, StoreError> {
+        if let Some(id) = self.db.get(INSTANCE_KEY)? {
+            return Ok(String::from_utf8_lossy(&id).into_owned());
+        }
+        let id = format!("{:016x}", rand::random::<u64>());
+        self.db.insert(INSTANCE_KEY, id.as_bytes())?;
+        self.db.flush()?;
+        Ok(id)
     }
 }
 

@@ -7,7 +7,7 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 
 use super::ServeError;
@@ -34,8 +34,8 @@ pub fn producer(config: &ServeConfig) -> Result<FutureProducer, ServeError> {
         .map_err(|e| ServeError::Kafka("creating the producer", e))
 }
 
-/// Create the service's topics when missing (labels with one partition: its order is the
-/// order in which rounds apply).
+/// Create the service's topics when missing (labels and changelog with one partition: their
+/// order is the order in which changes apply).
 pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     let admin: AdminClient<DefaultClientContext> = client_config(config)
         .create()
@@ -49,6 +49,8 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
         NewTopic::new(&t.predictions, partitions, replication()),
         NewTopic::new(&t.hallucinations, partitions, replication()),
         NewTopic::new(&t.dead_letter, partitions, replication()),
+        // Kept for ever: a replica starting from nothing replays it.
+        NewTopic::new(&t.changelog, 1, replication()).set("retention.ms", "-1"),
     ];
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = admin
@@ -93,6 +95,38 @@ impl Outgoing {
         }
         record
     }
+}
+
+/// Hand a record to the producer now, in call order (the idempotent producer keeps that order
+/// on the broker); waits, polling, while the local queue is full.
+pub fn enqueue(
+    producer: &FutureProducer,
+    outgoing: &Outgoing,
+) -> Result<DeliveryFuture, KafkaError> {
+    loop {
+        match producer.send_result(outgoing.record()) {
+            Ok(future) => return Ok(future),
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                producer.poll(Duration::from_millis(50));
+            }
+            Err((error, _)) => return Err(error),
+        }
+    }
+}
+
+/// Wait for an enqueued record; if it failed, send it again with [`deliver`].
+pub async fn confirm(
+    producer: &FutureProducer,
+    outgoing: &Outgoing,
+    enqueued: Result<DeliveryFuture, KafkaError>,
+) -> Result<(), KafkaError> {
+    if let Ok(future) = enqueued {
+        if let Ok(Ok(_)) = future.await {
+            return Ok(());
+        }
+    }
+    tracing::warn!(topic = %outgoing.topic, "ordered send failed; sending again");
+    deliver(producer, outgoing).await
 }
 
 /// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;

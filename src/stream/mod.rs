@@ -11,6 +11,7 @@
 //! flushed to disk. A crash replays from the committed offset; texts already learned (the state
 //! store knows their offsets) are predicted again but not learned twice.
 
+pub mod changelog;
 pub mod kafka;
 pub mod offsets;
 mod outputs;
@@ -53,7 +54,7 @@ pub enum ServeError {
     },
     #[error("admin port {0}: {1}")]
     Admin(String, std::io::Error),
-    #[error("labels topic {0}: no record arrived within {1} s while catching up to its end")]
+    #[error("topic {0}: no record arrived within {1} s while catching up to its end")]
     LabelsStalled(String, u64),
 }
 

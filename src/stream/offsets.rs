@@ -4,7 +4,7 @@
 //! is always one past the longest prefix of *done* offsets, so a commit never skips a text
 //! whose outputs the broker has not acknowledged.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 #[derive(Debug, Default)]
 struct PartitionAcks {
@@ -18,6 +18,8 @@ struct PartitionAcks {
 #[derive(Debug, Default)]
 pub struct OffsetTracker {
     partitions: HashMap<i32, PartitionAcks>,
+    /// Partitions this consumer owns now.
+    assigned: HashSet<i32>,
 }
 
 impl OffsetTracker {
@@ -91,6 +93,17 @@ impl OffsetTracker {
     /// Forget a revoked partition.
     pub fn forget(&mut self, partition: i32) {
         self.partitions.remove(&partition);
+        self.assigned.remove(&partition);
+    }
+
+    pub fn assign(&mut self, partition: i32) {
+        self.assigned.insert(partition);
+    }
+
+    /// Whether the partition is still ours (texts of a revoked one are finished, but their
+    /// new owner does the learning).
+    pub fn is_assigned(&self, partition: i32) -> bool {
+        self.assigned.contains(&partition)
     }
 }
 

@@ -17,6 +17,7 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use super::changelog::{Change, ChangeRecord, LabelOutcome, CHANGE_VERSION};
 use super::kafka::{self, Outgoing};
 use super::offsets::OffsetTracker;
 use super::outputs::{self, Classification};
@@ -43,6 +44,9 @@ struct TextsContext {
     topic: String,
     tracker: Arc<Mutex<OffsetTracker>>,
     flush: Flush,
+    /// Flushed on revoke, so that this instance's learn records for the partitions it gives
+    /// up are in the changelog before the new owner writes any.
+    producer: FutureProducer,
 }
 
 impl ClientContext for TextsContext {}
@@ -52,6 +56,9 @@ impl ConsumerContext for TextsContext {
         let Rebalance::Revoke(revoked) = rebalance else {
             return;
         };
+        if let Err(error) = self.producer.flush(Duration::from_secs(10)) {
+            tracing::warn!(%error, "producer flush on revoke");
+        }
         let Ok(mut tracker) = self.tracker.lock() else {
             return;
         };
@@ -85,6 +92,11 @@ impl ConsumerContext for TextsContext {
     fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(list) = rebalance {
             let partitions: Vec<i32> = list.elements().iter().map(|e| e.partition()).collect();
+            if let Ok(mut tracker) = self.tracker.lock() {
+                for &partition in &partitions {
+                    tracker.assign(partition);
+                }
+            }
             tracing::info!(?partitions, "partitions assigned");
         }
     }
@@ -144,15 +156,23 @@ struct Service {
     classifier: Classifier,
     producer: FutureProducer,
     labels: StreamConsumer,
+    /// Next labels-topic offset this instance has not forwarded to the changelog.
+    labels_forward_next: i64,
+    /// Next changelog offset to apply.
+    changelog_next: i64,
+    /// This instance's id in changelog records (stable across restarts: kept in the store).
+    instance: String,
+    /// Learn records this instance wrote and has not yet read back from the changelog.
+    pending_learns: usize,
     /// A client of its own for watermark queries: on the labels consumer's connection they
     /// wait behind its fetch long-poll (≈ 500 ms each against nisshi).
     watermarks: BaseConsumer,
-    /// Next labels-topic offset to apply.
+    /// Next labels-topic offset to apply (from the changelog).
     labels_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
     labels_synced_at: i64,
     tracker: Arc<Mutex<OffsetTracker>>,
-    /// Per texts partition: offsets below this were learned already (from the store).
+    /// Per texts partition: offsets below this were learned already (from the changelog).
     learned: HashMap<i32, i64>,
     queues: HashMap<i32, VecDeque<Slot>>,
     summary: ServeSummary,
@@ -171,6 +191,14 @@ fn now_ms() -> i64 {
 
 fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
+}
+
+fn reject_outcome(stage: &str, rejection: &Rejection) -> LabelOutcome {
+    LabelOutcome::Reject {
+        stage: stage.to_string(),
+        reason: rejection.reason.code().to_string(),
+        message: rejection.message.clone(),
+    }
 }
 
 fn engine_rejection(error: &EngineError) -> Rejection {
@@ -220,7 +248,8 @@ pub(super) async fn run(
         &health.llm_optional,
         !config.llm.enabled() || config.llm.on_failure == OnLlmFailure::Graph,
     );
-    let store = SledStore::open(&config.state.dir)?;
+    let mut store = SledStore::open(&config.state.dir)?;
+    let instance = store.instance_id()?;
     let flush = store.flush_handle();
     let saved = store.load()?;
     let engine_config = config.engine.engine_config();
@@ -236,6 +265,11 @@ pub(super) async fn run(
         .get(&(config.topics.labels.clone(), 0))
         .copied()
         .unwrap_or(0);
+    let changelog_next = saved
+        .offsets
+        .get(&(config.topics.changelog.clone(), 0))
+        .copied()
+        .unwrap_or(0);
     let learned: HashMap<i32, i64> = saved
         .offsets
         .iter()
@@ -243,6 +277,8 @@ pub(super) async fn run(
         .map(|((_, partition), offset)| (*partition, *offset))
         .collect();
     tracing::info!(
+        %instance,
+        changelog_next,
         labels = engine.labels().len(),
         nodes = engine.graph().node_count(),
         replayed = saved.log.len(),
@@ -269,21 +305,22 @@ pub(super) async fn run(
         .set("enable.auto.commit", "false")
         .create()
         .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
-    let metadata = labels
-        .fetch_metadata(Some(&config.topics.labels), Duration::from_secs(10))
-        .map_err(|e| ServeError::Kafka("reading labels topic metadata", e))?;
-    let partitions = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == config.topics.labels)
-        .map(|t| t.partitions().len())
-        .unwrap_or(0);
-    if partitions != 1 {
-        return Err(ServeError::Topic(format!(
-            "labels topic {} has {partitions} partitions; it must have exactly 1 (its order is \
-             the order rounds apply in)",
-            config.topics.labels
-        )));
+    for topic in [&config.topics.labels, &config.topics.changelog] {
+        let metadata = labels
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .map_err(|e| ServeError::Kafka("reading topic metadata", e))?;
+        let partitions = metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic.as_str())
+            .map(|t| t.partitions().len())
+            .unwrap_or(0);
+        if partitions != 1 {
+            return Err(ServeError::Topic(format!(
+                "topic {topic} has {partitions} partitions; it must have exactly 1 (its order is \
+                 the order changes apply in)"
+            )));
+        }
     }
     let mut assignment = TopicPartitionList::new();
     let start = if labels_next > 0 {
@@ -298,6 +335,27 @@ pub(super) async fn run(
         .assign(&assignment)
         .map_err(|e| ServeError::Kafka("assigning the labels topic", e))?;
     drop(assignment);
+    let changelog: StreamConsumer = kafka::client_config(&config)
+        .set("group.id", format!("{}-changelog", config.kafka.group_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", "20")
+        .create()
+        .map_err(|e| ServeError::Kafka("creating the changelog consumer", e))?;
+    let mut assignment = TopicPartitionList::new();
+    let start = if changelog_next > 0 {
+        Offset::Offset(changelog_next)
+    } else {
+        Offset::Beginning
+    };
+    assignment
+        .add_partition_offset(&config.topics.changelog, 0, start)
+        .map_err(|e| ServeError::Kafka("assigning the changelog topic", e))?;
+    changelog
+        .assign(&assignment)
+        .map_err(|e| ServeError::Kafka("assigning the changelog topic", e))?;
+    drop(assignment);
 
     let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
     let texts: StreamConsumer<TextsContext> = kafka::client_config(&config)
@@ -309,6 +367,7 @@ pub(super) async fn run(
             topic: config.topics.texts.clone(),
             tracker: tracker.clone(),
             flush,
+            producer: producer.clone(),
         })
         .map_err(|e| ServeError::Kafka("creating the texts consumer", e))?;
 
@@ -321,6 +380,10 @@ pub(super) async fn run(
         classifier,
         producer,
         labels,
+        labels_forward_next: labels_next,
+        changelog_next,
+        instance,
+        pending_learns: 0,
         watermarks,
         labels_next,
         labels_synced_at: 0,
@@ -332,7 +395,7 @@ pub(super) async fn run(
         health,
         lag_measured: None,
     };
-    service.catch_up_labels().await?;
+    service.sync(&changelog).await?;
     service.update_gauges();
     texts
         .subscribe(&[&service.config.topics.texts])
@@ -359,7 +422,9 @@ pub(super) async fn run(
         if draining.is_some() && service.slots() == 0 && deliveries.is_empty() {
             break true;
         }
-        let intake = draining.is_none() && service.slots() < max_in_flight;
+        // Own learn records not yet read back count as in flight: with 1 in flight, each text
+        // is classified against a graph that includes the previous one.
+        let intake = draining.is_none() && service.slots() + service.pending_learns < max_in_flight;
         let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
             () = &mut shutdown, if draining.is_none() => {
@@ -380,11 +445,17 @@ pub(super) async fn run(
                     Err(error) => tracing::error!(%error, "delivery task failed"),
                 }
             }
+            message = changelog.recv() => {
+                match message {
+                    Ok(message) => service.apply_change(message.detach()).await?,
+                    Err(error) => tracing::warn!(%error, "changelog consumer error"),
+                }
+            }
             _ = commit_tick.tick() => {
                 service.commit(&texts, CommitMode::Async, false)?;
                 if draining.is_none() {
-                    if let Err(error) = service.catch_up_labels().await {
-                        tracing::warn!(%error, "labels topic unreachable");
+                    if let Err(error) = service.sync(&changelog).await {
+                        tracing::warn!(%error, "labels or changelog topic unreachable");
                     }
                     service.measure(&texts);
                 }
@@ -393,7 +464,9 @@ pub(super) async fn run(
                 match message {
                     Ok(message) => {
                         let message = message.detach();
-                        service.on_text(message, &mut llm_tasks, &mut deliveries).await?;
+                        service
+                            .on_text(message, &changelog, &mut llm_tasks, &mut deliveries)
+                            .await?;
                     }
                     Err(error) => tracing::warn!(%error, "texts consumer error"),
                 }
@@ -407,6 +480,10 @@ pub(super) async fn run(
         task.abort();
     }
     service.commit(&texts, CommitMode::Sync, true)?;
+    // Apply what this instance (and others) logged, so the saved state is the log's state.
+    if let Err(error) = service.catch_up_changelog(&changelog).await {
+        tracing::warn!(%error, "changelog not read to its end at shutdown");
+    }
     if service.store.log_len() > 0 {
         service.store.snapshot(&service.engine.to_state())?;
     }
@@ -434,107 +511,232 @@ impl Service {
         self.llm.as_ref().map(|_| self.config.llm.model.as_str())
     }
 
-    /// Read the labels topic to its current end, applying every event.
-    async fn catch_up_labels(&mut self) -> Result<(), ServeError> {
+    /// Bring the engine up to date with every label event published so far: apply the
+    /// changelog to its end, forward labels-topic records nobody forwarded yet, and apply the
+    /// changelog to its end again.
+    async fn sync(&mut self, changelog: &StreamConsumer) -> Result<(), ServeError> {
         let started = now_ms();
-        let topic = self.config.topics.labels.clone();
+        self.catch_up_changelog(changelog).await?;
+        if self.forward_labels().await? {
+            self.catch_up_changelog(changelog).await?;
+        }
+        self.labels_synced_at = started;
+        Ok(())
+    }
+
+    fn high_watermark(&self, topic: &str) -> Result<(i64, i64), ServeError> {
         let watermarks = tokio::task::block_in_place(|| {
             self.watermarks
-                .fetch_watermarks(&topic, 0, Duration::from_secs(5))
+                .fetch_watermarks(topic, 0, Duration::from_secs(5))
         });
         Health::set(&self.health.broker_reachable, watermarks.is_ok());
-        let (low, high) =
-            watermarks.map_err(|e| ServeError::Kafka("reading labels topic watermarks", e))?;
-        tracing::debug!(elapsed_ms = now_ms() - started, high, "labels watermarks");
-        let mut next = self.labels_next.max(low);
-        while next < high {
+        watermarks.map_err(|e| ServeError::Kafka("reading watermarks", e))
+    }
+
+    /// Apply changelog records up to the log's current end.
+    async fn catch_up_changelog(&mut self, changelog: &StreamConsumer) -> Result<(), ServeError> {
+        let topic = self.config.topics.changelog.clone();
+        let (low, high) = self.high_watermark(&topic)?;
+        while self.changelog_next.max(low) < high {
+            let message =
+                tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), changelog.recv())
+                    .await
+                    .map_err(|_| ServeError::LabelsStalled(topic.clone(), LABELS_STALL_SECS))?
+                    .map_err(|e| ServeError::Kafka("reading the changelog", e))?
+                    .detach();
+            self.apply_change(message).await?;
+        }
+        Ok(())
+    }
+
+    /// Forward labels-topic records not yet in the changelog. Returns whether any was.
+    async fn forward_labels(&mut self) -> Result<bool, ServeError> {
+        let topic = self.config.topics.labels.clone();
+        let (low, high) = self.high_watermark(&topic)?;
+        let mut forwarded = false;
+        self.labels_forward_next = self.labels_forward_next.max(self.labels_next).max(low);
+        while self.labels_forward_next < high {
             let message =
                 tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), self.labels.recv())
                     .await
                     .map_err(|_| ServeError::LabelsStalled(topic.clone(), LABELS_STALL_SECS))?
                     .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
                     .detach();
-            next = message.offset() + 1;
-            self.apply_label_record(message).await?;
+            self.labels_forward_next = message.offset() + 1;
+            if message.offset() < self.labels_next {
+                continue; // someone forwarded it already
+            }
+            let payload = message.payload().unwrap_or_default().to_vec();
+            let outcome = match decode::label_event(&payload) {
+                Err(rejection) => reject_outcome("decode", &rejection),
+                Ok(event) => match self.label_update(event).await {
+                    Ok(update) => LabelOutcome::Apply(update),
+                    Err(rejection) => reject_outcome("apply", &rejection),
+                },
+            };
+            let record = ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: self.instance.clone(),
+                change: Change::Label {
+                    offset: message.offset(),
+                    key: message.key().map(<[u8]>::to_vec),
+                    payload,
+                    outcome,
+                },
+            };
+            let outgoing = Outgoing {
+                topic: self.config.topics.changelog.clone(),
+                key: message.key().map(<[u8]>::to_vec),
+                payload: record.encode(),
+                headers: Vec::new(),
+            };
+            if let Err(error) = kafka::deliver(&self.producer, &outgoing).await {
+                tracing::error!(%error, offset = message.offset(), "label event too large for the changelog");
+            }
+            forwarded = true;
         }
-        self.labels_synced_at = started;
-        Ok(())
+        Ok(forwarded)
     }
 
-    async fn apply_label_record(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
-        let span = tracing::info_span!(
-            "label_event",
-            offset = message.offset(),
-            round = tracing::field::Empty,
-            event = tracing::field::Empty,
-        );
-        self.metrics.label_events.inc();
-        let result = self
-            .apply_label_record_in(message, &span)
-            .instrument(span.clone())
-            .await;
-        self.update_gauges();
-        result
-    }
-
-    async fn apply_label_record_in(
-        &mut self,
-        message: OwnedMessage,
-        span: &tracing::Span,
-    ) -> Result<(), ServeError> {
-        let position = InputPosition {
-            topic: message.topic().to_string(),
-            partition: message.partition(),
-            offset: message.offset(),
-        };
-        let offsets = Offsets::from([((position.topic.clone(), 0), position.offset + 1)]);
-        self.labels_next = position.offset + 1;
-        self.summary.label_events += 1;
-        let payload = message.payload().unwrap_or_default();
-        let outcome = match decode::label_event(payload) {
-            Err(rejection) => Err(("decode", rejection)),
-            Ok(event) => {
-                match &event {
-                    LabelEvent::Round { round, .. } => {
-                        span.record("event", "round");
-                        span.record("round", round.as_str());
-                    }
-                    LabelEvent::AddExamples { .. } => {
-                        span.record("event", "add_examples");
-                    }
-                    LabelEvent::RetireLabel { .. } => {
-                        span.record("event", "retire_label");
-                    }
-                }
-                self.label_update(event).await.map_err(|r| ("apply", r))
-            }
-        };
-        match outcome {
-            Ok(update) => {
-                let report = self.engine.apply(&update);
-                match report {
-                    Ok(report) => {
-                        self.store.record(Some(&update), &offsets)?;
-                        tracing::info!(
-                            offset = position.offset,
-                            labels_added = report.labels_added,
-                            texts_indexed = report.texts_indexed,
-                            label_version = self.engine.label_version(),
-                            "label event applied"
-                        );
-                    }
-                    Err(error) => {
-                        self.reject_label(&message, &position, "apply", &engine_rejection(&error))
-                            .await;
-                        self.store.record(None, &offsets)?;
-                    }
-                }
-            }
-            Err((stage, rejection)) => {
-                self.reject_label(&message, &position, stage, &rejection)
-                    .await;
+    /// Apply one changelog record (skipping copies of what was applied already) and save it
+    /// with its offset in one batch.
+    async fn apply_change(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
+        let offset = message.offset();
+        if offset < self.changelog_next {
+            return Ok(());
+        }
+        self.changelog_next = offset + 1;
+        let mut offsets = Offsets::from([((self.config.topics.changelog.clone(), 0), offset + 1)]);
+        let record = match ChangeRecord::decode(message.payload().unwrap_or_default()) {
+            Ok(record) => record,
+            Err(error) => {
+                tracing::error!(offset, %error, "unreadable changelog record skipped");
                 self.store.record(None, &offsets)?;
+                return Ok(());
             }
+        };
+        let mine = record.origin == self.instance;
+        match record.change {
+            Change::Learn {
+                partition,
+                offset: text_offset,
+                analysis,
+                label,
+            } => {
+                if mine {
+                    self.pending_learns = self.pending_learns.saturating_sub(1);
+                }
+                let learned = self.learned.get(&partition).copied().unwrap_or(0);
+                if text_offset < learned {
+                    self.summary.relearn_skipped += 1;
+                    self.store.record(None, &offsets)?;
+                    return Ok(());
+                }
+                self.learned.insert(partition, text_offset + 1);
+                offsets.insert(
+                    (self.config.topics.texts.clone(), partition),
+                    text_offset + 1,
+                );
+                let update = Update::Learn { analysis, label };
+                if let Err(error) = self.engine.apply(&update) {
+                    tracing::warn!(%error, "online indexing refused");
+                }
+                self.store.record(Some(&update), &offsets)?;
+            }
+            Change::Label {
+                offset: label_offset,
+                key,
+                payload,
+                outcome,
+            } => {
+                if label_offset < self.labels_next {
+                    self.store.record(None, &offsets)?;
+                    return Ok(());
+                }
+                self.labels_next = label_offset + 1;
+                offsets.insert((self.config.topics.labels.clone(), 0), label_offset + 1);
+                let position = InputPosition {
+                    topic: self.config.topics.labels.clone(),
+                    partition: 0,
+                    offset: label_offset,
+                };
+                let span = tracing::info_span!(
+                    "label_event",
+                    offset = label_offset,
+                    round = tracing::field::Empty,
+                    event = tracing::field::Empty,
+                );
+                let _entered = span.enter();
+                self.metrics.label_events.inc();
+                self.summary.label_events += 1;
+                let rejected = match outcome {
+                    LabelOutcome::Apply(update) => {
+                        match &update {
+                            Update::Round { round, .. } => {
+                                span.record("event", "round");
+                                span.record("round", round.as_str());
+                            }
+                            Update::AddExamples { .. } => {
+                                span.record("event", "add_examples");
+                            }
+                            Update::RetireLabel { .. } => {
+                                span.record("event", "retire_label");
+                            }
+                            Update::Learn { .. } => {}
+                        }
+                        match self.engine.apply(&update) {
+                            Ok(report) => {
+                                self.store.record(Some(&update), &offsets)?;
+                                tracing::info!(
+                                    offset = label_offset,
+                                    labels_added = report.labels_added,
+                                    texts_indexed = report.texts_indexed,
+                                    label_version = self.engine.label_version(),
+                                    "label event applied"
+                                );
+                                None
+                            }
+                            Err(error) => Some(("apply", engine_rejection(&error))),
+                        }
+                    }
+                    LabelOutcome::Reject {
+                        stage,
+                        reason,
+                        message,
+                    } => {
+                        let reason = Reason::ALL
+                            .into_iter()
+                            .find(|r| r.code() == reason)
+                            .unwrap_or(Reason::InvalidEvent);
+                        let stage = if stage == "decode" { "decode" } else { "apply" };
+                        Some((stage, Rejection::new(reason, message)))
+                    }
+                };
+                drop(_entered);
+                if let Some((stage, rejection)) = rejected {
+                    tracing::warn!(offset = label_offset, %rejection, "label event rejected");
+                    self.count_dead_letter(rejection.reason);
+                    // One dead letter per event: from the instance whose forward counted.
+                    if mine {
+                        let record = outputs::dead_letter(
+                            &self.config.topics.dead_letter,
+                            &position,
+                            key,
+                            payload,
+                            stage,
+                            &rejection,
+                        );
+                        if let Err(error) = kafka::deliver(&self.producer, &record).await {
+                            tracing::error!(%error, "dead letter could not be delivered");
+                        }
+                    }
+                    self.store.record(None, &offsets)?;
+                }
+                self.update_gauges();
+            }
+        }
+        if self.store.log_len() >= self.config.state.snapshot_every {
+            self.store.snapshot(&self.engine.to_state())?;
         }
         Ok(())
     }
@@ -568,33 +770,10 @@ impl Service {
         }
     }
 
-    /// Dead-letter a label record and wait for the broker (label events are rare; their
-    /// offsets live in the store, so the record must be out before the offset moves).
-    async fn reject_label(
-        &mut self,
-        message: &OwnedMessage,
-        position: &InputPosition,
-        stage: &'static str,
-        rejection: &Rejection,
-    ) {
-        tracing::warn!(offset = position.offset, %rejection, "label event rejected");
-        self.count_dead_letter(rejection.reason);
-        let record = outputs::dead_letter(
-            &self.config.topics.dead_letter,
-            position,
-            message.key().map(<[u8]>::to_vec),
-            message.payload().unwrap_or_default().to_vec(),
-            stage,
-            rejection,
-        );
-        if let Err(error) = kafka::deliver(&self.producer, &record).await {
-            tracing::error!(%error, "dead letter could not be delivered");
-        }
-    }
-
     async fn on_text(
         &mut self,
         message: OwnedMessage,
+        changelog: &StreamConsumer,
         llm_tasks: &mut FuturesUnordered<LlmTask>,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
@@ -630,7 +809,7 @@ impl Service {
         // Label events published before this text must be applied first.
         let stamped = message.timestamp().to_millis();
         if stamped.is_none_or(|at| at > self.labels_synced_at) {
-            if let Err(error) = self.catch_up_labels().await {
+            if let Err(error) = self.sync(changelog).await {
                 tracing::warn!(%error, "labels topic unreachable; classifying with the labels known");
             }
         }
@@ -780,14 +959,27 @@ impl Service {
             let text_span = slot.span.clone();
             let (records, fallback) = self.finish(slot)?;
             let producer = self.producer.clone();
+            // Changelog records are handed to the producer here, in finishing order (offset
+            // order per partition): the learn dedupe relies on it. The rest may go in any order.
+            let enqueued: Vec<Option<Result<_, _>>> = records
+                .iter()
+                .map(|record| {
+                    (record.topic == self.config.topics.changelog)
+                        .then(|| kafka::enqueue(&self.producer, record))
+                })
+                .collect();
             let produce_span = tracing::info_span!(parent: &text_span, "produce");
             deliveries.push(tokio::spawn(
                 async move {
                     // The text's span ends when its outputs are acknowledged.
                     let _text = text_span;
                     let started = Instant::now();
-                    for record in &records {
-                        if let Err(error) = kafka::deliver(&producer, record).await {
+                    for (record, enqueued) in records.iter().zip(enqueued) {
+                        let sent = match enqueued {
+                            Some(enqueued) => kafka::confirm(&producer, record, enqueued).await,
+                            None => kafka::deliver(&producer, record).await,
+                        };
+                        if let Err(error) = sent {
                             tracing::error!(%error, topic = %record.topic, "output refused by the broker");
                             return Delivered {
                                 partition,
@@ -859,28 +1051,39 @@ impl Service {
 
         let started = Instant::now();
         let index_span = tracing::info_span!(parent: &slot.span, "index").entered();
+        // Online indexing goes through the changelog: this instance applies it when it reads
+        // it back, like every other replica.
+        let mut learn_record = None;
         let learned = self.learned.get(&partition).copied().unwrap_or(0);
-        if offset >= learned {
-            let offsets = Offsets::from([((position.topic.clone(), partition), offset + 1)]);
-            if self.config.engine.online_indexing {
-                let update = Update::Learn {
+        let owned = self
+            .tracker
+            .lock()
+            .map(|t| t.is_assigned(partition))
+            .unwrap_or(false);
+        if offset < learned {
+            // Learned before a restart or rebalance: predict again, do not learn twice.
+            self.summary.relearn_skipped += 1;
+        } else if !owned {
+            // Revoked while in flight: the partition's new owner reads it again and learns it.
+            self.summary.relearn_skipped += 1;
+        } else if self.config.engine.online_indexing {
+            let record = ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: self.instance.clone(),
+                change: Change::Learn {
+                    partition,
+                    offset,
                     analysis: pending.analysis.clone(),
                     label: decision.label.clone(),
-                };
-                if let Err(error) = self.engine.apply(&update) {
-                    tracing::warn!(%error, "online indexing refused");
-                }
-                self.store.record(Some(&update), &offsets)?;
-            } else {
-                self.store.record(None, &offsets)?;
-            }
-            self.learned.insert(partition, offset + 1);
-            if self.store.log_len() >= self.config.state.snapshot_every {
-                self.store.snapshot(&self.engine.to_state())?;
-            }
-        } else {
-            // Already learned before a restart: predict again, do not learn twice.
-            self.summary.relearn_skipped += 1;
+                },
+            };
+            learn_record = Some(Outgoing {
+                topic: self.config.topics.changelog.clone(),
+                key: Some(pending.event.id.as_bytes().to_vec()),
+                payload: record.encode(),
+                headers: Vec::new(),
+            });
+            self.pending_learns += 1;
         }
         drop(index_span);
         let mut latency = pending.latency.clone();
@@ -902,6 +1105,7 @@ impl Service {
         };
         let prediction = outputs::prediction(&self.engine, &classification);
         let mut records = Vec::with_capacity(3);
+        records.extend(learn_record);
         if let Some(report) = outputs::hallucination(&self.engine, &classification) {
             *self
                 .summary

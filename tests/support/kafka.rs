@@ -46,6 +46,7 @@ pub struct Topics {
     pub predictions: String,
     pub hallucinations: String,
     pub dead_letter: String,
+    pub changelog: String,
 }
 
 impl Topics {
@@ -57,6 +58,7 @@ impl Topics {
             predictions: format!("{base}.predictions"),
             hallucinations: format!("{base}.hallucinations"),
             dead_letter: format!("{base}.dlq"),
+            changelog: format!("{base}.changelog"),
         }
     }
 
@@ -67,6 +69,7 @@ impl Topics {
             format!("topics.predictions={}", self.predictions),
             format!("topics.hallucinations={}", self.hallucinations),
             format!("topics.dead_letter={}", self.dead_letter),
+            format!("topics.changelog={}", self.changelog),
             format!("kafka.group_id={}.group", self.texts),
             format!("kafka.brokers={}", brokers()),
             // Tests run side by side: each service takes a free admin port.

@@ -1,0 +1,142 @@
+//! The changelog topic: the one ordered log of every change to the graph, shared by all
+//! replicas.
+//!
+//! Label events (as forwarded from the labels topic, with their LLM-written descriptions) and
+//! online-indexing steps are appended here; every instance — including the one that wrote a
+//! record — changes its engine only by applying this log, in order. Equal logs make equal
+//! graphs, so replicas converge. Records are JSON (an internal format, versioned; not a public
+//! contract like `schemas/`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::update::Update;
+use crate::engine::Analysis;
+
+pub const CHANGE_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangeRecord {
+    pub version: u32,
+    /// The instance that wrote it: it alone dead-letters a label event the log refuses.
+    pub origin: String,
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// A labels-topic record. Several instances may forward the same one; the first in the log
+    /// counts, later copies (offset already applied) are skipped.
+    Label {
+        offset: i64,
+        key: Option<Vec<u8>>,
+        payload: Vec<u8>,
+        outcome: LabelOutcome,
+    },
+    /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read
+    /// after a crash or rebalance may be learned again by someone; only the first counts.
+    Learn {
+        partition: i32,
+        offset: i64,
+        analysis: Analysis,
+        label: String,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LabelOutcome {
+    Apply(Update),
+    /// Refused before it reached the engine (undecodable, or an invalid round).
+    Reject {
+        stage: String,
+        reason: String,
+        message: String,
+    },
+}
+
+impl ChangeRecord {
+    pub fn encode(&self) -> Vec<u8> {
+        // Plain data: serialising cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+        let record: Self = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if record.version != CHANGE_VERSION {
+            return Err(format!(
+                "changelog record version {}; this build reads {CHANGE_VERSION}",
+                record.version
+            ));
+        }
+        Ok(record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{Engine, EngineConfig, NewLabel};
+
+    #[test]
+    fn records_round_trip_and_replay_to_the_same_engine() {
+        let round = Update::Round {
+            round: "r1".into(),
+            labels: vec![NewLabel {
+                id: "a".into(),
+                name: Some("alpha".into()),
+                description: Some("about alpha particles".into()),
+                examples: vec!["alpha decay emits helium nuclei".into()],
+            }],
+        };
+        let mut writer = Engine::new(EngineConfig::default());
+        writer.apply(&round).unwrap();
+        let analysis = writer.analyze("helium nuclei and alpha decay in physics labs");
+        let records = [
+            ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: "i1".into(),
+                change: Change::Label {
+                    offset: 0,
+                    key: Some(b"r1".to_vec()),
+                    payload: b"{}".to_vec(),
+                    outcome: LabelOutcome::Apply(round),
+                },
+            },
+            ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: "i2".into(),
+                change: Change::Learn {
+                    partition: 0,
+                    offset: 7,
+                    analysis,
+                    label: "a".into(),
+                },
+            },
+        ];
+        // Two replicas decode the same bytes and apply them in the same order.
+        let mut replicas = [
+            Engine::new(EngineConfig::default()),
+            Engine::new(EngineConfig::default()),
+        ];
+        for record in &records {
+            let bytes = record.encode();
+            for replica in &mut replicas {
+                let decoded = ChangeRecord::decode(&bytes).unwrap();
+                let update = match decoded.change {
+                    Change::Label {
+                        outcome: LabelOutcome::Apply(update),
+                        ..
+                    } => update,
+                    Change::Learn {
+                        analysis, label, ..
+                    } => Update::Learn { analysis, label },
+                    other => panic!("{other:?}"),
+                };
+                replica.apply(&update).unwrap();
+            }
+        }
+        assert_eq!(replicas[0].digest(), replicas[1].digest());
+        assert!(ChangeRecord::decode(b"{\"version\":2}").is_err());
+    }
+}
