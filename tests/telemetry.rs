@@ -130,9 +130,10 @@ fn metrics_count_what_the_service_did() {
     let body = loop {
         let (status, body) = get(&admin, "/metrics");
         assert_eq!(status, 200);
-        if metric(&body, "gorag_graph_nodes") > 0.0 && metric(&body, "gorag_in_flight") == 0.0
-            || started.elapsed() > Duration::from_secs(10)
-        {
+        let settled = metric(&body, "gorag_graph_nodes") > 0.0
+            && metric(&body, "gorag_in_flight") == 0.0
+            && body.contains("gorag_consumer_lag{partition=");
+        if settled || started.elapsed() > Duration::from_secs(15) {
             break body;
         }
         std::thread::sleep(Duration::from_millis(200));
