@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end throughput and latency of `gorag serve` on the local broker.
 #
-#   scripts/bench-serve.sh instant [texts=5000] [runs=3]   # instant fake LLM (examples/instant_llm.rs)
-#   scripts/bench-serve.sh real    [texts=40]   [runs=1]   # the local Qwen model (scripts/llm.sh)
+#   scripts/bench-serve.sh instant [texts=5000] [runs=3] [instances=1]   # instant fake LLM (examples/instant_llm.rs)
+#   scripts/bench-serve.sh slow    [texts=2000] [runs=3] [instances=1]   # fake LLM answering in 50 ms, 4 calls at once per instance
+#   scripts/bench-serve.sh real    [texts=40]   [runs=1] [instances=1]   # the local Qwen model (scripts/llm.sh)
 #
+# With instances=2, two replicas share the texts (one consumer group, 4 partitions).
 # Each run: a fresh service on topics of its own, round 1 of examples/stream applied, then
 # `texts` synthetic texts published at once (a backlog). Reported per run: texts/s from the
 # first publish to the last prediction received, and the p50/p99 of each prediction's
@@ -15,10 +17,12 @@ cd "$(dirname "$0")/.."
 mode="${1:-instant}"
 texts="${2:-}"
 runs="${3:-}"
+instances="${4:-1}"
 case "$mode" in
   instant) texts="${texts:-5000}"; runs="${runs:-3}"; in_flight=64; llm_concurrency=16 ;;
+  slow) texts="${texts:-2000}"; runs="${runs:-3}"; in_flight=8; llm_concurrency=4 ;;
   real) texts="${texts:-40}"; runs="${runs:-1}"; in_flight=8; llm_concurrency=2 ;;
-  *) echo "usage: $0 instant|real [texts] [runs]" >&2; exit 2 ;;
+  *) echo "usage: $0 instant|slow|real [texts] [runs] [instances]" >&2; exit 2 ;;
 esac
 target="${CARGO_TARGET_DIR:-target}"
 gorag="$target/release/gorag"
@@ -30,8 +34,10 @@ scripts/kafka.sh start
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
-if [ "$mode" = instant ]; then
-  "$target/release/examples/instant_llm" >"$out/instant_llm.url" &
+if [ "$mode" != real ]; then
+  delay_ms=0
+  if [ "$mode" = slow ]; then delay_ms=50; fi
+  "$target/release/examples/instant_llm" "$delay_ms" >"$out/instant_llm.url" &
   pids+=($!)
   for _ in $(seq 1 100); do [ -s "$out/instant_llm.url" ] && break; sleep 0.1; done
   llm_url="$(cat "$out/instant_llm.url")"
@@ -55,33 +61,41 @@ PY
 results=()
 for run in $(seq 1 "$runs"); do
   name="bench-$mode-$(date +%s%N)"
-  rm -rf "$out/state-$run"
-  GORAG_LOG_FORMAT=text "$gorag" serve --set "topics.labels=$name.labels" --set "topics.texts=$name.texts" \
-    --set "topics.predictions=$name.predictions" --set "topics.hallucinations=$name.hallucinations" \
-    --set "topics.dead_letter=$name.dlq" --set "topics.changelog=$name.changelog" \
-    --set "kafka.group_id=$name" \
-    --set "state.dir=$out/state-$run" --set "llm.url=$llm_url" \
-    --set "input.max_in_flight=$in_flight" --set "llm.concurrency=$llm_concurrency" \
-    --set "admin.listen=127.0.0.1:0" \
-    >"$out/serve-$run.log" 2>&1 &
-  serve_pid=$!
-  pids+=("$serve_pid")
-  for _ in $(seq 1 600); do grep -q "serving" "$out/serve-$run.log" && break; sleep 0.1; done
+  serve_pids=()
+  for instance in $(seq 1 "$instances"); do
+    rm -rf "$out/state-$run-$instance"
+    GORAG_LOG_FORMAT=text "$gorag" serve --set "topics.labels=$name.labels" --set "topics.texts=$name.texts" \
+      --set "topics.predictions=$name.predictions" --set "topics.hallucinations=$name.hallucinations" \
+      --set "topics.dead_letter=$name.dlq" --set "topics.changelog=$name.changelog" \
+      --set "kafka.group_id=$name" --set "kafka.partitions=4" \
+      --set "state.dir=$out/state-$run-$instance" --set "llm.url=$llm_url" \
+      --set "input.max_in_flight=$in_flight" --set "llm.concurrency=$llm_concurrency" \
+      --set "admin.listen=127.0.0.1:0" \
+      >"$out/serve-$run-$instance.log" 2>&1 &
+    serve_pids+=($!)
+    pids+=($!)
+    for _ in $(seq 1 600); do grep -q "serving" "$out/serve-$run-$instance.log" && break; sleep 0.1; done
+  done
+  # every replica has its partitions before the clock starts
+  for instance in $(seq 1 "$instances"); do
+    for _ in $(seq 1 600); do grep -q "partitions assigned" "$out/serve-$run-$instance.log" && break; sleep 0.1; done
+  done
+  sleep 1
   "$gorag" publish --topic "$name.labels" examples/stream/round-1.jsonl 2>/dev/null
-  for _ in $(seq 1 600); do grep -q "label event applied" "$out/serve-$run.log" && break; sleep 0.1; done
+  for _ in $(seq 1 600); do grep -q "label event applied" "$out/serve-$run-1.log" && break; sleep 0.1; done
   start=$(date +%s.%N)
   "$gorag" publish --topic "$name.texts" "$out/texts.jsonl" 2>/dev/null
   "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
     >"$out/predictions-$run.jsonl"
   end=$(date +%s.%N)
-  kill -TERM "$serve_pid"
-  wait "$serve_pid" || true
-  result=$(python3 - "$out/predictions-$run.jsonl" "$start" "$end" "$texts" <<'PY'
+  for pid in "${serve_pids[@]}"; do kill -TERM "$pid"; done
+  for pid in "${serve_pids[@]}"; do wait "$pid" || true; done
+  result=$(python3 - "$out/predictions-$run.jsonl" "$start" "$end" "$texts" "$instances" <<'PY'
 import json, statistics, sys
 path, start, end, n = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 lat = sorted(json.loads(l)["latency"]["total_ms"] for l in open(path) if l.strip())
 def pct(p): return lat[min(len(lat) - 1, int(p * len(lat)))]
-print(json.dumps({"texts": n, "received": len(lat), "seconds": round(end - start, 3),
+print(json.dumps({"instances": int(sys.argv[5]), "texts": n, "received": len(lat), "seconds": round(end - start, 3),
                   "texts_per_s": round(n / (end - start), 1),
                   "latency_ms_p50": round(pct(0.50), 2), "latency_ms_p99": round(pct(0.99), 2)}))
 PY
@@ -98,4 +112,4 @@ json.dump({"mode": mode, "runs": runs, "median_run": median}, open(path, "w"), i
 m = median
 print("%s: median of %d run(s): %s texts/s, latency p50 %s ms, p99 %s ms (%d texts) -> %s"
       % (mode, len(runs), m["texts_per_s"], m["latency_ms_p50"], m["latency_ms_p99"], m["texts"], path))
-' "$mode" "$out/$mode.json"
+' "$mode" "$out/$mode-x$instances.json"

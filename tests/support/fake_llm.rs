@@ -26,6 +26,8 @@ pub enum Reply {
     /// Answer a classification prompt with its first class (an instant, agreeable model for
     /// throughput runs); any other prompt gets a short sentence.
     FirstCandidate,
+    /// The same after a fixed delay: an LLM endpoint with a known latency.
+    FirstCandidateAfter(Duration),
 }
 
 /// The first class listed by a classification prompt inside a chat request body.
@@ -142,6 +144,10 @@ async fn serve(
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),
             Reply::FirstCandidate => (200, String::new(), completion(&first)),
+            Reply::FirstCandidateAfter(delay) => {
+                tokio::time::sleep(delay).await;
+                (200, String::new(), completion(&first))
+            }
             Reply::Malformed => (200, String::new(), "{not json".to_string()),
             Reply::Status(code, retry_after) => (
                 code,
