@@ -28,7 +28,35 @@ pub enum Reply {
     FirstCandidate,
     /// The same after a fixed delay: an LLM endpoint with a known latency.
     FirstCandidateAfter(Duration),
+    /// A misbehaving endpoint, the same way every run: request n gets `CHAOS[n % 20]`, mostly
+    /// good answers with bursts of 429 (retry-after 1 s), 500s, hangs, malformed JSON, empty
+    /// answers and answers naming no label.
+    Chaos,
 }
+
+/// The chaos schedule (see [`Reply::Chaos`]): 12 good answers, 8 faults, per 20 requests.
+const CHAOS: [&str; 20] = [
+    "ok",
+    "ok",
+    "429",
+    "429",
+    "ok",
+    "500",
+    "ok",
+    "hang",
+    "ok",
+    "ok",
+    "malformed",
+    "ok",
+    "empty",
+    "ok",
+    "nonsense",
+    "ok",
+    "429",
+    "ok",
+    "500",
+    "ok",
+];
 
 /// The first class listed by a classification prompt inside a chat request body.
 fn first_candidate(body: &str) -> String {
@@ -46,6 +74,7 @@ fn first_candidate(body: &str) -> String {
 
 pub struct FakeLlm {
     pub url: String,
+    served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<String>>>,
 }
@@ -59,15 +88,17 @@ impl FakeLlm {
         let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
-        let (s, r) = (script.clone(), requests.clone());
+        let served = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
+        let (s, r, c) = (script.clone(), requests.clone(), served.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (s, r, d) = (s.clone(), r.clone(), default.clone());
-                tokio::spawn(async move { serve(stream, s, r, d).await });
+                let (s, r, c, d) = (s.clone(), r.clone(), c.clone(), default.clone());
+                tokio::spawn(async move { serve(stream, s, r, c, d).await });
             }
         });
         Self {
             url,
+            served,
             script,
             requests,
         }
@@ -75,6 +106,11 @@ impl FakeLlm {
 
     pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
         self.script.lock().expect("lock").extend(replies);
+    }
+
+    /// How many replies of each kind were served (chaos mode counts its faults here).
+    pub fn served(&self) -> std::collections::BTreeMap<String, u64> {
+        self.served.lock().expect("lock").clone()
     }
 
     /// Bodies of the requests received so far.
@@ -129,21 +165,49 @@ async fn serve(
     mut stream: TcpStream,
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<String>>>,
+    served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
     default: Reply,
 ) {
     // Keep-alive: answer requests on this connection until the client closes it.
     while let Some(body) = read_request(&mut stream).await {
         let first = first_candidate(&body);
-        requests.lock().expect("lock").push(body);
-        let reply = script
+        let n = {
+            let mut requests = requests.lock().expect("lock");
+            // Long runs keep only a count, not every body.
+            if requests.len() < 10_000 {
+                requests.push(body);
+            }
+            served.lock().expect("lock").values().sum::<u64>()
+        };
+        let mut reply = script
             .lock()
             .expect("lock")
             .pop_front()
             .unwrap_or(default.clone());
+        let kind = match &reply {
+            Reply::Chaos => CHAOS[(n % CHAOS.len() as u64) as usize],
+            _ => "scripted",
+        };
+        *served
+            .lock()
+            .expect("lock")
+            .entry(kind.to_string())
+            .or_default() += 1;
+        if matches!(reply, Reply::Chaos) {
+            reply = match kind {
+                "429" => Reply::Status(429, Some(1)),
+                "500" => Reply::Status(500, None),
+                "hang" => Reply::Hang,
+                "malformed" => Reply::Malformed,
+                "empty" => Reply::Empty,
+                "nonsense" => Reply::Answer("the moon landing".into()),
+                _ => Reply::FirstCandidate,
+            };
+        }
         let (status, extra, body) = match reply {
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),
-            Reply::FirstCandidate => (200, String::new(), completion(&first)),
+            Reply::FirstCandidate | Reply::Chaos => (200, String::new(), completion(&first)),
             Reply::FirstCandidateAfter(delay) => {
                 tokio::time::sleep(delay).await;
                 (200, String::new(), completion(&first))

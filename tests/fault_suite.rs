@@ -1,0 +1,370 @@
+//! The fault suite (run by `scripts/fault-suite.sh`, not by `cargo test`: it takes minutes).
+//!
+//! Two replicas share a sustained stream on the real broker while: an LLM endpoint misbehaves on
+//! a fixed schedule (429 bursts with retry-after, 500s, hangs past the timeout, malformed JSON,
+//! empty answers, answers naming no label); replicas are killed with SIGKILL at seeded random
+//! moments and restarted; bad records of every kind are mixed into the texts and labels; a new
+//! round arrives mid-stream. At the end: every good text has a prediction, every bad record has a
+//! dead letter with its reason, nothing is lost, both replicas (and a fresh one) hold the same
+//! graph, and memory stayed flat. The summary is printed and written to
+//! `out/fault-suite/summary.json`.
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use support::fake_llm::{FakeLlm, Reply};
+use support::kafka::{predicted_ids, publish, publish_json, read_until, state_of, Service, Topics};
+
+fn example(name: &str) -> Vec<String> {
+    let path = format!("{}/examples/stream/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
+
+const WORDS: [&str; 30] = [
+    "parcel",
+    "tracking",
+    "courier",
+    "delivery",
+    "address",
+    "box",
+    "invoice",
+    "charged",
+    "card",
+    "refund",
+    "payment",
+    "bill",
+    "password",
+    "login",
+    "account",
+    "locked",
+    "email",
+    "reset",
+    "warehouse",
+    "late",
+    "duplicate",
+    "code",
+    "damaged",
+    "order",
+    "motor",
+    "battery",
+    "screen",
+    "blender",
+    "dark",
+    "mode",
+];
+
+/// (key, bytes, expected reason) of the bad-input corpus; None key means none.
+fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
+    let k = |name: &str| Some(format!("bad-{round}-{name}"));
+    vec![
+        (
+            k("utf8"),
+            b"{\"id\":\"x\",\"text\":\"\xff\xfe\"}".to_vec(),
+            "invalid_utf8",
+        ),
+        (k("json"), b"{\"id\":".to_vec(), "malformed_json"),
+        (
+            k("deep"),
+            format!("{}{}", "[".repeat(50_000), "]".repeat(50_000)).into_bytes(),
+            "malformed_json",
+        ),
+        (
+            k("types"),
+            br#"{"id":"t","text":["a"]}"#.to_vec(),
+            "invalid_event",
+        ),
+        (
+            k("field"),
+            br#"{"id":"t","text":"a","colour":"red"}"#.to_vec(),
+            "invalid_event",
+        ),
+        (k("noid"), br#"{"text":"a"}"#.to_vec(), "invalid_event"),
+        (
+            k("empty"),
+            br#"{"id":"t","text":" \n\t "}"#.to_vec(),
+            "empty_text",
+        ),
+        (
+            k("big"),
+            serde_json::json!({"id": "t", "text": "parcel ".repeat(40_000)})
+                .to_string()
+                .into_bytes(),
+            "oversized_text",
+        ),
+        (
+            k("version"),
+            br#"{"id":"t","text":"a","version":9}"#.to_vec(),
+            "unsupported_version",
+        ),
+        (k("scalar"), b"42".to_vec(), "invalid_event"),
+    ]
+}
+
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes long: run by scripts/fault-suite.sh"]
+async fn fault_suite() {
+    let texts_total: usize = std::env::var("FAULT_SUITE_TEXTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let kills_total: usize = std::env::var("FAULT_SUITE_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(6);
+    let started = Instant::now();
+    let llm = FakeLlm::start(Reply::Chaos).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("faults");
+    let sets_for = |state: &str| {
+        let mut sets = topics.sets();
+        sets.extend([
+            format!("state.dir={}", dir.path().join(state).display()),
+            format!("llm.url={}", llm.url),
+            "llm.model=fake-model".into(),
+            "llm.timeout_secs=1".into(),
+            "llm.retries=2".into(),
+            "llm.concurrency=4".into(),
+            "llm.describe_labels=false".into(),
+            "input.max_in_flight=8".into(),
+            "input.max_text_bytes=100000".into(),
+            "kafka.partitions=4".into(),
+            "kafka.commit_interval_ms=200".into(),
+        ]);
+        sets
+    };
+    let names = ["state-a", "state-b"];
+    let mut replicas: Vec<Service> = names
+        .iter()
+        .map(|name| Service::start(dir.path(), &sets_for(name)))
+        .collect();
+    for replica in &mut replicas {
+        tokio::task::block_in_place(|| replica.wait_ready());
+    }
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    let bad_labels = [
+        (
+            r#"{"type":"merge_labels","labels":["a","b"]}"#,
+            "unknown_event_type",
+        ),
+        (
+            r#"{"type":"round","round":"dup","labels":[{"id":"billing"}]}"#,
+            "duplicate_label",
+        ),
+        (
+            r#"{"type":"add_examples","label":"ghost","examples":["x"]}"#,
+            "unknown_label",
+        ),
+        (
+            r#"{"type":"round","round":"","labels":[{"id":"z"}]}"#,
+            "invalid_round",
+        ),
+        (
+            r#"{"type":"round","round":"twice","labels":[{"id":"q"},{"id":"q"}]}"#,
+            "duplicate_label",
+        ),
+    ];
+    let labels: Vec<String> = bad_labels.iter().map(|(l, _)| l.to_string()).collect();
+    publish_json(&topics.labels, &labels).await;
+
+    // The stream: batches of 50 texts every 100 ms, a bad-input batch every 10th, round 2 halfway.
+    let mut rng = Lcg(0x5eed);
+    let mut expected_bad: BTreeMap<String, &'static str> = BTreeMap::new();
+    let mut good_ids = HashSet::new();
+    let mut kills = 0;
+    let mut next_kill = Instant::now() + Duration::from_millis(1500 + rng.next() % 1500);
+    let mut rss_samples: Vec<(String, u64)> = Vec::new();
+    let mut sent = 0;
+    let mut batch_no = 0;
+    while sent < texts_total || kills < kills_total {
+        if sent < texts_total {
+            let batch: Vec<String> = (0..50.min(texts_total - sent))
+                .map(|i| {
+                    let id = format!("f{:05}", sent + i);
+                    let text: Vec<&str> = (0..12)
+                        .map(|_| WORDS[rng.next() as usize % WORDS.len()])
+                        .collect();
+                    good_ids.insert(id.clone());
+                    serde_json::json!({"id": id, "text": text.join(" ")}).to_string()
+                })
+                .collect();
+            sent += batch.len();
+            publish_json(&topics.texts, &batch).await;
+            batch_no += 1;
+            if batch_no % 10 == 0 {
+                let corpus = bad_corpus(batch_no);
+                let records: Vec<(Option<&str>, Vec<u8>)> = corpus
+                    .iter()
+                    .map(|(k, v, _)| (k.as_deref(), v.clone()))
+                    .collect();
+                publish(&topics.texts, &records).await;
+                for (key, _, reason) in corpus {
+                    expected_bad.insert(key.unwrap_or_default(), reason);
+                }
+            }
+            if sent >= texts_total / 2 && sent - 50 < texts_total / 2 {
+                publish_json(&topics.labels, &example("round-2.jsonl")).await;
+            }
+        }
+        if Instant::now() >= next_kill && kills < kills_total {
+            let victim = (rng.next() % 2) as usize;
+            if let Some(rss) = rss_kib(replicas[victim].pid()) {
+                rss_samples.push((format!("{} before kill {}", names[victim], kills + 1), rss));
+            }
+            let replica = replicas.remove(victim);
+            replica.kill();
+            kills += 1;
+            tokio::time::sleep(Duration::from_millis(300 + rng.next() % 700)).await;
+            let mut fresh = Service::start(dir.path(), &sets_for(names[victim]));
+            tokio::task::block_in_place(|| fresh.wait_ready());
+            replicas.insert(victim, fresh);
+            next_kill = Instant::now() + Duration::from_millis(1500 + rng.next() % 2500);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let wait = Duration::from_secs(300);
+    let predictions = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, wait, |r| {
+            predicted_ids(r).len() >= good_ids.len()
+        })
+    });
+    let predicted = predicted_ids(&predictions);
+    let lost: Vec<&String> = good_ids
+        .iter()
+        .filter(|id| !predicted.contains(*id))
+        .collect();
+    let bad_total = expected_bad.len() + bad_labels.len();
+    let dead = tokio::task::block_in_place(|| {
+        read_until(&topics.dead_letter, wait, |r| {
+            let keys: HashSet<_> = r.iter().filter_map(|r| r.key.clone()).collect();
+            expected_bad.keys().all(|k| keys.contains(k))
+                && r.iter()
+                    .filter(|r| r.headers["__connect.errors.topic"] == topics.labels)
+                    .count()
+                    >= bad_labels.len()
+        })
+    });
+    let mut wrong_reason = Vec::new();
+    let mut bad_lost = Vec::new();
+    for (key, reason) in &expected_bad {
+        match dead.iter().find(|r| r.key.as_deref() == Some(key.as_str())) {
+            Some(record) if record.headers["gorag.reason"] == *reason => {}
+            Some(record) => {
+                wrong_reason.push((key.clone(), record.headers["gorag.reason"].clone()))
+            }
+            None => bad_lost.push(key.clone()),
+        }
+    }
+    let label_reasons: Vec<String> = dead
+        .iter()
+        .filter(|r| r.headers["__connect.errors.topic"] == topics.labels)
+        .map(|r| r.headers["gorag.reason"].clone())
+        .collect();
+    for replica in &replicas {
+        if let Some(rss) = rss_kib(replica.pid()) {
+            rss_samples.push(("at the end".to_string(), rss));
+        }
+    }
+    let mut logs = Vec::new();
+    for replica in replicas {
+        logs.push(tokio::task::block_in_place(|| replica.stop()));
+    }
+    let digests: Vec<String> = names
+        .iter()
+        .map(|name| state_of(&dir.path().join(name))["digest"].to_string())
+        .collect();
+    let mut fresh = Service::start(dir.path(), &sets_for("state-fresh"));
+    tokio::task::block_in_place(|| fresh.wait_ready());
+    tokio::task::block_in_place(|| fresh.stop());
+    let fresh_digest = state_of(&dir.path().join("state-fresh"))["digest"].to_string();
+    let llm_faults: u64 = llm
+        .served()
+        .iter()
+        .filter(|(kind, _)| *kind != "ok")
+        .map(|(_, n)| n)
+        .sum();
+
+    let summary = serde_json::json!({
+        "seconds": started.elapsed().as_secs_f64().round(),
+        "texts_sent": good_ids.len(),
+        "predictions_received": predictions.len(),
+        "texts_predicted": predicted.len(),
+        "lost": lost.len(),
+        "bad_records_sent": bad_total,
+        "dead_letters_received": dead.len(),
+        "bad_records_lost": bad_lost.len(),
+        "wrong_reasons": wrong_reason.len(),
+        "kills": kills,
+        "llm_replies": llm.served(),
+        "llm_faults_injected": llm_faults,
+        "replica_digests": digests,
+        "fresh_replica_digest": fresh_digest,
+        "rss_kib": rss_samples,
+    });
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("out/fault-suite");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(
+        out.join("summary.json"),
+        serde_json::to_string_pretty(&summary).unwrap(),
+    );
+    println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+
+    assert!(
+        lost.is_empty(),
+        "lost {} texts, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    assert!(
+        bad_lost.is_empty(),
+        "bad records without a dead letter: {bad_lost:?}"
+    );
+    assert!(wrong_reason.is_empty(), "wrong reasons: {wrong_reason:?}");
+    let mut expected_labels: Vec<&str> = bad_labels.iter().map(|(_, r)| *r).collect();
+    let mut got_labels: Vec<&str> = label_reasons.iter().map(String::as_str).collect();
+    expected_labels.sort_unstable();
+    got_labels.sort_unstable();
+    got_labels.dedup();
+    expected_labels.dedup();
+    assert_eq!(got_labels, expected_labels, "label dead letters");
+    assert_eq!(digests[0], digests[1], "replicas diverged");
+    assert_eq!(
+        digests[0], fresh_digest,
+        "a fresh replica did not rebuild the graph"
+    );
+    assert_eq!(kills, kills_total);
+    assert!(llm_faults > 0);
+    for log in &logs {
+        assert!(log.contains("\"drained\":true"), "{log}");
+    }
+}
