@@ -52,6 +52,16 @@ pub enum ServeError {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "changelog topic {topic} ends at offset {end}, but this instance has applied it up to \
+         {applied}: the broker lost data (a restarted memory-storage broker?) or the topic was \
+         recreated. Delete state.dir to rebuild from what the log holds."
+    )]
+    ChangelogBehind {
+        topic: String,
+        end: i64,
+        applied: i64,
+    },
     #[error("admin port {0}: {1}")]
     Admin(String, std::io::Error),
     #[error("topic {0}: no record arrived within {1} s while catching up to its end")]

@@ -479,10 +479,20 @@ pub(super) async fn run(
     for task in deliveries.iter() {
         task.abort();
     }
-    service.commit(&texts, CommitMode::Sync, true)?;
-    // Apply what this instance (and others) logged, so the saved state is the log's state.
-    if let Err(error) = service.catch_up_changelog(&changelog).await {
-        tracing::warn!(%error, "changelog not read to its end at shutdown");
+    // A synchronous commit waits for the group coordinator without a deadline: only with a
+    // reachable broker. Otherwise the offsets stay uncommitted (re-read later: duplicates).
+    let reachable = service
+        .health
+        .broker_reachable
+        .load(std::sync::atomic::Ordering::Relaxed);
+    if reachable {
+        service.commit(&texts, CommitMode::Sync, true)?;
+        // Apply what this instance (and others) logged, so the saved state is the log's state.
+        if let Err(error) = service.catch_up_changelog(&changelog).await {
+            tracing::warn!(%error, "changelog not read to its end at shutdown");
+        }
+    } else {
+        tracing::warn!("broker unreachable at shutdown: offsets not committed");
     }
     if service.store.log_len() > 0 {
         service.store.snapshot(&service.engine.to_state())?;
@@ -537,6 +547,15 @@ impl Service {
     async fn catch_up_changelog(&mut self, changelog: &StreamConsumer) -> Result<(), ServeError> {
         let topic = self.config.topics.changelog.clone();
         let (low, high) = self.high_watermark(&topic)?;
+        let consistent = high >= self.changelog_next;
+        Health::set(&self.health.changelog_consistent, consistent);
+        if !consistent {
+            return Err(ServeError::ChangelogBehind {
+                topic,
+                end: high,
+                applied: self.changelog_next,
+            });
+        }
         while self.changelog_next.max(low) < high {
             let message =
                 tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), changelog.recv())

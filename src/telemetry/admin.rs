@@ -21,6 +21,9 @@ pub struct Health {
     pub state_loaded: AtomicBool,
     pub broker_reachable: AtomicBool,
     pub llm_reachable: AtomicBool,
+    /// False when the changelog ends before what this instance already applied (the broker lost
+    /// data): learning from it could silently skip changes.
+    pub changelog_consistent: AtomicBool,
     /// With `llm.on_failure = "graph"` an unreachable LLM does not make the service unready.
     pub llm_optional: AtomicBool,
 }
@@ -31,6 +34,7 @@ impl Default for Health {
             state_loaded: AtomicBool::new(false),
             broker_reachable: AtomicBool::new(false),
             llm_reachable: AtomicBool::new(true),
+            changelog_consistent: AtomicBool::new(true),
             llm_optional: AtomicBool::new(true),
         }
     }
@@ -43,6 +47,7 @@ struct Readiness {
     broker_reachable: bool,
     llm_reachable: bool,
     llm_optional: bool,
+    changelog_consistent: bool,
 }
 
 impl Health {
@@ -54,8 +59,10 @@ impl Health {
             get(&self.llm_reachable),
             get(&self.llm_optional),
         );
+        let consistent = get(&self.changelog_consistent);
         Readiness {
-            ready: state && broker && (llm || optional),
+            ready: state && broker && consistent && (llm || optional),
+            changelog_consistent: consistent,
             state_loaded: state,
             broker_reachable: broker,
             llm_reachable: llm,
