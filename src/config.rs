@@ -214,6 +214,9 @@ pub struct StateSection {
     pub dir: PathBuf,
     /// Write a full snapshot after this many logged updates (and on shutdown).
     pub snapshot_every: u64,
+    /// …but not more often than this: a snapshot costs O(state), and the state grows with
+    /// every new keyword, while replaying a minute of updates on restart is cheap.
+    pub snapshot_min_interval_secs: f64,
     /// On SIGTERM/SIGINT, how long in-flight texts may take to finish.
     pub drain_timeout_secs: f64,
 }
@@ -223,6 +226,7 @@ impl Default for StateSection {
         Self {
             dir: PathBuf::from("gorag-state"),
             snapshot_every: 1000,
+            snapshot_min_interval_secs: 60.0,
             drain_timeout_secs: 30.0,
         }
     }
@@ -419,6 +423,11 @@ impl ServeConfig {
         }
         if self.state.snapshot_every == 0 {
             errors.push("state.snapshot_every: must be at least 1".into());
+        }
+        if !(self.state.snapshot_min_interval_secs.is_finite()
+            && self.state.snapshot_min_interval_secs >= 0.0)
+        {
+            errors.push("state.snapshot_min_interval_secs: must be a number ≥ 0".into());
         }
         if self.admin.listen.parse::<std::net::SocketAddr>().is_err() {
             errors.push(format!(

@@ -311,6 +311,7 @@ fn a_killed_service_restarts_without_losing_a_text_or_learning_twice() {
         sets.push("input.max_in_flight=1".into());
         sets.push("kafka.partitions=1".into());
         sets.push("state.snapshot_every=400".into());
+        sets.push("state.snapshot_min_interval_secs=0".into());
         let mut service = Service::start(dir.path(), &sets);
         service.wait_ready();
         rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));

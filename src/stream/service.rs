@@ -180,6 +180,7 @@ struct Service {
     health: Arc<Health>,
     /// When consumer lag was last measured.
     lag_measured: Option<Instant>,
+    last_snapshot: Instant,
 }
 
 fn now_ms() -> i64 {
@@ -394,6 +395,7 @@ pub(super) async fn run(
         metrics,
         health,
         lag_measured: None,
+        last_snapshot: Instant::now(),
     };
     service.sync(&changelog).await?;
     service.update_gauges();
@@ -754,7 +756,11 @@ impl Service {
                 self.update_gauges();
             }
         }
-        if self.store.log_len() >= self.config.state.snapshot_every {
+        let interval = Duration::from_secs_f64(self.config.state.snapshot_min_interval_secs);
+        if self.store.log_len() >= self.config.state.snapshot_every
+            && self.last_snapshot.elapsed() >= interval
+        {
+            self.last_snapshot = Instant::now();
             self.store.snapshot(&self.engine.to_state())?;
         }
         Ok(())
