@@ -29,7 +29,7 @@ gorag="$target/release/gorag"
 out="out/bench-serve"
 mkdir -p "$out"
 
-cargo build --release --locked --bin gorag --example instant_llm
+cargo build --release --locked --bin gorag --example instant_llm --example bare_engine
 scripts/kafka.sh start
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
@@ -103,13 +103,19 @@ PY
   echo "run $run: $result"
   results+=("$result")
 done
-printf '%s\n' "${results[@]}" | python3 -c '
+bare=$("$target/release/examples/bare_engine" "$out/texts.jsonl")
+echo "bare engine, same texts, one thread: $bare"
+printf '%s\n' "${results[@]}" | BARE="$bare" python3 -c '
 import json, sys
 mode, path = sys.argv[1], sys.argv[2]
 runs = [json.loads(l) for l in sys.stdin if l.strip()]
 median = sorted(runs, key=lambda r: r["texts_per_s"])[len(runs) // 2]
-json.dump({"mode": mode, "runs": runs, "median_run": median}, open(path, "w"), indent=2)
+import os
+bare = json.loads(os.environ["BARE"])
+json.dump({"mode": mode, "runs": runs, "median_run": median, "bare_engine": bare}, open(path, "w"), indent=2)
 m = median
 print("%s: median of %d run(s): %s texts/s, latency p50 %s ms, p99 %s ms (%d texts) -> %s"
       % (mode, len(runs), m["texts_per_s"], m["latency_ms_p50"], m["latency_ms_p99"], m["texts"], path))
+print("bare engine %.1f texts/s; service / bare engine = %.2f"
+      % (bare["texts_per_s"], m["texts_per_s"] / bare["texts_per_s"]))
 ' "$mode" "$out/$mode-x$instances.json"

@@ -1,0 +1,46 @@
+//! The engine alone on the texts of a `scripts/bench-serve.sh` run: round 1 of examples/stream,
+//! then keywords → retrieval → (instant LLM: first candidate) → online indexing for every text,
+//! in one thread, no Kafka. Prints texts/s, to compare with the service's end-to-end figure.
+//!
+//!     cargo run --release --example bare_engine -- out/bench-serve/texts.jsonl
+
+use std::time::Instant;
+
+use gorag::engine::{Engine, EngineConfig, NewLabel};
+use gorag::events::{decode, LabelEvent};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: bare_engine <texts.jsonl>")?;
+    let round = std::fs::read_to_string("examples/stream/round-1.jsonl")?;
+    let mut engine = Engine::new(EngineConfig::default());
+    for line in round.lines().filter(|l| !l.trim().is_empty()) {
+        if let LabelEvent::Round { labels, .. } = decode::label_event(line.as_bytes())? {
+            let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+            engine.apply_round(&labels)?;
+        }
+    }
+    let texts: Vec<String> = std::fs::read_to_string(&path)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| decode::text_event(l.as_bytes(), 100_000).map(|e| e.text))
+        .collect::<Result<_, _>>()?;
+    let started = Instant::now();
+    for text in &texts {
+        let analysis = engine.analyze(text);
+        let retrieval = engine.retrieve(&analysis)?;
+        let answer = retrieval.candidates.first().cloned();
+        let decision = engine.decide(&retrieval, answer.as_deref());
+        engine.learn(&analysis, &decision.label);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    println!(
+        "{{\"texts\": {}, \"seconds\": {:.3}, \"texts_per_s\": {:.1}, \"graph_nodes\": {}}}",
+        texts.len(),
+        seconds,
+        texts.len() as f64 / seconds,
+        engine.graph().node_count()
+    );
+    Ok(())
+}
