@@ -86,6 +86,24 @@ pub fn all_edges<N, E, Ix: IndexType>(
     move |node, out| out.extend(graph.edges(node).map(|e| e.id()))
 }
 
+/// What the search knows of one node.
+#[derive(Clone, Copy)]
+struct Mark<Ix: IndexType> {
+    distance: f64,
+    region: u32,
+    via: Option<EdgeIndex<Ix>>,
+    settled: bool,
+}
+
+impl<Ix: IndexType> Mark<Ix> {
+    const UNREACHED: Self = Self {
+        distance: f64::INFINITY,
+        region: NO_REGION,
+        via: None,
+        settled: false,
+    };
+}
+
 /// Approximate minimum Steiner tree spanning `terminals`; `cost` gives each edge's
 /// non-negative cost. `expand(node, out)` pushes the edges the search may follow from `node`:
 /// [`all_edges`] for the plain algorithm; a caller that knows some non-terminal nodes can lie on
@@ -124,15 +142,20 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
         _ => {}
     }
 
-    let bound = graph.node_count();
-    let mut distance = vec![f64::INFINITY; bound];
-    let mut region = vec![NO_REGION; bound];
-    let mut via: Vec<Option<EdgeIndex<Ix>>> = vec![None; bound];
-    let mut settled = vec![false; bound];
+    // Sparse per-node marks: the search stops early and touches a small part of a large graph,
+    // so dense arrays of the graph's size would cost more to clear than the search itself.
+    let mut marks: HashMap<usize, Mark<Ix>> = HashMap::new();
     let mut frontier: BinaryHeap<Reverse<(Cost, usize)>> = BinaryHeap::new();
     for (i, t) in unique.iter().enumerate() {
-        distance[t.index()] = 0.0;
-        region[t.index()] = i as u32;
+        marks.insert(
+            t.index(),
+            Mark {
+                distance: 0.0,
+                region: i as u32,
+                via: None,
+                settled: false,
+            },
+        );
         frontier.push(Reverse((Cost(0.0), t.index())));
     }
 
@@ -144,7 +167,7 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
 
     let mut accept_up_to = |limit: f64,
                             boundary: &mut BinaryHeap<Reverse<(Cost, usize)>>,
-                            region: &[u32],
+                            marks: &HashMap<usize, Mark<Ix>>,
                             components: &mut usize,
                             chosen: &mut Vec<EdgeIndex<Ix>>| {
         while *components > 1 {
@@ -159,7 +182,8 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
             let Some((u, v)) = graph.edge_endpoints(edge) else {
                 continue;
             };
-            let (ru, rv) = (region[u.index()] as usize, region[v.index()] as usize);
+            let region = |n: usize| marks.get(&n).map_or(NO_REGION, |m| m.region) as usize;
+            let (ru, rv) = (region(u.index()), region(v.index()));
             if regions.union(ru, rv) {
                 *components -= 1;
                 chosen.push(edge);
@@ -169,10 +193,14 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
 
     let mut next_edges: Vec<EdgeIndex<Ix>> = Vec::new();
     while let Some(Reverse((Cost(d), u))) = frontier.pop() {
-        if settled[u] || d > distance[u] {
+        let Some(mark) = marks.get_mut(&u) else {
+            continue;
+        };
+        if mark.settled || d > mark.distance {
             continue;
         }
-        settled[u] = true;
+        mark.settled = true;
+        let (distance_u, region_u) = (mark.distance, mark.region);
         let node = NodeIndex::<Ix>::new(u);
         next_edges.clear();
         expand(node, &mut next_edges);
@@ -187,19 +215,20 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
                 return Err(SteinerError::BadCost(w));
             }
             let x = if a == node { b } else { a }.index();
-            if settled[x] {
-                if region[x] != region[u] {
-                    let through = distance[u] + w + distance[x];
+            let mark = marks.entry(x).or_insert(Mark::UNREACHED);
+            if mark.settled {
+                if mark.region != region_u {
+                    let through = distance_u + w + mark.distance;
                     boundary.push(Reverse((Cost(through), edge.index())));
                 }
-            } else if d + w < distance[x] {
-                distance[x] = d + w;
-                region[x] = region[u];
-                via[x] = Some(edge);
+            } else if d + w < mark.distance {
+                mark.distance = d + w;
+                mark.region = region_u;
+                mark.via = Some(edge);
                 frontier.push(Reverse((Cost(d + w), x)));
             }
         }
-        accept_up_to(d, &mut boundary, &region, &mut components, &mut chosen);
+        accept_up_to(d, &mut boundary, &marks, &mut components, &mut chosen);
         if components == 1 {
             break;
         }
@@ -208,7 +237,7 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
     accept_up_to(
         f64::INFINITY,
         &mut boundary,
-        &region,
+        &marks,
         &mut components,
         &mut chosen,
     );
@@ -223,7 +252,7 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
         if let Some((u, v)) = graph.edge_endpoints(edge) {
             for end in [u, v] {
                 let mut at = end.index();
-                while let Some(step) = via[at] {
+                while let Some(step) = marks.get(&at).and_then(|m| m.via) {
                     union.insert(step);
                     let Some((a, b)) = graph.edge_endpoints(step) else {
                         break;
