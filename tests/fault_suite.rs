@@ -16,28 +16,7 @@ use std::time::{Duration, Instant};
 
 use support::fake_llm::{FakeLlm, Reply};
 use support::kafka::{predicted_ids, publish, publish_json, read_until, state_of, Service, Topics};
-
-fn example(name: &str) -> Vec<String> {
-    let path = format!("{}/examples/stream/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
+use support::{example, Lcg};
 
 const WORDS: [&str; 30] = [
     "parcel",

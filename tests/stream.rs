@@ -10,16 +10,7 @@ use support::fake_llm::{FakeLlm, Reply};
 use support::kafka::{
     predicted_ids, publish, publish_json, read_until, state_of, Record, Service, Topics,
 };
-
-fn example(name: &str) -> Vec<String> {
-    let path = format!("{}/examples/stream/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
-}
+use support::{example, Lcg};
 
 fn llm_url() -> String {
     std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())
@@ -280,16 +271,11 @@ fn synthetic_texts(count: usize) -> Vec<String> {
         "code",
         "verify",
     ];
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
     (0..count)
         .map(|i| {
             let text: Vec<&str> = (0..9)
-                .map(|_| {
-                    state = state
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    words[(state >> 33) as usize % words.len()]
-                })
+                .map(|_| words[rng.next() as usize % words.len()])
                 .collect();
             format!(r#"{{"id":"s{i:05}","text":"{}"}}"#, text.join(" "))
         })

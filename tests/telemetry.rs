@@ -7,19 +7,10 @@ use std::collections::HashSet;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use support::example;
 use support::fake_llm::{FakeLlm, Reply};
 use support::http::{get, OtlpReceiver};
 use support::kafka::{predicted_ids, publish, publish_json, read_until, Service, Topics};
-
-fn example(name: &str) -> Vec<String> {
-    let path = format!("{}/examples/stream/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_of_a_text_reaches_a_real_otlp_receiver() {

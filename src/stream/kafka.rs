@@ -5,10 +5,12 @@ use std::time::Duration;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
 
 use super::ServeError;
 use crate::config::ServeConfig;
@@ -21,6 +23,38 @@ pub fn client_config(config: &ServeConfig) -> ClientConfig {
         client.set(key, value);
     }
     client
+}
+
+/// A consumer of a one-partition log (labels, changelog) that every instance reads in full, with
+/// no group: assigned from `next` (the beginning when 0).
+pub fn log_reader(
+    config: &ServeConfig,
+    topic: &str,
+    role: &str,
+    next: i64,
+    fetch_wait_ms: u32,
+) -> Result<StreamConsumer, ServeError> {
+    let consumer: StreamConsumer = client_config(config)
+        .set("group.id", format!("{}-{role}", config.kafka.group_id))
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("fetch.wait.max.ms", fetch_wait_ms.to_string())
+        .create()
+        .map_err(|e| ServeError::Kafka("creating a log consumer", e))?;
+    let start = if next > 0 {
+        Offset::Offset(next)
+    } else {
+        Offset::Beginning
+    };
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, start)
+        .map_err(|e| ServeError::Kafka("assigning a log topic", e))?;
+    consumer
+        .assign(&assignment)
+        .map_err(|e| ServeError::Kafka("assigning a log topic", e))?;
+    Ok(consumer)
 }
 
 /// Idempotent producer: retries inside librdkafka can neither duplicate nor reorder a record.

@@ -65,7 +65,7 @@ pub enum ServeError {
     #[error("admin port {0}: {1}")]
     Admin(String, std::io::Error),
     #[error("topic {0}: no record arrived within {1} s while catching up to its end")]
-    LabelsStalled(String, u64),
+    Stalled(String, u64),
 }
 
 /// What one run did (logged at shutdown; the metrics endpoint of [3/4] exposes the same).

@@ -34,8 +34,8 @@ use crate::store::{Offsets, SledStore, StateStore, StoreError};
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
 
-/// How long the labels topic may stay silent while we know records are there.
-const LABELS_STALL_SECS: u64 = 30;
+/// How long the labels or changelog topic may stay silent while we know records are there.
+const STALL_SECS: u64 = 30;
 
 type Flush = Arc<dyn Fn() -> Result<(), StoreError> + Send + Sync>;
 
@@ -293,21 +293,13 @@ pub(super) async fn run(
     let llm = llm_client(&config)?;
     let producer = kafka::producer(&config)?;
 
-    let labels: StreamConsumer = kafka::client_config(&config)
-        .set("group.id", format!("{}-labels", config.kafka.group_id))
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("fetch.wait.max.ms", "100")
-        .create()
-        .map_err(|e| ServeError::Kafka("creating the labels consumer", e))?;
     let watermarks: BaseConsumer = kafka::client_config(&config)
         .set("group.id", format!("{}-watermarks", config.kafka.group_id))
         .set("enable.auto.commit", "false")
         .create()
         .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
-        let metadata = labels
+        let metadata = watermarks
             .fetch_metadata(Some(topic), Duration::from_secs(10))
             .map_err(|e| ServeError::Kafka("reading topic metadata", e))?;
         let partitions = metadata
@@ -323,40 +315,14 @@ pub(super) async fn run(
             )));
         }
     }
-    let mut assignment = TopicPartitionList::new();
-    let start = if labels_next > 0 {
-        Offset::Offset(labels_next)
-    } else {
-        Offset::Beginning
-    };
-    assignment
-        .add_partition_offset(&config.topics.labels, 0, start)
-        .map_err(|e| ServeError::Kafka("assigning the labels topic", e))?;
-    labels
-        .assign(&assignment)
-        .map_err(|e| ServeError::Kafka("assigning the labels topic", e))?;
-    drop(assignment);
-    let changelog: StreamConsumer = kafka::client_config(&config)
-        .set("group.id", format!("{}-changelog", config.kafka.group_id))
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("fetch.wait.max.ms", "20")
-        .create()
-        .map_err(|e| ServeError::Kafka("creating the changelog consumer", e))?;
-    let mut assignment = TopicPartitionList::new();
-    let start = if changelog_next > 0 {
-        Offset::Offset(changelog_next)
-    } else {
-        Offset::Beginning
-    };
-    assignment
-        .add_partition_offset(&config.topics.changelog, 0, start)
-        .map_err(|e| ServeError::Kafka("assigning the changelog topic", e))?;
-    changelog
-        .assign(&assignment)
-        .map_err(|e| ServeError::Kafka("assigning the changelog topic", e))?;
-    drop(assignment);
+    let labels = kafka::log_reader(&config, &config.topics.labels, "labels", labels_next, 100)?;
+    let changelog = kafka::log_reader(
+        &config,
+        &config.topics.changelog,
+        "changelog",
+        changelog_next,
+        20,
+    )?;
 
     let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
     let texts: StreamConsumer<TextsContext> = kafka::client_config(&config)
@@ -559,12 +525,11 @@ impl Service {
             });
         }
         while self.changelog_next.max(low) < high {
-            let message =
-                tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), changelog.recv())
-                    .await
-                    .map_err(|_| ServeError::LabelsStalled(topic.clone(), LABELS_STALL_SECS))?
-                    .map_err(|e| ServeError::Kafka("reading the changelog", e))?
-                    .detach();
+            let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), changelog.recv())
+                .await
+                .map_err(|_| ServeError::Stalled(topic.clone(), STALL_SECS))?
+                .map_err(|e| ServeError::Kafka("reading the changelog", e))?
+                .detach();
             self.apply_change(message).await?;
         }
         Ok(())
@@ -577,12 +542,11 @@ impl Service {
         let mut forwarded = false;
         self.labels_forward_next = self.labels_forward_next.max(self.labels_next).max(low);
         while self.labels_forward_next < high {
-            let message =
-                tokio::time::timeout(Duration::from_secs(LABELS_STALL_SECS), self.labels.recv())
-                    .await
-                    .map_err(|_| ServeError::LabelsStalled(topic.clone(), LABELS_STALL_SECS))?
-                    .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
-                    .detach();
+            let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), self.labels.recv())
+                .await
+                .map_err(|_| ServeError::Stalled(topic.clone(), STALL_SECS))?
+                .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
+                .detach();
             self.labels_forward_next = message.offset() + 1;
             if message.offset() < self.labels_next {
                 continue; // someone forwarded it already
