@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Local Kafka-protocol broker (nisshi) for development and tests.
 #
-#   scripts/kafka.sh install   # cargo install nisshi 0.8.1 (≈12 min once per machine; skipped
-#                              # when `nisshi --version` already prints 0.8.1)
+#   scripts/kafka.sh install   # cargo install nisshi 0.8.1 with its memory, SQLite and PostgreSQL
+#                              # engines into $GORAG_HOME (≈15 min once per machine; skipped when
+#                              # that build is already there)
+#   scripts/kafka.sh bin       # print the path of that nisshi binary (tests read $GORAG_NISSHI)
 #   scripts/kafka.sh start     # start on 127.0.0.1:$GORAG_KAFKA_PORT (default 9092), wait for it
 #   scripts/kafka.sh stop
 #   scripts/kafka.sh status    # exit 0 when the port accepts connections
 #
-# Storage is in memory: a broker restart loses every topic. The broker always binds loopback.
+# Storage: $GORAG_KAFKA_STORAGE, default memory://nisshi/ (fast; a broker restart loses every
+# topic). For a broker that keeps its log across restarts use e.g.
+# GORAG_KAFKA_STORAGE=sqlite://nisshi.db (a file in $GORAG_HOME/kafka) or a postgres:// URL.
+# The broker always binds loopback.
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -16,20 +21,26 @@ GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 RUN_DIR="$GORAG_HOME/kafka"
 PORT="${GORAG_KAFKA_PORT:-9092}"
 VERSION="0.8.1"
+FEATURES="dynostore,libsql,postgres"
+NISSHI_ROOT="$GORAG_HOME/nisshi-$VERSION-${FEATURES//,/-}"
+NISSHI="$NISSHI_ROOT/bin/nisshi"
+STORAGE="${GORAG_KAFKA_STORAGE:-memory://nisshi/}"
 
 log() { echo "[kafka] $*" >&2; }
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; }
 
 cmd_install() {
-  if command -v nisshi >/dev/null && [ "$(nisshi --version 2>/dev/null)" = "nisshi $VERSION" ]; then
-    log "nisshi $VERSION already installed"
+  if [ -x "$NISSHI" ] && [ "$("$NISSHI" --version 2>/dev/null)" = "nisshi $VERSION" ]; then
+    log "nisshi $VERSION ($FEATURES) already installed"
     return
   fi
-  log "building nisshi $VERSION (about 12 minutes, once per machine)"
+  log "building nisshi $VERSION with $FEATURES (about 15 minutes, once per machine)"
   # --ignore-rust-version: a dependency declares a newer Rust than the toolchain; it builds.
-  cargo install nisshi --version "$VERSION" --locked --ignore-rust-version \
-    --no-default-features --features dynostore
+  # Its own target dir: the project's shared one would be polluted with the broker's build.
+  CARGO_TARGET_DIR="$GORAG_HOME/nisshi-build" cargo install nisshi --version "$VERSION" \
+    --locked --ignore-rust-version --no-default-features --features "$FEATURES" \
+    --root "$NISSHI_ROOT"
 }
 
 cmd_start() {
@@ -39,10 +50,11 @@ cmd_start() {
     return
   fi
   mkdir -p "$RUN_DIR"
-  nohup nisshi broker \
+  cd "$RUN_DIR" # a sqlite:// storage file is relative to the working directory
+  nohup "$NISSHI" broker \
     --listener-url "tcp://127.0.0.1:$PORT" \
     --advertised-listener-url "tcp://127.0.0.1:$PORT" \
-    --storage-engine memory://nisshi/ \
+    --storage-engine "$STORAGE" \
     --group-initial-rebalance-delay 0s >"$RUN_DIR/broker-$PORT.log" 2>&1 &
   echo $! >"$RUN_DIR/broker-$PORT.pid"
   wait_ready kafka "$RUN_DIR/broker-$PORT.pid" "$RUN_DIR/broker-$PORT.log" 100 0.1 listening
@@ -53,8 +65,9 @@ cmd_stop() { stop_pidfile kafka "$RUN_DIR/broker-$PORT.pid"; }
 
 case "${1:-}" in
   install) cmd_install ;;
+  bin) echo "$NISSHI" ;;
   start) cmd_start ;;
   stop) cmd_stop ;;
   status) listening ;;
-  *) echo "usage: $0 install|start|stop|status" >&2; exit 2 ;;
+  *) echo "usage: $0 install|bin|start|stop|status" >&2; exit 2 ;;
 esac

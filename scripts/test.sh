@@ -32,6 +32,10 @@ if ! scripts/kafka.sh status; then
   scripts/kafka.sh start
   started_kafka=1
 fi
+# Tests that need a broker of their own (stopped and restarted under the service) start this one.
+scripts/kafka.sh install
+GORAG_NISSHI="$(scripts/kafka.sh bin)"
+export GORAG_NISSHI
 if ! scripts/llm.sh status; then
   scripts/llm.sh start
   started_llm=1

@@ -219,6 +219,10 @@ pub struct StateSection {
     pub snapshot_min_interval_secs: f64,
     /// On SIGTERM/SIGINT, how long in-flight texts may take to finish.
     pub drain_timeout_secs: f64,
+    /// sled's page cache, in MiB. sled's own default (1 GiB) would let a long-running service
+    /// grow towards it; the engine keeps its state in memory anyway, so the cache only speeds
+    /// up log appends and offset writes.
+    pub cache_mb: u64,
 }
 
 impl Default for StateSection {
@@ -228,6 +232,7 @@ impl Default for StateSection {
             snapshot_every: 1000,
             snapshot_min_interval_secs: 60.0,
             drain_timeout_secs: 30.0,
+            cache_mb: 64,
         }
     }
 }
@@ -437,6 +442,9 @@ impl ServeConfig {
         }
         if !(self.state.drain_timeout_secs.is_finite() && self.state.drain_timeout_secs >= 0.0) {
             errors.push("state.drain_timeout_secs: must be a number ≥ 0".into());
+        }
+        if self.state.cache_mb == 0 {
+            errors.push("state.cache_mb: must be at least 1".into());
         }
     }
 

@@ -110,6 +110,14 @@ fn control_characters_and_huge_texts_are_handled() {
     let doc =
         serde_json::json!({"id": "c", "text": "bell\u{7} nul\u{0} esc\u{1b}[31m"}).to_string();
     assert!(decode::text_event(doc.as_bytes(), 1_000).is_ok());
+    let only_controls =
+        serde_json::json!({"id": "c", "text": "\u{0}\u{7}\u{1b} \t\u{7f}"}).to_string();
+    assert_eq!(
+        decode::text_event(only_controls.as_bytes(), 1_000)
+            .unwrap_err()
+            .reason,
+        Reason::EmptyText
+    );
     let huge = serde_json::json!({"id": "h", "text": "x".repeat(10 * 1024 * 1024)}).to_string();
     assert_eq!(
         decode::text_event(huge.as_bytes(), 100_000)

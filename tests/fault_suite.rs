@@ -15,7 +15,10 @@ use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
 use support::fake_llm::{FakeLlm, Reply};
-use support::kafka::{predicted_ids, publish, publish_json, read_until, state_of, Service, Topics};
+use support::kafka::{
+    brokers, create_topic, predicted_ids, publish, publish_json, publish_json_to, read_until,
+    read_until_from, state_of, Broker, Service, Topics,
+};
 use support::{example, Lcg};
 
 const WORDS: [&str; 30] = [
@@ -54,7 +57,7 @@ const WORDS: [&str; 30] = [
 /// (key, bytes, expected reason) of the bad-input corpus; None key means none.
 fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
     let k = |name: &str| Some(format!("bad-{round}-{name}"));
-    vec![
+    let mut corpus = vec![
         (
             k("utf8"),
             b"{\"id\":\"x\",\"text\":\"\xff\xfe\"}".to_vec(),
@@ -95,7 +98,32 @@ fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
             "unsupported_version",
         ),
         (k("scalar"), b"42".to_vec(), "invalid_event"),
-    ]
+        (
+            k("controls"),
+            serde_json::json!({"id": "t", "text": "\u{0}\u{7}\u{1b}\u{7f} \t"})
+                .to_string()
+                .into_bytes(),
+            "empty_text",
+        ),
+        (
+            k("raw-control"),
+            b"{\"id\":\"t\",\"text\":\"a\x01b\"}".to_vec(),
+            "malformed_json",
+        ),
+        (k("nothing"), Vec::new(), "malformed_json"),
+    ];
+    // One 10 MB text per run (the texts topic allows 16 MB records): its dead letter carries
+    // the first 512 KiB and says so.
+    if round == 10 {
+        corpus.push((
+            k("10mb"),
+            serde_json::json!({"id": "t", "text": "parcel ".repeat(10 * 1024 * 1024 / 7)})
+                .to_string()
+                .into_bytes(),
+            "oversized_text",
+        ));
+    }
+    corpus
 }
 
 fn rss_kib(pid: u32) -> Option<u64> {
@@ -141,6 +169,14 @@ async fn fault_suite() {
         ]);
         sets
     };
+    // The texts topic takes records up to 16 MB, so the 10 MB text reaches the service.
+    create_topic(
+        &brokers(),
+        &topics.texts,
+        4,
+        &[("max.message.bytes", "16777216")],
+    )
+    .await;
     let names = ["state-a", "state-b"];
     let mut replicas: Vec<Service> = names
         .iter()
@@ -171,6 +207,19 @@ async fn fault_suite() {
             r#"{"type":"round","round":"twice","labels":[{"id":"q"},{"id":"q"}]}"#,
             "duplicate_label",
         ),
+        // Schema-valid but semantically wrong.
+        (
+            r#"{"type":"retire_label","label":"ghost"}"#,
+            "unknown_label",
+        ),
+        (
+            r#"{"type":"round","round":"hollow","labels":[]}"#,
+            "invalid_round",
+        ),
+        (
+            r#"{"type":"round","round":"r1","labels":[{"id":"shipping"}]}"#,
+            "duplicate_label",
+        ),
     ];
     let labels: Vec<String> = bad_labels.iter().map(|(l, _)| l.to_string()).collect();
     publish_json(&topics.labels, &labels).await;
@@ -189,9 +238,13 @@ async fn fault_suite() {
             let batch: Vec<String> = (0..50.min(texts_total - sent))
                 .map(|i| {
                     let id = format!("f{:05}", sent + i);
-                    let text: Vec<&str> = (0..12)
+                    let mut text: Vec<&str> = (0..12)
                         .map(|_| WORDS[rng.next() as usize % WORDS.len()])
                         .collect();
+                    if (sent + i) % 7 == 0 {
+                        // Control characters inside an otherwise good text: classified.
+                        text.insert(3, "\u{7}\u{1b}[31m\u{0}");
+                    }
                     good_ids.insert(id.clone());
                     serde_json::json!({"id": id, "text": text.join(" ")}).to_string()
                 })
@@ -257,6 +310,12 @@ async fn fault_suite() {
     let mut bad_lost = Vec::new();
     for (key, reason) in &expected_bad {
         match dead.iter().find(|r| r.key.as_deref() == Some(key.as_str())) {
+            Some(record)
+                if key.ends_with("-10mb")
+                    && !record.headers.contains_key("gorag.truncated_from") =>
+            {
+                wrong_reason.push((key.clone(), "10 MB value not marked truncated".into()))
+            }
             Some(record) if record.headers["gorag.reason"] == *reason => {}
             Some(record) => {
                 wrong_reason.push((key.clone(), record.headers["gorag.reason"].clone()))
@@ -343,6 +402,148 @@ async fn fault_suite() {
     );
     assert_eq!(kills, kills_total);
     assert!(llm_faults > 0);
+    for log in &logs {
+        assert!(log.contains("\"drained\":true"), "{log}");
+    }
+}
+
+/// Texts of `WORDS`, `n` from `first`, as JSON lines with ids `<prefix><n>`.
+fn texts(prefix: &str, first: usize, n: usize, rng: &mut Lcg) -> Vec<String> {
+    (first..first + n)
+        .map(|i| {
+            let text: Vec<&str> = (0..12)
+                .map(|_| WORDS[rng.next() as usize % WORDS.len()])
+                .collect();
+            serde_json::json!({"id": format!("{prefix}{i:05}"), "text": text.join(" ")}).to_string()
+        })
+        .collect()
+}
+
+/// The broker goes away under a sustained stream, twice: a clean stop and a crash (SIGKILL),
+/// each down for a few seconds, on durable storage (nisshi's SQLite engine: topics, offsets and
+/// groups survive). Both replicas must ride it out with no manual action: still running, every
+/// text predicted, the same graph, a clean drain at the end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "minutes long: run by scripts/fault-suite.sh"]
+async fn broker_restart() {
+    let texts_total: usize = std::env::var("FAULT_SUITE_TEXTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3000);
+    let started = Instant::now();
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path(), "sqlite://nisshi.db");
+    let address = broker.address.clone();
+    let llm = FakeLlm::start(Reply::FirstCandidate).await;
+    let topics = Topics::new("broker-restart");
+    let sets_for = |state: &str| {
+        let mut sets = topics.sets();
+        sets.extend([
+            format!("kafka.brokers={address}"),
+            format!("state.dir={}", dir.path().join(state).display()),
+            format!("llm.url={}", llm.url),
+            "llm.model=fake-model".into(),
+            "llm.describe_labels=false".into(),
+            "input.max_in_flight=8".into(),
+            "kafka.partitions=4".into(),
+            "kafka.commit_interval_ms=200".into(),
+        ]);
+        sets
+    };
+    let names = ["state-a", "state-b"];
+    let mut replicas: Vec<Service> = names
+        .iter()
+        .map(|name| Service::start(dir.path(), &sets_for(name)))
+        .collect();
+    for replica in &mut replicas {
+        tokio::task::block_in_place(|| replica.wait_ready());
+    }
+    publish_json_to(&address, &topics.labels, &example("round-1.jsonl")).await;
+
+    let mut rng = Lcg(0xb0b);
+    let mut sent = 0;
+    let mut outages = Vec::new();
+    // (after how many texts, signal): a clean stop, then a crash.
+    let plan = [(texts_total / 3, "TERM"), (2 * texts_total / 3, "KILL")];
+    while sent < texts_total {
+        let batch = texts("b", sent, 50.min(texts_total - sent), &mut rng);
+        // While the broker is down this waits: the producer retries until it is back.
+        publish_json_to(&address, &topics.texts, &batch).await;
+        sent += batch.len();
+        if sent >= texts_total / 2 && sent - 50 < texts_total / 2 {
+            publish_json_to(&address, &topics.labels, &example("round-2.jsonl")).await;
+        }
+        if let Some((_, signal)) = plan.iter().find(|(at, _)| sent >= *at && sent - 50 < *at) {
+            let down = Duration::from_millis(2000 + rng.next() % 3000);
+            let outage_started = Instant::now();
+            tokio::task::block_in_place(|| broker.stop(signal));
+            tokio::time::sleep(down).await;
+            tokio::task::block_in_place(|| broker.restart());
+            outages.push(serde_json::json!({
+                "after_texts": sent,
+                "signal": signal,
+                "down_seconds": outage_started.elapsed().as_secs_f64(),
+            }));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let expected: HashSet<String> = (0..texts_total).map(|i| format!("b{i:05}")).collect();
+    let predictions = tokio::task::block_in_place(|| {
+        read_until_from(
+            &address,
+            &topics.predictions,
+            Duration::from_secs(300),
+            |r| predicted_ids(r).len() >= expected.len(),
+        )
+    });
+    let predicted = predicted_ids(&predictions);
+    let lost: Vec<&String> = expected
+        .iter()
+        .filter(|id| !predicted.contains(*id))
+        .collect();
+    let mut still_running = Vec::new();
+    for replica in &mut replicas {
+        still_running.push(replica.is_running());
+    }
+    let mut logs = Vec::new();
+    for replica in replicas {
+        logs.push(tokio::task::block_in_place(|| replica.stop()));
+    }
+    let digests: Vec<String> = names
+        .iter()
+        .map(|name| state_of(&dir.path().join(name))["digest"].to_string())
+        .collect();
+    let summary = serde_json::json!({
+        "seconds": started.elapsed().as_secs_f64().round(),
+        "storage": "sqlite (nisshi libsql engine)",
+        "outages": outages,
+        "texts_sent": texts_total,
+        "predictions_received": predictions.len(),
+        "texts_predicted": predicted.len(),
+        "lost": lost.len(),
+        "replicas_still_running": still_running,
+        "replica_digests": digests,
+    });
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("out/fault-suite");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(
+        out.join("broker-restart.json"),
+        serde_json::to_string_pretty(&summary).unwrap(),
+    );
+    println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+
+    assert!(
+        still_running.iter().all(|r| *r),
+        "a replica exited during the outages"
+    );
+    assert!(
+        lost.is_empty(),
+        "lost {} texts, e.g. {:?}",
+        lost.len(),
+        &lost[..lost.len().min(5)]
+    );
+    assert_eq!(digests[0], digests[1], "replicas diverged");
     for log in &logs {
         assert!(log.contains("\"drained\":true"), "{log}");
     }

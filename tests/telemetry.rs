@@ -4,13 +4,12 @@
 mod support;
 
 use std::collections::HashSet;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use support::example;
 use support::fake_llm::{FakeLlm, Reply};
 use support::http::{get, OtlpReceiver};
-use support::kafka::{predicted_ids, publish, publish_json, read_until, Service, Topics};
+use support::kafka::{predicted_ids, publish, publish_json, read_until, Broker, Service, Topics};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_of_a_text_reaches_a_real_otlp_receiver() {
@@ -151,56 +150,12 @@ fn metrics_count_what_the_service_did() {
     service.stop();
 }
 
-struct Broker(Child);
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
 #[test]
 fn readiness_flips_when_the_broker_goes_away() {
     // A broker of this test's own, so stopping it disturbs no other test.
-    let port = free_port();
-    let url = format!("tcp://127.0.0.1:{port}");
-    let broker = Broker(
-        Command::new("nisshi")
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .args([
-                "--storage-engine",
-                "memory://nisshi/",
-                "--group-initial-rebalance-delay",
-                "0s",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nisshi on PATH (scripts/kafka.sh install)"),
-    );
-    let brokers = format!("127.0.0.1:{port}");
-    let started = Instant::now();
-    while std::net::TcpStream::connect(&brokers).is_err() {
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "broker did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let broker_dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(broker_dir.path(), "memory://nisshi/");
+    let brokers = broker.address.clone();
     let dir = tempfile::tempdir().unwrap();
     let topics = Topics::new("ready");
     let mut sets = topics.sets();
@@ -228,7 +183,7 @@ fn readiness_flips_when_the_broker_goes_away() {
         }
     };
     wait_for(200);
-    drop(broker);
+    broker.stop("KILL");
     let body = wait_for(503);
     assert!(body.contains("\"broker_reachable\":false"), "{body}");
     assert_eq!(get(&admin, "/healthz").0, 200, "still alive");

@@ -173,10 +173,15 @@ pub fn text_event(bytes: &[u8], max_text_bytes: usize) -> Result<TextEvent, Reje
             ),
         ));
     }
-    if event.text.trim().is_empty() {
+    // Control characters carry no words: a text of nothing else has nothing to classify.
+    if event
+        .text
+        .chars()
+        .all(|c| c.is_whitespace() || c.is_control())
+    {
         return Err(Rejection::new(
             Reason::EmptyText,
-            "field `text` is empty or only whitespace",
+            "field `text` is empty or only whitespace and control characters",
         ));
     }
     Ok(event)

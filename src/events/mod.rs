@@ -213,7 +213,21 @@ pub struct DeadLetterHeaders {
     /// The reason code alone (see `schemas/README.md` for the list).
     #[serde(rename = "gorag.reason")]
     pub reason: String,
+    /// Present only when the value was cut to fit the dead-letter topic: the original value's
+    /// length in bytes, in decimal (the record carries its first
+    /// [`DEAD_LETTER_MAX_VALUE_BYTES`]).
+    #[serde(
+        rename = "gorag.truncated_from",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub truncated_from: Option<String>,
 }
+
+/// The most of a rejected value a dead letter carries. Brokers and clients refuse records over
+/// 1 MiB by default; a 10 MB text must still leave a dead letter, so its value is cut to this
+/// and `gorag.truncated_from` says so.
+pub const DEAD_LETTER_MAX_VALUE_BYTES: usize = 512 * 1024;
 
 impl DeadLetterHeaders {
     pub fn new(position: &InputPosition, stage: &str, rejection: &decode::Rejection) -> Self {
@@ -225,12 +239,13 @@ impl DeadLetterHeaders {
             class_name: format!("gorag.{}", rejection.reason.code()),
             message: rejection.message.clone(),
             reason: rejection.reason.code().to_string(),
+            truncated_from: None,
         }
     }
 
     /// (name, value) pairs in a fixed order.
-    pub fn pairs(&self) -> [(&'static str, &str); 7] {
-        [
+    pub fn pairs(&self) -> Vec<(&'static str, &str)> {
+        let mut pairs: Vec<(&'static str, &str)> = vec![
             ("__connect.errors.topic", &self.topic),
             ("__connect.errors.partition", &self.partition),
             ("__connect.errors.offset", &self.offset),
@@ -238,6 +253,10 @@ impl DeadLetterHeaders {
             ("__connect.errors.exception.class.name", &self.class_name),
             ("__connect.errors.exception.message", &self.message),
             ("gorag.reason", &self.reason),
-        ]
+        ];
+        if let Some(length) = &self.truncated_from {
+            pairs.push(("gorag.truncated_from", length.as_str()));
+        }
+        pairs
     }
 }

@@ -55,9 +55,21 @@ fn be_bytes<const N: usize>(key: &[u8], value: &[u8]) -> Result<[u8; N], StoreEr
         .map_err(|_| corrupt(key, format!("expected {N} bytes, found {}", value.len())))
 }
 
+/// sled's page cache when the caller does not say (sled's own default is 1 GiB).
+pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
 impl SledStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let db = sled::Config::new().path(path).open().map_err(|source| {
+        Self::open_with_cache(path, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Open with a page cache of `cache_bytes`.
+    pub fn open_with_cache(path: &Path, cache_bytes: u64) -> Result<Self, StoreError> {
+        let db = sled::Config::new()
+            .path(path)
+            .cache_capacity(cache_bytes)
+            .open()
+            .map_err(|source| {
             let locked = matches!(&source, sled::Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock)
                 || source.to_string().contains("lock");
             if locked {

@@ -249,7 +249,10 @@ pub(super) async fn run(
         &health.llm_optional,
         !config.llm.enabled() || config.llm.on_failure == OnLlmFailure::Graph,
     );
-    let mut store = SledStore::open(&config.state.dir)?;
+    let mut store = SledStore::open_with_cache(
+        &config.state.dir,
+        config.state.cache_mb.saturating_mul(1 << 20),
+    )?;
     let instance = store.instance_id()?;
     let flush = store.flush_handle();
     let saved = store.load()?;
@@ -423,7 +426,7 @@ pub(super) async fn run(
                 service.commit(&texts, CommitMode::Async, false)?;
                 if draining.is_none() {
                     if let Err(error) = service.sync(&changelog).await {
-                        tracing::warn!(%error, "labels or changelog topic unreachable");
+                        tolerate_sync_error(error, "labels or changelog topic unreachable")?;
                     }
                     service.measure(&texts);
                 }
@@ -480,6 +483,30 @@ pub(super) async fn run(
     Ok(summary)
 }
 
+/// A log reader got nothing for `STALL_SECS` although the log holds more: point it at the
+/// record it waits for again (a fresh fetch, in case its fetch state went wrong across a broker
+/// outage), and report the stall; the caller retries at the next tick.
+fn stalled(consumer: &StreamConsumer, topic: &str, next: i64) -> ServeError {
+    if let Err(error) = consumer.seek(topic, 0, Offset::Offset(next), Duration::from_secs(5)) {
+        tracing::warn!(%error, topic, next, "seek after a stall failed");
+    }
+    ServeError::Stalled(topic.to_string(), STALL_SECS)
+}
+
+/// Trouble reaching the labels or changelog topic is logged and retried at the next tick (the
+/// clients reconnect by themselves). A changelog shorter than what this instance has applied is
+/// not transient: the broker lost the log (a restarted memory-storage broker), and going on would
+/// let the replicas diverge silently, so the service stops and says how to recover.
+fn tolerate_sync_error(error: ServeError, context: &str) -> Result<(), ServeError> {
+    match error {
+        ServeError::ChangelogBehind { .. } => Err(error),
+        error => {
+            tracing::warn!(%error, "{context}");
+            Ok(())
+        }
+    }
+}
+
 impl Service {
     fn slots(&self) -> usize {
         self.queues.values().map(VecDeque::len).sum()
@@ -525,9 +552,10 @@ impl Service {
             });
         }
         while self.changelog_next.max(low) < high {
+            let next = self.changelog_next.max(low);
             let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), changelog.recv())
                 .await
-                .map_err(|_| ServeError::Stalled(topic.clone(), STALL_SECS))?
+                .map_err(|_| stalled(changelog, &topic, next))?
                 .map_err(|e| ServeError::Kafka("reading the changelog", e))?
                 .detach();
             self.apply_change(message).await?;
@@ -542,9 +570,10 @@ impl Service {
         let mut forwarded = false;
         self.labels_forward_next = self.labels_forward_next.max(self.labels_next).max(low);
         while self.labels_forward_next < high {
+            let next = self.labels_forward_next;
             let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), self.labels.recv())
                 .await
-                .map_err(|_| ServeError::Stalled(topic.clone(), STALL_SECS))?
+                .map_err(|_| stalled(&self.labels, &topic, next))?
                 .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
                 .detach();
             self.labels_forward_next = message.offset() + 1;
@@ -799,7 +828,10 @@ impl Service {
         let stamped = message.timestamp().to_millis();
         if stamped.is_none_or(|at| at > self.labels_synced_at) {
             if let Err(error) = self.sync(changelog).await {
-                tracing::warn!(%error, "labels topic unreachable; classifying with the labels known");
+                tolerate_sync_error(
+                    error,
+                    "labels topic unreachable; classifying with the labels known",
+                )?;
             }
         }
 

@@ -206,9 +206,15 @@ impl Drop for Service {
 }
 
 pub async fn publish(topic: &str, records: &[(Option<&str>, Vec<u8>)]) {
+    publish_to(&brokers(), topic, records).await;
+}
+
+pub async fn publish_to(brokers: &str, topic: &str, records: &[(Option<&str>, Vec<u8>)]) {
     let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
+        .set("bootstrap.servers", brokers)
         .set("enable.idempotence", "true")
+        // Room for the bad-input corpus's 10 MB texts (the topic must allow them too).
+        .set("message.max.bytes", "16777216")
         .create()
         .expect("producer");
     // All in flight at once (the idempotent producer keeps their order), then await them.
@@ -226,6 +232,10 @@ pub async fn publish(topic: &str, records: &[(Option<&str>, Vec<u8>)]) {
 
 /// Publish JSON lines keyed by their `id` / `round` / `label` field.
 pub async fn publish_json(topic: &str, lines: &[String]) {
+    publish_json_to(&brokers(), topic, lines).await;
+}
+
+pub async fn publish_json_to(brokers: &str, topic: &str, lines: &[String]) {
     let records: Vec<(Option<String>, Vec<u8>)> = lines
         .iter()
         .map(|line| {
@@ -240,7 +250,7 @@ pub async fn publish_json(topic: &str, lines: &[String]) {
         .iter()
         .map(|(k, v)| (k.as_deref(), v.clone()))
         .collect();
-    publish(topic, &borrowed).await;
+    publish_to(brokers, topic, &borrowed).await;
 }
 
 #[derive(Debug, Clone)]
@@ -262,10 +272,19 @@ impl Record {
 pub fn read_until(
     topic: &str,
     timeout: Duration,
+    done: impl FnMut(&[Record]) -> bool,
+) -> Vec<Record> {
+    read_until_from(&brokers(), topic, timeout, done)
+}
+
+pub fn read_until_from(
+    brokers: &str,
+    topic: &str,
+    timeout: Duration,
     mut done: impl FnMut(&[Record]) -> bool,
 ) -> Vec<Record> {
     let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers())
+        .set("bootstrap.servers", brokers)
         .set("group.id", unique("reader"))
         .set("enable.auto.commit", "false")
         .create()
@@ -363,5 +382,121 @@ pub fn state_of(dir: &Path) -> serde_json::Value {
             String::from_utf8_lossy(&output.stderr)
         );
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Create a topic with `partitions` and topic configs (e.g. `max.message.bytes`) before the
+/// service would create it with the defaults.
+pub async fn create_topic(brokers: &str, topic: &str, partitions: i32, configs: &[(&str, &str)]) {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .create()
+        .expect("admin client");
+    let mut new = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (key, value) in configs {
+        new = new.set(key, value);
+    }
+    let results = admin
+        .create_topics([&new], &AdminOptions::new())
+        .await
+        .expect("create topic");
+    for result in results {
+        result
+            .map_err(|(t, e)| format!("{t}: {e}"))
+            .expect("topic created");
+    }
+}
+
+/// A broker of a test's own (so stopping it disturbs no other test): `nisshi` from
+/// `$GORAG_NISSHI` (set by the scripts to the build `scripts/kafka.sh install` made), else from
+/// PATH, on a free loopback port, with its working directory in `dir`.
+pub struct Broker {
+    child: Option<Child>,
+    pub address: String,
+    dir: PathBuf,
+    storage: String,
+    starts: usize,
+}
+
+impl Broker {
+    /// `storage`: e.g. `memory://nisshi/`, or `sqlite://nisshi.db` (a file in `dir`: survives a
+    /// restart).
+    pub fn start(dir: &Path, storage: &str) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let mut broker = Self {
+            child: None,
+            address: format!("127.0.0.1:{port}"),
+            dir: dir.to_path_buf(),
+            storage: storage.to_string(),
+            starts: 0,
+        };
+        broker.spawn();
+        broker
+    }
+
+    fn spawn(&mut self) {
+        let url = format!("tcp://{}", self.address);
+        let binary = std::env::var("GORAG_NISSHI").unwrap_or_else(|_| "nisshi".into());
+        self.starts += 1;
+        let log = std::fs::File::create(self.dir.join(format!("broker-{}.log", self.starts)))
+            .expect("broker log");
+        let child = Command::new(&binary)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .args(["--storage-engine", &self.storage])
+            .args(["--group-initial-rebalance-delay", "0s"])
+            .current_dir(&self.dir)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary} (scripts/kafka.sh install): {e}"));
+        self.child = Some(child);
+        let started = Instant::now();
+        while std::net::TcpStream::connect(&self.address).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "broker did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Stop: SIGTERM (a clean shutdown) or SIGKILL (a crash); wait until it has exited.
+    pub fn stop(&mut self, signal: &str) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args([format!("-{signal}"), child.id().to_string()])
+                .status();
+            let started = Instant::now();
+            while matches!(child.try_wait(), Ok(None)) {
+                if started.elapsed() > Duration::from_secs(20) {
+                    let _ = child.kill();
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+
+    /// Start again on the same port and storage.
+    pub fn restart(&mut self) {
+        self.spawn();
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
