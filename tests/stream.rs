@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use support::fake_llm::{FakeLlm, Reply};
 use support::kafka::{
-    predicted_ids, publish, publish_json, read_until, state_of, Record, Service, Topics,
+    predicted_ids, publish, publish_json, publish_json_to, read_until, state_of, Broker, Record,
+    Service, Topics,
 };
 use support::{example, Lcg};
 
@@ -497,4 +498,48 @@ fn replicas_share_the_texts_and_converge_to_the_same_graph() {
         "a new replica did not catch up:\n{a}\n{c}"
     );
     eprintln!("replicas a, b, c: digest {}", a["digest"]);
+}
+
+/// Waits until the service has exited (or fails after `limit`); returns its log.
+fn wait_for_exit(service: &mut Service, limit: Duration) -> String {
+    let started = std::time::Instant::now();
+    while service.is_running() {
+        assert!(
+            started.elapsed() < limit,
+            "still running after {limit:?}:\n{}",
+            service.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    service.log_text()
+}
+
+/// A memory-storage broker that restarts has lost every topic, the changelog included. Going
+/// on with a graph no log backs would let replicas diverge without a word, so the service stops
+/// with an error that says what happened and what to do, and will not start on that state again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_lost_its_log_stops_the_service_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path(), "memory://nisshi/");
+    let topics = Topics::new("lost-log");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.extend([
+        format!("kafka.brokers={}", broker.address),
+        "llm.url=none".to_string(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json_to(&broker.address, &topics.labels, &example("round-1.jsonl")).await;
+    tokio::task::block_in_place(|| service.wait_for_log("label event applied"));
+
+    tokio::task::block_in_place(|| {
+        broker.stop("KILL");
+        broker.restart();
+    });
+    let log = tokio::task::block_in_place(|| wait_for_exit(&mut service, Duration::from_secs(120)));
+    assert!(log.contains("the broker lost data"), "{log}");
+
+    let mut again = Service::start(dir.path(), &sets);
+    let log = tokio::task::block_in_place(|| wait_for_exit(&mut again, Duration::from_secs(60)));
+    assert!(log.contains("Delete state.dir"), "{log}");
 }

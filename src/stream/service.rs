@@ -11,6 +11,7 @@ use futures::StreamExt;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::{FutureProducer, Producer};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
@@ -171,6 +172,10 @@ struct Service {
     labels_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
     labels_synced_at: i64,
+    /// Since when the changelog topic has been reported missing (see `tolerate_sync_error`).
+    log_missing_since: Option<Instant>,
+    /// When a sync failure was last logged (they repeat every tick while the broker is away).
+    sync_warned_at: Option<Instant>,
     tracker: Arc<Mutex<OffsetTracker>>,
     /// Per texts partition: offsets below this were learned already (from the changelog).
     learned: HashMap<i32, i64>,
@@ -357,6 +362,8 @@ pub(super) async fn run(
         watermarks,
         labels_next,
         labels_synced_at: 0,
+        log_missing_since: None,
+        sync_warned_at: None,
         tracker,
         learned,
         queues: HashMap::new(),
@@ -426,7 +433,7 @@ pub(super) async fn run(
                 service.commit(&texts, CommitMode::Async, false)?;
                 if draining.is_none() {
                     if let Err(error) = service.sync(&changelog).await {
-                        tolerate_sync_error(error, "labels or changelog topic unreachable")?;
+                        service.tolerate_sync_error(error, "labels or changelog topic unreachable")?;
                     }
                     service.measure(&texts);
                 }
@@ -493,21 +500,56 @@ fn stalled(consumer: &StreamConsumer, topic: &str, next: i64) -> ServeError {
     ServeError::Stalled(topic.to_string(), STALL_SECS)
 }
 
-/// Trouble reaching the labels or changelog topic is logged and retried at the next tick (the
-/// clients reconnect by themselves). A changelog shorter than what this instance has applied is
-/// not transient: the broker lost the log (a restarted memory-storage broker), and going on would
-/// let the replicas diverge silently, so the service stops and says how to recover.
-fn tolerate_sync_error(error: ServeError, context: &str) -> Result<(), ServeError> {
-    match error {
-        ServeError::ChangelogBehind { .. } => Err(error),
-        error => {
-            tracing::warn!(%error, "{context}");
-            Ok(())
-        }
-    }
+/// How long the changelog topic may be missing, after this instance applied records from it,
+/// before that counts as a lost log rather than a broker still loading its metadata.
+const LOG_MISSING_GRACE: Duration = Duration::from_secs(30);
+
+/// Whether `error` says the topic (or its partition) does not exist.
+fn topic_missing(error: &ServeError) -> bool {
+    matches!(
+        error,
+        ServeError::Kafka(
+            _,
+            KafkaError::MetadataFetch(
+                RDKafkaErrorCode::UnknownPartition
+                    | RDKafkaErrorCode::UnknownTopic
+                    | RDKafkaErrorCode::UnknownTopicOrPartition
+            )
+        )
+    )
 }
 
 impl Service {
+    /// Trouble reaching the labels or changelog topic is logged (at most every 10 s) and retried
+    /// at the next tick: the clients reconnect by themselves. A changelog shorter than what this
+    /// instance has applied, or gone altogether for `LOG_MISSING_GRACE`, is not transient: the
+    /// broker lost the log (a restarted memory-storage broker has no topics at all), and going
+    /// on would let the replicas diverge silently, so the service stops and says how to recover.
+    fn tolerate_sync_error(&mut self, error: ServeError, context: &str) -> Result<(), ServeError> {
+        if matches!(error, ServeError::ChangelogBehind { .. }) {
+            return Err(error);
+        }
+        if self.changelog_next > 0 && topic_missing(&error) {
+            let since = *self.log_missing_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= LOG_MISSING_GRACE {
+                Health::set(&self.health.changelog_consistent, false);
+                return Err(ServeError::ChangelogBehind {
+                    topic: self.config.topics.changelog.clone(),
+                    end: 0,
+                    applied: self.changelog_next,
+                });
+            }
+        }
+        if self
+            .sync_warned_at
+            .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+        {
+            tracing::warn!(%error, "{context}");
+            self.sync_warned_at = Some(Instant::now());
+        }
+        Ok(())
+    }
+
     fn slots(&self) -> usize {
         self.queues.values().map(VecDeque::len).sum()
     }
@@ -529,12 +571,15 @@ impl Service {
         Ok(())
     }
 
-    fn high_watermark(&self, topic: &str) -> Result<(i64, i64), ServeError> {
+    fn high_watermark(&mut self, topic: &str) -> Result<(i64, i64), ServeError> {
         let watermarks = tokio::task::block_in_place(|| {
             self.watermarks
                 .fetch_watermarks(topic, 0, Duration::from_secs(5))
         });
         Health::set(&self.health.broker_reachable, watermarks.is_ok());
+        if watermarks.is_ok() {
+            self.log_missing_since = None;
+        }
         watermarks.map_err(|e| ServeError::Kafka("reading watermarks", e))
     }
 
@@ -828,7 +873,7 @@ impl Service {
         let stamped = message.timestamp().to_millis();
         if stamped.is_none_or(|at| at > self.labels_synced_at) {
             if let Err(error) = self.sync(changelog).await {
-                tolerate_sync_error(
+                self.tolerate_sync_error(
                     error,
                     "labels topic unreachable; classifying with the labels known",
                 )?;
