@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Memory of `gorag serve` under a sustained stream (instant fake LLM, online indexing on).
 #
-#   scripts/bench-soak.sh [minutes=10] [texts_per_second=200]
+#   scripts/bench-soak.sh [minutes=10] [texts_per_second=200] [vocabulary=fixed|growing]
 #
 # Publishes texts_per_second synthetic texts every second for `minutes`, samples the service's
-# RSS, graph size and lag every 10 s into out/bench-soak/samples.csv, and prints the RSS of the
-# first and last minute. The graph grows with every new keyword (that is online indexing); the
-# rest of the memory must not.
+# RSS, graph size and lag every 10 s into out/bench-soak/samples-<vocabulary>.csv, and prints the
+# RSS of the first and last minute. `fixed`: texts drawn from a closed vocabulary, so the graph
+# stops growing once every keyword has been seen and memory must level off. `growing`: three
+# never-seen words per text, so the graph grows with every text (that is online indexing: the
+# graph is the state) and memory grows with it, by a roughly constant amount per graph node.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 minutes="${1:-10}"
 rate="${2:-200}"
+vocabulary="${3:-fixed}"
+case "$vocabulary" in fixed | growing) ;; *) echo "vocabulary: fixed or growing" >&2; exit 2 ;; esac
 target="${CARGO_TARGET_DIR:-target}"
 gorag="$target/release/gorag"
 out="out/bench-soak"
@@ -39,19 +43,23 @@ pids+=("$serve_pid")
 for _ in $(seq 1 600); do grep -q "serving" "$out/serve.log" && break; sleep 0.1; done
 "$gorag" publish --topic "$name.labels" examples/stream/round-1.jsonl 2>/dev/null
 
-python3 - "$((minutes * 60 * rate))" >"$out/texts.jsonl" <<'PY'
+python3 - "$((minutes * 60 * rate))" "$vocabulary" >"$out/texts.jsonl" <<'PY'
 import json, random, sys
 random.seed(11)
+growing = sys.argv[2] == "growing"
 base = ("parcel tracking courier delivery address box warehouse late damaged invoice charged "
         "card refund payment bill duplicate vat statement password login account locked email "
         "reset sign code verify phone app order").split()
 for i in range(int(sys.argv[1])):
-    # a few new words per text keep the graph growing, as real traffic does
-    words = [random.choice(base) for _ in range(20)] + [f"w{random.randrange(200000)}" for _ in range(3)]
+    # with `growing`, a few new words per text keep the graph growing, as open-ended traffic does
+    words = [random.choice(base) for _ in range(20)]
+    if growing:
+        words += [f"w{random.randrange(200000)}" for _ in range(3)]
     print(json.dumps({"id": f"s{i:07d}", "text": " ".join(words)}))
 PY
 
-echo "seconds,rss_kib,graph_nodes,in_flight,lag" >"$out/samples.csv"
+samples="$out/samples-$vocabulary.csv"
+echo "seconds,rss_kib,graph_nodes,in_flight,lag" >"$samples"
 sample() {
   local rss metrics nodes inflight lag
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status")
@@ -59,7 +67,7 @@ sample() {
   nodes=$(echo "$metrics" | awk '/^gorag_graph_nodes / {print $2}')
   inflight=$(echo "$metrics" | awk '/^gorag_in_flight / {print $2}')
   lag=$(echo "$metrics" | awk '/^gorag_consumer_lag/ {s += $2} END {print s + 0}')
-  echo "$1,$rss,$nodes,$inflight,$lag" >>"$out/samples.csv"
+  echo "$1,$rss,$nodes,$inflight,$lag" >>"$samples"
 }
 start=$(date +%s)
 for second in $(seq 0 $((minutes * 60 - 1))); do
@@ -73,11 +81,18 @@ done
 sample "$((minutes * 60))"
 kill -TERM "$serve_pid"
 wait "$serve_pid" || true
-python3 - "$out/samples.csv" <<'PY'
+python3 - "$samples" "$vocabulary" "$rate" <<'PY' | tee "$out/summary-$vocabulary.txt"
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-first = [int(r["rss_kib"]) for r in rows[:6]]
-last = [int(r["rss_kib"]) for r in rows[-6:]]
-print(f"RSS first minute {sum(first)/len(first)/1024:.1f} MiB, last minute {sum(last)/len(last)/1024:.1f} MiB; "
-      f"graph nodes {rows[0]['graph_nodes']} -> {rows[-1]['graph_nodes']}; final lag {rows[-1]['lag']}")
+mib = lambda rs: sum(int(r["rss_kib"]) for r in rs) / len(rs) / 1024
+minute = lambda m: [r for r in rows if m * 60 <= int(r["seconds"]) < (m + 1) * 60] or rows[-1:]
+last = rows[-6:]
+nodes = lambda rs: int(rs[-1]["graph_nodes"] or 0)
+print(f"{sys.argv[2]} vocabulary, {sys.argv[3]} texts/s, {int(rows[-1]['seconds']) // 60} min: "
+      f"RSS minute 1 {mib(minute(0)):.1f} MiB, minute 2 {mib(minute(1)):.1f} MiB, last minute "
+      f"{mib(last):.1f} MiB; graph nodes {nodes(minute(0))} -> {nodes(minute(1))} -> {nodes(last)}; "
+      f"final lag {rows[-1]['lag']}")
+grown = nodes(last) - nodes(minute(1))
+if grown > 0:
+    print(f"  {(mib(last) - mib(minute(1))) * 1024 * 1024 / grown:.0f} bytes of RSS per graph node added after minute 2")
 PY
