@@ -59,7 +59,9 @@ for i in range(int(sys.argv[1])):
 PY
 
 samples="$out/samples-$vocabulary.csv"
-echo "seconds,rss_kib,graph_nodes,in_flight,lag" >"$samples"
+echo "seconds,rss_kib,graph_nodes,in_flight,lag,service_cpu_s,broker_cpu_s" >"$samples"
+broker_pid=$(cat "${GORAG_HOME:-$HOME/.cache/gorag}/kafka/broker-9092.pid" 2>/dev/null || echo 0)
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 sample() {
   local rss metrics nodes inflight lag
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$serve_pid/status")
@@ -67,7 +69,7 @@ sample() {
   nodes=$(echo "$metrics" | awk '/^gorag_graph_nodes / {print $2}')
   inflight=$(echo "$metrics" | awk '/^gorag_in_flight / {print $2}')
   lag=$(echo "$metrics" | awk '/^gorag_consumer_lag/ {s += $2} END {print s + 0}')
-  echo "$1,$rss,$nodes,$inflight,$lag" >>"$samples"
+  echo "$1,$rss,$nodes,$inflight,$lag,$(cpu_seconds "$serve_pid"),$(cpu_seconds "$broker_pid")" >>"$samples"
 }
 start=$(date +%s)
 for second in $(seq 0 $((minutes * 60 - 1))); do
@@ -92,7 +94,12 @@ print(f"{sys.argv[2]} vocabulary, {sys.argv[3]} texts/s, {int(rows[-1]['seconds'
       f"RSS minute 1 {mib(minute(0)):.1f} MiB, minute 2 {mib(minute(1)):.1f} MiB, last minute "
       f"{mib(last):.1f} MiB; graph nodes {nodes(minute(0))} -> {nodes(minute(1))} -> {nodes(last)}; "
       f"final lag {rows[-1]['lag']}")
+cpu = lambda rs, col: float(rs[-1][col]) - float(rs[0][col])
+first_half, second_half = rows[: len(rows) // 2 + 1], rows[len(rows) // 2 :]
+print(f"  CPU seconds, first half / second half: service {cpu(first_half, 'service_cpu_s'):.0f} / "
+      f"{cpu(second_half, 'service_cpu_s'):.0f}, broker {cpu(first_half, 'broker_cpu_s'):.0f} / "
+      f"{cpu(second_half, 'broker_cpu_s'):.0f}")
 grown = nodes(last) - nodes(minute(1))
-if grown > 0:
+if grown > 1000:
     print(f"  {(mib(last) - mib(minute(1))) * 1024 * 1024 / grown:.0f} bytes of RSS per graph node added after minute 2")
 PY
