@@ -2,7 +2,7 @@
 # Local Kafka-protocol broker (nisshi) for development and tests.
 #
 #   scripts/kafka.sh install   # cargo install nisshi 0.8.1 with its memory, SQLite and PostgreSQL
-#                              # engines into $GORAG_HOME (≈15 min once per machine; skipped when
+#                              # engines into $GORAG_HOME (15–30 min once per machine; skipped when
 #                              # that build is already there)
 #   scripts/kafka.sh bin       # print the path of that nisshi binary (tests read $GORAG_NISSHI)
 #   scripts/kafka.sh start     # start on 127.0.0.1:$GORAG_KAFKA_PORT (default 9092), wait for it
@@ -35,7 +35,7 @@ cmd_install() {
     log "nisshi $VERSION ($FEATURES) already installed"
     return
   fi
-  log "building nisshi $VERSION with $FEATURES (about 15 minutes, once per machine)"
+  log "building nisshi $VERSION with $FEATURES (15 to 30 minutes, once per machine)"
   # --ignore-rust-version: a dependency declares a newer Rust than the toolchain; it builds.
   # Its own target dir: the project's shared one would be polluted with the broker's build.
   CARGO_TARGET_DIR="$GORAG_HOME/nisshi-build" cargo install nisshi --version "$VERSION" \
