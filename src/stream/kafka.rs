@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
-use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
@@ -14,6 +14,48 @@ use rdkafka::{Offset, TopicPartitionList};
 
 use super::ServeError;
 use crate::config::ServeConfig;
+
+/// A client context that hands librdkafka's own log lines (broker down, reconnects, retries) and
+/// global errors to tracing under the target `librdkafka`: without it they would go to
+/// the `log` crate, which nothing here reads.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Logged;
+
+impl ClientContext for Logged {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        log_librdkafka(level, facility, message);
+    }
+
+    /// Global errors repeat what librdkafka's log lines (and the consumers' errors) already
+    /// say, once more per client: debug level.
+    fn error(&self, error: KafkaError, reason: &str) {
+        tracing::debug!(target: "librdkafka", %error, reason, "librdkafka error");
+    }
+}
+
+impl ConsumerContext for Logged {}
+
+/// The producer every output goes through.
+pub type Producer = FutureProducer<Logged>;
+/// A consumer of a one-partition log (labels, changelog).
+pub type LogReader = StreamConsumer<Logged>;
+/// A consumer used only for metadata and watermark queries.
+pub type MetadataClient = BaseConsumer<Logged>;
+
+/// One librdkafka log line as a tracing event of the matching level.
+pub fn log_librdkafka(level: RDKafkaLogLevel, facility: &str, message: &str) {
+    match level {
+        RDKafkaLogLevel::Emerg
+        | RDKafkaLogLevel::Alert
+        | RDKafkaLogLevel::Critical
+        | RDKafkaLogLevel::Error => tracing::error!(target: "librdkafka", facility, "{message}"),
+        RDKafkaLogLevel::Warning => tracing::warn!(target: "librdkafka", facility, "{message}"),
+        RDKafkaLogLevel::Notice | RDKafkaLogLevel::Info => {
+            tracing::info!(target: "librdkafka", facility, "{message}")
+        }
+        RDKafkaLogLevel::Debug => tracing::debug!(target: "librdkafka", facility, "{message}"),
+    }
+}
 
 /// Settings shared by every client: brokers plus the operator's extra properties.
 pub fn client_config(config: &ServeConfig) -> ClientConfig {
@@ -33,14 +75,14 @@ pub fn log_reader(
     role: &str,
     next: i64,
     fetch_wait_ms: u32,
-) -> Result<StreamConsumer, ServeError> {
-    let consumer: StreamConsumer = client_config(config)
+) -> Result<LogReader, ServeError> {
+    let consumer: LogReader = client_config(config)
         .set("group.id", format!("{}-{role}", config.kafka.group_id))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("fetch.wait.max.ms", fetch_wait_ms.to_string())
-        .create()
+        .create_with_context(Logged)
         .map_err(|e| ServeError::Kafka("creating a log consumer", e))?;
     let start = if next > 0 {
         Offset::Offset(next)
@@ -58,13 +100,13 @@ pub fn log_reader(
 }
 
 /// Idempotent producer: retries inside librdkafka can neither duplicate nor reorder a record.
-pub fn producer(config: &ServeConfig) -> Result<FutureProducer, ServeError> {
+pub fn producer(config: &ServeConfig) -> Result<Producer, ServeError> {
     client_config(config)
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "5")
         .set("compression.type", "lz4")
-        .create()
+        .create_with_context(Logged)
         .map_err(|e| ServeError::Kafka("creating the producer", e))
 }
 
@@ -133,10 +175,7 @@ impl Outgoing {
 
 /// Hand a record to the producer now, in call order (the idempotent producer keeps that order
 /// on the broker); waits, polling, while the local queue is full.
-pub fn enqueue(
-    producer: &FutureProducer,
-    outgoing: &Outgoing,
-) -> Result<DeliveryFuture, KafkaError> {
+pub fn enqueue(producer: &Producer, outgoing: &Outgoing) -> Result<DeliveryFuture, KafkaError> {
     loop {
         match producer.send_result(outgoing.record()) {
             Ok(future) => return Ok(future),
@@ -150,7 +189,7 @@ pub fn enqueue(
 
 /// Wait for an enqueued record; if it failed, send it again with [`deliver`].
 pub async fn confirm(
-    producer: &FutureProducer,
+    producer: &Producer,
     outgoing: &Outgoing,
     enqueued: Result<DeliveryFuture, KafkaError>,
 ) -> Result<(), KafkaError> {
@@ -167,7 +206,7 @@ pub async fn confirm(
 /// past that we back off and send again (a duplicate at worst, never a loss); the caller bounds
 /// the whole thing with its shutdown deadline. Only a record the broker can never take (too
 /// large) comes back as an error.
-pub async fn deliver(producer: &FutureProducer, outgoing: &Outgoing) -> Result<(), KafkaError> {
+pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), KafkaError> {
     let mut backoff = Duration::from_millis(100);
     loop {
         match producer.send(outgoing.record(), Timeout::Never).await {

@@ -8,12 +8,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
+use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{
     BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
 };
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::producer::{FutureProducer, Producer};
+use rdkafka::producer::Producer;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -47,10 +48,18 @@ struct TextsContext {
     flush: Flush,
     /// Flushed on revoke, so that this instance's learn records for the partitions it gives
     /// up are in the changelog before the new owner writes any.
-    producer: FutureProducer,
+    producer: kafka::Producer,
 }
 
-impl ClientContext for TextsContext {}
+impl ClientContext for TextsContext {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        kafka::log_librdkafka(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        kafka::Logged.error(error, reason);
+    }
+}
 
 impl ConsumerContext for TextsContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
@@ -155,8 +164,8 @@ struct Service {
     store: Box<dyn StateStore>,
     llm: Option<LlmClient>,
     classifier: Classifier,
-    producer: FutureProducer,
-    labels: StreamConsumer,
+    producer: kafka::Producer,
+    labels: kafka::LogReader,
     /// Next labels-topic offset this instance has not forwarded to the changelog.
     labels_forward_next: i64,
     /// Next changelog offset to apply.
@@ -167,7 +176,7 @@ struct Service {
     pending_learns: usize,
     /// A client of its own for watermark queries: on the labels consumer's connection they
     /// wait behind its fetch long-poll (≈ 500 ms each against nisshi).
-    watermarks: BaseConsumer,
+    watermarks: kafka::MetadataClient,
     /// Next labels-topic offset to apply (from the changelog).
     labels_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
@@ -301,10 +310,10 @@ pub(super) async fn run(
     let llm = llm_client(&config)?;
     let producer = kafka::producer(&config)?;
 
-    let watermarks: BaseConsumer = kafka::client_config(&config)
+    let watermarks: kafka::MetadataClient = kafka::client_config(&config)
         .set("group.id", format!("{}-watermarks", config.kafka.group_id))
         .set("enable.auto.commit", "false")
-        .create()
+        .create_with_context(kafka::Logged)
         .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
         let metadata = watermarks
@@ -493,7 +502,7 @@ pub(super) async fn run(
 /// A log reader got nothing for `STALL_SECS` although the log holds more: point it at the
 /// record it waits for again (a fresh fetch, in case its fetch state went wrong across a broker
 /// outage), and report the stall; the caller retries at the next tick.
-fn stalled(consumer: &StreamConsumer, topic: &str, next: i64) -> ServeError {
+fn stalled(consumer: &kafka::LogReader, topic: &str, next: i64) -> ServeError {
     if let Err(error) = consumer.seek(topic, 0, Offset::Offset(next), Duration::from_secs(5)) {
         tracing::warn!(%error, topic, next, "seek after a stall failed");
     }
@@ -561,7 +570,7 @@ impl Service {
     /// Bring the engine up to date with every label event published so far: apply the
     /// changelog to its end, forward labels-topic records nobody forwarded yet, and apply the
     /// changelog to its end again.
-    async fn sync(&mut self, changelog: &StreamConsumer) -> Result<(), ServeError> {
+    async fn sync(&mut self, changelog: &kafka::LogReader) -> Result<(), ServeError> {
         let started = now_ms();
         self.catch_up_changelog(changelog).await?;
         if self.forward_labels().await? {
@@ -584,7 +593,7 @@ impl Service {
     }
 
     /// Apply changelog records up to the log's current end.
-    async fn catch_up_changelog(&mut self, changelog: &StreamConsumer) -> Result<(), ServeError> {
+    async fn catch_up_changelog(&mut self, changelog: &kafka::LogReader) -> Result<(), ServeError> {
         let topic = self.config.topics.changelog.clone();
         let (low, high) = self.high_watermark(&topic)?;
         let consistent = high >= self.changelog_next;
@@ -836,7 +845,7 @@ impl Service {
     async fn on_text(
         &mut self,
         message: OwnedMessage,
-        changelog: &StreamConsumer,
+        changelog: &kafka::LogReader,
         llm_tasks: &mut FuturesUnordered<LlmTask>,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
