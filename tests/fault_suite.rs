@@ -437,9 +437,8 @@ async fn broker_restart() {
     let llm = FakeLlm::start(Reply::FirstCandidate).await;
     let topics = Topics::new("broker-restart");
     let sets_for = |state: &str| {
-        let mut sets = topics.sets();
+        let mut sets = topics.sets_with(&address);
         sets.extend([
-            format!("kafka.brokers={address}"),
             format!("state.dir={}", dir.path().join(state).display()),
             format!("llm.url={}", llm.url),
             "llm.model=fake-model".into(),

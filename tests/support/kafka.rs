@@ -63,6 +63,11 @@ impl Topics {
     }
 
     pub fn sets(&self) -> Vec<String> {
+        self.sets_with(&brokers())
+    }
+
+    /// The same, for a broker other than the shared one (a test's own [`Broker`]).
+    pub fn sets_with(&self, brokers: &str) -> Vec<String> {
         vec![
             format!("topics.labels={}", self.labels),
             format!("topics.texts={}", self.texts),
@@ -71,7 +76,7 @@ impl Topics {
             format!("topics.dead_letter={}", self.dead_letter),
             format!("topics.changelog={}", self.changelog),
             format!("kafka.group_id={}.group", self.texts),
-            format!("kafka.brokers={}", brokers()),
+            format!("kafka.brokers={brokers}"),
             // Tests run side by side: each service takes a free admin port.
             "admin.listen=127.0.0.1:0".to_string(),
         ]
