@@ -19,40 +19,7 @@ use support::kafka::{
     brokers, create_topic, predicted_ids, publish, publish_json, publish_json_to, read_until,
     read_until_from, state_of, Broker, Service, Topics,
 };
-use support::{example, Lcg};
-
-const WORDS: [&str; 30] = [
-    "parcel",
-    "tracking",
-    "courier",
-    "delivery",
-    "address",
-    "box",
-    "invoice",
-    "charged",
-    "card",
-    "refund",
-    "payment",
-    "bill",
-    "password",
-    "login",
-    "account",
-    "locked",
-    "email",
-    "reset",
-    "warehouse",
-    "late",
-    "duplicate",
-    "code",
-    "damaged",
-    "order",
-    "motor",
-    "battery",
-    "screen",
-    "blender",
-    "dark",
-    "mode",
-];
+use support::{example, ticket_words, Lcg};
 
 /// (key, bytes, expected reason) of the bad-input corpus; None key means none.
 fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
@@ -126,6 +93,23 @@ fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
     corpus
 }
 
+/// A count from the environment (set by scripts/fault-suite.sh), else `default`.
+fn env_count(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Print a scenario's summary and write it to `out/fault-suite/<file>`.
+fn report(file: &str, summary: &serde_json::Value) {
+    let text = serde_json::to_string_pretty(summary).unwrap_or_default();
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("out/fault-suite");
+    let _ = std::fs::create_dir_all(&out);
+    let _ = std::fs::write(out.join(file), &text);
+    println!("{text}");
+}
+
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -140,14 +124,8 @@ fn rss_kib(pid: u32) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "minutes long: run by scripts/fault-suite.sh"]
 async fn fault_suite() {
-    let texts_total: usize = std::env::var("FAULT_SUITE_TEXTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
-    let kills_total: usize = std::env::var("FAULT_SUITE_KILLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(6);
+    let texts_total = env_count("FAULT_SUITE_TEXTS", 3000);
+    let kills_total = env_count("FAULT_SUITE_KILLS", 6);
     let started = Instant::now();
     let llm = FakeLlm::start(Reply::Chaos).await;
     let dir = tempfile::tempdir().unwrap();
@@ -238,9 +216,7 @@ async fn fault_suite() {
             let batch: Vec<String> = (0..50.min(texts_total - sent))
                 .map(|i| {
                     let id = format!("f{:05}", sent + i);
-                    let mut text: Vec<&str> = (0..12)
-                        .map(|_| WORDS[rng.next() as usize % WORDS.len()])
-                        .collect();
+                    let mut text = ticket_words(&mut rng, 12);
                     if (sent + i) % 7 == 0 {
                         // Control characters inside an otherwise good text: classified.
                         text.insert(3, "\u{7}\u{1b}[31m\u{0}");
@@ -369,13 +345,7 @@ async fn fault_suite() {
         "fresh_replica_digest": fresh_digest,
         "rss_kib": rss_samples,
     });
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("out/fault-suite");
-    let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(
-        out.join("summary.json"),
-        serde_json::to_string_pretty(&summary).unwrap(),
-    );
-    println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+    report("summary.json", &summary);
 
     assert!(
         lost.is_empty(),
@@ -411,10 +381,8 @@ async fn fault_suite() {
 fn texts(prefix: &str, first: usize, n: usize, rng: &mut Lcg) -> Vec<String> {
     (first..first + n)
         .map(|i| {
-            let text: Vec<&str> = (0..12)
-                .map(|_| WORDS[rng.next() as usize % WORDS.len()])
-                .collect();
-            serde_json::json!({"id": format!("{prefix}{i:05}"), "text": text.join(" ")}).to_string()
+            let text = ticket_words(rng, 12).join(" ");
+            serde_json::json!({"id": format!("{prefix}{i:05}"), "text": text}).to_string()
         })
         .collect()
 }
@@ -426,10 +394,7 @@ fn texts(prefix: &str, first: usize, n: usize, rng: &mut Lcg) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "minutes long: run by scripts/fault-suite.sh"]
 async fn broker_restart() {
-    let texts_total: usize = std::env::var("FAULT_SUITE_TEXTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(3000);
+    let texts_total = env_count("FAULT_SUITE_TEXTS", 3000);
     let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let mut broker = Broker::start(dir.path(), "sqlite://nisshi.db");
@@ -524,13 +489,7 @@ async fn broker_restart() {
         "replicas_still_running": still_running,
         "replica_digests": digests,
     });
-    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("out/fault-suite");
-    let _ = std::fs::create_dir_all(&out);
-    let _ = std::fs::write(
-        out.join("broker-restart.json"),
-        serde_json::to_string_pretty(&summary).unwrap(),
-    );
-    println!("{}", serde_json::to_string_pretty(&summary).unwrap());
+    report("broker-restart.json", &summary);
 
     assert!(
         still_running.iter().all(|r| *r),

@@ -166,10 +166,7 @@ async fn client_errors_are_not_retried() {
 #[tokio::test]
 async fn connection_refused_is_retried_then_reported() {
     // Bind and drop a listener: nothing listens on that port any more.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("port")
-        .port();
+    let port = support::free_port();
     let llm = client(
         &format!("http://127.0.0.1:{port}/v1"),
         1,

@@ -11,7 +11,7 @@ use support::kafka::{
     predicted_ids, publish, publish_json, publish_json_to, read_until, state_of, Broker, Record,
     Service, Topics,
 };
-use support::{example, Lcg};
+use support::{example, ticket_words, Lcg};
 
 fn llm_url() -> String {
     std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())
@@ -236,49 +236,11 @@ fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
 
 /// Texts drawn from the example round's vocabulary, deterministically.
 fn synthetic_texts(count: usize) -> Vec<String> {
-    let words = [
-        "parcel",
-        "tracking",
-        "courier",
-        "delivery",
-        "address",
-        "box",
-        "invoice",
-        "charged",
-        "card",
-        "refund",
-        "payment",
-        "bill",
-        "password",
-        "login",
-        "account",
-        "locked",
-        "email",
-        "reset",
-        "warehouse",
-        "late",
-        "duplicate",
-        "sign",
-        "code",
-        "damaged",
-        "vat",
-        "order",
-        "weekend",
-        "neighbour",
-        "bank",
-        "statement",
-        "phone",
-        "app",
-        "code",
-        "verify",
-    ];
     let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
     (0..count)
         .map(|i| {
-            let text: Vec<&str> = (0..9)
-                .map(|_| words[rng.next() as usize % words.len()])
-                .collect();
-            format!(r#"{{"id":"s{i:05}","text":"{}"}}"#, text.join(" "))
+            let text = ticket_words(&mut rng, 9).join(" ");
+            format!(r#"{{"id":"s{i:05}","text":"{text}"}}"#)
         })
         .collect()
 }

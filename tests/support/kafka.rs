@@ -428,10 +428,7 @@ impl Broker {
     /// `storage`: e.g. `memory://nisshi/`, or `sqlite://nisshi.db` (a file in `dir`: survives a
     /// restart).
     pub fn start(dir: &Path, storage: &str) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
+        let port = super::free_port();
         let mut broker = Self {
             child: None,
             address: format!("127.0.0.1:{port}"),

@@ -28,3 +28,66 @@ impl Lcg {
         self.0 >> 33
     }
 }
+
+/// Support-ticket words the example rounds know: synthetic texts drawn from them get candidates.
+#[allow(dead_code)]
+pub const TICKET_WORDS: [&str; 41] = [
+    "parcel",
+    "tracking",
+    "courier",
+    "delivery",
+    "address",
+    "box",
+    "invoice",
+    "charged",
+    "card",
+    "refund",
+    "payment",
+    "bill",
+    "password",
+    "login",
+    "account",
+    "locked",
+    "email",
+    "reset",
+    "warehouse",
+    "late",
+    "duplicate",
+    "sign",
+    "code",
+    "damaged",
+    "vat",
+    "order",
+    "weekend",
+    "neighbour",
+    "bank",
+    "statement",
+    "phone",
+    "app",
+    "verify",
+    "motor",
+    "battery",
+    "screen",
+    "blender",
+    "dark",
+    "mode",
+    "tablet",
+    "speaker",
+];
+
+/// `count` words of [`TICKET_WORDS`], drawn by `rng`.
+#[allow(dead_code)]
+pub fn ticket_words(rng: &mut Lcg, count: usize) -> Vec<&'static str> {
+    (0..count)
+        .map(|_| TICKET_WORDS[rng.next() as usize % TICKET_WORDS.len()])
+        .collect()
+}
+
+/// A loopback port nothing listens on right now.
+#[allow(dead_code)]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
