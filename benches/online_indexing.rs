@@ -27,7 +27,7 @@ fn online_indexing(c: &mut Criterion) {
                 // Keywords of the text, then its online indexing: both per-text costs.
                 |(text, label)| {
                     let analysis = engine.analyze(&text);
-                    engine.learn(&analysis, &label)
+                    engine.learn(&analysis, &label, true)
                 },
                 BatchSize::SmallInput,
             )

@@ -32,7 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let retrieval = engine.retrieve(&analysis)?;
         let answer = retrieval.candidates.first().cloned();
         let decision = engine.decide(&retrieval, answer.as_deref());
-        engine.learn(&analysis, &decision.label);
+        let confident = engine.is_confident(&retrieval, &decision);
+        engine.learn(&analysis, &decision.label, confident);
     }
     let seconds = started.elapsed().as_secs_f64();
     println!(

@@ -29,6 +29,8 @@ pub struct Classified {
     pub decision: Decision,
     /// The LLM's raw answer, when it gave one.
     pub raw_answer: Option<String>,
+    /// Its first token's alternatives with log-probabilities (`scored` choice).
+    pub alternatives: Vec<(String, f64)>,
     /// Why the LLM could not answer (the decision then comes from the graph).
     pub llm_failure: Option<String>,
     pub llm_calls: u32,
@@ -112,6 +114,7 @@ impl Classifier {
         times.retrieve = started.elapsed();
 
         let mut raw_answer = None;
+        let mut alternatives = Vec::new();
         let mut llm_failure = None;
         if let Some(llm) = &self.llm {
             let started = Instant::now();
@@ -122,6 +125,7 @@ impl Classifier {
                     prompt_tokens += answer.prompt_tokens;
                     completion_tokens += answer.completion_tokens;
                     raw_answer = Some(answer.text);
+                    alternatives = answer.first_token;
                 }
                 Err(error) => {
                     tracing::warn!(%error, "LLM classification failed; graph-only prediction");
@@ -130,12 +134,15 @@ impl Classifier {
             }
             times.llm = started.elapsed();
         }
-        let decision = engine.decide(&retrieval, raw_answer.as_deref());
+        let decision =
+            engine.decide_with_alternatives(&retrieval, raw_answer.as_deref(), &alternatives);
+
         Ok(Classified {
             analysis,
             retrieval,
             decision,
             raw_answer,
+            alternatives,
             llm_failure,
             llm_calls,
             prompt_tokens,

@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+use crate::engine::prompt::ChoiceMode;
+use crate::engine::rank::RankingConfig;
 use crate::engine::Strategy;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -160,6 +162,14 @@ pub struct EngineSection {
     pub example_top_k: usize,
     pub online_indexing: bool,
     pub max_prompt_chars: usize,
+    /// How the LLM chooses among the candidates: `free`, `numbered` or `scored`.
+    pub choice: ChoiceMode,
+    /// `scored`: weight of the LLM's belief against the retrieval scores.
+    pub llm_weight: f64,
+    /// Characters of each candidate's most similar example in the prompt (0: none).
+    pub example_chars: usize,
+    /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
+    pub ranking: RankingConfig,
 }
 
 impl Default for EngineSection {
@@ -171,6 +181,10 @@ impl Default for EngineSection {
             example_top_k: defaults.example_selection.top_k,
             online_indexing: defaults.online_indexing,
             max_prompt_chars: defaults.max_prompt_chars,
+            choice: defaults.choice,
+            llm_weight: defaults.llm_weight,
+            example_chars: defaults.example_chars,
+            ranking: defaults.ranking,
         }
     }
 }
@@ -181,6 +195,10 @@ impl EngineSection {
             strategy: self.strategy,
             online_indexing: self.online_indexing,
             max_prompt_chars: self.max_prompt_chars,
+            choice: self.choice,
+            llm_weight: self.llm_weight,
+            example_chars: self.example_chars,
+            ranking: self.ranking.clone(),
             ..Default::default()
         };
         config.selection.top_k = self.top_k;
@@ -419,6 +437,26 @@ impl ServeConfig {
         }
         if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
             errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
+        }
+        let r = &self.engine.ranking;
+        if r.max_candidates == 0 {
+            errors.push("engine.ranking.max_candidates: must be at least 1".into());
+        }
+        let weights = [
+            ("engine.llm_weight", self.engine.llm_weight),
+            ("engine.ranking.name_weight", r.name_weight),
+            ("engine.ranking.description_weight", r.description_weight),
+            ("engine.ranking.proximity_weight", r.proximity_weight),
+            ("engine.ranking.learn_margin", r.learn_margin),
+            (
+                "engine.ranking.learn_margin_agreeing",
+                r.learn_margin_agreeing,
+            ),
+        ];
+        for (key, value) in weights {
+            if !(value.is_finite() && value >= 0.0) {
+                errors.push(format!("{key}: must be a number ≥ 0"));
+            }
         }
         if self.input.max_in_flight == 0 {
             errors.push("input.max_in_flight: must be at least 1".into());

@@ -43,6 +43,7 @@ fn prompt() -> Prompt {
         system: "sys".into(),
         user: "classify this".into(),
         max_tokens: 8,
+        top_logprobs: None,
     }
 }
 

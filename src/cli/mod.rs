@@ -8,6 +8,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::classify::Classifier;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
+use crate::engine::prompt::ChoiceMode;
+use crate::engine::rank::RankingConfig;
 use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
 use crate::llm::retry::RetryPolicy;
@@ -48,6 +50,9 @@ pub enum StrategyArg {
     Steiner,
     All,
     Naive,
+    Ranked,
+    Proximity,
+    Hybrid,
 }
 
 impl From<StrategyArg> for Strategy {
@@ -56,6 +61,9 @@ impl From<StrategyArg> for Strategy {
             StrategyArg::Steiner => Strategy::Steiner,
             StrategyArg::All => Strategy::All,
             StrategyArg::Naive => Strategy::Naive,
+            StrategyArg::Ranked => Strategy::Ranked,
+            StrategyArg::Proximity => Strategy::Proximity,
+            StrategyArg::Hybrid => Strategy::Hybrid,
         }
     }
 }
@@ -74,6 +82,14 @@ pub enum Ablation {
 pub enum KeywordModeArg {
     Tfidf,
     Llm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HeldOutArg {
+    /// test.tsv (dev.tsv where a round has none): for reporting.
+    Test,
+    /// dev.tsv: for tuning.
+    Dev,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -147,6 +163,75 @@ impl LlmArgs {
     }
 }
 
+/// Scoring of the ranked strategies (`ranked`, `proximity`, `hybrid`); defaults are the
+/// service's.
+#[derive(Debug, Clone, Args)]
+pub struct RankingArgs {
+    /// Candidates offered to the LLM, best first.
+    #[arg(long, default_value_t = RankingConfig::default().max_candidates)]
+    pub max_candidates: usize,
+    /// Weight of the similarity with a label's name.
+    #[arg(long, default_value_t = RankingConfig::default().name_weight)]
+    pub name_weight: f64,
+    /// Weight of the similarity with a label's description.
+    #[arg(long, default_value_t = RankingConfig::default().description_weight)]
+    pub description_weight: f64,
+    /// Nearest texts voting in the second hop (TopoRAG proximity).
+    #[arg(long, default_value_t = RankingConfig::default().proximity_k)]
+    pub proximity_k: usize,
+    /// Weight of the second hop in `hybrid`.
+    #[arg(long, default_value_t = RankingConfig::default().proximity_weight)]
+    pub proximity_weight: f64,
+    /// Score margin above which a graph-only decision is learned from.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin)]
+    pub learn_margin: f64,
+    /// Score margin above which an LLM decision agreeing with retrieval is learned from.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
+    pub learn_margin_agreeing: f64,
+    /// How the LLM chooses: `free` (the paper's: a class name), `numbered`, or `scored` (its
+    /// first-token log-probabilities fused with the retrieval scores).
+    #[arg(long, value_enum, default_value = "scored")]
+    pub choice: ChoiceArg,
+    /// `scored`: weight of the LLM's belief against the retrieval scores.
+    #[arg(long, default_value_t = EngineConfig::default().llm_weight)]
+    pub llm_weight: f64,
+    /// Characters of each candidate's most similar example shown in the prompt (0: none).
+    #[arg(long, default_value_t = EngineConfig::default().example_chars)]
+    pub example_chars: usize,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChoiceArg {
+    Free,
+    Numbered,
+    Scored,
+}
+
+impl From<ChoiceArg> for ChoiceMode {
+    fn from(value: ChoiceArg) -> Self {
+        match value {
+            ChoiceArg::Free => ChoiceMode::Free,
+            ChoiceArg::Numbered => ChoiceMode::Numbered,
+            ChoiceArg::Scored => ChoiceMode::Scored,
+        }
+    }
+}
+
+impl RankingArgs {
+    pub fn config(&self) -> RankingConfig {
+        RankingConfig {
+            max_candidates: self.max_candidates.max(1),
+            name_weight: self.name_weight,
+            description_weight: self.description_weight,
+            proximity_k: self.proximity_k,
+            proximity_weight: self.proximity_weight,
+            learn_margin: self.learn_margin,
+            learn_margin_agreeing: self.learn_margin_agreeing,
+            ..RankingConfig::default()
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// Dataset folder, e.g. ../shared/data/paper/wos or examples/tiny.
@@ -157,14 +242,19 @@ pub struct EvalArgs {
     /// Rounds to run (default: every round present).
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Which held-out texts: `test` to report, `dev` to tune.
+    #[arg(long, value_enum, default_value = "test")]
+    pub held_out: HeldOutArg,
     /// Held-out texts per round, sampled with --seed (default: all).
     #[arg(long)]
     pub limit: Option<usize>,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
     /// Candidate strategies to compare, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "steiner")]
+    #[arg(long, value_delimiter = ',', default_value = "hybrid")]
     pub strategy: Vec<StrategyArg>,
+    #[command(flatten)]
+    pub ranking: RankingArgs,
     /// Keyword extraction.
     #[arg(long, value_enum, default_value = "tfidf")]
     pub keywords: KeywordModeArg,
@@ -197,7 +287,11 @@ pub struct EvalArgs {
 }
 
 pub async fn eval(args: EvalArgs) -> Result<()> {
-    let mut rounds = dataset::load(&args.dataset, args.shots, args.rounds)?;
+    let held_out = match args.held_out {
+        HeldOutArg::Test => dataset::HeldOut::Test,
+        HeldOutArg::Dev => dataset::HeldOut::Dev,
+    };
+    let mut rounds = dataset::load(&args.dataset, args.shots, args.rounds, held_out)?;
     if let Some(limit) = args.limit {
         dataset::sample(&mut rounds, limit, args.seed);
     }
@@ -227,6 +321,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     base.online_indexing = !args.ablation.contains(&Ablation::Offline);
     base.unit_costs = args.ablation.contains(&Ablation::Unit);
     base.keyword_input = args.ablation.contains(&Ablation::KeywordInput);
+    base.ranking = args.ranking.config();
+    base.choice = args.ranking.choice.into();
+    base.llm_weight = args.ranking.llm_weight;
+    base.example_chars = args.ranking.example_chars;
 
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     let mut runs = Vec::new();
@@ -260,6 +358,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             .map(|l| l.config().model.clone())
             .unwrap_or_else(|| "none".into()),
         keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
+        choice: base.choice.as_str().to_string(),
+        held_out: format!("{:?}", args.held_out).to_lowercase(),
         named_labels: named,
         ablations: args
             .ablation

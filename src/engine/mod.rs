@@ -7,11 +7,15 @@
 //! [`Engine::apply_round`].
 
 pub mod answer;
+pub mod choice;
 pub mod graph;
+pub mod index;
 pub mod keywords;
 pub mod prompt;
+pub mod rank;
 pub mod state;
 pub mod steiner;
+pub mod terms;
 pub mod text;
 pub mod tfidf;
 pub mod update;
@@ -25,8 +29,11 @@ use thiserror::Error;
 
 use answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
 use graph::{KeywordGraph, Node};
+use index::{DocKind, TextIndex};
 use keywords::{Keyword, KeywordSelection};
-use prompt::{ClassChoice, Prompt};
+use prompt::{ChoiceMode, ClassChoice, Prompt};
+use rank::{Evidence, Ranking, RankingConfig};
+use terms::TermCounts;
 use text::PhraseCounts;
 use tfidf::CorpusStats;
 
@@ -34,13 +41,19 @@ use tfidf::CorpusStats;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
-    /// GORAG: labels in the Steiner tree over the text's keywords.
-    #[default]
+    /// GORAG as in the paper: labels in the Steiner tree over the text's keywords.
     Steiner,
     /// Every active label (the long-context baseline).
     All,
     /// Labels of the k labelled texts most similar by TF-IDF cosine (NaiveRAG analogue).
     Naive,
+    /// Labels scored by their own material (best example, name, description), ranked, capped.
+    Ranked,
+    /// TopoRAG's proximity alone: the nearest texts (labelled and confidently classified) vote.
+    Proximity,
+    /// `ranked` + `proximity`: the default (README, "Retrieval that finds the class").
+    #[default]
+    Hybrid,
 }
 
 impl Strategy {
@@ -49,7 +62,24 @@ impl Strategy {
             Self::Steiner => "steiner",
             Self::All => "all",
             Self::Naive => "naive",
+            Self::Ranked => "ranked",
+            Self::Proximity => "proximity",
+            Self::Hybrid => "hybrid",
         }
+    }
+
+    /// The evidence of a ranked strategy; None for `steiner`, `all` and `naive`.
+    pub fn evidence(self) -> Option<Evidence> {
+        let (first_hop, second_hop) = match self {
+            Self::Ranked => (true, false),
+            Self::Proximity => (false, true),
+            Self::Hybrid => (true, true),
+            Self::Steiner | Self::All | Self::Naive => return None,
+        };
+        Some(Evidence {
+            first_hop,
+            second_hop,
+        })
     }
 }
 
@@ -72,6 +102,15 @@ pub struct EngineConfig {
     pub max_prompt_chars: usize,
     /// Longest answer, in tokens.
     pub answer_max_tokens: u32,
+    /// Scoring, capping and confidence of the ranked strategies.
+    pub ranking: RankingConfig,
+    /// How the LLM chooses among the candidates.
+    pub choice: ChoiceMode,
+    /// `scored` mode: weight of the LLM's belief against the retrieval scores (each candidate's
+    /// score divided by the best).
+    pub llm_weight: f64,
+    /// Characters of each candidate's example shown in the prompt (ranked strategies; 0: none).
+    pub example_chars: usize,
 }
 
 impl Default for EngineConfig {
@@ -82,13 +121,17 @@ impl Default for EngineConfig {
                 top_k: 100,
                 min_score: 0.0,
             },
-            strategy: Strategy::Steiner,
+            strategy: Strategy::Hybrid,
             naive_k: 5,
             online_indexing: true,
             unit_costs: false,
             keyword_input: false,
             max_prompt_chars: 2000,
             answer_max_tokens: 32,
+            ranking: RankingConfig::default(),
+            choice: ChoiceMode::default(),
+            llm_weight: 1.0,
+            example_chars: 300,
         }
     }
 }
@@ -149,6 +192,9 @@ pub struct IndexReport {
 pub struct Analysis {
     pub phrases: PhraseCounts,
     pub keywords: Vec<Keyword>,
+    /// The retrieval index's terms of the text (stems, phrases within stop words).
+    #[serde(default)]
+    pub terms: TermCounts,
 }
 
 /// Why the candidate set is what it is.
@@ -167,12 +213,21 @@ pub enum Basis {
     AllLabels,
     /// The `naive` strategy.
     SimilarExamples,
+    /// A ranked strategy (`ranked`, `proximity`, `hybrid`): the best-scored labels.
+    RankedScores,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retrieval {
-    /// Candidate label ids in label registration order.
+    /// Candidate label ids: best first for the ranked strategies, in label registration order
+    /// for the others.
     pub candidates: Vec<String>,
+    /// Ranked strategies: each candidate's score (same order); empty otherwise.
+    pub scores: Vec<f64>,
+    /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
+    pub examples: Vec<Option<String>>,
+    /// Ranked strategies: best score minus second best (None: no scores).
+    pub margin: Option<f64>,
     /// The text's keywords that are graph nodes.
     pub terminals: Vec<String>,
     pub basis: Basis,
@@ -203,8 +258,8 @@ pub struct Engine {
     stats: CorpusStats,
     labels: Vec<LabelInfo>,
     label_index: HashMap<String, usize>,
-    /// Labelled texts (label position, phrases), for the `naive` strategy.
-    examples: Vec<(usize, PhraseCounts)>,
+    /// Labelled examples, names, descriptions and confidently classified texts.
+    index: TextIndex,
     /// Bumped on every change to the label set.
     label_version: u64,
     /// Id of the last round applied through [`Engine::apply`].
@@ -214,12 +269,12 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
+            index: TextIndex::new(config.ranking.seen_capacity),
             config,
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),
             labels: Vec::new(),
             label_index: HashMap::new(),
-            examples: Vec::new(),
             label_version: 0,
             last_round: None,
         }
@@ -278,6 +333,11 @@ impl Engine {
             });
             self.label_index.insert(label.id.clone(), position);
             self.graph.ensure_label(&label.id);
+            if let Some(name) = &label.name {
+                let terms = TermCounts::of(&name.replace('_', " "));
+                self.index
+                    .add_labelled(DocKind::Name, position as u32, terms, None);
+            }
             for example in &label.examples {
                 documents.push((position, example.as_str(), true));
             }
@@ -344,27 +404,36 @@ impl Engine {
     }
 
     /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
-    /// statistics first, then each is scored and linked to its label.
+    /// statistics first, then each is scored and linked to its label. The retrieval index gets
+    /// the examples and descriptions too, and each new label's name, then recomputes its
+    /// weights once for the batch.
     fn index_documents(&mut self, documents: &[(usize, &str, bool)]) -> IndexReport {
-        let analysed: Vec<(usize, PhraseCounts, bool)> = documents
+        let analysed: Vec<(usize, &str, PhraseCounts, bool)> = documents
             .iter()
-            .map(|&(position, text, is_example)| (position, PhraseCounts::of(text), is_example))
+            .map(|&(position, text, is_example)| {
+                (position, text, PhraseCounts::of(text), is_example)
+            })
             .collect();
-        for (_, phrases, _) in &analysed {
+        for (_, _, phrases, _) in &analysed {
             self.stats.add(phrases);
         }
         let before = self.graph.keyword_count();
-        for (position, phrases, is_example) in analysed {
+        for (position, text, phrases, is_example) in analysed {
             let scores = self.stats.scores(&phrases, true);
             let label_id = self.labels[position].id.clone();
             for keyword in keywords::select(scores, &self.config.example_selection) {
                 self.graph
                     .observe(&keyword.phrase, &label_id, 1.0 - keyword.score);
             }
-            if is_example {
-                self.examples.push((position, phrases));
-            }
+            let kind = if is_example {
+                DocKind::Example
+            } else {
+                DocKind::Description
+            };
+            self.index
+                .add_labelled(kind, position as u32, TermCounts::of(text), Some(text));
         }
+        self.index.reweigh();
         IndexReport {
             labels_added: 0,
             texts_indexed: documents.len(),
@@ -378,7 +447,11 @@ impl Engine {
         let phrases = PhraseCounts::of(text);
         let scores = self.stats.scores(&phrases, false);
         let keywords = keywords::select(scores, &self.config.selection);
-        Analysis { phrases, keywords }
+        Analysis {
+            phrases,
+            keywords,
+            terms: TermCounts::of(text),
+        }
     }
 
     /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
@@ -386,7 +459,11 @@ impl Engine {
         let phrases = PhraseCounts::of(text);
         let scores: HashMap<String, f64> = self.stats.scores(&phrases, false).into_iter().collect();
         let keywords = keywords::from_llm_answer(answer, &phrases, &scores, &self.config.selection);
-        Analysis { phrases, keywords }
+        Analysis {
+            phrases,
+            keywords,
+            terms: TermCounts::of(text),
+        }
     }
 
     fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
@@ -407,13 +484,17 @@ impl Engine {
             .iter()
             .filter_map(|k| self.graph.keyword(&k.phrase).map(|node| (k, node)))
             .collect();
+        let terminal_names = || terminals.iter().map(|(k, _)| k.phrase.clone()).collect();
+        if let Some(evidence) = self.config.strategy.evidence() {
+            return Ok(self.ranked_retrieval(analysis, evidence, terminal_names()));
+        }
         let (candidates, basis, tree_cost) = match self.config.strategy {
-            Strategy::All => (self.all_active(), Basis::AllLabels, None),
             Strategy::Naive => match self.similar_example_labels(analysis) {
                 Some(labels) => (labels, Basis::SimilarExamples, None),
                 None => (self.all_active(), Basis::NoEvidence, None),
             },
             Strategy::Steiner => self.steiner_candidates(&terminals),
+            _ => (self.all_active(), Basis::AllLabels, None),
         };
         // NaiveRAG's own prediction is the label of the most similar example (listed first).
         let graph_choice = match (self.config.strategy, basis, candidates.first()) {
@@ -424,11 +505,80 @@ impl Engine {
         ordered.sort_by_key(|id| self.label_index.get(id).copied().unwrap_or(usize::MAX));
         Ok(Retrieval {
             candidates: ordered,
-            terminals: terminals.iter().map(|(k, _)| k.phrase.clone()).collect(),
+            scores: Vec::new(),
+            examples: Vec::new(),
+            margin: None,
+            terminals: terminal_names(),
             basis,
             tree_cost,
             graph_choice,
         })
+    }
+
+    /// The ranked strategies: label scores from the retrieval index, best first, capped at
+    /// `max_candidates`; every active label when nothing in the text is known to the index.
+    fn ranked_retrieval(
+        &self,
+        analysis: &Analysis,
+        evidence: Evidence,
+        terminals: Vec<String>,
+    ) -> Retrieval {
+        let ranking = self.rank(&analysis.terms, evidence);
+        if ranking.ranked.is_empty() {
+            let candidates = self.all_active();
+            return Retrieval {
+                graph_choice: candidates.first().cloned().unwrap_or_default(),
+                candidates,
+                scores: Vec::new(),
+                examples: Vec::new(),
+                margin: Some(0.0),
+                terminals,
+                basis: Basis::NoEvidence,
+                tree_cost: None,
+            };
+        }
+        let margin = ranking.margin();
+        let keep = self.config.ranking.max_candidates.max(1);
+        let mut candidates = Vec::with_capacity(keep);
+        let mut scores = Vec::with_capacity(keep);
+        let mut examples = Vec::with_capacity(keep);
+        for (&(label, score), example) in
+            ranking.ranked.iter().zip(&ranking.best_example).take(keep)
+        {
+            candidates.push(self.labels[label as usize].id.clone());
+            scores.push(score);
+            examples.push(
+                example
+                    .and_then(|doc| self.index.doc(doc))
+                    .and_then(|doc| doc.text.clone()),
+            );
+        }
+        Retrieval {
+            graph_choice: candidates[0].clone(),
+            candidates,
+            scores,
+            examples,
+            margin: Some(margin),
+            terminals,
+            basis: Basis::RankedScores,
+            tree_cost: None,
+        }
+    }
+
+    /// Per-label scores of a text (active labels only), best first.
+    pub fn rank(&self, terms: &TermCounts, evidence: Evidence) -> Ranking {
+        let hits = self.index.search(terms);
+        rank::score(
+            &hits,
+            self.labels.len(),
+            |l| {
+                self.labels
+                    .get(l as usize)
+                    .is_some_and(|label| label.active)
+            },
+            &self.config.ranking,
+            evidence,
+        )
     }
 
     fn all_active(&self) -> Vec<String> {
@@ -585,44 +735,27 @@ impl Engine {
             .unwrap_or_default()
     }
 
-    /// Distinct active labels of the `naive_k` labelled texts most similar to the query
-    /// (TF-IDF cosine), most similar first; None when nothing is similar at all.
+    /// Distinct active labels of the `naive_k` labelled examples most similar to the query
+    /// (TF-IDF cosine through the retrieval index), most similar first; None when nothing is
+    /// similar at all.
     fn similar_example_labels(&self, analysis: &Analysis) -> Option<Vec<String>> {
-        let query = &analysis.phrases;
-        let weights: HashMap<&str, f64> = query
-            .counts
-            .iter()
-            .map(|(p, &c)| (p.as_str(), self.stats.tfidf_weight(c, query.total, p)))
+        let mut hits: Vec<_> = self
+            .index
+            .search(&analysis.terms)
+            .into_iter()
+            .filter(|h| h.kind == DocKind::Example && self.labels[h.label as usize].active)
             .collect();
-        let query_norm = weights.values().map(|w| w * w).sum::<f64>().sqrt();
-        if query_norm == 0.0 {
+        if hits.is_empty() {
             return None;
         }
-        let mut scored: Vec<(f64, usize)> = Vec::new();
-        for (i, (position, phrases)) in self.examples.iter().enumerate() {
-            if !self.labels[*position].active {
-                continue;
-            }
-            let mut dot = 0.0;
-            let mut norm = 0.0;
-            for (phrase, &count) in &phrases.counts {
-                let w = self.stats.tfidf_weight(count, phrases.total, phrase);
-                norm += w * w;
-                if let Some(q) = weights.get(phrase.as_str()) {
-                    dot += w * q;
-                }
-            }
-            if dot > 0.0 && norm > 0.0 {
-                scored.push((dot / (norm.sqrt() * query_norm), i));
-            }
-        }
-        if scored.is_empty() {
-            return None;
-        }
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        hits.sort_by(|a, b| {
+            b.similarity
+                .total_cmp(&a.similarity)
+                .then(a.doc.cmp(&b.doc))
+        });
         let mut labels: Vec<String> = Vec::new();
-        for (_, i) in scored.into_iter().take(self.config.naive_k.max(1)) {
-            let id = &self.labels[self.examples[i].0].id;
+        for hit in hits.into_iter().take(self.config.naive_k.max(1)) {
+            let id = &self.labels[hit.label as usize].id;
             if !labels.contains(id) {
                 labels.push(id.clone());
             }
@@ -640,10 +773,17 @@ impl Engine {
         let choices: Vec<ClassChoice<'_>> = retrieval
             .candidates
             .iter()
-            .filter_map(|id| self.label(id))
-            .map(|label| ClassChoice {
+            .enumerate()
+            .filter_map(|(i, id)| self.label(id).map(|label| (i, label)))
+            .map(|(i, label)| ClassChoice {
                 display: label.display(),
                 description: label.description.as_deref(),
+                example: retrieval
+                    .examples
+                    .get(i)
+                    .and_then(|e| e.as_deref())
+                    .filter(|_| self.config.example_chars > 0)
+                    .map(|e| prompt::clip(e, self.config.example_chars)),
             })
             .collect();
         let keyword_body;
@@ -658,11 +798,33 @@ impl Engine {
         } else {
             prompt::clip(text, self.config.max_prompt_chars)
         };
-        prompt::classification(&choices, body, self.config.answer_max_tokens)
+        prompt::classification_for(
+            &choices,
+            body,
+            self.config.answer_max_tokens,
+            self.config.choice,
+        )
     }
 
     /// Turn the LLM's answer (None: no LLM, or it failed) into a decision.
     pub fn decide(&self, retrieval: &Retrieval, answer: Option<&str>) -> Decision {
+        self.decide_with_alternatives(retrieval, answer, &[])
+    }
+
+    /// Turn the LLM's answer into a decision under the configured choice mode. `alternatives`
+    /// are the answer's first-token alternatives with log-probabilities (`scored` mode; empty
+    /// when the endpoint gave none, and the answer is then read as in `free` mode).
+    ///
+    /// The hallucination flag always describes what the LLM itself answered: `unknown_label`
+    /// when its answer names no active label (or, numbered, no listed number),
+    /// `outside_candidates` when it names a label retrieval did not offer. In `scored` mode the
+    /// decision is still the fused choice among the candidates.
+    pub fn decide_with_alternatives(
+        &self,
+        retrieval: &Retrieval,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+    ) -> Decision {
         let graph = |hallucination| Decision {
             label: retrieval.graph_choice.clone(),
             source: Source::Graph,
@@ -671,12 +833,36 @@ impl Engine {
         let Some(answer) = answer else {
             return graph(None);
         };
+        if self.config.choice == ChoiceMode::Numbered {
+            if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
+                return Decision {
+                    label: retrieval.candidates[i].clone(),
+                    source: Source::Llm,
+                    hallucination: None,
+                };
+            }
+        }
         let spellings: Vec<LabelSpelling> = self
             .active_labels()
             .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
             .collect();
         let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
-        match match_answer(answer, &spellings, is_candidate) {
+        let matched = match_answer(answer, &spellings, is_candidate);
+        if self.config.choice == ChoiceMode::Scored {
+            if let Some(label) = self.fused_choice(retrieval, alternatives) {
+                let hallucination = match matched {
+                    AnswerMatch::Candidate(_) => None,
+                    AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
+                    AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
+                };
+                return Decision {
+                    label,
+                    source: Source::Llm,
+                    hallucination,
+                };
+            }
+        }
+        match matched {
             AnswerMatch::Candidate(label) => Decision {
                 label,
                 source: Source::Llm,
@@ -691,11 +877,54 @@ impl Engine {
         }
     }
 
-    /// Online indexing: the text joins the statistics and its keywords that are not yet nodes
-    /// are linked to `label` with cost `1 − s`. Only for active labels, and not in the
-    /// `offline` ablation. Returns the number of keyword nodes added.
-    pub fn learn(&mut self, analysis: &Analysis, label: &str) -> usize {
+    /// `scored` mode: the candidate that maximises retrieval score (relative to the best) plus
+    /// `llm_weight` × the LLM's belief; None when the alternatives begin no candidate's name.
+    fn fused_choice(
+        &self,
+        retrieval: &Retrieval,
+        alternatives: &[(String, f64)],
+    ) -> Option<String> {
+        let displays: Vec<&str> = retrieval
+            .candidates
+            .iter()
+            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
+            .collect();
+        let belief = choice::belief(&displays, alternatives)?;
+        let i = choice::fuse(&retrieval.scores, &belief, self.config.llm_weight);
+        retrieval.candidates.get(i).cloned()
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: a graph-only
+    /// decision when retrieval's margin reaches `learn_margin`; an LLM decision when it agrees
+    /// with retrieval's best label and the margin reaches `learn_margin_agreeing`; never a
+    /// hallucination. Strategies without scores (`steiner`, `all`, `naive`) learn from every
+    /// decision, as the paper does.
+    pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        let Some(margin) = retrieval.margin else {
+            return true;
+        };
+        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
+            return false;
+        }
+        let config = &self.config.ranking;
+        match decision.source {
+            Source::Graph => margin >= config.learn_margin,
+            Source::Llm => {
+                decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
+            }
+        }
+    }
+
+    /// Online indexing: the text always joins the statistics; when the decision is
+    /// `confident`, its keywords that are not yet nodes are linked to `label` with cost
+    /// `1 − s`, and the text joins the text graph under `label`. Only for active labels, and
+    /// not in the `offline` ablation. Returns the number of keyword nodes added.
+    pub fn learn(&mut self, analysis: &Analysis, label: &str, confident: bool) -> usize {
         if !self.config.online_indexing || !self.is_active(label) {
+            return 0;
+        }
+        self.stats.add(&analysis.phrases);
+        if !confident {
             return 0;
         }
         let mut added = 0;
@@ -707,7 +936,9 @@ impl Engine {
                 added += 1;
             }
         }
-        self.stats.add(&analysis.phrases);
+        if let Some(&position) = self.label_index.get(label) {
+            self.index.add_seen(position as u32, &analysis.terms);
+        }
         added
     }
 }

@@ -14,10 +14,44 @@ pub struct Prompt {
     pub user: String,
     /// Upper bound on the answer's length in tokens.
     pub max_tokens: u32,
+    /// Ask for this many alternatives (with log-probabilities) of the answer's first token.
+    #[serde(default)]
+    pub top_logprobs: Option<u8>,
 }
+
+/// How the LLM is asked to choose among the candidates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChoiceMode {
+    /// The paper's: answer with a class name, matched to the labels.
+    Free,
+    /// Candidates numbered; answer with a number.
+    Numbered,
+    /// Answer with a class name; the first answer token's alternatives and their
+    /// log-probabilities (`top_logprobs`) give the LLM's belief per candidate, fused with the
+    /// retrieval scores.
+    #[default]
+    Scored,
+}
+
+impl ChoiceMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Numbered => "numbered",
+            Self::Scored => "scored",
+        }
+    }
+}
+
+/// First-token alternatives requested in the `scored` mode.
+pub const SCORED_ALTERNATIVES: u8 = 20;
 
 const CLASSIFY_SYSTEM: &str = "You are a precise text classifier. You answer with exactly one \
 class name copied from the list you are given, and nothing else.";
+
+const CLASSIFY_NUMBERED_SYSTEM: &str = "You are a precise text classifier. You answer with the \
+number of exactly one class from the numbered list you are given, and nothing else.";
 
 const DESCRIBE_SYSTEM: &str = "You write one short sentence that describes a category of \
 documents, naming its typical topics.";
@@ -30,6 +64,61 @@ of short keywords taken from the passage, and nothing else.";
 pub struct ClassChoice<'a> {
     pub display: &'a str,
     pub description: Option<&'a str>,
+    /// Its labelled example most similar to the text (ranked strategies), already clipped.
+    pub example: Option<&'a str>,
+}
+
+/// The classification prompt under `mode`. With examples (ranked strategies) the candidates
+/// come best first, each with its description and its most similar labelled example; without,
+/// the paper's prompt: classes, their descriptions, the text.
+pub fn classification_for(
+    choices: &[ClassChoice<'_>],
+    body: &str,
+    max_tokens: u32,
+    mode: ChoiceMode,
+) -> Prompt {
+    let with_examples = choices.iter().any(|c| c.example.is_some());
+    if mode == ChoiceMode::Free && !with_examples {
+        return classification(choices, body, max_tokens);
+    }
+    let numbered = mode == ChoiceMode::Numbered;
+    let mut user = String::from(if with_examples {
+        "Classify the text below into exactly one of these classes, listed from most to least \
+         likely:\n"
+    } else {
+        "Classify the text below into exactly one of these classes:\n"
+    });
+    for (i, choice) in choices.iter().enumerate() {
+        if numbered {
+            user.push_str(&format!("{}. {}", i + 1, choice.display));
+        } else {
+            user.push_str(&format!("- {}", choice.display));
+        }
+        if let Some(description) = choice.description {
+            user.push_str(&format!(": {}", description.trim()));
+        }
+        user.push('\n');
+        if let Some(example) = choice.example {
+            user.push_str(&format!("  Example: \"{}\"\n", example.trim()));
+        }
+    }
+    user.push_str(if numbered {
+        "Reply with only the number of one class from the list above.\nText: "
+    } else {
+        "Reply with only the name of one class from the list above, with no other words.\nText: "
+    });
+    user.push_str(body);
+    Prompt {
+        system: if numbered {
+            CLASSIFY_NUMBERED_SYSTEM
+        } else {
+            CLASSIFY_SYSTEM
+        }
+        .to_string(),
+        user,
+        max_tokens,
+        top_logprobs: (mode == ChoiceMode::Scored).then_some(SCORED_ALTERNATIVES),
+    }
 }
 
 /// The classification prompt: candidate classes, their descriptions when known, then the text
@@ -60,6 +149,7 @@ pub fn classification(choices: &[ClassChoice<'_>], body: &str, max_tokens: u32) 
         system: CLASSIFY_SYSTEM.to_string(),
         user,
         max_tokens,
+        top_logprobs: None,
     }
 }
 
@@ -69,6 +159,7 @@ pub fn label_description(name: &str) -> Prompt {
         system: DESCRIBE_SYSTEM.to_string(),
         user: format!("Describe the category \"{name}\" in one short sentence."),
         max_tokens: 32,
+        top_logprobs: None,
     }
 }
 
@@ -78,6 +169,7 @@ pub fn keyword_extraction(passage: &str) -> Prompt {
         system: KEYWORDS_SYSTEM.to_string(),
         user: format!("Extract the keywords of this passage:\n{passage}"),
         max_tokens: 64,
+        top_logprobs: None,
     }
 }
 
@@ -100,10 +192,12 @@ mod tests {
             ClassChoice {
                 display: "machine learning",
                 description: Some("learning from data"),
+                example: None,
             },
             ClassChoice {
                 display: "label 3",
                 description: None,
+                example: None,
             },
         ];
         let prompt = classification(&choices, "some text", 32);
@@ -122,10 +216,39 @@ mod tests {
         let choices = [ClassChoice {
             display: "label 0",
             description: None,
+            example: None,
         }];
         assert!(!classification(&choices, "x", 8)
             .user
             .contains("distinguishes"));
+    }
+
+    #[test]
+    fn ranked_prompts_list_candidates_in_order_with_their_examples() {
+        let choices = [
+            ClassChoice {
+                display: "billing",
+                description: Some("payments"),
+                example: Some("charged twice"),
+            },
+            ClassChoice {
+                display: "shipping",
+                description: None,
+                example: Some("parcel late"),
+            },
+        ];
+        let numbered = classification_for(&choices, "where is it", 8, ChoiceMode::Numbered);
+        assert!(numbered
+            .user
+            .contains("1. billing: payments\n  Example: \"charged twice\"\n2. shipping\n"));
+        assert!(numbered.user.contains("number of one class"));
+        assert_eq!(numbered.top_logprobs, None);
+        let scored = classification_for(&choices, "where is it", 8, ChoiceMode::Scored);
+        assert!(scored.user.contains("- billing: payments\n"));
+        assert_eq!(scored.top_logprobs, Some(SCORED_ALTERNATIVES));
+        let free = classification_for(&choices, "where is it", 8, ChoiceMode::Free);
+        assert!(free.user.contains("most to least likely"));
+        assert_eq!(free.top_logprobs, None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::graph::{EdgeCost, KeywordGraph, Node};
-use super::text::PhraseCounts;
+use super::index::{IndexDoc, TextIndex};
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
 
@@ -32,7 +32,8 @@ pub struct EngineState {
     pub graph: GraphState,
     pub stats: CorpusStats,
     pub labels: Vec<LabelInfo>,
-    pub examples: Vec<(usize, PhraseCounts)>,
+    /// The retrieval index's documents, in order (weights are derived from them).
+    pub index: Vec<IndexDoc>,
     pub label_version: u64,
     pub last_round: Option<String>,
 }
@@ -47,7 +48,7 @@ pub enum StateError {
     DuplicateNode(String),
     #[error("label {0:?} has no node in the graph state")]
     MissingLabel(String),
-    #[error("example refers to label position {0}, which does not exist")]
+    #[error("index document refers to label position {0}, which does not exist")]
     BadExample(usize),
 }
 
@@ -144,7 +145,7 @@ impl Engine {
             graph: self.graph.to_state(),
             stats: self.stats.clone(),
             labels: self.labels.clone(),
-            examples: self.examples.clone(),
+            index: self.index.docs().cloned().collect(),
             label_version: self.label_version,
             last_round: self.last_round.clone(),
         }
@@ -161,20 +162,21 @@ impl Engine {
                 return Err(StateError::DuplicateNode(label.id.clone()));
             }
         }
-        if let Some((position, _)) = state
-            .examples
+        if let Some(doc) = state
+            .index
             .iter()
-            .find(|(position, _)| *position >= state.labels.len())
+            .find(|doc| doc.label as usize >= state.labels.len())
         {
-            return Err(StateError::BadExample(*position));
+            return Err(StateError::BadExample(doc.label as usize));
         }
+        let index = TextIndex::from_docs(state.index, config.ranking.seen_capacity);
         Ok(Self {
             config,
             graph,
             stats: state.stats,
             labels: state.labels,
             label_index,
-            examples: state.examples,
+            index,
             label_version: state.label_version,
             last_round: state.last_round,
         })
@@ -220,7 +222,16 @@ impl Engine {
             hash.update([u8::from(label.active)]);
             hash.update(label.examples.to_le_bytes());
         }
-        hash.update((self.examples.len() as u64).to_le_bytes());
+        for doc in self.index.docs() {
+            hash.update([doc.kind as u8]);
+            hash.update(doc.label.to_le_bytes());
+            hash.update((doc.terms.counts.len() as u64).to_le_bytes());
+            for (term, count) in &doc.terms.counts {
+                hash_str(&mut hash, term);
+                hash.update(count.to_le_bytes());
+            }
+            hash_str(&mut hash, doc.text.as_deref().unwrap_or("\u{0}"));
+        }
         hash.update(self.label_version.to_le_bytes());
         hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
         let bytes = hash.finalize();

@@ -9,6 +9,14 @@ fn label(id: &str, examples: &[&str]) -> NewLabel {
     }
 }
 
+/// The paper's strategy, for the tests of the Steiner path.
+fn steiner() -> EngineConfig {
+    EngineConfig {
+        strategy: Strategy::Steiner,
+        ..EngineConfig::default()
+    }
+}
+
 fn three_topics(config: EngineConfig) -> Engine {
     let mut engine = Engine::new(config);
     engine
@@ -60,7 +68,7 @@ fn invalid_round_changes_nothing() {
 
 #[test]
 fn steiner_retrieval_finds_the_matching_topic() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(steiner());
     let analysis = engine.analyze("new telescope images of galaxies");
     let retrieval = engine.retrieve(&analysis).unwrap();
     assert!(retrieval.candidates.contains(&"astronomy".to_string()));
@@ -71,7 +79,7 @@ fn steiner_retrieval_finds_the_matching_topic() {
 
 #[test]
 fn keywords_spanning_two_topics_bring_both_labels() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(steiner());
     let analysis = engine.analyze("galaxies telescope bread oven");
     let retrieval = engine.retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
@@ -80,7 +88,7 @@ fn keywords_spanning_two_topics_bring_both_labels() {
 
 #[test]
 fn text_with_no_known_keyword_gets_every_label() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(steiner());
     let retrieval = engine.retrieve(&engine.analyze("zzz qqq")).unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
     assert_eq!(retrieval.candidates.len(), 3);
@@ -88,7 +96,7 @@ fn text_with_no_known_keyword_gets_every_label() {
 
 #[test]
 fn single_terminal_offers_its_own_labels() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(steiner());
     let retrieval = engine.retrieve(&engine.analyze("yeast")).unwrap();
     assert_eq!(retrieval.basis, Basis::SingleTerminal);
     assert_eq!(retrieval.candidates, vec!["cooking"]);
@@ -96,7 +104,7 @@ fn single_terminal_offers_its_own_labels() {
 
 #[test]
 fn decisions_flag_both_kinds_of_hallucination() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(steiner());
     let retrieval = engine
         .retrieve(&engine.analyze("telescope galaxies stars"))
         .unwrap();
@@ -126,7 +134,7 @@ fn online_indexing_links_new_keywords_only() {
     let mut engine = three_topics(EngineConfig::default());
     let analysis = engine.analyze("radio telescope pulsar survey");
     let nodes_before = engine.graph().node_count();
-    let added = engine.learn(&analysis, "astronomy");
+    let added = engine.learn(&analysis, "astronomy", true);
     assert!(added > 0);
     assert_eq!(engine.graph().node_count(), nodes_before + added);
     assert_eq!(engine.stats().documents, 4);
@@ -152,7 +160,7 @@ fn offline_ablation_learns_nothing() {
     });
     let analysis = engine.analyze("radio telescope pulsar survey");
     let before = (engine.graph().node_count(), engine.stats().documents);
-    assert_eq!(engine.learn(&analysis, "astronomy"), 0);
+    assert_eq!(engine.learn(&analysis, "astronomy", true), 0);
     assert_eq!(
         (engine.graph().node_count(), engine.stats().documents),
         before
@@ -176,7 +184,10 @@ fn retired_labels_are_never_candidates_nor_answers() {
         engine.retire_label("astronomy"),
         Err(EngineError::RetiredLabel("astronomy".into()))
     );
-    assert_eq!(engine.learn(&engine.analyze("telescope"), "astronomy"), 0);
+    assert_eq!(
+        engine.learn(&engine.analyze("telescope"), "astronomy", true),
+        0
+    );
 }
 
 #[test]
@@ -258,7 +269,7 @@ fn keyword_input_ablation_sends_keywords() {
 fn unit_ablation_still_retrieves() {
     let engine = three_topics(EngineConfig {
         unit_costs: true,
-        ..EngineConfig::default()
+        ..steiner()
     });
     let retrieval = engine
         .retrieve(&engine.analyze("galaxies telescope bread oven"))
@@ -295,7 +306,7 @@ mod pruned_search {
             examples in proptest::collection::vec(proptest::collection::vec(0usize..16, 1..5), 3..12),
             queries in proptest::collection::vec(proptest::collection::vec(0usize..16, 2..10), 1..8),
         ) {
-            let mut engine = Engine::new(EngineConfig::default());
+            let mut engine = Engine::new(steiner());
             let labels: Vec<NewLabel> = examples
                 .iter()
                 .enumerate()
@@ -335,7 +346,7 @@ mod pruned_search {
                 }
                 // Online indexing to the i-th label grows shared keywords over time.
                 let label = format!("l{}", i % examples.len());
-                engine.learn(&analysis, &label);
+                engine.learn(&analysis, &label, true);
             }
         }
     }
@@ -351,7 +362,7 @@ fn restored_state_is_the_same_engine() {
     ] {
         let analysis = engine.analyze(text);
         let label = engine.retrieve(&analysis).unwrap().graph_choice;
-        engine.learn(&analysis, &label);
+        engine.learn(&analysis, &label, true);
     }
     let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
     let state: state::EngineState = postcard::from_bytes(&bytes).unwrap();
@@ -373,16 +384,126 @@ fn restored_state_is_the_same_engine() {
             .apply(&update::Update::Learn {
                 analysis: a,
                 label: ra.graph_choice.clone(),
+                confident: true,
             })
             .unwrap();
         restored
             .apply(&update::Update::Learn {
                 analysis: b,
                 label: ra.graph_choice,
+                confident: true,
             })
             .unwrap();
     }
     assert_eq!(restored.digest(), engine.digest());
+}
+
+#[test]
+fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
+    let engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("telescope images of galaxies, and a note on bread");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.basis, Basis::RankedScores);
+    assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
+    assert_eq!(retrieval.graph_choice, "astronomy");
+    assert!(retrieval.scores[0] > retrieval.scores[1]);
+    assert_eq!(
+        retrieval.examples[0].as_deref(),
+        Some("telescope observations of distant galaxies and stars in the night sky")
+    );
+    assert!(
+        (retrieval.margin.unwrap() - (retrieval.scores[0] - retrieval.scores[1])).abs() < 1e-12
+    );
+    // The label's name alone is evidence: "cooking" is in no example.
+    let named = engine.retrieve(&engine.analyze("cooking")).unwrap();
+    assert_eq!(named.candidates, vec!["cooking"]);
+}
+
+#[test]
+fn candidates_are_capped_best_first() {
+    let engine = three_topics(EngineConfig {
+        ranking: rank::RankingConfig {
+            max_candidates: 1,
+            ..Default::default()
+        },
+        ..EngineConfig::default()
+    });
+    let retrieval = engine
+        .retrieve(&engine.analyze("galaxies and bread and a football goal in the oven"))
+        .unwrap();
+    assert_eq!(retrieval.candidates.len(), 1);
+    assert_eq!(retrieval.candidates[0], retrieval.graph_choice);
+}
+
+#[test]
+fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
+    let mut engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("radio telescope pulsar survey of galaxies");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let graph_only = engine.decide(&retrieval, None);
+    assert!(
+        engine.is_confident(&retrieval, &graph_only),
+        "{retrieval:?}"
+    );
+    let disagreeing = engine.decide(&retrieval, Some("cooking"));
+    assert!(!engine.is_confident(&retrieval, &disagreeing));
+    let hallucinated = engine.decide(&retrieval, Some("marine biology"));
+    assert!(!engine.is_confident(&retrieval, &hallucinated));
+
+    let nodes = engine.graph().node_count();
+    assert_eq!(engine.learn(&analysis, "astronomy", false), 0);
+    assert_eq!(engine.graph().node_count(), nodes);
+    assert_eq!(
+        engine.stats().documents,
+        4,
+        "statistics learn from every text"
+    );
+    assert!(engine.learn(&analysis, "astronomy", true) > 0);
+    // The learned text now votes for its label: "pulsar" is in no example.
+    let seen = engine.retrieve(&engine.analyze("pulsar")).unwrap();
+    assert_eq!(seen.candidates, vec!["astronomy"]);
+}
+
+#[test]
+fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
+    let engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.candidates.len(), 2);
+    let second = retrieval.candidates[1].clone();
+    let belief = vec![(second[..4].to_string(), -0.01), ("x".to_string(), -5.0)];
+    let decision = engine.decide_with_alternatives(&retrieval, Some(&second), &belief);
+    assert_eq!(
+        (decision.label.as_str(), decision.source),
+        (second.as_str(), Source::Llm)
+    );
+    assert_eq!(decision.hallucination, None);
+    // A made-up answer is flagged, yet the decision stays among the candidates.
+    let made_up = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &belief);
+    assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
+    assert!(retrieval.candidates.contains(&made_up.label));
+    // No alternatives (an endpoint without logprobs): read as a free answer.
+    let free = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
+    assert_eq!(free.source, Source::Graph);
+}
+
+#[test]
+fn numbered_choice_reads_the_number() {
+    let engine = three_topics(EngineConfig {
+        choice: prompt::ChoiceMode::Numbered,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let prompt = engine.classification_prompt(&retrieval, "text", &analysis);
+    assert!(prompt.user.contains("2. "), "{}", prompt.user);
+    let decision = engine.decide(&retrieval, Some("2"));
+    assert_eq!(decision.label, retrieval.candidates[1]);
+    let nonsense = engine.decide(&retrieval, Some("7"));
+    assert_eq!(
+        nonsense.hallucination,
+        Some(HallucinationKind::UnknownLabel)
+    );
 }
 
 #[test]

@@ -18,8 +18,14 @@ pub enum Update {
     },
     /// Stop offering a label.
     RetireLabel { label: String },
-    /// Online indexing of one classified text.
-    Learn { analysis: Analysis, label: String },
+    /// Online indexing of one classified text. `confident` is decided once, by the instance
+    /// that classified the text, and travels with the update: replicas never recompute it.
+    Learn {
+        analysis: Analysis,
+        label: String,
+        #[serde(default = "learned_with_confidence")]
+        confident: bool,
+    },
 }
 
 impl Engine {
@@ -36,8 +42,12 @@ impl Engine {
                 self.retire_label(label)?;
                 Ok(IndexReport::default())
             }
-            Update::Learn { analysis, label } => {
-                let keywords_added = self.learn(analysis, label);
+            Update::Learn {
+                analysis,
+                label,
+                confident,
+            } => {
+                let keywords_added = self.learn(analysis, label, *confident);
                 Ok(IndexReport {
                     labels_added: 0,
                     texts_indexed: 1,
@@ -46,4 +56,9 @@ impl Engine {
             }
         }
     }
+}
+
+/// Learn records written before confidence existed learned everything.
+fn learned_with_confidence() -> bool {
+    true
 }

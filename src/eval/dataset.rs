@@ -22,7 +22,7 @@ pub enum DatasetError {
     BadLine { path: PathBuf, line: usize },
     #[error("{0}: no round folders r1, r2, … found")]
     NoRounds(PathBuf),
-    #[error("{path}: round {round} has no test.tsv or dev.tsv")]
+    #[error("{path}: round {round} has no held-out texts (test.tsv or dev.tsv; `--held-out dev` needs dev.tsv)")]
     NoHeldOut { path: PathBuf, round: usize },
 }
 
@@ -79,11 +79,22 @@ fn read_tsv(path: &Path) -> Result<Vec<Sample>, DatasetError> {
     Ok(samples)
 }
 
+/// Which held-out texts to classify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HeldOut {
+    /// `test.tsv` (reporting), or `dev.tsv` where a round has no test file.
+    #[default]
+    Test,
+    /// `dev.tsv` only (tuning): a round without one is an error.
+    Dev,
+}
+
 /// Load rounds 1..=`max_rounds` (all present when None) of the `shots`-shot split.
 pub fn load(
     dataset: &Path,
     shots: u32,
     max_rounds: Option<usize>,
+    held_out: HeldOut,
 ) -> Result<Vec<RoundData>, DatasetError> {
     let base = dataset.join(format!("{shots}shot"));
     let mut rounds = Vec::new();
@@ -96,16 +107,17 @@ pub fn load(
             break;
         }
         let train = read_tsv(&dir.join("train.tsv"))?;
-        let (test_path, held_out_file) = if dir.join("test.tsv").is_file() {
-            (dir.join("test.tsv"), "test.tsv")
-        } else if dir.join("dev.tsv").is_file() {
-            (dir.join("dev.tsv"), "dev.tsv")
-        } else {
-            return Err(DatasetError::NoHeldOut {
-                path: dir,
-                round: number,
-            });
-        };
+        let (test_path, held_out_file) =
+            if held_out == HeldOut::Test && dir.join("test.tsv").is_file() {
+                (dir.join("test.tsv"), "test.tsv")
+            } else if dir.join("dev.tsv").is_file() {
+                (dir.join("dev.tsv"), "dev.tsv")
+            } else {
+                return Err(DatasetError::NoHeldOut {
+                    path: dir,
+                    round: number,
+                });
+            };
         rounds.push(RoundData {
             number,
             train,
@@ -191,14 +203,17 @@ mod tests {
         write(dir.path(), "1shot/r1/test.tsv", "a_b\tx\n\nc\ty\n");
         write(dir.path(), "1shot/r2/train.tsv", "d\tthird\n");
         write(dir.path(), "1shot/r2/dev.tsv", "d\tz\n");
-        let rounds = load(dir.path(), 1, None).unwrap();
+        let rounds = load(dir.path(), 1, None, HeldOut::Test).unwrap();
         assert_eq!(rounds.len(), 2);
         assert_eq!(rounds[0].test.len(), 2);
         assert_eq!(rounds[1].held_out_file, "dev.tsv");
         let labels = round_labels(&rounds[0], true);
         assert_eq!(labels[0].name.as_deref(), Some("a b"));
         assert!(labels_have_names(&rounds, LabelNames::Auto));
-        assert_eq!(load(dir.path(), 1, Some(1)).unwrap().len(), 1);
+        assert_eq!(
+            load(dir.path(), 1, Some(1), HeldOut::Test).unwrap().len(),
+            1
+        );
     }
 
     #[test]
@@ -206,12 +221,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "1shot/r1/train.tsv", "ok\ttext\nno tab here\n");
         write(dir.path(), "1shot/r1/test.tsv", "ok\tx\n");
-        let err = load(dir.path(), 1, None).unwrap_err();
+        let err = load(dir.path(), 1, None, HeldOut::Test).unwrap_err();
         assert!(err
             .to_string()
             .ends_with("train.tsv:2: expected `label<TAB>text`"));
         assert!(matches!(
-            load(dir.path(), 5, None),
+            load(dir.path(), 5, None, HeldOut::Test),
             Err(DatasetError::NoRounds(_))
         ));
     }

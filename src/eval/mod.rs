@@ -47,6 +47,12 @@ pub struct RoundMetrics {
     pub texts: usize,
     /// Final label (LLM, or graph fallback) equals the gold label.
     pub accuracy: f64,
+    /// Retrieval's own prediction (no LLM) equals the gold label.
+    pub graph_accuracy: f64,
+    /// This round's texts learned from (online indexing with confidence).
+    pub learned: usize,
+    /// Of those, the ones whose label was right: the precision of what online indexing learns.
+    pub learned_correct: usize,
     /// As the paper counts it: an answer that is no known label is wrong.
     pub strict_accuracy: f64,
     pub macro_recall: f64,
@@ -77,6 +83,7 @@ pub struct StrategyRun {
 struct Scored {
     gold: String,
     label: String,
+    graph_choice: String,
     hallucination: Option<HallucinationKind>,
     gold_in_candidates: bool,
     candidates: usize,
@@ -90,6 +97,7 @@ impl Scored {
         Self {
             gold: sample.label.clone(),
             label: classified.decision.label.clone(),
+            graph_choice: classified.retrieval.graph_choice.clone(),
             hallucination: classified.decision.hallucination,
             gold_in_candidates: classified.retrieval.candidates.contains(&sample.label),
             candidates: classified.retrieval.candidates.len(),
@@ -176,11 +184,17 @@ pub async fn run(
         // This round's texts, with online indexing, in order.
         let mut scored = Vec::new();
         let mut keywords_added_online = 0;
+        let mut learned_confidently = 0;
+        let mut learned_correct = 0;
         for sample in &round.test {
             let classified = classifier.classify(&engine, &sample.text).await?;
             add_times(&mut seconds, &classified);
             let started = Instant::now();
-            keywords_added_online += engine.learn(&classified.analysis, &classified.decision.label);
+            let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+            learned_confidently += usize::from(confident);
+            learned_correct += usize::from(confident && classified.decision.label == sample.label);
+            keywords_added_online +=
+                engine.learn(&classified.analysis, &classified.decision.label, confident);
             seconds.online_index += started.elapsed().as_secs_f64();
             scored.push(Scored::new(sample, &classified));
             progress.inc(1);
@@ -210,7 +224,7 @@ pub async fn run(
             &engine,
             &scored,
             description_calls,
-            keywords_added_online,
+            (keywords_added_online, learned_confidently, learned_correct),
             seconds,
         ));
     }
@@ -226,7 +240,7 @@ fn summarise(
     engine: &Engine,
     scored: &[Scored],
     description_calls: u32,
-    keywords_added_online: usize,
+    (keywords_added_online, learned, learned_correct): (usize, usize, usize),
     seconds: StageSeconds,
 ) -> RoundMetrics {
     let n = scored.len().max(1) as f64;
@@ -258,6 +272,9 @@ fn summarise(
         labels: engine.active_labels().count(),
         texts: scored.len(),
         accuracy: correct as f64 / n,
+        graph_accuracy: count(&|s| s.graph_choice == s.gold) as f64 / n,
+        learned,
+        learned_correct,
         strict_accuracy: strict as f64 / n,
         macro_recall,
         hallucination_rate: (unknown + outside) as f64 / n,

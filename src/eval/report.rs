@@ -17,6 +17,10 @@ pub struct EvalReport {
     /// `none` for retrieval-only runs.
     pub model: String,
     pub keyword_mode: String,
+    /// How the LLM chose (`free`, `numbered`, `scored`).
+    pub choice: String,
+    /// `test` or `dev`.
+    pub held_out: String,
     pub named_labels: bool,
     pub ablations: Vec<String>,
     pub runs: Vec<StrategyRun>,
@@ -28,10 +32,12 @@ pub fn table(report: &EvalReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "dataset {} · {}-shot · model {} · keywords {}{}{}",
+        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}",
         report.dataset,
         report.shots,
+        report.held_out,
         report.model,
+        report.choice,
         report.keyword_mode,
         report
             .limit
@@ -45,17 +51,19 @@ pub fn table(report: &EvalReport) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<8} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>7} {:>8} {:>7} {:>7} {:>8}",
+        "{:<9} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8}",
         "strategy",
         "r",
         "lbls",
         "texts",
         "acc",
+        "gacc",
         "strict",
         "mrec",
         "halluc",
         "candrec",
         "cands",
+        "learned",
         "calls/t",
         "ptok/t",
         "nodes",
@@ -66,17 +74,19 @@ pub fn table(report: &EvalReport) -> String {
         for m in &run.rounds {
             let _ = writeln!(
                 out,
-                "{:<8} {:>2} {:>4} {:>6} {:>7.4} {:>7.4} {:>7.4} {:>8.4} {:>8.4} {:>7.2} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.1}s",
+                "{:<9} {:>2} {:>4} {:>6} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>8.4} {:>8.4} {:>7.2} {:>6} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.1}s",
                 run.strategy,
                 m.round,
                 m.labels,
                 m.texts,
                 m.accuracy,
+                m.graph_accuracy,
                 m.strict_accuracy,
                 m.macro_recall,
                 m.hallucination_rate,
                 m.candidate_recall,
                 m.mean_candidates,
+                m.learned,
                 m.llm_calls_per_text,
                 m.prompt_tokens_per_text,
                 m.graph_nodes,
@@ -87,18 +97,20 @@ pub fn table(report: &EvalReport) -> String {
     }
     let _ = writeln!(
         out,
-        "acc: final label correct · strict: unknown-label answers count wrong (the paper's rule) · \
+        "acc: final label correct · gacc: retrieval's own prediction correct · strict: unknown-label answers count wrong (the paper's rule) · \
          mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
-         the candidates · cands: mean candidate-set size · ptok/t: prompt tokens per text"
+         the candidates · cands: mean candidate-set size · learned: this round's texts learned from · ptok/t: prompt tokens per text"
     );
     for run in &report.runs {
         for m in &run.rounds {
             let s = &m.seconds;
             let _ = writeln!(
                 out,
-                "{} r{} stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
+                "{} r{} learned {} ({} right) · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
                 run.strategy,
                 m.round,
+                m.learned,
+                m.learned_correct,
                 s.index_round,
                 s.describe_labels,
                 s.keywords,

@@ -30,6 +30,8 @@ pub struct CachedAnswer {
     pub text: String,
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
+    #[serde(default)]
+    pub first_token: Vec<(String, f64)>,
 }
 
 #[derive(Clone)]
@@ -48,13 +50,17 @@ impl ResponseCache {
     }
 
     pub fn key(model: &str, temperature: f32, prompt: &Prompt) -> [u8; 32] {
-        let canonical = serde_json::json!({
+        let mut canonical = serde_json::json!({
             "format": FORMAT,
             "model": model,
             "temperature": temperature,
             "max_tokens": prompt.max_tokens,
             "messages": [["system", prompt.system], ["user", prompt.user]],
         });
+        // Only when asked for, so keys of plain prompts stay what they were.
+        if let Some(top) = prompt.top_logprobs {
+            canonical["top_logprobs"] = serde_json::json!(top);
+        }
         Sha256::digest(canonical.to_string().as_bytes()).into()
     }
 
@@ -93,6 +99,7 @@ mod tests {
             system: "s".into(),
             user: user.into(),
             max_tokens,
+            top_logprobs: None,
         }
     }
 

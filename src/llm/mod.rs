@@ -19,7 +19,7 @@ use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use async_openai::types::chat::{
-    ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatChoice, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
     ChatCompletionRequestUserMessage, CreateChatCompletionRequestArgs,
 };
 use serde::Serialize;
@@ -158,6 +158,9 @@ pub struct Completion {
     pub cached: bool,
     /// Attempts made (0 when served from the cache).
     pub attempts: u32,
+    /// The first answer token's alternatives with their log-probabilities, when the prompt
+    /// asked for them and the endpoint gave them.
+    pub first_token: Vec<(String, f64)>,
 }
 
 /// Running totals, shared by every clone of a client.
@@ -270,6 +273,7 @@ impl LlmClient {
                     completion_tokens: hit.completion_tokens,
                     cached: true,
                     attempts: 0,
+                    first_token: hit.first_token,
                 });
             }
         }
@@ -283,6 +287,7 @@ impl LlmClient {
                             text: completion.text.clone(),
                             prompt_tokens: completion.prompt_tokens,
                             completion_tokens: completion.completion_tokens,
+                            first_token: completion.first_token.clone(),
                         },
                     )?;
                 }
@@ -299,11 +304,15 @@ impl LlmClient {
             ChatCompletionRequestSystemMessage::from(prompt.system.as_str()).into(),
             ChatCompletionRequestUserMessage::from(prompt.user.as_str()).into(),
         ];
-        let request = CreateChatCompletionRequestArgs::default()
-            .model(self.config.model.as_str())
+        let mut args = CreateChatCompletionRequestArgs::default();
+        args.model(self.config.model.as_str())
             .messages(messages)
             .temperature(self.config.temperature)
-            .max_completion_tokens(prompt.max_tokens)
+            .max_completion_tokens(prompt.max_tokens);
+        if let Some(top) = prompt.top_logprobs {
+            args.logprobs(true).top_logprobs(top);
+        }
+        let request = args
             .build()
             .map_err(|e| LlmError::InvalidRequest(e.to_string()))?;
         let policy = &self.config.retry;
@@ -326,11 +335,11 @@ impl LlmClient {
             let failure = match outcome {
                 Err(_) => AttemptError::Timeout(self.config.timeout),
                 Ok(Ok(response)) => {
-                    let text = response
-                        .choices
-                        .first()
+                    let first = response.choices.first();
+                    let text = first
                         .and_then(|c| c.message.content.clone())
                         .unwrap_or_default();
+                    let first_token = first.map(first_token_alternatives).unwrap_or_default();
                     if text.trim().is_empty() {
                         AttemptError::Empty
                     } else {
@@ -350,6 +359,7 @@ impl LlmClient {
                             completion_tokens,
                             cached: false,
                             attempts: attempt,
+                            first_token,
                         });
                     }
                 }
@@ -376,6 +386,27 @@ impl LlmClient {
             tokio::time::sleep(delay).await;
         }
     }
+}
+
+/// The alternatives of the first content token that is not blank (an answer may open with a
+/// space or newline token).
+fn first_token_alternatives(choice: &ChatChoice) -> Vec<(String, f64)> {
+    let tokens = choice
+        .logprobs
+        .as_ref()
+        .and_then(|l| l.content.as_ref())
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    tokens
+        .iter()
+        .find(|t| !t.token.trim().is_empty())
+        .map(|t| {
+            t.top_logprobs
+                .iter()
+                .map(|alt| (alt.token.clone(), f64::from(alt.logprob)))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Sort an async-openai error into "retry" (Ok) or "give up now" (Err).

@@ -15,7 +15,7 @@ use super::{Offsets, Saved, StateStore, StoreError};
 use crate::engine::state::EngineState;
 use crate::engine::update::Update;
 
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const FORMAT_KEY: &[u8] = b"format";
 const SNAPSHOT_KEY: &[u8] = b"snapshot";
 const LOG_PREFIX: &[u8] = b"log/";

@@ -40,7 +40,15 @@ pub enum Change {
         offset: i64,
         analysis: Analysis,
         label: String,
+        /// Decided by the writer (see `Engine::is_confident`); records from before it existed
+        /// learned everything.
+        #[serde(default = "learned_with_confidence")]
+        confident: bool,
     },
+}
+
+fn learned_with_confidence() -> bool {
+    true
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,6 +119,7 @@ mod tests {
                     offset: 7,
                     analysis,
                     label: "a".into(),
+                    confident: true,
                 },
             },
         ];
@@ -129,8 +138,15 @@ mod tests {
                         ..
                     } => update,
                     Change::Learn {
-                        analysis, label, ..
-                    } => Update::Learn { analysis, label },
+                        analysis,
+                        label,
+                        confident,
+                        ..
+                    } => Update::Learn {
+                        analysis,
+                        label,
+                        confident,
+                    },
                     other => panic!("{other:?}"),
                 };
                 replica.apply(&update).unwrap();

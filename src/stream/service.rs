@@ -690,6 +690,7 @@ impl Service {
                 offset: text_offset,
                 analysis,
                 label,
+                confident,
             } => {
                 if mine {
                     self.pending_learns = self.pending_learns.saturating_sub(1);
@@ -705,7 +706,11 @@ impl Service {
                     (self.config.topics.texts.clone(), partition),
                     text_offset + 1,
                 );
-                let update = Update::Learn { analysis, label };
+                let update = Update::Learn {
+                    analysis,
+                    label,
+                    confident,
+                };
                 if let Err(error) = self.engine.apply(&update) {
                     tracing::warn!(%error, "online indexing refused");
                 }
@@ -1119,7 +1124,13 @@ impl Service {
             self.metrics.llm_fallbacks.inc();
         }
         let raw_answer = answer.as_ref().map(|c| c.text.as_str());
-        let decision = self.engine.decide(&pending.retrieval, raw_answer);
+        let alternatives = answer
+            .as_ref()
+            .map(|c| c.first_token.as_slice())
+            .unwrap_or_default();
+        let decision =
+            self.engine
+                .decide_with_alternatives(&pending.retrieval, raw_answer, alternatives);
         slot.span.record("label", decision.label.as_str());
         slot.span
             .record("source", format!("{:?}", decision.source).to_lowercase());
@@ -1150,6 +1161,7 @@ impl Service {
                     offset,
                     analysis: pending.analysis.clone(),
                     label: decision.label.clone(),
+                    confident: self.engine.is_confident(&pending.retrieval, &decision),
                 },
             };
             learn_record = Some(Outgoing {

@@ -1,0 +1,101 @@
+//! Reading a constrained choice: a numbered answer, or the LLM's belief per candidate from the
+//! log-probabilities of its answer's first token, fused with the retrieval scores.
+//!
+//! Pure functions over strings and numbers; [`super::Engine::decide_with_alternatives`] wires
+//! them to labels and hallucination flags.
+
+use super::text::normalise_label_text;
+
+/// The candidate (0-based) a numbered answer names: its first number, if within 1..=`count`.
+pub fn numbered(answer: &str, count: usize) -> Option<usize> {
+    let digits: String = answer
+        .trim_start()
+        .trim_start_matches(['(', '[', '#'])
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let n: usize = digits.parse().ok()?;
+    (1..=count).contains(&n).then(|| n - 1)
+}
+
+/// The LLM's belief per candidate: the probability mass of first-token alternatives that
+/// begin the candidate's name (a token shared by several names counts for each), normalised
+/// over the candidates. None when no alternative begins any name.
+pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Vec<f64>> {
+    let names: Vec<String> = displays.iter().map(|d| normalise_label_text(d)).collect();
+    let mut mass = vec![0.0f64; names.len()];
+    for (token, logprob) in alternatives {
+        let token = normalise_label_text(token);
+        if token.is_empty() {
+            continue;
+        }
+        let p = logprob.exp();
+        for (i, name) in names.iter().enumerate() {
+            if name.starts_with(&token) {
+                mass[i] += p;
+            }
+        }
+    }
+    let total: f64 = mass.iter().sum();
+    if total <= 0.0 {
+        return None;
+    }
+    Some(mass.into_iter().map(|m| m / total).collect())
+}
+
+/// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
+pub fn fuse(scores: &[f64], belief: &[f64], weight: f64) -> usize {
+    let top = scores.iter().copied().fold(0.0f64, f64::max);
+    let mut best = (0, f64::NEG_INFINITY);
+    for (i, b) in belief.iter().enumerate() {
+        let retrieval = match (scores.get(i), top > 0.0) {
+            (Some(s), true) => s / top,
+            _ => 0.0,
+        };
+        let fused = retrieval + weight * b;
+        if fused > best.1 {
+            best = (i, fused);
+        }
+    }
+    best.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbered_answers_are_read_and_bounded() {
+        assert_eq!(numbered("2", 5), Some(1));
+        assert_eq!(numbered(" 3. physics", 5), Some(2));
+        assert_eq!(numbered("(1)", 5), Some(0));
+        assert_eq!(numbered("6", 5), None);
+        assert_eq!(numbered("0", 5), None);
+        assert_eq!(numbered("physics", 5), None);
+    }
+
+    #[test]
+    fn belief_follows_the_first_tokens_that_begin_each_name() {
+        let alternatives = vec![
+            (" machine".to_string(), (0.6f64).ln()),
+            ("Foot".to_string(), (0.3f64).ln()),
+            ("!".to_string(), (0.1f64).ln()),
+        ];
+        let b = belief(&["machine learning", "football", "cooking"], &alternatives).unwrap();
+        assert!((b[0] - 0.6 / 0.9).abs() < 1e-9);
+        assert!((b[1] - 0.3 / 0.9).abs() < 1e-9);
+        assert_eq!(b[2], 0.0);
+        assert!(belief(&["cooking"], &alternatives).is_none());
+    }
+
+    #[test]
+    fn fusion_lets_a_confident_llm_overturn_a_close_retrieval_call_only() {
+        let scores = [0.50, 0.45, 0.10];
+        let llm_prefers_second = [0.1, 0.9, 0.0];
+        assert_eq!(fuse(&scores, &llm_prefers_second, 1.0), 1);
+        let llm_prefers_third = [0.1, 0.0, 0.9];
+        assert_eq!(fuse(&scores, &llm_prefers_third, 0.5), 0);
+        // No retrieval scores (steiner, all): the belief decides.
+        assert_eq!(fuse(&[], &llm_prefers_third, 1.0), 2);
+    }
+}

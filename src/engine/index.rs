@@ -1,0 +1,382 @@
+//! The retrieval index: every text ranked retrieval can point to — labelled examples, label
+//! names, label descriptions, and texts already classified with confidence ("seen" texts, the
+//! nodes of TopoRAG's text graph) — as TF-IDF vectors behind an inverted index, so a query costs
+//! the postings of its own terms, not a scan of every text.
+//!
+//! Weights: sublinear term frequency `1 + ln(count)` times the smoothed idf
+//! `ln((1 + N) / (1 + df)) + 1`, L2-normalised; N and df count **labelled examples** only, so
+//! every weight is a pure function of the labelled corpus and a text's terms. The weights are
+//! recomputed when examples arrive (a round, `add_examples`: rare) and never otherwise, which
+//! keeps a restarted or replayed engine bit-for-bit equal to one that ran without stopping.
+//!
+//! Seen texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest is evicted
+//! past the capacity (evicted documents are tombstoned and compacted away in bulk).
+
+use std::collections::{HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::terms::TermCounts;
+
+/// Terms kept per seen text (the heaviest by weight when it is added).
+pub const SEEN_TERMS: usize = 100;
+
+/// Characters of an example's text kept for prompts.
+pub const EXAMPLE_TEXT_CHARS: usize = 1000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DocKind {
+    /// A labelled example.
+    Example,
+    /// A label's name, as a tiny document.
+    Name,
+    /// A label's description (the operator's or the LLM's).
+    Description,
+    /// A text the engine classified with confidence (online indexing).
+    Seen,
+}
+
+/// One document as the state stores it: everything else is derived.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexDoc {
+    pub kind: DocKind,
+    /// Position of its label in the engine's label list.
+    pub label: u32,
+    pub terms: TermCounts,
+    /// Examples only: the (clipped) text, shown next to its label in prompts.
+    pub text: Option<String>,
+}
+
+/// A document's similarity to a query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    pub doc: u32,
+    pub kind: DocKind,
+    pub label: u32,
+    pub similarity: f64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TextIndex {
+    vocabulary: HashMap<String, u32>,
+    /// Labelled examples containing each term.
+    df: Vec<u32>,
+    /// Labelled examples indexed (N).
+    examples: u32,
+    docs: Vec<IndexDoc>,
+    alive: Vec<bool>,
+    /// Per term: (document, weight).
+    postings: Vec<Vec<(u32, f32)>>,
+    /// Alive seen texts, oldest first.
+    seen: VecDeque<u32>,
+    dead: usize,
+    seen_capacity: usize,
+}
+
+impl TextIndex {
+    pub fn new(seen_capacity: usize) -> Self {
+        Self {
+            seen_capacity,
+            ..Self::default()
+        }
+    }
+
+    /// Rebuild from stored documents (in their order).
+    pub fn from_docs(docs: Vec<IndexDoc>, seen_capacity: usize) -> Self {
+        let mut index = Self::new(seen_capacity);
+        for doc in docs {
+            index.push(doc);
+        }
+        index.reweigh();
+        index.evict_over_capacity();
+        index
+    }
+
+    /// The alive documents, in order: what a snapshot stores.
+    pub fn docs(&self) -> impl Iterator<Item = &IndexDoc> {
+        self.docs
+            .iter()
+            .zip(&self.alive)
+            .filter(|(_, alive)| **alive)
+            .map(|(doc, _)| doc)
+    }
+
+    pub fn doc(&self, id: u32) -> Option<&IndexDoc> {
+        self.docs.get(id as usize)
+    }
+
+    pub fn seen_count(&self) -> usize {
+        self.seen.len()
+    }
+
+    /// Add labelled material (examples, names, descriptions). Call [`TextIndex::reweigh`] after
+    /// the batch: examples change the idf of every weight.
+    pub fn add_labelled(
+        &mut self,
+        kind: DocKind,
+        label: u32,
+        terms: TermCounts,
+        text: Option<&str>,
+    ) {
+        if terms.is_empty() {
+            return;
+        }
+        let text = match kind {
+            DocKind::Example => {
+                text.map(|t| super::prompt::clip(t, EXAMPLE_TEXT_CHARS).to_string())
+            }
+            _ => None,
+        };
+        self.push(IndexDoc {
+            kind,
+            label,
+            terms,
+            text,
+        });
+    }
+
+    /// A text classified with confidence joins the text graph, under its decided label.
+    pub fn add_seen(&mut self, label: u32, terms: &TermCounts) {
+        if terms.is_empty() || self.seen_capacity == 0 {
+            return;
+        }
+        let mut weighted: Vec<(f64, &(String, u32))> = terms
+            .counts
+            .iter()
+            .map(|entry| (self.term_weight(&entry.0, entry.1), entry))
+            .collect();
+        // Heaviest first; equal weights by term, so the choice is canonical.
+        weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+        weighted.truncate(SEEN_TERMS);
+        let mut kept: Vec<(String, u32)> = weighted.into_iter().map(|(_, e)| e.clone()).collect();
+        kept.sort_unstable();
+        let id = self.push(IndexDoc {
+            kind: DocKind::Seen,
+            label,
+            terms: TermCounts { counts: kept },
+            text: None,
+        });
+        self.post(id);
+        self.evict_over_capacity();
+    }
+
+    fn push(&mut self, doc: IndexDoc) -> u32 {
+        let id = self.docs.len() as u32;
+        for (term, _) in &doc.terms.counts {
+            let term_id = self.term_id(term);
+            if doc.kind == DocKind::Example {
+                self.df[term_id as usize] += 1;
+            }
+        }
+        if doc.kind == DocKind::Example {
+            self.examples += 1;
+        }
+        if doc.kind == DocKind::Seen {
+            self.seen.push_back(id);
+        }
+        self.docs.push(doc);
+        self.alive.push(true);
+        id
+    }
+
+    fn term_id(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.vocabulary.get(term) {
+            return id;
+        }
+        let id = self.df.len() as u32;
+        self.vocabulary.insert(term.to_string(), id);
+        self.df.push(0);
+        self.postings.push(Vec::new());
+        id
+    }
+
+    fn idf(&self, df: u32) -> f64 {
+        let n = f64::from(self.examples);
+        ((1.0 + n) / (1.0 + f64::from(df))).ln() + 1.0
+    }
+
+    fn term_weight(&self, term: &str, count: u32) -> f64 {
+        let df = self
+            .vocabulary
+            .get(term)
+            .map(|&id| self.df[id as usize])
+            .unwrap_or(0);
+        (1.0 + f64::from(count.max(1)).ln()) * self.idf(df)
+    }
+
+    /// Post one document's normalised weights.
+    fn post(&mut self, id: u32) {
+        let doc = &self.docs[id as usize];
+        let weights: Vec<(u32, f64)> = doc
+            .terms
+            .counts
+            .iter()
+            .map(|(term, count)| {
+                let term_id = self.vocabulary.get(term).copied().unwrap_or(u32::MAX);
+                (term_id, self.term_weight(term, *count))
+            })
+            .collect();
+        let norm = weights.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            return;
+        }
+        for (term_id, weight) in weights {
+            if let Some(list) = self.postings.get_mut(term_id as usize) {
+                list.push((id, (weight / norm) as f32));
+            }
+        }
+    }
+
+    /// Recompute every weight (after examples changed the idf), dropping evicted documents.
+    pub fn reweigh(&mut self) {
+        if self.dead > 0 {
+            let docs = std::mem::take(&mut self.docs);
+            let alive = std::mem::take(&mut self.alive);
+            let kept: Vec<IndexDoc> = docs
+                .into_iter()
+                .zip(alive)
+                .filter(|(_, a)| *a)
+                .map(|(d, _)| d)
+                .collect();
+            self.seen.clear();
+            self.dead = 0;
+            for (id, doc) in kept.iter().enumerate() {
+                if doc.kind == DocKind::Seen {
+                    self.seen.push_back(id as u32);
+                }
+            }
+            self.alive = vec![true; kept.len()];
+            self.docs = kept;
+        }
+        for list in &mut self.postings {
+            list.clear();
+        }
+        for id in 0..self.docs.len() as u32 {
+            self.post(id);
+        }
+    }
+
+    fn evict_over_capacity(&mut self) {
+        while self.seen.len() > self.seen_capacity {
+            if let Some(oldest) = self.seen.pop_front() {
+                self.alive[oldest as usize] = false;
+                self.dead += 1;
+            }
+        }
+        // Compact once the tombstones are a quarter of what the postings walk over.
+        if self.dead > 0 && self.dead * 4 > self.docs.len() {
+            self.reweigh();
+        }
+    }
+
+    /// Cosine similarity of the query with every document sharing a term with it (in document
+    /// order). The query's norm counts all its terms, known to the index or not.
+    pub fn search(&self, query: &TermCounts) -> Vec<Hit> {
+        let mut weights: Vec<(u32, f64)> = Vec::new();
+        let mut norm = 0.0;
+        for (term, count) in &query.counts {
+            let weight = self.term_weight(term, *count);
+            norm += weight * weight;
+            if let Some(&id) = self.vocabulary.get(term) {
+                weights.push((id, weight));
+            }
+        }
+        if norm == 0.0 || self.docs.is_empty() {
+            return Vec::new();
+        }
+        let norm = norm.sqrt();
+        let mut scores = vec![0.0f64; self.docs.len()];
+        for (term_id, weight) in weights {
+            for &(doc, w) in &self.postings[term_id as usize] {
+                scores[doc as usize] += weight * f64::from(w);
+            }
+        }
+        scores
+            .into_iter()
+            .enumerate()
+            .filter(|&(id, s)| s > 0.0 && self.alive[id])
+            .map(|(id, s)| {
+                let doc = &self.docs[id];
+                Hit {
+                    doc: id as u32,
+                    kind: doc.kind,
+                    label: doc.label,
+                    similarity: s / norm,
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(text: &str) -> TermCounts {
+        TermCounts::of(text)
+    }
+
+    fn index() -> TextIndex {
+        let mut index = TextIndex::new(3);
+        index.add_labelled(
+            DocKind::Example,
+            0,
+            t("telescopes observe distant galaxies"),
+            Some("x"),
+        );
+        index.add_labelled(
+            DocKind::Example,
+            1,
+            t("bread dough rises in the oven"),
+            None,
+        );
+        index.add_labelled(DocKind::Name, 1, t("cooking"), None);
+        index.reweigh();
+        index
+    }
+
+    #[test]
+    fn a_query_finds_the_documents_sharing_its_terms_and_self_similarity_is_one() {
+        let index = index();
+        let hits = index.search(&t("galaxies seen by telescopes"));
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].label, 0);
+        let same = index.search(&t("telescopes observe distant galaxies"));
+        assert!((same[0].similarity - 1.0).abs() < 1e-6, "{same:?}");
+        assert!(index.search(&t("nothing shared here")).is_empty());
+    }
+
+    #[test]
+    fn seen_texts_are_bounded_and_the_oldest_goes_first() {
+        let mut index = index();
+        for i in 0..5 {
+            index.add_seen(1, &t(&format!("oven bread recipe number{i}")));
+        }
+        assert_eq!(index.seen_count(), 3);
+        let hits = index.search(&t("number0 number4"));
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        let kept: Vec<_> = index.docs().filter(|d| d.kind == DocKind::Seen).collect();
+        assert!(kept[0].terms.counts.iter().any(|(t, _)| t == "number2"));
+    }
+
+    #[test]
+    fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
+        let mut index = index();
+        for i in 0..7 {
+            index.add_seen(i % 2, &t(&format!("distant oven galaxies word{i}")));
+        }
+        let copy = TextIndex::from_docs(index.docs().cloned().collect(), 3);
+        let query = t("distant galaxies and an oven word5");
+        let a: Vec<_> = index
+            .search(&query)
+            .iter()
+            .map(|h| (h.label, h.similarity))
+            .collect();
+        let b: Vec<_> = copy
+            .search(&query)
+            .iter()
+            .map(|h| (h.label, h.similarity))
+            .collect();
+        assert_eq!(a, b);
+    }
+}

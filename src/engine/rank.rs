@@ -1,0 +1,251 @@
+//! Ranked retrieval: per-label scores from a query's hits in the [`super::index::TextIndex`],
+//! ranked and capped.
+//!
+//! Two kinds of evidence, measured separately (`gorag eval --strategy ranked,proximity,hybrid`):
+//! - **first hop** (`ranked`): how close the query is to the label's own material — the best
+//!   cosine over its labelled examples, plus `name_weight` × cosine with its name and
+//!   `description_weight` × cosine with its description;
+//! - **second hop** (`proximity`, TopoRAG's proximity retrieval over a graph of texts): the
+//!   query's `proximity_k` nearest texts — labelled examples and texts already classified with
+//!   confidence — each voting for its label with its similarity.
+//!
+//! `hybrid` adds `proximity_weight` × the second hop to the first, the second hop then counting
+//! only texts classified earlier (the examples already speak through the first hop). Pure functions over hits, so
+//! they are unit-tested without an index.
+
+use serde::{Deserialize, Serialize};
+
+use super::index::{DocKind, Hit};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RankingConfig {
+    /// Candidates offered to the LLM, best first.
+    pub max_candidates: usize,
+    /// Weight of the cosine with a label's name.
+    pub name_weight: f64,
+    /// Weight of the cosine with a label's description.
+    pub description_weight: f64,
+    /// Nearest texts that vote in the second hop.
+    pub proximity_k: usize,
+    /// Weight of the second hop in `hybrid`.
+    pub proximity_weight: f64,
+    /// Learn from a graph-only decision when its score margin (best − second) reaches this.
+    pub learn_margin: f64,
+    /// Learn from an LLM decision that agrees with retrieval's best label when the margin
+    /// reaches this (an LLM that disagrees is never learned from).
+    pub learn_margin_agreeing: f64,
+    /// Texts kept in the text graph (oldest evicted first).
+    pub seen_capacity: usize,
+}
+
+impl Default for RankingConfig {
+    fn default() -> Self {
+        Self {
+            max_candidates: 5,
+            name_weight: 1.0,
+            description_weight: 0.5,
+            proximity_k: 5,
+            proximity_weight: 0.15,
+            learn_margin: 0.05,
+            learn_margin_agreeing: 0.02,
+            seen_capacity: 20_000,
+        }
+    }
+}
+
+/// Which evidence a ranked strategy uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evidence {
+    pub first_hop: bool,
+    pub second_hop: bool,
+}
+
+/// Per-label scores, best first, active labels with a positive score only.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Ranking {
+    pub ranked: Vec<(u32, f64)>,
+    /// Per ranked label, its most similar labelled example (document id), if any.
+    pub best_example: Vec<Option<u32>>,
+}
+
+impl Ranking {
+    /// Best score minus the second best (the best alone when only one label scored).
+    pub fn margin(&self) -> f64 {
+        match self.ranked.as_slice() {
+            [] => 0.0,
+            [(_, only)] => *only,
+            [(_, first), (_, second), ..] => first - second,
+        }
+    }
+}
+
+/// Score labels from a query's hits. `is_active(label)` filters retired labels; `labels` is the
+/// number of label positions.
+pub fn score(
+    hits: &[Hit],
+    labels: usize,
+    is_active: impl Fn(u32) -> bool,
+    config: &RankingConfig,
+    evidence: Evidence,
+) -> Ranking {
+    let mut example = vec![0.0f64; labels];
+    let mut example_doc: Vec<Option<(f64, u32)>> = vec![None; labels];
+    let mut name = vec![0.0f64; labels];
+    let mut description = vec![0.0f64; labels];
+    let mut neighbours: Vec<&Hit> = Vec::new();
+    for hit in hits {
+        let l = hit.label as usize;
+        if l >= labels || !is_active(hit.label) {
+            continue;
+        }
+        match hit.kind {
+            DocKind::Example => {
+                if hit.similarity > example[l] {
+                    example[l] = hit.similarity;
+                    example_doc[l] = Some((hit.similarity, hit.doc));
+                }
+                // With the first hop on, examples already speak through it.
+                if !evidence.first_hop {
+                    neighbours.push(hit);
+                }
+            }
+            DocKind::Name => name[l] = name[l].max(hit.similarity),
+            DocKind::Description => description[l] = description[l].max(hit.similarity),
+            DocKind::Seen => neighbours.push(hit),
+        }
+    }
+    let mut total = vec![0.0f64; labels];
+    if evidence.first_hop {
+        for l in 0..labels {
+            total[l] = example[l]
+                + config.name_weight * name[l]
+                + config.description_weight * description[l];
+        }
+    }
+    if evidence.second_hop {
+        let weight = if evidence.first_hop {
+            config.proximity_weight
+        } else {
+            1.0
+        };
+        for (l, vote) in proximity_votes(neighbours, labels, config.proximity_k) {
+            total[l] += weight * vote;
+        }
+    }
+    let mut ranked: Vec<(u32, f64)> = total
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, s)| s > 0.0)
+        .map(|(l, s)| (l as u32, s))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let best_example = ranked
+        .iter()
+        .map(|(l, _)| example_doc[*l as usize].map(|(_, doc)| doc))
+        .collect();
+    Ranking {
+        ranked,
+        best_example,
+    }
+}
+
+/// The `k` most similar texts (ties: earlier document first), each voting its similarity for
+/// its label.
+fn proximity_votes(mut neighbours: Vec<&Hit>, labels: usize, k: usize) -> Vec<(usize, f64)> {
+    neighbours.sort_by(|a, b| {
+        b.similarity
+            .total_cmp(&a.similarity)
+            .then(a.doc.cmp(&b.doc))
+    });
+    neighbours.truncate(k);
+    let mut votes = vec![0.0f64; labels];
+    for hit in neighbours {
+        votes[hit.label as usize] += hit.similarity;
+    }
+    votes
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, v)| v > 0.0)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hit(doc: u32, kind: DocKind, label: u32, similarity: f64) -> Hit {
+        Hit {
+            doc,
+            kind,
+            label,
+            similarity,
+        }
+    }
+
+    const BOTH: Evidence = Evidence {
+        first_hop: true,
+        second_hop: true,
+    };
+
+    #[test]
+    fn best_example_and_name_decide_the_first_hop() {
+        let hits = [
+            hit(0, DocKind::Example, 0, 0.30),
+            hit(1, DocKind::Example, 0, 0.10),
+            hit(2, DocKind::Example, 1, 0.25),
+            hit(3, DocKind::Name, 1, 0.20),
+        ];
+        let config = RankingConfig::default();
+        let first = Evidence {
+            first_hop: true,
+            second_hop: false,
+        };
+        let ranking = score(&hits, 3, |_| true, &config, first);
+        // label 1: 0.25 + 1.0 * 0.20 = 0.45 > label 0: 0.30 (its best example, not the sum)
+        assert_eq!(ranking.ranked[0].0, 1);
+        assert!((ranking.ranked[0].1 - 0.45).abs() < 1e-9);
+        assert!((ranking.ranked[1].1 - 0.30).abs() < 1e-9);
+        assert_eq!(ranking.best_example, vec![Some(2), Some(0)]);
+        assert!((ranking.margin() - 0.15).abs() < 1e-9);
+    }
+
+    #[test]
+    fn seen_texts_vote_in_the_second_hop_and_only_the_k_nearest_count() {
+        let hits = [
+            hit(0, DocKind::Example, 0, 0.20),
+            hit(1, DocKind::Seen, 1, 0.50),
+            hit(2, DocKind::Seen, 1, 0.40),
+            hit(3, DocKind::Seen, 0, 0.01),
+        ];
+        let config = RankingConfig {
+            proximity_k: 3,
+            ..RankingConfig::default()
+        };
+        let alone = Evidence {
+            first_hop: false,
+            second_hop: true,
+        };
+        let ranking = score(&hits, 2, |_| true, &config, alone);
+        assert_eq!(ranking.ranked, vec![(1, 0.9), (0, 0.2)]);
+        let config = RankingConfig {
+            proximity_weight: 0.3,
+            ..config
+        };
+        let hybrid = score(&hits, 2, |_| true, &config, BOTH);
+        // label 0: 0.2 + 0.3 * 0.01 (its example is not a neighbour); label 1: 0.3 * 0.9
+        assert_eq!(hybrid.ranked[0].0, 1);
+        assert!((hybrid.ranked[1].1 - 0.203).abs() < 1e-9);
+    }
+
+    #[test]
+    fn retired_labels_and_empty_evidence_give_nothing() {
+        let hits = [
+            hit(0, DocKind::Example, 0, 0.9),
+            hit(1, DocKind::Seen, 0, 0.9),
+        ];
+        let ranking = score(&hits, 1, |_| false, &RankingConfig::default(), BOTH);
+        assert!(ranking.ranked.is_empty());
+        assert_eq!(ranking.margin(), 0.0);
+    }
+}
