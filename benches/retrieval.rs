@@ -1,5 +1,7 @@
-//! Retrieval latency per query on a synthetic WOS-scale graph (≈45k keyword nodes, 133
-//! labels) with 5, 10 and 20 terminals. Target: median ≤ 1 ms on the project machine.
+//! Retrieval latency per query on a synthetic WOS-scale engine (≈45k keyword nodes, 133
+//! labels, the texts that built them learned into the text graph): Steiner with 5, 10 and 20
+//! terminals, and the ranked strategies (index search + scoring + second hop) on whole texts.
+//! Target: median ≤ 1 ms on the project machine.
 //!
 //!   cargo bench --bench retrieval
 
@@ -8,6 +10,7 @@ mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gorag::engine::keywords::{self, KeywordSelection};
+use gorag::engine::terms::TermCounts;
 use gorag::engine::text::PhraseCounts;
 use gorag::engine::{Analysis, Engine, Strategy};
 
@@ -21,7 +24,8 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
     let mut out = Vec::new();
     while out.len() < 64 {
         let label = corpus.label();
-        let phrases = PhraseCounts::of(&corpus.text(label));
+        let text = corpus.text(label);
+        let phrases = PhraseCounts::of(&text);
         let known: Vec<(String, f64)> = engine
             .stats()
             .scores(&phrases, false)
@@ -30,7 +34,11 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
             .collect();
         let keywords = keywords::select(known, &selection);
         if keywords.len() == terminals {
-            out.push(Analysis { phrases, keywords });
+            out.push(Analysis {
+                phrases,
+                keywords,
+                terms: TermCounts::of(&text),
+            });
         }
     }
     out
@@ -38,13 +46,16 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
 
 fn retrieval(c: &mut Criterion) {
     let (engine, mut corpus) = synthetic::engine_with_keywords(45_000, 7);
+    let mut engine = engine;
+    engine.set_strategy(Strategy::Steiner);
     eprintln!(
-        "graph: {} nodes, {} edges, {} keywords, {} labels, {} texts",
+        "graph: {} nodes, {} edges, {} keywords, {} labels, {} texts, {} in the text graph",
         engine.graph().node_count(),
         engine.graph().edge_count(),
         engine.graph().keyword_count(),
         engine.labels().len(),
-        engine.stats().documents
+        engine.stats().documents,
+        engine.index().seen_count()
     );
     let mut group = c.benchmark_group("retrieve");
     for terminals in [5, 10, 20] {
@@ -63,7 +74,13 @@ fn retrieval(c: &mut Criterion) {
     }
     // The baselines on the same graph, for scale.
     let prepared = queries(&engine, &mut corpus, 10);
-    for strategy in [Strategy::All, Strategy::Naive] {
+    for strategy in [
+        Strategy::All,
+        Strategy::Naive,
+        Strategy::Ranked,
+        Strategy::Proximity,
+        Strategy::Hybrid,
+    ] {
         let mut other = engine.clone();
         other.set_strategy(strategy);
         let mut next = 0;

@@ -73,7 +73,7 @@ pub fn engine(texts: usize, seed: u64) -> (Engine, Corpus) {
     for _ in 0..texts {
         let label = corpus.label();
         let analysis = engine.analyze(&corpus.text(label));
-        engine.learn(&analysis, &label_id(label));
+        engine.learn(&analysis, &label_id(label), true);
     }
     (engine, corpus)
 }
@@ -84,7 +84,7 @@ pub fn engine_with_keywords(keywords: usize, seed: u64) -> (Engine, Corpus) {
     while engine.graph().keyword_count() < keywords {
         let label = corpus.label();
         let analysis = engine.analyze(&corpus.text(label));
-        engine.learn(&analysis, &label_id(label));
+        engine.learn(&analysis, &label_id(label), true);
     }
     (engine, corpus)
 }

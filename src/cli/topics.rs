@@ -233,7 +233,7 @@ pub async fn tail(args: TailArgs) -> Result<()> {
                         p.text_id,
                         p.label_name.as_deref().unwrap_or(&p.label),
                         how,
-                        p.candidates.join(", ")
+                        candidate_list(&p.candidates, &p.candidate_scores)
                     )
                 }
                 Err(_) => value.into_owned(),
@@ -243,4 +243,17 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+/// "a 0.61, b 0.32" when scores came with the candidates, else "a, b".
+fn candidate_list(candidates: &[String], scores: &[f64]) -> String {
+    if scores.len() != candidates.len() {
+        return candidates.join(", ");
+    }
+    candidates
+        .iter()
+        .zip(scores)
+        .map(|(c, s)| format!("{c} {s:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

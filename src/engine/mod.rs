@@ -301,6 +301,11 @@ impl Engine {
         &self.stats
     }
 
+    /// The retrieval index (examples, names, descriptions, learned texts).
+    pub fn index(&self) -> &TextIndex {
+        &self.index
+    }
+
     pub fn labels(&self) -> &[LabelInfo] {
         &self.labels
     }

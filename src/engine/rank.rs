@@ -9,8 +9,9 @@
 //!   query's `proximity_k` nearest texts — labelled examples and texts already classified with
 //!   confidence — each voting for its label with its similarity.
 //!
-//! `hybrid` adds `proximity_weight` × the second hop to the first, the second hop then counting
-//! only texts classified earlier (the examples already speak through the first hop). Pure functions over hits, so
+//! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
+//! distribution, times `proximity_weight` × the best first-hop score; the second hop then
+//! counts only texts classified earlier (the examples already speak through the first hop). Pure functions over hits, so
 //! they are unit-tested without an index.
 
 use serde::{Deserialize, Serialize};
@@ -45,8 +46,8 @@ impl Default for RankingConfig {
             max_candidates: 5,
             name_weight: 1.0,
             description_weight: 0.5,
-            proximity_k: 5,
-            proximity_weight: 0.15,
+            proximity_k: 10,
+            proximity_weight: 0.3,
             learn_margin: 0.05,
             learn_margin_agreeing: 0.02,
             seen_capacity: 20_000,
@@ -124,13 +125,22 @@ pub fn score(
         }
     }
     if evidence.second_hop {
-        let weight = if evidence.first_hop {
-            config.proximity_weight
-        } else {
+        // Alone, the votes are the scores. With the first hop, they are a distribution scaled
+        // by the best first-hop score: the second hop can move a label by at most
+        // `proximity_weight` × that score, whatever the dataset's text-to-text similarity
+        // (near-duplicate news items would otherwise drown the labels' own evidence).
+        let votes = proximity_votes(neighbours, labels, config.proximity_k);
+        let total_votes: f64 = votes.iter().map(|(_, v)| v).sum();
+        let best_first = total.iter().copied().fold(0.0f64, f64::max);
+        let scale = if !evidence.first_hop {
             1.0
+        } else if best_first > 0.0 {
+            config.proximity_weight * best_first / total_votes
+        } else {
+            config.proximity_weight / total_votes
         };
-        for (l, vote) in proximity_votes(neighbours, labels, config.proximity_k) {
-            total[l] += weight * vote;
+        for (l, vote) in votes {
+            total[l] += scale * vote;
         }
     }
     let mut ranked: Vec<(u32, f64)> = total
@@ -233,9 +243,11 @@ mod tests {
             ..config
         };
         let hybrid = score(&hits, 2, |_| true, &config, BOTH);
-        // label 0: 0.2 + 0.3 * 0.01 (its example is not a neighbour); label 1: 0.3 * 0.9
-        assert_eq!(hybrid.ranked[0].0, 1);
-        assert!((hybrid.ranked[1].1 - 0.203).abs() < 1e-9);
+        // Votes as a distribution (label 1: 0.9/0.91, label 0: 0.01/0.91, its example not a
+        // neighbour), scaled by 0.3 × the best first-hop score (0.2).
+        assert_eq!(hybrid.ranked[0].0, 0);
+        assert!((hybrid.ranked[0].1 - (0.2 + 0.06 * 0.01 / 0.91)).abs() < 1e-9);
+        assert!((hybrid.ranked[1].1 - 0.06 * 0.9 / 0.91).abs() < 1e-9);
     }
 
     #[test]

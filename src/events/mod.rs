@@ -137,10 +137,18 @@ pub struct Prediction {
     pub label_name: Option<String>,
     /// `llm`, or `graph` when the LLM's answer was unusable or the LLM failed.
     pub source: Source,
-    /// Candidate labels retrieved for the text (what the LLM chose from).
+    /// Candidate labels retrieved for the text (what the LLM chose from): best first under the
+    /// ranked strategies (`hybrid`, `ranked`, `proximity`).
     pub candidates: Vec<String>,
+    /// Ranked strategies: each candidate's retrieval score, in the same order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub candidate_scores: Vec<f64>,
     /// Why the candidates are what they are.
     pub basis: Basis,
+    /// Whether the decision was trusted enough for online indexing to learn from it (score
+    /// margin, agreement of the LLM with retrieval; see README).
+    #[serde(default)]
+    pub confident: bool,
     /// The text's keywords, best first.
     pub keywords: Vec<String>,
     /// True when the LLM answered outside the candidates or with no known label.

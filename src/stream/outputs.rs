@@ -58,7 +58,14 @@ pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
         label_name: engine.label(&c.decision.label).and_then(|l| l.name.clone()),
         source: c.decision.source,
         candidates: c.retrieval.candidates.clone(),
+        candidate_scores: c
+            .retrieval
+            .scores
+            .iter()
+            .map(|s| (s * 10_000.0).round() / 10_000.0)
+            .collect(),
         basis: c.retrieval.basis,
+        confident: engine.is_confident(c.retrieval, c.decision),
         keywords: c
             .analysis
             .keywords
