@@ -16,7 +16,7 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
             "--llm",
             "none",
             "--strategy",
-            "steiner,all,naive",
+            "steiner,all,naive,ranked,proximity,hybrid",
             "--quiet",
             "--out",
         ])
@@ -29,11 +29,11 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    for strategy in ["steiner", "all", "naive"] {
+    for strategy in ["steiner", "all", "naive", "ranked", "proximity", "hybrid"] {
         assert_eq!(
             stdout
                 .lines()
-                .filter(|l| l.starts_with(&format!("{strategy:<8} ")))
+                .filter(|l| l.starts_with(&format!("{strategy:<9} ")))
                 .count(),
             2
         );
@@ -44,7 +44,7 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
     .expect("valid JSON");
     assert_eq!(report["model"], "none");
     let runs = report["runs"].as_array().expect("runs");
-    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.len(), 6);
     for run in runs {
         let rounds = run["rounds"].as_array().expect("rounds");
         assert_eq!(rounds.len(), 2);
@@ -66,7 +66,13 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
         "`all` offers every label"
     );
     let svg = std::fs::read_to_string(out.path().join("accuracy.svg")).expect("svg");
-    assert_eq!(svg.matches("<polyline").count(), 3);
+    assert_eq!(svg.matches("<polyline").count(), 6);
+    // The ranked strategies offer at most `--max-candidates` (5), best first.
+    for run in &runs[3..] {
+        for round in run["rounds"].as_array().expect("rounds") {
+            assert!(round["mean_candidates"].as_f64().expect("cands") <= 5.0);
+        }
+    }
 }
 
 #[test]
@@ -95,4 +101,22 @@ fn llm_keywords_without_an_llm_is_refused() {
         .expect("run gorag");
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--keywords llm needs an LLM"));
+}
+
+#[test]
+fn tuning_on_dev_texts_needs_dev_files() {
+    let output = gorag()
+        .args([
+            "eval",
+            "examples/tiny",
+            "--llm",
+            "none",
+            "--held-out",
+            "dev",
+        ])
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("`--held-out dev` needs dev.tsv"), "{stderr}");
 }

@@ -18,29 +18,48 @@ pub fn numbered(answer: &str, count: usize) -> Option<usize> {
     (1..=count).contains(&n).then(|| n - 1)
 }
 
-/// The LLM's belief per candidate: the probability mass of first-token alternatives that
-/// begin the candidate's name (a token shared by several names counts for each), normalised
-/// over the candidates. None when no alternative begins any name.
-pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Vec<f64>> {
+/// The LLM's belief over the candidates, read from its answer's first token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Belief {
+    /// Per candidate: the probability mass of first-token alternatives that begin its name (a
+    /// token shared by several names counts for each), normalised over the candidates.
+    pub per_candidate: Vec<f64>,
+    /// Share of the alternatives' probability mass that begins some candidate's name: how much
+    /// the model meant to answer from the list at all.
+    pub on_list: f64,
+}
+
+/// None when no alternative begins any candidate's name.
+pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Belief> {
     let names: Vec<String> = displays.iter().map(|d| normalise_label_text(d)).collect();
     let mut mass = vec![0.0f64; names.len()];
+    let (mut all, mut on_list) = (0.0f64, 0.0f64);
     for (token, logprob) in alternatives {
+        let p = logprob.exp();
+        all += p;
         let token = normalise_label_text(token);
         if token.is_empty() {
             continue;
         }
-        let p = logprob.exp();
+        let mut begins_one = false;
         for (i, name) in names.iter().enumerate() {
             if name.starts_with(&token) {
                 mass[i] += p;
+                begins_one = true;
             }
+        }
+        if begins_one {
+            on_list += p;
         }
     }
     let total: f64 = mass.iter().sum();
     if total <= 0.0 {
         return None;
     }
-    Some(mass.into_iter().map(|m| m / total).collect())
+    Some(Belief {
+        per_candidate: mass.into_iter().map(|m| m / total).collect(),
+        on_list: if all > 0.0 { on_list / all } else { 0.0 },
+    })
 }
 
 /// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
@@ -82,9 +101,10 @@ mod tests {
             ("!".to_string(), (0.1f64).ln()),
         ];
         let b = belief(&["machine learning", "football", "cooking"], &alternatives).unwrap();
-        assert!((b[0] - 0.6 / 0.9).abs() < 1e-9);
-        assert!((b[1] - 0.3 / 0.9).abs() < 1e-9);
-        assert_eq!(b[2], 0.0);
+        assert!((b.per_candidate[0] - 0.6 / 0.9).abs() < 1e-9);
+        assert!((b.per_candidate[1] - 0.3 / 0.9).abs() < 1e-9);
+        assert_eq!(b.per_candidate[2], 0.0);
+        assert!((b.on_list - 0.9).abs() < 1e-9);
         assert!(belief(&["cooking"], &alternatives).is_none());
     }
 

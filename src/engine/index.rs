@@ -140,6 +140,20 @@ impl TextIndex {
         if terms.is_empty() || self.seen_capacity == 0 {
             return;
         }
+        let kept = self.heaviest_terms(terms);
+        let id = self.push(IndexDoc {
+            kind: DocKind::Seen,
+            label,
+            terms: kept,
+            text: None,
+        });
+        self.post(id);
+        self.evict_over_capacity();
+    }
+
+    /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a seen text
+    /// keeps (and all a learn record needs to carry).
+    pub fn heaviest_terms(&self, terms: &TermCounts) -> TermCounts {
         let mut weighted: Vec<(f64, &(String, u32))> = terms
             .counts
             .iter()
@@ -150,14 +164,7 @@ impl TextIndex {
         weighted.truncate(SEEN_TERMS);
         let mut kept: Vec<(String, u32)> = weighted.into_iter().map(|(_, e)| e.clone()).collect();
         kept.sort_unstable();
-        let id = self.push(IndexDoc {
-            kind: DocKind::Seen,
-            label,
-            terms: TermCounts { counts: kept },
-            text: None,
-        });
-        self.post(id);
-        self.evict_over_capacity();
+        TermCounts { counts: kept }
     }
 
     fn push(&mut self, doc: IndexDoc) -> u32 {

@@ -37,6 +37,10 @@ use terms::TermCounts;
 use text::PhraseCounts;
 use tfidf::CorpusStats;
 
+/// `scored` mode: share of the answer's first-token probability mass that must begin a
+/// candidate's name for an off-list answer text not to count as a hallucination.
+pub const SCORED_ON_LIST: f64 = 0.5;
+
 /// How candidate labels are found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -126,12 +130,12 @@ impl Default for EngineConfig {
             online_indexing: true,
             unit_costs: false,
             keyword_input: false,
-            max_prompt_chars: 2000,
+            max_prompt_chars: 1200,
             answer_max_tokens: 32,
             ranking: RankingConfig::default(),
             choice: ChoiceMode::default(),
-            llm_weight: 1.0,
-            example_chars: 300,
+            llm_weight: 0.0,
+            example_chars: 150,
         }
     }
 }
@@ -242,6 +246,14 @@ pub struct Retrieval {
 pub enum Source {
     Llm,
     Graph,
+}
+
+/// A `scored` choice: the fused label, the LLM's own favourite, how much it answered from the
+/// list.
+struct Fused {
+    label: String,
+    preferred: String,
+    on_list: f64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -456,6 +468,16 @@ impl Engine {
             phrases,
             keywords,
             terms: TermCounts::of(text),
+        }
+    }
+
+    /// The analysis as online indexing needs it: the text graph keeps a text's heaviest terms
+    /// only, so a learn record need not carry the rest (long texts would make it large).
+    pub fn learnable(&self, analysis: &Analysis) -> Analysis {
+        Analysis {
+            phrases: analysis.phrases.clone(),
+            keywords: analysis.keywords.clone(),
+            terms: self.index.heaviest_terms(&analysis.terms),
         }
     }
 
@@ -823,12 +845,33 @@ impl Engine {
     /// The hallucination flag always describes what the LLM itself answered: `unknown_label`
     /// when its answer names no active label (or, numbered, no listed number),
     /// `outside_candidates` when it names a label retrieval did not offer. In `scored` mode the
-    /// decision is still the fused choice among the candidates.
+    /// model's answer is its first-token distribution over the list: its text is flagged only
+    /// when less than [`SCORED_ON_LIST`] of that mass began a candidate's name; the decision is
+    /// the fused choice among the candidates either way.
     pub fn decide_with_alternatives(
         &self,
         retrieval: &Retrieval,
         answer: Option<&str>,
         alternatives: &[(String, f64)],
+    ) -> Decision {
+        self.decide_as(
+            retrieval,
+            answer,
+            alternatives,
+            self.config.choice,
+            self.config.llm_weight,
+        )
+    }
+
+    /// [`Engine::decide_with_alternatives`] under another choice mode and weight: how the same
+    /// answer reads otherwise (the evaluation compares readings of one set of LLM calls).
+    pub fn decide_as(
+        &self,
+        retrieval: &Retrieval,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+        mode: ChoiceMode,
+        llm_weight: f64,
     ) -> Decision {
         let graph = |hallucination| Decision {
             label: retrieval.graph_choice.clone(),
@@ -838,7 +881,7 @@ impl Engine {
         let Some(answer) = answer else {
             return graph(None);
         };
-        if self.config.choice == ChoiceMode::Numbered {
+        if mode == ChoiceMode::Numbered {
             if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
                 return Decision {
                     label: retrieval.candidates[i].clone(),
@@ -853,16 +896,25 @@ impl Engine {
             .collect();
         let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
         let matched = match_answer(answer, &spellings, is_candidate);
-        if self.config.choice == ChoiceMode::Scored {
-            if let Some(label) = self.fused_choice(retrieval, alternatives) {
+        if mode == ChoiceMode::Scored {
+            if let Some(fused) = self.fused_choice(retrieval, alternatives, llm_weight) {
+                // The model's answer is its distribution over the list; its text is flagged
+                // only when that distribution was mostly off the list too.
                 let hallucination = match matched {
                     AnswerMatch::Candidate(_) => None,
+                    _ if fused.on_list >= SCORED_ON_LIST => None,
                     AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
                     AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
                 };
+                // `llm` when the model's own favourite won; `graph` when retrieval outweighed it.
+                let source = if fused.label == fused.preferred {
+                    Source::Llm
+                } else {
+                    Source::Graph
+                };
                 return Decision {
-                    label,
-                    source: Source::Llm,
+                    label: fused.label,
+                    source,
                     hallucination,
                 };
             }
@@ -888,21 +940,31 @@ impl Engine {
         &self,
         retrieval: &Retrieval,
         alternatives: &[(String, f64)],
-    ) -> Option<String> {
+        llm_weight: f64,
+    ) -> Option<Fused> {
         let displays: Vec<&str> = retrieval
             .candidates
             .iter()
             .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
             .collect();
         let belief = choice::belief(&displays, alternatives)?;
-        let i = choice::fuse(&retrieval.scores, &belief, self.config.llm_weight);
-        retrieval.candidates.get(i).cloned()
+        let chosen = choice::fuse(
+            &retrieval.scores,
+            &belief.per_candidate,
+            llm_weight,
+        );
+        let preferred = choice::fuse(&[], &belief.per_candidate, 1.0);
+        Some(Fused {
+            label: retrieval.candidates.get(chosen)?.clone(),
+            preferred: retrieval.candidates.get(preferred)?.clone(),
+            on_list: belief.on_list,
+        })
     }
 
     /// Whether a decision is trusted enough to learn from. Ranked strategies: a graph-only
-    /// decision when retrieval's margin reaches `learn_margin`; an LLM decision when it agrees
-    /// with retrieval's best label and the margin reaches `learn_margin_agreeing`; never a
-    /// hallucination. Strategies without scores (`steiner`, `all`, `naive`) learn from every
+    /// decision (including a `scored` one where retrieval outweighed the LLM) when retrieval's
+    /// margin reaches `learn_margin`; an LLM decision when it agrees with retrieval's best label
+    /// and the margin reaches `learn_margin_agreeing`; never a hallucination. Strategies without scores (`steiner`, `all`, `naive`) learn from every
     /// decision, as the paper does.
     pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
         let Some(margin) = retrieval.margin else {

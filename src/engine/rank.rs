@@ -47,7 +47,7 @@ impl Default for RankingConfig {
             name_weight: 1.0,
             description_weight: 0.5,
             proximity_k: 10,
-            proximity_weight: 0.3,
+            proximity_weight: 0.1,
             learn_margin: 0.05,
             learn_margin_agreeing: 0.02,
             seen_capacity: 20_000,
@@ -239,7 +239,7 @@ mod tests {
         let ranking = score(&hits, 2, |_| true, &config, alone);
         assert_eq!(ranking.ranked, vec![(1, 0.9), (0, 0.2)]);
         let config = RankingConfig {
-            proximity_weight: 0.3,
+            proximity_weight: 0.1,
             ..config
         };
         let hybrid = score(&hits, 2, |_| true, &config, BOTH);

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::classify::{Classified, Classifier};
 use crate::engine::answer::HallucinationKind;
+use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
 use dataset::{RoundData, Sample};
 
@@ -53,6 +54,9 @@ pub struct RoundMetrics {
     pub learned: usize,
     /// Of those, the ones whose label was right: the precision of what online indexing learns.
     pub learned_correct: usize,
+    /// Accuracy of other readings of the same LLM answers (see [`READINGS`]): what another
+    /// choice mode or weight would have decided, without calling the LLM again.
+    pub readings: Vec<(String, f64)>,
     /// As the paper counts it: an answer that is no known label is wrong.
     pub strict_accuracy: f64,
     pub macro_recall: f64,
@@ -79,8 +83,18 @@ pub struct StrategyRun {
     pub rounds: Vec<RoundMetrics>,
 }
 
+/// Other ways to read the same LLM answer: (name, mode, weight).
+pub const READINGS: [(&str, ChoiceMode, f64); 4] = [
+    ("free", ChoiceMode::Free, 0.0),
+    ("scored_w0.25", ChoiceMode::Scored, 0.25),
+    ("scored_w1", ChoiceMode::Scored, 1.0),
+    ("llm_only", ChoiceMode::Scored, 1e6),
+];
+
 /// One text's result, as the metrics need it.
 struct Scored {
+    /// Per reading of [`READINGS`], whether it would have been right (empty without an LLM).
+    readings: Vec<bool>,
     gold: String,
     label: String,
     graph_choice: String,
@@ -93,8 +107,27 @@ struct Scored {
 }
 
 impl Scored {
-    fn new(sample: &Sample, classified: &Classified) -> Self {
+    fn new(engine: &Engine, sample: &Sample, classified: &Classified) -> Self {
+        let readings = match &classified.raw_answer {
+            None => Vec::new(),
+            Some(answer) => READINGS
+                .iter()
+                .map(|&(_, mode, weight)| {
+                    engine
+                        .decide_as(
+                            &classified.retrieval,
+                            Some(answer),
+                            &classified.alternatives,
+                            mode,
+                            weight,
+                        )
+                        .label
+                        == sample.label
+                })
+                .collect(),
+        };
         Self {
+            readings,
             gold: sample.label.clone(),
             label: classified.decision.label.clone(),
             graph_choice: classified.retrieval.graph_choice.clone(),
@@ -196,7 +229,7 @@ pub async fn run(
             keywords_added_online +=
                 engine.learn(&classified.analysis, &classified.decision.label, confident);
             seconds.online_index += started.elapsed().as_secs_f64();
-            scored.push(Scored::new(sample, &classified));
+            scored.push(Scored::new(&engine, sample, &classified));
             progress.inc(1);
         }
 
@@ -206,7 +239,7 @@ pub async fn run(
         let results: Vec<Result<(Scored, Classified), EngineError>> =
             stream::iter(earlier.into_iter().map(|sample| async move {
                 let classified = classifier.classify(engine_ref, &sample.text).await?;
-                Ok((Scored::new(sample, &classified), classified))
+                Ok((Scored::new(engine_ref, sample, &classified), classified))
             }))
             .buffered(options.concurrency.max(1))
             .inspect(|_| progress.inc(1))
@@ -275,6 +308,18 @@ fn summarise(
         graph_accuracy: count(&|s| s.graph_choice == s.gold) as f64 / n,
         learned,
         learned_correct,
+        readings: READINGS
+            .iter()
+            .enumerate()
+            .filter(|_| scored.iter().any(|s| !s.readings.is_empty()))
+            .map(|(i, (name, _, _))| {
+                let right = scored
+                    .iter()
+                    .filter(|s| s.readings.get(i).copied().unwrap_or(false))
+                    .count();
+                (name.to_string(), right as f64 / n)
+            })
+            .collect(),
         strict_accuracy: strict as f64 / n,
         macro_recall,
         hallucination_rate: (unknown + outside) as f64 / n,

@@ -106,11 +106,21 @@ pub fn table(report: &EvalReport) -> String {
             let s = &m.seconds;
             let _ = writeln!(
                 out,
-                "{} r{} learned {} ({} right) · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
+                "{} r{} learned {} ({} right){} · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
                 run.strategy,
                 m.round,
                 m.learned,
                 m.learned_correct,
+                if m.readings.is_empty() {
+                    String::new()
+                } else {
+                    let readings: Vec<String> = m
+                        .readings
+                        .iter()
+                        .map(|(name, acc)| format!("{name} {acc:.4}"))
+                        .collect();
+                    format!(" · same answers read as: {}", readings.join(", "))
+                },
                 s.index_round,
                 s.describe_labels,
                 s.keywords,

@@ -1159,7 +1159,7 @@ impl Service {
                 change: Change::Learn {
                     partition,
                     offset,
-                    analysis: pending.analysis.clone(),
+                    analysis: self.engine.learnable(&pending.analysis),
                     label: decision.label.clone(),
                     confident: self.engine.is_confident(&pending.retrieval, &decision),
                 },
