@@ -239,7 +239,7 @@ mod tests {
         let ranking = score(&hits, 2, |_| true, &config, alone);
         assert_eq!(ranking.ranked, vec![(1, 0.9), (0, 0.2)]);
         let config = RankingConfig {
-            proximity_weight: 0.1,
+            proximity_weight: 0.3,
             ..config
         };
         let hybrid = score(&hits, 2, |_| true, &config, BOTH);
