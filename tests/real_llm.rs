@@ -42,7 +42,8 @@ async fn two_round_stream_with_the_real_model() {
     let llm = LlmClient::new(config).expect("client");
     let classifier = Classifier::new(Some(llm.clone()), KeywordMode::Tfidf);
 
-    let rounds = dataset::load(Path::new("examples/tiny"), 1, None).expect("tiny dataset");
+    let rounds = dataset::load(Path::new("examples/tiny"), 1, None, dataset::HeldOut::Test)
+        .expect("tiny dataset");
     assert_eq!(rounds.len(), 2);
     let mut engine = Engine::new(EngineConfig::default());
     let (mut total, mut correct, mut inside) = (0, 0, 0);

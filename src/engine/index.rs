@@ -386,4 +386,92 @@ mod tests {
             .collect();
         assert_eq!(a, b);
     }
+
+    mod against_brute_force {
+        use super::*;
+        use proptest::prelude::*;
+
+        const WORDS: &[&str] = &[
+            "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta",
+        ];
+
+        fn text(words: &[usize]) -> String {
+            words
+                .iter()
+                .map(|&i| WORDS[i])
+                .collect::<Vec<_>>()
+                .join(" ")
+        }
+
+        /// Cosine computed from scratch: idf from the examples, `(1 + ln tf)·idf`, L2 norms.
+        fn brute_force(
+            examples: &[TermCounts],
+            docs: &[TermCounts],
+            query: &TermCounts,
+        ) -> Vec<f64> {
+            let n = examples.len() as f64;
+            let idf = |term: &str| {
+                let df = examples
+                    .iter()
+                    .filter(|e| e.counts.iter().any(|(t, _)| t == term))
+                    .count() as f64;
+                ((1.0 + n) / (1.0 + df)).ln() + 1.0
+            };
+            let vector = |t: &TermCounts| -> Vec<(String, f64)> {
+                t.counts
+                    .iter()
+                    .map(|(term, c)| (term.clone(), (1.0 + f64::from(*c).ln()) * idf(term)))
+                    .collect()
+            };
+            let norm = |v: &[(String, f64)]| v.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
+            let q = vector(query);
+            docs.iter()
+                .map(|d| {
+                    let v = vector(d);
+                    let dot: f64 = q
+                        .iter()
+                        .filter_map(|(t, w)| v.iter().find(|(u, _)| u == t).map(|(_, x)| w * x))
+                        .sum();
+                    dot / (norm(&q) * norm(&v))
+                })
+                .collect()
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(64))]
+
+            /// The inverted index returns exactly the brute-force cosine of every document that
+            /// shares a term with the query, and nothing else.
+            #[test]
+            fn search_equals_brute_force_cosine(
+                examples in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 1..8),
+                seen in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 0..6),
+                query in proptest::collection::vec(0usize..10, 1..8),
+            ) {
+                let mut index = TextIndex::new(100);
+                let example_terms: Vec<TermCounts> =
+                    examples.iter().map(|e| TermCounts::of(&text(e))).collect();
+                for (i, terms) in example_terms.iter().enumerate() {
+                    index.add_labelled(DocKind::Example, i as u32, terms.clone(), None);
+                }
+                index.reweigh();
+                let mut all_docs = example_terms.clone();
+                for s in &seen {
+                    let terms = TermCounts::of(&text(s));
+                    index.add_seen(0, &terms);
+                    all_docs.push(terms);
+                }
+                let query = TermCounts::of(&text(&query));
+                let expected = brute_force(&example_terms, &all_docs, &query);
+                let hits = index.search(&query);
+                for (doc, want) in expected.iter().enumerate() {
+                    let got = hits.iter().find(|h| h.doc as usize == doc).map(|h| h.similarity);
+                    match got {
+                        Some(got) => prop_assert!((got - want).abs() < 1e-5, "doc {doc}: {got} vs {want}"),
+                        None => prop_assert!(*want < 1e-12, "doc {doc} missing, cosine {want}"),
+                    }
+                }
+            }
+        }
+    }
 }

@@ -948,11 +948,7 @@ impl Engine {
             .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
             .collect();
         let belief = choice::belief(&displays, alternatives)?;
-        let chosen = choice::fuse(
-            &retrieval.scores,
-            &belief.per_candidate,
-            llm_weight,
-        );
+        let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
         let preferred = choice::fuse(&[], &belief.per_candidate, 1.0);
         Some(Fused {
             label: retrieval.candidates.get(chosen)?.clone(),

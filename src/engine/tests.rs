@@ -466,7 +466,10 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
 
 #[test]
 fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
-    let engine = three_topics(EngineConfig::default());
+    let engine = three_topics(EngineConfig {
+        llm_weight: 1.0,
+        ..EngineConfig::default()
+    });
     let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates.len(), 2);
@@ -478,13 +481,33 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
         (second.as_str(), Source::Llm)
     );
     assert_eq!(decision.hallucination, None);
-    // A made-up answer is flagged, yet the decision stays among the candidates.
-    let made_up = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &belief);
+    // Weight 0 (the default): retrieval decides; the LLM's favourite lost, so `graph`.
+    let retrieval_decides = engine.decide_as(
+        &retrieval,
+        Some(&second),
+        &belief,
+        prompt::ChoiceMode::Scored,
+        0.0,
+    );
+    assert_eq!(
+        (retrieval_decides.label.as_str(), retrieval_decides.source),
+        (retrieval.graph_choice.as_str(), Source::Graph)
+    );
+    // An off-list answer is flagged only when most of its first-token mass was off the list;
+    // the decision stays among the candidates either way.
+    let off_list = vec![
+        ("marine".to_string(), -0.1),
+        (second[..4].to_string(), -3.0),
+    ];
+    let made_up = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
     assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
     assert!(retrieval.candidates.contains(&made_up.label));
+    let began_on_list = engine.decide_with_alternatives(&retrieval, Some("bread things"), &belief);
+    assert_eq!(began_on_list.hallucination, None);
     // No alternatives (an endpoint without logprobs): read as a free answer.
     let free = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
     assert_eq!(free.source, Source::Graph);
+    assert_eq!(free.hallucination, Some(HallucinationKind::UnknownLabel));
 }
 
 #[test]

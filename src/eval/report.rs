@@ -267,6 +267,8 @@ mod tests {
             seed: 1,
             model: "none".into(),
             keyword_mode: "tfidf".into(),
+            choice: "scored".into(),
+            held_out: "test".into(),
             named_labels: true,
             ablations: vec![],
             runs: vec![StrategyRun {

@@ -121,6 +121,7 @@ mod tests {
             text: "label".into(),
             prompt_tokens: 10,
             completion_tokens: 2,
+            first_token: vec![("label".into(), -0.1), ("lab".into(), -2.5)],
         };
         {
             let cache = ResponseCache::open(dir.path()).unwrap();
