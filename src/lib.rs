@@ -1,8 +1,9 @@
 //! gorag: graph-based online retrieval-augmented generation (GORAG) for dynamic few-shot text
 //! classification.
 //!
-//! - [`engine`]: the pure, synchronous algorithm (TF-IDF, keywords, graph, Steiner tree,
-//!   prompts, answer matching, online indexing);
+//! - [`engine`]: the pure, synchronous algorithm (TF-IDF, keywords, graph, Steiner tree, the
+//!   retrieval index and ranked scores with TopoRAG's proximity, prompts, the LLM's choice and
+//!   answer matching, confidence-gated online indexing);
 //! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting);
 //! - [`classify`]: the async step sequence for one text;
 //! - [`eval`]: the paper's evaluation protocol;

@@ -12,7 +12,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let telemetry = gorag::telemetry::init(default)?;
     let result = match cli.command {
-        Command::Eval(args) => cli::eval(args).await,
+        Command::Eval(args) => cli::eval(*args).await,
         Command::Serve(args) => cli::serve::serve(args).await,
         Command::Publish(args) => cli::topics::publish(args).await,
         Command::Tail(args) => cli::topics::tail(args).await,

@@ -32,7 +32,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the paper's DFSTC protocol on a dataset folder (`<k>shot/r<n>/{train,test}.tsv`).
-    Eval(EvalArgs),
+    Eval(Box<EvalArgs>),
     /// Run the streaming service: labels and texts from Kafka, predictions to Kafka.
     Serve(serve::ServeArgs),
     /// Publish JSONL lines to a topic (rounds, texts).

@@ -1,10 +1,11 @@
 //! The GORAG engine: pure, synchronous, no I/O.
 //!
-//! One text goes through [`Engine::analyze`] (keywords) → [`Engine::retrieve`] (candidate
-//! labels) → [`Engine::classification_prompt`] (for the LLM, which the async shell calls) →
-//! [`Engine::decide`] (match the answer, flag hallucinations, fall back to the graph) →
-//! [`Engine::learn`] (online indexing). Rounds of new labels enter through
-//! [`Engine::apply_round`].
+//! One text goes through [`Engine::analyze`] (keywords, index terms) → [`Engine::retrieve`]
+//! (candidate labels: ranked scores from the retrieval index, or the paper's Steiner tree) →
+//! [`Engine::classification_prompt`] (for the LLM, which the async shell calls) →
+//! [`Engine::decide_with_alternatives`] (read the answer under the choice mode, flag
+//! hallucinations, fall back to retrieval) → [`Engine::is_confident`] → [`Engine::learn`]
+//! (online indexing). Rounds of new labels enter through [`Engine::apply_round`].
 
 pub mod answer;
 pub mod choice;
