@@ -63,8 +63,11 @@ pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Belie
 }
 
 /// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
+/// Without retrieval scores (`steiner`, `all`, `naive`, or no evidence) the belief decides,
+/// whatever the weight.
 pub fn fuse(scores: &[f64], belief: &[f64], weight: f64) -> usize {
     let top = scores.iter().copied().fold(0.0f64, f64::max);
+    let weight = if top > 0.0 { weight } else { 1.0 };
     let mut best = (0, f64::NEG_INFINITY);
     for (i, b) in belief.iter().enumerate() {
         let retrieval = match (scores.get(i), top > 0.0) {
@@ -115,7 +118,9 @@ mod tests {
         assert_eq!(fuse(&scores, &llm_prefers_second, 1.0), 1);
         let llm_prefers_third = [0.1, 0.0, 0.9];
         assert_eq!(fuse(&scores, &llm_prefers_third, 0.5), 0);
-        // No retrieval scores (steiner, all): the belief decides.
+        // No retrieval scores (steiner, all): the belief decides, even at weight 0.
         assert_eq!(fuse(&[], &llm_prefers_third, 1.0), 2);
+        assert_eq!(fuse(&[], &llm_prefers_third, 0.0), 2);
+        assert_eq!(fuse(&[0.0, 0.0, 0.0], &llm_prefers_third, 0.0), 2);
     }
 }

@@ -159,8 +159,15 @@ impl TextIndex {
             .iter()
             .map(|entry| (self.term_weight(&entry.0, entry.1), entry))
             .collect();
-        // Heaviest first; equal weights by term, so the choice is canonical.
-        weighted.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1 .0.cmp(&b.1 .0)));
+        // Heaviest first. Many terms tie (every phrase no example has gets the top idf):
+        // shorter phrases first (more likely to recur), then a fixed hash of the term rather
+        // than the alphabet, so the kept set is canonical without favouring "a…" terms.
+        weighted.sort_by(|a, b| {
+            b.0.total_cmp(&a.0)
+                .then_with(|| word_count(&a.1 .0).cmp(&word_count(&b.1 .0)))
+                .then_with(|| fnv1a(&a.1 .0).cmp(&fnv1a(&b.1 .0)))
+                .then_with(|| a.1 .0.cmp(&b.1 .0))
+        });
         weighted.truncate(SEEN_TERMS);
         let mut kept: Vec<(String, u32)> = weighted.into_iter().map(|(_, e)| e.clone()).collect();
         kept.sort_unstable();
@@ -234,7 +241,8 @@ impl TextIndex {
         }
     }
 
-    /// Recompute every weight (after examples changed the idf), dropping evicted documents.
+    /// Recompute every weight (after examples changed the idf), dropping evicted documents and
+    /// the terms only they had (term ids never affect results, so renumbering is safe).
     pub fn reweigh(&mut self) {
         if self.dead > 0 {
             let docs = std::mem::take(&mut self.docs);
@@ -254,6 +262,7 @@ impl TextIndex {
             }
             self.alive = vec![true; kept.len()];
             self.docs = kept;
+            self.rebuild_vocabulary();
         }
         for list in &mut self.postings {
             list.clear();
@@ -261,6 +270,28 @@ impl TextIndex {
         for id in 0..self.docs.len() as u32 {
             self.post(id);
         }
+    }
+
+    fn rebuild_vocabulary(&mut self) {
+        self.vocabulary.clear();
+        self.df.clear();
+        self.postings.clear();
+        let docs = std::mem::take(&mut self.docs);
+        for doc in &docs {
+            for (term, _) in &doc.terms.counts {
+                let id = self.term_id(term);
+                if doc.kind == DocKind::Example {
+                    self.df[id as usize] += 1;
+                }
+            }
+        }
+        self.docs = docs;
+    }
+
+    /// Distinct terms known to the index (bounded by the live documents' terms, plus those of
+    /// documents evicted since the last compaction).
+    pub fn vocabulary_len(&self) -> usize {
+        self.vocabulary.len()
     }
 
     fn evict_over_capacity(&mut self) {
@@ -292,27 +323,47 @@ impl TextIndex {
             return Vec::new();
         }
         let norm = norm.sqrt();
+        // Dense accumulator, but only the documents that share a term are visited afterwards.
         let mut scores = vec![0.0f64; self.docs.len()];
+        let mut touched: Vec<u32> = Vec::new();
         for (term_id, weight) in weights {
             for &(doc, w) in &self.postings[term_id as usize] {
-                scores[doc as usize] += weight * f64::from(w);
+                let score = &mut scores[doc as usize];
+                if *score == 0.0 {
+                    touched.push(doc);
+                }
+                *score += weight * f64::from(w);
             }
         }
-        scores
+        let mut hits: Vec<Hit> = touched
             .into_iter()
-            .enumerate()
-            .filter(|&(id, s)| s > 0.0 && self.alive[id])
+            .map(|id| (id, scores[id as usize]))
+            .filter(|&(id, s)| s > 0.0 && self.alive[id as usize])
             .map(|(id, s)| {
-                let doc = &self.docs[id];
+                let doc = &self.docs[id as usize];
                 Hit {
-                    doc: id as u32,
+                    doc: id,
                     kind: doc.kind,
                     label: doc.label,
                     similarity: s / norm,
                 }
             })
-            .collect()
+            .collect();
+        hits.sort_unstable_by_key(|h| h.doc);
+        hits.dedup_by_key(|h| h.doc);
+        hits
     }
+}
+
+fn word_count(term: &str) -> usize {
+    term.split(' ').count()
+}
+
+/// FNV-1a: a fixed hash (unlike the standard library's, randomised per process).
+fn fnv1a(term: &str) -> u64 {
+    term.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 #[cfg(test)]
@@ -372,6 +423,10 @@ mod tests {
         for i in 0..7 {
             index.add_seen(i % 2, &t(&format!("distant oven galaxies word{i}")));
         }
+        assert!(
+            index.vocabulary_len() < 40,
+            "evicted terms are dropped on compaction"
+        );
         let copy = TextIndex::from_docs(index.docs().cloned().collect(), 3);
         let query = t("distant galaxies and an oven word5");
         let a: Vec<_> = index

@@ -231,7 +231,8 @@ pub struct Retrieval {
     pub scores: Vec<f64>,
     /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
     pub examples: Vec<Option<String>>,
-    /// Ranked strategies: best score minus second best (None: no scores).
+    /// Ranked strategies: best score minus second best (0 when nothing scored); None for the
+    /// strategies without scores (`steiner`, `all`, `naive`).
     pub margin: Option<f64>,
     /// The text's keywords that are graph nodes.
     pub terminals: Vec<String>,
@@ -883,7 +884,9 @@ impl Engine {
             return graph(None);
         };
         if mode == ChoiceMode::Numbered {
-            if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
+            let listed = choice::numbered(answer, retrieval.candidates.len());
+            // A label retired while the LLM was answering is no longer a decision.
+            if let Some(i) = listed.filter(|&i| self.is_active(&retrieval.candidates[i])) {
                 return Decision {
                     label: retrieval.candidates[i].clone(),
                     source: Source::Llm,
@@ -898,7 +901,10 @@ impl Engine {
         let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
         let matched = match_answer(answer, &spellings, is_candidate);
         if mode == ChoiceMode::Scored {
-            if let Some(fused) = self.fused_choice(retrieval, alternatives, llm_weight) {
+            let fused = self
+                .fused_choice(retrieval, alternatives, llm_weight)
+                .filter(|f| self.is_active(&f.label));
+            if let Some(fused) = fused {
                 // The model's answer is its distribution over the list; its text is flagged
                 // only when that distribution was mostly off the list too.
                 let hallucination = match matched {

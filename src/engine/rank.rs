@@ -36,7 +36,8 @@ pub struct RankingConfig {
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
     /// reaches this (an LLM that disagrees is never learned from).
     pub learn_margin_agreeing: f64,
-    /// Texts kept in the text graph (oldest evicted first).
+    /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
+    /// every replica of a group must use the same value.
     pub seen_capacity: usize,
 }
 
@@ -66,7 +67,8 @@ pub struct Evidence {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ranking {
     pub ranked: Vec<(u32, f64)>,
-    /// Per ranked label, its most similar labelled example (document id), if any.
+    /// Per ranked label, its most similar labelled example (document id), if any. Valid until
+    /// the index next changes (compaction renumbers documents).
     pub best_example: Vec<Option<u32>>,
 }
 

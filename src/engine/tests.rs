@@ -530,6 +530,48 @@ fn numbered_choice_reads_the_number() {
 }
 
 #[test]
+fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
+    let config = EngineConfig {
+        ranking: rank::RankingConfig {
+            seen_capacity: 3,
+            ..Default::default()
+        },
+        ..EngineConfig::default()
+    };
+    let mut live = three_topics(config.clone());
+    let texts: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                "telescope oven goal comet{i} crust{} stadium{}",
+                i % 3,
+                i % 4
+            )
+        })
+        .collect();
+    let mut restored: Option<Engine> = None;
+    for (i, text) in texts.iter().enumerate() {
+        if i == 5 {
+            let state = live.to_state();
+            restored = Some(Engine::from_state(config.clone(), state).unwrap());
+        }
+        for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
+            let analysis = engine.analyze(text);
+            let retrieval = engine.retrieve(&analysis).unwrap();
+            let label = retrieval.graph_choice.clone();
+            engine.learn(&analysis, &label, true);
+        }
+    }
+    let restored = restored.unwrap();
+    assert_eq!(restored.digest(), live.digest());
+    assert_eq!(live.index().seen_count(), 3);
+    for query in ["comet3 crust1 stadium2", "telescope goal oven"] {
+        let a = live.retrieve(&live.analyze(query)).unwrap();
+        let b = restored.retrieve(&restored.analyze(query)).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
 fn digest_tells_states_apart() {
     let engine = three_topics(EngineConfig::default());
     let mut other = engine.clone();

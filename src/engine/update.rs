@@ -58,7 +58,8 @@ impl Engine {
     }
 }
 
-/// Learn records written before confidence existed learned everything.
+/// Learn records written before confidence existed learned everything (this default serves
+/// the JSON changelog; the postcard state store changed format instead).
 fn learned_with_confidence() -> bool {
     true
 }

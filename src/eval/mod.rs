@@ -109,6 +109,11 @@ struct Scored {
 impl Scored {
     fn new(engine: &Engine, sample: &Sample, classified: &Classified) -> Self {
         let readings = match &classified.raw_answer {
+            // No answer (the LLM failed): every reading falls back to retrieval, like the
+            // decision itself.
+            None if classified.llm_failure.is_some() => {
+                vec![classified.decision.label == sample.label; READINGS.len()]
+            }
             None => Vec::new(),
             Some(answer) => READINGS
                 .iter()
