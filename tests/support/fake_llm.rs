@@ -66,9 +66,27 @@ fn first_candidate(body: &str) -> String {
         .and_then(|m| m.last())
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
-    user.split_once("one of these classes: ")
+    // The paper's prompt lists the classes on one line ("…classes: a; b."); the ranked prompt
+    // lists them one a line, best first ("- a: description" or "1. a").
+    let inline = user
+        .split_once("one of these classes: ")
         .and_then(|(_, rest)| rest.split(['\n', ';']).next())
-        .map(|first| first.trim_end_matches('.').trim().to_string())
+        .map(|first| first.trim_end_matches('.').trim().to_string());
+    let listed = || {
+        user.lines()
+            .map(str::trim_start)
+            .find_map(|l| {
+                l.strip_prefix("- ").or_else(|| {
+                    l.split_once(". ")
+                        .filter(|(n, _)| n.parse::<u32>().is_ok())
+                        .map(|(_, rest)| rest)
+                })
+            })
+            .map(|entry| entry.split(": ").next().unwrap_or(entry).trim().to_string())
+    };
+    inline
+        .filter(|first| !first.is_empty())
+        .or_else(listed)
         .unwrap_or_else(|| "A category of documents.".to_string())
 }
 
