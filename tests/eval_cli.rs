@@ -6,6 +6,17 @@ fn gorag() -> Command {
     Command::new(env!("CARGO_BIN_EXE_gorag"))
 }
 
+/// `gorag eval examples/tiny --llm none` plus `extra`, expected to fail; its stderr.
+fn refused(extra: &[&str]) -> String {
+    let output = gorag()
+        .args(["eval", "examples/tiny", "--llm", "none"])
+        .args(extra)
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn retrieval_only_eval_writes_table_json_and_svg() {
     let out = tempfile::tempdir().expect("tempdir");
@@ -92,38 +103,11 @@ fn missing_dataset_is_a_clear_error() {
 
 #[test]
 fn llm_keywords_without_an_llm_is_refused() {
-    let output = gorag()
-        .args([
-            "eval",
-            "examples/tiny",
-            "--llm",
-            "none",
-            "--keywords",
-            "llm",
-        ])
-        .output()
-        .expect("run gorag");
-    assert!(!output.status.success());
-    assert!(String::from_utf8_lossy(&output.stderr).contains("--keywords llm needs an LLM"));
+    assert!(refused(&["--keywords", "llm"]).contains("--keywords llm needs an LLM"));
 }
 
 #[test]
 fn tuning_on_dev_texts_needs_dev_files() {
-    let output = gorag()
-        .args([
-            "eval",
-            "examples/tiny",
-            "--llm",
-            "none",
-            "--held-out",
-            "dev",
-        ])
-        .output()
-        .expect("run gorag");
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains("`--held-out dev` needs dev.tsv"),
-        "{stderr}"
-    );
+    let stderr = refused(&["--held-out", "dev"]);
+    assert!(stderr.contains("`--held-out dev` needs dev.tsv"), "{stderr}");
 }
