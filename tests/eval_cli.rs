@@ -109,5 +109,8 @@ fn llm_keywords_without_an_llm_is_refused() {
 #[test]
 fn tuning_on_dev_texts_needs_dev_files() {
     let stderr = refused(&["--held-out", "dev"]);
-    assert!(stderr.contains("`--held-out dev` needs dev.tsv"), "{stderr}");
+    assert!(
+        stderr.contains("`--held-out dev` needs dev.tsv"),
+        "{stderr}"
+    );
 }
