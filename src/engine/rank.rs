@@ -34,7 +34,7 @@ pub struct RankingConfig {
     /// Learn from a graph-only decision when its score margin (best − second) reaches this.
     pub learn_margin: f64,
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
-    /// reaches this (an LLM that disagrees is never learned from).
+    /// reaches this (a label the LLM chose against retrieval's best is never learned).
     pub learn_margin_agreeing: f64,
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.
