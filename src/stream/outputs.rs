@@ -43,6 +43,8 @@ pub struct Classification<'a> {
     pub analysis: &'a Analysis,
     pub retrieval: &'a Retrieval,
     pub decision: &'a Decision,
+    /// Whether online indexing may learn from the decision (decided once, by the service).
+    pub confident: bool,
     pub raw_answer: Option<&'a str>,
     pub llm_error: Option<&'a str>,
     pub model: Option<&'a str>,
@@ -65,7 +67,7 @@ pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .map(|s| (s * 10_000.0).round() / 10_000.0)
             .collect(),
         basis: c.retrieval.basis,
-        confident: engine.is_confident(c.retrieval, c.decision),
+        confident: c.confident,
         keywords: c
             .analysis
             .keywords

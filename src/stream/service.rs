@@ -1137,6 +1137,7 @@ impl Service {
 
         let started = Instant::now();
         let index_span = tracing::info_span!(parent: &slot.span, "index").entered();
+        let confident = self.engine.is_confident(&pending.retrieval, &decision);
         // Online indexing goes through the changelog: this instance applies it when it reads
         // it back, like every other replica.
         let mut learn_record = None;
@@ -1161,7 +1162,7 @@ impl Service {
                     offset,
                     analysis: self.engine.learnable(&pending.analysis),
                     label: decision.label.clone(),
-                    confident: self.engine.is_confident(&pending.retrieval, &decision),
+                    confident,
                 },
             };
             learn_record = Some(Outgoing {
@@ -1184,6 +1185,7 @@ impl Service {
             analysis: &pending.analysis,
             retrieval: &pending.retrieval,
             decision: &decision,
+            confident,
             raw_answer,
             llm_error: llm_error.as_deref(),
             model: self.llm_model(),

@@ -1,0 +1,166 @@
+//! Reading the LLM's answer into a decision (under the choice mode), and whether that decision
+//! is trusted enough for online indexing to learn from it.
+
+use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
+use super::prompt::ChoiceMode;
+use super::{choice, Basis, Decision, Engine, Retrieval, Source, SCORED_ON_LIST};
+
+/// A `scored` choice: the fused label, the LLM's own favourite, how much it answered from the
+/// list.
+struct Fused {
+    label: String,
+    preferred: String,
+    on_list: f64,
+}
+
+impl Engine {
+    /// Turn the LLM's answer (None: no LLM, or it failed) into a decision.
+    pub fn decide(&self, retrieval: &Retrieval, answer: Option<&str>) -> Decision {
+        self.decide_with_alternatives(retrieval, answer, &[])
+    }
+
+    /// Turn the LLM's answer into a decision under the configured choice mode. `alternatives`
+    /// are the answer's first-token alternatives with log-probabilities (`scored` mode; empty
+    /// when the endpoint gave none, and the answer is then read as in `free` mode).
+    ///
+    /// The hallucination flag always describes what the LLM itself answered: `unknown_label`
+    /// when its answer names no active label (or, numbered, no listed number),
+    /// `outside_candidates` when it names a label retrieval did not offer. In `scored` mode the
+    /// model's answer is its first-token distribution over the list: its text is flagged only
+    /// when less than [`SCORED_ON_LIST`] of that mass began a candidate's name; the decision is
+    /// the fused choice among the candidates either way.
+    pub fn decide_with_alternatives(
+        &self,
+        retrieval: &Retrieval,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+    ) -> Decision {
+        self.decide_as(
+            retrieval,
+            answer,
+            alternatives,
+            self.config.choice,
+            self.config.llm_weight,
+        )
+    }
+
+    /// [`Engine::decide_with_alternatives`] under another choice mode and weight: how the same
+    /// answer reads otherwise (the evaluation compares readings of one set of LLM calls).
+    pub fn decide_as(
+        &self,
+        retrieval: &Retrieval,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+        mode: ChoiceMode,
+        llm_weight: f64,
+    ) -> Decision {
+        let graph = |hallucination| Decision {
+            label: retrieval.graph_choice.clone(),
+            source: Source::Graph,
+            hallucination,
+        };
+        let Some(answer) = answer else {
+            return graph(None);
+        };
+        if mode == ChoiceMode::Numbered {
+            let listed = choice::numbered(answer, retrieval.candidates.len());
+            // A label retired while the LLM was answering is no longer a decision.
+            if let Some(i) = listed.filter(|&i| self.is_active(&retrieval.candidates[i])) {
+                return Decision {
+                    label: retrieval.candidates[i].clone(),
+                    source: Source::Llm,
+                    hallucination: None,
+                };
+            }
+        }
+        let spellings: Vec<LabelSpelling> = self
+            .active_labels()
+            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
+            .collect();
+        let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
+        let matched = match_answer(answer, &spellings, is_candidate);
+        if mode == ChoiceMode::Scored {
+            let fused = self
+                .fused_choice(retrieval, alternatives, llm_weight)
+                .filter(|f| self.is_active(&f.label));
+            if let Some(fused) = fused {
+                // The model's answer is its distribution over the list; its text is flagged
+                // only when that distribution was mostly off the list too.
+                let hallucination = match matched {
+                    AnswerMatch::Candidate(_) => None,
+                    _ if fused.on_list >= SCORED_ON_LIST => None,
+                    AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
+                    AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
+                };
+                // `llm` when the model's own favourite won; `graph` when retrieval outweighed it.
+                let source = if fused.label == fused.preferred {
+                    Source::Llm
+                } else {
+                    Source::Graph
+                };
+                return Decision {
+                    label: fused.label,
+                    source,
+                    hallucination,
+                };
+            }
+        }
+        match matched {
+            AnswerMatch::Candidate(label) => Decision {
+                label,
+                source: Source::Llm,
+                hallucination: None,
+            },
+            AnswerMatch::OutsideCandidates(label) => Decision {
+                label,
+                source: Source::Llm,
+                hallucination: Some(HallucinationKind::OutsideCandidates),
+            },
+            AnswerMatch::Unknown => graph(Some(HallucinationKind::UnknownLabel)),
+        }
+    }
+
+    /// `scored` mode: the candidate that maximises retrieval score (relative to the best) plus
+    /// `llm_weight` × the LLM's belief; None when the alternatives begin no candidate's name.
+    fn fused_choice(
+        &self,
+        retrieval: &Retrieval,
+        alternatives: &[(String, f64)],
+        llm_weight: f64,
+    ) -> Option<Fused> {
+        let displays: Vec<&str> = retrieval
+            .candidates
+            .iter()
+            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
+            .collect();
+        let belief = choice::belief(&displays, alternatives)?;
+        let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
+        let preferred = choice::fuse(&[], &belief.per_candidate, 1.0);
+        Some(Fused {
+            label: retrieval.candidates.get(chosen)?.clone(),
+            preferred: retrieval.candidates.get(preferred)?.clone(),
+            on_list: belief.on_list,
+        })
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: a graph-only
+    /// decision (including a `scored` one where retrieval outweighed the LLM) when retrieval's
+    /// margin reaches `learn_margin`; an LLM decision when it agrees with retrieval's best label
+    /// and the margin reaches `learn_margin_agreeing`; never a hallucination. Strategies without scores (`steiner`, `all`, `naive`) learn from every
+    /// decision, as the paper does.
+    pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        let Some(margin) = retrieval.margin else {
+            return true;
+        };
+        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
+            return false;
+        }
+        let config = &self.config.ranking;
+        match decision.source {
+            Source::Graph => margin >= config.learn_margin,
+            Source::Llm => {
+                decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
+            }
+        }
+    }
+}
