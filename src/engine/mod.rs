@@ -508,7 +508,7 @@ impl Engine {
             .collect();
         let terminal_names = || terminals.iter().map(|(k, _)| k.phrase.clone()).collect();
         if let Some(evidence) = self.config.strategy.evidence() {
-            return Ok(self.ranked_retrieval(analysis, evidence, terminal_names()));
+            return Ok(self.ranked_retrieval(analysis, evidence, &terminals));
         }
         let (candidates, basis, tree_cost) = match self.config.strategy {
             Strategy::Naive => match self.similar_example_labels(analysis) {
@@ -538,26 +538,17 @@ impl Engine {
     }
 
     /// The ranked strategies: label scores from the retrieval index, best first, capped at
-    /// `max_candidates`; every active label when nothing in the text is known to the index.
+    /// `max_candidates`.
     fn ranked_retrieval(
         &self,
         analysis: &Analysis,
         evidence: Evidence,
-        terminals: Vec<String>,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
     ) -> Retrieval {
+        let terminals = terminal_nodes.iter().map(|(k, _)| k.phrase.clone()).collect();
         let ranking = self.rank(&analysis.terms, evidence);
-        if ranking.ranked.is_empty() {
-            let candidates = self.all_active();
-            return Retrieval {
-                graph_choice: candidates.first().cloned().unwrap_or_default(),
-                candidates,
-                scores: Vec::new(),
-                examples: Vec::new(),
-                margin: Some(0.0),
-                terminals,
-                basis: Basis::NoEvidence,
-                tree_cost: None,
-            };
+        if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
+            return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
         let margin = ranking.margin();
         let keep = self.config.ranking.max_candidates.max(1);
@@ -583,6 +574,44 @@ impl Engine {
             margin: Some(margin),
             terminals,
             basis: Basis::RankedScores,
+            tree_cost: None,
+        }
+    }
+
+    /// When nothing in the text is known to the labels' own material (a text of numbers and
+    /// words no labelled example uses), scores would rank noise: every active label is offered,
+    /// as `naive` does, those the second hop voted for first. Retrieval's choice is the second
+    /// hop's best, else the keyword graph's best-connected label. Never confident, so never
+    /// learned from.
+    fn unranked_retrieval(
+        &self,
+        ranking: &Ranking,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+        terminals: Vec<String>,
+    ) -> Retrieval {
+        let mut candidates: Vec<String> = ranking
+            .ranked
+            .iter()
+            .map(|&(label, _)| self.labels[label as usize].id.clone())
+            .collect();
+        for id in self.all_active() {
+            if !candidates.contains(&id) {
+                candidates.push(id);
+            }
+        }
+        let choice = if ranking.ranked.is_empty() {
+            self.best_connected(&candidates, terminal_nodes)
+        } else {
+            candidates[0].clone()
+        };
+        Retrieval {
+            graph_choice: choice,
+            candidates,
+            scores: Vec::new(),
+            examples: Vec::new(),
+            margin: Some(0.0),
+            terminals,
+            basis: Basis::NoEvidence,
             tree_cost: None,
         }
     }

@@ -70,6 +70,8 @@ pub struct Ranking {
     /// Per ranked label, its most similar labelled example (document id), if any. Valid until
     /// the index next changes (compaction renumbers documents).
     pub best_example: Vec<Option<u32>>,
+    /// Labels with first-hop evidence (0 when the first hop is off or found nothing).
+    pub first_hop_labels: usize,
 }
 
 impl Ranking {
@@ -126,6 +128,7 @@ pub fn score(
                 + config.description_weight * description[l];
         }
     }
+    let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
     if evidence.second_hop {
         // Alone, the votes are the scores. With the first hop, they are a distribution scaled
         // by the best first-hop score: the second hop can move a label by at most
@@ -159,6 +162,7 @@ pub fn score(
     Ranking {
         ranked,
         best_example,
+        first_hop_labels,
     }
 }
 

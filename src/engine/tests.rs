@@ -459,9 +459,29 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
         "statistics learn from every text"
     );
     assert!(engine.learn(&analysis, "astronomy", true) > 0);
-    // The learned text now votes for its label: "pulsar" is in no example.
+    // The learned text now votes for its label: "pulsar" is in no example, so every label is
+    // offered, the second hop's vote first.
     let seen = engine.retrieve(&engine.analyze("pulsar")).unwrap();
-    assert_eq!(seen.candidates, vec!["astronomy"]);
+    assert_eq!(seen.basis, Basis::NoEvidence);
+    assert_eq!(seen.graph_choice, "astronomy");
+    assert_eq!(seen.candidates, vec!["astronomy", "cooking", "football"]);
+}
+
+#[test]
+fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_learned() {
+    for strategy in [Strategy::Ranked, Strategy::Hybrid] {
+        let engine = three_topics(EngineConfig {
+            strategy,
+            ..EngineConfig::default()
+        });
+        let analysis = engine.analyze("zzz qqq 1987 12 cts");
+        let retrieval = engine.retrieve(&analysis).unwrap();
+        assert_eq!(retrieval.basis, Basis::NoEvidence, "{strategy:?}");
+        assert_eq!(retrieval.candidates.len(), 3, "{strategy:?}");
+        assert!(retrieval.candidates.contains(&retrieval.graph_choice));
+        let decision = engine.decide(&retrieval, None);
+        assert!(!engine.is_confident(&retrieval, &decision), "{strategy:?}");
+    }
 }
 
 #[test]
