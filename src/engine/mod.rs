@@ -213,7 +213,8 @@ pub enum Basis {
     SingleTerminal,
     /// The tree held no active label: the active labels the terminals link to.
     TerminalNeighbours,
-    /// Nothing in the text links to the graph: every active label.
+    /// Nothing in the text links to the graph (or, for the ranked strategies, to any label's
+    /// examples, name or description): every active label.
     NoEvidence,
     /// The `all` strategy.
     AllLabels,
