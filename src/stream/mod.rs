@@ -16,6 +16,8 @@ pub mod kafka;
 pub mod offsets;
 mod outputs;
 mod service;
+mod slots;
+mod texts;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -66,6 +68,8 @@ pub enum ServeError {
     Admin(String, std::io::Error),
     #[error("topic {0}: no record arrived within {1} s while catching up to its end")]
     Stalled(String, u64),
+    #[error("starting the texts poll thread: {0}")]
+    PollThread(std::io::Error),
 }
 
 /// What one run did (logged at shutdown; the metrics endpoint of [3/4] exposes the same).

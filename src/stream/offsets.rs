@@ -100,6 +100,13 @@ impl OffsetTracker {
         self.assigned.insert(partition);
     }
 
+    /// Partitions this consumer owns now, sorted.
+    pub fn assigned(&self) -> Vec<i32> {
+        let mut list: Vec<i32> = self.assigned.iter().copied().collect();
+        list.sort_unstable();
+        list
+    }
+
     /// Whether the partition is still ours (texts of a revoked one are finished, but their
     /// new owner does the learning).
     pub fn is_assigned(&self, partition: i32) -> bool {

@@ -1,21 +1,19 @@
 //! The service loop. One task owns the engine and the store (one writer); LLM calls and
 //! deliveries run as tasks and report back to it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::FuturesUnordered;
 use futures::StreamExt;
-use rdkafka::config::RDKafkaLogLevel;
-use rdkafka::consumer::{
-    BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer,
-};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::Producer;
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::Offset;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
@@ -23,6 +21,8 @@ use super::changelog::{Change, ChangeRecord, LabelOutcome, CHANGE_VERSION};
 use super::kafka::{self, Outgoing};
 use super::offsets::OffsetTracker;
 use super::outputs::{self, Classification};
+use super::slots::{SlotId, Slots};
+use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
 use crate::classify::Classifier;
 use crate::config::{OnLlmFailure, ServeConfig};
@@ -32,85 +32,16 @@ use crate::engine::{Analysis, Engine, EngineError, NewLabel, Retrieval};
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
 use crate::llm::{ApiKey, Completion, LlmClient, LlmConfig};
-use crate::store::{Offsets, SledStore, StateStore, StoreError};
+use crate::store::{Offsets, SledStore, StateStore};
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
 
 /// How long the labels or changelog topic may stay silent while we know records are there.
 const STALL_SECS: u64 = 30;
-
-type Flush = Arc<dyn Fn() -> Result<(), StoreError> + Send + Sync>;
-
-/// Commits what is done on a revoked partition before it goes (Vector's "flush on revoke").
-struct TextsContext {
-    topic: String,
-    tracker: Arc<Mutex<OffsetTracker>>,
-    flush: Flush,
-    /// Flushed on revoke, so that this instance's learn records for the partitions it gives
-    /// up are in the changelog before the new owner writes any.
-    producer: kafka::Producer,
-}
-
-impl ClientContext for TextsContext {
-    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        kafka::log_librdkafka(level, facility, message);
-    }
-
-    fn error(&self, error: KafkaError, reason: &str) {
-        kafka::Logged.error(error, reason);
-    }
-}
-
-impl ConsumerContext for TextsContext {
-    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        let Rebalance::Revoke(revoked) = rebalance else {
-            return;
-        };
-        if let Err(error) = self.producer.flush(Duration::from_secs(10)) {
-            tracing::warn!(%error, "producer flush on revoke");
-        }
-        let Ok(mut tracker) = self.tracker.lock() else {
-            return;
-        };
-        let revoked: Vec<i32> = revoked
-            .elements_for_topic(&self.topic)
-            .iter()
-            .map(|e| e.partition())
-            .collect();
-        let mut list = TopicPartitionList::new();
-        for (partition, offset) in tracker.to_commit() {
-            if revoked.contains(&partition) {
-                let _ = list.add_partition_offset(&self.topic, partition, Offset::Offset(offset));
-            }
-        }
-        if list.count() > 0 {
-            match (self.flush)() {
-                Ok(()) => {
-                    if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
-                        tracing::warn!(%error, "commit on revoke failed");
-                    }
-                }
-                Err(error) => tracing::warn!(%error, "state flush on revoke failed"),
-            }
-        }
-        for partition in revoked {
-            tracker.forget(partition);
-        }
-        tracing::info!("partitions revoked");
-    }
-
-    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(list) = rebalance {
-            let partitions: Vec<i32> = list.elements().iter().map(|e| e.partition()).collect();
-            if let Ok(mut tracker) = self.tracker.lock() {
-                for &partition in &partitions {
-                    tracker.assign(partition);
-                }
-            }
-            tracing::info!(?partitions, "partitions assigned");
-        }
-    }
-}
+/// Fewest texts held back before the partitions are paused.
+const BACKLOG_MIN: usize = 16;
+/// Texts in flight and none finished for this long: warn with their states.
+const STALL_WARN: Duration = Duration::from_secs(120);
 
 /// A text whose LLM answer is awaited or known.
 struct Pending {
@@ -144,8 +75,7 @@ struct Slot {
 type LlmTask = std::pin::Pin<Box<dyn Future<Output = LlmDone> + Send>>;
 
 struct LlmDone {
-    partition: i32,
-    offset: i64,
+    slot: SlotId,
     result: Result<Completion, String>,
     elapsed: Duration,
 }
@@ -185,15 +115,21 @@ struct Service {
     log_missing_since: Option<Instant>,
     /// When a sync failure was last logged (they repeat every tick while the broker is away).
     sync_warned_at: Option<Instant>,
-    tracker: Arc<Mutex<OffsetTracker>>,
+    tracker: OffsetTracker,
+    /// Texts received and not yet taken in (intake full), in arrival order.
+    backlog: VecDeque<OwnedMessage>,
+    /// Whether the assigned partitions are paused (the backlog is long enough).
+    paused: bool,
     /// Per texts partition: offsets below this were learned already (from the changelog).
     learned: HashMap<i32, i64>,
-    queues: HashMap<i32, VecDeque<Slot>>,
+    slots: Slots<Slot>,
     summary: ServeSummary,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     /// When consumer lag was last measured.
     lag_measured: Option<Instant>,
+    /// When a text last finished (or nothing was in flight): the stall warning's clock.
+    last_progress: Instant,
     last_snapshot: Instant,
 }
 
@@ -268,7 +204,6 @@ pub(super) async fn run(
         config.state.cache_mb.saturating_mul(1 << 20),
     )?;
     let instance = store.instance_id()?;
-    let flush = store.flush_handle();
     let saved = store.load()?;
     let engine_config = config.engine.engine_config();
     let mut engine = match saved.snapshot {
@@ -341,20 +276,6 @@ pub(super) async fn run(
         20,
     )?;
 
-    let tracker = Arc::new(Mutex::new(OffsetTracker::default()));
-    let texts: StreamConsumer<TextsContext> = kafka::client_config(&config)
-        .set("group.id", &config.kafka.group_id)
-        .set("enable.auto.commit", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("enable.partition.eof", "false")
-        .create_with_context(TextsContext {
-            topic: config.topics.texts.clone(),
-            tracker: tracker.clone(),
-            flush,
-            producer: producer.clone(),
-        })
-        .map_err(|e| ServeError::Kafka("creating the texts consumer", e))?;
-
     let classifier = Classifier::new(llm.clone(), KeywordMode::Tfidf);
     let mut service = Service {
         config,
@@ -373,20 +294,21 @@ pub(super) async fn run(
         labels_synced_at: 0,
         log_missing_since: None,
         sync_warned_at: None,
-        tracker,
+        tracker: OffsetTracker::default(),
+        backlog: VecDeque::new(),
+        paused: false,
         learned,
-        queues: HashMap::new(),
+        slots: Slots::default(),
         summary: ServeSummary::default(),
         metrics,
         health,
         lag_measured: None,
+        last_progress: Instant::now(),
         last_snapshot: Instant::now(),
     };
     service.sync(&changelog).await?;
     service.update_gauges();
-    texts
-        .subscribe(&[&service.config.topics.texts])
-        .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e))?;
+    let mut texts = TextsConsumer::start(&service.config, service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);
     tracing::info!(
         topic = %service.config.topics.texts,
@@ -403,15 +325,17 @@ pub(super) async fn run(
     let shutdown = shutdown;
     tokio::pin!(shutdown);
     let mut draining: Option<tokio::time::Instant> = None;
-    let max_in_flight = service.config.input.max_in_flight;
 
     let drained = loop {
-        if draining.is_some() && service.slots() == 0 && deliveries.is_empty() {
+        if draining.is_some() && service.slots.is_empty() && deliveries.is_empty() {
             break true;
         }
-        // Own learn records not yet read back count as in flight: with 1 in flight, each text
-        // is classified against a graph that includes the previous one.
-        let intake = draining.is_none() && service.slots() + service.pending_learns < max_in_flight;
+        if draining.is_none() {
+            service
+                .take_in(&changelog, &mut llm_tasks, &mut deliveries)
+                .await?;
+            service.pause_or_resume(&texts);
+        }
         let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
             () = &mut shutdown, if draining.is_none() => {
@@ -439,7 +363,7 @@ pub(super) async fn run(
                 }
             }
             _ = commit_tick.tick() => {
-                service.commit(&texts, CommitMode::Async, false)?;
+                service.commit(&texts)?;
                 if draining.is_none() {
                     if let Err(error) = service.sync(&changelog).await {
                         service.tolerate_sync_error(error, "labels or changelog topic unreachable")?;
@@ -447,17 +371,7 @@ pub(super) async fn run(
                     service.measure(&texts);
                 }
             }
-            message = texts.recv(), if intake => {
-                match message {
-                    Ok(message) => {
-                        let message = message.detach();
-                        service
-                            .on_text(message, &changelog, &mut llm_tasks, &mut deliveries)
-                            .await?;
-                    }
-                    Err(error) => tracing::warn!(%error, "texts consumer error"),
-                }
-            }
+            Some(event) = texts.recv() => service.on_texts_event(event, &texts),
         }
     };
 
@@ -473,13 +387,15 @@ pub(super) async fn run(
         .broker_reachable
         .load(std::sync::atomic::Ordering::Relaxed);
     if reachable {
-        service.commit(&texts, CommitMode::Sync, true)?;
+        service.store.flush()?;
+        texts.close(Some(service.tracker.watermarks())).await;
         // Apply what this instance (and others) logged, so the saved state is the log's state.
         if let Err(error) = service.catch_up_changelog(&changelog).await {
             tracing::warn!(%error, "changelog not read to its end at shutdown");
         }
     } else {
         tracing::warn!("broker unreachable at shutdown: offsets not committed");
+        texts.close(None).await;
     }
     if service.store.log_len() > 0 {
         service.store.snapshot(&service.engine.to_state())?;
@@ -488,7 +404,6 @@ pub(super) async fn run(
     if let Err(error) = service.producer.flush(Duration::from_secs(10)) {
         tracing::warn!(%error, "producer flush at shutdown");
     }
-    texts.unsubscribe();
     let mut summary = service.summary.clone();
     summary.graph_nodes = service.engine.graph().node_count();
     summary.graph_edges = service.engine.graph().edge_count();
@@ -560,7 +475,7 @@ impl Service {
     }
 
     fn slots(&self) -> usize {
-        self.queues.values().map(VecDeque::len).sum()
+        self.slots.len()
     }
 
     fn llm_model(&self) -> Option<&str> {
@@ -860,9 +775,7 @@ impl Service {
             partition: message.partition(),
             offset: message.offset(),
         };
-        if let Ok(mut tracker) = self.tracker.lock() {
-            tracker.begin(position.partition, position.offset);
-        }
+        self.tracker.begin(position.partition, position.offset);
         self.summary.texts_in += 1;
         self.metrics.texts_received.inc();
         let span = tracing::info_span!(
@@ -930,57 +843,61 @@ impl Service {
                         });
                         match &self.llm {
                             None => SlotState::Ready(pending, Ok(None)),
-                            Some(llm) => {
-                                let prompt = self.engine.classification_prompt(
-                                    &pending.retrieval,
-                                    &pending.event.text,
-                                    &pending.analysis,
-                                );
-                                let llm = llm.clone();
-                                let (partition, offset) = (position.partition, position.offset);
-                                let llm_span = tracing::info_span!(parent: &span, "llm");
-                                let call = tokio::spawn(
-                                    async move {
-                                        let started = Instant::now();
-                                        let result = llm
-                                            .complete(&prompt)
-                                            .await
-                                            .map_err(|e| format!("{}: {e}", e.reason()));
-                                        (result, started.elapsed())
-                                    }
-                                    .instrument(llm_span),
-                                );
-                                llm_tasks.push(Box::pin(async move {
-                                    let (result, elapsed) = match call.await {
-                                        Ok(done) => done,
-                                        // A dead task must not leave its text waiting forever.
-                                        Err(error) => {
-                                            (Err(format!("task_failed: {error}")), Duration::ZERO)
-                                        }
-                                    };
-                                    LlmDone {
-                                        partition,
-                                        offset,
-                                        result,
-                                        elapsed,
-                                    }
-                                }));
-                                SlotState::Waiting(pending)
-                            }
+                            Some(_) => SlotState::Waiting(pending),
                         }
                     }
                 }
             }
         };
         let partition = position.partition;
-        self.queues.entry(partition).or_default().push_back(Slot {
-            span,
-            position,
-            key,
-            payload,
-            received,
-            state,
-        });
+        let ready = !matches!(state, SlotState::Waiting(_));
+        let prompt = match (&state, &self.llm) {
+            (SlotState::Waiting(pending), Some(_)) => Some(self.engine.classification_prompt(
+                &pending.retrieval,
+                &pending.event.text,
+                &pending.analysis,
+            )),
+            _ => None,
+        };
+        let llm_span = tracing::info_span!(parent: &span, "llm");
+        let id = self.slots.push(
+            partition,
+            position.offset,
+            Slot {
+                span,
+                position,
+                key,
+                payload,
+                received,
+                state,
+            },
+            ready,
+        );
+        if let (Some(prompt), Some(llm)) = (prompt, self.llm.clone()) {
+            let call = tokio::spawn(
+                async move {
+                    let started = Instant::now();
+                    let result = llm
+                        .complete(&prompt)
+                        .await
+                        .map_err(|e| format!("{}: {e}", e.reason()));
+                    (result, started.elapsed())
+                }
+                .instrument(llm_span),
+            );
+            llm_tasks.push(Box::pin(async move {
+                let (result, elapsed) = match call.await {
+                    Ok(done) => done,
+                    // A dead task must not leave its text waiting forever.
+                    Err(error) => (Err(format!("task_failed: {error}")), Duration::ZERO),
+                };
+                LlmDone {
+                    slot: id,
+                    result,
+                    elapsed,
+                }
+            }));
+        }
         self.finish_ready(partition, deliveries)
     }
 
@@ -993,26 +910,26 @@ impl Service {
         self.metrics
             .observe_stage("llm", done.elapsed.as_secs_f64());
         Health::set(&self.health.llm_reachable, done.result.is_ok());
-        let Some(queue) = self.queues.get_mut(&done.partition) else {
+        // None: the text was finished or revoked meanwhile; its answer is not needed.
+        let Some(slot) = self.slots.get_mut(done.slot) else {
             return Ok(());
         };
-        if let Some(slot) = queue.iter_mut().find(|s| s.position.offset == done.offset) {
-            let state = std::mem::replace(
-                &mut slot.state,
-                SlotState::Rejected {
-                    stage: "classify",
-                    rejection: Rejection::new(Reason::LlmFailed, "placeholder"),
-                },
-            );
-            slot.state = match state {
-                SlotState::Waiting(mut pending) => {
-                    pending.latency.llm_ms = ms(done.elapsed);
-                    SlotState::Ready(pending, done.result.map(Some))
-                }
-                other => other,
-            };
-        }
-        self.finish_ready(done.partition, deliveries)
+        let state = std::mem::replace(
+            &mut slot.state,
+            SlotState::Rejected {
+                stage: "classify",
+                rejection: Rejection::new(Reason::LlmFailed, "placeholder"),
+            },
+        );
+        slot.state = match state {
+            SlotState::Waiting(mut pending) => {
+                pending.latency.llm_ms = ms(done.elapsed);
+                SlotState::Ready(pending, done.result.map(Some))
+            }
+            other => other,
+        };
+        self.slots.set_ready(done.slot);
+        self.finish_ready(done.slot.partition, deliveries)
     }
 
     /// Finish the partition's texts whose turn it is: the head of its queue, while ready.
@@ -1021,20 +938,8 @@ impl Service {
         partition: i32,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
-        loop {
-            let Some(queue) = self.queues.get_mut(&partition) else {
-                return Ok(());
-            };
-            let ready = matches!(
-                queue.front().map(|s| &s.state),
-                Some(SlotState::Rejected { .. } | SlotState::Ready(..))
-            );
-            if !ready {
-                return Ok(());
-            }
-            let Some(slot) = queue.pop_front() else {
-                return Ok(());
-            };
+        while let Some((_, slot)) = self.slots.pop_ready(partition) {
+            self.last_progress = Instant::now();
             let offset = slot.position.offset;
             let text_span = slot.span.clone();
             let (records, fallback) = self.finish(slot)?;
@@ -1079,6 +984,7 @@ impl Service {
                 .instrument(produce_span),
             ));
         }
+        Ok(())
     }
 
     /// Decide, learn, persist; return the records to deliver, and the dead letter to send
@@ -1142,11 +1048,7 @@ impl Service {
         // it back, like every other replica.
         let mut learn_record = None;
         let learned = self.learned.get(&partition).copied().unwrap_or(0);
-        let owned = self
-            .tracker
-            .lock()
-            .map(|t| t.is_assigned(partition))
-            .unwrap_or(false);
+        let owned = self.tracker.is_assigned(partition);
         if offset < learned {
             // Learned before a restart or rebalance: predict again, do not learn twice.
             self.summary.relearn_skipped += 1;
@@ -1255,8 +1157,9 @@ impl Service {
     }
 
     /// Periodic measurements: gauges, LLM usage, and (every 5 s) consumer lag.
-    fn measure(&mut self, texts: &StreamConsumer<TextsContext>) {
+    fn measure(&mut self, texts: &TextsConsumer) {
         self.update_gauges();
+        self.warn_if_stalled();
         if let Some(llm) = &self.llm {
             self.metrics.llm_usage(llm.usage().snapshot());
         }
@@ -1266,14 +1169,18 @@ impl Service {
         {
             return;
         }
-        let Ok(positions) = texts.position() else {
-            return;
-        };
-        let positions: Vec<(i32, Option<i64>)> = positions
-            .elements_for_topic(&self.config.topics.texts)
-            .iter()
-            // Not yet read from (no position): nothing to say about its lag.
-            .map(|e| (e.partition(), e.offset().to_raw().filter(|&o| o >= 0)))
+        // Texts read but held back in the backlog are still to do: they count as lag.
+        let positions: Vec<(i32, i64)> = texts
+            .positions()
+            .into_iter()
+            .map(|(partition, position)| {
+                let held = self
+                    .backlog
+                    .iter()
+                    .filter(|m| m.partition() == partition)
+                    .count() as i64;
+                (partition, position - held)
+            })
             .collect();
         for (partition, position) in positions {
             let watermarks = tokio::task::block_in_place(|| {
@@ -1283,7 +1190,7 @@ impl Service {
                     Duration::from_secs(2),
                 )
             });
-            if let (Ok((_, high)), Some(position)) = (watermarks, position) {
+            if let Ok((_, high)) = watermarks {
                 // Measured: wait 5 s before the next round (none until partitions are read).
                 self.lag_measured = Some(Instant::now());
                 self.metrics
@@ -1292,6 +1199,35 @@ impl Service {
                     .set((high - position).max(0));
             }
         }
+    }
+
+    /// Texts in flight and none finished for `STALL_WARN`: say which, and in what state, once
+    /// per period (what `scripts/fault-suite.sh`'s watchdog looks for).
+    fn warn_if_stalled(&mut self) {
+        if self.slots.is_empty() {
+            self.last_progress = Instant::now();
+            return;
+        }
+        if self.last_progress.elapsed() < STALL_WARN {
+            return;
+        }
+        let waiting: Vec<String> = self
+            .slots
+            .states()
+            .map(|(id, ready)| {
+                let state = if ready { "ready" } else { "waiting" };
+                format!("{}:{} {state}", id.partition, id.offset)
+            })
+            .collect();
+        tracing::warn!(
+            in_flight = self.slots.len(),
+            pending_learns = self.pending_learns,
+            backlog = self.backlog.len(),
+            ?waiting,
+            "no text finished for {} s",
+            STALL_WARN.as_secs()
+        );
+        self.last_progress = Instant::now();
     }
 
     fn count_dead_letter(&mut self, reason: Reason) {
@@ -1327,45 +1263,116 @@ impl Service {
         }
         self.metrics
             .observe_stage("produce", delivered.produce_seconds);
-        if let Ok(mut tracker) = self.tracker.lock() {
-            tracker.done(delivered.partition, delivered.offset);
-        }
+        self.tracker.done(delivered.partition, delivered.offset);
     }
 
-    /// Flush the state, then commit every partition's done prefix.
-    /// `all`: every partition's watermark, even if committed before (the final, synchronous
-    /// commit does not trust earlier asynchronous ones).
-    fn commit(
-        &mut self,
-        texts: &StreamConsumer<TextsContext>,
-        mode: CommitMode,
-        all: bool,
-    ) -> Result<(), ServeError> {
-        let list = match self.tracker.lock() {
-            Ok(tracker) if all => tracker.watermarks(),
-            Ok(tracker) => tracker.to_commit(),
-            Err(_) => return Ok(()),
-        };
+    /// Flush the state, then commit (without waiting) every partition's done prefix that
+    /// moved since the last commit.
+    fn commit(&mut self, texts: &TextsConsumer) -> Result<(), ServeError> {
+        let list = self.tracker.to_commit();
         if list.is_empty() {
             return Ok(());
         }
         self.store.flush()?;
-        let mut offsets = TopicPartitionList::new();
-        for &(partition, offset) in &list {
-            offsets
-                .add_partition_offset(&self.config.topics.texts, partition, Offset::Offset(offset))
-                .map_err(|e| ServeError::Kafka("building the commit", e))?;
-        }
-        match texts.commit(&offsets, mode) {
+        match texts.commit_async(&list) {
             Ok(()) => {
-                if let Ok(mut tracker) = self.tracker.lock() {
-                    for (partition, offset) in list {
-                        tracker.committed(partition, offset);
-                    }
+                for (partition, offset) in list {
+                    self.tracker.committed(partition, offset);
                 }
             }
             Err(error) => tracing::warn!(%error, "offset commit failed; retried at the next tick"),
         }
         Ok(())
+    }
+
+    /// Take texts in from the backlog while the intake has room. Own learn records not yet
+    /// read back count as in flight: with 1 in flight, each text is classified against a
+    /// graph that includes the previous one.
+    async fn take_in(
+        &mut self,
+        changelog: &kafka::LogReader,
+        llm_tasks: &mut FuturesUnordered<LlmTask>,
+        deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
+    ) -> Result<(), ServeError> {
+        while self.slots() + self.pending_learns < self.config.input.max_in_flight {
+            let Some(message) = self.backlog.pop_front() else {
+                break;
+            };
+            self.on_text(message, changelog, llm_tasks, deliveries)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Pause the assigned partitions while the backlog holds a full intake's worth of texts,
+    /// resume when it is empty: the consumer keeps polling either way, so it stays in its group.
+    fn pause_or_resume(&mut self, texts: &TextsConsumer) {
+        let full = self.backlog.len() >= self.config.input.max_in_flight.max(BACKLOG_MIN);
+        let pause = if !self.paused && full {
+            true
+        } else if self.paused && self.backlog.is_empty() {
+            false
+        } else {
+            return;
+        };
+        let assigned = self.tracker.assigned();
+        match texts.pause(&assigned, pause) {
+            Ok(()) => self.paused = pause,
+            Err(error) => tracing::warn!(%error, pause, "pausing or resuming the texts partitions"),
+        }
+    }
+
+    fn on_texts_event(&mut self, event: TextsEvent, texts: &TextsConsumer) {
+        match event {
+            TextsEvent::Record(message) => self.backlog.push_back(message),
+            TextsEvent::Assigned(partitions) => {
+                for &partition in &partitions {
+                    self.tracker.assign(partition);
+                }
+                // A new assignment starts unpaused.
+                if self.paused {
+                    if let Err(error) = texts.pause(&partitions, true) {
+                        tracing::warn!(%error, "pausing newly assigned partitions");
+                    }
+                }
+            }
+            TextsEvent::Revoked { partitions, answer } => {
+                let done = self.on_revoked(&partitions);
+                // The callback may have given up waiting: nothing to do then.
+                let _ = answer.send(done);
+            }
+            TextsEvent::Error(error) => tracing::warn!(%error, "texts consumer error"),
+        }
+    }
+
+    /// Partitions are going: drop their texts in flight and in the backlog (the new owner
+    /// reads them again), and return their done offsets for the callback to commit, once the
+    /// state that includes them is on disk.
+    fn on_revoked(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
+        let mut dropped = 0;
+        for &partition in partitions {
+            dropped += self.slots.revoke(partition).len();
+        }
+        let before = self.backlog.len();
+        self.backlog.retain(|m| !partitions.contains(&m.partition()));
+        dropped += before - self.backlog.len();
+        self.update_gauges();
+        let done: Vec<(i32, i64)> = self
+            .tracker
+            .watermarks()
+            .into_iter()
+            .filter(|(partition, _)| partitions.contains(partition))
+            .collect();
+        for &partition in partitions {
+            self.tracker.forget(partition);
+        }
+        tracing::info!(?partitions, dropped, "revoking: texts in flight dropped");
+        match self.store.flush() {
+            Ok(()) => done,
+            Err(error) => {
+                tracing::warn!(%error, "state flush on revoke failed; nothing committed");
+                Vec::new()
+            }
+        }
     }
 }

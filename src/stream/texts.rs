@@ -1,0 +1,276 @@
+//! The texts consumer, polled in a thread of its own (Quickwit's pattern).
+//!
+//! The service loop never polls librdkafka itself: a thread polls continuously and hands
+//! records, assignments and revocations to the loop as [`TextsEvent`]s. The consumer therefore
+//! stays in its group whatever the loop is waiting for (an LLM slower than
+//! `max.poll.interval.ms` under a full intake included); when the loop has taken in enough, it
+//! pauses the partitions instead of not polling. The loop owns every piece of state (offset
+//! tracker, slots): a revocation reaches it as a message and waits for its answer — the done
+//! offsets of the revoked partitions, which the callback commits synchronously before the
+//! partitions go (Vector's "flush on revoke").
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc as std_mpsc, Arc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::error::KafkaError;
+use rdkafka::message::OwnedMessage;
+use rdkafka::producer::Producer;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use tokio::sync::mpsc;
+
+use super::kafka;
+use super::ServeError;
+use crate::config::ServeConfig;
+
+/// How long a revocation waits for the loop's answer before giving the partitions up with
+/// nothing committed (their texts are then read again: duplicates, never a loss).
+const REVOKE_ANSWER_WAIT: Duration = Duration::from_secs(30);
+/// Poll timeout: how soon the thread notices it should stop.
+const POLL_WAIT: Duration = Duration::from_millis(100);
+/// Events queued between the thread and the loop.
+const EVENT_QUEUE: usize = 64;
+
+/// What the texts consumer tells the loop.
+#[derive(Debug)]
+pub enum TextsEvent {
+    Record(OwnedMessage),
+    Assigned(Vec<i32>),
+    /// The partitions are going: answer with (partition, next offset) to commit for them.
+    Revoked {
+        partitions: Vec<i32>,
+        answer: std_mpsc::SyncSender<Vec<(i32, i64)>>,
+    },
+    Error(KafkaError),
+}
+
+struct TextsContext {
+    topic: String,
+    events: mpsc::Sender<TextsEvent>,
+    /// Flushed on revoke, so this instance's learn records for the partitions it gives up are
+    /// in the changelog before the new owner writes any.
+    producer: kafka::Producer,
+}
+
+impl ClientContext for TextsContext {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        kafka::log_librdkafka(level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        kafka::Logged.error(error, reason);
+    }
+}
+
+impl TextsContext {
+    fn partitions(&self, list: &TopicPartitionList) -> Vec<i32> {
+        list.elements_for_topic(&self.topic)
+            .iter()
+            .map(|e| e.partition())
+            .collect()
+    }
+}
+
+impl ConsumerContext for TextsContext {
+    fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        let Rebalance::Revoke(revoked) = rebalance else {
+            return;
+        };
+        let partitions = self.partitions(revoked);
+        // Off the poll thread (the consumer dropped by an async task as the service stops):
+        // blocking here would stall the runtime, and the loop has committed what it will.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            return;
+        }
+        if let Err(error) = self.producer.flush(Duration::from_secs(10)) {
+            tracing::warn!(%error, "producer flush on revoke");
+        }
+        let (answer, answered) = std_mpsc::sync_channel(1);
+        let event = TextsEvent::Revoked {
+            partitions: partitions.clone(),
+            answer,
+        };
+        // The loop is gone (shutting down): nothing more to commit from here.
+        if self.events.blocking_send(event).is_err() {
+            return;
+        }
+        let done = match answered.recv_timeout(REVOKE_ANSWER_WAIT) {
+            Ok(done) => done,
+            Err(_) => {
+                tracing::warn!(?partitions, "no answer to a revocation; nothing committed");
+                return;
+            }
+        };
+        if done.is_empty() {
+            tracing::info!(?partitions, "partitions revoked");
+            return;
+        }
+        match commit_list(&self.topic, &done) {
+            Ok(list) => {
+                if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
+                    tracing::warn!(%error, "commit on revoke failed");
+                }
+            }
+            Err(error) => tracing::warn!(%error, "commit on revoke failed"),
+        }
+        tracing::info!(?partitions, "partitions revoked");
+    }
+
+    fn post_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(list) = rebalance {
+            let partitions = self.partitions(list);
+            tracing::info!(?partitions, "partitions assigned");
+            if tokio::runtime::Handle::try_current().is_err() {
+                let _ = self.events.blocking_send(TextsEvent::Assigned(partitions));
+            }
+        }
+    }
+}
+
+/// (partition, next offset) pairs as a commit list for `topic`.
+pub fn commit_list(topic: &str, offsets: &[(i32, i64)]) -> Result<TopicPartitionList, KafkaError> {
+    let mut list = TopicPartitionList::new();
+    for &(partition, offset) in offsets {
+        list.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+    }
+    Ok(list)
+}
+
+/// The texts consumer: events from its poll thread, commits and pauses from the loop.
+pub struct TextsConsumer {
+    topic: String,
+    consumer: Arc<BaseConsumer<TextsContext>>,
+    events: mpsc::Receiver<TextsEvent>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TextsConsumer {
+    /// Subscribe to the texts topic and start polling.
+    pub fn start(config: &ServeConfig, producer: kafka::Producer) -> Result<Self, ServeError> {
+        let topic = config.topics.texts.clone();
+        let (sender, events) = mpsc::channel(EVENT_QUEUE);
+        let consumer: BaseConsumer<TextsContext> = kafka::client_config(config)
+            .set("group.id", &config.kafka.group_id)
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .set("enable.partition.eof", "false")
+            .create_with_context(TextsContext {
+                topic: topic.clone(),
+                events: sender.clone(),
+                producer,
+            })
+            .map_err(|e| ServeError::Kafka("creating the texts consumer", e))?;
+        consumer
+            .subscribe(&[&topic])
+            .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e))?;
+        let consumer = Arc::new(consumer);
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let consumer = consumer.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("texts-poll".into())
+                .spawn(move || poll_until_stopped(&consumer, &sender, &stop))
+                .map_err(ServeError::PollThread)?
+        };
+        Ok(Self {
+            topic,
+            consumer,
+            events,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The next event; None once the poll thread has stopped.
+    pub async fn recv(&mut self) -> Option<TextsEvent> {
+        self.events.recv().await
+    }
+
+    /// Commit without waiting (the next tick retries what fails).
+    pub fn commit_async(&self, offsets: &[(i32, i64)]) -> Result<(), KafkaError> {
+        let list = commit_list(&self.topic, offsets)?;
+        self.consumer.commit(&list, CommitMode::Async)
+    }
+
+    /// Stop or restart fetching `partitions` (the consumer keeps polling either way).
+    pub fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), KafkaError> {
+        let list = commit_list(&self.topic, &partitions.iter().map(|&p| (p, 0)).collect::<Vec<_>>())?;
+        if pause {
+            self.consumer.pause(&list)
+        } else {
+            self.consumer.resume(&list)
+        }
+    }
+
+    /// (partition, position) of every assigned partition that has one.
+    pub fn positions(&self) -> Vec<(i32, i64)> {
+        let Ok(list) = self.consumer.position() else {
+            return Vec::new();
+        };
+        list.elements_for_topic(&self.topic)
+            .iter()
+            .filter_map(|e| e.offset().to_raw().filter(|&o| o >= 0).map(|o| (e.partition(), o)))
+            .collect()
+    }
+
+    /// Stop the poll thread, then commit `offsets` synchronously (the broker must be
+    /// reachable: a synchronous commit waits for the group coordinator) and leave the group.
+    pub async fn close(mut self, offsets: Option<Vec<(i32, i64)>>) {
+        // Closing the queue first answers any revocation the thread is waiting on.
+        self.events.close();
+        while self.events.try_recv().is_ok() {}
+        self.stop.store(true, Ordering::Relaxed);
+        let thread = self.thread.take();
+        let consumer = self.consumer.clone();
+        let topic = self.topic.clone();
+        let closed = tokio::task::spawn_blocking(move || {
+            if let Some(thread) = thread {
+                let _ = thread.join();
+            }
+            if let Some(offsets) = offsets.filter(|o| !o.is_empty()) {
+                match commit_list(&topic, &offsets) {
+                    Ok(list) => {
+                        if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
+                            tracing::warn!(%error, "final offset commit failed");
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "final offset commit failed"),
+                }
+            }
+            consumer.unsubscribe();
+        })
+        .await;
+        if let Err(error) = closed {
+            tracing::warn!(%error, "closing the texts consumer");
+        }
+    }
+}
+
+impl Drop for TextsConsumer {
+    /// However the service ends, the poll thread stops (it holds the consumer).
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn poll_until_stopped(
+    consumer: &BaseConsumer<TextsContext>,
+    events: &mpsc::Sender<TextsEvent>,
+    stop: &AtomicBool,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let event = match consumer.poll(POLL_WAIT) {
+            None => continue,
+            Some(Ok(message)) => TextsEvent::Record(message.detach()),
+            Some(Err(error)) => TextsEvent::Error(error),
+        };
+        if events.blocking_send(event).is_err() {
+            return;
+        }
+    }
+}
