@@ -546,7 +546,10 @@ impl Engine {
         evidence: Evidence,
         terminal_nodes: &[(&Keyword, NodeIndex)],
     ) -> Retrieval {
-        let terminals = terminal_nodes.iter().map(|(k, _)| k.phrase.clone()).collect();
+        let terminals = terminal_nodes
+            .iter()
+            .map(|(k, _)| k.phrase.clone())
+            .collect();
         let ranking = self.rank(&analysis.terms, evidence);
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);

@@ -12,6 +12,7 @@
 //! store knows their offsets) are predicted again but not learned twice.
 
 pub mod changelog;
+mod delivery;
 pub mod kafka;
 pub mod offsets;
 mod outputs;
@@ -82,6 +83,8 @@ pub struct ServeSummary {
     pub dead_letters: BTreeMap<String, u64>,
     pub label_events: u64,
     pub relearn_skipped: u64,
+    /// Learn records the broker refused (too large): predicted, not learned.
+    pub learns_refused: u64,
     pub graph_nodes: usize,
     pub graph_edges: usize,
     pub labels: usize,

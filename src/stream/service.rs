@@ -2,8 +2,8 @@
 //! deliveries run as tasks and report back to it.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,6 +18,7 @@ use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use super::changelog::{Change, ChangeRecord, LabelOutcome, CHANGE_VERSION};
+use super::delivery::{self, OutputKind};
 use super::kafka::{self, Outgoing};
 use super::offsets::OffsetTracker;
 use super::outputs::{self, Classification};
@@ -84,9 +85,21 @@ struct Delivered {
     partition: i32,
     offset: i64,
     produce_seconds: f64,
-    /// The slot's outputs could not be delivered (too large): dead-letter this instead.
-    fallback: Option<Outgoing>,
+    /// Outputs the broker refused (too large), see [`delivery::settle`].
+    refused: Vec<OutputKind>,
+    /// The input record, to dead-letter should an output be refused.
+    source: Option<Box<Source>>,
 }
+
+/// A text as read, kept until its outputs are settled.
+struct Source {
+    position: InputPosition,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+}
+
+/// A finished text's outputs, in sending order.
+type Records = Vec<(OutputKind, Outgoing)>;
 
 struct Service {
     config: ServeConfig,
@@ -942,13 +955,13 @@ impl Service {
             self.last_progress = Instant::now();
             let offset = slot.position.offset;
             let text_span = slot.span.clone();
-            let (records, fallback) = self.finish(slot)?;
+            let (records, source) = self.finish(slot)?;
             let producer = self.producer.clone();
             // Changelog records are handed to the producer here, in finishing order (offset
             // order per partition): the learn dedupe relies on it. The rest may go in any order.
             let enqueued: Vec<Option<Result<_, _>>> = records
                 .iter()
-                .map(|record| {
+                .map(|(_, record)| {
                     (record.topic == self.config.topics.changelog)
                         .then(|| kafka::enqueue(&self.producer, record))
                 })
@@ -959,26 +972,23 @@ impl Service {
                     // The text's span ends when its outputs are acknowledged.
                     let _text = text_span;
                     let started = Instant::now();
-                    for (record, enqueued) in records.iter().zip(enqueued) {
+                    let mut refused = Vec::new();
+                    for ((kind, record), enqueued) in records.iter().zip(enqueued) {
                         let sent = match enqueued {
                             Some(enqueued) => kafka::confirm(&producer, record, enqueued).await,
                             None => kafka::deliver(&producer, record).await,
                         };
                         if let Err(error) = sent {
                             tracing::error!(%error, topic = %record.topic, "output refused by the broker");
-                            return Delivered {
-                                partition,
-                                offset,
-                                produce_seconds: started.elapsed().as_secs_f64(),
-                                fallback,
-                            };
+                            refused.push(*kind);
                         }
                     }
                     Delivered {
                         partition,
                         offset,
                         produce_seconds: started.elapsed().as_secs_f64(),
-                        fallback: None,
+                        refused,
+                        source,
                     }
                 }
                 .instrument(produce_span),
@@ -987,9 +997,9 @@ impl Service {
         Ok(())
     }
 
-    /// Decide, learn, persist; return the records to deliver, and the dead letter to send
-    /// instead should the broker refuse them (see `on_delivered`).
-    fn finish(&mut self, slot: Slot) -> Result<(Vec<Outgoing>, Option<Outgoing>), ServeError> {
+    /// Decide and learn; return the records to deliver, and the input record to dead-letter
+    /// should the broker refuse them (see `on_delivered`).
+    fn finish(&mut self, slot: Slot) -> Result<(Records, Option<Box<Source>>), ServeError> {
         let position = slot.position.clone();
         let (partition, offset) = (position.partition, position.offset);
         let dead_letter = |config: &ServeConfig, stage: &str, rejection: &Rejection| {
@@ -1006,7 +1016,13 @@ impl Service {
             SlotState::Rejected { stage, rejection } => {
                 tracing::debug!(offset, %rejection, "text rejected");
                 self.count_dead_letter(rejection.reason);
-                return Ok((vec![dead_letter(&self.config, stage, &rejection)], None));
+                return Ok((
+                    vec![(
+                        OutputKind::DeadLetter,
+                        dead_letter(&self.config, stage, &rejection),
+                    )],
+                    None,
+                ));
             }
             SlotState::Ready(pending, answer) => (pending, answer),
             // `finish_ready` only pops final slots; were one waiting, its answer is unknown:
@@ -1022,7 +1038,10 @@ impl Service {
                 let rejection = Rejection::new(Reason::LlmFailed, reason.clone());
                 self.count_dead_letter(Reason::LlmFailed);
                 return Ok((
-                    vec![dead_letter(&self.config, "classify", &rejection)],
+                    vec![(
+                        OutputKind::DeadLetter,
+                        dead_letter(&self.config, "classify", &rejection),
+                    )],
                     None,
                 ));
             }
@@ -1096,7 +1115,7 @@ impl Service {
         };
         let prediction = outputs::prediction(&self.engine, &classification);
         let mut records = Vec::with_capacity(3);
-        records.extend(learn_record);
+        records.extend(learn_record.map(|r| (OutputKind::Learn, r)));
         if let Some(report) = outputs::hallucination(&self.engine, &classification) {
             *self
                 .summary
@@ -1109,16 +1128,18 @@ impl Service {
                     kind: report.kind.as_str().to_string(),
                 })
                 .inc();
-            records.push(outputs::json_record(
-                &self.config.topics.hallucinations,
-                &report.text_id,
-                &report,
+            records.push((
+                OutputKind::Hallucination,
+                outputs::json_record(&self.config.topics.hallucinations, &report.text_id, &report),
             ));
         }
-        records.push(outputs::json_record(
-            &self.config.topics.predictions,
-            &prediction.text_id,
-            &prediction,
+        records.push((
+            OutputKind::Prediction,
+            outputs::json_record(
+                &self.config.topics.predictions,
+                &prediction.text_id,
+                &prediction,
+            ),
         ));
         self.summary.predictions += 1;
         self.metrics
@@ -1127,15 +1148,12 @@ impl Service {
                 source: format!("{:?}", decision.source).to_lowercase(),
             })
             .inc();
-        let fallback = dead_letter(
-            &self.config,
-            "produce",
-            &Rejection::new(
-                Reason::OutputTooLarge,
-                "the prediction is larger than the broker accepts",
-            ),
-        );
-        Ok((records, Some(fallback)))
+        let source = Source {
+            position,
+            key: slot.key,
+            payload: slot.payload,
+        };
+        Ok((records, Some(Box::new(source))))
     }
 
     /// Graph size, labels and in-flight count.
@@ -1244,19 +1262,37 @@ impl Service {
         delivered: Delivered,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) {
-        if let Some(fallback) = delivered.fallback {
-            self.count_dead_letter(Reason::OutputTooLarge);
+        let settled = delivery::settle(&delivered.refused);
+        if settled.learn_refused {
+            self.pending_learns = self.pending_learns.saturating_sub(1);
+            self.summary.learns_refused += 1;
+        }
+        if let (Some(rejection), Some(source)) = (settled.dead_letter, delivered.source) {
+            self.count_dead_letter(rejection.reason);
+            let record = outputs::dead_letter(
+                &self.config.topics.dead_letter,
+                &source.position,
+                source.key,
+                source.payload,
+                "produce",
+                &rejection,
+            );
             let producer = self.producer.clone();
             let (partition, offset) = (delivered.partition, delivered.offset);
             deliveries.push(tokio::spawn(async move {
-                if let Err(error) = kafka::deliver(&producer, &fallback).await {
-                    tracing::error!(%error, "dead letter refused by the broker; record skipped");
-                }
+                let refused = match kafka::deliver(&producer, &record).await {
+                    Ok(()) => Vec::new(),
+                    Err(error) => {
+                        tracing::error!(%error, "dead letter refused by the broker; record skipped");
+                        vec![OutputKind::DeadLetter]
+                    }
+                };
                 Delivered {
                     partition,
                     offset,
                     produce_seconds: 0.0,
-                    fallback: None,
+                    refused,
+                    source: None,
                 }
             }));
             return;
@@ -1354,7 +1390,8 @@ impl Service {
             dropped += self.slots.revoke(partition).len();
         }
         let before = self.backlog.len();
-        self.backlog.retain(|m| !partitions.contains(&m.partition()));
+        self.backlog
+            .retain(|m| !partitions.contains(&m.partition()));
         dropped += before - self.backlog.len();
         self.update_gauges();
         let done: Vec<(i32, i64)> = self

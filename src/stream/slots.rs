@@ -51,11 +51,10 @@ impl<S> Slots<S> {
             sequence: self.next_sequence,
         };
         self.next_sequence += 1;
-        self.queues.entry(partition).or_default().push_back(Entry {
-            id,
-            ready,
-            slot,
-        });
+        self.queues
+            .entry(partition)
+            .or_default()
+            .push_back(Entry { id, ready, slot });
         self.len += 1;
         id
     }

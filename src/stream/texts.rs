@@ -199,7 +199,10 @@ impl TextsConsumer {
 
     /// Stop or restart fetching `partitions` (the consumer keeps polling either way).
     pub fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), KafkaError> {
-        let list = commit_list(&self.topic, &partitions.iter().map(|&p| (p, 0)).collect::<Vec<_>>())?;
+        let list = commit_list(
+            &self.topic,
+            &partitions.iter().map(|&p| (p, 0)).collect::<Vec<_>>(),
+        )?;
         if pause {
             self.consumer.pause(&list)
         } else {
@@ -214,7 +217,12 @@ impl TextsConsumer {
         };
         list.elements_for_topic(&self.topic)
             .iter()
-            .filter_map(|e| e.offset().to_raw().filter(|&o| o >= 0).map(|o| (e.partition(), o)))
+            .filter_map(|e| {
+                e.offset()
+                    .to_raw()
+                    .filter(|&o| o >= 0)
+                    .map(|o| (e.partition(), o))
+            })
             .collect()
     }
 
