@@ -121,6 +121,58 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
+/// No new prediction for this long while texts are outstanding fails the suite at once (a
+/// stalled replica would otherwise only show as "lost" after the 300 s wait).
+const PROGRESS_WATCHDOG: Duration = Duration::from_secs(90);
+
+/// Fails fast, with what each replica logged about its texts in flight, when predictions stop
+/// growing before all have arrived.
+struct Watchdog {
+    seen: usize,
+    since: Instant,
+}
+
+impl Watchdog {
+    fn new() -> Self {
+        Self {
+            seen: 0,
+            since: Instant::now(),
+        }
+    }
+
+    fn check(&mut self, predicted: usize, expected: usize, logs: impl FnOnce() -> Vec<String>) {
+        if predicted > self.seen {
+            self.seen = predicted;
+            self.since = Instant::now();
+            return;
+        }
+        if self.since.elapsed() < PROGRESS_WATCHDOG {
+            return;
+        }
+        let mut report = String::new();
+        for (i, log) in logs().iter().enumerate() {
+            report.push_str(&format!("--- replica {i}: warnings and errors, last 30\n"));
+            let lines: Vec<&str> = log
+                .lines()
+                .filter(|l| {
+                    l.contains(" WARN ")
+                        || l.contains(" ERROR ")
+                        || l.contains("revok")
+                        || l.contains("assigned")
+                })
+                .collect();
+            for line in &lines[lines.len().saturating_sub(30)..] {
+                report.push_str(line);
+                report.push('\n');
+            }
+        }
+        panic!(
+            "stalled: no new prediction for {} s, {predicted} of {expected} predicted\n{report}",
+            PROGRESS_WATCHDOG.as_secs()
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "minutes long: run by scripts/fault-suite.sh"]
 async fn fault_suite() {
@@ -261,9 +313,14 @@ async fn fault_suite() {
     }
 
     let wait = Duration::from_secs(300);
+    let mut watchdog = Watchdog::new();
     let predictions = tokio::task::block_in_place(|| {
         read_until(&topics.predictions, wait, |r| {
-            predicted_ids(r).len() >= good_ids.len()
+            let predicted = predicted_ids(r).len();
+            watchdog.check(predicted, good_ids.len(), || {
+                replicas.iter().map(Service::log_text).collect()
+            });
+            predicted >= good_ids.len()
         })
     });
     let predicted = predicted_ids(&predictions);
@@ -453,12 +510,19 @@ async fn broker_restart() {
     }
 
     let expected: HashSet<String> = (0..texts_total).map(|i| format!("b{i:05}")).collect();
+    let mut watchdog = Watchdog::new();
     let predictions = tokio::task::block_in_place(|| {
         read_until_from(
             &address,
             &topics.predictions,
             Duration::from_secs(300),
-            |r| predicted_ids(r).len() >= expected.len(),
+            |r| {
+                let predicted = predicted_ids(r).len();
+                watchdog.check(predicted, expected.len(), || {
+                    replicas.iter().map(Service::log_text).collect()
+                });
+                predicted >= expected.len()
+            },
         )
     });
     let predicted = predicted_ids(&predictions);

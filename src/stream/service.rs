@@ -42,7 +42,7 @@ const STALL_SECS: u64 = 30;
 /// Fewest texts held back before the partitions are paused.
 const BACKLOG_MIN: usize = 16;
 /// Texts in flight and none finished for this long: warn with their states.
-const STALL_WARN: Duration = Duration::from_secs(120);
+const STALL_WARN: Duration = Duration::from_secs(60);
 
 /// A text whose LLM answer is awaited or known.
 struct Pending {
