@@ -9,8 +9,10 @@ use serde_json::Value;
 use super::{LabelEvent, TextEvent, EVENT_VERSION};
 
 /// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
-/// metric label; the message says what exactly was wrong.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// metric label (and its serde form, in changelog records); the message says what exactly was
+/// wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Reason {
     InvalidUtf8,
     MalformedJson,
@@ -71,6 +73,15 @@ impl Reason {
             Reason::LlmFailed => "llm_failed",
             Reason::OutputTooLarge => "output_too_large",
         }
+    }
+}
+
+#[cfg(test)]
+#[test]
+fn every_reason_serialises_as_its_code() {
+    for reason in Reason::ALL {
+        let json = serde_json::to_string(&reason).unwrap_or_default();
+        assert_eq!(json, format!("\"{}\"", reason.code()));
     }
 }
 

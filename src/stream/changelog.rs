@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::update::Update;
 use crate::engine::Analysis;
+use crate::events::decode::Reason;
 
 pub const CHANGE_VERSION: u32 = 1;
 
@@ -57,10 +58,27 @@ pub enum LabelOutcome {
     Apply(Update),
     /// Refused before it reached the engine (undecodable, or an invalid round).
     Reject {
-        stage: String,
-        reason: String,
+        stage: RejectStage,
+        reason: Reason,
         message: String,
     },
+}
+
+/// Where a label event was refused (the dead letter's `gorag.stage`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectStage {
+    Decode,
+    Apply,
+}
+
+impl RejectStage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RejectStage::Decode => "decode",
+            RejectStage::Apply => "apply",
+        }
+    }
 }
 
 impl ChangeRecord {
@@ -154,5 +172,25 @@ mod tests {
         }
         assert_eq!(replicas[0].digest(), replicas[1].digest());
         assert!(ChangeRecord::decode(b"{\"version\":2}").is_err());
+    }
+
+    /// Records written before the outcome was typed carried the same strings.
+    #[test]
+    fn a_rejection_reads_the_strings_earlier_versions_wrote() {
+        let old = br#"{"version":1,"origin":"i1","change":{"label":{"offset":3,"key":null,
+            "payload":[],"outcome":{"reject":{"stage":"decode","reason":"malformed_json",
+            "message":"expected value"}}}}}"#;
+        let record = ChangeRecord::decode(old).unwrap();
+        let Change::Label { outcome, .. } = record.change else {
+            panic!("{record:?}")
+        };
+        assert_eq!(
+            outcome,
+            LabelOutcome::Reject {
+                stage: RejectStage::Decode,
+                reason: Reason::MalformedJson,
+                message: "expected value".into()
+            }
+        );
     }
 }

@@ -16,6 +16,7 @@ mod delivery;
 pub mod kafka;
 pub mod offsets;
 mod outputs;
+mod replica;
 mod service;
 mod slots;
 mod texts;

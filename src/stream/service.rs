@@ -1,7 +1,6 @@
 //! The service loop. One task owns the engine and the store (one writer); LLM calls and
 //! deliveries run as tasks and report back to it.
 
-use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
@@ -17,11 +16,12 @@ use rdkafka::Offset;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use super::changelog::{Change, ChangeRecord, LabelOutcome, CHANGE_VERSION};
+use super::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use super::delivery::{self, OutputKind};
 use super::kafka::{self, Outgoing};
 use super::offsets::OffsetTracker;
 use super::outputs::{self, Classification};
+use super::replica::{self, engine_rejection, Cursor, Effect, LogTopics};
 use super::slots::{SlotId, Slots};
 use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
@@ -29,11 +29,11 @@ use crate::classify::Classifier;
 use crate::config::{OnLlmFailure, ServeConfig};
 use crate::engine::keywords::KeywordMode;
 use crate::engine::update::Update;
-use crate::engine::{Analysis, Engine, EngineError, NewLabel, Retrieval};
+use crate::engine::{Analysis, Engine, NewLabel, Retrieval};
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
 use crate::llm::{ApiKey, Completion, LlmClient, LlmConfig};
-use crate::store::{Offsets, SledStore, StateStore};
+use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
 
@@ -111,8 +111,9 @@ struct Service {
     labels: kafka::LogReader,
     /// Next labels-topic offset this instance has not forwarded to the changelog.
     labels_forward_next: i64,
-    /// Next changelog offset to apply.
-    changelog_next: i64,
+    /// How far this replica has read the changelog (and the labels and texts through it).
+    cursor: Cursor,
+    topics: LogTopics,
     /// This instance's id in changelog records (stable across restarts: kept in the store).
     instance: String,
     /// Learn records this instance wrote and has not yet read back from the changelog.
@@ -120,8 +121,6 @@ struct Service {
     /// A client of its own for watermark queries: on the labels consumer's connection they
     /// wait behind its fetch long-poll (≈ 500 ms each against nisshi).
     watermarks: kafka::MetadataClient,
-    /// Next labels-topic offset to apply (from the changelog).
-    labels_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
     labels_synced_at: i64,
     /// Since when the changelog topic has been reported missing (see `tolerate_sync_error`).
@@ -133,8 +132,6 @@ struct Service {
     backlog: VecDeque<OwnedMessage>,
     /// Whether the assigned partitions are paused (the backlog is long enough).
     paused: bool,
-    /// Per texts partition: offsets below this were learned already (from the changelog).
-    learned: HashMap<i32, i64>,
     slots: Slots<Slot>,
     summary: ServeSummary,
     metrics: Arc<Metrics>,
@@ -157,23 +154,12 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-fn reject_outcome(stage: &str, rejection: &Rejection) -> LabelOutcome {
+fn reject_outcome(stage: RejectStage, rejection: Rejection) -> LabelOutcome {
     LabelOutcome::Reject {
-        stage: stage.to_string(),
-        reason: rejection.reason.code().to_string(),
-        message: rejection.message.clone(),
+        stage,
+        reason: rejection.reason,
+        message: rejection.message,
     }
-}
-
-fn engine_rejection(error: &EngineError) -> Rejection {
-    let reason = match error {
-        EngineError::DuplicateLabel(_) | EngineError::RepeatedInRound(_) => Reason::DuplicateLabel,
-        EngineError::UnknownLabel(_) => Reason::UnknownLabel,
-        EngineError::RetiredLabel(_) => Reason::RetiredLabel,
-        EngineError::EmptyLabelId => Reason::InvalidRound,
-        EngineError::NoActiveLabels => Reason::NoActiveLabels,
-    };
-    Rejection::new(reason, error.to_string())
 }
 
 fn llm_client(config: &ServeConfig) -> Result<Option<LlmClient>, ServeError> {
@@ -226,25 +212,15 @@ pub(super) async fn run(
     for update in &saved.log {
         engine.apply(update).map_err(ServeError::Replay)?;
     }
-    let labels_next = saved
-        .offsets
-        .get(&(config.topics.labels.clone(), 0))
-        .copied()
-        .unwrap_or(0);
-    let changelog_next = saved
-        .offsets
-        .get(&(config.topics.changelog.clone(), 0))
-        .copied()
-        .unwrap_or(0);
-    let learned: HashMap<i32, i64> = saved
-        .offsets
-        .iter()
-        .filter(|((topic, _), _)| *topic == config.topics.texts)
-        .map(|((_, partition), offset)| (*partition, *offset))
-        .collect();
+    let topics = LogTopics {
+        changelog: config.topics.changelog.clone(),
+        labels: config.topics.labels.clone(),
+        texts: config.topics.texts.clone(),
+    };
+    let cursor = Cursor::restore(&saved.offsets, &topics);
     tracing::info!(
         %instance,
-        changelog_next,
+        changelog_next = cursor.changelog_next,
         labels = engine.labels().len(),
         nodes = engine.graph().node_count(),
         replayed = saved.log.len(),
@@ -280,12 +256,18 @@ pub(super) async fn run(
             )));
         }
     }
-    let labels = kafka::log_reader(&config, &config.topics.labels, "labels", labels_next, 100)?;
+    let labels = kafka::log_reader(
+        &config,
+        &config.topics.labels,
+        "labels",
+        cursor.labels_next,
+        100,
+    )?;
     let changelog = kafka::log_reader(
         &config,
         &config.topics.changelog,
         "changelog",
-        changelog_next,
+        cursor.changelog_next,
         20,
     )?;
 
@@ -298,19 +280,18 @@ pub(super) async fn run(
         classifier,
         producer,
         labels,
-        labels_forward_next: labels_next,
-        changelog_next,
+        labels_forward_next: cursor.labels_next,
+        cursor,
+        topics,
         instance,
         pending_learns: 0,
         watermarks,
-        labels_next,
         labels_synced_at: 0,
         log_missing_since: None,
         sync_warned_at: None,
         tracker: OffsetTracker::default(),
         backlog: VecDeque::new(),
         paused: false,
-        learned,
         slots: Slots::default(),
         summary: ServeSummary::default(),
         metrics,
@@ -466,14 +447,14 @@ impl Service {
         if matches!(error, ServeError::ChangelogBehind { .. }) {
             return Err(error);
         }
-        if self.changelog_next > 0 && topic_missing(&error) {
+        if self.cursor.changelog_next > 0 && topic_missing(&error) {
             let since = *self.log_missing_since.get_or_insert_with(Instant::now);
             if since.elapsed() >= LOG_MISSING_GRACE {
                 Health::set(&self.health.changelog_consistent, false);
                 return Err(ServeError::ChangelogBehind {
                     topic: self.config.topics.changelog.clone(),
                     end: 0,
-                    applied: self.changelog_next,
+                    applied: self.cursor.changelog_next,
                 });
             }
         }
@@ -524,17 +505,17 @@ impl Service {
     async fn catch_up_changelog(&mut self, changelog: &kafka::LogReader) -> Result<(), ServeError> {
         let topic = self.config.topics.changelog.clone();
         let (low, high) = self.high_watermark(&topic)?;
-        let consistent = high >= self.changelog_next;
+        let consistent = high >= self.cursor.changelog_next;
         Health::set(&self.health.changelog_consistent, consistent);
         if !consistent {
             return Err(ServeError::ChangelogBehind {
                 topic,
                 end: high,
-                applied: self.changelog_next,
+                applied: self.cursor.changelog_next,
             });
         }
-        while self.changelog_next.max(low) < high {
-            let next = self.changelog_next.max(low);
+        while self.cursor.changelog_next.max(low) < high {
+            let next = self.cursor.changelog_next.max(low);
             let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), changelog.recv())
                 .await
                 .map_err(|_| stalled(changelog, &topic, next))?
@@ -550,7 +531,10 @@ impl Service {
         let topic = self.config.topics.labels.clone();
         let (low, high) = self.high_watermark(&topic)?;
         let mut forwarded = false;
-        self.labels_forward_next = self.labels_forward_next.max(self.labels_next).max(low);
+        self.labels_forward_next = self
+            .labels_forward_next
+            .max(self.cursor.labels_next)
+            .max(low);
         while self.labels_forward_next < high {
             let next = self.labels_forward_next;
             let message = tokio::time::timeout(Duration::from_secs(STALL_SECS), self.labels.recv())
@@ -559,15 +543,15 @@ impl Service {
                 .map_err(|e| ServeError::Kafka("reading the labels topic", e))?
                 .detach();
             self.labels_forward_next = message.offset() + 1;
-            if message.offset() < self.labels_next {
+            if message.offset() < self.cursor.labels_next {
                 continue; // someone forwarded it already
             }
             let payload = message.payload().unwrap_or_default().to_vec();
             let outcome = match decode::label_event(&payload) {
-                Err(rejection) => reject_outcome("decode", &rejection),
+                Err(rejection) => reject_outcome(RejectStage::Decode, rejection),
                 Ok(event) => match self.label_update(event).await {
                     Ok(update) => LabelOutcome::Apply(update),
-                    Err(rejection) => reject_outcome("apply", &rejection),
+                    Err(rejection) => reject_outcome(RejectStage::Apply, rejection),
                 },
             };
             let record = ChangeRecord {
@@ -594,148 +578,127 @@ impl Service {
         Ok(forwarded)
     }
 
-    /// Apply one changelog record (skipping copies of what was applied already) and save it
-    /// with its offset in one batch.
+    /// Apply one changelog record (see [`replica::apply`]), save it with its offsets in one
+    /// batch, and do what it asks: count, log, dead-letter.
     async fn apply_change(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
         let offset = message.offset();
-        if offset < self.changelog_next {
+        let record = ChangeRecord::decode(message.payload().unwrap_or_default());
+        // Label events get a span of their own (learn records are too many to trace).
+        let span = match &record {
+            Ok(ChangeRecord {
+                change: Change::Label {
+                    offset, outcome, ..
+                },
+                ..
+            }) => {
+                let (event, round) = match outcome {
+                    LabelOutcome::Apply(Update::Round { round, .. }) => ("round", round.as_str()),
+                    LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
+                    LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
+                    LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
+                    LabelOutcome::Reject { .. } => ("rejected", ""),
+                };
+                tracing::info_span!("label_event", offset, event, round)
+            }
+            _ => tracing::Span::none(),
+        };
+        let entered = span.enter();
+        let applied = replica::apply(
+            &mut self.cursor,
+            &mut self.engine,
+            &self.topics,
+            &self.instance,
+            offset,
+            record,
+        );
+        drop(entered);
+        if applied.effect == Effect::Behind {
             return Ok(());
         }
-        self.changelog_next = offset + 1;
-        let mut offsets = Offsets::from([((self.config.topics.changelog.clone(), 0), offset + 1)]);
-        let record = match ChangeRecord::decode(message.payload().unwrap_or_default()) {
-            Ok(record) => record,
-            Err(error) => {
+        self.store
+            .record(applied.update.as_ref(), &applied.offsets)?;
+        if applied.mine
+            && matches!(
+                applied.effect,
+                Effect::Learned { .. } | Effect::Copy { learn: true }
+            )
+        {
+            self.pending_learns = self.pending_learns.saturating_sub(1);
+        }
+        match applied.effect {
+            Effect::Behind => {}
+            Effect::Unreadable(error) => {
                 tracing::error!(offset, %error, "unreadable changelog record skipped");
-                self.store.record(None, &offsets)?;
-                return Ok(());
             }
-        };
-        let mine = record.origin == self.instance;
-        match record.change {
-            Change::Learn {
-                partition,
-                offset: text_offset,
-                analysis,
-                label,
-                confident,
-            } => {
-                if mine {
-                    self.pending_learns = self.pending_learns.saturating_sub(1);
-                }
-                let learned = self.learned.get(&partition).copied().unwrap_or(0);
-                if text_offset < learned {
+            Effect::Copy { learn } => {
+                if learn {
                     self.summary.relearn_skipped += 1;
-                    self.store.record(None, &offsets)?;
-                    return Ok(());
                 }
-                self.learned.insert(partition, text_offset + 1);
-                offsets.insert(
-                    (self.config.topics.texts.clone(), partition),
-                    text_offset + 1,
-                );
-                let update = Update::Learn {
-                    analysis,
-                    label,
-                    confident,
-                };
-                if let Err(error) = self.engine.apply(&update) {
+            }
+            Effect::Learned { refused } => {
+                if let Some(error) = refused {
                     tracing::warn!(%error, "online indexing refused");
                 }
-                self.store.record(Some(&update), &offsets)?;
             }
-            Change::Label {
-                offset: label_offset,
+            Effect::Label {
+                labels_offset,
+                report,
+                ..
+            } => {
+                self.count_label_event();
+                let _entered = span.enter();
+                tracing::info!(
+                    offset = labels_offset,
+                    labels_added = report.labels_added,
+                    texts_indexed = report.texts_indexed,
+                    label_version = self.engine.label_version(),
+                    "label event applied"
+                );
+                self.update_gauges();
+            }
+            Effect::LabelRejected {
+                labels_offset,
                 key,
                 payload,
-                outcome,
+                stage,
+                rejection,
             } => {
-                if label_offset < self.labels_next {
-                    self.store.record(None, &offsets)?;
-                    return Ok(());
-                }
-                self.labels_next = label_offset + 1;
-                offsets.insert((self.config.topics.labels.clone(), 0), label_offset + 1);
-                let position = InputPosition {
-                    topic: self.config.topics.labels.clone(),
-                    partition: 0,
-                    offset: label_offset,
-                };
-                let span = tracing::info_span!(
-                    "label_event",
-                    offset = label_offset,
-                    round = tracing::field::Empty,
-                    event = tracing::field::Empty,
-                );
-                let _entered = span.enter();
-                self.metrics.label_events.inc();
-                self.summary.label_events += 1;
-                let rejected = match outcome {
-                    LabelOutcome::Apply(update) => {
-                        match &update {
-                            Update::Round { round, .. } => {
-                                span.record("event", "round");
-                                span.record("round", round.as_str());
-                            }
-                            Update::AddExamples { .. } => {
-                                span.record("event", "add_examples");
-                            }
-                            Update::RetireLabel { .. } => {
-                                span.record("event", "retire_label");
-                            }
-                            Update::Learn { .. } => {}
-                        }
-                        match self.engine.apply(&update) {
-                            Ok(report) => {
-                                self.store.record(Some(&update), &offsets)?;
-                                tracing::info!(
-                                    offset = label_offset,
-                                    labels_added = report.labels_added,
-                                    texts_indexed = report.texts_indexed,
-                                    label_version = self.engine.label_version(),
-                                    "label event applied"
-                                );
-                                None
-                            }
-                            Err(error) => Some(("apply", engine_rejection(&error))),
-                        }
+                self.count_label_event();
+                tracing::warn!(offset = labels_offset, %rejection, "label event rejected");
+                self.count_dead_letter(rejection.reason);
+                // One dead letter per event: from the instance whose forward counted.
+                if applied.mine {
+                    let position = InputPosition {
+                        topic: self.config.topics.labels.clone(),
+                        partition: 0,
+                        offset: labels_offset,
+                    };
+                    let record = outputs::dead_letter(
+                        &self.config.topics.dead_letter,
+                        &position,
+                        key,
+                        payload,
+                        stage.as_str(),
+                        &rejection,
+                    );
+                    if let Err(error) = kafka::deliver(&self.producer, &record).await {
+                        tracing::error!(%error, "dead letter could not be delivered");
                     }
-                    LabelOutcome::Reject {
-                        stage,
-                        reason,
-                        message,
-                    } => {
-                        let reason = Reason::ALL
-                            .into_iter()
-                            .find(|r| r.code() == reason)
-                            .unwrap_or(Reason::InvalidEvent);
-                        let stage = if stage == "decode" { "decode" } else { "apply" };
-                        Some((stage, Rejection::new(reason, message)))
-                    }
-                };
-                drop(_entered);
-                if let Some((stage, rejection)) = rejected {
-                    tracing::warn!(offset = label_offset, %rejection, "label event rejected");
-                    self.count_dead_letter(rejection.reason);
-                    // One dead letter per event: from the instance whose forward counted.
-                    if mine {
-                        let record = outputs::dead_letter(
-                            &self.config.topics.dead_letter,
-                            &position,
-                            key,
-                            payload,
-                            stage,
-                            &rejection,
-                        );
-                        if let Err(error) = kafka::deliver(&self.producer, &record).await {
-                            tracing::error!(%error, "dead letter could not be delivered");
-                        }
-                    }
-                    self.store.record(None, &offsets)?;
                 }
                 self.update_gauges();
             }
         }
+        self.maybe_snapshot()
+    }
+
+    fn count_label_event(&mut self) {
+        self.metrics.label_events.inc();
+        self.summary.label_events += 1;
+    }
+
+    /// Replace the snapshot once enough updates are logged, at most every
+    /// `snapshot_min_interval_secs`.
+    fn maybe_snapshot(&mut self) -> Result<(), ServeError> {
         let interval = Duration::from_secs_f64(self.config.state.snapshot_min_interval_secs);
         if self.store.log_len() >= self.config.state.snapshot_every
             && self.last_snapshot.elapsed() >= interval
@@ -1066,9 +1029,8 @@ impl Service {
         // Online indexing goes through the changelog: this instance applies it when it reads
         // it back, like every other replica.
         let mut learn_record = None;
-        let learned = self.learned.get(&partition).copied().unwrap_or(0);
         let owned = self.tracker.is_assigned(partition);
-        if offset < learned {
+        if self.cursor.is_learned(partition, offset) {
             // Learned before a restart or rebalance: predict again, do not learn twice.
             self.summary.relearn_skipped += 1;
         } else if !owned {

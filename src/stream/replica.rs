@@ -1,0 +1,390 @@
+//! One replica's reading of the changelog: which records to apply, which are copies of what it
+//! applied already, and what each changes — pure, so the replica logic is tested without a
+//! broker. The service does the I/O around it (saving, dead letters, metrics).
+//!
+//! Copies are expected: several instances may forward the same labels-topic record, and a text
+//! re-read after a crash or a rebalance may be learned again by its new owner. The first copy in
+//! the log counts everywhere, so every replica skips the same ones.
+
+use std::collections::HashMap;
+
+use super::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage};
+use crate::engine::update::Update;
+use crate::engine::{Engine, EngineError, IndexReport};
+use crate::events::decode::{Reason, Rejection};
+use crate::store::Offsets;
+
+/// How far a replica has read: the next changelog and labels offsets, and per texts
+/// partition the offset below which texts are learned.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cursor {
+    pub changelog_next: i64,
+    pub labels_next: i64,
+    pub learned: HashMap<i32, i64>,
+}
+
+/// Topic names, for the offsets saved with each record.
+#[derive(Debug, Clone)]
+pub struct LogTopics {
+    pub changelog: String,
+    pub labels: String,
+    pub texts: String,
+}
+
+impl Cursor {
+    /// Where a saved state left off.
+    pub fn restore(offsets: &Offsets, topics: &LogTopics) -> Self {
+        let at = |topic: &str| offsets.get(&(topic.to_string(), 0)).copied().unwrap_or(0);
+        Self {
+            changelog_next: at(&topics.changelog),
+            labels_next: at(&topics.labels),
+            learned: offsets
+                .iter()
+                .filter(|((topic, _), _)| *topic == topics.texts)
+                .map(|((_, partition), offset)| (*partition, *offset))
+                .collect(),
+        }
+    }
+
+    /// Whether the text at (partition, offset) was learned already.
+    pub fn is_learned(&self, partition: i32, offset: i64) -> bool {
+        offset < self.learned.get(&partition).copied().unwrap_or(0)
+    }
+}
+
+/// What one changelog record did.
+#[derive(Debug, PartialEq)]
+pub enum Effect {
+    /// Before the cursor: read again after a seek. Nothing to save.
+    Behind,
+    /// Not a record this build reads; skipped.
+    Unreadable(String),
+    /// A copy of a learn or label event applied already.
+    Copy { learn: bool },
+    /// A text learned; `refused` when the engine would not (a label retired meanwhile).
+    Learned { refused: Option<EngineError> },
+    /// A label event applied.
+    Label {
+        labels_offset: i64,
+        update: Box<Update>,
+        report: IndexReport,
+    },
+    /// A label event refused, here or by whoever forwarded it: dead-letter it (its forwarder
+    /// does, once).
+    LabelRejected {
+        labels_offset: i64,
+        key: Option<Vec<u8>>,
+        payload: Vec<u8>,
+        stage: RejectStage,
+        rejection: Rejection,
+    },
+}
+
+/// One record's outcome: its effect, the update to save in the log (if any) and the offsets
+/// to save with it.
+#[derive(Debug, PartialEq)]
+pub struct Applied {
+    pub effect: Effect,
+    /// Written by this instance.
+    pub mine: bool,
+    pub update: Option<Update>,
+    pub offsets: Offsets,
+}
+
+/// Apply the changelog record at `offset` (as decoded by [`ChangeRecord::decode`]) to
+/// `engine`, moving `cursor`.
+pub fn apply(
+    cursor: &mut Cursor,
+    engine: &mut Engine,
+    topics: &LogTopics,
+    instance: &str,
+    offset: i64,
+    record: Result<ChangeRecord, String>,
+) -> Applied {
+    let mut applied = Applied {
+        effect: Effect::Behind,
+        mine: false,
+        update: None,
+        offsets: Offsets::new(),
+    };
+    if offset < cursor.changelog_next {
+        return applied;
+    }
+    cursor.changelog_next = offset + 1;
+    applied
+        .offsets
+        .insert((topics.changelog.clone(), 0), offset + 1);
+    let record = match record {
+        Ok(record) => record,
+        Err(error) => {
+            applied.effect = Effect::Unreadable(error);
+            return applied;
+        }
+    };
+    applied.mine = record.origin == instance;
+    match record.change {
+        Change::Learn {
+            partition,
+            offset: text_offset,
+            analysis,
+            label,
+            confident,
+        } => {
+            if cursor.is_learned(partition, text_offset) {
+                applied.effect = Effect::Copy { learn: true };
+                return applied;
+            }
+            cursor.learned.insert(partition, text_offset + 1);
+            applied
+                .offsets
+                .insert((topics.texts.clone(), partition), text_offset + 1);
+            let update = Update::Learn {
+                analysis,
+                label,
+                confident,
+            };
+            applied.effect = Effect::Learned {
+                refused: engine.apply(&update).err(),
+            };
+            applied.update = Some(update);
+        }
+        Change::Label {
+            offset: labels_offset,
+            key,
+            payload,
+            outcome,
+        } => {
+            if labels_offset < cursor.labels_next {
+                applied.effect = Effect::Copy { learn: false };
+                return applied;
+            }
+            cursor.labels_next = labels_offset + 1;
+            applied
+                .offsets
+                .insert((topics.labels.clone(), 0), labels_offset + 1);
+            let rejected = |stage, rejection| Effect::LabelRejected {
+                labels_offset,
+                key,
+                payload,
+                stage,
+                rejection,
+            };
+            applied.effect = match outcome {
+                LabelOutcome::Apply(update) => match engine.apply(&update) {
+                    Ok(report) => {
+                        applied.update = Some(update.clone());
+                        Effect::Label {
+                            labels_offset,
+                            update: Box::new(update),
+                            report,
+                        }
+                    }
+                    Err(error) => rejected(RejectStage::Apply, engine_rejection(&error)),
+                },
+                LabelOutcome::Reject {
+                    stage,
+                    reason,
+                    message,
+                } => rejected(stage, Rejection::new(reason, message)),
+            };
+        }
+    }
+    applied
+}
+
+/// The dead-letter reason for an update the engine refused.
+pub fn engine_rejection(error: &EngineError) -> Rejection {
+    let reason = match error {
+        EngineError::DuplicateLabel(_) | EngineError::RepeatedInRound(_) => Reason::DuplicateLabel,
+        EngineError::UnknownLabel(_) => Reason::UnknownLabel,
+        EngineError::RetiredLabel(_) => Reason::RetiredLabel,
+        EngineError::EmptyLabelId => Reason::InvalidRound,
+        EngineError::NoActiveLabels => Reason::NoActiveLabels,
+    };
+    Rejection::new(reason, error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, NewLabel};
+    use crate::stream::changelog::CHANGE_VERSION;
+
+    fn topics() -> LogTopics {
+        LogTopics {
+            changelog: "cl".into(),
+            labels: "lb".into(),
+            texts: "tx".into(),
+        }
+    }
+
+    fn round(id: &str) -> Update {
+        Update::Round {
+            round: "r1".into(),
+            labels: vec![NewLabel {
+                id: id.into(),
+                name: Some(id.into()),
+                description: None,
+                examples: vec![format!("{id} text about {id} things")],
+            }],
+        }
+    }
+
+    fn label_record(
+        origin: &str,
+        labels_offset: i64,
+        outcome: LabelOutcome,
+    ) -> Result<ChangeRecord, String> {
+        let record = ChangeRecord {
+            version: CHANGE_VERSION,
+            origin: origin.into(),
+            change: Change::Label {
+                offset: labels_offset,
+                key: None,
+                payload: b"{}".to_vec(),
+                outcome,
+            },
+        };
+        ChangeRecord::decode(&record.encode())
+    }
+
+    fn learn_record(
+        engine: &Engine,
+        origin: &str,
+        partition: i32,
+        offset: i64,
+    ) -> Result<ChangeRecord, String> {
+        let record = ChangeRecord {
+            version: CHANGE_VERSION,
+            origin: origin.into(),
+            change: Change::Learn {
+                partition,
+                offset,
+                analysis: engine.analyze("astronomy of distant things"),
+                label: "astronomy".into(),
+                confident: true,
+            },
+        };
+        ChangeRecord::decode(&record.encode())
+    }
+
+    #[test]
+    fn a_forwarded_label_event_applies_once_and_copies_are_skipped() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let mut cursor = Cursor::default();
+        let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
+        let first = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
+        assert!(matches!(
+            first.effect,
+            Effect::Label {
+                labels_offset: 0,
+                ..
+            }
+        ));
+        assert!(first.mine);
+        assert!(first.update.is_some());
+        assert_eq!(first.offsets[&("lb".to_string(), 0)], 1);
+        assert_eq!(first.offsets[&("cl".to_string(), 0)], 1);
+        // Another instance forwarded the same labels record.
+        let copy = label_record("b", 0, LabelOutcome::Apply(round("astronomy")));
+        let second = apply(&mut cursor, &mut engine, &topics(), "a", 1, copy.clone());
+        assert_eq!(second.effect, Effect::Copy { learn: false });
+        assert_eq!(second.update, None);
+        assert_eq!(second.offsets[&("cl".to_string(), 0)], 2);
+        // Read again after a seek: behind the cursor.
+        let again = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
+        assert_eq!(again.effect, Effect::Behind);
+        assert_eq!(engine.labels().len(), 1);
+    }
+
+    #[test]
+    fn a_text_is_learned_once_whoever_writes_it() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let mut cursor = Cursor::default();
+        let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
+        apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
+        let learn = learn_record(&engine, "a", 2, 40);
+        let first = apply(&mut cursor, &mut engine, &topics(), "b", 1, learn.clone());
+        assert_eq!(first.effect, Effect::Learned { refused: None });
+        assert!(!first.mine);
+        assert_eq!(first.offsets[&("tx".to_string(), 2)], 41);
+        assert!(cursor.is_learned(2, 40));
+        // The text's new owner learned it again after a rebalance.
+        let copy = learn_record(&engine, "b", 2, 40);
+        let second = apply(&mut cursor, &mut engine, &topics(), "b", 2, copy.clone());
+        assert_eq!(second.effect, Effect::Copy { learn: true });
+        assert!(second.mine);
+        assert_eq!(second.update, None);
+    }
+
+    #[test]
+    fn rejections_keep_their_stage_and_reason() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let mut cursor = Cursor::default();
+        let refused = LabelOutcome::Reject {
+            stage: RejectStage::Decode,
+            reason: Reason::MalformedJson,
+            message: "expected value".into(),
+        };
+        let bytes = label_record("a", 0, refused);
+        let applied = apply(&mut cursor, &mut engine, &topics(), "a", 0, bytes.clone());
+        match applied.effect {
+            Effect::LabelRejected {
+                stage, rejection, ..
+            } => {
+                assert_eq!(stage, RejectStage::Decode);
+                assert_eq!(rejection.reason, Reason::MalformedJson);
+            }
+            other => panic!("{other:?}"),
+        }
+        // A round the engine refuses when it applies it (the label exists by then).
+        let first = label_record("a", 1, LabelOutcome::Apply(round("astronomy")));
+        apply(&mut cursor, &mut engine, &topics(), "a", 1, first.clone());
+        let duplicate = label_record("a", 2, LabelOutcome::Apply(round("astronomy")));
+        let applied = apply(
+            &mut cursor,
+            &mut engine,
+            &topics(),
+            "a",
+            2,
+            duplicate.clone(),
+        );
+        match applied.effect {
+            Effect::LabelRejected {
+                stage, rejection, ..
+            } => {
+                assert_eq!(stage, RejectStage::Apply);
+                assert_eq!(rejection.reason, Reason::DuplicateLabel);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(applied.update, None);
+    }
+
+    #[test]
+    fn an_unreadable_record_is_skipped_and_the_cursor_moves_on() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let mut cursor = Cursor::default();
+        let applied = apply(
+            &mut cursor,
+            &mut engine,
+            &topics(),
+            "a",
+            0,
+            ChangeRecord::decode(b"not json"),
+        );
+        assert!(matches!(applied.effect, Effect::Unreadable(_)));
+        assert_eq!(cursor.changelog_next, 1);
+    }
+
+    #[test]
+    fn a_cursor_restores_from_saved_offsets() {
+        let mut offsets = Offsets::new();
+        offsets.insert(("cl".into(), 0), 9);
+        offsets.insert(("lb".into(), 0), 3);
+        offsets.insert(("tx".into(), 1), 77);
+        let cursor = Cursor::restore(&offsets, &topics());
+        assert_eq!((cursor.changelog_next, cursor.labels_next), (9, 3));
+        assert!(cursor.is_learned(1, 76) && !cursor.is_learned(1, 77) && !cursor.is_learned(0, 0));
+    }
+}
