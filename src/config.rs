@@ -136,8 +136,8 @@ impl Default for LlmSection {
             url: "http://127.0.0.1:8080/v1".into(),
             model: "qwen2.5-coder-0.5b-instruct".into(),
             api_key_file: None,
-            timeout_secs: 60.0,
-            retries: 4,
+            timeout_secs: crate::llm::setup::DEFAULT_TIMEOUT_SECS,
+            retries: crate::llm::setup::DEFAULT_RETRIES,
             concurrency: 2,
             cache_dir: None,
             on_failure: OnLlmFailure::Graph,
@@ -148,7 +148,20 @@ impl Default for LlmSection {
 
 impl LlmSection {
     pub fn enabled(&self) -> bool {
-        !self.url.eq_ignore_ascii_case("none")
+        self.settings().enabled()
+    }
+
+    /// The client settings (shared with `gorag eval`).
+    pub fn settings(&self) -> crate::llm::LlmSettings {
+        crate::llm::LlmSettings {
+            url: self.url.clone(),
+            model: self.model.clone(),
+            api_key_file: self.api_key_file.clone(),
+            timeout_secs: self.timeout_secs,
+            retries: self.retries,
+            concurrency: self.concurrency,
+            cache_dir: self.cache_dir.clone(),
+        }
     }
 }
 

@@ -1,7 +1,6 @@
 //! Command-line interface (clap). Library code returns typed errors; `anyhow` lives here.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -12,8 +11,7 @@ use crate::engine::prompt::ChoiceMode;
 use crate::engine::rank::RankingConfig;
 use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
-use crate::llm::retry::RetryPolicy;
-use crate::llm::{ApiKey, LlmClient, LlmConfig};
+use crate::llm::{LlmClient, LlmSettings};
 
 pub mod serve;
 pub mod topics;
@@ -120,10 +118,10 @@ pub struct LlmArgs {
     #[arg(long)]
     pub api_key_file: Option<PathBuf>,
     /// Timeout of one LLM attempt, in seconds.
-    #[arg(long, default_value_t = 120.0)]
+    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
     pub llm_timeout: f64,
     /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
     pub llm_retries: u32,
     /// LLM requests in flight at once.
     #[arg(long, default_value_t = 2)]
@@ -135,31 +133,16 @@ pub struct LlmArgs {
 
 impl LlmArgs {
     pub fn client(&self) -> Result<Option<LlmClient>> {
-        if self.llm.eq_ignore_ascii_case("none") {
-            return Ok(None);
-        }
-        let key = match &self.api_key_file {
-            Some(path) => std::fs::read_to_string(path)
-                .with_context(|| format!("reading the API key file {}", path.display()))?
-                .trim()
-                .to_string(),
-            None => std::env::var("GORAG_LLM_API_KEY")
-                .or_else(|_| std::env::var("OPENAI_API_KEY"))
-                .unwrap_or_default(),
+        let settings = LlmSettings {
+            url: self.llm.clone(),
+            model: self.model.clone(),
+            api_key_file: self.api_key_file.clone(),
+            timeout_secs: self.llm_timeout,
+            retries: self.llm_retries,
+            concurrency: self.llm_concurrency,
+            cache_dir: self.llm_cache.clone(),
         };
-        if !(self.llm_timeout.is_finite() && self.llm_timeout > 0.0) {
-            bail!("--llm-timeout must be a positive number of seconds");
-        }
-        let mut config = LlmConfig::new(self.llm.clone(), self.model.clone());
-        config.api_key = ApiKey::new(key);
-        config.timeout = Duration::from_secs_f64(self.llm_timeout);
-        config.retry = RetryPolicy {
-            max_retries: self.llm_retries,
-            ..RetryPolicy::default()
-        };
-        config.concurrency = self.llm_concurrency.max(1);
-        config.cache_dir = self.llm_cache.clone();
-        Ok(Some(LlmClient::new(config)?))
+        Ok(settings.client()?)
     }
 }
 

@@ -6,7 +6,6 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::config::{self, Layers, ServeConfig};
-use crate::engine::Engine;
 use crate::events::schema;
 use crate::store::{SledStore, StateStore};
 
@@ -84,17 +83,9 @@ pub fn state(args: StateArgs) -> Result<()> {
         bail!("{} is not a directory", args.dir.display());
     }
     let store = SledStore::open(&args.dir)?;
-    let saved = store.load()?;
+    let mut saved = store.load()?;
     let config = crate::engine::EngineConfig::default();
-    let mut engine = match saved.snapshot {
-        Some(state) => Engine::from_state(config, state)?,
-        None => Engine::new(config),
-    };
-    for update in &saved.log {
-        engine
-            .apply(update)
-            .context("replaying the saved update log")?;
-    }
+    let engine = saved.restore(config)?;
     let offsets: Vec<serde_json::Value> = saved
         .offsets
         .iter()

@@ -8,6 +8,9 @@
 
 pub mod cache;
 pub mod retry;
+pub mod setup;
+
+pub use setup::{LlmSettings, SetupError};
 
 use std::fmt;
 use std::path::PathBuf;

@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::engine::state::EngineState;
+use crate::engine::state::{EngineState, StateError};
 use crate::engine::update::Update;
+use crate::engine::{Engine, EngineConfig, EngineError};
 
 pub use sled_store::SledStore;
 
@@ -53,4 +54,27 @@ pub trait StateStore: Send {
     fn flush(&self) -> Result<(), StoreError>;
     /// This instance's id, made up on first use and kept.
     fn instance_id(&mut self) -> Result<String, StoreError>;
+}
+
+#[derive(Debug, Error)]
+pub enum RestoreError {
+    #[error("restoring the saved state: {0}")]
+    State(#[from] StateError),
+    #[error("replaying the saved update log: {0}")]
+    Replay(#[from] EngineError),
+}
+
+impl Saved {
+    /// The engine this saved state describes: the snapshot (taken out of `self`), then every
+    /// update logged since.
+    pub fn restore(&mut self, config: EngineConfig) -> Result<Engine, RestoreError> {
+        let mut engine = match self.snapshot.take() {
+            Some(state) => Engine::from_state(config, state)?,
+            None => Engine::new(config),
+        };
+        for update in &self.log {
+            engine.apply(update)?;
+        }
+        Ok(engine)
+    }
 }

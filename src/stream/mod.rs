@@ -30,8 +30,6 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::config::ServeConfig;
-use crate::engine::state::StateError;
-use crate::engine::EngineError;
 use crate::llm::LlmError;
 use crate::store::StoreError;
 use crate::telemetry::admin::{self, Health};
@@ -45,17 +43,12 @@ pub enum ServeError {
     Topic(String),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("restoring the saved state: {0}")]
-    State(#[from] StateError),
-    #[error("replaying the saved update log: {0}")]
-    Replay(EngineError),
+    #[error(transparent)]
+    Restore(#[from] crate::store::RestoreError),
     #[error("LLM client: {0}")]
     Llm(#[from] LlmError),
-    #[error("reading the API key file {path}: {source}")]
-    ApiKey {
-        path: String,
-        source: std::io::Error,
-    },
+    #[error("LLM client: {0}")]
+    LlmSetup(#[from] crate::llm::SetupError),
     #[error(
         "changelog topic {topic} ends at offset {end}, but this instance has applied it up to \
          {applied}: the broker lost data (a restarted memory-storage broker?) or the topic was \

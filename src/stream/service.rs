@@ -32,7 +32,7 @@ use crate::engine::update::Update;
 use crate::engine::{Analysis, Engine, NewLabel, Retrieval};
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
-use crate::llm::{ApiKey, Completion, LlmClient, LlmConfig};
+use crate::llm::{Completion, LlmClient};
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
@@ -162,32 +162,6 @@ fn reject_outcome(stage: RejectStage, rejection: Rejection) -> LabelOutcome {
     }
 }
 
-fn llm_client(config: &ServeConfig) -> Result<Option<LlmClient>, ServeError> {
-    let section = &config.llm;
-    if !section.enabled() {
-        return Ok(None);
-    }
-    let key = match &section.api_key_file {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|source| ServeError::ApiKey {
-                path: path.display().to_string(),
-                source,
-            })?
-            .trim()
-            .to_string(),
-        None => std::env::var("GORAG_LLM_API_KEY")
-            .or_else(|_| std::env::var("OPENAI_API_KEY"))
-            .unwrap_or_default(),
-    };
-    let mut llm = LlmConfig::new(section.url.clone(), section.model.clone());
-    llm.api_key = ApiKey::new(key);
-    llm.timeout = Duration::from_secs_f64(section.timeout_secs);
-    llm.retry.max_retries = section.retries;
-    llm.concurrency = section.concurrency;
-    llm.cache_dir = section.cache_dir.clone();
-    Ok(Some(LlmClient::new(llm)?))
-}
-
 pub(super) async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()>,
@@ -203,15 +177,9 @@ pub(super) async fn run(
         config.state.cache_mb.saturating_mul(1 << 20),
     )?;
     let instance = store.instance_id()?;
-    let saved = store.load()?;
+    let mut saved = store.load()?;
     let engine_config = config.engine.engine_config();
-    let mut engine = match saved.snapshot {
-        Some(state) => Engine::from_state(engine_config, state)?,
-        None => Engine::new(engine_config),
-    };
-    for update in &saved.log {
-        engine.apply(update).map_err(ServeError::Replay)?;
-    }
+    let engine = saved.restore(engine_config)?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),
@@ -231,7 +199,7 @@ pub(super) async fn run(
     if config.kafka.create_topics {
         kafka::ensure_topics(&config).await?;
     }
-    let llm = llm_client(&config)?;
+    let llm = config.llm.settings().client()?;
     let producer = kafka::producer(&config)?;
 
     let watermarks: kafka::MetadataClient = kafka::client_config(&config)
