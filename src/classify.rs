@@ -8,9 +8,9 @@
 use std::time::{Duration, Instant};
 
 use crate::engine::keywords::KeywordMode;
-use crate::engine::prompt;
+use crate::engine::prompt::{self, Prompt};
 use crate::engine::{Analysis, Decision, Engine, EngineError, NewLabel, Retrieval};
-use crate::llm::LlmClient;
+use crate::llm::{Completion, LlmClient};
 
 /// Longest label description kept, in characters.
 const MAX_DESCRIPTION_CHARS: usize = 400;
@@ -82,72 +82,180 @@ impl Classifier {
         calls
     }
 
-    pub async fn classify(&self, engine: &Engine, text: &str) -> Result<Classified, EngineError> {
-        let mut times = StageTimes::default();
-        let mut llm_calls = 0;
-        let mut prompt_tokens = 0;
-        let mut completion_tokens = 0;
+    /// Whether the keywords come from the LLM (`--keywords llm`): then [`Self::llm_keywords`]
+    /// runs before [`Self::prepare`].
+    pub fn asks_for_keywords(&self) -> bool {
+        self.keyword_mode == KeywordMode::Llm && self.llm.is_some()
+    }
 
-        let started = Instant::now();
-        let analysis = match (self.keyword_mode, &self.llm) {
-            (KeywordMode::Llm, Some(llm)) => {
-                llm_calls += 1;
-                let clipped = prompt::clip(text, engine.config().max_prompt_chars);
-                match llm.complete(&prompt::keyword_extraction(clipped)).await {
-                    Ok(answer) => {
-                        prompt_tokens += answer.prompt_tokens;
-                        completion_tokens += answer.completion_tokens;
-                        engine.analyze_with_llm_keywords(text, &answer.text)
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "LLM keyword extraction failed; using TF-IDF keywords");
-                        engine.analyze(text)
-                    }
-                }
-            }
-            _ => engine.analyze(text),
+    /// Step 1, LLM keyword mode only: the LLM's keywords for `text` (clipped to
+    /// `max_chars`). No engine needed, so the service runs it as a task.
+    pub async fn llm_keywords(&self, text: &str, max_chars: usize) -> KeywordAnswer {
+        let Some(llm) = self.llm.as_ref().filter(|_| self.asks_for_keywords()) else {
+            return KeywordAnswer::default();
         };
-        times.keywords = started.elapsed();
-
         let started = Instant::now();
-        let retrieval = engine.retrieve(&analysis)?;
-        times.retrieve = started.elapsed();
-
-        let mut raw_answer = None;
-        let mut alternatives = Vec::new();
-        let mut llm_failure = None;
-        if let Some(llm) = &self.llm {
-            let started = Instant::now();
-            let request = engine.classification_prompt(&retrieval, text, &analysis);
-            llm_calls += 1;
-            match llm.complete(&request).await {
-                Ok(answer) => {
-                    prompt_tokens += answer.prompt_tokens;
-                    completion_tokens += answer.completion_tokens;
-                    raw_answer = Some(answer.text);
-                    alternatives = answer.first_token;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "LLM classification failed; graph-only prediction");
-                    llm_failure = Some(error.reason().to_string());
+        let clipped = prompt::clip(text, max_chars);
+        match llm.complete(&prompt::keyword_extraction(clipped)).await {
+            Ok(answer) => KeywordAnswer {
+                text: Some(answer.text),
+                calls: 1,
+                prompt_tokens: answer.prompt_tokens,
+                completion_tokens: answer.completion_tokens,
+                elapsed: started.elapsed(),
+            },
+            Err(error) => {
+                tracing::warn!(%error, "LLM keyword extraction failed; using TF-IDF keywords");
+                KeywordAnswer {
+                    calls: 1,
+                    elapsed: started.elapsed(),
+                    ..KeywordAnswer::default()
                 }
             }
-            times.llm = started.elapsed();
         }
+    }
+
+    /// Step 2: keywords, candidates and the prompt for the LLM's choice (None without an
+    /// LLM). Synchronous: it reads the engine.
+    pub fn prepare(
+        &self,
+        engine: &Engine,
+        text: &str,
+        keywords: &KeywordAnswer,
+    ) -> Result<Prepared, EngineError> {
+        // Spans of the caller's current span (the service's text span).
+        let started = Instant::now();
+        let analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
+            Some(answer) => engine.analyze_with_llm_keywords(text, answer),
+            None => engine.analyze(text),
+        });
+        let keywords_time = keywords.elapsed + started.elapsed();
+        let started = Instant::now();
+        let retrieval = tracing::info_span!("retrieve").in_scope(|| engine.retrieve(&analysis))?;
+        let prompt = self
+            .llm
+            .as_ref()
+            .map(|_| engine.classification_prompt(&retrieval, text, &analysis));
+        Ok(Prepared {
+            analysis,
+            retrieval,
+            prompt,
+            times: StageTimes {
+                keywords: keywords_time,
+                retrieve: started.elapsed(),
+                llm: Duration::ZERO,
+            },
+            llm_calls: keywords.calls,
+            prompt_tokens: keywords.prompt_tokens,
+            completion_tokens: keywords.completion_tokens,
+        })
+    }
+
+    /// Step 3: the LLM's answer to a prepared prompt (no LLM: no answer, no failure). No engine
+    /// needed.
+    pub async fn answer(&self, prompt: Option<&Prompt>) -> Answer {
+        let (Some(llm), Some(prompt)) = (&self.llm, prompt) else {
+            return Answer::default();
+        };
+        let started = Instant::now();
+        let result = llm.complete(prompt).await;
+        let elapsed = started.elapsed();
+        match result {
+            Ok(completion) => Answer {
+                completion: Some(completion),
+                failure: None,
+                elapsed,
+            },
+            Err(error) => {
+                tracing::warn!(%error, "LLM classification failed; graph-only prediction");
+                Answer {
+                    completion: None,
+                    failure: Some(format!("{}: {error}", error.reason())),
+                    elapsed,
+                }
+            }
+        }
+    }
+
+    /// Step 4: the decision, from retrieval and the LLM's answer.
+    pub fn conclude(engine: &Engine, prepared: Prepared, answer: Answer) -> Classified {
+        let Prepared {
+            analysis,
+            retrieval,
+            prompt,
+            mut times,
+            mut llm_calls,
+            mut prompt_tokens,
+            mut completion_tokens,
+        } = prepared;
+        if prompt.is_some() && (answer.completion.is_some() || answer.failure.is_some()) {
+            llm_calls += 1;
+            times.llm = answer.elapsed;
+        }
+        let (raw_answer, alternatives) = match answer.completion {
+            Some(completion) => {
+                prompt_tokens += completion.prompt_tokens;
+                completion_tokens += completion.completion_tokens;
+                (Some(completion.text), completion.first_token)
+            }
+            None => (None, Vec::new()),
+        };
         let decision =
             engine.decide_with_alternatives(&retrieval, raw_answer.as_deref(), &alternatives);
-
-        Ok(Classified {
+        Classified {
             analysis,
             retrieval,
             decision,
             raw_answer,
             alternatives,
-            llm_failure,
+            llm_failure: answer.failure,
             llm_calls,
             prompt_tokens,
             completion_tokens,
             times,
-        })
+        }
     }
+
+    /// The four steps in a row (`gorag eval`; the service runs them apart, the LLM steps as
+    /// tasks).
+    pub async fn classify(&self, engine: &Engine, text: &str) -> Result<Classified, EngineError> {
+        let keywords = self
+            .llm_keywords(text, engine.config().max_prompt_chars)
+            .await;
+        let prepared = self.prepare(engine, text, &keywords)?;
+        let answer = self.answer(prepared.prompt.as_ref()).await;
+        Ok(Self::conclude(engine, prepared, answer))
+    }
+}
+
+/// The LLM's keywords for a text (`text: None` in TF-IDF mode, or when the call failed).
+#[derive(Debug, Clone, Default)]
+pub struct KeywordAnswer {
+    pub text: Option<String>,
+    pub calls: u32,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+    pub elapsed: Duration,
+}
+
+/// A text ready for the LLM's choice.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub analysis: Analysis,
+    pub retrieval: Retrieval,
+    /// The classification prompt; None without an LLM.
+    pub prompt: Option<Prompt>,
+    pub times: StageTimes,
+    pub llm_calls: u32,
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+/// The LLM's answer to a classification prompt, or why there is none.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    pub completion: Option<Completion>,
+    /// `reason: error` when the LLM failed after its retries.
+    pub failure: Option<String>,
+    pub elapsed: Duration,
 }

@@ -169,6 +169,9 @@ impl LlmSection {
 #[serde(deny_unknown_fields, default)]
 pub struct EngineSection {
     pub strategy: Strategy,
+    /// Where a text's keywords come from: `tfidf`, or `llm` (one more LLM call per text; the
+    /// paper's LLM keyword extraction, TF-IDF when that call fails).
+    pub keywords: crate::engine::keywords::KeywordMode,
     /// Keywords per text.
     pub top_k: usize,
     /// Keywords per labelled example or description.
@@ -190,6 +193,7 @@ impl Default for EngineSection {
         let defaults = crate::engine::EngineConfig::default();
         Self {
             strategy: defaults.strategy,
+            keywords: crate::engine::keywords::KeywordMode::Tfidf,
             top_k: defaults.selection.top_k,
             example_top_k: defaults.example_selection.top_k,
             online_indexing: defaults.online_indexing,

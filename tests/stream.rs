@@ -314,6 +314,45 @@ fn a_killed_service_restarts_without_losing_a_text_or_learning_twice() {
     );
 }
 
+/// `engine.keywords = llm`: the service asks the LLM for each text's keywords, then for its
+/// class (the same steps as `gorag eval --keywords llm`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_keyword_mode_asks_for_keywords_then_the_class() {
+    let llm = FakeLlm::start(Reply::FirstCandidate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("llm-keywords");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.extend([
+        format!("llm.url={}", llm.url),
+        "llm.model=fake-model".into(),
+        "llm.describe_labels=false".into(),
+        "engine.keywords=llm".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(120), |r| {
+            predicted_ids(r).len() >= 4
+        })
+    });
+    let predictions = by_text_id(&records);
+    assert_eq!(predictions.len(), 4, "{}", service.log_text());
+    for p in predictions.values() {
+        assert_eq!(p["source"], "llm", "{p}");
+    }
+    let requests = llm.requests();
+    let keyword_requests = requests
+        .iter()
+        .filter(|r| r.contains("Extract the keywords of this passage"))
+        .count();
+    assert_eq!(keyword_requests, 4, "one keyword request per text");
+    assert_eq!(requests.len(), 8, "and one classification request per text");
+    let log = tokio::task::block_in_place(|| service.stop());
+    assert!(log.contains("\"drained\":true"), "{log}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
     // Every call fails with 500: the service's bounded retries run out.

@@ -25,14 +25,13 @@ use super::replica::{self, engine_rejection, Cursor, Effect, LogTopics};
 use super::slots::{SlotId, Slots};
 use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
-use crate::classify::Classifier;
+use crate::classify::{Answer, Classifier, KeywordAnswer, Prepared};
 use crate::config::{OnLlmFailure, ServeConfig};
-use crate::engine::keywords::KeywordMode;
 use crate::engine::update::Update;
-use crate::engine::{Analysis, Engine, NewLabel, Retrieval};
+use crate::engine::{Engine, NewLabel};
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::{InputPosition, LabelEvent, StageLatency, TextEvent};
-use crate::llm::{Completion, LlmClient};
+use crate::llm::LlmClient;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel, StateLabel};
@@ -45,21 +44,26 @@ const BACKLOG_MIN: usize = 16;
 const STALL_WARN: Duration = Duration::from_secs(60);
 
 /// A text whose LLM answer is awaited or known.
+/// A text whose candidates are known, waiting for (or holding) the LLM's answer.
 struct Pending {
     event: TextEvent,
-    analysis: Analysis,
-    retrieval: Retrieval,
+    prepared: Prepared,
     latency: StageLatency,
 }
 
-enum SlotState {
+/// Where a text is in its classification.
+enum Work {
     Rejected {
         stage: &'static str,
         rejection: Rejection,
     },
-    Waiting(Box<Pending>),
-    /// Answer: Ok(None) without an LLM, Err(reason) when it failed.
-    Ready(Box<Pending>, Result<Option<Completion>, String>),
+    /// LLM keyword mode: waiting for the LLM's keywords.
+    Keywords { event: TextEvent, decode_ms: f64 },
+    /// Candidates known; `answer` once the LLM answered (at once without an LLM).
+    Classify {
+        pending: Box<Pending>,
+        answer: Option<Answer>,
+    },
 }
 
 struct Slot {
@@ -69,7 +73,7 @@ struct Slot {
     key: Option<Vec<u8>>,
     payload: Vec<u8>,
     received: Instant,
-    state: SlotState,
+    work: Work,
 }
 
 /// An LLM call running as a task, reporting which text it was for even if the task died.
@@ -77,8 +81,13 @@ type LlmTask = std::pin::Pin<Box<dyn Future<Output = LlmDone> + Send>>;
 
 struct LlmDone {
     slot: SlotId,
-    result: Result<Completion, String>,
-    elapsed: Duration,
+    outcome: LlmOutcome,
+}
+
+/// What an LLM task brings back.
+enum LlmOutcome {
+    Keywords(KeywordAnswer),
+    Answer(Answer),
 }
 
 struct Delivered {
@@ -96,6 +105,24 @@ struct Source {
     position: InputPosition,
     key: Option<Vec<u8>>,
     payload: Vec<u8>,
+}
+
+/// An LLM call a slot waits for.
+enum LlmRequest {
+    Keywords(String),
+    Answer(Option<crate::engine::prompt::Prompt>),
+}
+
+/// Whether `work` needs nothing more before it can finish.
+fn is_final(work: &Work) -> bool {
+    matches!(
+        work,
+        Work::Rejected { .. }
+            | Work::Classify {
+                answer: Some(_),
+                ..
+            }
+    )
 }
 
 /// A finished text's outputs, in sending order.
@@ -239,7 +266,7 @@ pub(super) async fn run(
         20,
     )?;
 
-    let classifier = Classifier::new(llm.clone(), KeywordMode::Tfidf);
+    let classifier = Classifier::new(llm.clone(), config.engine.keywords);
     let mut service = Service {
         config,
         engine,
@@ -310,7 +337,7 @@ pub(super) async fn run(
                 break false;
             }
             Some(done) = llm_tasks.next(), if !llm_tasks.is_empty() => {
-                service.on_llm_done(done, &mut deliveries)?;
+                service.on_llm_done(done, &mut llm_tasks, &mut deliveries)?;
             }
             Some(delivered) = deliveries.next(), if !deliveries.is_empty() => {
                 match delivered {
@@ -751,59 +778,17 @@ impl Service {
             }
         }
 
-        let state = match decoded {
-            Err(rejection) => SlotState::Rejected {
+        let work = match decoded {
+            Err(rejection) => Work::Rejected {
                 stage: "decode",
                 rejection,
             },
-            Ok(event) => {
-                let started = Instant::now();
-                let analysis = tracing::info_span!(parent: &span, "keywords")
-                    .in_scope(|| self.engine.analyze(&event.text));
-                let keywords_ms = ms(started.elapsed());
-                self.metrics.observe_stage("keywords", keywords_ms / 1000.0);
-                let started = Instant::now();
-                let retrieval = tracing::info_span!(parent: &span, "retrieve")
-                    .in_scope(|| self.engine.retrieve(&analysis));
-                self.metrics
-                    .observe_stage("retrieve", started.elapsed().as_secs_f64());
-                match retrieval {
-                    Err(error) => SlotState::Rejected {
-                        stage: "classify",
-                        rejection: engine_rejection(&error),
-                    },
-                    Ok(retrieval) => {
-                        let latency = StageLatency {
-                            decode_ms,
-                            keywords_ms,
-                            retrieve_ms: ms(started.elapsed()),
-                            ..StageLatency::default()
-                        };
-                        let pending = Box::new(Pending {
-                            event,
-                            analysis,
-                            retrieval,
-                            latency,
-                        });
-                        match &self.llm {
-                            None => SlotState::Ready(pending, Ok(None)),
-                            Some(_) => SlotState::Waiting(pending),
-                        }
-                    }
-                }
-            }
+            Ok(event) if self.classifier.asks_for_keywords() => Work::Keywords { event, decode_ms },
+            Ok(event) => self.prepare(&span, event, &KeywordAnswer::default(), decode_ms),
         };
         let partition = position.partition;
-        let ready = !matches!(state, SlotState::Waiting(_));
-        let prompt = match (&state, &self.llm) {
-            (SlotState::Waiting(pending), Some(_)) => Some(self.engine.classification_prompt(
-                &pending.retrieval,
-                &pending.event.text,
-                &pending.analysis,
-            )),
-            _ => None,
-        };
-        let llm_span = tracing::info_span!(parent: &span, "llm");
+        let ready = is_final(&work);
+        let task = self.llm_task(&span, &work);
         let id = self.slots.push(
             partition,
             position.offset,
@@ -813,65 +798,150 @@ impl Service {
                 key,
                 payload,
                 received,
-                state,
+                work,
             },
             ready,
         );
-        if let (Some(prompt), Some(llm)) = (prompt, self.llm.clone()) {
+        if let Some(task) = task {
+            llm_tasks.push(task(id));
+        }
+        self.finish_ready(partition, deliveries)
+    }
+
+    /// Keywords and candidates for `event`: ready to finish without an LLM, else waiting for
+    /// its answer.
+    fn prepare(
+        &self,
+        span: &tracing::Span,
+        event: TextEvent,
+        keywords: &KeywordAnswer,
+        decode_ms: f64,
+    ) -> Work {
+        let prepared =
+            span.in_scope(|| self.classifier.prepare(&self.engine, &event.text, keywords));
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err(error) => {
+                return Work::Rejected {
+                    stage: "classify",
+                    rejection: engine_rejection(&error),
+                }
+            }
+        };
+        let times = &prepared.times;
+        self.metrics
+            .observe_stage("keywords", times.keywords.as_secs_f64());
+        self.metrics
+            .observe_stage("retrieve", times.retrieve.as_secs_f64());
+        let latency = StageLatency {
+            decode_ms,
+            keywords_ms: ms(times.keywords),
+            retrieve_ms: ms(times.retrieve),
+            ..StageLatency::default()
+        };
+        // Without an LLM the answer is known: none.
+        let answer = prepared.prompt.is_none().then(Answer::default);
+        Work::Classify {
+            pending: Box::new(Pending {
+                event,
+                prepared,
+                latency,
+            }),
+            answer,
+        }
+    }
+
+    /// The LLM call `work` waits for, as a task to start once its slot is known.
+    fn llm_task(
+        &self,
+        span: &tracing::Span,
+        work: &Work,
+    ) -> Option<impl FnOnce(SlotId) -> LlmTask> {
+        let classifier = self.classifier.clone();
+        let max_chars = self.engine.config().max_prompt_chars;
+        let request = match work {
+            Work::Keywords { event, .. } => LlmRequest::Keywords(event.text.clone()),
+            Work::Classify {
+                pending,
+                answer: None,
+            } => LlmRequest::Answer(pending.prepared.prompt.clone()),
+            _ => return None,
+        };
+        let llm_span = tracing::info_span!(parent: span, "llm");
+        Some(move |slot: SlotId| -> LlmTask {
             let call = tokio::spawn(
                 async move {
-                    let started = Instant::now();
-                    let result = llm
-                        .complete(&prompt)
-                        .await
-                        .map_err(|e| format!("{}: {e}", e.reason()));
-                    (result, started.elapsed())
+                    match request {
+                        LlmRequest::Keywords(text) => {
+                            LlmOutcome::Keywords(classifier.llm_keywords(&text, max_chars).await)
+                        }
+                        LlmRequest::Answer(prompt) => {
+                            LlmOutcome::Answer(classifier.answer(prompt.as_ref()).await)
+                        }
+                    }
                 }
                 .instrument(llm_span),
             );
-            llm_tasks.push(Box::pin(async move {
-                let (result, elapsed) = match call.await {
-                    Ok(done) => done,
-                    // A dead task must not leave its text waiting forever.
-                    Err(error) => (Err(format!("task_failed: {error}")), Duration::ZERO),
-                };
-                LlmDone {
-                    slot: id,
-                    result,
-                    elapsed,
-                }
-            }));
-        }
-        self.finish_ready(partition, deliveries)
+            Box::pin(async move {
+                let outcome = call.await.unwrap_or_else(|error| {
+                    // A dead task must not leave its text waiting for ever.
+                    LlmOutcome::Answer(Answer {
+                        failure: Some(format!("task_failed: {error}")),
+                        ..Answer::default()
+                    })
+                });
+                LlmDone { slot, outcome }
+            })
+        })
     }
 
     fn on_llm_done(
         &mut self,
         done: LlmDone,
+        llm_tasks: &mut FuturesUnordered<LlmTask>,
         deliveries: &mut FuturesUnordered<JoinHandle<Delivered>>,
     ) -> Result<(), ServeError> {
-        self.metrics.llm_seconds.observe(done.elapsed.as_secs_f64());
-        self.metrics
-            .observe_stage("llm", done.elapsed.as_secs_f64());
-        Health::set(&self.health.llm_reachable, done.result.is_ok());
+        let (elapsed, succeeded) = match &done.outcome {
+            LlmOutcome::Keywords(k) => (k.elapsed, k.text.is_some()),
+            LlmOutcome::Answer(a) => (a.elapsed, a.failure.is_none()),
+        };
+        self.metrics.llm_seconds.observe(elapsed.as_secs_f64());
+        self.metrics.observe_stage("llm", elapsed.as_secs_f64());
+        Health::set(&self.health.llm_reachable, succeeded);
         // None: the text was finished or revoked meanwhile; its answer is not needed.
         let Some(slot) = self.slots.get_mut(done.slot) else {
             return Ok(());
         };
-        let state = std::mem::replace(
-            &mut slot.state,
-            SlotState::Rejected {
-                stage: "classify",
-                rejection: Rejection::new(Reason::LlmFailed, "placeholder"),
-            },
-        );
-        slot.state = match state {
-            SlotState::Waiting(mut pending) => {
-                pending.latency.llm_ms = ms(done.elapsed);
-                SlotState::Ready(pending, done.result.map(Some))
+        match (done.outcome, &mut slot.work) {
+            (LlmOutcome::Keywords(keywords), Work::Keywords { event, decode_ms }) => {
+                let (event, decode_ms) = (event.clone(), *decode_ms);
+                let span = slot.span.clone();
+                let work = self.prepare(&span, event, &keywords, decode_ms);
+                let task = self.llm_task(&span, &work);
+                let ready = is_final(&work);
+                if let Some(slot) = self.slots.get_mut(done.slot) {
+                    slot.work = work;
+                }
+                if let Some(task) = task {
+                    llm_tasks.push(task(done.slot));
+                }
+                if !ready {
+                    return Ok(());
+                }
             }
-            other => other,
-        };
+            (
+                LlmOutcome::Answer(answer),
+                Work::Classify {
+                    pending,
+                    answer: slot_answer,
+                },
+            ) => {
+                pending.latency.llm_ms = ms(answer.elapsed);
+                *slot_answer = Some(answer);
+            }
+            // An answer for a state that no longer waits for it: nothing to do.
+            _ => return Ok(()),
+        }
         self.slots.set_ready(done.slot);
         self.finish_ready(done.slot.partition, deliveries)
     }
@@ -943,8 +1013,8 @@ impl Service {
                 rejection,
             )
         };
-        let (pending, answer) = match slot.state {
-            SlotState::Rejected { stage, rejection } => {
+        let (pending, answer) = match slot.work {
+            Work::Rejected { stage, rejection } => {
                 tracing::debug!(offset, %rejection, "text rejected");
                 self.count_dead_letter(rejection.reason);
                 return Ok((
@@ -955,16 +1025,28 @@ impl Service {
                     None,
                 ));
             }
-            SlotState::Ready(pending, answer) => (pending, answer),
-            // `finish_ready` only pops final slots; were one waiting, its answer is unknown:
-            // treat it as an LLM failure rather than stall or panic.
-            SlotState::Waiting(pending) => (pending, Err("no answer".to_string())),
+            Work::Classify { pending, answer } => (
+                pending,
+                // Finished only once final; were it not, its answer is unknown: treat it as
+                // an LLM failure rather than stall or panic.
+                answer.unwrap_or_else(|| Answer {
+                    failure: Some("no answer".into()),
+                    ..Answer::default()
+                }),
+            ),
+            Work::Keywords { .. } => {
+                let rejection = Rejection::new(Reason::LlmFailed, "no keywords");
+                self.count_dead_letter(Reason::LlmFailed);
+                return Ok((
+                    vec![(
+                        OutputKind::DeadLetter,
+                        dead_letter(&self.config, "classify", &rejection),
+                    )],
+                    None,
+                ));
+            }
         };
-        let (answer, llm_error) = match answer {
-            Ok(answer) => (answer, None),
-            Err(reason) => (None, Some(reason)),
-        };
-        if let Some(reason) = &llm_error {
+        if let Some(reason) = &answer.failure {
             if self.config.llm.on_failure == OnLlmFailure::DeadLetter {
                 let rejection = Rejection::new(Reason::LlmFailed, reason.clone());
                 self.count_dead_letter(Reason::LlmFailed);
@@ -979,21 +1061,20 @@ impl Service {
             self.summary.llm_fallbacks += 1;
             self.metrics.llm_fallbacks.inc();
         }
-        let raw_answer = answer.as_ref().map(|c| c.text.as_str());
-        let alternatives = answer
-            .as_ref()
-            .map(|c| c.first_token.as_slice())
-            .unwrap_or_default();
-        let decision =
-            self.engine
-                .decide_with_alternatives(&pending.retrieval, raw_answer, alternatives);
+        let Pending {
+            event,
+            prepared,
+            latency,
+        } = *pending;
+        let classified = Classifier::conclude(&self.engine, prepared, answer);
+        let decision = &classified.decision;
         slot.span.record("label", decision.label.as_str());
         slot.span
             .record("source", format!("{:?}", decision.source).to_lowercase());
 
         let started = Instant::now();
         let index_span = tracing::info_span!(parent: &slot.span, "index").entered();
-        let confident = self.engine.is_confident(&pending.retrieval, &decision);
+        let confident = self.engine.is_confident(&classified.retrieval, decision);
         // Online indexing goes through the changelog: this instance applies it when it reads
         // it back, like every other replica.
         let mut learn_record = None;
@@ -1011,34 +1092,34 @@ impl Service {
                 change: Change::Learn {
                     partition,
                     offset,
-                    analysis: self.engine.learnable(&pending.analysis),
+                    analysis: self.engine.learnable(&classified.analysis),
                     label: decision.label.clone(),
                     confident,
                 },
             };
             learn_record = Some(Outgoing {
                 topic: self.config.topics.changelog.clone(),
-                key: Some(pending.event.id.as_bytes().to_vec()),
+                key: Some(event.id.as_bytes().to_vec()),
                 payload: record.encode(),
                 headers: Vec::new(),
             });
             self.pending_learns += 1;
         }
         drop(index_span);
-        let mut latency = pending.latency.clone();
+        let mut latency = latency;
         latency.index_ms = ms(started.elapsed());
         self.metrics
             .observe_stage("index", latency.index_ms / 1000.0);
         latency.total_ms = ms(slot.received.elapsed());
 
         let classification = Classification {
-            event: &pending.event,
-            analysis: &pending.analysis,
-            retrieval: &pending.retrieval,
-            decision: &decision,
+            event: &event,
+            analysis: &classified.analysis,
+            retrieval: &classified.retrieval,
+            decision,
             confident,
-            raw_answer,
-            llm_error: llm_error.as_deref(),
+            raw_answer: classified.raw_answer.as_deref(),
+            llm_error: classified.llm_failure.as_deref(),
             model: self.llm_model(),
             latency,
             position: &position,
