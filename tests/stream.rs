@@ -544,3 +544,38 @@ async fn a_broker_that_lost_its_log_stops_the_service_with_a_clear_error() {
     let log = tokio::task::block_in_place(|| wait_for_exit(&mut again, Duration::from_secs(60)));
     assert!(log.contains("Delete state.dir"), "{log}");
 }
+
+/// The broker goes away with texts in flight, then SIGTERM: their outputs can never be
+/// delivered, and the drain deadline must still end the process — with a non-zero code, since
+/// their offsets stay uncommitted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_that_cannot_deliver_still_ends_at_its_deadline() {
+    let llm = FakeLlm::start(Reply::FirstCandidateAfter(Duration::from_secs(3))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path(), "memory://nisshi/");
+    let topics = Topics::new("undeliverable");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.extend([
+        format!("kafka.brokers={}", broker.address),
+        format!("llm.url={}", llm.url),
+        "llm.model=fake-model".into(),
+        "llm.describe_labels=false".into(),
+        "state.drain_timeout_secs=3".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json_to(&broker.address, &topics.labels, &example("round-1.jsonl")).await;
+    tokio::task::block_in_place(|| service.wait_for_log("label event applied"));
+    publish_json_to(&broker.address, &topics.texts, &example("texts-1.jsonl")).await;
+    // The texts are taken in and wait for the slow LLM; then the broker dies.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::task::block_in_place(|| broker.stop("KILL"));
+    let (status, log) = tokio::task::block_in_place(|| {
+        service.terminate_within(Duration::from_secs(3 + 10 + 10 + 15))
+    });
+    assert!(
+        !status.success(),
+        "undelivered texts must not look like a clean exit:\n{log}"
+    );
+    assert!(log.contains("drain deadline passed"), "{log}");
+}

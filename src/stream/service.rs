@@ -42,6 +42,8 @@ const STALL_SECS: u64 = 30;
 const BACKLOG_MIN: usize = 16;
 /// Texts in flight and none finished for this long: warn with their states.
 const STALL_WARN: Duration = Duration::from_secs(60);
+/// How long the final commit and leaving the group may take at shutdown.
+const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 
 /// A text whose LLM answer is awaited or known.
 /// A text whose candidates are known, waiting for (or holding) the LLM's answer.
@@ -377,14 +379,16 @@ pub(super) async fn run(
         .load(std::sync::atomic::Ordering::Relaxed);
     if reachable {
         service.store.flush()?;
-        texts.close(Some(service.tracker.watermarks())).await;
+        texts
+            .close(Some(service.tracker.watermarks()), CLOSE_LIMIT)
+            .await;
         // Apply what this instance (and others) logged, so the saved state is the log's state.
         if let Err(error) = service.catch_up_changelog(&changelog).await {
             tracing::warn!(%error, "changelog not read to its end at shutdown");
         }
     } else {
         tracing::warn!("broker unreachable at shutdown: offsets not committed");
-        texts.close(None).await;
+        texts.close(None, CLOSE_LIMIT).await;
     }
     if service.store.log_len() > 0 {
         service.store.snapshot(&service.engine.to_state())?;

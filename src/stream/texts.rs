@@ -226,9 +226,10 @@ impl TextsConsumer {
             .collect()
     }
 
-    /// Stop the poll thread, then commit `offsets` synchronously (the broker must be
-    /// reachable: a synchronous commit waits for the group coordinator) and leave the group.
-    pub async fn close(mut self, offsets: Option<Vec<(i32, i64)>>) {
+    /// Stop the poll thread, then commit `offsets` synchronously and leave the group — on a
+    /// thread of its own, waited for at most `limit`: with the broker gone a synchronous
+    /// commit (and librdkafka's close) can wait a long time, and the process must still end.
+    pub async fn close(mut self, offsets: Option<Vec<(i32, i64)>>, limit: Duration) {
         // Closing the queue first answers any revocation the thread is waiting on.
         self.events.close();
         while self.events.try_recv().is_ok() {}
@@ -236,25 +237,40 @@ impl TextsConsumer {
         let thread = self.thread.take();
         let consumer = self.consumer.clone();
         let topic = self.topic.clone();
-        let closed = tokio::task::spawn_blocking(move || {
-            if let Some(thread) = thread {
-                let _ = thread.join();
-            }
-            if let Some(offsets) = offsets.filter(|o| !o.is_empty()) {
-                match commit_list(&topic, &offsets) {
-                    Ok(list) => {
-                        if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
-                            tracing::warn!(%error, "final offset commit failed");
-                        }
-                    }
-                    Err(error) => tracing::warn!(%error, "final offset commit failed"),
+        // Only the closing thread may hold the consumer when it is dropped (librdkafka's close
+        // runs in the drop).
+        drop(self);
+        let (done, closed) = tokio::sync::oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("texts-close".into())
+            .spawn(move || {
+                if let Some(thread) = thread {
+                    let _ = thread.join();
                 }
-            }
-            consumer.unsubscribe();
-        })
-        .await;
-        if let Err(error) = closed {
+                if let Some(offsets) = offsets.filter(|o| !o.is_empty()) {
+                    match commit_list(&topic, &offsets) {
+                        Ok(list) => {
+                            if let Err(error) = consumer.commit(&list, CommitMode::Sync) {
+                                tracing::warn!(%error, "final offset commit failed");
+                            }
+                        }
+                        Err(error) => tracing::warn!(%error, "final offset commit failed"),
+                    }
+                }
+                consumer.unsubscribe();
+                drop(consumer);
+                let _ = done.send(());
+            });
+        if let Err(error) = spawned {
             tracing::warn!(%error, "closing the texts consumer");
+            return;
+        }
+        if tokio::time::timeout(limit, closed).await.is_err() {
+            tracing::warn!(
+                seconds = limit.as_secs(),
+                "the texts consumer did not close in time (broker unreachable?); offsets may \
+                 stay uncommitted"
+            );
         }
     }
 }
