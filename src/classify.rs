@@ -31,8 +31,11 @@ pub struct Classified {
     pub raw_answer: Option<String>,
     /// Its first token's alternatives with log-probabilities (`scored` choice).
     pub alternatives: Vec<(String, f64)>,
-    /// Why the LLM could not answer (the decision then comes from the graph).
+    /// Why the LLM could not answer, as a short reason (`server_error`, `timeout`, …); the
+    /// decision then comes from the graph.
     pub llm_failure: Option<String>,
+    /// The same with the last error's detail (`reason: detail`), as predictions report it.
+    pub llm_error: Option<String>,
     pub llm_calls: u32,
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
@@ -170,7 +173,10 @@ impl Classifier {
                 tracing::warn!(%error, "LLM classification failed; graph-only prediction");
                 Answer {
                     completion: None,
-                    failure: Some(format!("{}: {error}", error.reason())),
+                    failure: Some(LlmFailure {
+                        reason: error.reason().to_string(),
+                        detail: error.to_string(),
+                    }),
                     elapsed,
                 }
             }
@@ -208,7 +214,10 @@ impl Classifier {
             decision,
             raw_answer,
             alternatives,
-            llm_failure: answer.failure,
+            llm_failure: answer.failure.as_ref().map(|f| f.reason.clone()),
+            llm_error: answer
+                .failure
+                .map(|f| format!("{}: {}", f.reason, f.detail)),
             llm_calls,
             prompt_tokens,
             completion_tokens,
@@ -255,7 +264,25 @@ pub struct Prepared {
 #[derive(Debug, Clone, Default)]
 pub struct Answer {
     pub completion: Option<Completion>,
-    /// `reason: error` when the LLM failed after its retries.
-    pub failure: Option<String>,
+    /// Set when the LLM failed after its retries.
+    pub failure: Option<LlmFailure>,
     pub elapsed: Duration,
+}
+
+/// Why the LLM gave no answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LlmFailure {
+    /// Short and stable (`server_error`, `timeout`, …: [`crate::llm::LlmError::reason`]).
+    pub reason: String,
+    pub detail: String,
+}
+
+impl LlmFailure {
+    /// A failure that is not the LLM's own (its task died, no answer came).
+    pub fn other(reason: &str) -> Self {
+        Self {
+            reason: reason.to_string(),
+            detail: reason.to_string(),
+        }
+    }
 }

@@ -4,9 +4,16 @@
 //! - [`engine`]: the pure, synchronous algorithm (TF-IDF, keywords, graph, Steiner tree, the
 //!   retrieval index and ranked scores with TopoRAG's proximity, prompts, the LLM's choice and
 //!   answer matching, confidence-gated online indexing);
-//! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting);
-//! - [`classify`]: the async step sequence for one text;
+//! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting, one setup for eval and
+//!   serve);
+//! - [`classify`]: the steps for one text (LLM keywords, prepare, LLM answer, conclude), run in a
+//!   row by `gorag eval` and apart by the service;
 //! - [`eval`]: the paper's evaluation protocol;
+//! - [`events`]: the public input events, their decoding and JSON Schemas;
+//! - [`stream`]: `gorag serve` over Kafka (texts consumer, replica, slots, delivery, the loop);
+//! - [`store`]: the state store trait and its sled implementation;
+//! - [`config`]: layered configuration (file → env → flags);
+//! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
 //! - [`cli`]: the `gorag` command.
 
 pub mod classify;

@@ -1,15 +1,22 @@
 //! `gorag serve`: the async shell that runs the engine over Kafka.
 //!
 //! ```text
-//! texts ─▶ decode ─▶ keywords ─▶ retrieve ─▶ LLM (bounded, concurrent) ─▶ in order per partition:
-//!          decide ─▶ online index + offsets (one sled batch) ─▶ produce ─▶ ack ─▶ commit
-//! labels ─▶ (read in full by every instance, before any text stamped after it) ─▶ apply + offset
+//! texts ─▶ poll thread (texts.rs) ─▶ loop: backlog ─▶ slot (slots.rs) ─▶ keywords, retrieve
+//!        ─▶ LLM task (classify.rs steps) ─▶ in order per partition: decide ─▶ learn record to
+//!        the changelog + prediction ─▶ acked (delivery.rs) ─▶ offset done (offsets.rs) ─▶ commit
+//! labels ─▶ forwarded to the changelog ─▶ every replica applies the changelog in order
+//!           (replica.rs: a pure apply over a cursor) ─▶ engine + sled (update and offsets in one
+//!           batch)
 //! ```
 //!
 //! Delivery is at least once: an input offset is committed only after the outputs of every
 //! record before it are acknowledged by the broker **and** the state that includes them is
-//! flushed to disk. A crash replays from the committed offset; texts already learned (the state
-//! store knows their offsets) are predicted again but not learned twice.
+//! flushed to disk. A crash replays from the committed offset; texts already learned (the
+//! changelog cursor knows their offsets) are predicted again but not learned twice.
+//!
+//! `service.rs` is the loop: one task owns the engine, the store, the offset tracker and the
+//! slots; LLM calls and deliveries run as tasks and report back to it; the texts consumer runs
+//! in its own thread and reports to it.
 
 pub mod changelog;
 mod delivery;

@@ -25,7 +25,7 @@ use super::replica::{self, engine_rejection, Cursor, Effect, LogTopics};
 use super::slots::{SlotId, Slots};
 use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
-use crate::classify::{Answer, Classifier, KeywordAnswer, Prepared};
+use crate::classify::{Answer, Classifier, KeywordAnswer, LlmFailure, Prepared};
 use crate::config::{OnLlmFailure, ServeConfig};
 use crate::engine::update::Update;
 use crate::engine::{Engine, NewLabel};
@@ -890,7 +890,10 @@ impl Service {
                 let outcome = call.await.unwrap_or_else(|error| {
                     // A dead task must not leave its text waiting for ever.
                     LlmOutcome::Answer(Answer {
-                        failure: Some(format!("task_failed: {error}")),
+                        failure: Some(LlmFailure {
+                            reason: "task_failed".into(),
+                            detail: error.to_string(),
+                        }),
                         ..Answer::default()
                     })
                 });
@@ -1034,7 +1037,7 @@ impl Service {
                 // Finished only once final; were it not, its answer is unknown: treat it as
                 // an LLM failure rather than stall or panic.
                 answer.unwrap_or_else(|| Answer {
-                    failure: Some("no answer".into()),
+                    failure: Some(LlmFailure::other("no_answer")),
                     ..Answer::default()
                 }),
             ),
@@ -1050,9 +1053,10 @@ impl Service {
                 ));
             }
         };
-        if let Some(reason) = &answer.failure {
+        if let Some(failure) = &answer.failure {
             if self.config.llm.on_failure == OnLlmFailure::DeadLetter {
-                let rejection = Rejection::new(Reason::LlmFailed, reason.clone());
+                let message = format!("{}: {}", failure.reason, failure.detail);
+                let rejection = Rejection::new(Reason::LlmFailed, message);
                 self.count_dead_letter(Reason::LlmFailed);
                 return Ok((
                     vec![(
@@ -1123,7 +1127,7 @@ impl Service {
             decision,
             confident,
             raw_answer: classified.raw_answer.as_deref(),
-            llm_error: classified.llm_failure.as_deref(),
+            llm_error: classified.llm_error.as_deref(),
             model: self.llm_model(),
             latency,
             position: &position,
