@@ -26,6 +26,7 @@ mod outputs;
 mod replica;
 mod service;
 mod slots;
+mod stop;
 mod texts;
 
 use std::collections::BTreeMap;
@@ -99,7 +100,7 @@ pub struct ServeSummary {
 /// `/readyz`, `/metrics`) is up from the start, before the state is loaded.
 pub async fn serve(
     config: ServeConfig,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServeSummary, ServeError> {
     let health = Arc::new(Health::default());
     let metrics = Arc::new(Metrics::new());

@@ -23,6 +23,7 @@ use super::offsets::OffsetTracker;
 use super::outputs::{self, Classification};
 use super::replica::{self, engine_rejection, Cursor, Effect, LogTopics};
 use super::slots::{SlotId, Slots};
+use super::stop::{Phase, Stop};
 use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
 use crate::classify::{Answer, Classifier, KeywordAnswer, LlmFailure, Prepared};
@@ -167,6 +168,8 @@ struct Service {
     health: Arc<Health>,
     /// When consumer lag was last measured.
     lag_measured: Option<Instant>,
+    /// The signal and the drain deadline.
+    stop: Stop,
     /// When a text last finished (or nothing was in flight): the stall warning's clock.
     last_progress: Instant,
     last_snapshot: Instant,
@@ -193,7 +196,7 @@ fn reject_outcome(stage: RejectStage, rejection: Rejection) -> LabelOutcome {
 
 pub(super) async fn run(
     config: ServeConfig,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
     health: Arc<Health>,
     metrics: Arc<Metrics>,
 ) -> Result<ServeSummary, ServeError> {
@@ -269,6 +272,7 @@ pub(super) async fn run(
     )?;
 
     let classifier = Classifier::new(llm.clone(), config.engine.keywords);
+    let drain_grace = Duration::from_secs_f64(config.state.drain_timeout_secs);
     let mut service = Service {
         config,
         engine,
@@ -295,6 +299,7 @@ pub(super) async fn run(
         health,
         lag_measured: None,
         last_progress: Instant::now(),
+        stop: Stop::spawn(shutdown, drain_grace),
         last_snapshot: Instant::now(),
     };
     service.sync(&changelog).await?;
@@ -313,30 +318,31 @@ pub(super) async fn run(
         service.config.kafka.commit_interval_ms,
     ));
     commit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let shutdown = shutdown;
-    tokio::pin!(shutdown);
-    let mut draining: Option<tokio::time::Instant> = None;
+    let mut stop = service.stop.clone();
 
     let drained = loop {
-        if draining.is_some() && service.slots.is_empty() && deliveries.is_empty() {
-            break true;
-        }
-        if draining.is_none() {
-            service
-                .take_in(&changelog, &mut llm_tasks, &mut deliveries)
-                .await?;
-            service.pause_or_resume(&texts);
-        }
-        let deadline = draining.unwrap_or_else(tokio::time::Instant::now);
-        tokio::select! {
-            () = &mut shutdown, if draining.is_none() => {
-                let grace = Duration::from_secs_f64(service.config.state.drain_timeout_secs);
-                tracing::info!(in_flight = service.slots(), "shutting down: draining");
-                draining = Some(tokio::time::Instant::now() + grace);
+        match stop.phase() {
+            Phase::Running => {
+                service
+                    .take_in(&changelog, &mut llm_tasks, &mut deliveries)
+                    .await?;
+                service.pause_or_resume(&texts);
             }
-            () = tokio::time::sleep_until(deadline), if draining.is_some() => {
-                tracing::warn!(in_flight = service.slots(), "drain deadline passed; their offsets stay uncommitted");
+            Phase::Draining if service.slots.is_empty() && deliveries.is_empty() => break true,
+            Phase::Draining => {}
+            Phase::Expired => {
+                tracing::warn!(
+                    in_flight = service.slots(),
+                    "drain deadline passed; their offsets stay uncommitted"
+                );
                 break false;
+            }
+        }
+        tokio::select! {
+            phase = stop.changed() => {
+                if phase == Phase::Draining {
+                    tracing::info!(in_flight = service.slots(), "shutting down: draining");
+                }
             }
             Some(done) = llm_tasks.next(), if !llm_tasks.is_empty() => {
                 service.on_llm_done(done, &mut llm_tasks, &mut deliveries)?;
@@ -355,7 +361,7 @@ pub(super) async fn run(
             }
             _ = commit_tick.tick() => {
                 service.commit(&texts)?;
-                if draining.is_none() {
+                if stop.phase() == Phase::Running {
                     if let Err(error) = service.sync(&changelog).await {
                         service.tolerate_sync_error(error, "labels or changelog topic unreachable")?;
                     }
@@ -569,8 +575,17 @@ impl Service {
                 payload: record.encode(),
                 headers: Vec::new(),
             };
-            if let Err(error) = kafka::deliver(&self.producer, &outgoing).await {
-                tracing::error!(%error, offset = message.offset(), "label event too large for the changelog");
+            match self
+                .stop
+                .unless_expired(kafka::deliver(&self.producer, &outgoing))
+                .await
+            {
+                Some(Ok(())) => {}
+                Some(Err(error)) => {
+                    tracing::error!(%error, offset = message.offset(), "label event too large for the changelog")
+                }
+                // Stopping: the next start forwards it again.
+                None => return Ok(forwarded),
             }
             forwarded = true;
         }
@@ -680,8 +695,16 @@ impl Service {
                         stage.as_str(),
                         &rejection,
                     );
-                    if let Err(error) = kafka::deliver(&self.producer, &record).await {
-                        tracing::error!(%error, "dead letter could not be delivered");
+                    let sent = self
+                        .stop
+                        .unless_expired(kafka::deliver(&self.producer, &record))
+                        .await;
+                    match sent {
+                        Some(Ok(())) => {}
+                        Some(Err(error)) => {
+                            tracing::error!(%error, "dead letter could not be delivered")
+                        }
+                        None => tracing::warn!("drain deadline passed: dead letter not sent"),
                     }
                 }
                 self.update_gauges();
