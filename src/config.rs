@@ -338,6 +338,27 @@ fn remove_path(root: &mut Table, path: &[String]) -> bool {
     table.remove(last).is_some()
 }
 
+/// librdkafka's property names contain dots (`security.protocol`): under `kafka.client` the
+/// rest of a `--set` key (or of an environment name, `__`-separated) is one property name.
+fn librdkafka_key(path: Vec<String>) -> Vec<String> {
+    match path.as_slice() {
+        [kafka, client, rest @ ..] if kafka == "kafka" && client == "client" && rest.len() > 1 => {
+            vec![kafka.clone(), client.clone(), rest.join(".")]
+        }
+        _ => path,
+    }
+}
+
+/// A flag's or variable's value: librdkafka properties are strings as written (`true`, `6000`),
+/// everything else is read as a TOML scalar.
+fn value_at(path: &[String], raw: &str) -> Value {
+    if path.len() == 3 && path[0] == "kafka" && path[1] == "client" {
+        Value::String(raw.to_string())
+    } else {
+        scalar(raw)
+    }
+}
+
 impl ServeConfig {
     pub fn load(layers: &Layers) -> Result<Self, ConfigErrors> {
         let mut errors = Vec::new();
@@ -362,11 +383,12 @@ impl ServeConfig {
                 continue;
             };
             let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+            let path = librdkafka_key(path);
             if path.iter().any(String::is_empty) {
                 errors.push(format!("environment {name}: malformed name"));
                 continue;
             }
-            match set_path(&mut root, &path, scalar(raw)) {
+            match set_path(&mut root, &path, value_at(&path, raw)) {
                 Ok(()) => {
                     origin.insert(path.join("."), format!("environment {name}"));
                 }
@@ -379,11 +401,12 @@ impl ServeConfig {
                 continue;
             };
             let path: Vec<String> = key.trim().split('.').map(str::to_string).collect();
+            let path = librdkafka_key(path);
             if path.iter().any(String::is_empty) {
                 errors.push(format!("--set {set}: malformed key"));
                 continue;
             }
-            match set_path(&mut root, &path, scalar(raw.trim())) {
+            match set_path(&mut root, &path, value_at(&path, raw.trim())) {
                 Ok(()) => {
                     origin.insert(path.join("."), format!("--set {key}"));
                 }
@@ -590,6 +613,24 @@ mod tests {
                 .collect(),
             sets: sets.iter().map(|s| s.to_string()).collect(),
         })
+    }
+
+    /// librdkafka property names have dots: they are one key under `kafka.client`.
+    #[test]
+    fn librdkafka_properties_keep_their_dots() {
+        let config = load(
+            "",
+            &[("GORAG__KAFKA__CLIENT__SOCKET__KEEPALIVE__ENABLE", "true")],
+            &[
+                "kafka.client.security.protocol=plaintext",
+                "kafka.client.debug=consumer",
+            ],
+        )
+        .unwrap();
+        let client = &config.kafka.client;
+        assert_eq!(client["security.protocol"], "plaintext");
+        assert_eq!(client["debug"], "consumer");
+        assert_eq!(client["socket.keepalive.enable"], "true");
     }
 
     #[test]

@@ -579,3 +579,38 @@ async fn a_drain_that_cannot_deliver_still_ends_at_its_deadline() {
     );
     assert!(log.contains("drain deadline passed"), "{log}");
 }
+
+/// An LLM slower than librdkafka's `max.poll.interval.ms`, with the intake full the whole time:
+/// the consumer is polled by its own thread whatever the loop waits for, so the instance stays
+/// in its group (no "maximum poll interval exceeded", no revocation) and every text is
+/// predicted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_llm_slower_than_the_poll_interval_keeps_the_instance_in_its_group() {
+    let llm = FakeLlm::start(Reply::FirstCandidateAfter(Duration::from_secs(9))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("slow-llm");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.extend([
+        format!("llm.url={}", llm.url),
+        "llm.model=fake-model".into(),
+        "llm.describe_labels=false".into(),
+        "llm.timeout_secs=30".into(),
+        "input.max_in_flight=1".into(),
+        "kafka.client.session.timeout.ms=6000".into(),
+        "kafka.client.max.poll.interval.ms=6000".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(180), |r| {
+            predicted_ids(r).len() >= 4
+        })
+    });
+    let log = tokio::task::block_in_place(|| service.stop());
+    assert_eq!(predicted_ids(&records).len(), 4, "{log}");
+    assert_eq!(records.len(), 4, "each text predicted once:\n{log}");
+    assert!(!log.contains("maximum poll interval"), "{log}");
+    assert!(!log.contains("partitions revoked"), "{log}");
+}
