@@ -173,33 +173,65 @@ impl Outgoing {
     }
 }
 
-/// Hand a record to the producer now, in call order (the idempotent producer keeps that order
-/// on the broker); waits, polling, while the local queue is full.
-pub fn enqueue(producer: &Producer, outgoing: &Outgoing) -> Result<DeliveryFuture, KafkaError> {
-    loop {
-        match producer.send_result(outgoing.record()) {
-            Ok(future) => return Ok(future),
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                producer.poll(Duration::from_millis(50));
+/// Hands records to the producer in the order they were given, from a task of its own: the
+/// idempotent producer keeps that order on the broker, and the caller never waits (not even
+/// while the producer's local queue is full, when the task sleeps and tries again).
+#[derive(Clone)]
+pub struct OrderedSender {
+    queue: tokio::sync::mpsc::UnboundedSender<(Outgoing, Enqueued)>,
+}
+
+/// The answer of [`OrderedSender::send`]: the delivery to wait for, or why there is none.
+type Enqueued = tokio::sync::oneshot::Sender<Result<DeliveryFuture, KafkaError>>;
+
+/// A record handed to an [`OrderedSender`]; [`Ordered::confirm`] waits for its delivery.
+pub struct Ordered {
+    outgoing: Outgoing,
+    enqueued: tokio::sync::oneshot::Receiver<Result<DeliveryFuture, KafkaError>>,
+}
+
+impl OrderedSender {
+    pub fn spawn(producer: Producer) -> Self {
+        let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<(Outgoing, Enqueued)>();
+        tokio::spawn(async move {
+            while let Some((outgoing, answer)) = records.recv().await {
+                let enqueued = loop {
+                    match producer.send_result(outgoing.record()) {
+                        Ok(future) => break Ok(future),
+                        Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                        }
+                        Err((error, _)) => break Err(error),
+                    }
+                };
+                // The text may have been dropped meanwhile (revoked, shutdown): nobody waits.
+                let _ = answer.send(enqueued);
             }
-            Err((error, _)) => return Err(error),
-        }
+        });
+        Self { queue }
+    }
+
+    /// Queue `outgoing` behind every record given before it.
+    pub fn send(&self, outgoing: Outgoing) -> Ordered {
+        let (answer, enqueued) = tokio::sync::oneshot::channel();
+        // The task ends only when every sender is gone.
+        let _ = self.queue.send((outgoing.clone(), answer));
+        Ordered { outgoing, enqueued }
     }
 }
 
-/// Wait for an enqueued record; if it failed, send it again with [`deliver`].
-pub async fn confirm(
-    producer: &Producer,
-    outgoing: &Outgoing,
-    enqueued: Result<DeliveryFuture, KafkaError>,
-) -> Result<(), KafkaError> {
-    if let Ok(future) = enqueued {
-        if let Ok(Ok(_)) = future.await {
-            return Ok(());
+impl Ordered {
+    /// Wait for the record's delivery; if it failed, send it again with [`deliver`] (order is
+    /// no longer guaranteed then: a retry after a failure, as librdkafka's own).
+    pub async fn confirm(self, producer: &Producer) -> Result<(), KafkaError> {
+        if let Ok(Ok(future)) = self.enqueued.await {
+            if let Ok(Ok(_)) = future.await {
+                return Ok(());
+            }
         }
+        tracing::warn!(topic = %self.outgoing.topic, "ordered send failed; sending again");
+        deliver(producer, &self.outgoing).await
     }
-    tracing::warn!(topic = %outgoing.topic, "ordered send failed; sending again");
-    deliver(producer, outgoing).await
 }
 
 /// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;

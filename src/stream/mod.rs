@@ -1,12 +1,14 @@
 //! `gorag serve`: the async shell that runs the engine over Kafka.
 //!
 //! ```text
-//! texts ─▶ poll thread (texts.rs) ─▶ loop: backlog ─▶ slot (slots.rs) ─▶ keywords, retrieve
-//!        ─▶ LLM task (classify.rs steps) ─▶ in order per partition: decide ─▶ learn record to
-//!        the changelog + prediction ─▶ acked (delivery.rs) ─▶ offset done (offsets.rs) ─▶ commit
-//! labels ─▶ forwarded to the changelog ─▶ every replica applies the changelog in order
-//!           (replica.rs: a pure apply over a cursor) ─▶ engine + sled (update and offsets in one
-//!           batch)
+//! texts ─▶ poll thread (texts.rs) ─▶ loop: backlog (intake.rs) ─▶ slot (pipeline/slots.rs)
+//!        ─▶ keywords, retrieve (pipeline) ─▶ LLM task (classify.rs steps) ─▶ in order per
+//!        partition: finish (pipeline/finish.rs, pure) ─▶ learn record to the changelog, in
+//!        order (kafka.rs OrderedSender) + prediction ─▶ acked (delivery.rs) ─▶ offset done
+//!        (offsets.rs) ─▶ commit
+//! labels ─▶ forwarded to the changelog (replica/sync.rs) ─▶ every replica applies the
+//!           changelog in order (replica/apply.rs, pure over a cursor) ─▶ engine + store
+//!           (update and offsets in one batch)
 //! ```
 //!
 //! Delivery is at least once: an input offset is committed only after the outputs of every
@@ -14,18 +16,24 @@
 //! flushed to disk. A crash replays from the committed offset; texts already learned (the
 //! changelog cursor knows their offsets) are predicted again but not learned twice.
 //!
-//! `service.rs` is the loop: one task owns the engine, the store, the offset tracker and the
-//! slots; LLM calls and deliveries run as tasks and report back to it; the texts consumer runs
-//! in its own thread and reports to it.
+//! `service.rs` is the loop: one task owns the replica (engine, store, cursor), the intake
+//! (offset tracker, backlog) and the slots; LLM calls and deliveries run as tasks and report
+//! back to it; the texts consumer runs in its own thread and reports to it. `startup.rs` builds
+//! what the loop starts with; `stats.rs` counts (summary and Prometheus in one call);
+//! `lag.rs` measures consumer lag off the loop.
 
 pub mod changelog;
 mod delivery;
+mod intake;
 pub mod kafka;
+mod lag;
 pub mod offsets;
 mod outputs;
+mod pipeline;
 mod replica;
 mod service;
-mod slots;
+mod startup;
+mod stats;
 mod stop;
 mod texts;
 
@@ -73,6 +81,8 @@ pub enum ServeError {
     Stalled(String, u64),
     #[error("starting the texts poll thread: {0}")]
     PollThread(std::io::Error),
+    #[error("a blocking broker query died: {0}")]
+    BlockingTask(#[from] tokio::task::JoinError),
 }
 
 /// What one run did (logged at shutdown; the metrics endpoint of [3/4] exposes the same).

@@ -8,11 +8,11 @@
 
 use std::collections::HashMap;
 
-use super::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage};
 use crate::engine::update::Update;
 use crate::engine::{Engine, EngineError, IndexReport};
 use crate::events::decode::{Reason, Rejection};
 use crate::store::Offsets;
+use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage};
 
 /// How far a replica has read: the next changelog and labels offsets, and per texts
 /// partition the offset below which texts are learned.

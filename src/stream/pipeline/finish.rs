@@ -1,0 +1,414 @@
+//! The last step of a text, in its partition's order: decide, and turn the decision into the
+//! records to deliver. Pure: it reads the engine and returns what to send, what to learn and
+//! what to count; the loop does the sending and the counting.
+
+use std::time::Instant;
+
+use super::{Pending, Source, Text, Work};
+use crate::classify::{Answer, Classifier, LlmFailure};
+use crate::config::{OnLlmFailure, TopicsSection};
+use crate::engine::{Analysis, Engine};
+use crate::events::decode::{Reason, Rejection};
+use crate::stream::delivery::OutputKind;
+use crate::stream::kafka::Outgoing;
+use crate::stream::outputs::{self, Classification};
+use crate::stream::stats::Stats;
+
+/// What finishing needs to know besides the engine.
+pub struct Finishing<'a> {
+    pub topics: &'a TopicsSection,
+    pub on_llm_failure: OnLlmFailure,
+    pub online_indexing: bool,
+    /// The model's name, when there is an LLM.
+    pub model: Option<&'a str>,
+}
+
+/// Whether the text may be learned, as the loop knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learning {
+    Allowed,
+    /// Learned before a restart or rebalance: predict again, do not learn twice.
+    AlreadyLearned,
+    /// Its partition was revoked while it was in flight: the new owner reads it again and
+    /// learns it.
+    Revoked,
+}
+
+/// Online indexing of one text, to go to the changelog (this instance applies it when it reads
+/// it back, like every other replica).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Learn {
+    pub partition: i32,
+    pub offset: i64,
+    /// The text's id: the changelog record's key.
+    pub text_id: String,
+    pub analysis: Analysis,
+    pub label: String,
+    pub confident: bool,
+}
+
+/// What one finished text counts.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    pub dead_letter: Option<Reason>,
+    pub llm_fallback: bool,
+    pub relearn_skipped: bool,
+    pub hallucination: Option<String>,
+    /// Where the published label came from (`llm`, `graph`).
+    pub predicted: Option<String>,
+    /// Time spent deciding what to learn.
+    pub index_seconds: Option<f64>,
+}
+
+impl Tally {
+    pub fn count(&self, stats: &mut Stats) {
+        if let Some(reason) = self.dead_letter {
+            stats.dead_letter(reason);
+        }
+        if self.llm_fallback {
+            stats.llm_fallback();
+        }
+        if self.relearn_skipped {
+            stats.relearn_skipped();
+        }
+        if let Some(kind) = &self.hallucination {
+            stats.hallucination(kind);
+        }
+        if let Some(source) = &self.predicted {
+            stats.predicted(source);
+        }
+        if let Some(seconds) = self.index_seconds {
+            stats.stage("index", seconds);
+        }
+    }
+}
+
+/// A finished text: the learn step (if any) and the records to deliver after it, in sending
+/// order, plus the input record to dead-letter should the broker refuse them.
+pub struct Finished {
+    pub learn: Option<Learn>,
+    pub records: Vec<(OutputKind, Outgoing)>,
+    pub source: Option<Source>,
+    pub tally: Tally,
+}
+
+impl Finished {
+    fn dead_letter(
+        finishing: &Finishing,
+        source: Source,
+        stage: &str,
+        rejection: Rejection,
+    ) -> Self {
+        let record = outputs::dead_letter(
+            &finishing.topics.dead_letter,
+            &source.position,
+            source.key,
+            source.payload,
+            stage,
+            &rejection,
+        );
+        Self {
+            learn: None,
+            records: vec![(OutputKind::DeadLetter, record)],
+            source: None,
+            tally: Tally {
+                dead_letter: Some(rejection.reason),
+                ..Tally::default()
+            },
+        }
+    }
+}
+
+/// Decide `text` and say what to send, learn and count.
+pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Learning) -> Finished {
+    let Text {
+        span,
+        source,
+        received,
+        work,
+    } = text;
+    let (pending, answer) = match work {
+        Work::Rejected { stage, rejection } => {
+            tracing::debug!(offset = source.position.offset, %rejection, "text rejected");
+            return Finished::dead_letter(finishing, source, stage, rejection);
+        }
+        Work::Keywords { .. } => {
+            let rejection = Rejection::new(Reason::LlmFailed, "no keywords");
+            return Finished::dead_letter(finishing, source, "classify", rejection);
+        }
+        // Finished only once final; were it not, its answer is unknown: treat it as an LLM
+        // failure rather than stall or panic.
+        Work::Classify { pending, answer } => (
+            pending,
+            answer.unwrap_or_else(|| Answer {
+                failure: Some(LlmFailure::other("no_answer")),
+                ..Answer::default()
+            }),
+        ),
+    };
+    let mut tally = Tally::default();
+    if let Some(failure) = &answer.failure {
+        if finishing.on_llm_failure == OnLlmFailure::DeadLetter {
+            let message = format!("{}: {}", failure.reason, failure.detail);
+            let rejection = Rejection::new(Reason::LlmFailed, message);
+            return Finished::dead_letter(finishing, source, "classify", rejection);
+        }
+        tally.llm_fallback = true;
+    }
+    let Pending {
+        event,
+        prepared,
+        mut latency,
+    } = *pending;
+    let classified = Classifier::conclude(engine, prepared, answer);
+    let decision = &classified.decision;
+    let label_source = format!("{:?}", decision.source).to_lowercase();
+    span.record("label", decision.label.as_str());
+    span.record("source", label_source.as_str());
+
+    let started = Instant::now();
+    let index_span = tracing::info_span!(parent: &span, "index").entered();
+    let confident = engine.is_confident(&classified.retrieval, decision);
+    let (partition, offset) = (source.position.partition, source.position.offset);
+    let learn = match learning {
+        Learning::AlreadyLearned | Learning::Revoked => {
+            tally.relearn_skipped = true;
+            None
+        }
+        Learning::Allowed if finishing.online_indexing => Some(Learn {
+            partition,
+            offset,
+            text_id: event.id.clone(),
+            analysis: engine.learnable(&classified.analysis),
+            label: decision.label.clone(),
+            confident,
+        }),
+        Learning::Allowed => None,
+    };
+    drop(index_span);
+    latency.index_ms = started.elapsed().as_secs_f64() * 1000.0;
+    tally.index_seconds = Some(latency.index_ms / 1000.0);
+    latency.total_ms = received.elapsed().as_secs_f64() * 1000.0;
+
+    let classification = Classification {
+        event: &event,
+        analysis: &classified.analysis,
+        retrieval: &classified.retrieval,
+        decision,
+        confident,
+        raw_answer: classified.raw_answer.as_deref(),
+        llm_error: classified.llm_error.as_deref(),
+        model: finishing.model,
+        latency,
+        position: &source.position,
+    };
+    let mut records = Vec::with_capacity(2);
+    if let Some(report) = outputs::hallucination(engine, &classification) {
+        tally.hallucination = Some(report.kind.as_str().to_string());
+        records.push((
+            OutputKind::Hallucination,
+            outputs::json_record(&finishing.topics.hallucinations, &report.text_id, &report),
+        ));
+    }
+    let prediction = outputs::prediction(engine, &classification);
+    records.push((
+        OutputKind::Prediction,
+        outputs::json_record(
+            &finishing.topics.predictions,
+            &prediction.text_id,
+            &prediction,
+        ),
+    ));
+    tally.predicted = Some(label_source);
+    Finished {
+        learn,
+        records,
+        source: Some(source),
+        tally,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::keywords::KeywordMode;
+    use crate::engine::update::Update;
+    use crate::engine::{EngineConfig, NewLabel};
+    use crate::events::{InputPosition, Prediction};
+    use crate::stream::pipeline::begin;
+    use crate::telemetry::metrics::Metrics;
+
+    fn engine() -> Engine {
+        let mut engine = Engine::new(EngineConfig::default());
+        let labels = [
+            ("billing", "invoice charged twice refund payment card"),
+            ("shipping", "parcel courier delivery late tracking box"),
+        ]
+        .map(|(id, example)| NewLabel {
+            id: id.into(),
+            name: None,
+            description: None,
+            examples: vec![example.into()],
+        });
+        engine
+            .apply(&Update::Round {
+                round: "r1".into(),
+                labels: labels.to_vec(),
+            })
+            .unwrap();
+        engine
+    }
+
+    fn text(engine: &Engine, payload: &str) -> Text {
+        let stats = Stats::new(std::sync::Arc::new(Metrics::new()));
+        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let span = tracing::Span::none();
+        let decoded = crate::events::decode::text_event(payload.as_bytes(), 10_000);
+        let work = begin(&classifier, engine, &stats, &span, decoded, 0.0);
+        Text {
+            span,
+            source: Source {
+                position: InputPosition {
+                    topic: "texts".into(),
+                    partition: 2,
+                    offset: 41,
+                },
+                key: Some(b"k".to_vec()),
+                payload: payload.as_bytes().to_vec(),
+            },
+            received: Instant::now(),
+            work,
+        }
+    }
+
+    fn finishing(topics: &TopicsSection, online_indexing: bool) -> Finishing<'_> {
+        Finishing {
+            topics,
+            on_llm_failure: OnLlmFailure::Graph,
+            online_indexing,
+            model: None,
+        }
+    }
+
+    fn prediction(finished: &Finished) -> Prediction {
+        let (kind, record) = finished.records.last().unwrap();
+        assert_eq!(*kind, OutputKind::Prediction);
+        serde_json::from_slice(&record.payload).unwrap()
+    }
+
+    #[test]
+    fn a_text_is_predicted_and_learned_with_its_position() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t1","text":"my parcel delivery is late, where is the courier"}"#;
+        let finished = finish(
+            &finishing(&topics, true),
+            &engine,
+            text(&engine, payload),
+            Learning::Allowed,
+        );
+        let predicted = prediction(&finished);
+        assert_eq!(predicted.label, "shipping");
+        assert_eq!((predicted.input.partition, predicted.input.offset), (2, 41));
+        assert_eq!(finished.records[0].1.topic, topics.predictions);
+        let learn = finished.learn.as_ref().expect("a learn step");
+        assert_eq!((learn.partition, learn.offset), (2, 41));
+        assert_eq!(
+            (learn.text_id.as_str(), learn.label.as_str()),
+            ("t1", "shipping")
+        );
+        assert_eq!(learn.confident, predicted.confident);
+        assert_eq!(finished.tally.predicted.as_deref(), Some("graph"));
+        assert!(
+            finished.source.is_some(),
+            "kept to dead-letter a refused output"
+        );
+    }
+
+    #[test]
+    fn nothing_is_learned_twice_or_for_a_revoked_partition_or_without_online_indexing() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t2","text":"refund my card, the invoice charged twice"}"#;
+        for (learning, online, skipped) in [
+            (Learning::AlreadyLearned, true, true),
+            (Learning::Revoked, true, true),
+            (Learning::Allowed, false, false),
+        ] {
+            let finished = finish(
+                &finishing(&topics, online),
+                &engine,
+                text(&engine, payload),
+                learning,
+            );
+            assert!(finished.learn.is_none(), "{learning:?}");
+            assert_eq!(finished.tally.relearn_skipped, skipped, "{learning:?}");
+            assert_eq!(prediction(&finished).label, "billing");
+        }
+    }
+
+    #[test]
+    fn a_bad_record_becomes_one_dead_letter_with_its_reason() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let finished = finish(
+            &finishing(&topics, true),
+            &engine,
+            text(&engine, "{not json"),
+            Learning::Allowed,
+        );
+        assert!(finished.learn.is_none());
+        assert!(finished.source.is_none());
+        assert_eq!(finished.records.len(), 1);
+        let (kind, record) = &finished.records[0];
+        assert_eq!(*kind, OutputKind::DeadLetter);
+        assert_eq!(record.topic, topics.dead_letter);
+        assert_eq!(record.payload, b"{not json");
+        assert_eq!(finished.tally.dead_letter, Some(Reason::MalformedJson));
+    }
+
+    #[test]
+    fn an_llm_failure_falls_back_to_the_graph_or_goes_to_the_dead_letters() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t3","text":"courier lost the box during delivery"}"#;
+        let failed = |engine: &Engine| {
+            let mut text = text(engine, payload);
+            if let Work::Classify { answer, .. } = &mut text.work {
+                *answer = Some(Answer {
+                    failure: Some(LlmFailure {
+                        reason: "timeout".into(),
+                        detail: "60 s".into(),
+                    }),
+                    ..Answer::default()
+                });
+            }
+            text
+        };
+        let fallback = finish(
+            &finishing(&topics, true),
+            &engine,
+            failed(&engine),
+            Learning::Allowed,
+        );
+        assert!(fallback.tally.llm_fallback);
+        let predicted = prediction(&fallback);
+        assert_eq!(predicted.label, "shipping");
+        assert_eq!(predicted.llm_error.as_deref(), Some("timeout: 60 s"));
+
+        let strict = Finishing {
+            on_llm_failure: OnLlmFailure::DeadLetter,
+            ..finishing(&topics, true)
+        };
+        let dead = finish(&strict, &engine, failed(&engine), Learning::Allowed);
+        assert_eq!(dead.tally.dead_letter, Some(Reason::LlmFailed));
+        assert!(dead.learn.is_none());
+        let header = dead.records[0]
+            .1
+            .headers
+            .iter()
+            .find(|(name, _)| name == "gorag.reason")
+            .map(|(_, value)| value.as_str());
+        assert_eq!(header, Some("llm_failed"));
+    }
+}

@@ -1,0 +1,153 @@
+//! One place that counts what the service does: each call moves the run's summary (logged at
+//! shutdown, returned by `serve`) and the Prometheus counters together, so the two cannot drift.
+
+use std::sync::Arc;
+
+use super::ServeSummary;
+use crate::events::decode::Reason;
+use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel};
+
+pub struct Stats {
+    summary: ServeSummary,
+    metrics: Arc<Metrics>,
+}
+
+impl Stats {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self {
+            summary: ServeSummary::default(),
+            metrics,
+        }
+    }
+
+    /// The gauges and histograms, for what is measured rather than counted.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    pub fn summary(&self) -> &ServeSummary {
+        &self.summary
+    }
+
+    pub fn text_received(&mut self) {
+        self.summary.texts_in += 1;
+        self.metrics.texts_received.inc();
+    }
+
+    /// A prediction published; `source` is where its label came from (`llm`, `graph`).
+    pub fn predicted(&mut self, source: &str) {
+        self.summary.predictions += 1;
+        self.metrics
+            .predictions
+            .get_or_create(&SourceLabel {
+                source: source.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn hallucination(&mut self, kind: &str) {
+        *self
+            .summary
+            .hallucinations
+            .entry(kind.to_string())
+            .or_default() += 1;
+        self.metrics
+            .hallucinations
+            .get_or_create(&KindLabel {
+                kind: kind.to_string(),
+            })
+            .inc();
+    }
+
+    pub fn dead_letter(&mut self, reason: Reason) {
+        self.metrics.dead_letter(reason.code());
+        *self
+            .summary
+            .dead_letters
+            .entry(reason.code().to_string())
+            .or_default() += 1;
+    }
+
+    /// The LLM failed and the graph's label was published instead.
+    pub fn llm_fallback(&mut self) {
+        self.summary.llm_fallbacks += 1;
+        self.metrics.llm_fallbacks.inc();
+    }
+
+    pub fn label_event(&mut self) {
+        self.summary.label_events += 1;
+        self.metrics.label_events.inc();
+    }
+
+    /// A text predicted again but not learned twice (learned before a restart or rebalance).
+    pub fn relearn_skipped(&mut self) {
+        self.summary.relearn_skipped += 1;
+    }
+
+    /// A learn record the broker refused: predicted, not learned.
+    pub fn learn_refused(&mut self) {
+        self.summary.learns_refused += 1;
+    }
+
+    pub fn stage(&self, stage: &str, seconds: f64) {
+        self.metrics.observe_stage(stage, seconds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counter(text: &str, series: &str) -> Option<f64> {
+        text.lines()
+            .find(|line| line.starts_with(series))
+            .and_then(|line| line.rsplit(' ').next())
+            .and_then(|value| value.parse().ok())
+    }
+
+    #[test]
+    fn every_count_reaches_the_summary_and_the_metrics() {
+        let metrics = Arc::new(Metrics::new());
+        let mut stats = Stats::new(metrics.clone());
+        stats.text_received();
+        stats.text_received();
+        stats.predicted("llm");
+        stats.hallucination("unknown_label");
+        stats.dead_letter(Reason::LlmFailed);
+        stats.dead_letter(Reason::LlmFailed);
+        stats.llm_fallback();
+        stats.label_event();
+        stats.relearn_skipped();
+        stats.learn_refused();
+
+        let summary = stats.summary();
+        assert_eq!(summary.texts_in, 2);
+        assert_eq!(summary.predictions, 1);
+        assert_eq!(summary.hallucinations.get("unknown_label"), Some(&1));
+        assert_eq!(summary.dead_letters.get(Reason::LlmFailed.code()), Some(&2));
+        assert_eq!(
+            (summary.llm_fallbacks, summary.label_events),
+            (1, 1),
+            "fallbacks, label events"
+        );
+        assert_eq!((summary.relearn_skipped, summary.learns_refused), (1, 1));
+
+        let text = metrics.encode();
+        assert_eq!(counter(&text, "gorag_texts_received_total"), Some(2.0));
+        assert_eq!(
+            counter(&text, "gorag_predictions_total{source=\"llm\"}"),
+            Some(1.0)
+        );
+        assert_eq!(
+            counter(&text, "gorag_hallucinations_total{kind=\"unknown_label\"}"),
+            Some(1.0)
+        );
+        let reason = format!(
+            "gorag_dead_letters_total{{reason=\"{}\"}}",
+            Reason::LlmFailed.code()
+        );
+        assert_eq!(counter(&text, &reason), Some(2.0));
+        assert_eq!(counter(&text, "gorag_llm_fallbacks_total"), Some(1.0));
+        assert_eq!(counter(&text, "gorag_label_events_total"), Some(1.0));
+    }
+}
