@@ -154,22 +154,37 @@ impl TextIndex {
     /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a seen text
     /// keeps (and all a learn record needs to carry).
     pub fn heaviest_terms(&self, terms: &TermCounts) -> TermCounts {
-        let mut weighted: Vec<(f64, &(String, u32))> = terms
-            .counts
-            .iter()
-            .map(|entry| (self.term_weight(&entry.0, entry.1), entry))
-            .collect();
+        // Already within the cap (a learn record's terms): all of them are kept, in order.
+        if terms.counts.len() <= SEEN_TERMS {
+            let mut kept = terms.counts.clone();
+            kept.sort_unstable();
+            return TermCounts { counts: kept };
+        }
         // Heaviest first. Many terms tie (every phrase no example has gets the top idf):
         // shorter phrases first (more likely to recur), then a fixed hash of the term rather
-        // than the alphabet, so the kept set is canonical without favouring "a…" terms.
-        weighted.sort_by(|a, b| {
+        // than the alphabet, so the kept set is canonical without favouring "a…" terms. The
+        // keys are computed once per term, not per comparison.
+        let mut keyed: Vec<(f64, usize, u64, &(String, u32))> = terms
+            .counts
+            .iter()
+            .map(|entry| {
+                let term = entry.0.as_str();
+                (
+                    self.term_weight(term, entry.1),
+                    word_count(term),
+                    fnv1a(term),
+                    entry,
+                )
+            })
+            .collect();
+        keyed.sort_by(|a, b| {
             b.0.total_cmp(&a.0)
-                .then_with(|| word_count(&a.1 .0).cmp(&word_count(&b.1 .0)))
-                .then_with(|| fnv1a(&a.1 .0).cmp(&fnv1a(&b.1 .0)))
-                .then_with(|| a.1 .0.cmp(&b.1 .0))
+                .then_with(|| a.1.cmp(&b.1))
+                .then_with(|| a.2.cmp(&b.2))
+                .then_with(|| a.3 .0.cmp(&b.3 .0))
         });
-        weighted.truncate(SEEN_TERMS);
-        let mut kept: Vec<(String, u32)> = weighted.into_iter().map(|(_, e)| e.clone()).collect();
+        keyed.truncate(SEEN_TERMS);
+        let mut kept: Vec<(String, u32)> = keyed.into_iter().map(|k| k.3.clone()).collect();
         kept.sort_unstable();
         TermCounts { counts: kept }
     }

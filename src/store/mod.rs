@@ -44,8 +44,8 @@ pub struct Saved {
 
 pub trait StateStore: Send {
     fn load(&self) -> Result<Saved, StoreError>;
-    /// Atomically append `update` (if any) to the log and set `offsets`.
-    fn record(&mut self, update: Option<&Update>, offsets: &Offsets) -> Result<(), StoreError>;
+    /// Atomically append `updates` (in order) to the log and set `offsets`.
+    fn record(&mut self, updates: &[Update], offsets: &Offsets) -> Result<(), StoreError>;
     /// Atomically replace the snapshot with `state` and drop the log entries it covers.
     fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError>;
     /// Updates logged since the last snapshot.

@@ -161,20 +161,18 @@ impl StateStore for SledStore {
         })
     }
 
-    fn record(&mut self, update: Option<&Update>, offsets: &Offsets) -> Result<(), StoreError> {
+    fn record(&mut self, updates: &[Update], offsets: &Offsets) -> Result<(), StoreError> {
         let mut batch = Batch::default();
-        if let Some(update) = update {
+        for (seq, update) in (self.next_seq..).zip(updates) {
             let bytes = postcard::to_stdvec(update).map_err(|e| corrupt(LOG_PREFIX, e))?;
-            batch.insert(log_key(self.next_seq), bytes);
+            batch.insert(log_key(seq), bytes);
         }
         for ((topic, partition), offset) in offsets {
             batch.insert(offset_key(topic, *partition), &offset.to_be_bytes());
         }
         self.db.apply_batch(batch)?;
-        if update.is_some() {
-            self.next_seq += 1;
-            self.log_len += 1;
-        }
+        self.next_seq += updates.len() as u64;
+        self.log_len += updates.len() as u64;
         Ok(())
     }
 
@@ -237,11 +235,11 @@ mod tests {
         let mut engine = Engine::new(EngineConfig::default());
         {
             let mut store = SledStore::open(dir.path()).unwrap();
-            store.record(Some(&round("a")), &offsets(1)).unwrap();
+            store.record(&[round("a")], &offsets(1)).unwrap();
             engine.apply(&round("a")).unwrap();
             store.snapshot(&engine.to_state()).unwrap();
-            store.record(Some(&round("b")), &offsets(2)).unwrap();
-            store.record(None, &offsets(3)).unwrap();
+            store.record(&[round("b")], &offsets(2)).unwrap();
+            store.record(&[], &offsets(3)).unwrap();
             assert_eq!(store.log_len(), 1);
             store.flush().unwrap();
         }

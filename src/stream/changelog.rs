@@ -34,8 +34,10 @@ pub enum Change {
         payload: Vec<u8>,
         outcome: LabelOutcome,
     },
-    /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read
-    /// after a crash or rebalance may be learned again by someone; only the first counts.
+    /// Online indexing of the texts one instance finished together, in finishing order (offset
+    /// order per partition). What this build writes.
+    Learns { texts: Vec<LearnedText> },
+    /// Online indexing of one text, as earlier builds wrote it (read, never written).
     Learn {
         partition: i32,
         offset: i64,
@@ -46,6 +48,18 @@ pub enum Change {
         #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
+}
+
+/// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
+/// a crash or rebalance may be learned again by someone; only the first counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedText {
+    pub partition: i32,
+    pub offset: i64,
+    pub analysis: Analysis,
+    pub label: String,
+    /// Decided by the writer (see `Engine::is_confident`).
+    pub confident: bool,
 }
 
 fn learned_with_confidence() -> bool {
@@ -81,6 +95,56 @@ impl RejectStage {
     }
 }
 
+/// A learn record as written, over borrowed texts (the same JSON as a [`ChangeRecord`] holding
+/// [`Change::Learns`]).
+#[derive(Serialize)]
+struct LearnsRecord<'a> {
+    version: u32,
+    origin: &'a str,
+    change: LearnsChange<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum LearnsChange<'a> {
+    Learns { texts: &'a [LearnedText] },
+}
+
+/// The learn records for `texts` (in finishing order), as few as fit under `limit` encoded
+/// bytes each: (payload, how many of the texts it holds, in order). A text that alone is over
+/// `limit` gets a record of its own (the broker may refuse it: then only that text is not
+/// learned).
+pub fn learn_records(origin: &str, texts: &[LearnedText], limit: usize) -> Vec<(Vec<u8>, usize)> {
+    let mut records = Vec::new();
+    split_learns(origin, texts, limit, &mut records);
+    records
+}
+
+fn split_learns(
+    origin: &str,
+    texts: &[LearnedText],
+    limit: usize,
+    out: &mut Vec<(Vec<u8>, usize)>,
+) {
+    if texts.is_empty() {
+        return;
+    }
+    let record = LearnsRecord {
+        version: CHANGE_VERSION,
+        origin,
+        change: LearnsChange::Learns { texts },
+    };
+    // Plain data: serialising cannot fail.
+    let payload = serde_json::to_vec(&record).unwrap_or_default();
+    if payload.len() <= limit || texts.len() == 1 {
+        out.push((payload, texts.len()));
+        return;
+    }
+    let (first, second) = texts.split_at(texts.len() / 2);
+    split_learns(origin, first, limit, out);
+    split_learns(origin, second, limit, out);
+}
+
 impl ChangeRecord {
     pub fn encode(&self) -> Vec<u8> {
         // Plain data: serialising cannot fail.
@@ -103,6 +167,61 @@ impl ChangeRecord {
 mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, NewLabel};
+
+    #[test]
+    fn learns_are_batched_under_the_size_limit_in_order() {
+        let mut engine = Engine::new(EngineConfig::default());
+        engine
+            .apply(&Update::Round {
+                round: "r1".into(),
+                labels: vec![NewLabel {
+                    id: "a".into(),
+                    name: None,
+                    description: None,
+                    examples: vec!["alpha decay emits helium nuclei".into()],
+                }],
+            })
+            .unwrap();
+        let texts: Vec<LearnedText> = (0..8)
+            .map(|offset| LearnedText {
+                partition: 0,
+                offset,
+                analysis: engine.analyze("helium nuclei and alpha decay in physics labs"),
+                label: "a".into(),
+                confident: offset % 2 == 0,
+            })
+            .collect();
+        let whole = learn_records("me", &texts, usize::MAX);
+        assert_eq!(whole.len(), 1);
+        assert_eq!(whole[0].1, 8);
+        let decoded = ChangeRecord::decode(&whole[0].0).unwrap();
+        assert_eq!(decoded.origin, "me");
+        assert_eq!(
+            decoded.change,
+            Change::Learns {
+                texts: texts.clone()
+            }
+        );
+
+        let limit = whole[0].0.len() / 3;
+        let split = learn_records("me", &texts, limit);
+        assert!(split.len() >= 3, "{}", split.len());
+        assert!(split.iter().all(|(payload, _)| payload.len() <= limit));
+        let mut again = Vec::new();
+        for (payload, count) in &split {
+            match ChangeRecord::decode(payload).unwrap().change {
+                Change::Learns { texts } => {
+                    assert_eq!(texts.len(), *count);
+                    again.extend(texts);
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(again, texts, "every text once, in order");
+        // A text over the limit alone still gets its record.
+        assert_eq!(learn_records("me", &texts[..1], 10).len(), 1);
+        assert!(learn_records("me", &[], 10).is_empty());
+    }
 
     #[test]
     fn records_round_trip_and_replay_to_the_same_engine() {

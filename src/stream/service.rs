@@ -6,19 +6,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::Producer as _;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use super::changelog::{Change, ChangeRecord, CHANGE_VERSION};
+use super::changelog::{self, LearnedText};
 use super::delivery::{self, OutputKind};
 use super::intake::Intake;
 use super::kafka::{self, OrderedSender, Outgoing, Producer};
 use super::lag::LagProbe;
 use super::outputs;
-use super::pipeline::finish::{finish, Finishing, Learn, Learning};
+use super::pipeline::finish::{finish, Finishing, Learning};
 use super::pipeline::{self, Advanced, LlmDone, LlmTask, Slots, Source, Text};
 use super::replica::sync::LogSync;
 use super::replica::Replica;
@@ -38,11 +39,30 @@ use crate::telemetry::metrics::Metrics;
 const STALL_WARN: Duration = Duration::from_secs(60);
 /// How long the final commit and leaving the group may take at shutdown.
 const CLOSE_LIMIT: Duration = Duration::from_secs(10);
+/// Most events of one kind handled in one turn of the loop.
+const DRAIN_AT_ONCE: usize = 256;
+/// Largest learn record written with several texts in it: well under the broker's default
+/// `message.max.bytes` (1 MB), so batching never makes a record the broker refuses.
+const LEARN_RECORD_BYTES: usize = 256 * 1024;
+
+/// The learn-record size limit: [`LEARN_RECORD_BYTES`], or half the producer's own
+/// `message.max.bytes` when the operator set it lower.
+fn learn_record_bytes(config: &ServeConfig) -> usize {
+    config
+        .kafka
+        .client
+        .get("message.max.bytes")
+        .and_then(|value| value.parse::<usize>().ok())
+        .map_or(LEARN_RECORD_BYTES, |max| LEARN_RECORD_BYTES.min(max / 2))
+}
 
 /// A delivery task's report.
 struct Delivered {
-    /// The text whose outputs these were (None for a label event's dead letter).
+    /// The text whose outputs these were (None for a learn record or a label event's dead
+    /// letter).
     text: Option<(i32, i64)>,
+    /// Whether this was a learn record.
+    learn_record: bool,
     produce_seconds: f64,
     /// Outputs the broker refused (too large), see [`delivery::settle`].
     refused: Vec<OutputKind>,
@@ -59,6 +79,14 @@ struct Service {
     /// Learn records go to the changelog in finishing order (offset order per partition):
     /// the learn dedupe relies on it.
     ordered: OrderedSender,
+    /// Learn steps of finished texts not yet sent, each with its text's delivery task waiting
+    /// to hear whether it was delivered. Group commit: while a learn record is on its way to
+    /// the broker, the next texts' steps gather here and go as one record (or a few, under
+    /// `learn_record_bytes`) once it is acknowledged.
+    learns: Vec<(LearnedText, oneshot::Sender<bool>)>,
+    learn_record_bytes: usize,
+    /// Learn records handed to the producer and not yet acknowledged.
+    learns_unacked: usize,
     intake: Intake,
     slots: Slots<Text>,
     llm_tasks: FuturesUnordered<LlmTask>,
@@ -95,6 +123,9 @@ pub(super) async fn run(
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let mut service = Service {
         ordered: OrderedSender::spawn(producer.clone()),
+        learns: Vec::new(),
+        learn_record_bytes: learn_record_bytes(&config),
+        learns_unacked: 0,
         config,
         replica,
         logs,
@@ -151,6 +182,7 @@ impl Service {
                     return Ok(false);
                 }
             }
+            self.send_learns();
             self.send_outbox();
             tokio::select! {
                 phase = stop.changed() => {
@@ -160,6 +192,14 @@ impl Service {
                 }
                 Some(done) = self.llm_tasks.next(), if !self.llm_tasks.is_empty() => {
                     self.on_llm_done(done);
+                    // Every other answer already in, too: the places they free are filled
+                    // together, and their texts begun side by side.
+                    for _ in 0..DRAIN_AT_ONCE {
+                        match self.llm_tasks.next().now_or_never() {
+                            Some(Some(done)) => self.on_llm_done(done),
+                            _ => break,
+                        }
+                    }
                 }
                 Some(delivered) = self.deliveries.next(), if !self.deliveries.is_empty() => {
                     match delivered {
@@ -170,7 +210,8 @@ impl Service {
                 message = self.logs.changelog().recv() => match message {
                     Ok(message) => {
                         let (offset, payload) = (message.offset(), message.payload().unwrap_or_default());
-                        self.replica.apply_change(offset, payload, &mut self.stats)?;
+                        let created = message.timestamp().to_millis();
+                        self.replica.apply_change(offset, payload, created, &mut self.stats)?;
                     }
                     Err(error) => tracing::warn!(%error, "changelog consumer error"),
                 },
@@ -195,20 +236,83 @@ impl Service {
     }
 
     /// Take texts in from the backlog while the intake has room. Own learn records not yet
-    /// read back count as in flight: with 1 in flight, each text is classified against a
-    /// graph that includes the previous one.
+    /// read back (and the one gathering) count as in flight: with 1 in flight, each text is
+    /// classified against a graph that includes the previous one.
     async fn take_in(&mut self) -> Result<(), ServeError> {
         let capacity = self.config.input.max_in_flight;
-        while let Some(message) = self
-            .intake
-            .next(self.slots.len() + self.replica.pending_learns, capacity)
-        {
-            self.on_text(message).await?;
+        loop {
+            let gathering = usize::from(!self.learns.is_empty());
+            let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
+            let room = capacity.saturating_sub(in_flight);
+            let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next(0, 1))
+                .take(room)
+                .collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.on_texts(batch).await?;
+        }
+    }
+
+    /// Texts taken in together: decoded, brought up to date with the label events published
+    /// before them, then begun side by side (see [`pipeline::begin_all`]).
+    async fn on_texts(&mut self, batch: Vec<OwnedMessage>) -> Result<(), ServeError> {
+        let mut sources = Vec::with_capacity(batch.len());
+        let mut arriving = Vec::with_capacity(batch.len());
+        let mut newest = Some(i64::MIN);
+        for message in &batch {
+            let (source, text) = self.arrive(message);
+            // Label events published before a text must be applied first.
+            newest = newest
+                .zip(message.timestamp().to_millis())
+                .map(|(a, b)| a.max(b));
+            sources.push(source);
+            arriving.push(text);
+        }
+        if self.logs.older_than(newest) {
+            let context = "labels topic unreachable; classifying with the labels known";
+            self.logs
+                .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
+                .await?;
+        }
+        let started: Vec<(tracing::Span, Instant)> = arriving
+            .iter()
+            .map(|text| (text.span.clone(), text.received))
+            .collect();
+        let works = pipeline::begin_all(
+            &self.classifier,
+            &self.replica.engine,
+            &self.stats,
+            arriving,
+        );
+        let max_chars = self.replica.engine.config().max_prompt_chars;
+        let mut partitions = Vec::new();
+        for ((source, (span, received)), work) in sources.into_iter().zip(started).zip(works) {
+            let (partition, offset) = (source.position.partition, source.position.offset);
+            let text = Text {
+                span,
+                source,
+                received,
+                work,
+            };
+            let task = pipeline::llm_task(&self.classifier, max_chars, &text);
+            let ready = text.work.is_final();
+            let id = self.slots.push(partition, offset, text, ready);
+            if let Some(task) = task {
+                self.llm_tasks.push(task(id));
+            }
+            if !partitions.contains(&partition) {
+                partitions.push(partition);
+            }
+        }
+        for partition in partitions {
+            self.finish_ready(partition);
         }
         Ok(())
     }
 
-    async fn on_text(&mut self, message: OwnedMessage) -> Result<(), ServeError> {
+    /// A text as read: its source record, its span, and its event decoded.
+    fn arrive(&mut self, message: &OwnedMessage) -> (Source, pipeline::Arriving) {
         let received = Instant::now();
         self.stats.text_received();
         let source = Source {
@@ -220,12 +324,11 @@ impl Service {
             key: message.key().map(<[u8]>::to_vec),
             payload: message.payload().unwrap_or_default().to_vec(),
         };
-        let (partition, offset) = (source.position.partition, source.position.offset);
         let span = tracing::info_span!(
             "text",
             text_id = tracing::field::Empty,
-            partition,
-            offset,
+            partition = source.position.partition,
+            offset = source.position.offset,
             label = tracing::field::Empty,
             source = tracing::field::Empty,
         );
@@ -236,37 +339,13 @@ impl Service {
         }
         let decode_seconds = received.elapsed().as_secs_f64();
         self.stats.stage("decode", decode_seconds);
-
-        // Label events published before this text must be applied first.
-        if self.logs.older_than(message.timestamp().to_millis()) {
-            let context = "labels topic unreachable; classifying with the labels known";
-            self.logs
-                .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
-                .await?;
-        }
-        let work = pipeline::begin(
-            &self.classifier,
-            &self.replica.engine,
-            &self.stats,
-            &span,
-            decoded,
-            decode_seconds * 1000.0,
-        );
-        let text = Text {
+        let arriving = pipeline::Arriving {
             span,
-            source,
+            decoded,
+            decode_ms: decode_seconds * 1000.0,
             received,
-            work,
         };
-        let max_chars = self.replica.engine.config().max_prompt_chars;
-        let task = pipeline::llm_task(&self.classifier, max_chars, &text);
-        let ready = text.work.is_final();
-        let id = self.slots.push(partition, offset, text, ready);
-        if let Some(task) = task {
-            self.llm_tasks.push(task(id));
-        }
-        self.finish_ready(partition);
-        Ok(())
+        (source, arriving)
     }
 
     fn on_llm_done(&mut self, done: LlmDone) {
@@ -322,9 +401,10 @@ impl Service {
             let span = text.span.clone();
             let finished = finish(&finishing, &self.replica.engine, text, learning);
             finished.tally.count(&mut self.stats);
-            let learn = finished.learn.map(|learn| {
-                self.replica.pending_learns += 1;
-                self.ordered.send(self.learn_record(learn))
+            let learned = finished.learn.map(|text| {
+                let (delivered, learned) = oneshot::channel();
+                self.learns.push((text, delivered));
+                learned
             });
             let producer = self.producer.clone();
             let (records, source) = (finished.records, finished.source);
@@ -335,15 +415,16 @@ impl Service {
                     let _text = span;
                     let started = Instant::now();
                     let mut refused = Vec::new();
-                    if let Some(learn) = learn {
-                        if let Err(error) = learn.confirm(&producer).await {
-                            tracing::error!(%error, "learn record refused by the broker");
+                    // Its learn record first (the batch's own task delivers it).
+                    if let Some(learned) = learned {
+                        if !learned.await.unwrap_or(false) {
                             refused.push(OutputKind::Learn);
                         }
                     }
                     refused.extend(deliver_all(&producer, &records).await);
                     Delivered {
                         text: Some((partition, offset)),
+                        learn_record: false,
                         produce_seconds: started.elapsed().as_secs_f64(),
                         refused,
                         source,
@@ -354,35 +435,72 @@ impl Service {
         }
     }
 
-    fn learn_record(&self, learn: Learn) -> Outgoing {
-        let record = ChangeRecord {
-            version: CHANGE_VERSION,
-            origin: self.replica.instance.clone(),
-            change: Change::Learn {
-                partition: learn.partition,
-                offset: learn.offset,
-                analysis: learn.analysis,
-                label: learn.label,
-                confident: learn.confident,
-            },
-        };
-        Outgoing {
-            topic: self.config.topics.changelog.clone(),
-            key: Some(learn.text_id.into_bytes()),
-            payload: record.encode(),
-            headers: Vec::new(),
+    /// Send the learn steps of the texts finished since the last turn, as few records as fit
+    /// under the size limit. Each record holds one intake place until it is read back from the
+    /// changelog (or refused).
+    fn send_learns(&mut self) {
+        if self.learns.is_empty() || self.learns_unacked > 0 {
+            return;
+        }
+        let (texts, mut waiting): (Vec<LearnedText>, Vec<oneshot::Sender<bool>>) =
+            std::mem::take(&mut self.learns).into_iter().unzip();
+        let records =
+            changelog::learn_records(&self.replica.instance, &texts, self.learn_record_bytes);
+        for (payload, count) in records {
+            let rest = waiting.split_off(count.min(waiting.len()));
+            let texts_waiting = std::mem::replace(&mut waiting, rest);
+            self.replica.pending_learns += 1;
+            self.learns_unacked += 1;
+            let ordered = self.ordered.send(Outgoing {
+                topic: self.config.topics.changelog.clone(),
+                key: None,
+                payload,
+                headers: Vec::new(),
+            });
+            let producer = self.producer.clone();
+            self.deliveries.push(tokio::spawn(async move {
+                let started = Instant::now();
+                let delivered = match ordered.confirm(&producer).await {
+                    Ok(()) => true,
+                    Err(error) => {
+                        tracing::error!(%error, texts = count, "learn record refused by the broker");
+                        false
+                    }
+                };
+                for text in texts_waiting {
+                    // The text's own task may be gone (aborted at shutdown).
+                    let _ = text.send(delivered);
+                }
+                Delivered {
+                    text: None,
+                    learn_record: true,
+                    produce_seconds: started.elapsed().as_secs_f64(),
+                    refused: if delivered { Vec::new() } else { vec![OutputKind::Learn] },
+                    source: None,
+                }
+            }));
         }
     }
 
     /// Deliver what the replica asks for (dead letters of label events the log refused).
+    /// In the labels topic's order, like the changelog records they come from.
     fn send_outbox(&mut self) {
         for record in self.replica.take_outbox() {
             let producer = self.producer.clone();
+            let ordered = self.ordered.send(record);
             self.deliveries.push(tokio::spawn(async move {
+                let refused = match ordered.confirm(&producer).await {
+                    Ok(()) => Vec::new(),
+                    Err(error) => {
+                        tracing::error!(%error, "label event's dead letter refused by the broker");
+                        vec![OutputKind::DeadLetter]
+                    }
+                };
                 Delivered {
                     text: None,
+                    learn_record: false,
                     produce_seconds: 0.0,
-                    refused: deliver_all(&producer, &[(OutputKind::DeadLetter, record)]).await,
+                    refused,
                     source: None,
                 }
             }));
@@ -391,13 +509,21 @@ impl Service {
 
     fn on_delivered(&mut self, delivered: Delivered) {
         let settled = delivery::settle(&delivered.refused);
-        if settled.learn_refused {
-            self.replica.pending_learns = self.replica.pending_learns.saturating_sub(1);
-            self.stats.learn_refused();
+        if delivered.learn_record {
+            self.learns_unacked = self.learns_unacked.saturating_sub(1);
+            self.stats.stage("learn_produce", delivered.produce_seconds);
         }
         let Some((partition, offset)) = delivered.text else {
+            // A learn record (or a label event's dead letter): a refused learn record will
+            // never be read back, so its intake place is free again.
+            if settled.learn_refused {
+                self.replica.pending_learns = self.replica.pending_learns.saturating_sub(1);
+            }
             return;
         };
+        if settled.learn_refused {
+            self.stats.learn_refused();
+        }
         if let (Some(rejection), Some(source)) = (settled.dead_letter, delivered.source) {
             // An output was refused: the text goes to the dead letters instead, and is done
             // once that is delivered.
@@ -414,6 +540,7 @@ impl Service {
             self.deliveries.push(tokio::spawn(async move {
                 Delivered {
                     text: Some((partition, offset)),
+                    learn_record: false,
                     produce_seconds: 0.0,
                     refused: deliver_all(&producer, &[(OutputKind::DeadLetter, record)]).await,
                     source: None,

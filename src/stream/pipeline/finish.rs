@@ -7,8 +7,9 @@ use std::time::Instant;
 use super::{Pending, Source, Text, Work};
 use crate::classify::{Answer, Classifier, LlmFailure};
 use crate::config::{OnLlmFailure, TopicsSection};
-use crate::engine::{Analysis, Engine};
+use crate::engine::Engine;
 use crate::events::decode::{Reason, Rejection};
+use crate::stream::changelog::LearnedText;
 use crate::stream::delivery::OutputKind;
 use crate::stream::kafka::Outgoing;
 use crate::stream::outputs::{self, Classification};
@@ -32,19 +33,6 @@ pub enum Learning {
     /// Its partition was revoked while it was in flight: the new owner reads it again and
     /// learns it.
     Revoked,
-}
-
-/// Online indexing of one text, to go to the changelog (this instance applies it when it reads
-/// it back, like every other replica).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Learn {
-    pub partition: i32,
-    pub offset: i64,
-    /// The text's id: the changelog record's key.
-    pub text_id: String,
-    pub analysis: Analysis,
-    pub label: String,
-    pub confident: bool,
 }
 
 /// What one finished text counts.
@@ -83,10 +71,11 @@ impl Tally {
     }
 }
 
-/// A finished text: the learn step (if any) and the records to deliver after it, in sending
-/// order, plus the input record to dead-letter should the broker refuse them.
+/// A finished text: its online-indexing step (if any: for the changelog, where this instance
+/// applies it when it reads it back, like every other replica) and the records to deliver, in
+/// sending order, plus the input record to dead-letter should the broker refuse them.
 pub struct Finished {
-    pub learn: Option<Learn>,
+    pub learn: Option<LearnedText>,
     pub records: Vec<(OutputKind, Outgoing)>,
     pub source: Option<Source>,
     pub tally: Tally,
@@ -175,10 +164,9 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
             tally.relearn_skipped = true;
             None
         }
-        Learning::Allowed if finishing.online_indexing => Some(Learn {
+        Learning::Allowed if finishing.online_indexing => Some(LearnedText {
             partition,
             offset,
-            text_id: event.id.clone(),
             analysis: engine.learnable(&classified.analysis),
             label: decision.label.clone(),
             confident,
@@ -313,10 +301,7 @@ mod tests {
         assert_eq!(finished.records[0].1.topic, topics.predictions);
         let learn = finished.learn.as_ref().expect("a learn step");
         assert_eq!((learn.partition, learn.offset), (2, 41));
-        assert_eq!(
-            (learn.text_id.as_str(), learn.label.as_str()),
-            ("t1", "shipping")
-        );
+        assert_eq!((learn.offset, learn.label.as_str()), (41, "shipping"));
         assert_eq!(learn.confident, predicted.confident);
         assert_eq!(finished.tally.predicted.as_deref(), Some("graph"));
         assert!(

@@ -136,6 +136,63 @@ pub fn begin(
     }
 }
 
+/// Fewest texts per thread worth a thread of its own in [`begin_all`].
+const TEXTS_PER_THREAD: usize = 4;
+
+/// A text read and decoded, about to begin.
+pub struct Arriving {
+    pub span: tracing::Span,
+    pub received: Instant,
+    pub decoded: Result<TextEvent, Rejection>,
+    pub decode_ms: f64,
+}
+
+/// [`begin`] for several texts taken in together, spread over the machine's cores: the engine
+/// is only read here, so each text is classified against the same graph as it would be one
+/// after the other (learning happens later, when the changelog is read back).
+pub fn begin_all(
+    classifier: &Classifier,
+    engine: &Engine,
+    stats: &Stats,
+    texts: Vec<Arriving>,
+) -> Vec<Work> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = cores.min(texts.len() / TEXTS_PER_THREAD).max(1);
+    let begin_one = |text: Arriving| {
+        begin(
+            classifier,
+            engine,
+            stats,
+            &text.span,
+            text.decoded,
+            text.decode_ms,
+        )
+    };
+    if threads == 1 {
+        return texts.into_iter().map(begin_one).collect();
+    }
+    let per_thread = texts.len().div_ceil(threads);
+    let mut chunks: Vec<Vec<Arriving>> = Vec::with_capacity(threads);
+    let mut texts = texts.into_iter().peekable();
+    while texts.peek().is_some() {
+        chunks.push(texts.by_ref().take(per_thread).collect());
+    }
+    std::thread::scope(|scope| {
+        let running: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| scope.spawn(move || chunk.into_iter().map(begin_one).collect::<Vec<_>>()))
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|thread| match thread.join() {
+                Ok(works) => works,
+                // A panic in the engine is a bug: let it surface as it would on this thread.
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    })
+}
+
 /// Keywords and candidates for `event`: ready to finish without an LLM, else waiting for its
 /// answer.
 fn prepare(

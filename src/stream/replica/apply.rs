@@ -12,7 +12,7 @@ use crate::engine::update::Update;
 use crate::engine::{Engine, EngineError, IndexReport};
 use crate::events::decode::{Reason, Rejection};
 use crate::store::Offsets;
-use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage};
+use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, LearnedText, RejectStage};
 
 /// How far a replica has read: the next changelog and labels offsets, and per texts
 /// partition the offset below which texts are learned.
@@ -59,10 +59,15 @@ pub enum Effect {
     Behind,
     /// Not a record this build reads; skipped.
     Unreadable(String),
-    /// A copy of a learn or label event applied already.
-    Copy { learn: bool },
-    /// A text learned; `refused` when the engine would not (a label retired meanwhile).
-    Learned { refused: Option<EngineError> },
+    /// A copy of a label event applied already.
+    Copy,
+    /// A learn record's texts: how many were learned, how many were copies of texts learned
+    /// already, and what the engine refused to learn (a label retired meanwhile).
+    Learned {
+        learned: usize,
+        copies: usize,
+        refused: Vec<EngineError>,
+    },
     /// A label event applied.
     Label {
         labels_offset: i64,
@@ -80,14 +85,14 @@ pub enum Effect {
     },
 }
 
-/// One record's outcome: its effect, the update to save in the log (if any) and the offsets
-/// to save with it.
+/// One record's outcome: its effect, the updates to save in the log and the offsets to save
+/// with them.
 #[derive(Debug, PartialEq)]
 pub struct Applied {
     pub effect: Effect,
     /// Written by this instance.
     pub mine: bool,
-    pub update: Option<Update>,
+    pub updates: Vec<Update>,
     pub offsets: Offsets,
 }
 
@@ -104,7 +109,7 @@ pub fn apply(
     let mut applied = Applied {
         effect: Effect::Behind,
         mine: false,
-        update: None,
+        updates: Vec::new(),
         offsets: Offsets::new(),
     };
     if offset < cursor.changelog_next {
@@ -130,24 +135,16 @@ pub fn apply(
             label,
             confident,
         } => {
-            if cursor.is_learned(partition, text_offset) {
-                applied.effect = Effect::Copy { learn: true };
-                return applied;
-            }
-            cursor.learned.insert(partition, text_offset + 1);
-            applied
-                .offsets
-                .insert((topics.texts.clone(), partition), text_offset + 1);
-            let update = Update::Learn {
+            let text = LearnedText {
+                partition,
+                offset: text_offset,
                 analysis,
                 label,
                 confident,
             };
-            applied.effect = Effect::Learned {
-                refused: engine.apply(&update).err(),
-            };
-            applied.update = Some(update);
+            learn(cursor, engine, topics, vec![text], &mut applied);
         }
+        Change::Learns { texts } => learn(cursor, engine, topics, texts, &mut applied),
         Change::Label {
             offset: labels_offset,
             key,
@@ -155,7 +152,7 @@ pub fn apply(
             outcome,
         } => {
             if labels_offset < cursor.labels_next {
-                applied.effect = Effect::Copy { learn: false };
+                applied.effect = Effect::Copy;
                 return applied;
             }
             cursor.labels_next = labels_offset + 1;
@@ -172,7 +169,7 @@ pub fn apply(
             applied.effect = match outcome {
                 LabelOutcome::Apply(update) => match engine.apply(&update) {
                     Ok(report) => {
-                        applied.update = Some(update.clone());
+                        applied.updates.push(update.clone());
                         Effect::Label {
                             labels_offset,
                             update: Box::new(update),
@@ -190,6 +187,42 @@ pub fn apply(
         }
     }
     applied
+}
+
+/// Learn `texts` in order, skipping those learned already.
+fn learn(
+    cursor: &mut Cursor,
+    engine: &mut Engine,
+    topics: &LogTopics,
+    texts: Vec<LearnedText>,
+    applied: &mut Applied,
+) {
+    let (mut learned, mut copies, mut refused) = (0, 0, Vec::new());
+    for text in texts {
+        if cursor.is_learned(text.partition, text.offset) {
+            copies += 1;
+            continue;
+        }
+        cursor.learned.insert(text.partition, text.offset + 1);
+        applied
+            .offsets
+            .insert((topics.texts.clone(), text.partition), text.offset + 1);
+        let update = Update::Learn {
+            analysis: text.analysis,
+            label: text.label,
+            confident: text.confident,
+        };
+        match engine.apply(&update) {
+            Ok(_) => learned += 1,
+            Err(error) => refused.push(error),
+        }
+        applied.updates.push(update);
+    }
+    applied.effect = Effect::Learned {
+        learned,
+        copies,
+        refused,
+    };
 }
 
 /// The dead-letter reason for an update the engine refused.
@@ -268,6 +301,52 @@ mod tests {
         ChangeRecord::decode(&record.encode())
     }
 
+    fn learned(learned: usize, copies: usize) -> Effect {
+        Effect::Learned {
+            learned,
+            copies,
+            refused: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_batch_learns_its_new_texts_in_order_and_skips_the_copies() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let mut cursor = Cursor::default();
+        let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
+        apply(&mut cursor, &mut engine, &topics(), "a", 0, record);
+        let analysis = engine.analyze("astronomy of distant things");
+        let text = |partition, offset| LearnedText {
+            partition,
+            offset,
+            analysis: analysis.clone(),
+            label: "astronomy".into(),
+            confident: true,
+        };
+        let batch = |origin: &str, texts: Vec<LearnedText>| {
+            let record = ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: origin.into(),
+                change: Change::Learns { texts },
+            };
+            ChangeRecord::decode(&record.encode())
+        };
+        let first = batch("a", vec![text(0, 4), text(1, 7), text(0, 5)]);
+        let applied = apply(&mut cursor, &mut engine, &topics(), "a", 1, first);
+        assert_eq!(applied.effect, learned(3, 0));
+        assert!(applied.mine);
+        assert_eq!(applied.updates.len(), 3);
+        assert_eq!(applied.offsets[&("tx".to_string(), 0)], 6);
+        assert_eq!(applied.offsets[&("tx".to_string(), 1)], 8);
+        // Another instance re-read partition 0 after a rebalance: 5 is a copy, 6 is new.
+        let second = batch("b", vec![text(0, 5), text(0, 6)]);
+        let applied = apply(&mut cursor, &mut engine, &topics(), "a", 2, second);
+        assert_eq!(applied.effect, learned(1, 1));
+        assert!(!applied.mine);
+        assert_eq!(applied.updates.len(), 1);
+        assert!(cursor.is_learned(0, 6) && !cursor.is_learned(0, 7));
+    }
+
     #[test]
     fn a_forwarded_label_event_applies_once_and_copies_are_skipped() {
         let mut engine = Engine::new(EngineConfig::default());
@@ -282,14 +361,14 @@ mod tests {
             }
         ));
         assert!(first.mine);
-        assert!(first.update.is_some());
+        assert_eq!(first.updates.len(), 1);
         assert_eq!(first.offsets[&("lb".to_string(), 0)], 1);
         assert_eq!(first.offsets[&("cl".to_string(), 0)], 1);
         // Another instance forwarded the same labels record.
         let copy = label_record("b", 0, LabelOutcome::Apply(round("astronomy")));
         let second = apply(&mut cursor, &mut engine, &topics(), "a", 1, copy.clone());
-        assert_eq!(second.effect, Effect::Copy { learn: false });
-        assert_eq!(second.update, None);
+        assert_eq!(second.effect, Effect::Copy);
+        assert!(second.updates.is_empty());
         assert_eq!(second.offsets[&("cl".to_string(), 0)], 2);
         // Read again after a seek: behind the cursor.
         let again = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
@@ -305,16 +384,16 @@ mod tests {
         apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
         let learn = learn_record(&engine, "a", 2, 40);
         let first = apply(&mut cursor, &mut engine, &topics(), "b", 1, learn.clone());
-        assert_eq!(first.effect, Effect::Learned { refused: None });
+        assert_eq!(first.effect, learned(1, 0));
         assert!(!first.mine);
         assert_eq!(first.offsets[&("tx".to_string(), 2)], 41);
         assert!(cursor.is_learned(2, 40));
         // The text's new owner learned it again after a rebalance.
         let copy = learn_record(&engine, "b", 2, 40);
         let second = apply(&mut cursor, &mut engine, &topics(), "b", 2, copy.clone());
-        assert_eq!(second.effect, Effect::Copy { learn: true });
+        assert_eq!(second.effect, learned(0, 1));
         assert!(second.mine);
-        assert_eq!(second.update, None);
+        assert!(second.updates.is_empty());
     }
 
     #[test]
@@ -358,7 +437,7 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(applied.update, None);
+        assert!(applied.updates.is_empty());
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct Replica {
     topics: LogTopics,
     /// This instance's id in changelog records (stable across restarts: kept in the store).
     pub instance: String,
-    /// Learn records this instance wrote and has not yet read back from the changelog.
+    /// Learn records (batches) this instance wrote and has not yet read back from the
+    /// changelog.
     pub pending_learns: usize,
     policy: SnapshotPolicy,
     last_snapshot: Instant,
@@ -79,6 +80,7 @@ impl Replica {
         &mut self,
         offset: i64,
         payload: &[u8],
+        created_ms: Option<i64>,
         stats: &mut Stats,
     ) -> Result<(), StoreError> {
         let record = ChangeRecord::decode(payload);
@@ -96,15 +98,18 @@ impl Replica {
         if applied.effect == Effect::Behind {
             return Ok(());
         }
-        self.store
-            .record(applied.update.as_ref(), &applied.offsets)?;
-        if applied.mine
-            && matches!(
-                applied.effect,
-                Effect::Learned { .. } | Effect::Copy { learn: true }
-            )
-        {
+        self.store.record(&applied.updates, &applied.offsets)?;
+        // One of this instance's learn records came back: its intake place is free again.
+        if applied.mine && matches!(applied.effect, Effect::Learned { .. }) {
             self.pending_learns = self.pending_learns.saturating_sub(1);
+            // From the record's creation to its application here: how long a learn step
+            // holds its intake place.
+            if let Some(created) = created_ms {
+                stats.stage(
+                    "learn_round_trip",
+                    (now_ms() - created).max(0) as f64 / 1000.0,
+                );
+            }
         }
         let _entered = span.enter();
         match applied.effect {
@@ -112,10 +117,14 @@ impl Replica {
             Effect::Unreadable(error) => {
                 tracing::error!(offset, %error, "unreadable changelog record skipped");
             }
-            Effect::Copy { learn: true } => stats.relearn_skipped(),
-            Effect::Copy { learn: false } => {}
-            Effect::Learned { refused } => {
-                if let Some(error) = refused {
+            Effect::Copy => {}
+            Effect::Learned {
+                copies, refused, ..
+            } => {
+                for _ in 0..copies {
+                    stats.relearn_skipped();
+                }
+                for error in refused {
                     tracing::warn!(%error, "online indexing refused");
                 }
             }
@@ -212,6 +221,13 @@ impl Replica {
                 .set(count as i64);
         }
     }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 /// Label events get a span of their own (learn records are too many to trace).

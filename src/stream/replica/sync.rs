@@ -234,9 +234,11 @@ impl LogSync {
             let next = replica.cursor.changelog_next.max(low);
             let message =
                 next_record(&self.changelog, &topic, next, "reading the changelog").await?;
+            let created = message.timestamp().to_millis();
             replica.apply_change(
                 message.offset(),
                 message.payload().unwrap_or_default(),
+                created,
                 stats,
             )?;
         }
