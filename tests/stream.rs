@@ -614,3 +614,62 @@ async fn an_llm_slower_than_the_poll_interval_keeps_the_instance_in_its_group() 
     assert!(!log.contains("maximum poll interval"), "{log}");
     assert!(!log.contains("partitions revoked"), "{log}");
 }
+
+/// A text whose learn record is larger than the producer may send: it is predicted, sent to the
+/// dead letters with the reason naming the learn record, and — the intake holding one text —
+/// the texts after it still flow: the place its learn record held is given back.
+#[test]
+fn a_learn_record_the_broker_refuses_gives_its_place_back_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("learn-refused");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.extend([
+        "llm.url=none".into(),
+        "input.max_in_flight=1".into(),
+        "kafka.partitions=1".into(),
+        "kafka.client.message.max.bytes=8000".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+    service.wait_for_log("label event applied");
+
+    // 400 distinct words: ≈1,200 phrases in its learn record, far over 8,000 bytes; its
+    // prediction (20 keywords at most) and its dead letter fit.
+    let letter = |n: usize| char::from(b'a' + (n % 26) as u8);
+    let words: Vec<String> = (0..400)
+        .map(|i| format!("zq{}{}{}", letter(i / 676), letter(i / 26), letter(i)))
+        .collect();
+    let mut texts = vec![format!(
+        r#"{{"id":"huge","text":"my parcel is late {}"}}"#,
+        words.join(" ")
+    )];
+    texts.extend((1..=5).map(|i| {
+        format!(r#"{{"id":"g{i}","text":"the courier lost my parcel, tracking shows nothing"}}"#)
+    }));
+    rt.block_on(publish_json(&topics.texts, &texts));
+
+    let predictions = read_until(&topics.predictions, Duration::from_secs(60), |r| {
+        predicted_ids(r).len() >= 6
+    });
+    let ids = predicted_ids(&predictions);
+    for id in ["huge", "g1", "g2", "g3", "g4", "g5"] {
+        assert!(ids.contains(id), "{id} not predicted: {ids:?}");
+    }
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(30), |r| {
+        !r.is_empty()
+    });
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert_eq!(dead[0].key.as_deref(), Some("huge"));
+    assert_eq!(dead[0].headers["gorag.reason"], "output_too_large");
+    assert_eq!(dead[0].headers["__connect.errors.stage"], "produce");
+    assert!(
+        dead[0].headers["__connect.errors.exception.message"].contains("online-indexing record"),
+        "{:?}",
+        dead[0].headers
+    );
+    let log = service.stop();
+    assert!(log.contains("\"learns_refused\":1"), "{log}");
+    assert!(log.contains("\"drained\":true"), "{log}");
+}

@@ -6,6 +6,7 @@
 //! the offsets that produced it, so after a crash the state and the offsets agree: nothing is
 //! applied twice and nothing is skipped. Restoring = snapshot + replay of the log.
 
+mod memory;
 mod sled_store;
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use crate::engine::state::{EngineState, StateError};
 use crate::engine::update::Update;
 use crate::engine::{Engine, EngineConfig, EngineError};
 
+pub use memory::MemoryStore;
 pub use sled_store::SledStore;
 
 /// Next offset to read, per (topic, partition).

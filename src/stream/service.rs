@@ -240,10 +240,17 @@ impl Service {
     /// classified against a graph that includes the previous one.
     async fn take_in(&mut self) -> Result<(), ServeError> {
         let capacity = self.config.input.max_in_flight;
+        // Under a backlog, wait for a quarter of the intake to be free and take those texts
+        // in together: they are begun side by side (one at a time, a full intake only ever
+        // frees one place per turn of the loop).
+        let batch_min = (capacity / 4).max(1);
         loop {
             let gathering = usize::from(!self.learns.is_empty());
             let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
             let room = capacity.saturating_sub(in_flight);
+            if room < batch_min && self.intake.backlog() > room && in_flight > 0 {
+                return Ok(());
+            }
             let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next(0, 1))
                 .take(room)
                 .collect();

@@ -137,7 +137,7 @@ pub fn begin(
 }
 
 /// Fewest texts per thread worth a thread of its own in [`begin_all`].
-const TEXTS_PER_THREAD: usize = 4;
+const TEXTS_PER_THREAD: usize = 2;
 
 /// A text read and decoded, about to begin.
 pub struct Arriving {
@@ -156,7 +156,9 @@ pub fn begin_all(
     stats: &Stats,
     texts: Vec<Arriving>,
 ) -> Vec<Work> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    // Asked once: it reads cgroup files on every call.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     let threads = cores.min(texts.len() / TEXTS_PER_THREAD).max(1);
     let begin_one = |text: Arriving| {
         begin(

@@ -70,6 +70,11 @@ impl Replica {
         }
     }
 
+    /// The store the replica is saved in.
+    pub fn store(&self) -> &dyn StateStore {
+        self.store.as_ref()
+    }
+
     pub fn topics(&self) -> &LogTopics {
         &self.topics
     }
@@ -249,4 +254,161 @@ fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
         LabelOutcome::Reject { .. } => ("rejected", ""),
     };
     tracing::info_span!("label_event", offset, event, round)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::{EngineConfig, NewLabel};
+    use crate::events::decode::Reason;
+    use crate::store::MemoryStore;
+    use crate::stream::changelog::{learn_records, LearnedText, RejectStage, CHANGE_VERSION};
+
+    fn replica(every: u64) -> Replica {
+        let topics = LogTopics {
+            changelog: "cl".into(),
+            labels: "lb".into(),
+            texts: "tx".into(),
+        };
+        let policy = SnapshotPolicy {
+            every,
+            min_interval: Duration::ZERO,
+        };
+        Replica::new(
+            Engine::new(EngineConfig::default()),
+            Box::new(MemoryStore::default()),
+            Cursor::default(),
+            topics,
+            "me".into(),
+            policy,
+            "dlq".into(),
+        )
+    }
+
+    fn label(origin: &str, offset: i64, outcome: LabelOutcome) -> Vec<u8> {
+        ChangeRecord {
+            version: CHANGE_VERSION,
+            origin: origin.into(),
+            change: Change::Label {
+                offset,
+                key: Some(b"k".to_vec()),
+                payload: b"{...}".to_vec(),
+                outcome,
+            },
+        }
+        .encode()
+    }
+
+    fn round(id: &str) -> LabelOutcome {
+        LabelOutcome::Apply(Update::Round {
+            round: "r1".into(),
+            labels: vec![NewLabel {
+                id: id.into(),
+                name: None,
+                description: None,
+                examples: vec![format!("{id} words about {id}")],
+            }],
+        })
+    }
+
+    fn stats() -> Stats {
+        Stats::new(Arc::new(Metrics::new()))
+    }
+
+    #[test]
+    fn only_the_forwarder_dead_letters_a_refused_label_event() {
+        let mut replica = replica(100);
+        let mut stats = stats();
+        let refused = || LabelOutcome::Reject {
+            stage: RejectStage::Decode,
+            reason: Reason::MalformedJson,
+            message: "expected value".into(),
+        };
+        replica
+            .apply_change(0, &label("other", 0, refused()), None, &mut stats)
+            .unwrap();
+        assert!(
+            replica.take_outbox().is_empty(),
+            "another instance forwarded it"
+        );
+        replica
+            .apply_change(1, &label("me", 1, refused()), None, &mut stats)
+            .unwrap();
+        let outbox = replica.take_outbox();
+        assert_eq!(outbox.len(), 1);
+        assert_eq!(outbox[0].topic, "dlq");
+        assert_eq!(outbox[0].payload, b"{...}");
+        let header = |name: &str| {
+            outbox[0]
+                .headers
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(header("gorag.reason").as_deref(), Some("malformed_json"));
+        assert_eq!(header("__connect.errors.topic").as_deref(), Some("lb"));
+        assert_eq!(header("__connect.errors.offset").as_deref(), Some("1"));
+        assert_eq!(stats.summary().label_events, 2);
+        assert_eq!(stats.summary().dead_letters.get("malformed_json"), Some(&2));
+    }
+
+    #[test]
+    fn own_learn_records_free_their_place_and_everything_is_saved_with_its_offsets() {
+        let mut replica = replica(100);
+        let mut stats = stats();
+        replica
+            .apply_change(0, &label("me", 0, round("a")), None, &mut stats)
+            .unwrap();
+        let analysis = replica.engine.analyze("a words about a and more");
+        let text = |offset| LearnedText {
+            partition: 1,
+            offset,
+            analysis: analysis.clone(),
+            label: "a".into(),
+            confident: true,
+        };
+        replica.pending_learns = 2;
+        let (mine, _) = learn_records("me", &[text(7), text(8)], usize::MAX).remove(0);
+        replica.apply_change(1, &mine, Some(0), &mut stats).unwrap();
+        assert_eq!(replica.pending_learns, 1);
+        // Another instance's record, with a copy of text 8: no place of ours, one copy skipped.
+        let (theirs, _) = learn_records("other", &[text(8), text(9)], usize::MAX).remove(0);
+        replica.apply_change(2, &theirs, None, &mut stats).unwrap();
+        assert_eq!(replica.pending_learns, 1);
+        assert_eq!(stats.summary().relearn_skipped, 1);
+
+        let saved = replica.store().load().unwrap();
+        assert_eq!(saved.log.len(), 4, "the round and three texts");
+        assert_eq!(saved.offsets[&("cl".to_string(), 0)], 3);
+        assert_eq!(saved.offsets[&("tx".to_string(), 1)], 10);
+        assert_eq!(saved.offsets[&("lb".to_string(), 0)], 1);
+        let mut saved = saved;
+        let restored = saved.restore(EngineConfig::default()).unwrap();
+        assert_eq!(restored.digest(), replica.engine.digest());
+    }
+
+    #[test]
+    fn the_snapshot_replaces_the_log_once_it_is_long_enough() {
+        let mut replica = replica(2);
+        let mut stats = stats();
+        replica
+            .apply_change(0, &label("me", 0, round("a")), None, &mut stats)
+            .unwrap();
+        assert_eq!(replica.store().log_len(), 1);
+        replica
+            .apply_change(1, &label("me", 1, round("b")), None, &mut stats)
+            .unwrap();
+        assert_eq!(replica.store().log_len(), 0, "snapshot taken at 2");
+        let mut saved = replica.store().load().unwrap();
+        assert!(saved.snapshot.is_some());
+        let restored = saved.restore(EngineConfig::default()).unwrap();
+        assert_eq!(restored.labels().len(), 2);
+        // Behind the cursor (read again after a seek): nothing saved, nothing changed.
+        replica
+            .apply_change(1, &label("me", 1, round("c")), None, &mut stats)
+            .unwrap();
+        assert_eq!(replica.engine.labels().len(), 2);
+    }
 }
