@@ -71,6 +71,7 @@ impl Replica {
     }
 
     /// The store the replica is saved in.
+    #[cfg(test)]
     pub fn store(&self) -> &dyn StateStore {
         self.store.as_ref()
     }
