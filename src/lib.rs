@@ -10,8 +10,9 @@
 //!   row by `gorag eval` and apart by the service;
 //! - [`eval`]: the paper's evaluation protocol;
 //! - [`events`]: the public input events, their decoding and JSON Schemas;
-//! - [`stream`]: `gorag serve` over Kafka (texts consumer, replica, slots, delivery, the loop);
-//! - [`store`]: the state store trait and its sled implementation;
+//! - [`stream`]: `gorag serve` over Kafka (texts consumer, intake, a text's pipeline, the graph's
+//!   replica, delivery, stats, the loop);
+//! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
 //! - [`cli`]: the `gorag` command.

@@ -101,8 +101,8 @@ impl RejectStage {
     }
 }
 
-/// A learn record as written, over borrowed texts (the same JSON as a [`ChangeRecord`] holding
-/// [`Change::Learns`]).
+/// A learn record as written, over borrowed texts: the same bytes as a [`ChangeRecord`] holding
+/// [`Change::Learns`] (variant 0 in both).
 #[derive(Serialize)]
 struct LearnsRecord<'a> {
     version: u32,
@@ -120,10 +120,14 @@ enum LearnsChange<'a> {
 /// bytes each: (payload, how many of the texts it holds, in order). A text that alone is over
 /// `limit` gets a record of its own (the broker may refuse it: then only that text is not
 /// learned).
-pub fn learn_records(origin: &str, texts: &[LearnedText], limit: usize) -> Vec<(Vec<u8>, usize)> {
+pub fn learn_records(
+    origin: &str,
+    texts: &[LearnedText],
+    limit: usize,
+) -> Result<Vec<(Vec<u8>, usize)>, postcard::Error> {
     let mut records = Vec::new();
-    split_learns(origin, texts, limit, &mut records);
-    records
+    split_learns(origin, texts, limit, &mut records)?;
+    Ok(records)
 }
 
 fn split_learns(
@@ -131,23 +135,23 @@ fn split_learns(
     texts: &[LearnedText],
     limit: usize,
     out: &mut Vec<(Vec<u8>, usize)>,
-) {
+) -> Result<(), postcard::Error> {
     if texts.is_empty() {
-        return;
+        return Ok(());
     }
     let record = LearnsRecord {
         version: CHANGE_VERSION,
         origin,
         change: LearnsChange::Learns { texts },
     };
-    let payload = with_marker(&record);
+    let payload = postcard::to_extend(&record, vec![POSTCARD_MARKER])?;
     if payload.len() <= limit || texts.len() == 1 {
         out.push((payload, texts.len()));
-        return;
+        return Ok(());
     }
     let (first, second) = texts.split_at(texts.len() / 2);
-    split_learns(origin, first, limit, out);
-    split_learns(origin, second, limit, out);
+    split_learns(origin, first, limit, out)?;
+    split_learns(origin, second, limit, out)
 }
 
 /// `record` as postcard behind the marker byte.
@@ -207,7 +211,7 @@ mod tests {
                 confident: offset % 2 == 0,
             })
             .collect();
-        let whole = learn_records("me", &texts, usize::MAX);
+        let whole = learn_records("me", &texts, usize::MAX).unwrap();
         assert_eq!(whole.len(), 1);
         assert_eq!(whole[0].1, 8);
         let decoded = ChangeRecord::decode(&whole[0].0).unwrap();
@@ -220,7 +224,7 @@ mod tests {
         );
 
         let limit = whole[0].0.len() / 3;
-        let split = learn_records("me", &texts, limit);
+        let split = learn_records("me", &texts, limit).unwrap();
         assert!(split.len() >= 3, "{}", split.len());
         assert!(split.iter().all(|(payload, _)| payload.len() <= limit));
         let mut again = Vec::new();
@@ -235,8 +239,8 @@ mod tests {
         }
         assert_eq!(again, texts, "every text once, in order");
         // A text over the limit alone still gets its record.
-        assert_eq!(learn_records("me", &texts[..1], 10).len(), 1);
-        assert!(learn_records("me", &[], 10).is_empty());
+        assert_eq!(learn_records("me", &texts[..1], 10).unwrap().len(), 1);
+        assert!(learn_records("me", &[], 10).unwrap().is_empty());
     }
 
     #[test]

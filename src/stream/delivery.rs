@@ -3,8 +3,9 @@
 //! A text's outputs are sent one by one, every one of them even when an earlier one was
 //! refused (only a record the broker can never take — too large — is refused; everything else
 //! is retried). [`settle`] turns the refusals into what the loop must do: give back the intake
-//! place held for a learn record that will never come back from the changelog, and
-//! dead-letter the text with the reason that names the output refused.
+//! place held for a learn record that will never come back from the changelog (once per
+//! record: its own delivery task reports it), and dead-letter each text with the reason that
+//! names the output refused (each text of a refused learn record hears of it).
 
 use crate::events::decode::{Reason, Rejection};
 

@@ -27,11 +27,8 @@ impl Intake {
         self.backlog.push_back(message);
     }
 
-    /// The next text to take in, when fewer than `capacity` are in flight.
-    pub fn next(&mut self, in_flight: usize, capacity: usize) -> Option<OwnedMessage> {
-        if in_flight >= capacity {
-            return None;
-        }
+    /// The next text to take in (the caller decides whether there is room).
+    pub fn next(&mut self) -> Option<OwnedMessage> {
         let message = self.backlog.pop_front()?;
         self.tracker.begin(message.partition(), message.offset());
         Some(message)
@@ -116,14 +113,13 @@ mod tests {
     }
 
     #[test]
-    fn texts_are_taken_in_arrival_order_while_there_is_room() {
+    fn texts_are_taken_in_arrival_order_and_tracked() {
         let mut intake = Intake::default();
         intake.assign(&[0, 1]);
         for (partition, offset) in [(0, 5), (1, 9), (0, 6)] {
             intake.receive(text(partition, offset));
         }
-        assert!(intake.next(2, 2).is_none(), "full");
-        let taken: Vec<(i32, i64)> = std::iter::from_fn(|| intake.next(0, 1))
+        let taken: Vec<(i32, i64)> = std::iter::from_fn(|| intake.next())
             .map(|m| (m.partition(), m.offset()))
             .collect();
         assert_eq!(taken, [(0, 5), (1, 9), (0, 6)]);
@@ -152,7 +148,7 @@ mod tests {
         );
         intake.set_paused(true);
         assert_eq!(intake.pause_change(4), None, "paused already");
-        while intake.next(0, 1).is_some() {}
+        while intake.next().is_some() {}
         assert_eq!(intake.pause_change(4), Some(false));
     }
 
@@ -164,8 +160,8 @@ mod tests {
             intake.receive(text(partition, offset));
         }
         // One text of each partition taken in and done.
-        let first = intake.next(0, 1).unwrap();
-        let second = intake.next(0, 1).unwrap();
+        let first = intake.next().unwrap();
+        let second = intake.next().unwrap();
         intake.tracker.done(first.partition(), first.offset());
         intake.tracker.done(second.partition(), second.offset());
         assert_eq!(intake.held(1), 1);

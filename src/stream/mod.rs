@@ -95,7 +95,7 @@ pub struct ServeSummary {
     pub dead_letters: BTreeMap<String, u64>,
     pub label_events: u64,
     pub relearn_skipped: u64,
-    /// Learn records the broker refused (too large): predicted, not learned.
+    /// Texts whose learn record the broker refused (too large): predicted, not learned.
     pub learns_refused: u64,
     pub graph_nodes: usize,
     pub graph_edges: usize,

@@ -1,6 +1,7 @@
 //! The service loop. One task owns the replica, the intake and the slots; LLM calls and
 //! deliveries run as tasks and report back to it, the texts consumer runs in its own thread and
-//! reports to it. Each branch of the loop is one call; nothing in it blocks a thread.
+//! reports to it. Each branch of the loop is one call; no broker round trip blocks its thread
+//! (what it awaits is raced against the drain deadline or bounded).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -165,10 +166,14 @@ impl Service {
         commit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut stop = self.stop.clone();
         loop {
+            // Before the phase check: what they hand to delivery tasks keeps a drain going.
+            self.send_learns();
+            self.send_outbox();
             match stop.phase() {
                 Phase::Running => {
                     self.take_in().await?;
                     self.pause_or_resume(texts);
+                    self.send_learns();
                 }
                 Phase::Draining if self.slots.is_empty() && self.deliveries.is_empty() => {
                     return Ok(true)
@@ -182,8 +187,6 @@ impl Service {
                     return Ok(false);
                 }
             }
-            self.send_learns();
-            self.send_outbox();
             tokio::select! {
                 phase = stop.changed() => {
                     if phase == Phase::Draining {
@@ -204,7 +207,10 @@ impl Service {
                 Some(delivered) = self.deliveries.next(), if !self.deliveries.is_empty() => {
                     match delivered {
                         Ok(delivered) => self.on_delivered(delivered),
-                        Err(error) => tracing::error!(%error, "delivery task failed"),
+                        // A panic in a delivery task is a bug: surface it rather than let its
+                        // text (or learn record) hold its place for ever.
+                        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                        Err(error) => tracing::error!(%error, "delivery task cancelled"),
                     }
                 }
                 message = self.logs.changelog().recv() => match message {
@@ -235,23 +241,23 @@ impl Service {
         Ok(())
     }
 
-    /// Take texts in from the backlog while the intake has room. Own learn records not yet
-    /// read back (and the one gathering) count as in flight: with 1 in flight, each text is
-    /// classified against a graph that includes the previous one.
+    /// Take texts in from the backlog while the intake has room. A text is in flight from
+    /// intake until the graph includes it: in its slot, then with its learn step gathering,
+    /// then (one place per record) in a learn record not yet read back. So with 1 in flight
+    /// each text is classified against a graph that includes the previous one.
     async fn take_in(&mut self) -> Result<(), ServeError> {
         let capacity = self.config.input.max_in_flight;
-        // Under a backlog, wait for a quarter of the intake to be free and take those texts
-        // in together: they are begun side by side (one at a time, a full intake only ever
-        // frees one place per turn of the loop).
+        // Under a backlog, wait for a quarter of the intake to be free and take those texts in
+        // together: they are begun side by side (taken one by one as places free, they would
+        // be begun one at a time).
         let batch_min = (capacity / 4).max(1);
         loop {
-            let gathering = usize::from(!self.learns.is_empty());
-            let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
+            let in_flight = self.slots.len() + self.learns.len() + self.replica.pending_learns;
             let room = capacity.saturating_sub(in_flight);
             if room < batch_min && self.intake.backlog() > room && in_flight > 0 {
                 return Ok(());
             }
-            let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next(0, 1))
+            let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next())
                 .take(room)
                 .collect();
             if batch.is_empty() {
@@ -451,8 +457,22 @@ impl Service {
         }
         let (texts, mut waiting): (Vec<LearnedText>, Vec<oneshot::Sender<bool>>) =
             std::mem::take(&mut self.learns).into_iter().unzip();
-        let records =
-            changelog::learn_records(&self.replica.instance, &texts, self.learn_record_bytes);
+        let records = match changelog::learn_records(
+            &self.replica.instance,
+            &texts,
+            self.learn_record_bytes,
+        ) {
+            Ok(records) => records,
+            Err(error) => {
+                // Not expected of plain data; should it happen, the texts are not learned
+                // and say so (each is dead-lettered as its learn record refused).
+                tracing::error!(%error, texts = texts.len(), "learn record could not be encoded");
+                for text in waiting {
+                    let _ = text.send(false);
+                }
+                return;
+            }
+        };
         for (payload, count) in records {
             let rest = waiting.split_off(count.min(waiting.len()));
             let texts_waiting = std::mem::replace(&mut waiting, rest);
@@ -704,6 +724,24 @@ impl Service {
             // Apply what this instance (and others) logged, so the saved state is the log's.
             if let Err(error) = self.logs.catch_up(&mut self.replica, &mut self.stats).await {
                 tracing::warn!(%error, "changelog not read to its end at shutdown");
+            }
+            // Dead letters for label events that reading brought: sent before the cursor that
+            // passes them is saved (bounded: the broker may be going away).
+            let letters: Vec<_> = self
+                .replica
+                .take_outbox()
+                .into_iter()
+                .map(|record| (OutputKind::DeadLetter, record))
+                .collect();
+            if !letters.is_empty()
+                && tokio::time::timeout(CLOSE_LIMIT, deliver_all(&self.producer, &letters))
+                    .await
+                    .is_err()
+            {
+                tracing::warn!(
+                    count = letters.len(),
+                    "label events' dead letters not delivered at shutdown"
+                );
             }
         } else {
             tracing::warn!("broker unreachable at shutdown: offsets not committed");

@@ -84,7 +84,7 @@ impl Stats {
         self.summary.relearn_skipped += 1;
     }
 
-    /// A learn record the broker refused: predicted, not learned.
+    /// A text whose learn record the broker refused: predicted, not learned.
     pub fn learn_refused(&mut self) {
         self.summary.learns_refused += 1;
     }

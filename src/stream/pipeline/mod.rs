@@ -13,6 +13,7 @@ mod slots;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -174,22 +175,42 @@ pub fn begin_all(
         return texts.into_iter().map(begin_one).collect();
     }
     let per_thread = texts.len().div_ceil(threads);
-    let mut chunks: Vec<Vec<Arriving>> = Vec::with_capacity(threads);
+    // Each chunk in a slot its thread takes it from, so that a chunk whose thread cannot be
+    // started (the OS refused one) is still there to begin here.
     let mut texts = texts.into_iter().peekable();
+    let mut chunks: Vec<Mutex<Option<Vec<Arriving>>>> = Vec::with_capacity(threads);
     while texts.peek().is_some() {
-        chunks.push(texts.by_ref().take(per_thread).collect());
+        chunks.push(Mutex::new(Some(texts.by_ref().take(per_thread).collect())));
     }
+    let take = |chunk: &Mutex<Option<Vec<Arriving>>>| {
+        chunk
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default()
+    };
     std::thread::scope(|scope| {
         let running: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| scope.spawn(move || chunk.into_iter().map(begin_one).collect::<Vec<_>>()))
+            .iter()
+            .map(|chunk| {
+                std::thread::Builder::new().spawn_scoped(scope, move || {
+                    take(chunk).into_iter().map(begin_one).collect::<Vec<_>>()
+                })
+            })
             .collect();
         running
             .into_iter()
-            .flat_map(|thread| match thread.join() {
-                Ok(works) => works,
-                // A panic in the engine is a bug: let it surface as it would on this thread.
-                Err(panic) => std::panic::resume_unwind(panic),
+            .zip(&chunks)
+            .flat_map(|(thread, chunk)| match thread {
+                Ok(thread) => match thread.join() {
+                    Ok(works) => works,
+                    // A panic in the engine is a bug: let it surface as it would here.
+                    Err(panic) => std::panic::resume_unwind(panic),
+                },
+                Err(error) => {
+                    tracing::debug!(%error, "no thread for a chunk of texts; begun in the loop");
+                    take(chunk).into_iter().map(begin_one).collect()
+                }
             })
             .collect()
     })
@@ -331,4 +352,70 @@ pub fn llm_task(
             LlmDone { slot, outcome }
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::engine::keywords::KeywordMode;
+    use crate::engine::update::Update;
+    use crate::engine::{EngineConfig, NewLabel};
+    use crate::events::decode::Reason;
+    use crate::telemetry::metrics::Metrics;
+
+    #[test]
+    fn texts_begun_together_keep_their_order() {
+        let mut engine = Engine::new(EngineConfig::default());
+        let label = NewLabel {
+            id: "shipping".into(),
+            name: None,
+            description: None,
+            examples: vec!["parcel courier delivery late tracking".into()],
+        };
+        engine
+            .apply(&Update::Round {
+                round: "r1".into(),
+                labels: vec![label],
+            })
+            .unwrap();
+        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let stats = Stats::new(Arc::new(Metrics::new()));
+        // Every third text is bad: the results must line up with the inputs.
+        let texts: Vec<Arriving> = (0..11)
+            .map(|i| Arriving {
+                span: tracing::Span::none(),
+                received: Instant::now(),
+                decoded: if i % 3 == 0 {
+                    Err(Rejection::new(Reason::EmptyText, format!("text {i}")))
+                } else {
+                    Ok(TextEvent {
+                        version: 1,
+                        id: format!("t{i}"),
+                        text: "my parcel is late".into(),
+                        metadata: None,
+                        gold_label: None,
+                    })
+                },
+                decode_ms: 0.0,
+            })
+            .collect();
+        let works = begin_all(&classifier, &engine, &stats, texts);
+        assert_eq!(works.len(), 11);
+        for (i, work) in works.iter().enumerate() {
+            match work {
+                Work::Rejected { rejection, .. } => {
+                    assert_eq!(i % 3, 0);
+                    assert_eq!(rejection.message, format!("text {i}"));
+                }
+                Work::Classify { pending, answer } => {
+                    assert_ne!(i % 3, 0);
+                    assert_eq!(pending.event.id, format!("t{i}"));
+                    assert!(answer.is_some(), "no LLM: answered at once");
+                }
+                Work::Keywords { .. } => panic!("TF-IDF keywords"),
+            }
+        }
+    }
 }

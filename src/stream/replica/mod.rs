@@ -371,11 +371,15 @@ mod tests {
             confident: true,
         };
         replica.pending_learns = 2;
-        let (mine, _) = learn_records("me", &[text(7), text(8)], usize::MAX).remove(0);
+        let (mine, _) = learn_records("me", &[text(7), text(8)], usize::MAX)
+            .unwrap()
+            .remove(0);
         replica.apply_change(1, &mine, Some(0), &mut stats).unwrap();
         assert_eq!(replica.pending_learns, 1);
         // Another instance's record, with a copy of text 8: no place of ours, one copy skipped.
-        let (theirs, _) = learn_records("other", &[text(8), text(9)], usize::MAX).remove(0);
+        let (theirs, _) = learn_records("other", &[text(8), text(9)], usize::MAX)
+            .unwrap()
+            .remove(0);
         replica.apply_change(2, &theirs, None, &mut stats).unwrap();
         assert_eq!(replica.pending_learns, 1);
         assert_eq!(stats.summary().relearn_skipped, 1);
