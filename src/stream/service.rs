@@ -241,10 +241,11 @@ impl Service {
         Ok(())
     }
 
-    /// Take texts in from the backlog while the intake has room. A text is in flight from
-    /// intake until the graph includes it: in its slot, then with its learn step gathering,
-    /// then (one place per record) in a learn record not yet read back. So with 1 in flight
-    /// each text is classified against a graph that includes the previous one.
+    /// Take texts in from the backlog while the intake has room: in flight are the texts in
+    /// slots, plus one place per learn record not yet read back and one for the steps gathering
+    /// for the next record (the graph takes a record in at once). So with 1 in flight each text
+    /// is classified against a graph that includes the previous one; with N, a text's graph
+    /// misses at most the texts of N records, and a record gathers at most N texts.
     async fn take_in(&mut self) -> Result<(), ServeError> {
         let capacity = self.config.input.max_in_flight;
         // Under a backlog, wait for a quarter of the intake to be free and take those texts in
@@ -252,9 +253,12 @@ impl Service {
         // be begun one at a time).
         let batch_min = (capacity / 4).max(1);
         loop {
-            let in_flight = self.slots.len() + self.learns.len() + self.replica.pending_learns;
-            let room = capacity.saturating_sub(in_flight);
-            if room < batch_min && self.intake.backlog() > room && in_flight > 0 {
+            let gathering = usize::from(!self.learns.is_empty());
+            let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
+            let room = capacity
+                .saturating_sub(in_flight)
+                .min(capacity.saturating_sub(self.learns.len()));
+            if room == 0 || (room < batch_min && self.intake.backlog() > room && in_flight > 0) {
                 return Ok(());
             }
             let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next())
