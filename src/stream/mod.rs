@@ -19,11 +19,12 @@
 //! `service.rs` is the loop: one task owns the replica (engine, store, cursor), the intake
 //! (offset tracker, backlog) and the slots; LLM calls and deliveries run as tasks and report
 //! back to it; the texts consumer runs in its own thread and reports to it. `startup.rs` builds
-//! what the loop starts with; `stats.rs` counts (summary and Prometheus in one call);
+//! what the loop starts with; `group_commit.rs` gathers learn steps into records; `stats.rs` counts (summary and Prometheus in one call);
 //! `lag.rs` measures consumer lag off the loop.
 
 pub mod changelog;
 mod delivery;
+mod group_commit;
 mod intake;
 pub mod kafka;
 mod lag;

@@ -10,12 +10,11 @@ use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::Producer as _;
-use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use super::changelog::{self, LearnedText};
 use super::delivery::{self, OutputKind};
+use super::group_commit::GroupCommit;
 use super::intake::Intake;
 use super::kafka::{self, OrderedSender, Outgoing, Producer};
 use super::lag::LagProbe;
@@ -42,21 +41,6 @@ const STALL_WARN: Duration = Duration::from_secs(60);
 const CLOSE_LIMIT: Duration = Duration::from_secs(10);
 /// Most events of one kind handled in one turn of the loop.
 const DRAIN_AT_ONCE: usize = 256;
-/// Largest learn record written with several texts in it: well under the broker's default
-/// `message.max.bytes` (1 MB), so batching never makes a record the broker refuses.
-const LEARN_RECORD_BYTES: usize = 256 * 1024;
-
-/// The learn-record size limit: [`LEARN_RECORD_BYTES`], or half the producer's own
-/// `message.max.bytes` when the operator set it lower.
-fn learn_record_bytes(config: &ServeConfig) -> usize {
-    config
-        .kafka
-        .client
-        .get("message.max.bytes")
-        .and_then(|value| value.parse::<usize>().ok())
-        .map_or(LEARN_RECORD_BYTES, |max| LEARN_RECORD_BYTES.min(max / 2))
-}
-
 /// A delivery task's report.
 struct Delivered {
     /// The text whose outputs these were (None for a learn record or a label event's dead
@@ -80,14 +64,8 @@ struct Service {
     /// Learn records go to the changelog in finishing order (offset order per partition):
     /// the learn dedupe relies on it.
     ordered: OrderedSender,
-    /// Learn steps of finished texts not yet sent, each with its text's delivery task waiting
-    /// to hear whether it was delivered. Group commit: while a learn record is on its way to
-    /// the broker, the next texts' steps gather here and go as one record (or a few, under
-    /// `learn_record_bytes`) once it is acknowledged.
-    learns: Vec<(LearnedText, oneshot::Sender<bool>)>,
-    learn_record_bytes: usize,
-    /// Learn records handed to the producer and not yet acknowledged.
-    learns_unacked: usize,
+    /// Learn steps gathered for the next learn record.
+    group: GroupCommit,
     intake: Intake,
     slots: Slots<Text>,
     llm_tasks: FuturesUnordered<LlmTask>,
@@ -124,9 +102,7 @@ pub(super) async fn run(
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let mut service = Service {
         ordered: OrderedSender::spawn(producer.clone()),
-        learns: Vec::new(),
-        learn_record_bytes: learn_record_bytes(&config),
-        learns_unacked: 0,
+        group: GroupCommit::new(&config),
         config,
         replica,
         logs,
@@ -253,11 +229,11 @@ impl Service {
         // be begun one at a time).
         let batch_min = (capacity / 4).max(1);
         loop {
-            let gathering = usize::from(!self.learns.is_empty());
+            let gathering = usize::from(self.group.gathered() > 0);
             let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
             let room = capacity
                 .saturating_sub(in_flight)
-                .min(capacity.saturating_sub(self.learns.len()));
+                .min(capacity.saturating_sub(self.group.gathered()));
             if room == 0 || (room < batch_min && self.intake.backlog() > room && in_flight > 0) {
                 return Ok(());
             }
@@ -418,11 +394,7 @@ impl Service {
             let span = text.span.clone();
             let finished = finish(&finishing, &self.replica.engine, text, learning);
             finished.tally.count(&mut self.stats);
-            let learned = finished.learn.map(|text| {
-                let (delivered, learned) = oneshot::channel();
-                self.learns.push((text, delivered));
-                learned
-            });
+            let learned = finished.learn.map(|text| self.group.gather(text));
             let producer = self.producer.clone();
             let (records, source) = (finished.records, finished.source);
             let produce_span = tracing::info_span!(parent: &span, "produce");
@@ -456,49 +428,26 @@ impl Service {
     /// under the size limit. Each record holds one intake place until it is read back from the
     /// changelog (or refused).
     fn send_learns(&mut self) {
-        if self.learns.is_empty() || self.learns_unacked > 0 {
-            return;
-        }
-        let (texts, mut waiting): (Vec<LearnedText>, Vec<oneshot::Sender<bool>>) =
-            std::mem::take(&mut self.learns).into_iter().unzip();
-        let records = match changelog::learn_records(
-            &self.replica.instance,
-            &texts,
-            self.learn_record_bytes,
-        ) {
-            Ok(records) => records,
-            Err(error) => {
-                // Not expected of plain data; should it happen, the texts are not learned
-                // and say so (each is dead-lettered as its learn record refused).
-                tracing::error!(%error, texts = texts.len(), "learn record could not be encoded");
-                for text in waiting {
-                    let _ = text.send(false);
-                }
-                return;
-            }
-        };
-        for (payload, count) in records {
-            let rest = waiting.split_off(count.min(waiting.len()));
-            let texts_waiting = std::mem::replace(&mut waiting, rest);
+        for record in self.group.take(&self.replica.instance) {
             self.replica.pending_learns += 1;
-            self.learns_unacked += 1;
             let ordered = self.ordered.send(Outgoing {
                 topic: self.config.topics.changelog.clone(),
                 key: None,
-                payload,
+                payload: record.payload,
                 headers: Vec::new(),
             });
-            let producer = self.producer.clone();
+            let (producer, waiting) = (self.producer.clone(), record.waiting);
             self.deliveries.push(tokio::spawn(async move {
                 let started = Instant::now();
                 let delivered = match ordered.confirm(&producer).await {
                     Ok(()) => true,
                     Err(error) => {
-                        tracing::error!(%error, texts = count, "learn record refused by the broker");
+                        let texts = waiting.len();
+                        tracing::error!(%error, texts, "learn record refused by the broker");
                         false
                     }
                 };
-                for text in texts_waiting {
+                for text in waiting {
                     // The text's own task may be gone (aborted at shutdown).
                     let _ = text.send(delivered);
                 }
@@ -506,7 +455,11 @@ impl Service {
                     text: None,
                     learn_record: true,
                     produce_seconds: started.elapsed().as_secs_f64(),
-                    refused: if delivered { Vec::new() } else { vec![OutputKind::Learn] },
+                    refused: if delivered {
+                        Vec::new()
+                    } else {
+                        vec![OutputKind::Learn]
+                    },
                     source: None,
                 }
             }));
@@ -541,7 +494,7 @@ impl Service {
     fn on_delivered(&mut self, delivered: Delivered) {
         let settled = delivery::settle(&delivered.refused);
         if delivered.learn_record {
-            self.learns_unacked = self.learns_unacked.saturating_sub(1);
+            self.group.acknowledged();
             self.stats.stage("learn_produce", delivered.produce_seconds);
         }
         let Some((partition, offset)) = delivered.text else {
