@@ -5,6 +5,8 @@
 #   scripts/bench-serve.sh slow    [texts=2000] [runs=3] [instances=1]   # fake LLM answering in 50 ms, 4 calls at once per instance
 #   scripts/bench-serve.sh real    [texts=40]   [runs=1] [instances=1]   # the local Qwen model (scripts/llm.sh)
 #
+# BENCH_IN_FLIGHT overrides the instant mode's intake (64); BENCH_EXTRA adds `--set key=value`
+# flags to every instance. Each instance's /metrics is saved as out/bench-serve/metrics-<run>-<n>.txt.
 # With instances=2, two replicas share the texts (one consumer group, 4 partitions).
 # Each run: a fresh service on topics of its own, round 1 of examples/stream applied, then
 # `texts` synthetic texts published at once (a backlog). Reported per run: texts/s from the
@@ -19,7 +21,7 @@ texts="${2:-}"
 runs="${3:-}"
 instances="${4:-1}"
 case "$mode" in
-  instant) texts="${texts:-5000}"; runs="${runs:-3}"; in_flight=64; llm_concurrency=16 ;;
+  instant) texts="${texts:-5000}"; runs="${runs:-3}"; in_flight="${BENCH_IN_FLIGHT:-64}"; llm_concurrency=16 ;;
   slow) texts="${texts:-2000}"; runs="${runs:-3}"; in_flight=8; llm_concurrency=4 ;;
   real) texts="${texts:-40}"; runs="${runs:-1}"; in_flight=8; llm_concurrency=2 ;;
   *) echo "usage: $0 instant|slow|real [texts] [runs] [instances]" >&2; exit 2 ;;
@@ -70,7 +72,7 @@ for run in $(seq 1 "$runs"); do
       --set "kafka.group_id=$name" --set "kafka.partitions=4" \
       --set "state.dir=$out/state-$run-$instance" --set "llm.url=$llm_url" \
       --set "input.max_in_flight=$in_flight" --set "llm.concurrency=$llm_concurrency" \
-      --set "admin.listen=127.0.0.1:0" \
+      --set "admin.listen=127.0.0.1:0" ${BENCH_EXTRA:-} \
       >"$out/serve-$run-$instance.log" 2>&1 &
     serve_pids+=($!)
     pids+=($!)
@@ -88,6 +90,11 @@ for run in $(seq 1 "$runs"); do
   "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
     >"$out/predictions-$run.jsonl"
   end=$(date +%s.%N)
+  # Each instance's /metrics (per-stage latency histograms) before it stops.
+  for instance in $(seq 1 "$instances"); do
+    admin=$(grep -o 'admin port.*address=[0-9.:]*' "$out/serve-$run-$instance.log" | head -1 | sed 's/.*address=//')
+    curl -sf "http://$admin/metrics" >"$out/metrics-$run-$instance.txt" || true
+  done
   for pid in "${serve_pids[@]}"; do kill -TERM "$pid"; done
   for pid in "${serve_pids[@]}"; do wait "$pid" || true; done
   result=$(python3 - "$out/predictions-$run.jsonl" "$start" "$end" "$texts" "$instances" <<'PY'

@@ -231,6 +231,9 @@ pub struct InputSection {
     pub max_text_bytes: usize,
     /// Texts being classified at once (LLM latency dominates; offsets still commit in order).
     pub max_in_flight: usize,
+    /// Texts read ahead of the intake, in MiB: the partitions are paused when it is full and
+    /// resumed at half (a pause drops what librdkafka fetched ahead, so it should be rare).
+    pub backlog_mb: usize,
 }
 
 impl Default for InputSection {
@@ -238,6 +241,7 @@ impl Default for InputSection {
         Self {
             max_text_bytes: 100_000,
             max_in_flight: 8,
+            backlog_mb: 16,
         }
     }
 }
@@ -500,6 +504,9 @@ impl ServeConfig {
         }
         if self.input.max_in_flight == 0 {
             errors.push("input.max_in_flight: must be at least 1".into());
+        }
+        if self.input.backlog_mb == 0 {
+            errors.push("input.backlog_mb: must be at least 1".into());
         }
         if self.input.max_text_bytes == 0 {
             errors.push("input.max_text_bytes: must be at least 1".into());

@@ -1,8 +1,14 @@
 //! What the loop knows of its texts partitions: which are assigned, the offsets done and
 //! committed ([`OffsetTracker`]), and the texts read but not yet taken in (the backlog). The
-//! consumer is polled whatever the LLM does; when the backlog holds a full intake's worth the
-//! partitions are paused instead (the consumer stays in its group), and resumed once it is
-//! empty. Pure: the loop does the pausing and committing this asks for.
+//! consumer is polled whatever the LLM does; when the backlog fills its budget
+//! (`input.backlog_mb`) the partitions are paused instead (the consumer stays in its group), and
+//! resumed once it is down to half. Pure: the loop does the pausing and committing this asks for.
+//!
+//! Why a budget in bytes and not an intake's worth: pausing makes librdkafka throw away what it
+//! had fetched ahead, and a resumed partition's first records arrive 0.1–1 s later. Paused at a
+//! full intake (64 texts) and resumed when empty, the loop sat idle for those texts about once a
+//! second (measured: 2.0 s of 5.7 s idle in `scripts/bench-serve.sh instant`); with room for
+//! thousands of small texts, a pause is rare and its refetch overlaps the work left.
 
 use std::collections::VecDeque;
 
@@ -12,24 +18,38 @@ use super::offsets::OffsetTracker;
 
 /// Fewest texts held back before the partitions are paused.
 const BACKLOG_MIN: usize = 16;
+/// Most texts held back whatever their size (each costs a little bookkeeping too).
+const BACKLOG_MAX_TEXTS: usize = 100_000;
+
+/// How much the backlog may hold before the partitions are paused.
+#[derive(Debug, Clone, Copy)]
+pub struct BacklogLimit {
+    /// An intake's worth: never paused with fewer texts held (however large they are).
+    pub max_in_flight: usize,
+    pub bytes: usize,
+}
 
 #[derive(Default)]
 pub struct Intake {
     pub tracker: OffsetTracker,
     /// Texts received and not yet taken in, in arrival order.
     backlog: VecDeque<OwnedMessage>,
+    /// Payload and key bytes of the backlog.
+    backlog_bytes: usize,
     /// Whether the assigned partitions are paused.
     paused: bool,
 }
 
 impl Intake {
     pub fn receive(&mut self, message: OwnedMessage) {
+        self.backlog_bytes += size(&message);
         self.backlog.push_back(message);
     }
 
     /// The next text to take in (the caller decides whether there is room).
     pub fn next(&mut self) -> Option<OwnedMessage> {
         let message = self.backlog.pop_front()?;
+        self.backlog_bytes -= size(&message);
         self.tracker.begin(message.partition(), message.offset());
         Some(message)
     }
@@ -50,13 +70,16 @@ impl Intake {
         self.paused
     }
 
-    /// Whether to pause (true) or resume (false) the assigned partitions now, for an intake of
-    /// `max_in_flight`; None to leave them as they are.
-    pub fn pause_change(&self, max_in_flight: usize) -> Option<bool> {
-        let full = self.backlog.len() >= max_in_flight.max(BACKLOG_MIN);
+    /// Whether to pause (true) or resume (false) the assigned partitions now; None to leave them
+    /// as they are. Paused when full, resumed at half (hysteresis: not a pause per text).
+    pub fn pause_change(&self, limit: BacklogLimit) -> Option<bool> {
+        let texts = self.backlog.len();
+        let full = texts >= limit.max_in_flight.max(BACKLOG_MIN)
+            && (self.backlog_bytes >= limit.bytes || texts >= BACKLOG_MAX_TEXTS);
+        let half = self.backlog_bytes <= limit.bytes / 2 && texts <= BACKLOG_MAX_TEXTS / 2;
         if !self.paused && full {
             Some(true)
-        } else if self.paused && self.backlog.is_empty() {
+        } else if self.paused && half {
             Some(false)
         } else {
             None
@@ -81,6 +104,7 @@ impl Intake {
         let before = self.backlog.len();
         self.backlog
             .retain(|m| !partitions.contains(&m.partition()));
+        self.backlog_bytes = self.backlog.iter().map(size).sum();
         let dropped = before - self.backlog.len();
         let done = self
             .tracker
@@ -93,6 +117,10 @@ impl Intake {
         }
         (dropped, done)
     }
+}
+
+fn size(message: &OwnedMessage) -> usize {
+    message.payload().map_or(0, <[u8]>::len) + message.key().map_or(0, <[u8]>::len)
 }
 
 #[cfg(test)]
@@ -127,29 +155,54 @@ mod tests {
     }
 
     #[test]
-    fn a_full_backlog_pauses_and_an_empty_one_resumes() {
+    fn a_backlog_over_its_budget_pauses_and_one_down_to_half_resumes() {
         let mut intake = Intake::default();
         intake.assign(&[0]);
-        assert_eq!(intake.pause_change(4), None);
+        // Each test text is 2 bytes ("{}"): 20 of them fill a 40-byte budget.
+        let limit = BacklogLimit {
+            max_in_flight: 4,
+            bytes: 40,
+        };
+        assert_eq!(intake.pause_change(limit), None);
+        for offset in 0..19 {
+            intake.receive(text(0, offset));
+        }
+        assert_eq!(intake.pause_change(limit), None, "38 of 40 bytes");
+        intake.receive(text(0, 19));
+        assert_eq!(intake.pause_change(limit), Some(true));
+        intake.set_paused(true);
+        assert_eq!(intake.pause_change(limit), None, "paused already");
+        for _ in 0..9 {
+            intake.next();
+        }
+        assert_eq!(intake.pause_change(limit), None, "22 bytes: above half");
+        intake.next();
+        assert_eq!(intake.pause_change(limit), Some(false), "20 bytes: half");
+    }
+
+    #[test]
+    fn never_paused_with_less_than_an_intake_held() {
+        let mut intake = Intake::default();
+        intake.assign(&[0]);
+        let tiny_budget = |max_in_flight| BacklogLimit {
+            max_in_flight,
+            bytes: 1,
+        };
         for offset in 0..BACKLOG_MIN as i64 - 1 {
             intake.receive(text(0, offset));
         }
         assert_eq!(
-            intake.pause_change(4),
+            intake.pause_change(tiny_budget(4)),
             None,
             "below the floor of {BACKLOG_MIN}"
         );
         intake.receive(text(0, 99));
-        assert_eq!(intake.pause_change(4), Some(true));
+        assert_eq!(intake.pause_change(tiny_budget(4)), Some(true));
         assert_eq!(
-            intake.pause_change(64),
+            intake.pause_change(tiny_budget(64)),
             None,
-            "an intake of 64 pauses at 64"
+            "an intake of 64 pauses at 64 texts at the earliest"
         );
-        intake.set_paused(true);
-        assert_eq!(intake.pause_change(4), None, "paused already");
-        while intake.next().is_some() {}
-        assert_eq!(intake.pause_change(4), Some(false));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::delivery::{self, OutputKind};
 use super::group_commit::GroupCommit;
-use super::intake::Intake;
+use super::intake::{BacklogLimit, Intake};
 use super::kafka::{self, OrderedSender, Outgoing, Producer};
 use super::lag::LagProbe;
 use super::outputs;
@@ -556,7 +556,11 @@ impl Service {
     }
 
     fn pause_or_resume(&mut self, texts: &TextsConsumer) {
-        let Some(pause) = self.intake.pause_change(self.config.input.max_in_flight) else {
+        let limit = BacklogLimit {
+            max_in_flight: self.config.input.max_in_flight,
+            bytes: self.config.input.backlog_mb.saturating_mul(1 << 20),
+        };
+        let Some(pause) = self.intake.pause_change(limit) else {
             return;
         };
         match texts.pause(&self.intake.tracker.assigned(), pause) {
