@@ -10,11 +10,12 @@
 //! second (measured: 2.0 s of 5.7 s idle in `scripts/bench-serve.sh instant`); with room for
 //! thousands of small texts, a pause is rare and its refetch overlaps the work left.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use rdkafka::message::{Message, OwnedMessage};
 
 use super::offsets::OffsetTracker;
+use crate::config::InputSection;
 
 /// Fewest texts held back before the partitions are paused.
 const BACKLOG_MIN: usize = 16;
@@ -29,6 +30,15 @@ pub struct BacklogLimit {
     pub bytes: usize,
 }
 
+impl BacklogLimit {
+    pub fn of(input: &InputSection) -> Self {
+        Self {
+            max_in_flight: input.max_in_flight,
+            bytes: input.backlog_mb.saturating_mul(1 << 20),
+        }
+    }
+}
+
 #[derive(Default)]
 pub struct Intake {
     pub tracker: OffsetTracker,
@@ -36,6 +46,9 @@ pub struct Intake {
     backlog: VecDeque<OwnedMessage>,
     /// Payload and key bytes of the backlog.
     backlog_bytes: usize,
+    /// Texts of the backlog per partition (the lag probe asks every tick; the backlog may hold
+    /// thousands).
+    held: HashMap<i32, usize>,
     /// Whether the assigned partitions are paused.
     paused: bool,
 }
@@ -43,6 +56,7 @@ pub struct Intake {
 impl Intake {
     pub fn receive(&mut self, message: OwnedMessage) {
         self.backlog_bytes += size(&message);
+        *self.held.entry(message.partition()).or_default() += 1;
         self.backlog.push_back(message);
     }
 
@@ -50,6 +64,9 @@ impl Intake {
     pub fn next(&mut self) -> Option<OwnedMessage> {
         let message = self.backlog.pop_front()?;
         self.backlog_bytes -= size(&message);
+        if let Some(held) = self.held.get_mut(&message.partition()) {
+            *held = held.saturating_sub(1);
+        }
         self.tracker.begin(message.partition(), message.offset());
         Some(message)
     }
@@ -60,10 +77,7 @@ impl Intake {
 
     /// Texts of `partition` read and held back: still to do, so they count as lag.
     pub fn held(&self, partition: i32) -> i64 {
-        self.backlog
-            .iter()
-            .filter(|m| m.partition() == partition)
-            .count() as i64
+        self.held.get(&partition).copied().unwrap_or(0) as i64
     }
 
     pub fn is_paused(&self) -> bool {
@@ -105,6 +119,9 @@ impl Intake {
         self.backlog
             .retain(|m| !partitions.contains(&m.partition()));
         self.backlog_bytes = self.backlog.iter().map(size).sum();
+        for partition in partitions {
+            self.held.remove(partition);
+        }
         let dropped = before - self.backlog.len();
         let done = self
             .tracker

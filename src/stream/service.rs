@@ -67,6 +67,8 @@ struct Service {
     /// Learn steps gathered for the next learn record.
     group: GroupCommit,
     intake: Intake,
+    /// `input.*` as the intake's pause rule wants it (derived once).
+    backlog_limit: BacklogLimit,
     slots: Slots<Text>,
     llm_tasks: FuturesUnordered<LlmTask>,
     deliveries: FuturesUnordered<JoinHandle<Delivered>>,
@@ -100,6 +102,7 @@ pub(super) async fn run(
         watermarks,
     } = startup::start(&config, stop.clone(), health.clone()).await?;
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
+    let backlog_limit = BacklogLimit::of(&config.input);
     let mut service = Service {
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
@@ -109,6 +112,7 @@ pub(super) async fn run(
         classifier,
         producer,
         intake: Intake::default(),
+        backlog_limit,
         slots: Slots::default(),
         llm_tasks: FuturesUnordered::new(),
         deliveries: FuturesUnordered::new(),
@@ -556,11 +560,7 @@ impl Service {
     }
 
     fn pause_or_resume(&mut self, texts: &TextsConsumer) {
-        let limit = BacklogLimit {
-            max_in_flight: self.config.input.max_in_flight,
-            bytes: self.config.input.backlog_mb.saturating_mul(1 << 20),
-        };
-        let Some(pause) = self.intake.pause_change(limit) else {
+        let Some(pause) = self.intake.pause_change(self.backlog_limit) else {
             return;
         };
         match texts.pause(&self.intake.tracker.assigned(), pause) {
