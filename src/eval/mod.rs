@@ -131,6 +131,17 @@ impl Scored {
                 })
                 .collect(),
         };
+        if let Some(kind) = classified.decision.hallucination {
+            // What the model said, for studying the flag (`GORAG_LOG=gorag::eval=debug`).
+            tracing::debug!(
+                ?kind,
+                gold = %sample.label,
+                answer = classified.raw_answer.as_deref().unwrap_or_default(),
+                alternatives = ?classified.alternatives,
+                candidates = ?classified.retrieval.candidates,
+                "hallucination"
+            );
+        }
         Self {
             readings,
             gold: sample.label.clone(),

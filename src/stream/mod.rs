@@ -16,7 +16,8 @@
 //! flushed to disk. A crash replays from the committed offset; texts already learned (the
 //! changelog cursor knows their offsets) are predicted again but not learned twice.
 //!
-//! `service.rs` is the loop: one task owns the replica (engine, store, cursor), the intake
+//! `service/` is the loop (`mod.rs`; a text's way in and out, the tick's watch and the close
+//! beside it): one task owns the replica (engine, store, cursor), the intake
 //! (offset tracker, backlog) and the slots; LLM calls and deliveries run as tasks and report
 //! back to it; the texts consumer runs in its own thread and reports to it. `startup.rs` builds
 //! what the loop starts with; `group_commit.rs` gathers learn steps into records; `stats.rs` counts (summary and Prometheus in one call);

@@ -1,0 +1,78 @@
+//! After the loop: commit what is done, read the log to its end, save, flush.
+
+use std::time::Duration;
+
+use rdkafka::producer::Producer as _;
+
+use super::way_out::deliver_all;
+use super::{Service, CLOSE_LIMIT};
+use crate::stream::delivery::OutputKind;
+use crate::stream::texts::TextsConsumer;
+use crate::stream::{ServeError, ServeSummary};
+
+impl Service {
+    /// After the loop: commit what is done, read the log to its end, save, flush.
+    pub(super) async fn close(
+        mut self,
+        texts: TextsConsumer,
+        drained: bool,
+    ) -> Result<ServeSummary, ServeError> {
+        // Unfinished LLM calls are dropped (their texts stay uncommitted).
+        self.llm_tasks.clear();
+        for task in self.deliveries.iter() {
+            task.abort();
+        }
+        // A synchronous commit waits for the group coordinator without a deadline: only with a
+        // reachable broker. Otherwise the offsets stay uncommitted (re-read later: duplicates).
+        let reachable = self
+            .health
+            .broker_reachable
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if reachable {
+            self.replica.flush()?;
+            texts
+                .close(Some(self.intake.tracker.watermarks()), CLOSE_LIMIT)
+                .await;
+            // Apply what this instance (and others) logged, so the saved state is the log's.
+            if let Err(error) = self.logs.catch_up(&mut self.replica, &mut self.stats).await {
+                tracing::warn!(%error, "changelog not read to its end at shutdown");
+            }
+            // Dead letters for label events that reading brought: sent before the cursor that
+            // passes them is saved (bounded: the broker may be going away).
+            let letters: Vec<_> = self
+                .replica
+                .take_outbox()
+                .into_iter()
+                .map(|record| (OutputKind::DeadLetter, record))
+                .collect();
+            if !letters.is_empty()
+                && tokio::time::timeout(CLOSE_LIMIT, deliver_all(&self.producer, &letters))
+                    .await
+                    .is_err()
+            {
+                tracing::warn!(
+                    count = letters.len(),
+                    "label events' dead letters not delivered at shutdown"
+                );
+            }
+        } else {
+            tracing::warn!("broker unreachable at shutdown: offsets not committed");
+            texts.close(None, CLOSE_LIMIT).await;
+        }
+        self.replica.save()?;
+        if let Err(error) = self.producer.flush(Duration::from_secs(10)) {
+            tracing::warn!(%error, "producer flush at shutdown");
+        }
+        let engine = &self.replica.engine;
+        let summary = ServeSummary {
+            graph_nodes: engine.graph().node_count(),
+            graph_edges: engine.graph().edge_count(),
+            labels: engine.labels().len(),
+            digest: engine.digest(),
+            drained,
+            ..self.stats.summary().clone()
+        };
+        tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
+        Ok(summary)
+    }
+}

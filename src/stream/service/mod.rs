@@ -1,0 +1,277 @@
+//! The service loop. One task owns the replica, the intake and the slots; LLM calls and
+//! deliveries run as tasks and report back to it, the texts consumer runs in its own thread and
+//! reports to it. Each branch of the loop is one call; no broker round trip blocks its thread
+//! (what it awaits is raced against the drain deadline or bounded).
+//!
+//! This file is the loop and the calls of its branches; the work they start lives beside it,
+//! each a part of `impl Service`: `way_in.rs` (backlog → decoded → begun → LLM answer, and
+//! revocation), `way_out.rs` (finished in order → learn records and outputs → acknowledged),
+//! `watch.rs` (the tick's measurements and the stall warning), `close.rs` (after the loop).
+
+mod close;
+mod watch;
+mod way_in;
+mod way_out;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
+use rdkafka::message::Message;
+use tokio::task::JoinHandle;
+
+use super::delivery::OutputKind;
+use super::group_commit::GroupCommit;
+use super::intake::{BacklogLimit, Intake};
+use super::kafka::{OrderedSender, Producer};
+use super::lag::LagProbe;
+use super::pipeline::{LlmTask, Slots, Source, Text};
+use super::replica::sync::LogSync;
+use super::replica::Replica;
+use super::startup::{self, Started};
+use super::stats::Stats;
+use super::stop::{Phase, Stop};
+use super::texts::{TextsConsumer, TextsEvent};
+use super::{ServeError, ServeSummary};
+use crate::classify::Classifier;
+use crate::config::{OnLlmFailure, ServeConfig};
+use crate::telemetry::admin::Health;
+use crate::telemetry::metrics::Metrics;
+
+/// Texts in flight and none finished for this long: warn with their states.
+const STALL_WARN: Duration = Duration::from_secs(60);
+/// How long the final commit and leaving the group may take at shutdown.
+const CLOSE_LIMIT: Duration = Duration::from_secs(10);
+/// Most events of one kind handled in one turn of the loop.
+const DRAIN_AT_ONCE: usize = 256;
+/// A delivery task's report.
+struct Delivered {
+    /// The text whose outputs these were (None for a learn record or a label event's dead
+    /// letter).
+    text: Option<(i32, i64)>,
+    /// Whether this was a learn record.
+    learn_record: bool,
+    produce_seconds: f64,
+    /// Outputs the broker refused (too large), see [`super::delivery::settle`].
+    refused: Vec<OutputKind>,
+    /// The input record, to dead-letter should an output be refused.
+    source: Option<Source>,
+}
+
+struct Service {
+    config: ServeConfig,
+    replica: Replica,
+    logs: LogSync,
+    classifier: Classifier,
+    producer: Producer,
+    /// Learn records go to the changelog in finishing order (offset order per partition):
+    /// the learn dedupe relies on it.
+    ordered: OrderedSender,
+    /// Learn steps gathered for the next learn record.
+    group: GroupCommit,
+    intake: Intake,
+    /// `input.*` as the intake's pause rule wants it (derived once).
+    backlog_limit: BacklogLimit,
+    slots: Slots<Text>,
+    llm_tasks: FuturesUnordered<LlmTask>,
+    deliveries: FuturesUnordered<JoinHandle<Delivered>>,
+    stats: Stats,
+    health: Arc<Health>,
+    stop: Stop,
+    lag: LagProbe,
+    /// When a text last finished (or nothing was in flight): the stall warning's clock.
+    last_progress: Instant,
+}
+
+pub(super) async fn run(
+    config: ServeConfig,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+) -> Result<ServeSummary, ServeError> {
+    Health::set(
+        &health.llm_optional,
+        !config.llm.enabled() || config.llm.on_failure == OnLlmFailure::Graph,
+    );
+    let stop = Stop::spawn(
+        shutdown,
+        Duration::from_secs_f64(config.state.drain_timeout_secs),
+    );
+    let Started {
+        replica,
+        logs,
+        classifier,
+        producer,
+        watermarks,
+    } = startup::start(&config, stop.clone(), health.clone()).await?;
+    let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
+    let backlog_limit = BacklogLimit::of(&config.input);
+    let mut service = Service {
+        ordered: OrderedSender::spawn(producer.clone()),
+        group: GroupCommit::new(&config),
+        config,
+        replica,
+        logs,
+        classifier,
+        producer,
+        intake: Intake::default(),
+        backlog_limit,
+        slots: Slots::default(),
+        llm_tasks: FuturesUnordered::new(),
+        deliveries: FuturesUnordered::new(),
+        stats: Stats::new(metrics),
+        health,
+        stop,
+        lag,
+        last_progress: Instant::now(),
+    };
+    service
+        .logs
+        .sync(&mut service.replica, &mut service.stats)
+        .await?;
+    service.replica.gauges(service.stats.metrics());
+    let mut texts = TextsConsumer::start(&service.config, service.producer.clone())?;
+    Health::set(&service.health.state_loaded, true);
+    tracing::info!(
+        topic = %service.config.topics.texts,
+        group = %service.config.kafka.group_id,
+        "serving"
+    );
+    let drained = service.serve(&mut texts).await?;
+    service.close(texts, drained).await
+}
+
+impl Service {
+    /// The loop: until the drain ends (true) or its deadline passes (false).
+    async fn serve(&mut self, texts: &mut TextsConsumer) -> Result<bool, ServeError> {
+        let mut commit_tick =
+            tokio::time::interval(Duration::from_millis(self.config.kafka.commit_interval_ms));
+        commit_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut stop = self.stop.clone();
+        loop {
+            // Before the phase check: what they hand to delivery tasks keeps a drain going.
+            self.send_learns();
+            self.send_outbox();
+            match stop.phase() {
+                Phase::Running => {
+                    self.take_in().await?;
+                    self.pause_or_resume(texts);
+                    self.send_learns();
+                }
+                Phase::Draining if self.slots.is_empty() && self.deliveries.is_empty() => {
+                    return Ok(true)
+                }
+                Phase::Draining => {}
+                Phase::Expired => {
+                    tracing::warn!(
+                        in_flight = self.slots.len(),
+                        "drain deadline passed; their offsets stay uncommitted"
+                    );
+                    return Ok(false);
+                }
+            }
+            tokio::select! {
+                phase = stop.changed() => {
+                    if phase == Phase::Draining {
+                        tracing::info!(in_flight = self.slots.len(), "shutting down: draining");
+                    }
+                }
+                Some(done) = self.llm_tasks.next(), if !self.llm_tasks.is_empty() => {
+                    self.on_llm_done(done);
+                    // Every other answer already in, too: the places they free are filled
+                    // together, and their texts begun side by side.
+                    for _ in 0..DRAIN_AT_ONCE {
+                        match self.llm_tasks.next().now_or_never() {
+                            Some(Some(done)) => self.on_llm_done(done),
+                            _ => break,
+                        }
+                    }
+                }
+                Some(delivered) = self.deliveries.next(), if !self.deliveries.is_empty() => {
+                    match delivered {
+                        Ok(delivered) => self.on_delivered(delivered),
+                        // A panic in a delivery task is a bug: surface it rather than let its
+                        // text (or learn record) hold its place for ever.
+                        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                        Err(error) => tracing::error!(%error, "delivery task cancelled"),
+                    }
+                }
+                message = self.logs.changelog().recv() => match message {
+                    Ok(message) => {
+                        let (offset, payload) = (message.offset(), message.payload().unwrap_or_default());
+                        let created = message.timestamp().to_millis();
+                        self.replica.apply_change(offset, payload, created, &mut self.stats)?;
+                    }
+                    Err(error) => tracing::warn!(%error, "changelog consumer error"),
+                },
+                _ = commit_tick.tick() => self.on_tick(texts, stop.phase()).await?,
+                Some(event) = texts.recv() => self.on_texts_event(event, texts),
+            }
+        }
+    }
+
+    /// Commit, catch up with the logs, measure.
+    async fn on_tick(&mut self, texts: &TextsConsumer, phase: Phase) -> Result<(), ServeError> {
+        self.commit(texts)?;
+        if phase != Phase::Running {
+            return Ok(());
+        }
+        let context = "labels or changelog topic unreachable";
+        self.logs
+            .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
+            .await?;
+        self.measure(texts);
+        Ok(())
+    }
+
+    /// Flush the state, then commit (without waiting) every partition's done prefix that
+    /// moved since the last commit.
+    fn commit(&mut self, texts: &TextsConsumer) -> Result<(), ServeError> {
+        let list = self.intake.tracker.to_commit();
+        if list.is_empty() {
+            return Ok(());
+        }
+        self.replica.flush()?;
+        match texts.commit_async(&list) {
+            Ok(()) => {
+                for (partition, offset) in list {
+                    self.intake.tracker.committed(partition, offset);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "offset commit failed; retried at the next tick"),
+        }
+        Ok(())
+    }
+
+    fn pause_or_resume(&mut self, texts: &TextsConsumer) {
+        let Some(pause) = self.intake.pause_change(self.backlog_limit) else {
+            return;
+        };
+        match texts.pause(&self.intake.tracker.assigned(), pause) {
+            Ok(()) => self.intake.set_paused(pause),
+            Err(error) => tracing::warn!(%error, pause, "pausing or resuming the texts partitions"),
+        }
+    }
+
+    fn on_texts_event(&mut self, event: TextsEvent, texts: &TextsConsumer) {
+        match event {
+            TextsEvent::Record(message) => self.intake.receive(message),
+            TextsEvent::Assigned(partitions) => {
+                self.intake.assign(&partitions);
+                // A new assignment starts unpaused.
+                if self.intake.is_paused() {
+                    if let Err(error) = texts.pause(&partitions, true) {
+                        tracing::warn!(%error, "pausing newly assigned partitions");
+                    }
+                }
+            }
+            TextsEvent::Revoked { partitions, answer } => {
+                let done = self.on_revoked(&partitions);
+                // The callback may have given up waiting: nothing to do then.
+                let _ = answer.send(done);
+            }
+            TextsEvent::Error(error) => tracing::warn!(%error, "texts consumer error"),
+        }
+    }
+}

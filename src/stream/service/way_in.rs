@@ -1,0 +1,191 @@
+//! A text's way in: taken from the backlog, decoded, begun, answered by the LLM; and out of
+//! the loop's hands when its partition is revoked.
+
+use std::time::Instant;
+
+use rdkafka::message::{Message, OwnedMessage};
+
+use super::Service;
+use crate::events::decode;
+use crate::events::InputPosition;
+use crate::stream::pipeline::{self, Advanced, LlmDone, Source, Text};
+use crate::stream::ServeError;
+use crate::telemetry::admin::Health;
+
+impl Service {
+    /// Take texts in from the backlog while the intake has room: in flight are the texts in
+    /// slots, plus one place per learn record not yet read back and one for the steps gathering
+    /// for the next record (the graph takes a record in at once). So with 1 in flight each text
+    /// is classified against a graph that includes the previous one; with N, a text's graph
+    /// misses at most the texts of N records, and a record gathers at most N texts.
+    pub(super) async fn take_in(&mut self) -> Result<(), ServeError> {
+        let capacity = self.config.input.max_in_flight;
+        // Under a backlog, wait for a quarter of the intake to be free and take those texts in
+        // together: they are begun side by side (taken one by one as places free, they would
+        // be begun one at a time).
+        let batch_min = (capacity / 4).max(1);
+        loop {
+            let gathering = usize::from(self.group.gathered() > 0);
+            let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
+            let room = capacity
+                .saturating_sub(in_flight)
+                .min(capacity.saturating_sub(self.group.gathered()));
+            if room == 0 || (room < batch_min && self.intake.backlog() > room && in_flight > 0) {
+                return Ok(());
+            }
+            let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next())
+                .take(room)
+                .collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.on_texts(batch).await?;
+        }
+    }
+
+    /// Texts taken in together: decoded, brought up to date with the label events published
+    /// before them, then begun side by side (see [`pipeline::begin_all`]).
+    pub(super) async fn on_texts(&mut self, batch: Vec<OwnedMessage>) -> Result<(), ServeError> {
+        let mut sources = Vec::with_capacity(batch.len());
+        let mut arriving = Vec::with_capacity(batch.len());
+        let mut newest = Some(i64::MIN);
+        for message in &batch {
+            let (source, text) = self.arrive(message);
+            // Label events published before a text must be applied first.
+            newest = newest
+                .zip(message.timestamp().to_millis())
+                .map(|(a, b)| a.max(b));
+            sources.push(source);
+            arriving.push(text);
+        }
+        if self.logs.older_than(newest) {
+            let context = "labels topic unreachable; classifying with the labels known";
+            self.logs
+                .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
+                .await?;
+        }
+        let started: Vec<(tracing::Span, Instant)> = arriving
+            .iter()
+            .map(|text| (text.span.clone(), text.received))
+            .collect();
+        let works = pipeline::begin_all(
+            &self.classifier,
+            &self.replica.engine,
+            &self.stats,
+            arriving,
+        );
+        let max_chars = self.replica.engine.config().max_prompt_chars;
+        let mut partitions = Vec::new();
+        for ((source, (span, received)), work) in sources.into_iter().zip(started).zip(works) {
+            let (partition, offset) = (source.position.partition, source.position.offset);
+            let text = Text {
+                span,
+                source,
+                received,
+                work,
+            };
+            let task = pipeline::llm_task(&self.classifier, max_chars, &text);
+            let ready = text.work.is_final();
+            let id = self.slots.push(partition, offset, text, ready);
+            if let Some(task) = task {
+                self.llm_tasks.push(task(id));
+            }
+            if !partitions.contains(&partition) {
+                partitions.push(partition);
+            }
+        }
+        for partition in partitions {
+            self.finish_ready(partition);
+        }
+        Ok(())
+    }
+
+    /// A text as read: its source record, its span, and its event decoded.
+    pub(super) fn arrive(&mut self, message: &OwnedMessage) -> (Source, pipeline::Arriving) {
+        let received = Instant::now();
+        self.stats.text_received();
+        let source = Source {
+            position: InputPosition {
+                topic: message.topic().to_string(),
+                partition: message.partition(),
+                offset: message.offset(),
+            },
+            key: message.key().map(<[u8]>::to_vec),
+            payload: message.payload().unwrap_or_default().to_vec(),
+        };
+        let span = tracing::info_span!(
+            "text",
+            text_id = tracing::field::Empty,
+            partition = source.position.partition,
+            offset = source.position.offset,
+            label = tracing::field::Empty,
+            source = tracing::field::Empty,
+        );
+        let decoded = tracing::info_span!(parent: &span, "decode")
+            .in_scope(|| decode::text_event(&source.payload, self.config.input.max_text_bytes));
+        if let Ok(event) = &decoded {
+            span.record("text_id", event.id.as_str());
+        }
+        let decode_seconds = received.elapsed().as_secs_f64();
+        self.stats.stage("decode", decode_seconds);
+        let arriving = pipeline::Arriving {
+            span,
+            decoded,
+            decode_ms: decode_seconds * 1000.0,
+            received,
+        };
+        (source, arriving)
+    }
+
+    pub(super) fn on_llm_done(&mut self, done: LlmDone) {
+        let (elapsed, succeeded) = done.outcome.elapsed();
+        self.stats
+            .metrics()
+            .llm_seconds
+            .observe(elapsed.as_secs_f64());
+        self.stats.stage("llm", elapsed.as_secs_f64());
+        Health::set(&self.health.llm_reachable, succeeded);
+        // None: the text was finished or revoked meanwhile; its answer is not needed.
+        let Some(text) = self.slots.get_mut(done.slot) else {
+            return;
+        };
+        let engine = &self.replica.engine;
+        match pipeline::advance(&self.classifier, engine, &self.stats, text, done.outcome) {
+            Advanced::Stale => {}
+            Advanced::Waiting => {
+                let max_chars = engine.config().max_prompt_chars;
+                if let Some(task) = pipeline::llm_task(&self.classifier, max_chars, text) {
+                    self.llm_tasks.push(task(done.slot));
+                }
+            }
+            Advanced::Ready => {
+                self.slots.set_ready(done.slot);
+                self.finish_ready(done.slot.partition);
+            }
+        }
+    }
+
+    /// Partitions are going: drop their texts in flight and held back (the new owner reads
+    /// them again), and return their done offsets for the callback to commit, once the state
+    /// that includes them is on disk.
+    pub(super) fn on_revoked(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
+        let in_flight: usize = partitions
+            .iter()
+            .map(|&partition| self.slots.revoke(partition).len())
+            .sum();
+        let (held, done) = self.intake.revoke(partitions);
+        self.stats.metrics().in_flight.set(self.slots.len() as i64);
+        tracing::info!(
+            ?partitions,
+            dropped = in_flight + held,
+            "revoking: texts in flight dropped"
+        );
+        match self.replica.flush() {
+            Ok(()) => done,
+            Err(error) => {
+                tracing::warn!(%error, "state flush on revoke failed; nothing committed");
+                Vec::new()
+            }
+        }
+    }
+}
