@@ -20,6 +20,7 @@
 pub mod classify;
 pub mod cli;
 pub mod config;
+pub mod discovery;
 pub mod engine;
 pub mod eval;
 pub mod events;

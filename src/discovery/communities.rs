@@ -1,0 +1,264 @@
+//! One community pass over the pool: TF-IDF vectors with the pool as corpus, a k-nearest-
+//! neighbour similarity graph, Leiden communities (the `leiden-rs` crate), kept when large and
+//! cohesive enough.
+
+use std::collections::{BTreeMap, HashMap};
+
+use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
+
+use super::{DiscoveryConfig, PooledText};
+
+/// Leiden's seed: the same pool gives the same communities on every replica and every run.
+const SEED: u64 = 42;
+
+/// A term in more than this share of the pooled texts links too much to tell themes apart
+/// (and its postings would make the neighbour search quadratic).
+const MAX_DF_SHARE: f64 = 0.3;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Community {
+    /// Positions in the slice given to [`find`], most central first.
+    pub members: Vec<usize>,
+    /// Mean cosine of the members with their centroid.
+    pub cohesion: f64,
+}
+
+/// A sparse, L2-normalised vector over the pool's term ids.
+type Vector = Vec<(u32, f64)>;
+
+/// Communities of `texts`, largest first, those below `min_size` or `min_cohesion` left out.
+pub fn find(
+    texts: &[&PooledText],
+    config: &DiscoveryConfig,
+) -> Result<Vec<Community>, LeidenError> {
+    if texts.len() < config.min_size.max(2) {
+        return Ok(Vec::new());
+    }
+    let vectors = vectors(texts);
+    let edges = neighbour_edges(&vectors, config);
+    let mut builder = GraphDataBuilder::new(texts.len());
+    for &(a, b, similarity) in &edges {
+        builder.add_edge(a, b, similarity)?;
+    }
+    let graph = builder.build()?;
+    let leiden = Leiden::new(LeidenConfig {
+        seed: Some(SEED),
+        quality: QualityType::Modularity,
+        resolution: config.resolution,
+        ..LeidenConfig::default()
+    });
+    let partition = leiden.run(&graph)?.partition;
+    let mut found: Vec<Community> = partition
+        .communities()
+        .into_iter()
+        .filter(|(_, members)| members.len() >= config.min_size)
+        .map(|(_, members)| community(members, &vectors))
+        .filter(|c| c.cohesion >= config.min_cohesion)
+        .collect();
+    // Largest first; ties by their most central member, so the order is canonical.
+    found.sort_by(|a, b| {
+        b.members
+            .len()
+            .cmp(&a.members.len())
+            .then(a.members.first().cmp(&b.members.first()))
+    });
+    Ok(found)
+}
+
+/// TF-IDF vectors (sublinear tf, smoothed idf over the pool); terms in a single text or in
+/// more than [`MAX_DF_SHARE`] of them are left out: they link nothing or everything.
+fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
+    let mut ids: HashMap<&str, u32> = HashMap::new();
+    let mut df: Vec<u32> = Vec::new();
+    for text in texts {
+        for (term, _) in &text.terms.counts {
+            let next = ids.len() as u32;
+            let id = *ids.entry(term.as_str()).or_insert(next);
+            if id as usize == df.len() {
+                df.push(0);
+            }
+            df[id as usize] += 1;
+        }
+    }
+    let n = texts.len() as f64;
+    let max_df = (n * MAX_DF_SHARE).max(2.0);
+    texts
+        .iter()
+        .map(|text| {
+            let mut vector: Vector = text
+                .terms
+                .counts
+                .iter()
+                .filter_map(|(term, count)| {
+                    let id = ids[term.as_str()];
+                    let df = f64::from(df[id as usize]);
+                    (df >= 2.0 && df <= max_df).then(|| {
+                        let idf = ((n + 1.0) / (df + 1.0)).ln() + 1.0;
+                        (id, (1.0 + f64::from(*count).ln()) * idf)
+                    })
+                })
+                .collect();
+            normalise(&mut vector);
+            vector.sort_unstable_by_key(|(id, _)| *id);
+            vector
+        })
+        .collect()
+}
+
+fn normalise(vector: &mut Vector) {
+    let norm = vector.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
+    if norm > 0.0 {
+        for (_, w) in vector.iter_mut() {
+            *w /= norm;
+        }
+    }
+}
+
+/// Each text's `neighbours` most similar texts (cosine ≥ `min_similarity`), as undirected
+/// edges `(a, b, similarity)` with `a < b`, each once.
+fn neighbour_edges(vectors: &[Vector], config: &DiscoveryConfig) -> Vec<(usize, usize, f64)> {
+    let terms = vectors
+        .iter()
+        .flat_map(|v| v.iter().map(|(id, _)| *id as usize + 1))
+        .max()
+        .unwrap_or(0);
+    let mut postings: Vec<Vec<(u32, f64)>> = vec![Vec::new(); terms];
+    for (doc, vector) in vectors.iter().enumerate() {
+        for &(term, weight) in vector {
+            postings[term as usize].push((doc as u32, weight));
+        }
+    }
+    let mut scores = vec![0.0f64; vectors.len()];
+    let mut touched: Vec<u32> = Vec::new();
+    let mut edges: HashMap<(usize, usize), f64> = HashMap::new();
+    for (doc, vector) in vectors.iter().enumerate() {
+        for &(term, weight) in vector {
+            for &(other, other_weight) in &postings[term as usize] {
+                if other as usize == doc {
+                    continue;
+                }
+                if scores[other as usize] == 0.0 {
+                    touched.push(other);
+                }
+                scores[other as usize] += weight * other_weight;
+            }
+        }
+        let mut nearest: Vec<(u32, f64)> = touched
+            .drain(..)
+            .map(|other| (other, std::mem::take(&mut scores[other as usize])))
+            .filter(|&(_, similarity)| similarity >= config.min_similarity)
+            .collect();
+        nearest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        nearest.truncate(config.neighbours);
+        for (other, similarity) in nearest {
+            let key = (doc.min(other as usize), doc.max(other as usize));
+            edges.insert(key, similarity);
+        }
+    }
+    let mut edges: Vec<(usize, usize, f64)> =
+        edges.into_iter().map(|((a, b), s)| (a, b, s)).collect();
+    edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    edges
+}
+
+/// The members ordered by their cosine with the centroid, and their mean.
+fn community(members: Vec<usize>, vectors: &[Vector]) -> Community {
+    // Ordered, so the sums (and the cohesion threshold) come out the same on every replica.
+    let mut centroid: BTreeMap<u32, f64> = BTreeMap::new();
+    for &m in &members {
+        for &(term, weight) in &vectors[m] {
+            *centroid.entry(term).or_default() += weight;
+        }
+    }
+    let norm = centroid.values().map(|w| w * w).sum::<f64>().sqrt();
+    let mut central: Vec<(usize, f64)> = members
+        .iter()
+        .map(|&m| {
+            let dot: f64 = vectors[m]
+                .iter()
+                .map(|(term, w)| w * centroid.get(term).copied().unwrap_or(0.0))
+                .sum();
+            (m, if norm > 0.0 { dot / norm } else { 0.0 })
+        })
+        .collect();
+    central.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let cohesion = central.iter().map(|(_, c)| c).sum::<f64>() / central.len().max(1) as f64;
+    Community {
+        members: central.into_iter().map(|(m, _)| m).collect(),
+        cohesion,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::Unexplained;
+    use crate::engine::terms::TermCounts;
+
+    fn text(id: usize, body: &str) -> PooledText {
+        PooledText {
+            id: format!("t{id}"),
+            terms: TermCounts::of(body),
+            keywords: Vec::new(),
+            excerpt: body.into(),
+            why: Unexplained::WeakScore,
+        }
+    }
+
+    fn config() -> DiscoveryConfig {
+        DiscoveryConfig {
+            min_size: 3,
+            min_cohesion: 0.1,
+            ..DiscoveryConfig::default()
+        }
+    }
+
+    #[test]
+    fn two_themes_give_two_communities() {
+        // Two themes of six words; each text takes four consecutive words of its theme's ring.
+        let themes = [
+            ["volcano", "lava", "eruption", "magma", "crater", "ash"],
+            [
+                "orchestra",
+                "violin",
+                "concerto",
+                "symphony",
+                "cello",
+                "conductor",
+            ],
+        ];
+        let mut texts = Vec::new();
+        for (t, words) in themes.iter().enumerate() {
+            for i in 0..6 {
+                let body: Vec<&str> = (0..4).map(|k| words[(i + k) % 6]).collect();
+                texts.push(text(t * 6 + i, &body.join(" ")));
+            }
+        }
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let found = find(&refs, &config()).unwrap();
+        assert_eq!(found.len(), 2, "{found:?}");
+        for community in &found {
+            assert_eq!(community.members.len(), 6);
+            let theme = community.members[0] / 6;
+            assert!(community.members.iter().all(|&m| m / 6 == theme));
+            assert!(community.cohesion > 0.3);
+        }
+        // The same pool, the same communities.
+        assert_eq!(find(&refs, &config()).unwrap(), found);
+    }
+
+    #[test]
+    fn small_or_unrelated_pools_give_nothing() {
+        let texts = [text(0, "alpha beta"), text(1, "gamma delta")];
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        assert!(find(&refs, &config()).unwrap().is_empty());
+        let words = ["apple", "river", "stone", "cloud", "tiger", "piano"];
+        let unrelated: Vec<PooledText> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| text(i, &format!("{w} {w}s")))
+            .collect();
+        let refs: Vec<&PooledText> = unrelated.iter().collect();
+        assert!(find(&refs, &config()).unwrap().is_empty());
+    }
+}

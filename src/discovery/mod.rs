@@ -1,0 +1,133 @@
+//! Emerging classes (GraphRAG's communities, applied to the stream): texts the active labels
+//! explain poorly are pooled; a pass over the pool finds communities of similar texts (Leiden);
+//! each community large and cohesive enough becomes a proposed class, named by its keywords.
+//!
+//! Pure and synchronous like the engine it reads from: [`unexplained`] judges one classified
+//! text, [`Pool`] keeps the bounded set, [`communities::find`] and [`proposal::propose`] turn
+//! the pool into proposals. The stream and the eval decide when to run a pass.
+
+pub mod communities;
+pub mod pool;
+pub mod proposal;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Basis, Decision, Retrieval};
+
+pub use communities::Community;
+pub use pool::{Pool, PooledText};
+pub use proposal::Proposal;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DiscoveryConfig {
+    /// Pooled texts kept (oldest dropped first).
+    pub pool_capacity: usize,
+    /// A ranked decision whose best score is below this is unexplained.
+    pub max_score: f64,
+    /// Neighbours each pooled text links to in the similarity graph.
+    pub neighbours: usize,
+    /// Weakest similarity that makes an edge.
+    pub min_similarity: f64,
+    /// Smallest community proposed.
+    pub min_size: usize,
+    /// Lowest cohesion (mean cosine of members with their centroid) proposed.
+    pub min_cohesion: f64,
+    /// Leiden's resolution (modularity): higher gives smaller communities.
+    pub resolution: f64,
+}
+
+impl Default for DiscoveryConfig {
+    fn default() -> Self {
+        Self {
+            pool_capacity: 5_000,
+            max_score: 0.3,
+            neighbours: 10,
+            min_similarity: 0.1,
+            min_size: 8,
+            min_cohesion: 0.2,
+            resolution: 1.0,
+        }
+    }
+}
+
+/// Why a text counts as poorly explained by the active labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unexplained {
+    /// The LLM named no known label.
+    UnknownLabel,
+    /// Nothing in the text links to any label's material.
+    NoEvidence,
+    /// Retrieval's best label scored below `max_score`.
+    WeakScore,
+}
+
+/// Whether (and why) a classified text is poorly explained by the active labels.
+pub fn unexplained(
+    retrieval: &Retrieval,
+    decision: &Decision,
+    config: &DiscoveryConfig,
+) -> Option<Unexplained> {
+    if decision.hallucination == Some(HallucinationKind::UnknownLabel) {
+        return Some(Unexplained::UnknownLabel);
+    }
+    if retrieval.basis == Basis::NoEvidence {
+        return Some(Unexplained::NoEvidence);
+    }
+    let best = retrieval.scores.first().copied()?;
+    (best < config.max_score).then_some(Unexplained::WeakScore)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Source;
+
+    fn retrieval(basis: Basis, scores: Vec<f64>) -> Retrieval {
+        Retrieval {
+            candidates: scores.iter().map(|s| format!("l{s}")).collect(),
+            scores,
+            examples: Vec::new(),
+            margin: None,
+            terminals: Vec::new(),
+            basis,
+            tree_cost: None,
+            graph_choice: "l".into(),
+        }
+    }
+
+    fn decision(hallucination: Option<HallucinationKind>) -> Decision {
+        Decision {
+            label: "l".into(),
+            source: Source::Graph,
+            hallucination,
+        }
+    }
+
+    #[test]
+    fn weak_scores_no_evidence_and_unknown_answers_are_unexplained() {
+        let config = DiscoveryConfig::default();
+        let strong = retrieval(Basis::RankedScores, vec![0.8, 0.1]);
+        let weak = retrieval(Basis::RankedScores, vec![0.1, 0.05]);
+        let nothing = retrieval(Basis::NoEvidence, Vec::new());
+        assert_eq!(unexplained(&strong, &decision(None), &config), None);
+        assert_eq!(
+            unexplained(&weak, &decision(None), &config),
+            Some(Unexplained::WeakScore)
+        );
+        assert_eq!(
+            unexplained(&nothing, &decision(None), &config),
+            Some(Unexplained::NoEvidence)
+        );
+        let unknown = decision(Some(HallucinationKind::UnknownLabel));
+        assert_eq!(
+            unexplained(&strong, &unknown, &config),
+            Some(Unexplained::UnknownLabel)
+        );
+        // Strategies without scores judge only by evidence and the LLM's answer.
+        let steiner = retrieval(Basis::SteinerTree, Vec::new());
+        assert_eq!(unexplained(&steiner, &decision(None), &config), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! The bounded pool of poorly explained texts a community pass works on.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use super::Unexplained;
+use crate::engine::terms::TermCounts;
+use crate::engine::Analysis;
+
+/// Characters of a pooled text kept as its excerpt (a proposal's example material).
+pub const EXCERPT_CHARS: usize = 600;
+
+/// What the pool keeps of a text: enough to compare it with others and to show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PooledText {
+    pub id: String,
+    /// The retrieval index's terms of the text (similarity between pooled texts).
+    pub terms: TermCounts,
+    /// Its keywords, best first (a community's name and keywords come from them).
+    pub keywords: Vec<String>,
+    pub excerpt: String,
+    pub why: Unexplained,
+}
+
+impl PooledText {
+    pub fn new(id: &str, text: &str, analysis: &Analysis, why: Unexplained) -> Self {
+        Self {
+            id: id.to_string(),
+            terms: analysis.terms.clone(),
+            keywords: analysis.keywords.iter().map(|k| k.phrase.clone()).collect(),
+            excerpt: excerpt(text, EXCERPT_CHARS),
+            why,
+        }
+    }
+}
+
+/// The first `chars` characters of `text`, cut at a word boundary when there is one.
+pub fn excerpt(text: &str, chars: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(chars) {
+        None => text.to_string(),
+        Some((end, _)) => {
+            let cut = &text[..end];
+            let cut = cut.rfind(char::is_whitespace).map_or(cut, |i| &cut[..i]);
+            format!("{}…", cut.trim_end())
+        }
+    }
+}
+
+/// Pooled texts, oldest first; past the capacity the oldest go.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Pool {
+    texts: VecDeque<PooledText>,
+    capacity: usize,
+}
+
+impl Pool {
+    pub fn new(capacity: usize) -> Self {
+        Self {
+            texts: VecDeque::new(),
+            capacity: capacity.max(1),
+        }
+    }
+
+    pub fn push(&mut self, text: PooledText) {
+        self.texts.push_back(text);
+        while self.texts.len() > self.capacity {
+            self.texts.pop_front();
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// Oldest first.
+    pub fn texts(&self) -> &VecDeque<PooledText> {
+        &self.texts
+    }
+
+    /// Drop the texts `keep` refuses (e.g. those a new label now explains).
+    pub fn retain(&mut self, keep: impl FnMut(&PooledText) -> bool) {
+        self.texts.retain(keep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pooled(id: &str) -> PooledText {
+        PooledText {
+            id: id.into(),
+            terms: TermCounts::default(),
+            keywords: Vec::new(),
+            excerpt: String::new(),
+            why: Unexplained::WeakScore,
+        }
+    }
+
+    #[test]
+    fn the_oldest_texts_leave_a_full_pool() {
+        let mut pool = Pool::new(2);
+        for id in ["a", "b", "c"] {
+            pool.push(pooled(id));
+        }
+        let ids: Vec<&str> = pool.texts().iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["b", "c"]);
+        pool.retain(|t| t.id != "b");
+        assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn excerpts_end_at_a_word() {
+        assert_eq!(excerpt("short text", 100), "short text");
+        assert_eq!(excerpt("alpha beta gamma", 8), "alpha…");
+        assert_eq!(excerpt("ééééé", 3), "ééé…");
+    }
+}

@@ -1,0 +1,153 @@
+//! A community turned into a proposed class (GraphRAG's community report, without an LLM):
+//! its distinctive keywords, a name made of the best of them, its most central texts.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::{Community, PooledText};
+
+/// Keywords a proposal lists.
+const KEYWORDS: usize = 8;
+/// Keywords its name is made of (without an LLM).
+const NAME_KEYWORDS: usize = 3;
+/// Representative texts (most central first) a proposal lists, and the excerpts it shows.
+const REPRESENTATIVES: usize = 5;
+const EXCERPTS: usize = 3;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Stable while the community grows: derived from its oldest member.
+    pub id: String,
+    pub name: String,
+    pub keywords: Vec<String>,
+    /// Every member's text id, most central first.
+    pub members: Vec<String>,
+    pub representatives: Vec<String>,
+    pub excerpts: Vec<String>,
+    pub size: usize,
+    pub cohesion: f64,
+}
+
+/// The proposal for `community` of `texts` (the slice the community was found in).
+pub fn propose(texts: &[&PooledText], community: &Community) -> Proposal {
+    let keywords = distinctive_keywords(texts, community);
+    let name = keywords
+        .iter()
+        .take(NAME_KEYWORDS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    let oldest = community.members.iter().min().map_or("", |&m| &texts[m].id);
+    let members: Vec<String> = community
+        .members
+        .iter()
+        .map(|&m| texts[m].id.clone())
+        .collect();
+    Proposal {
+        id: proposal_id(oldest),
+        name,
+        keywords,
+        representatives: members.iter().take(REPRESENTATIVES).cloned().collect(),
+        excerpts: community
+            .members
+            .iter()
+            .take(EXCERPTS)
+            .map(|&m| texts[m].excerpt.clone())
+            .collect(),
+        size: members.len(),
+        members,
+        cohesion: community.cohesion,
+    }
+}
+
+fn proposal_id(oldest_member: &str) -> String {
+    let digest = Sha256::digest(oldest_member.as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("p-{hex}")
+}
+
+/// Keywords shared by the members more than by the pool: share of members with the keyword
+/// minus its share in the whole pool; at least two members must have it.
+fn distinctive_keywords(texts: &[&PooledText], community: &Community) -> Vec<String> {
+    let mut in_pool: HashMap<&str, usize> = HashMap::new();
+    for text in texts {
+        for keyword in &text.keywords {
+            *in_pool.entry(keyword.as_str()).or_default() += 1;
+        }
+    }
+    let mut in_community: HashMap<&str, usize> = HashMap::new();
+    for &m in &community.members {
+        for keyword in &texts[m].keywords {
+            *in_community.entry(keyword.as_str()).or_default() += 1;
+        }
+    }
+    let (size, pool) = (community.members.len() as f64, texts.len() as f64);
+    let mut scored: Vec<(&str, f64)> = in_community
+        .into_iter()
+        .filter(|&(_, count)| count >= 2)
+        .map(|(keyword, count)| {
+            let background = in_pool.get(keyword).copied().unwrap_or(0) as f64 / pool;
+            (keyword, count as f64 / size - background)
+        })
+        .filter(|&(_, score)| score > 0.0)
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+    // A phrase inside a better one ("neural" after "neural network") adds nothing to a name.
+    let mut kept: Vec<String> = Vec::new();
+    for (keyword, _) in scored {
+        if kept.len() == KEYWORDS {
+            break;
+        }
+        if !kept
+            .iter()
+            .any(|k| k.contains(keyword) || keyword.contains(k.as_str()))
+        {
+            kept.push(keyword.to_string());
+        }
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::Unexplained;
+    use crate::engine::terms::TermCounts;
+
+    fn text(id: &str, keywords: &[&str]) -> PooledText {
+        PooledText {
+            id: id.into(),
+            terms: TermCounts::default(),
+            keywords: keywords.iter().map(|k| k.to_string()).collect(),
+            excerpt: format!("text {id}"),
+            why: Unexplained::WeakScore,
+        }
+    }
+
+    #[test]
+    fn names_come_from_the_members_distinctive_keywords() {
+        let texts = [
+            text("a", &["lava flow", "crater", "report"]),
+            text("b", &["lava flow", "crater", "lava", "report"]),
+            text("c", &["magma", "crater", "report"]),
+            text("d", &["violin", "report"]),
+            text("e", &["cello", "report"]),
+        ];
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let community = Community {
+            members: vec![1, 0, 2],
+            cohesion: 0.5,
+        };
+        let proposal = propose(&refs, &community);
+        // "report" is everywhere; "lava" is inside "lava flow"; "magma" is in one member only.
+        assert_eq!(proposal.keywords, ["crater", "lava flow"]);
+        assert_eq!(proposal.name, "crater, lava flow");
+        assert_eq!(proposal.members, ["b", "a", "c"]);
+        assert_eq!(proposal.excerpts[0], "text b");
+        assert_eq!(proposal.size, 3);
+        // Named after the oldest member (position 0), whatever the centrality.
+        assert_eq!(proposal.id, proposal_id("a"));
+    }
+}
