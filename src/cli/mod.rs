@@ -13,6 +13,7 @@ use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
 
+pub mod discover;
 pub mod serve;
 pub mod topics;
 
@@ -238,6 +239,8 @@ pub struct EvalArgs {
     pub strategy: Vec<StrategyArg>,
     #[command(flatten)]
     pub ranking: RankingArgs,
+    #[command(flatten)]
+    pub discover: discover::DiscoverArgs,
     /// Keyword extraction.
     #[arg(long, value_enum, default_value = "tfidf")]
     pub keywords: KeywordModeArg,
@@ -310,6 +313,30 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     base.example_chars = args.ranking.example_chars;
 
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
+    if args.discover.discover {
+        let engines: Vec<EngineConfig> = args
+            .strategy
+            .iter()
+            .map(|s| EngineConfig {
+                strategy: (*s).into(),
+                ..base.clone()
+            })
+            .collect();
+        discover::run(
+            &args.discover,
+            &rounds,
+            &prepared,
+            &engines,
+            &classifier,
+            args.seed,
+            &args.out,
+        )
+        .await?;
+        if let Some(llm) = &llm {
+            llm.flush_cache().await?;
+        }
+        return Ok(());
+    }
     let mut runs = Vec::new();
     for strategy in &args.strategy {
         let options = eval::EvalOptions {

@@ -157,7 +157,7 @@ fn neighbour_edges(vectors: &[Vector], config: &DiscoveryConfig) -> Vec<(usize, 
     }
     let mut edges: Vec<(usize, usize, f64)> =
         edges.into_iter().map(|((a, b), s)| (a, b, s)).collect();
-    edges.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
+    edges.sort_by_key(|&(a, b, _)| (a, b));
     edges
 }
 
@@ -202,6 +202,7 @@ mod tests {
             keywords: Vec::new(),
             excerpt: body.into(),
             why: Unexplained::WeakScore,
+            label: String::new(),
         }
     }
 
@@ -209,6 +210,7 @@ mod tests {
         DiscoveryConfig {
             min_size: 3,
             min_cohesion: 0.1,
+            resolution: 1.0,
             ..DiscoveryConfig::default()
         }
     }

@@ -42,12 +42,12 @@ impl Default for DiscoveryConfig {
     fn default() -> Self {
         Self {
             pool_capacity: 5_000,
-            max_score: 0.3,
+            max_score: 0.1,
             neighbours: 10,
             min_similarity: 0.1,
             min_size: 8,
-            min_cohesion: 0.2,
-            resolution: 1.0,
+            min_cohesion: 0.3,
+            resolution: 8.0,
         }
     }
 }
@@ -110,7 +110,7 @@ mod tests {
     fn weak_scores_no_evidence_and_unknown_answers_are_unexplained() {
         let config = DiscoveryConfig::default();
         let strong = retrieval(Basis::RankedScores, vec![0.8, 0.1]);
-        let weak = retrieval(Basis::RankedScores, vec![0.1, 0.05]);
+        let weak = retrieval(Basis::RankedScores, vec![0.05, 0.01]);
         let nothing = retrieval(Basis::NoEvidence, Vec::new());
         assert_eq!(unexplained(&strong, &decision(None), &config), None);
         assert_eq!(

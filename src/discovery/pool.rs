@@ -21,16 +21,19 @@ pub struct PooledText {
     pub keywords: Vec<String>,
     pub excerpt: String,
     pub why: Unexplained,
+    /// The label it was given all the same.
+    pub label: String,
 }
 
 impl PooledText {
-    pub fn new(id: &str, text: &str, analysis: &Analysis, why: Unexplained) -> Self {
+    pub fn new(id: &str, text: &str, analysis: &Analysis, label: &str, why: Unexplained) -> Self {
         Self {
             id: id.to_string(),
             terms: analysis.terms.clone(),
             keywords: analysis.keywords.iter().map(|k| k.phrase.clone()).collect(),
             excerpt: excerpt(text, EXCERPT_CHARS),
             why,
+            label: label.to_string(),
         }
     }
 }
@@ -100,6 +103,7 @@ mod tests {
             keywords: Vec::new(),
             excerpt: String::new(),
             why: Unexplained::WeakScore,
+            label: String::new(),
         }
     }
 

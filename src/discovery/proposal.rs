@@ -123,6 +123,7 @@ mod tests {
             keywords: keywords.iter().map(|k| k.to_string()).collect(),
             excerpt: format!("text {id}"),
             why: Unexplained::WeakScore,
+            label: String::new(),
         }
     }
 

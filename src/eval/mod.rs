@@ -6,6 +6,7 @@
 //! held-out texts seen so far.
 
 pub mod dataset;
+pub mod discover;
 pub mod report;
 
 use std::collections::HashMap;

@@ -1,0 +1,80 @@
+//! `gorag eval --discover`: the emerging-classes protocol (see `eval::discover`).
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::classify::Classifier;
+use crate::discovery::DiscoveryConfig;
+use crate::engine::EngineConfig;
+use crate::eval::dataset::RoundData;
+use crate::eval::{discover, PreparedRound};
+
+#[derive(Debug, Args)]
+pub struct DiscoverArgs {
+    /// Hold the last round back and measure whether its classes are proposed (see README,
+    /// "Emerging classes"), instead of the paper's protocol.
+    #[arg(long)]
+    pub discover: bool,
+    /// Discovery: a ranked decision whose best score is below this is unexplained.
+    #[arg(long, default_value_t = DiscoveryConfig::default().max_score)]
+    pub discover_max_score: f64,
+    /// Discovery: smallest community proposed.
+    #[arg(long, default_value_t = DiscoveryConfig::default().min_size)]
+    pub discover_min_size: usize,
+    /// Discovery: lowest cohesion (mean cosine with the centroid) proposed.
+    #[arg(long, default_value_t = DiscoveryConfig::default().min_cohesion)]
+    pub discover_min_cohesion: f64,
+    /// Discovery: Leiden's resolution (higher: smaller communities).
+    #[arg(long, default_value_t = DiscoveryConfig::default().resolution)]
+    pub discover_resolution: f64,
+    /// Discovery: neighbours per pooled text in the similarity graph.
+    #[arg(long, default_value_t = DiscoveryConfig::default().neighbours)]
+    pub discover_neighbours: usize,
+    /// Discovery: weakest similarity that makes an edge.
+    #[arg(long, default_value_t = DiscoveryConfig::default().min_similarity)]
+    pub discover_min_similarity: f64,
+}
+
+impl DiscoverArgs {
+    pub fn config(&self) -> DiscoveryConfig {
+        DiscoveryConfig {
+            max_score: self.discover_max_score,
+            min_size: self.discover_min_size,
+            min_cohesion: self.discover_min_cohesion,
+            resolution: self.discover_resolution,
+            neighbours: self.discover_neighbours,
+            min_similarity: self.discover_min_similarity,
+            ..DiscoveryConfig::default()
+        }
+    }
+}
+
+/// Run the protocol for each engine configuration; print the table and write discovery.json.
+pub async fn run(
+    args: &DiscoverArgs,
+    rounds: &[RoundData],
+    prepared: &[PreparedRound],
+    engines: &[EngineConfig],
+    classifier: &Classifier,
+    seed: u64,
+    out: &Path,
+) -> Result<()> {
+    anyhow::ensure!(
+        rounds.len() >= 2,
+        "--discover needs at least two rounds: one known, the last held back"
+    );
+    let config = args.config();
+    let mut reports = Vec::new();
+    for engine in engines {
+        reports.push(discover::run(rounds, prepared, engine, &config, classifier, seed).await?);
+    }
+    print!("{}", discover::table(&reports));
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let path = out.join("discovery.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&reports)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    println!("wrote {}", path.display());
+    Ok(())
+}
