@@ -17,6 +17,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Publish(args) => cli::topics::publish(args).await,
         Command::Tail(args) => cli::topics::tail(args).await,
         Command::State(args) => cli::serve::state(args),
+        Command::Report(args) => cli::label_report::report(args),
         Command::Schemas(args) => cli::serve::schemas(args),
     };
     // Export buffered spans before exiting (also after an error).

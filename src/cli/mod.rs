@@ -14,6 +14,7 @@ use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
 
 pub mod discover;
+pub mod label_report;
 pub mod serve;
 pub mod topics;
 
@@ -42,6 +43,9 @@ pub enum Command {
     State(serve::StateArgs),
     /// Write the events' JSON Schemas (or check they are up to date).
     Schemas(serve::SchemasArgs),
+    /// Draw a stopped service's labels as a map (HTML with SVG, and JSON), grouped into
+    /// communities by the keywords they share.
+    Report(label_report::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -385,6 +389,15 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     let json_path = args.out.join("report.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
+    if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
+        let title = format!("{} labels after the last round", report.dataset);
+        let html_path = args.out.join("labels.html");
+        std::fs::write(
+            &html_path,
+            crate::discovery::map_html::html(&title, map, &[]),
+        )
+        .with_context(|| format!("writing {}", html_path.display()))?;
+    }
     let svg_path = args.out.join("accuracy.svg");
     std::fs::write(&svg_path, report::svg(&report))
         .with_context(|| format!("writing {}", svg_path.display()))?;
@@ -400,6 +413,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             usage.completion_tokens
         );
     }
-    println!("wrote {} and {}", json_path.display(), svg_path.display());
+    println!(
+        "wrote {}, {} and labels.html",
+        json_path.display(),
+        svg_path.display()
+    );
     Ok(())
 }

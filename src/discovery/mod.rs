@@ -7,6 +7,8 @@
 //! the pool into proposals. The stream and the eval decide when to run a pass.
 
 pub mod communities;
+pub mod label_map;
+pub mod map_html;
 pub mod pool;
 pub mod proposal;
 

@@ -9,7 +9,7 @@ pub mod dataset;
 pub mod discover;
 pub mod report;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use futures::stream::{self, StreamExt};
@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::classify::{Classified, Classifier};
+use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
@@ -82,6 +83,9 @@ pub struct RoundMetrics {
 pub struct StrategyRun {
     pub strategy: String,
     pub rounds: Vec<RoundMetrics>,
+    /// The label space after the last round (`labels.html`): labels joined by shared keywords
+    /// and by the confusions of the last round's predictions, with their volume.
+    pub label_map: Option<LabelMap>,
 }
 
 /// Other ways to read the same LLM answer: (name, mode, weight).
@@ -220,6 +224,7 @@ pub async fn run(
     };
 
     let mut metrics = Vec::new();
+    let mut last_scored = Vec::new();
     for (r, (round, setup)) in rounds.iter().zip(prepared).enumerate() {
         let round_started = Instant::now();
         let mut seconds = StageSeconds {
@@ -277,12 +282,41 @@ pub async fn run(
             (keywords_added_online, learned_confidently, learned_correct),
             seconds,
         ));
+        last_scored = scored;
     }
     progress.finish_and_clear();
     Ok(StrategyRun {
         strategy,
         rounds: metrics,
+        label_map: map_of(&engine, &last_scored),
     })
+}
+
+/// The label map of the final engine, with the last round's predictions as traffic and its
+/// mistakes as confusions.
+fn map_of(engine: &Engine, scored: &[Scored]) -> Option<LabelMap> {
+    let mut traffic: HashMap<String, LabelTraffic> = HashMap::new();
+    let mut confusions: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for s in scored {
+        let entry = traffic.entry(s.label.clone()).or_default();
+        entry.volume += 1;
+        entry.hallucinations += u64::from(s.hallucination.is_some());
+        if s.label != s.gold {
+            let pair = if s.label < s.gold {
+                (s.label.clone(), s.gold.clone())
+            } else {
+                (s.gold.clone(), s.label.clone())
+            };
+            *confusions.entry(pair).or_default() += 1;
+        }
+    }
+    match label_map::label_map(engine, &confusions, &traffic) {
+        Ok(map) => Some(map),
+        Err(error) => {
+            tracing::warn!(%error, "label map not drawn");
+            None
+        }
+    }
 }
 
 fn summarise(

@@ -274,6 +274,7 @@ mod tests {
             runs: vec![StrategyRun {
                 strategy: "steiner".into(),
                 rounds,
+                label_map: None,
             }],
             llm_usage: None,
         }
