@@ -96,6 +96,10 @@ fn every_documented_example_validates_and_decodes() {
                     serde_json::from_value::<gorag::events::DeadLetterHeaders>(value)
                         .unwrap_or_else(|e| panic!("{origin}: {e}"));
                 }
+                "proposal-event" => {
+                    serde_json::from_value::<gorag::events::proposal::ProposalEvent>(value)
+                        .unwrap_or_else(|e| panic!("{origin}: {e}"));
+                }
                 other => panic!("{origin}: unknown schema {other}"),
             }
             checked += 1;

@@ -7,6 +7,7 @@
 //! left out (it means 1); any other version is refused until this code knows it.
 
 pub mod decode;
+pub mod proposal;
 pub mod schema;
 
 use schemars::JsonSchema;

@@ -4,6 +4,7 @@
 use schemars::schema_for;
 use serde_json::Value;
 
+use super::proposal::ProposalEvent;
 use super::{DeadLetterHeaders, HallucinationReport, LabelEvent, Prediction, TextEvent};
 
 /// (file stem, schema) for every event, in a fixed order.
@@ -18,6 +19,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
             "dead-letter-headers",
             to_value(schema_for!(DeadLetterHeaders)),
         ),
+        ("proposal-event", to_value(schema_for!(ProposalEvent))),
     ]
 }
 
