@@ -9,7 +9,7 @@ use crate::engine::terms::TermCounts;
 use crate::engine::Analysis;
 
 /// Characters of a pooled text kept as its excerpt (a proposal's example material).
-pub const EXCERPT_CHARS: usize = 600;
+pub const EXCERPT_CHARS: usize = 1200;
 
 /// What the pool keeps of a text: enough to compare it with others and to show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,9 +12,9 @@ use super::{Community, PooledText};
 const KEYWORDS: usize = 8;
 /// Keywords its name is made of (without an LLM).
 const NAME_KEYWORDS: usize = 3;
-/// Representative texts (most central first) a proposal lists, and the excerpts it shows.
+/// Representative texts (most central first) a proposal lists, with their excerpts (an
+/// accepted proposal's examples).
 const REPRESENTATIVES: usize = 5;
-const EXCERPTS: usize = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {
@@ -53,7 +53,7 @@ pub fn propose(texts: &[&PooledText], community: &Community) -> Proposal {
         excerpts: community
             .members
             .iter()
-            .take(EXCERPTS)
+            .take(REPRESENTATIVES)
             .map(|&m| texts[m].excerpt.clone())
             .collect(),
         size: members.len(),

@@ -7,7 +7,7 @@
 //! proposals. Scored against the gold labels: which held-back classes a proposal recovers
 //! (most of its members carry that class, purity ≥ [`RECOVERY_PURITY`]), mean purity, the
 //! share of proposal members from known classes; then every proposal is accepted as a label
-//! (its representative texts as examples) and the held-back texts classified again, next to
+//! (as `gorag proposals accept` would: its representatives' excerpts as examples) and the held-back texts classified again, next to
 //! the same texts classified with the true held-back examples.
 
 use std::collections::{HashMap, HashSet};
@@ -22,6 +22,8 @@ use super::PreparedRound;
 use crate::classify::Classifier;
 use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
+use crate::events::proposal::ProposalEvent;
+use crate::events::LabelEvent;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoverError {
@@ -33,8 +35,6 @@ pub enum DiscoverError {
 
 /// A proposal recovers a class when at least this share of its members carry it.
 pub const RECOVERY_PURITY: f64 = 0.6;
-/// Representative texts of a proposal used as the accepted label's examples.
-const ACCEPTED_EXAMPLES: usize = 5;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ScoredProposal {
@@ -156,8 +156,7 @@ pub async fn run(
     let held_texts: Vec<&super::dataset::Sample> = rounds[held].test.iter().collect();
     let accepted_accuracy = {
         let mut accepted = engine.clone();
-        let majority: HashMap<String, String> =
-            accept(&mut accepted, &proposals, &scored, &stream)?;
+        let majority: HashMap<String, String> = accept(&mut accepted, &proposals, &scored)?;
         accuracy(classifier, &accepted, &held_texts, |label, gold| {
             majority.get(label).is_some_and(|m| m == gold)
         })
@@ -228,32 +227,25 @@ fn score(proposal: &Proposal, streamed: &[Streamed], held: &HashSet<&str>) -> Sc
     }
 }
 
-/// Index every proposal as a new label (its representative texts as examples, its keywords as
-/// its name); returns each new label's majority gold class.
+/// Accept every proposal as `gorag proposals accept` does (the round its event publishes:
+/// one label, the representatives' excerpts as examples); returns each new label's majority
+/// gold class.
 fn accept(
     engine: &mut Engine,
     proposals: &[Proposal],
     scored: &[ScoredProposal],
-    stream: &[(usize, &super::dataset::Sample)],
 ) -> Result<HashMap<String, String>, EngineError> {
     let mut labels = Vec::new();
     let mut majority = HashMap::new();
     for (proposal, score) in proposals.iter().zip(scored) {
-        let examples = proposal
-            .representatives
-            .iter()
-            .take(ACCEPTED_EXAMPLES)
-            .filter_map(|id| id.parse::<usize>().ok().and_then(|i| stream.get(i)))
-            .map(|(_, s)| s.text.clone())
-            .collect();
-        let id = format!("{} ({})", proposal.name, proposal.id);
-        majority.insert(id.clone(), score.majority.clone());
-        labels.push(NewLabel {
-            id,
-            name: Some(proposal.name.clone()),
-            description: None,
-            examples,
-        });
+        let event = ProposalEvent::open(proposal, None);
+        // Proposals may share a name: the id keeps their labels apart.
+        let id = format!("{}_{}", event.label_id(), proposal.id);
+        let LabelEvent::Round { labels: specs, .. } = event.accepting_round(Some(&id)) else {
+            continue;
+        };
+        majority.insert(id, score.majority.clone());
+        labels.extend(specs.iter().map(NewLabel::from));
     }
     if !labels.is_empty() {
         engine.apply_round(&labels)?;
