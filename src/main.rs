@@ -18,6 +18,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Tail(args) => cli::topics::tail(args).await,
         Command::State(args) => cli::serve::state(args),
         Command::Report(args) => cli::label_report::report(args),
+        Command::Proposals(args) => cli::proposals::proposals(args).await,
         Command::Schemas(args) => cli::serve::schemas(args),
     };
     // Export buffered spans before exiting (also after an error).

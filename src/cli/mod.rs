@@ -15,6 +15,7 @@ use crate::llm::{LlmClient, LlmSettings};
 
 pub mod discover;
 pub mod label_report;
+pub mod proposals;
 pub mod serve;
 pub mod topics;
 
@@ -46,6 +47,8 @@ pub enum Command {
     /// Draw a stopped service's labels as a map (HTML with SVG, and JSON), grouped into
     /// communities by the keywords they share.
     Report(label_report::ReportArgs),
+    /// List the proposed classes (the proposals topic); accept or reject one.
+    Proposals(proposals::ProposalsArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

@@ -3,6 +3,8 @@
 //! accepts or rejects it. The highest revision of a key is its current state, so replays and
 //! duplicates are harmless.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -123,6 +125,20 @@ impl ProposalEvent {
     }
 }
 
+/// The current state of each proposal among `events` (in any order): its highest revision.
+pub fn current(events: impl IntoIterator<Item = ProposalEvent>) -> BTreeMap<String, ProposalEvent> {
+    let mut latest: BTreeMap<String, ProposalEvent> = BTreeMap::new();
+    for event in events {
+        match latest.get(&event.proposal) {
+            Some(seen) if seen.revision >= event.revision => {}
+            _ => {
+                latest.insert(event.proposal.clone(), event);
+            }
+        }
+    }
+    latest
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +171,19 @@ mod tests {
             serde_json::from_str::<ProposalEvent>(&json).unwrap(),
             rejected
         );
+    }
+
+    #[test]
+    fn the_highest_revision_is_current() {
+        let first = ProposalEvent::open(&proposal(10), None);
+        let accepted = first.decided(ProposalStatus::Accepted, Some("volcanology".into()));
+        let mut other = ProposalEvent::open(&proposal(8), None);
+        other.proposal = "p-2".into();
+        // A replayed older revision after the newer one changes nothing.
+        let state = current([first.clone(), accepted.clone(), first, other]);
+        assert_eq!(state.len(), 2);
+        assert_eq!(state["p-1"], accepted);
+        assert_eq!(state["p-2"].status, ProposalStatus::Open);
     }
 
     #[test]

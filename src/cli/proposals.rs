@@ -1,0 +1,263 @@
+//! `gorag proposals`: list the proposed classes on the proposals topic; accept one (a round
+//! with its label goes to the labels topic) or reject it (it is not proposed again).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+
+use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
+use crate::events::LabelEvent;
+
+/// How long reading the topic to its end may take.
+const READ_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Args)]
+pub struct ProposalsArgs {
+    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    /// The proposals topic.
+    #[arg(long, default_value = "gorag.proposals")]
+    pub topic: String,
+    #[command(subcommand)]
+    pub action: Option<ProposalsAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProposalsAction {
+    /// List the open proposals (the default).
+    List {
+        /// Accepted and rejected ones too.
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum, default_value = "table")]
+        format: ListFormat,
+    },
+    /// Accept a proposal: publish a round with its label (its representatives' excerpts as
+    /// examples) to the labels topic, and mark it accepted.
+    Accept {
+        id: String,
+        /// The new label's id (default: the proposal's name, lower case, words joined by `_`).
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, default_value = "gorag.labels")]
+        labels_topic: String,
+    },
+    /// Reject a proposal: it is not proposed again.
+    Reject { id: String },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ListFormat {
+    Table,
+    Json,
+}
+
+pub async fn proposals(args: ProposalsArgs) -> Result<()> {
+    let action = args.action.unwrap_or(ProposalsAction::List {
+        all: false,
+        format: ListFormat::Table,
+    });
+    let (brokers, topic) = (args.brokers.clone(), args.topic.clone());
+    let events = tokio::task::spawn_blocking(move || read_all(&brokers, &topic)).await??;
+    let current = proposal::current(events);
+    match action {
+        ProposalsAction::List { all, format } => {
+            let shown: Vec<&ProposalEvent> = current
+                .values()
+                .filter(|p| all || p.status == ProposalStatus::Open)
+                .collect();
+            match format {
+                ListFormat::Json => println!("{}", serde_json::to_string_pretty(&shown)?),
+                ListFormat::Table => print!("{}", table(&shown)),
+            }
+        }
+        ProposalsAction::Accept {
+            id,
+            name,
+            labels_topic,
+        } => {
+            let open = open_proposal(&current, &id)?;
+            let round = open.accepting_round(name.as_deref());
+            let LabelEvent::Round {
+                round: round_id,
+                labels,
+                ..
+            } = &round
+            else {
+                bail!("accepting {id} did not make a round");
+            };
+            let label = labels.first().map(|l| l.id.clone());
+            let producer = producer(&args.brokers)?;
+            send(
+                &producer,
+                &labels_topic,
+                round_id,
+                &serde_json::to_vec(&round)?,
+            )
+            .await?;
+            let decided = open.decided(ProposalStatus::Accepted, label.clone());
+            send(&producer, &args.topic, &id, &serde_json::to_vec(&decided)?).await?;
+            println!(
+                "accepted {id}: label {} published in round {round_id} to {labels_topic}",
+                label.unwrap_or_default()
+            );
+        }
+        ProposalsAction::Reject { id } => {
+            let open = open_proposal(&current, &id)?;
+            let decided = open.decided(ProposalStatus::Rejected, None);
+            let producer = producer(&args.brokers)?;
+            send(&producer, &args.topic, &id, &serde_json::to_vec(&decided)?).await?;
+            println!("rejected {id}");
+        }
+    }
+    Ok(())
+}
+
+fn open_proposal<'a>(
+    current: &'a std::collections::BTreeMap<String, ProposalEvent>,
+    id: &str,
+) -> Result<&'a ProposalEvent> {
+    let Some(found) = current.get(id) else {
+        bail!("no proposal {id} on the proposals topic");
+    };
+    if found.status != ProposalStatus::Open {
+        bail!("proposal {id} is already {:?}", found.status);
+    }
+    Ok(found)
+}
+
+/// One line per proposal: id, status, size (growth), name, keywords.
+pub fn table(proposals: &[&ProposalEvent]) -> String {
+    if proposals.is_empty() {
+        return "no proposals\n".to_string();
+    }
+    let mut out = format!(
+        "{:<16} {:<9} {:>5} {:>6}  {:<40} keywords\n",
+        "id", "status", "size", "growth", "name"
+    );
+    for p in proposals {
+        out.push_str(&format!(
+            "{:<16} {:<9} {:>5} {:>+6}  {:<40} {}\n",
+            p.proposal,
+            format!("{:?}", p.status).to_lowercase(),
+            p.size,
+            p.growth as i64,
+            p.name,
+            p.keywords.join(", ")
+        ));
+    }
+    out
+}
+
+fn producer(brokers: &str) -> Result<FutureProducer> {
+    ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("enable.idempotence", "true")
+        .create()
+        .context("creating the producer")
+}
+
+async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8]) -> Result<()> {
+    producer
+        .send(
+            FutureRecord::to(topic).key(key.as_bytes()).payload(payload),
+            Timeout::After(Duration::from_secs(30)),
+        )
+        .await
+        .map_err(|(error, _)| error)
+        .with_context(|| format!("publishing to {topic}"))?;
+    Ok(())
+}
+
+/// Every proposal event on the topic, read from the beginning to the end it had when asked.
+/// Records that are not proposal events are skipped with a warning.
+fn read_all(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>> {
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "gorag-proposals")
+        .set("enable.auto.commit", "false")
+        .create()
+        .context("creating the consumer")?;
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))?;
+    let partitions: Vec<i32> = metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect();
+    drop(metadata);
+    let mut ends = Vec::new();
+    let mut assignment = TopicPartitionList::new();
+    for partition in partitions {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, partition, Duration::from_secs(10))
+            .with_context(|| format!("reading the end of {topic}/{partition}"))?;
+        if high > low {
+            ends.push((partition, high));
+            assignment.add_partition_offset(topic, partition, Offset::Offset(low))?;
+        }
+    }
+    if ends.is_empty() {
+        return Ok(Vec::new());
+    }
+    consumer.assign(&assignment)?;
+    let mut events = Vec::new();
+    let started = Instant::now();
+    while !ends.is_empty() {
+        if started.elapsed() > READ_LIMIT {
+            bail!("reading {topic} to its end took longer than {READ_LIMIT:?}");
+        }
+        let Some(message) = consumer.poll(Duration::from_millis(500)) else {
+            continue;
+        };
+        let message = message.with_context(|| format!("reading {topic}"))?;
+        match serde_json::from_slice::<ProposalEvent>(message.payload().unwrap_or_default()) {
+            Ok(event) => events.push(event),
+            Err(error) => tracing::warn!(
+                partition = message.partition(),
+                offset = message.offset(),
+                %error,
+                "not a proposal event; skipped"
+            ),
+        }
+        let (partition, next) = (message.partition(), message.offset() + 1);
+        ends.retain(|&(p, end)| p != partition || next < end);
+    }
+    Ok(events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::Proposal;
+
+    #[test]
+    fn the_table_shows_one_line_per_proposal() {
+        let proposal = Proposal {
+            id: "p-1".into(),
+            name: "crater, lava flow".into(),
+            keywords: vec!["crater".into(), "lava flow".into()],
+            members: vec!["a".into(), "b".into()],
+            representatives: vec!["a".into()],
+            excerpts: vec!["Lava".into()],
+            size: 2,
+            cohesion: 0.5,
+        };
+        let event = ProposalEvent::open(&proposal, None);
+        let text = table(&[&event]);
+        assert_eq!(text.lines().count(), 2);
+        assert!(text.contains("p-1"));
+        assert!(text.contains("open"));
+        assert!(text.contains("crater, lava flow"));
+        assert_eq!(table(&[]), "no proposals\n");
+    }
+}
