@@ -1,6 +1,8 @@
 //! `gorag proposals` against the real broker: list the open proposals, accept one (its round
 //! reaches the labels topic), reject another; decided proposals leave the list.
 
+// Only the broker helpers are used here.
+#[allow(dead_code)]
 mod support;
 
 use std::process::Command;
