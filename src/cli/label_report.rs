@@ -3,11 +3,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::discovery::{label_map, map_html};
-use crate::store::{SledStore, StateStore};
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -21,12 +20,7 @@ pub struct ReportArgs {
 
 /// Draw the active labels of a state directory, grouped by the keywords they share.
 pub fn report(args: ReportArgs) -> Result<()> {
-    if !args.dir.is_dir() {
-        bail!("{} is not a directory", args.dir.display());
-    }
-    let store = SledStore::open(&args.dir)?;
-    let mut saved = store.load()?;
-    let engine = saved.restore(crate::engine::EngineConfig::default())?;
+    let (engine, _) = super::serve::load_state(&args.dir)?;
     let map = label_map::label_map(&engine, &BTreeMap::new(), &HashMap::new())
         .context("grouping the labels")?;
     let title = format!("{} active labels", map.labels.len());

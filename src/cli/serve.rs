@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::config::{self, Layers, ServeConfig};
 use crate::events::schema;
-use crate::store::{SledStore, StateStore};
+use crate::store::{Saved, SledStore, StateStore};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -77,15 +77,20 @@ pub struct StateArgs {
     pub dir: PathBuf,
 }
 
+/// The engine a stopped service's state directory holds, and what else it saved.
+pub fn load_state(dir: &std::path::Path) -> Result<(crate::engine::Engine, Saved)> {
+    if !dir.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    }
+    let store = SledStore::open(dir)?;
+    let mut saved = store.load()?;
+    let engine = saved.restore(crate::engine::EngineConfig::default())?;
+    Ok((engine, saved))
+}
+
 /// Print what a state directory holds, with the engine digest.
 pub fn state(args: StateArgs) -> Result<()> {
-    if !args.dir.is_dir() {
-        bail!("{} is not a directory", args.dir.display());
-    }
-    let store = SledStore::open(&args.dir)?;
-    let mut saved = store.load()?;
-    let config = crate::engine::EngineConfig::default();
-    let engine = saved.restore(config)?;
+    let (engine, saved) = load_state(&args.dir)?;
     let offsets: Vec<serde_json::Value> = saved
         .offsets
         .iter()
