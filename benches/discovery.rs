@@ -1,6 +1,6 @@
 //! One community pass (similarity graph + Leiden + proposals) over a pool of 1k and 10k
 //! unexplained texts from the synthetic WOS-shaped corpus (texts of 30 labels, as if 30
-//! classes were missing). The pass runs off the per-text path, every N pooled texts.
+//! classes were missing).
 //!
 //!   cargo bench --bench discovery
 

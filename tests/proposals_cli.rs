@@ -81,6 +81,20 @@ async fn proposals_are_listed_accepted_and_rejected() {
     );
     assert_eq!(rounds[0].key.as_deref(), Some("accept-p-a"));
 
+    // A label the labels topic already has is refused before anything is sent.
+    let again = [
+        "proposals",
+        "--topic",
+        &topic,
+        "accept",
+        "p-b",
+        "--name",
+        "volcanology",
+    ];
+    let (ok, _, err) = gorag(&[&again[..], &["--labels-topic", &labels]].concat());
+    assert!(!ok);
+    assert!(err.contains("label volcanology already exists"), "{err}");
+
     let (ok, _, err) = gorag(&["proposals", "--topic", &topic, "reject", "p-b"]);
     assert!(ok, "{err}");
     // Neither is open now; deciding one again is refused with the reason.
@@ -89,7 +103,7 @@ async fn proposals_are_listed_accepted_and_rejected() {
     assert_eq!(out, "no proposals\n");
     let (ok, _, err) = gorag(&["proposals", "--topic", &topic, "reject", "p-a"]);
     assert!(!ok);
-    assert!(err.contains("already Accepted"), "{err}");
+    assert!(err.contains("already accepted"), "{err}");
     let (ok, out, _) = gorag(&["proposals", "--topic", &topic, "list", "--all"]);
     assert!(ok);
     assert!(

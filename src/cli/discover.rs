@@ -66,6 +66,9 @@ pub async fn run(
         "--discover needs at least two rounds: one known, the last held back"
     );
     let config = args.config();
+    config
+        .validate()
+        .map_err(|e| anyhow::anyhow!("invalid discovery setting: {e}"))?;
     let mut reports = Vec::new();
     for engine in engines {
         reports.push(discover::run(rounds, prepared, engine, &config, classifier, seed).await?);

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::discovery::{label_map, map_html};
@@ -20,11 +20,14 @@ pub struct ReportArgs {
 
 /// Draw the active labels of a state directory, grouped by the keywords they share.
 pub fn report(args: ReportArgs) -> Result<()> {
+    if args.out.extension().is_some_and(|e| e == "json") {
+        bail!("--out is the HTML page; the JSON goes beside it (give e.g. labels.html)");
+    }
     let (engine, _) = super::serve::load_state(&args.dir)?;
     let map = label_map::label_map(&engine, &BTreeMap::new(), &HashMap::new())
         .context("grouping the labels")?;
     let title = format!("{} active labels", map.labels.len());
-    std::fs::write(&args.out, map_html::html(&title, &map, &[]))
+    std::fs::write(&args.out, map_html::html(&title, &map, None))
         .with_context(|| format!("writing {}", args.out.display()))?;
     let json = args.out.with_extension("json");
     std::fs::write(&json, serde_json::to_string_pretty(&map)?)

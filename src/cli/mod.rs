@@ -392,14 +392,14 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     let json_path = args.out.join("report.json");
     std::fs::write(&json_path, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("writing {}", json_path.display()))?;
+    let mut written = vec![json_path.display().to_string()];
     if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
         let title = format!("{} labels after the last round", report.dataset);
         let html_path = args.out.join("labels.html");
-        std::fs::write(
-            &html_path,
-            crate::discovery::map_html::html(&title, map, &[]),
-        )
-        .with_context(|| format!("writing {}", html_path.display()))?;
+        let page = crate::discovery::map_html::html(&title, map, None);
+        std::fs::write(&html_path, page)
+            .with_context(|| format!("writing {}", html_path.display()))?;
+        written.push(html_path.display().to_string());
     }
     let svg_path = args.out.join("accuracy.svg");
     std::fs::write(&svg_path, report::svg(&report))
@@ -416,10 +416,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             usage.completion_tokens
         );
     }
-    println!(
-        "wrote {}, {} and labels.html",
-        json_path.display(),
-        svg_path.display()
-    );
+    written.push(svg_path.display().to_string());
+    println!("wrote {}", written.join(", "));
     Ok(())
 }

@@ -1,19 +1,21 @@
 //! `gorag proposals`: list the proposed classes on the proposals topic; accept one (a round
 //! with its label goes to the labels topic) or reject it (it is not proposed again).
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
-use crate::events::LabelEvent;
+use crate::events::{decode, LabelEvent};
 
 /// How long reading the topic to its end may take.
 const READ_LIMIT: Duration = Duration::from_secs(30);
@@ -60,13 +62,16 @@ pub enum ListFormat {
 }
 
 pub async fn proposals(args: ProposalsArgs) -> Result<()> {
-    let action = args.action.unwrap_or(ProposalsAction::List {
+    let ProposalsArgs {
+        brokers,
+        topic,
+        action,
+    } = args;
+    let action = action.unwrap_or(ProposalsAction::List {
         all: false,
         format: ListFormat::Table,
     });
-    let (brokers, topic) = (args.brokers.clone(), args.topic.clone());
-    let events = tokio::task::spawn_blocking(move || read_all(&brokers, &topic)).await??;
-    let current = proposal::current(events);
+    let current = proposal::current(read_proposals(&brokers, &topic).await?);
     match action {
         ProposalsAction::List { all, format } => {
             let shown: Vec<&ProposalEvent> = current
@@ -84,40 +89,96 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
             labels_topic,
         } => {
             let open = open_proposal(&current, &id)?;
-            let round = open.accepting_round(name.as_deref());
-            let LabelEvent::Round {
-                round: round_id,
-                labels,
-                ..
-            } = &round
-            else {
-                bail!("accepting {id} did not make a round");
-            };
-            let label = labels.first().map(|l| l.id.clone());
-            let producer = producer(&args.brokers)?;
-            send(
-                &producer,
-                &labels_topic,
-                round_id,
-                &serde_json::to_vec(&round)?,
-            )
-            .await?;
-            let decided = open.decided(ProposalStatus::Accepted, label.clone());
-            send(&producer, &args.topic, &id, &serde_json::to_vec(&decided)?).await?;
+            let label = accept(&brokers, &topic, open, name.as_deref(), &labels_topic).await?;
             println!(
-                "accepted {id}: label {} published in round {round_id} to {labels_topic}",
-                label.unwrap_or_default()
+                "accepted {id}: label {label} published in round {} to {labels_topic}",
+                open.accepting_round_id()
             );
         }
         ProposalsAction::Reject { id } => {
-            let open = open_proposal(&current, &id)?;
-            let decided = open.decided(ProposalStatus::Rejected, None);
-            let producer = producer(&args.brokers)?;
-            send(&producer, &args.topic, &id, &serde_json::to_vec(&decided)?).await?;
+            let decided = open_proposal(&current, &id)?.decided(ProposalStatus::Rejected, None)?;
+            let producer = producer(&brokers)?;
+            send(&producer, &topic, &id, &serde_json::to_vec(&decided)?).await?;
             println!("rejected {id}");
         }
     }
     Ok(())
+}
+
+/// Publish the accepting round (unless an earlier, interrupted accept already did), then the
+/// accepted revision. A label id the labels topic already has is refused before anything is
+/// sent: the service would dead-letter the round.
+async fn accept(
+    brokers: &str,
+    topic: &str,
+    open: &ProposalEvent,
+    name: Option<&str>,
+    labels_topic: &str,
+) -> Result<String> {
+    let round = open.accepting_round(name)?;
+    let LabelEvent::Round { labels, .. } = &round else {
+        bail!("accepting {} did not make a round", open.proposal);
+    };
+    let label = labels.first().map(|l| l.id.clone()).unwrap_or_default();
+    let (rounds, label_ids) = label_topic_ids(brokers, labels_topic).await?;
+    let round_id = open.accepting_round_id();
+    let producer = producer(brokers)?;
+    if !rounds.contains(&round_id) {
+        if label_ids.contains(&label) {
+            bail!("label {label} already exists on {labels_topic}: choose another with --name");
+        }
+        send(
+            &producer,
+            labels_topic,
+            &round_id,
+            &serde_json::to_vec(&round)?,
+        )
+        .await?;
+    }
+    let decided = open.decided(ProposalStatus::Accepted, Some(label.clone()))?;
+    send(
+        &producer,
+        topic,
+        &open.proposal,
+        &serde_json::to_vec(&decided)?,
+    )
+    .await?;
+    Ok(label)
+}
+
+/// Every proposal event on the topic; records that are not one are skipped with a warning.
+async fn read_proposals(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>> {
+    let payloads = read_to_end(brokers, topic).await?;
+    Ok(payloads
+        .iter()
+        .filter_map(|payload| match decode::proposal_event(payload) {
+            Ok(event) => Some(event),
+            Err(error) => {
+                tracing::warn!(%error, topic, "not a proposal event; skipped");
+                None
+            }
+        })
+        .collect())
+}
+
+/// The round ids and label ids announced on the labels topic so far.
+async fn label_topic_ids(
+    brokers: &str,
+    topic: &str,
+) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
+    let (mut rounds, mut labels) = (BTreeSet::new(), BTreeSet::new());
+    for payload in read_to_end(brokers, topic).await? {
+        if let Ok(LabelEvent::Round {
+            round,
+            labels: specs,
+            ..
+        }) = decode::label_event(&payload)
+        {
+            rounds.insert(round);
+            labels.extend(specs.into_iter().map(|l| l.id));
+        }
+    }
+    Ok((rounds, labels))
 }
 
 fn open_proposal<'a>(
@@ -128,7 +189,7 @@ fn open_proposal<'a>(
         bail!("no proposal {id} on the proposals topic");
     };
     if found.status != ProposalStatus::Open {
-        bail!("proposal {id} is already {:?}", found.status);
+        bail!("proposal {id} is already {}", found.status.as_str());
     }
     Ok(found)
 }
@@ -146,7 +207,7 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
         out.push_str(&format!(
             "{:<16} {:<9} {:>5} {:>+6}  {:<40} {}\n",
             p.proposal,
-            format!("{:?}", p.status).to_lowercase(),
+            p.status.as_str(),
             p.size,
             p.growth as i64,
             p.name,
@@ -176,13 +237,20 @@ async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8])
     Ok(())
 }
 
-/// Every proposal event on the topic, read from the beginning to the end it had when asked.
-/// Records that are not proposal events are skipped with a warning.
-fn read_all(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>> {
+/// Every record's value on the topic, from the beginning to the end it had when asked (a
+/// missing topic has none).
+async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
+    let (brokers, topic) = (brokers.to_string(), topic.to_string());
+    tokio::task::spawn_blocking(move || read_to_end_blocking(&brokers, &topic)).await?
+}
+
+fn read_to_end_blocking(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("group.id", "gorag-proposals")
         .set("enable.auto.commit", "false")
+        // The end may be a compacted gap or a control record: stop at the partition's end.
+        .set("enable.partition.eof", "true")
         .create()
         .context("creating the consumer")?;
     let metadata = consumer
@@ -210,29 +278,24 @@ fn read_all(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>> {
         return Ok(Vec::new());
     }
     consumer.assign(&assignment)?;
-    let mut events = Vec::new();
+    let mut payloads = Vec::new();
     let started = Instant::now();
     while !ends.is_empty() {
         if started.elapsed() > READ_LIMIT {
             bail!("reading {topic} to its end took longer than {READ_LIMIT:?}");
         }
-        let Some(message) = consumer.poll(Duration::from_millis(500)) else {
-            continue;
+        let (partition, next) = match consumer.poll(Duration::from_millis(500)) {
+            None => continue,
+            Some(Err(KafkaError::PartitionEOF(partition))) => (partition, i64::MAX),
+            Some(Err(error)) => return Err(error).with_context(|| format!("reading {topic}")),
+            Some(Ok(message)) => {
+                payloads.push(message.payload().unwrap_or_default().to_vec());
+                (message.partition(), message.offset() + 1)
+            }
         };
-        let message = message.with_context(|| format!("reading {topic}"))?;
-        match serde_json::from_slice::<ProposalEvent>(message.payload().unwrap_or_default()) {
-            Ok(event) => events.push(event),
-            Err(error) => tracing::warn!(
-                partition = message.partition(),
-                offset = message.offset(),
-                %error,
-                "not a proposal event; skipped"
-            ),
-        }
-        let (partition, next) = (message.partition(), message.offset() + 1);
         ends.retain(|&(p, end)| p != partition || next < end);
     }
-    Ok(events)
+    Ok(payloads)
 }
 
 #[cfg(test)]
@@ -252,7 +315,7 @@ mod tests {
             size: 2,
             cohesion: 0.5,
         };
-        let event = ProposalEvent::open(&proposal, None);
+        let event = ProposalEvent::open(&proposal, None).unwrap();
         let text = table(&[&event]);
         assert_eq!(text.lines().count(), 2);
         assert!(text.contains("p-1"));

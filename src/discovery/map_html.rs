@@ -23,7 +23,9 @@ fn colour(group: usize) -> String {
     format!("hsl({hue}, 60%, 55%)")
 }
 
-pub fn html(title: &str, map: &LabelMap, proposals: &[Proposal]) -> String {
+/// `proposals`: None when the source has none to show (the section is left out).
+pub fn html(title: &str, map: &LabelMap, proposals: Option<&[Proposal]>) -> String {
+    let with_traffic = map.labels.iter().any(|l| l.traffic.is_some());
     let mut out = String::new();
     let _ = write!(
         out,
@@ -31,15 +33,27 @@ pub fn html(title: &str, map: &LabelMap, proposals: &[Proposal]) -> String {
          <style>body{{font-family:sans-serif;margin:1.5em;color:#222}}svg{{background:#fafafa;\
          border:1px solid #ddd}}td,th{{padding:2px 8px;text-align:left;vertical-align:top}}\
          .k{{color:#666;font-size:90%}}</style></head><body>\n<h1>{t}</h1>\n<p>{n} active labels \
-         in {g} communities (joined by shared keywords and observed confusions). Circle size: \
-         predicted volume; red ring: hallucination rate. Hover a circle for its keywords.</p>\n",
+         in {g} communities (joined by shared keywords{c}).{legend} Hover a circle for its \
+         keywords.</p>\n",
         t = escape(title),
         n = map.labels.len(),
         g = map.groups,
+        c = if with_traffic {
+            " and observed confusions"
+        } else {
+            ""
+        },
+        legend = if with_traffic {
+            " Circle size: predicted volume; red ring: hallucination rate."
+        } else {
+            ""
+        },
     );
     svg(&mut out, map);
     communities_table(&mut out, map);
-    proposals_table(&mut out, proposals);
+    if let Some(proposals) = proposals {
+        proposals_table(&mut out, proposals);
+    }
     out.push_str("</body></html>\n");
     out
 }
@@ -182,7 +196,7 @@ mod tests {
             links: vec![(0, 1, 1.0)],
             groups: 2,
         };
-        let page = html("Labels", &map, &[]);
+        let page = html("Labels", &map, Some(&[]));
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<svg"));
         assert!(page.contains("a&lt;b"));
@@ -191,5 +205,7 @@ mod tests {
         assert!(!page.contains("http://") || page.matches("http://").count() == 1);
         assert_eq!(page.matches("<circle").count(), 2);
         assert_eq!(page.matches("<line").count(), 1);
+        assert!(page.contains("Proposed classes (0)"));
+        assert!(!html("Labels", &map, None).contains("Proposed classes"));
     }
 }

@@ -54,6 +54,31 @@ impl Default for DiscoveryConfig {
     }
 }
 
+impl DiscoveryConfig {
+    /// Settings that would make every pass empty or meaningless, refused up front.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.min_size < 2 {
+            return Err(format!(
+                "min_size {} (a community needs at least 2 texts)",
+                self.min_size
+            ));
+        }
+        if self.neighbours == 0 {
+            return Err("neighbours 0 (no text would link to any other)".into());
+        }
+        if !(self.resolution.is_finite() && self.resolution > 0.0) {
+            return Err(format!("resolution {} (must be positive)", self.resolution));
+        }
+        if self.pool_capacity < self.min_size {
+            return Err(format!(
+                "pool_capacity {} below min_size {}",
+                self.pool_capacity, self.min_size
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Why a text counts as poorly explained by the active labels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -105,6 +130,27 @@ mod tests {
             label: "l".into(),
             source: Source::Graph,
             hallucination,
+        }
+    }
+
+    #[test]
+    fn settings_that_make_passes_meaningless_are_refused() {
+        assert!(DiscoveryConfig::default().validate().is_ok());
+        for bad in [
+            DiscoveryConfig {
+                min_size: 1,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                neighbours: 0,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                resolution: -1.0,
+                ..DiscoveryConfig::default()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
         }
     }
 

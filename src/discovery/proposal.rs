@@ -18,7 +18,8 @@ const REPRESENTATIVES: usize = 5;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Proposal {
-    /// Stable while the community grows: derived from its oldest member.
+    /// Derived from its oldest member: the same while that member stays in the pool and in
+    /// the community.
     pub id: String,
     pub name: String,
     pub keywords: Vec<String>,
@@ -102,12 +103,22 @@ fn distinctive_keywords(texts: &[&PooledText], community: &Community) -> Vec<Str
         }
         if !kept
             .iter()
-            .any(|k| k.contains(keyword) || keyword.contains(k.as_str()))
+            .any(|k| within(k, keyword) || within(keyword, k))
         {
             kept.push(keyword.to_string());
         }
     }
     kept
+}
+
+/// Whether the words of `part` occur in a row among the words of `whole` ("lava" in "lava
+/// flow"; "art" is not in "party").
+fn within(part: &str, whole: &str) -> bool {
+    let (part, whole): (Vec<&str>, Vec<&str>) = (
+        part.split_whitespace().collect(),
+        whole.split_whitespace().collect(),
+    );
+    !part.is_empty() && whole.windows(part.len()).any(|w| w == part.as_slice())
 }
 
 #[cfg(test)]
@@ -150,5 +161,7 @@ mod tests {
         assert_eq!(proposal.size, 3);
         // Named after the oldest member (position 0), whatever the centrality.
         assert_eq!(proposal.id, proposal_id("a"));
+        assert!(within("lava", "lava flow"));
+        assert!(!within("art", "party time"));
     }
 }

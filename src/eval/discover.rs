@@ -31,6 +31,10 @@ pub enum DiscoverError {
     Engine(#[from] EngineError),
     #[error("community detection failed: {0}")]
     Communities(#[from] leiden_rs::LeidenError),
+    #[error("--discover needs at least two rounds (one known, the last held back) and each round prepared; got {rounds} rounds, {prepared} prepared")]
+    Rounds { rounds: usize, prepared: usize },
+    #[error("invalid discovery setting: {0}")]
+    Config(String),
 }
 
 /// A proposal recovers a class when at least this share of its members carry it.
@@ -94,7 +98,14 @@ pub async fn run(
     classifier: &Classifier,
     seed: u64,
 ) -> Result<DiscoveryReport, DiscoverError> {
-    let held = rounds.len().saturating_sub(1);
+    if rounds.len() < 2 || prepared.len() != rounds.len() {
+        return Err(DiscoverError::Rounds {
+            rounds: rounds.len(),
+            prepared: prepared.len(),
+        });
+    }
+    config.validate().map_err(DiscoverError::Config)?;
+    let held = rounds.len() - 1;
     let mut engine = Engine::new(engine_config.clone());
     for setup in &prepared[..held] {
         engine.apply_round(&setup.labels)?;
@@ -238,10 +249,14 @@ fn accept(
     let mut labels = Vec::new();
     let mut majority = HashMap::new();
     for (proposal, score) in proposals.iter().zip(scored) {
-        let event = ProposalEvent::open(proposal, None);
-        // Proposals may share a name: the id keeps their labels apart.
+        // Fresh proposals with a non-empty label id: neither step can refuse.
+        let Ok(event) = ProposalEvent::open(proposal, None) else {
+            continue;
+        };
+        // Proposals may share a name: the proposal id keeps their labels apart (the CLI
+        // refuses a label id that exists and asks for --name instead).
         let id = format!("{}_{}", event.label_id(), proposal.id);
-        let LabelEvent::Round { labels: specs, .. } = event.accepting_round(Some(&id)) else {
+        let Ok(LabelEvent::Round { labels: specs, .. }) = event.accepting_round(Some(&id)) else {
             continue;
         };
         majority.insert(id, score.majority.clone());

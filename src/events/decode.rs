@@ -130,6 +130,13 @@ fn check_version(version: u32) -> Result<(), Rejection> {
     }
 }
 
+/// Decode a proposals-topic record.
+pub fn proposal_event(bytes: &[u8]) -> Result<super::proposal::ProposalEvent, Rejection> {
+    let event: super::proposal::ProposalEvent = typed(json(bytes)?)?;
+    check_version(event.version)?;
+    Ok(event)
+}
+
 /// Decode a labels-topic record.
 pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
     let value = json(bytes)?;

@@ -11,12 +11,32 @@ use serde::{Deserialize, Serialize};
 use super::{version_one, LabelEvent, LabelSpec};
 use crate::discovery::Proposal;
 
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProposalError {
+    #[error("proposal {0} is already {1}")]
+    AlreadyDecided(String, &'static str),
+    #[error("proposal {0} has no name to make a label id of: give one (--name)")]
+    NoLabelId(String),
+    #[error("proposal {0} has reached the last revision number")]
+    RevisionOverflow(String),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalStatus {
     Open,
     Accepted,
     Rejected,
+}
+
+impl ProposalStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+        }
+    }
 }
 
 /// One of a proposal's most central texts.
@@ -55,8 +75,22 @@ pub struct ProposalEvent {
 }
 
 impl ProposalEvent {
-    /// An open proposal's event; `previous` is the last one published for it, if any.
-    pub fn open(proposal: &Proposal, previous: Option<&ProposalEvent>) -> Self {
+    /// An open proposal's event; `previous` is the last one published for it, if any (a
+    /// decided proposal is not opened again).
+    pub fn open(
+        proposal: &Proposal,
+        previous: Option<&ProposalEvent>,
+    ) -> Result<Self, ProposalError> {
+        if let Some(decided) = previous.filter(|p| p.status != ProposalStatus::Open) {
+            return Err(ProposalError::AlreadyDecided(
+                proposal.id.clone(),
+                decided.status.as_str(),
+            ));
+        }
+        let revision = match previous {
+            Some(p) => p.next_revision()?,
+            None => 1,
+        };
         let representatives = proposal
             .representatives
             .iter()
@@ -66,10 +100,10 @@ impl ProposalEvent {
                 excerpt: excerpt.clone(),
             })
             .collect();
-        Self {
+        Ok(Self {
             version: version_one(),
             proposal: proposal.id.clone(),
-            revision: previous.map_or(1, |p| p.revision + 1),
+            revision,
             status: ProposalStatus::Open,
             name: proposal.name.clone(),
             description: None,
@@ -79,18 +113,28 @@ impl ProposalEvent {
             growth: proposal.size.saturating_sub(previous.map_or(0, |p| p.size)),
             cohesion: proposal.cohesion,
             label: None,
-        }
+        })
+    }
+
+    fn next_revision(&self) -> Result<u64, ProposalError> {
+        self.revision
+            .checked_add(1)
+            .ok_or_else(|| ProposalError::RevisionOverflow(self.proposal.clone()))
     }
 
     /// The same proposal, decided: the next revision with `status` (and the label it became).
-    pub fn decided(&self, status: ProposalStatus, label: Option<String>) -> Self {
-        Self {
-            revision: self.revision + 1,
+    pub fn decided(
+        &self,
+        status: ProposalStatus,
+        label: Option<String>,
+    ) -> Result<Self, ProposalError> {
+        Ok(Self {
+            revision: self.next_revision()?,
             status,
             growth: 0,
             label,
             ..self.clone()
-        }
+        })
     }
 
     /// The id a label accepted from this proposal gets unless the operator names it: its name
@@ -104,13 +148,21 @@ impl ProposalEvent {
             .join("_")
     }
 
+    /// The round id accepting it publishes (also the record's key).
+    pub fn accepting_round_id(&self) -> String {
+        format!("accept-{}", self.proposal)
+    }
+
     /// The round event accepting it publishes: one new label (`name`, else [`Self::label_id`])
     /// with the representative texts' excerpts as examples.
-    pub fn accepting_round(&self, name: Option<&str>) -> LabelEvent {
-        let id = name.map_or_else(|| self.label_id(), str::to_string);
-        LabelEvent::Round {
+    pub fn accepting_round(&self, name: Option<&str>) -> Result<LabelEvent, ProposalError> {
+        let id = name.map_or_else(|| self.label_id(), |n| n.trim().to_string());
+        if id.is_empty() {
+            return Err(ProposalError::NoLabelId(self.proposal.clone()));
+        }
+        Ok(LabelEvent::Round {
             version: version_one(),
-            round: format!("accept-{}", self.proposal),
+            round: self.accepting_round_id(),
             labels: vec![LabelSpec {
                 name: Some(id.replace('_', " ")),
                 id,
@@ -121,16 +173,18 @@ impl ProposalEvent {
                     .map(|r| r.excerpt.trim_end_matches('…').to_string())
                     .collect(),
             }],
-        }
+        })
     }
 }
 
-/// The current state of each proposal among `events` (in any order): its highest revision.
+/// The current state of each proposal among `events` (in any order): its highest revision; at
+/// an equal revision a decision outranks an open republication.
 pub fn current(events: impl IntoIterator<Item = ProposalEvent>) -> BTreeMap<String, ProposalEvent> {
+    let rank = |e: &ProposalEvent| (e.revision, e.status != ProposalStatus::Open);
     let mut latest: BTreeMap<String, ProposalEvent> = BTreeMap::new();
     for event in events {
         match latest.get(&event.proposal) {
-            Some(seen) if seen.revision >= event.revision => {}
+            Some(seen) if rank(seen) >= rank(&event) => {}
             _ => {
                 latest.insert(event.proposal.clone(), event);
             }
@@ -159,13 +213,20 @@ mod tests {
 
     #[test]
     fn revisions_grow_and_decisions_are_later_revisions() {
-        let first = ProposalEvent::open(&proposal(10), None);
+        let first = ProposalEvent::open(&proposal(10), None).unwrap();
         assert_eq!((first.revision, first.growth), (1, 10));
-        let grown = ProposalEvent::open(&proposal(14), Some(&first));
+        let grown = ProposalEvent::open(&proposal(14), Some(&first)).unwrap();
         assert_eq!((grown.revision, grown.growth), (2, 4));
-        let rejected = grown.decided(ProposalStatus::Rejected, None);
+        let rejected = grown.decided(ProposalStatus::Rejected, None).unwrap();
         assert_eq!(rejected.revision, 3);
         assert_eq!(rejected.status, ProposalStatus::Rejected);
+        // Rejected stays rejected; a forged last revision is refused, not wrapped.
+        assert!(ProposalEvent::open(&proposal(20), Some(&rejected)).is_err());
+        let forged = ProposalEvent {
+            revision: u64::MAX,
+            ..first.clone()
+        };
+        assert!(forged.decided(ProposalStatus::Accepted, None).is_err());
         let json = serde_json::to_string(&rejected).unwrap();
         assert_eq!(
             serde_json::from_str::<ProposalEvent>(&json).unwrap(),
@@ -175,12 +236,19 @@ mod tests {
 
     #[test]
     fn the_highest_revision_is_current() {
-        let first = ProposalEvent::open(&proposal(10), None);
-        let accepted = first.decided(ProposalStatus::Accepted, Some("volcanology".into()));
-        let mut other = ProposalEvent::open(&proposal(8), None);
+        let first = ProposalEvent::open(&proposal(10), None).unwrap();
+        let accepted = first
+            .decided(ProposalStatus::Accepted, Some("volcanology".into()))
+            .unwrap();
+        let mut other = ProposalEvent::open(&proposal(8), None).unwrap();
         other.proposal = "p-2".into();
+        // At the same revision as a decision, an open republication loses, in either order.
+        let republished = ProposalEvent {
+            revision: 2,
+            ..first.clone()
+        };
         // A replayed older revision after the newer one changes nothing.
-        let state = current([first.clone(), accepted.clone(), first, other]);
+        let state = current([first.clone(), accepted.clone(), republished, first, other]);
         assert_eq!(state.len(), 2);
         assert_eq!(state["p-1"], accepted);
         assert_eq!(state["p-2"].status, ProposalStatus::Open);
@@ -188,9 +256,9 @@ mod tests {
 
     #[test]
     fn accepting_publishes_a_round_the_labels_topic_takes() {
-        let event = ProposalEvent::open(&proposal(10), None);
+        let event = ProposalEvent::open(&proposal(10), None).unwrap();
         assert_eq!(event.label_id(), "crater_lava_flow");
-        let round = event.accepting_round(None);
+        let round = event.accepting_round(None).unwrap();
         let json = serde_json::to_vec(&round).unwrap();
         let decoded = decode::label_event(&json).unwrap();
         let LabelEvent::Round { round, labels, .. } = decoded else {
@@ -202,10 +270,17 @@ mod tests {
             labels[0].examples,
             ["Lava reached the crater rim", "A new crater"]
         );
-        let named = event.accepting_round(Some("volcanology"));
+        let named = event.accepting_round(Some("volcanology")).unwrap();
         let LabelEvent::Round { labels, .. } = named else {
             panic!("not a round");
         };
         assert_eq!(labels[0].id, "volcanology");
+        // Without keywords there is no name to make an id of: the operator must give one.
+        let unnamed = ProposalEvent {
+            name: " ".into(),
+            ..event
+        };
+        assert!(unnamed.accepting_round(None).is_err());
+        assert!(unnamed.accepting_round(Some("geology")).is_ok());
     }
 }
