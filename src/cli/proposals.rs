@@ -253,16 +253,7 @@ fn read_to_end_blocking(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
         .set("enable.partition.eof", "true")
         .create()
         .context("creating the consumer")?;
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect();
-    drop(metadata);
+    let partitions = super::topics::topic_partitions(&consumer, brokers, topic)?;
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for partition in partitions {

@@ -123,6 +123,23 @@ pub struct TailArgs {
     pub format: TailFormat,
 }
 
+/// The partition ids of `topic` (none when it does not exist).
+pub fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
+    consumer: &impl Consumer<C>,
+    brokers: &str,
+    topic: &str,
+) -> Result<Vec<i32>> {
+    let metadata = consumer
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect())
+}
+
 pub async fn tail(args: TailArgs) -> Result<()> {
     let consumer: StreamConsumer = ClientConfig::new()
         .set("bootstrap.servers", &args.brokers)
@@ -130,19 +147,10 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         .set("enable.auto.commit", "false")
         .create()
         .context("creating the consumer")?;
-    let metadata = consumer
-        .fetch_metadata(Some(&args.topic), Duration::from_secs(10))
-        .context("reading topic metadata")?;
-    let partitions: Vec<i32> = metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == args.topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect();
+    let partitions = topic_partitions(&consumer, &args.brokers, &args.topic)?;
     if partitions.is_empty() {
         bail!("topic {} does not exist", args.topic);
     }
-    drop(metadata);
     let mut assignment = TopicPartitionList::new();
     let start = if args.from_beginning {
         Offset::Beginning

@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::Unexplained;
+use crate::engine::prompt::clip;
 use crate::engine::terms::TermCounts;
 use crate::engine::Analysis;
 
@@ -41,14 +42,12 @@ impl PooledText {
 /// The first `chars` characters of `text`, cut at a word boundary when there is one.
 pub fn excerpt(text: &str, chars: usize) -> String {
     let text = text.trim();
-    match text.char_indices().nth(chars) {
-        None => text.to_string(),
-        Some((end, _)) => {
-            let cut = &text[..end];
-            let cut = cut.rfind(char::is_whitespace).map_or(cut, |i| &cut[..i]);
-            format!("{}…", cut.trim_end())
-        }
+    let cut = clip(text, chars);
+    if cut.len() == text.len() {
+        return text.to_string();
     }
+    let cut = cut.rfind(char::is_whitespace).map_or(cut, |i| &cut[..i]);
+    format!("{}…", cut.trim_end())
 }
 
 /// Pooled texts, oldest first; past the capacity the oldest go.

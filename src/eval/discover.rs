@@ -123,28 +123,7 @@ pub async fn run(
         .collect();
     stream.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
 
-    let mut pool = Pool::new(config.pool_capacity);
-    let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
-    for (i, (r, sample)) in stream.iter().enumerate() {
-        let classified = classifier.classify(&engine, &sample.text).await?;
-        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-        engine.learn(&classified.analysis, &classified.decision.label, confident);
-        let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
-        if let Some(why) = why {
-            pool.push(PooledText::new(
-                &i.to_string(),
-                &sample.text,
-                &classified.analysis,
-                &classified.decision.label,
-                why,
-            ));
-        }
-        streamed.push(Streamed {
-            gold: sample.label.clone(),
-            held: *r == held,
-            best_score: classified.retrieval.scores.first().copied(),
-        });
-    }
+    let (pool, streamed) = stream_and_pool(&mut engine, &stream, held, config, classifier).await?;
 
     let started = Instant::now();
     let texts: Vec<&PooledText> = pool.texts().iter().collect();
@@ -210,6 +189,40 @@ fn gold<'a>(streamed: &'a [Streamed], id: &str) -> &'a str {
         .ok()
         .and_then(|i| streamed.get(i))
         .map_or("", |s| s.gold.as_str())
+}
+
+/// Classify the stream in order with online indexing (as the service would), pooling the
+/// texts the active labels explain poorly; each pooled text's id is its stream position.
+async fn stream_and_pool(
+    engine: &mut Engine,
+    stream: &[(usize, &super::dataset::Sample)],
+    held: usize,
+    config: &DiscoveryConfig,
+    classifier: &Classifier,
+) -> Result<(Pool, Vec<Streamed>), DiscoverError> {
+    let mut pool = Pool::new(config.pool_capacity);
+    let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
+    for (i, (r, sample)) in stream.iter().enumerate() {
+        let classified = classifier.classify(engine, &sample.text).await?;
+        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+        engine.learn(&classified.analysis, &classified.decision.label, confident);
+        let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
+        if let Some(why) = why {
+            pool.push(PooledText::new(
+                &i.to_string(),
+                &sample.text,
+                &classified.analysis,
+                &classified.decision.label,
+                why,
+            ));
+        }
+        streamed.push(Streamed {
+            gold: sample.label.clone(),
+            held: *r == held,
+            best_score: classified.retrieval.scores.first().copied(),
+        });
+    }
+    Ok((pool, streamed))
 }
 
 fn score(proposal: &Proposal, streamed: &[Streamed], held: &HashSet<&str>) -> ScoredProposal {
