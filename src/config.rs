@@ -28,6 +28,9 @@ pub struct ServeConfig {
     pub input: InputSection,
     pub state: StateSection,
     pub admin: AdminSection,
+    /// Emerging-class discovery (`[discovery]`): the pool of poorly explained texts, the
+    /// community passes over it, and the proposals they publish.
+    pub discovery: crate::discovery::DiscoveryConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -88,6 +91,8 @@ pub struct TopicsSection {
     pub dead_letter: String,
     /// Every change to the graph, in the order all replicas apply it (1 partition).
     pub changelog: String,
+    /// Proposed classes (keyed by proposal id; compacted).
+    pub proposals: String,
 }
 
 impl Default for TopicsSection {
@@ -99,6 +104,7 @@ impl Default for TopicsSection {
             hallucinations: "gorag.hallucinations".into(),
             dead_letter: "gorag.dlq".into(),
             changelog: "gorag.changelog".into(),
+            proposals: "gorag.proposals".into(),
         }
     }
 }
@@ -184,6 +190,8 @@ pub struct EngineSection {
     pub llm_weight: f64,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
+    /// `list_first` (the paper's: classes, then the text) or `text_first`.
+    pub prompt_layout: crate::engine::prompt::PromptLayout,
     /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
     pub ranking: RankingConfig,
 }
@@ -201,6 +209,7 @@ impl Default for EngineSection {
             choice: defaults.choice,
             llm_weight: defaults.llm_weight,
             example_chars: defaults.example_chars,
+            prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
         }
     }
@@ -215,6 +224,7 @@ impl EngineSection {
             choice: self.choice,
             llm_weight: self.llm_weight,
             example_chars: self.example_chars,
+            prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),
             ..Default::default()
         };
@@ -364,6 +374,14 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
+    /// The engine's configuration (`[engine]`, and the pool's capacity from `[discovery]`).
+    pub fn engine_config(&self) -> crate::engine::EngineConfig {
+        crate::engine::EngineConfig {
+            pool_capacity: self.discovery.pool_capacity,
+            ..self.engine.engine_config()
+        }
+    }
+
     pub fn load(layers: &Layers) -> Result<Self, ConfigErrors> {
         let mut errors = Vec::new();
         let mut root = Table::new();
@@ -438,6 +456,7 @@ impl ServeConfig {
             ("topics.hallucinations", &t.hallucinations),
             ("topics.dead_letter", &t.dead_letter),
             ("topics.changelog", &t.changelog),
+            ("topics.proposals", &t.proposals),
         ];
         for (i, (key, name)) in names.iter().enumerate() {
             if name.trim().is_empty() {
@@ -500,6 +519,11 @@ impl ServeConfig {
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {
                 errors.push(format!("{key}: must be a number ≥ 0"));
+            }
+        }
+        if self.discovery.enabled {
+            if let Err(problem) = self.discovery.validate() {
+                errors.push(format!("discovery: {problem}"));
             }
         }
         if self.input.max_in_flight == 0 {

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::classify::Classifier;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
-use crate::engine::prompt::ChoiceMode;
+use crate::engine::prompt::{ChoiceMode, PromptLayout};
 use crate::engine::rank::RankingConfig;
 use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
@@ -189,6 +189,25 @@ pub struct RankingArgs {
     /// Characters of each candidate's most similar example shown in the prompt (0: none).
     #[arg(long, default_value_t = EngineConfig::default().example_chars)]
     pub example_chars: usize,
+    /// Where the text goes in the prompt: `list-first` (the paper's) or `text-first` (the
+    /// classes and the instruction last).
+    #[arg(long, value_enum, default_value = "list-first")]
+    pub prompt_layout: PromptLayoutArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PromptLayoutArg {
+    ListFirst,
+    TextFirst,
+}
+
+impl From<PromptLayoutArg> for PromptLayout {
+    fn from(value: PromptLayoutArg) -> Self {
+        match value {
+            PromptLayoutArg::ListFirst => PromptLayout::ListFirst,
+            PromptLayoutArg::TextFirst => PromptLayout::TextFirst,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -318,6 +337,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     base.choice = args.ranking.choice.into();
     base.llm_weight = args.ranking.llm_weight;
     base.example_chars = args.ranking.example_chars;
+    base.prompt_layout = args.ranking.prompt_layout.into();
 
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     if args.discover.discover {

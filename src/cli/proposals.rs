@@ -2,20 +2,17 @@
 //! with its label goes to the labels topic) or reject it (it is not proposed again).
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::error::KafkaError;
-use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
-use rdkafka::{Offset, TopicPartitionList};
 
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, LabelEvent};
+use crate::stream::read_back;
 
 /// How long reading the topic to its end may take.
 const READ_LIMIT: Duration = Duration::from_secs(30);
@@ -240,52 +237,14 @@ async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8])
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
 async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let (brokers, topic) = (brokers.to_string(), topic.to_string());
-    tokio::task::spawn_blocking(move || read_to_end_blocking(&brokers, &topic)).await?
-}
-
-fn read_to_end_blocking(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let consumer: BaseConsumer = ClientConfig::new()
+    let mut client = ClientConfig::new();
+    client
         .set("bootstrap.servers", brokers)
-        .set("group.id", "gorag-proposals")
-        .set("enable.auto.commit", "false")
-        // The end may be a compacted gap or a control record: stop at the partition's end.
-        .set("enable.partition.eof", "true")
-        .create()
-        .context("creating the consumer")?;
-    let partitions = super::topics::topic_partitions(&consumer, brokers, topic)?;
-    let mut ends = Vec::new();
-    let mut assignment = TopicPartitionList::new();
-    for partition in partitions {
-        let (low, high) = consumer
-            .fetch_watermarks(topic, partition, Duration::from_secs(10))
-            .with_context(|| format!("reading the end of {topic}/{partition}"))?;
-        if high > low {
-            ends.push((partition, high));
-            assignment.add_partition_offset(topic, partition, Offset::Offset(low))?;
-        }
-    }
-    if ends.is_empty() {
-        return Ok(Vec::new());
-    }
-    consumer.assign(&assignment)?;
-    let mut payloads = Vec::new();
-    let started = Instant::now();
-    while !ends.is_empty() {
-        if started.elapsed() > READ_LIMIT {
-            bail!("reading {topic} to its end took longer than {READ_LIMIT:?}");
-        }
-        let (partition, next) = match consumer.poll(Duration::from_millis(500)) {
-            None => continue,
-            Some(Err(KafkaError::PartitionEOF(partition))) => (partition, i64::MAX),
-            Some(Err(error)) => return Err(error).with_context(|| format!("reading {topic}")),
-            Some(Ok(message)) => {
-                payloads.push(message.payload().unwrap_or_default().to_vec());
-                (message.partition(), message.offset() + 1)
-            }
-        };
-        ends.retain(|&(p, end)| p != partition || next < end);
-    }
+        .set("group.id", "gorag-proposals");
+    let topic = topic.to_string();
+    let payloads =
+        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, READ_LIMIT))
+            .await??;
     Ok(payloads)
 }
 

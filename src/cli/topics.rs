@@ -129,15 +129,8 @@ pub fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
     brokers: &str,
     topic: &str,
 ) -> Result<Vec<i32>> {
-    let metadata = consumer
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))?;
-    Ok(metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect())
+    crate::stream::read_back::topic_partitions(consumer, topic)
+        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))
 }
 
 pub async fn tail(args: TailArgs) -> Result<()> {

@@ -11,6 +11,7 @@ pub mod label_map;
 pub mod map_html;
 pub mod pool;
 pub mod proposal;
+pub mod reconcile;
 
 use serde::{Deserialize, Serialize};
 
@@ -18,12 +19,16 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval};
 
 pub use communities::Community;
-pub use pool::{Pool, PooledText};
+pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct DiscoveryConfig {
+    /// `gorag serve`: pool poorly explained texts and publish proposals.
+    pub enabled: bool,
+    /// `gorag serve`: a community pass after every this many pooled texts.
+    pub pass_every: u64,
     /// Pooled texts kept (oldest dropped first).
     pub pool_capacity: usize,
     /// A ranked decision whose best score is below this is unexplained.
@@ -43,6 +48,8 @@ pub struct DiscoveryConfig {
 impl Default for DiscoveryConfig {
     fn default() -> Self {
         Self {
+            enabled: true,
+            pass_every: 50,
             pool_capacity: 5_000,
             max_score: 0.1,
             neighbours: 10,
@@ -62,6 +69,9 @@ impl DiscoveryConfig {
                 "min_size {} (a community needs at least 2 texts)",
                 self.min_size
             ));
+        }
+        if self.pass_every == 0 {
+            return Err("pass_every 0 (must be at least 1)".into());
         }
         if self.neighbours == 0 {
             return Err("neighbours 0 (no text would link to any other)".into());

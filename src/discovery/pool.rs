@@ -39,6 +39,37 @@ impl PooledText {
     }
 }
 
+/// What the instance that classified a poorly explained text tells every replica (in the text's
+/// learn record) so all of them pool it identically; the rest comes from the learned analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolNote {
+    pub id: String,
+    pub why: Unexplained,
+    pub excerpt: String,
+}
+
+impl PoolNote {
+    pub fn new(id: &str, text: &str, why: Unexplained) -> Self {
+        Self {
+            id: id.to_string(),
+            why,
+            excerpt: excerpt(text, EXCERPT_CHARS),
+        }
+    }
+
+    /// The pooled text, from the note and the learn record's analysis and label.
+    pub fn pooled(self, analysis: &Analysis, label: &str) -> PooledText {
+        PooledText {
+            id: self.id,
+            terms: analysis.terms.clone(),
+            keywords: analysis.keywords.iter().map(|k| k.phrase.clone()).collect(),
+            excerpt: self.excerpt,
+            why: self.why,
+            label: label.to_string(),
+        }
+    }
+}
+
 /// The first `chars` characters of `text`, cut at a word boundary when there is one.
 pub fn excerpt(text: &str, chars: usize) -> String {
     let text = text.trim();
@@ -55,6 +86,9 @@ pub fn excerpt(text: &str, chars: usize) -> String {
 pub struct Pool {
     texts: VecDeque<PooledText>,
     capacity: usize,
+    /// Texts ever pushed: the same on every replica that applied the same log, so it can say
+    /// when a community pass is due.
+    pushed: u64,
 }
 
 impl Pool {
@@ -62,14 +96,31 @@ impl Pool {
         Self {
             texts: VecDeque::new(),
             capacity: capacity.max(1),
+            pushed: 0,
         }
     }
 
     pub fn push(&mut self, text: PooledText) {
         self.texts.push_back(text);
+        self.pushed += 1;
+        self.trim();
+    }
+
+    /// A restored pool takes the configured capacity (dropping its oldest texts if lower).
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity.max(1);
+        self.trim();
+    }
+
+    fn trim(&mut self) {
         while self.texts.len() > self.capacity {
             self.texts.pop_front();
         }
+    }
+
+    /// Texts ever pushed (including those since dropped).
+    pub fn pushed(&self) -> u64 {
+        self.pushed
     }
 
     pub fn len(&self) -> usize {

@@ -120,6 +120,22 @@ impl Engine {
         }
     }
 
+    /// The share of the answer's first-token probability mass that began a candidate's name
+    /// (None without alternatives): how closely the model kept to the list, for comparing
+    /// prompts below the hallucination threshold.
+    pub fn on_list_mass(
+        &self,
+        retrieval: &Retrieval,
+        alternatives: &[(String, f64)],
+    ) -> Option<f64> {
+        let displays: Vec<&str> = retrieval
+            .candidates
+            .iter()
+            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
+            .collect();
+        choice::belief(&displays, alternatives).map(|b| b.on_list)
+    }
+
     /// `scored` mode: the candidate that maximises retrieval score (relative to the best) plus
     /// `llm_weight` × the LLM's belief; None when the alternatives begin no candidate's name.
     fn fused_choice(

@@ -29,11 +29,12 @@ use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::discovery::Pool;
 use answer::HallucinationKind;
 use graph::{KeywordGraph, Node};
 use index::{DocKind, TextIndex};
 use keywords::{Keyword, KeywordSelection};
-use prompt::{ChoiceMode, ClassChoice, Prompt};
+use prompt::{ChoiceMode, ClassChoice, Prompt, PromptLayout};
 use rank::{Evidence, Ranking, RankingConfig};
 use terms::TermCounts;
 use text::PhraseCounts;
@@ -117,6 +118,10 @@ pub struct EngineConfig {
     pub llm_weight: f64,
     /// Characters of each candidate's example shown in the prompt (ranked strategies; 0: none).
     pub example_chars: usize,
+    /// Whether the text comes before or after the classes in the prompt.
+    pub prompt_layout: PromptLayout,
+    /// Poorly explained texts kept for emerging-class discovery (oldest dropped first).
+    pub pool_capacity: usize,
 }
 
 impl Default for EngineConfig {
@@ -138,6 +143,8 @@ impl Default for EngineConfig {
             choice: ChoiceMode::default(),
             llm_weight: 0.0,
             example_chars: 150,
+            prompt_layout: PromptLayout::default(),
+            pool_capacity: 5_000,
         }
     }
 }
@@ -272,12 +279,16 @@ pub struct Engine {
     label_version: u64,
     /// Id of the last round applied through [`Engine::apply`].
     last_round: Option<String>,
+    /// Texts the active labels explain poorly, for emerging-class discovery
+    /// ([`update::Update::Unexplained`]).
+    pool: Pool,
 }
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
             index: TextIndex::new(config.ranking.seen_capacity),
+            pool: Pool::new(config.pool_capacity),
             config,
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),
@@ -286,6 +297,11 @@ impl Engine {
             label_version: 0,
             last_round: None,
         }
+    }
+
+    /// The texts the active labels explain poorly, oldest first.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
     }
 
     pub fn last_round(&self) -> Option<&str> {
@@ -858,6 +874,7 @@ impl Engine {
             body,
             self.config.answer_max_tokens,
             self.config.choice,
+            self.config.prompt_layout,
         )
     }
 

@@ -44,6 +44,27 @@ impl ChoiceMode {
     }
 }
 
+/// Where the text goes in the classification prompt, relative to the classes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptLayout {
+    /// The paper's order: instruction, classes, then the text.
+    #[default]
+    ListFirst,
+    /// The text first, then the classes and the instruction, so the last thing the model reads
+    /// before answering is the list it must answer from.
+    TextFirst,
+}
+
+impl PromptLayout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ListFirst => "list_first",
+            Self::TextFirst => "text_first",
+        }
+    }
+}
+
 /// First-token alternatives requested in the `scored` mode.
 pub const SCORED_ALTERNATIVES: u8 = 20;
 
@@ -68,26 +89,36 @@ pub struct ClassChoice<'a> {
     pub example: Option<&'a str>,
 }
 
-/// The classification prompt under `mode`. With examples (ranked strategies) the candidates
-/// come best first, each with its description and its most similar labelled example; without,
-/// the paper's prompt: classes, their descriptions, the text.
+/// The classification prompt under `mode` and `layout`. With examples (ranked strategies) the
+/// candidates come best first, each with its description and its most similar labelled
+/// example; without, in `free` mode and the paper's layout, the paper's prompt: classes, their
+/// descriptions, the text.
 pub fn classification_for(
     choices: &[ClassChoice<'_>],
     body: &str,
     max_tokens: u32,
     mode: ChoiceMode,
+    layout: PromptLayout,
 ) -> Prompt {
     let with_examples = choices.iter().any(|c| c.example.is_some());
-    if mode == ChoiceMode::Free && !with_examples {
+    if mode == ChoiceMode::Free && !with_examples && layout == PromptLayout::ListFirst {
         return classification(choices, body, max_tokens);
     }
     let numbered = mode == ChoiceMode::Numbered;
-    let mut user = String::from(if with_examples {
-        "Classify the text below into exactly one of these classes, listed from most to least \
-         likely:\n"
+    let text_first = layout == PromptLayout::TextFirst;
+    let (mut user, whereabouts) = if text_first {
+        (format!("Text: {body}\n\n"), "above")
     } else {
-        "Classify the text below into exactly one of these classes:\n"
-    });
+        (String::new(), "below")
+    };
+    user.push_str(&format!(
+        "Classify the text {whereabouts} into exactly one of these classes{}:\n",
+        if with_examples {
+            ", listed from most to least likely"
+        } else {
+            ""
+        }
+    ));
     for (i, choice) in choices.iter().enumerate() {
         if numbered {
             user.push_str(&format!("{}. {}", i + 1, choice.display));
@@ -103,11 +134,14 @@ pub fn classification_for(
         }
     }
     user.push_str(if numbered {
-        "Reply with only the number of one class from the list above.\nText: "
+        "Reply with only the number of one class from the list above."
     } else {
-        "Reply with only the name of one class from the list above, with no other words.\nText: "
+        "Reply with only the name of one class from the list above, with no other words."
     });
-    user.push_str(body);
+    if !text_first {
+        user.push_str("\nText: ");
+        user.push_str(body);
+    }
     Prompt {
         system: if numbered {
             CLASSIFY_NUMBERED_SYSTEM
@@ -237,18 +271,52 @@ mod tests {
                 example: Some("parcel late"),
             },
         ];
-        let numbered = classification_for(&choices, "where is it", 8, ChoiceMode::Numbered);
+        let list_first = PromptLayout::ListFirst;
+        let numbered =
+            classification_for(&choices, "where is it", 8, ChoiceMode::Numbered, list_first);
         assert!(numbered
             .user
             .contains("1. billing: payments\n  Example: \"charged twice\"\n2. shipping\n"));
         assert!(numbered.user.contains("number of one class"));
         assert_eq!(numbered.top_logprobs, None);
-        let scored = classification_for(&choices, "where is it", 8, ChoiceMode::Scored);
+        let scored = classification_for(&choices, "where is it", 8, ChoiceMode::Scored, list_first);
         assert!(scored.user.contains("- billing: payments\n"));
         assert_eq!(scored.top_logprobs, Some(SCORED_ALTERNATIVES));
-        let free = classification_for(&choices, "where is it", 8, ChoiceMode::Free);
+        let free = classification_for(&choices, "where is it", 8, ChoiceMode::Free, list_first);
         assert!(free.user.contains("most to least likely"));
+        assert!(free.user.ends_with("\nText: where is it"));
         assert_eq!(free.top_logprobs, None);
+    }
+
+    #[test]
+    fn text_first_layout_ends_with_the_list_and_the_instruction() {
+        let choices = [ClassChoice {
+            display: "billing",
+            description: None,
+            example: Some("charged twice"),
+        }];
+        for mode in [ChoiceMode::Free, ChoiceMode::Numbered, ChoiceMode::Scored] {
+            let prompt =
+                classification_for(&choices, "where is it", 8, mode, PromptLayout::TextFirst);
+            assert!(prompt
+                .user
+                .starts_with("Text: where is it\n\nClassify the text above"));
+            assert!(
+                prompt
+                    .user
+                    .ends_with("from the list above, with no other words.")
+                    || prompt.user.ends_with("from the list above.")
+            );
+            assert_eq!(prompt.user.matches("where is it").count(), 1);
+        }
+        // Without examples, free mode too keeps the text first.
+        let plain = [ClassChoice {
+            display: "billing",
+            description: None,
+            example: None,
+        }];
+        let prompt = classification_for(&plain, "x", 8, ChoiceMode::Free, PromptLayout::TextFirst);
+        assert!(prompt.user.starts_with("Text: x\n\n"));
     }
 
     #[test]

@@ -17,6 +17,7 @@ use super::graph::{EdgeCost, KeywordGraph, Node};
 use super::index::{IndexDoc, TextIndex};
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
+use crate::discovery::Pool;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphState {
@@ -36,6 +37,42 @@ pub struct EngineState {
     pub index: Vec<IndexDoc>,
     pub label_version: u64,
     pub last_round: Option<String>,
+    /// Texts the active labels explain poorly (emerging-class discovery). Last, so a snapshot
+    /// written before it existed is this state's prefix (see [`EngineState::decode`]).
+    pub pool: Pool,
+}
+
+/// A snapshot as builds before the discovery pool wrote it.
+#[derive(Deserialize)]
+struct EngineStateWithoutPool {
+    graph: GraphState,
+    stats: CorpusStats,
+    labels: Vec<LabelInfo>,
+    index: Vec<IndexDoc>,
+    label_version: u64,
+    last_round: Option<String>,
+}
+
+impl EngineState {
+    /// Decode a postcard snapshot, this build's or one written before the pool existed (then
+    /// with an empty pool).
+    pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
+        match postcard::from_bytes::<Self>(bytes) {
+            Ok(state) => Ok(state),
+            Err(error) => match postcard::from_bytes::<EngineStateWithoutPool>(bytes) {
+                Ok(old) => Ok(Self {
+                    graph: old.graph,
+                    stats: old.stats,
+                    labels: old.labels,
+                    index: old.index,
+                    label_version: old.label_version,
+                    last_round: old.last_round,
+                    pool: Pool::default(),
+                }),
+                Err(_) => Err(error),
+            },
+        }
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -148,6 +185,7 @@ impl Engine {
             index: self.index.docs().cloned().collect(),
             label_version: self.label_version,
             last_round: self.last_round.clone(),
+            pool: self.pool.clone(),
         }
     }
 
@@ -170,7 +208,10 @@ impl Engine {
             return Err(StateError::BadExample(doc.label as usize));
         }
         let index = TextIndex::from_docs(state.index, config.ranking.seen_capacity);
+        let mut pool = state.pool;
+        pool.set_capacity(config.pool_capacity);
         Ok(Self {
+            pool,
             config,
             graph,
             stats: state.stats,

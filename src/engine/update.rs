@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Analysis, Engine, EngineError, IndexReport, NewLabel};
+use crate::discovery::PooledText;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Update {
@@ -26,6 +27,9 @@ pub enum Update {
         #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
+    /// A text the active labels explain poorly joins the discovery pool (last: postcard numbers
+    /// variants, and logs written before it existed must still read).
+    Unexplained { text: PooledText },
 }
 
 impl Engine {
@@ -40,6 +44,10 @@ impl Engine {
             Update::AddExamples { label, examples } => self.add_examples(label, examples),
             Update::RetireLabel { label } => {
                 self.retire_label(label)?;
+                Ok(IndexReport::default())
+            }
+            Update::Unexplained { text } => {
+                self.pool.push(text.clone());
                 Ok(IndexReport::default())
             }
             Update::Learn {

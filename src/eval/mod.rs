@@ -72,6 +72,10 @@ pub struct RoundMetrics {
     pub llm_failures: usize,
     pub llm_calls_per_text: f64,
     pub prompt_tokens_per_text: f64,
+    /// `scored` answers: mean share of the first-token mass on the candidates' names, and the
+    /// texts under 0.9 — how closely the model kept to the list, short of hallucinating.
+    pub on_list_mass: Option<f64>,
+    pub wavering_answers: usize,
     pub description_calls: u32,
     pub graph_nodes: usize,
     pub graph_edges: usize,
@@ -109,6 +113,8 @@ struct Scored {
     llm_failed: bool,
     llm_calls: u32,
     prompt_tokens: u32,
+    /// First-token mass on the candidates' names (`scored` answers only).
+    on_list: Option<f64>,
 }
 
 impl Scored {
@@ -158,6 +164,7 @@ impl Scored {
             llm_failed: classified.llm_failure.is_some(),
             llm_calls: classified.llm_calls,
             prompt_tokens: classified.prompt_tokens,
+            on_list: engine.on_list_mass(&classified.retrieval, &classified.alternatives),
         }
     }
 }
@@ -319,6 +326,11 @@ fn map_of(engine: &Engine, scored: &[Scored]) -> Option<LabelMap> {
     }
 }
 
+fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
+    let (sum, n) = values.fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
+    (n > 0).then(|| sum / n as f64)
+}
+
 fn summarise(
     round: usize,
     engine: &Engine,
@@ -385,6 +397,8 @@ fn summarise(
             .map(|s| f64::from(s.prompt_tokens))
             .sum::<f64>()
             / n,
+        on_list_mass: mean(scored.iter().filter_map(|s| s.on_list)),
+        wavering_answers: count(&|s| s.on_list.is_some_and(|m| m < 0.9)),
         description_calls,
         graph_nodes: engine.graph().node_count(),
         graph_edges: engine.graph().edge_count(),

@@ -106,7 +106,7 @@ pub fn table(report: &EvalReport) -> String {
             let s = &m.seconds;
             let _ = writeln!(
                 out,
-                "{} r{} learned {} ({} right){} · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {} · llm failures {}",
+                "{} r{} learned {} ({} right){} · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {}{} · llm failures {}",
                 run.strategy,
                 m.round,
                 m.learned,
@@ -129,6 +129,10 @@ pub fn table(report: &EvalReport) -> String {
                 s.online_index,
                 m.hallucinations_unknown_label,
                 m.hallucinations_outside_candidates,
+                m.on_list_mass.map_or(String::new(), |mass| format!(
+                    " · answers' first-token mass on the list: mean {mass:.3}, {} under 0.9",
+                    m.wavering_answers
+                )),
                 m.llm_failures,
             );
         }

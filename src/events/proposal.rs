@@ -65,6 +65,9 @@ pub struct ProposalEvent {
     pub representatives: Vec<Representative>,
     /// Texts in its community.
     pub size: usize,
+    /// Their text ids, most central first: a later pass recognises the proposal by them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
     /// Texts gained since the previous revision.
     pub growth: usize,
     /// Mean cosine of the members with their centroid.
@@ -110,6 +113,7 @@ impl ProposalEvent {
             keywords: proposal.keywords.clone(),
             representatives,
             size: proposal.size,
+            members: proposal.members.clone(),
             growth: proposal.size.saturating_sub(previous.map_or(0, |p| p.size)),
             cohesion: proposal.cohesion,
             label: None,

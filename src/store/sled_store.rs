@@ -128,10 +128,7 @@ impl SledStore {
 impl StateStore for SledStore {
     fn load(&self) -> Result<Saved, StoreError> {
         let snapshot = match self.db.get(SNAPSHOT_KEY)? {
-            Some(bytes) => Some(
-                postcard::from_bytes::<EngineState>(&bytes)
-                    .map_err(|e| corrupt(SNAPSHOT_KEY, e))?,
-            ),
+            Some(bytes) => Some(EngineState::decode(&bytes).map_err(|e| corrupt(SNAPSHOT_KEY, e))?),
             None => None,
         };
         let mut log = Vec::new();

@@ -5,18 +5,21 @@
 //! online-indexing steps are appended here; every instance — including the one that wrote a
 //! record — changes its engine only by applying this log, in order. Equal logs make equal
 //! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 2, postcard behind a one-byte marker
-//! (a tenth of JSON's encode and decode time on learn records, which are most of the log), and
-//! reads version 1 too, the JSON earlier builds wrote. A build older than version 2 cannot read
-//! what this one writes: upgrade every replica together.
+//! contract like `schemas/`: this build writes version 3, postcard behind a one-byte marker
+//! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
+//! learn records whose texts may carry a discovery note. It reads versions 1 (JSON) and 2 too.
+//! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
 
+use crate::discovery::PoolNote;
 use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 
-pub const CHANGE_VERSION: u32 = 2;
+pub const CHANGE_VERSION: u32 = 3;
+/// Postcard's number for [`Change::Learned`] (its place in the enum).
+const LEARNED_VARIANT: u32 = 3;
 /// First byte of a postcard record (a JSON record starts with `{`).
 const POSTCARD_MARKER: u8 = 0xC2;
 
@@ -31,10 +34,9 @@ pub struct ChangeRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
-    /// Online indexing of the texts one instance finished together, in finishing order (offset
-    /// order per partition). What this build writes. (First: postcard numbers variants, and
-    /// [`learn_records`] writes this one from borrowed texts as variant 0.)
-    Learns { texts: Vec<LearnedText> },
+    /// Online indexing of the texts one instance finished together, as version 2 wrote it
+    /// (read, never written; postcard numbers variants, so it keeps its place).
+    Learns { texts: Vec<LearnedTextV2> },
     /// A labels-topic record. Several instances may forward the same one; the first in the log
     /// counts, later copies (offset already applied) are skipped.
     Label {
@@ -54,6 +56,10 @@ pub enum Change {
         #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
+    /// Online indexing of the texts one instance finished together, in finishing order (offset
+    /// order per partition), with their discovery notes. What this build writes
+    /// ([`learn_records`] writes it from borrowed texts as variant [`LEARNED_VARIANT`]).
+    Learned { texts: Vec<LearnedText> },
 }
 
 /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
@@ -66,6 +72,32 @@ pub struct LearnedText {
     pub label: String,
     /// Decided by the writer (see `Engine::is_confident`).
     pub confident: bool,
+    /// Set when the writer judged the text poorly explained by the active labels: every
+    /// replica then pools it, identically.
+    pub note: Option<PoolNote>,
+}
+
+/// A learned text as version 2 wrote it (no discovery note).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedTextV2 {
+    pub partition: i32,
+    pub offset: i64,
+    pub analysis: Analysis,
+    pub label: String,
+    pub confident: bool,
+}
+
+impl From<LearnedTextV2> for LearnedText {
+    fn from(old: LearnedTextV2) -> Self {
+        Self {
+            partition: old.partition,
+            offset: old.offset,
+            analysis: old.analysis,
+            label: old.label,
+            confident: old.confident,
+            note: None,
+        }
+    }
 }
 
 fn learned_with_confidence() -> bool {
@@ -102,18 +134,27 @@ impl RejectStage {
 }
 
 /// A learn record as written, over borrowed texts: the same bytes as a [`ChangeRecord`] holding
-/// [`Change::Learns`] (variant 0 in both).
+/// [`Change::Learned`].
 #[derive(Serialize)]
 struct LearnsRecord<'a> {
     version: u32,
     origin: &'a str,
-    change: LearnsChange<'a>,
+    change: LearnedChange<'a>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "snake_case")]
-enum LearnsChange<'a> {
-    Learns { texts: &'a [LearnedText] },
+/// [`Change::Learned`] over borrowed texts.
+struct LearnedChange<'a> {
+    texts: &'a [LearnedText],
+}
+
+impl Serialize for LearnedChange<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStructVariant;
+        let mut variant =
+            serializer.serialize_struct_variant("Change", LEARNED_VARIANT, "learned", 1)?;
+        variant.serialize_field("texts", self.texts)?;
+        variant.end()
+    }
 }
 
 /// The learn records for `texts` (in finishing order), as few as fit under `limit` encoded
@@ -142,7 +183,7 @@ fn split_learns(
     let record = LearnsRecord {
         version: CHANGE_VERSION,
         origin,
-        change: LearnsChange::Learns { texts },
+        change: LearnedChange { texts },
     };
     let payload = postcard::to_extend(&record, vec![POSTCARD_MARKER])?;
     if payload.len() <= limit || texts.len() == 1 {
@@ -186,6 +227,7 @@ impl ChangeRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::discovery::Unexplained;
     use crate::engine::{Engine, EngineConfig, NewLabel};
 
     #[test]
@@ -209,6 +251,7 @@ mod tests {
                 analysis: engine.analyze("helium nuclei and alpha decay in physics labs"),
                 label: "a".into(),
                 confident: offset % 2 == 0,
+                note: (offset == 3).then(|| PoolNote::new("t3", "a text", Unexplained::WeakScore)),
             })
             .collect();
         let whole = learn_records("me", &texts, usize::MAX).unwrap();
@@ -218,7 +261,7 @@ mod tests {
         assert_eq!(decoded.origin, "me");
         assert_eq!(
             decoded.change,
-            Change::Learns {
+            Change::Learned {
                 texts: texts.clone()
             }
         );
@@ -230,7 +273,7 @@ mod tests {
         let mut again = Vec::new();
         for (payload, count) in &split {
             match ChangeRecord::decode(payload).unwrap().change {
-                Change::Learns { texts } => {
+                Change::Learned { texts } => {
                     assert_eq!(texts.len(), *count);
                     again.extend(texts);
                 }

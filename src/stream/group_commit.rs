@@ -116,12 +116,13 @@ mod tests {
             },
             label: "a".into(),
             confident: true,
+            note: None,
         }
     }
 
     fn offsets(record: &LearnRecord) -> Vec<i64> {
         match ChangeRecord::decode(&record.payload).unwrap().change {
-            Change::Learns { texts } => texts.iter().map(|t| t.offset).collect(),
+            Change::Learned { texts } => texts.iter().map(|t| t.offset).collect(),
             other => panic!("{other:?}"),
         }
     }

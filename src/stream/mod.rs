@@ -32,6 +32,7 @@ mod lag;
 pub mod offsets;
 mod outputs;
 mod pipeline;
+pub mod read_back;
 mod replica;
 mod service;
 mod startup;

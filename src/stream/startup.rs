@@ -90,7 +90,7 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let engine = saved.restore(config.engine.engine_config())?;
+    let engine = saved.restore(config.engine_config())?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

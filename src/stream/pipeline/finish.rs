@@ -7,6 +7,7 @@ use std::time::Instant;
 use super::{Pending, Source, Text, Work};
 use crate::classify::{Answer, Classifier, LlmFailure};
 use crate::config::{OnLlmFailure, TopicsSection};
+use crate::discovery::{self, DiscoveryConfig, PoolNote};
 use crate::engine::Engine;
 use crate::events::decode::{Reason, Rejection};
 use crate::stream::changelog::LearnedText;
@@ -20,6 +21,8 @@ pub struct Finishing<'a> {
     pub topics: &'a TopicsSection,
     pub on_llm_failure: OnLlmFailure,
     pub online_indexing: bool,
+    /// Emerging-class discovery, when enabled: which texts join the pool.
+    pub discovery: Option<&'a DiscoveryConfig>,
     /// The model's name, when there is an LLM.
     pub model: Option<&'a str>,
 }
@@ -159,17 +162,24 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     let index_span = tracing::info_span!(parent: &span, "index").entered();
     let confident = engine.is_confident(&classified.retrieval, decision);
     let (partition, offset) = (source.position.partition, source.position.offset);
+    // A poorly explained text travels to every replica's discovery pool in its learn record
+    // (written for it even when online indexing is off).
+    let note = finishing
+        .discovery
+        .and_then(|config| discovery::unexplained(&classified.retrieval, decision, config))
+        .map(|why| PoolNote::new(&event.id, &event.text, why));
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => {
             tally.relearn_skipped = true;
             None
         }
-        Learning::Allowed if finishing.online_indexing => Some(LearnedText {
+        Learning::Allowed if finishing.online_indexing || note.is_some() => Some(LearnedText {
             partition,
             offset,
             analysis: engine.learnable(&classified.analysis),
             label: decision.label.clone(),
             confident,
+            note,
         }),
         Learning::Allowed => None,
     };
@@ -274,6 +284,7 @@ mod tests {
             topics,
             on_llm_failure: OnLlmFailure::Graph,
             online_indexing,
+            discovery: None,
             model: None,
         }
     }

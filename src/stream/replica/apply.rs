@@ -141,10 +141,15 @@ pub fn apply(
                 analysis,
                 label,
                 confident,
+                note: None,
             };
             learn(cursor, engine, topics, vec![text], &mut applied);
         }
-        Change::Learns { texts } => learn(cursor, engine, topics, texts, &mut applied),
+        Change::Learns { texts } => {
+            let texts = texts.into_iter().map(LearnedText::from).collect();
+            learn(cursor, engine, topics, texts, &mut applied);
+        }
+        Change::Learned { texts } => learn(cursor, engine, topics, texts, &mut applied),
         Change::Label {
             offset: labels_offset,
             key,
@@ -207,6 +212,10 @@ fn learn(
         applied
             .offsets
             .insert((topics.texts.clone(), text.partition), text.offset + 1);
+        // The pool entry shares the analysis with the learn step: made first, then both move.
+        let pooled = text.note.map(|note| Update::Unexplained {
+            text: note.pooled(&text.analysis, &text.label),
+        });
         let update = Update::Learn {
             analysis: text.analysis,
             label: text.label,
@@ -217,6 +226,11 @@ fn learn(
             Err(error) => refused.push(error),
         }
         applied.updates.push(update);
+        if let Some(pooled) = pooled {
+            // Pushing to the pool cannot fail.
+            let _ = engine.apply(&pooled);
+            applied.updates.push(pooled);
+        }
     }
     applied.effect = Effect::Learned {
         learned,
@@ -322,12 +336,13 @@ mod tests {
             analysis: analysis.clone(),
             label: "astronomy".into(),
             confident: true,
+            note: None,
         };
         let batch = |origin: &str, texts: Vec<LearnedText>| {
             let record = ChangeRecord {
                 version: CHANGE_VERSION,
                 origin: origin.into(),
-                change: Change::Learns { texts },
+                change: Change::Learned { texts },
             };
             ChangeRecord::decode(&record.encode())
         };

@@ -252,6 +252,7 @@ fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
         LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
         LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
+        LabelOutcome::Apply(Update::Unexplained { .. }) => ("unexplained", ""),
         LabelOutcome::Reject { .. } => ("rejected", ""),
     };
     tracing::info_span!("label_event", offset, event, round)
@@ -369,6 +370,7 @@ mod tests {
             analysis: analysis.clone(),
             label: "a".into(),
             confident: true,
+            note: None,
         };
         replica.pending_learns = 2;
         let (mine, _) = learn_records("me", &[text(7), text(8)], usize::MAX)

@@ -29,6 +29,7 @@ impl Service {
                 topics: &self.config.topics,
                 on_llm_failure: self.config.llm.on_failure,
                 online_indexing: self.config.engine.online_indexing,
+                discovery: Some(&self.config.discovery).filter(|d| d.enabled),
                 model: self
                     .classifier
                     .llm()

@@ -1,0 +1,103 @@
+//! Reading a small topic from its beginning to the end it has when asked (the proposals topic
+//! before a community pass or `gorag proposals`; the labels topic before accepting one).
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use thiserror::Error;
+
+/// How long one broker query (metadata, watermarks) may take.
+const QUERY_LIMIT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Error)]
+pub enum ReadBackError {
+    #[error("reading {topic}, {context}: {source}")]
+    Kafka {
+        topic: String,
+        context: &'static str,
+        source: KafkaError,
+    },
+    #[error("reading {topic} to its end took longer than {limit:?}")]
+    TooSlow { topic: String, limit: Duration },
+}
+
+/// The partitions of `topic` (none when it does not exist).
+pub fn topic_partitions<C: ConsumerContext>(
+    consumer: &impl Consumer<C>,
+    topic: &str,
+) -> Result<Vec<i32>, KafkaError> {
+    let metadata = consumer.fetch_metadata(Some(topic), QUERY_LIMIT)?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| t.name() == topic)
+        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+        .collect())
+}
+
+/// Every record's value on `topic`, from the beginning to the end it had when asked, within
+/// `limit`. `client` says how to reach the brokers (its group id is only a label: nothing is
+/// committed). Blocking: call it from a blocking task.
+pub fn read_to_end(
+    client: &ClientConfig,
+    topic: &str,
+    limit: Duration,
+) -> Result<Vec<Vec<u8>>, ReadBackError> {
+    let kafka = |context| {
+        move |source| ReadBackError::Kafka {
+            topic: topic.to_string(),
+            context,
+            source,
+        }
+    };
+    let consumer: BaseConsumer = client
+        .clone()
+        .set("enable.auto.commit", "false")
+        // The end may be a compacted gap or a control record: stop at the partition's end.
+        .set("enable.partition.eof", "true")
+        .create()
+        .map_err(kafka("creating the consumer"))?;
+    let partitions = topic_partitions(&consumer, topic).map_err(kafka("metadata"))?;
+    let mut ends = Vec::new();
+    let mut assignment = TopicPartitionList::new();
+    for partition in partitions {
+        let (low, high) = consumer
+            .fetch_watermarks(topic, partition, QUERY_LIMIT)
+            .map_err(kafka("watermarks"))?;
+        if high > low {
+            ends.push((partition, high));
+            assignment
+                .add_partition_offset(topic, partition, Offset::Offset(low))
+                .map_err(kafka("assignment"))?;
+        }
+    }
+    if ends.is_empty() {
+        return Ok(Vec::new());
+    }
+    consumer.assign(&assignment).map_err(kafka("assignment"))?;
+    let mut payloads = Vec::new();
+    let started = Instant::now();
+    while !ends.is_empty() {
+        if started.elapsed() > limit {
+            return Err(ReadBackError::TooSlow {
+                topic: topic.to_string(),
+                limit,
+            });
+        }
+        let (partition, next) = match consumer.poll(Duration::from_millis(500)) {
+            None => continue,
+            Some(Err(KafkaError::PartitionEOF(partition))) => (partition, i64::MAX),
+            Some(Err(error)) => return Err(kafka("polling")(error)),
+            Some(Ok(message)) => {
+                payloads.push(message.payload().unwrap_or_default().to_vec());
+                (message.partition(), message.offset() + 1)
+            }
+        };
+        ends.retain(|&(p, end)| p != partition || next < end);
+    }
+    Ok(payloads)
+}
