@@ -12,8 +12,12 @@ use super::{DiscoveryConfig, PooledText};
 const SEED: u64 = 42;
 
 /// A term in more than this share of the pooled texts links too much to tell themes apart
-/// (and its postings would make the neighbour search quadratic).
+/// (and its postings would make the neighbour search quadratic)…
 const MAX_DF_SHARE: f64 = 0.3;
+/// …in a pool large enough to hold several themes. In a small pool one emerging theme may be
+/// most of it, and its own words are what make it a community (a pool of 16 texts, 12 of one
+/// missing class, lost them all to the share rule).
+const MIN_DF_CAP: f64 = 100.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Community {
@@ -44,7 +48,7 @@ pub fn find(
     let leiden = Leiden::new(LeidenConfig {
         seed: Some(SEED),
         quality: QualityType::Modularity,
-        resolution: config.resolution,
+        resolution: resolution(texts.len(), config),
         ..LeidenConfig::default()
     });
     let partition = leiden.run(&graph)?.partition;
@@ -65,8 +69,18 @@ pub fn find(
     Ok(found)
 }
 
+/// Leiden's resolution for a pool of `n` texts. Modularity at resolution γ keeps a community
+/// under about n/γ texts (its internal edges must beat γ times what chance gives, and chance
+/// grows with its size), so a small pool at the configured γ (tuned on pools of hundreds)
+/// could hold no community at all: γ is lowered until n/γ is at least four times `min_size`.
+fn resolution(n: usize, config: &DiscoveryConfig) -> f64 {
+    let room = n as f64 / (4 * config.min_size.max(1)) as f64;
+    config.resolution.min(room).max(f64::EPSILON)
+}
+
 /// TF-IDF vectors (sublinear tf, smoothed idf over the pool); terms in a single text or in
-/// more than [`MAX_DF_SHARE`] of them are left out: they link nothing or everything.
+/// more than [`MAX_DF_SHARE`] of them (past [`MIN_DF_CAP`]) are left out: they link nothing
+/// or everything.
 fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
     let mut ids: HashMap<&str, u32> = HashMap::new();
     let mut df: Vec<u32> = Vec::new();
@@ -81,7 +95,7 @@ fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
         }
     }
     let n = texts.len() as f64;
-    let max_df = (n * MAX_DF_SHARE).max(2.0);
+    let max_df = (n * MAX_DF_SHARE).max(MIN_DF_CAP);
     texts
         .iter()
         .map(|text| {
@@ -247,6 +261,33 @@ mod tests {
         }
         // The same pool, the same communities.
         assert_eq!(find(&refs, &config()).unwrap(), found);
+    }
+
+    #[test]
+    fn one_theme_filling_a_small_pool_is_still_found() {
+        let devices = ["laptop", "tablet", "phone", "camera"];
+        let faults = [
+            "battery swells",
+            "screen cracked",
+            "hinge snapped",
+            "fan rattles",
+        ];
+        let texts: Vec<PooledText> = (0..12)
+            .map(|i| {
+                let (d, f) = (devices[i % 4], faults[(i / 4) % 4]);
+                text(i, &format!("warranty repair technician {d} {f}"))
+            })
+            .collect();
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let config = DiscoveryConfig {
+            min_size: 3,
+            ..DiscoveryConfig::default()
+        };
+        let found = find(&refs, &config).unwrap();
+        assert!(!found.is_empty());
+        assert!(found.iter().all(|c| c.members.len() >= 3));
+        assert_eq!(resolution(12, &config), 1.0);
+        assert_eq!(resolution(10_000, &config), config.resolution);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod map_html;
 pub mod pool;
 pub mod proposal;
 pub mod reconcile;
+pub mod report;
 
 use serde::{Deserialize, Serialize};
 

@@ -69,8 +69,9 @@ fn proposal_id(oldest_member: &str) -> String {
     format!("p-{hex}")
 }
 
-/// Keywords shared by the members more than by the pool: share of members with the keyword
-/// minus its share in the whole pool; at least two members must have it.
+/// Keywords the members share more than the rest of the pool: share of members with the
+/// keyword minus its share among the other pooled texts (not the whole pool, so a theme that
+/// fills most of the pool keeps its own words); at least two members must have it.
 fn distinctive_keywords(texts: &[&PooledText], community: &Community) -> Vec<String> {
     let mut in_pool: HashMap<&str, usize> = HashMap::new();
     for text in texts {
@@ -84,12 +85,18 @@ fn distinctive_keywords(texts: &[&PooledText], community: &Community) -> Vec<Str
             *in_community.entry(keyword.as_str()).or_default() += 1;
         }
     }
-    let (size, pool) = (community.members.len() as f64, texts.len() as f64);
+    let size = community.members.len() as f64;
+    let others = (texts.len() as f64 - size).max(1.0);
     let mut scored: Vec<(&str, f64)> = in_community
         .into_iter()
         .filter(|&(_, count)| count >= 2)
         .map(|(keyword, count)| {
-            let background = in_pool.get(keyword).copied().unwrap_or(0) as f64 / pool;
+            let outside = in_pool
+                .get(keyword)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(count);
+            let background = outside as f64 / others;
             (keyword, count as f64 / size - background)
         })
         .filter(|&(_, score)| score > 0.0)

@@ -46,7 +46,14 @@ pub fn reconcile(
             id: previous.proposal.clone(),
             ..proposal.clone()
         };
-        events.push(ProposalEvent::open(&same_id, Some(previous))?);
+        let mut event = ProposalEvent::open(&same_id, Some(previous))?;
+        // A name and description the LLM wrote stay: a proposal does not change its name
+        // under the operator's eyes as it grows.
+        if previous.description.is_some() {
+            event.name = previous.name.clone();
+            event.description = previous.description.clone();
+        }
+        events.push(event);
     }
     Ok(events)
 }
@@ -103,6 +110,13 @@ mod tests {
             (grown[0].revision, grown[0].size, grown[0].growth),
             (2, 12, 2)
         );
+        // A name the LLM gave stays through revisions.
+        let mut named = first[0].clone();
+        named.name = "Volcanology".into();
+        named.description = Some("Eruptions.".into());
+        let renamed = reconcile(&[found("p-b", 3..15)], &current([named])).unwrap();
+        assert_eq!(renamed[0].name, "Volcanology");
+        assert_eq!(renamed[0].description.as_deref(), Some("Eruptions."));
         // A different theme is a proposal of its own.
         let other = reconcile(&[found("p-c", 100..110)], &published).unwrap();
         assert_eq!(other[0].proposal, "p-c");

@@ -127,6 +127,8 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
         NewTopic::new(&t.dead_letter, partitions, replication()),
         // Kept for ever: a replica starting from nothing replays it.
         NewTopic::new(&t.changelog, 1, replication()).set("retention.ms", "-1"),
+        // One current event per proposal, kept for ever.
+        NewTopic::new(&t.proposals, partitions, replication()).set("cleanup.policy", "compact"),
     ];
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = admin

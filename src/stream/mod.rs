@@ -25,6 +25,7 @@
 
 pub mod changelog;
 mod delivery;
+mod discovery_pass;
 mod group_commit;
 mod intake;
 pub mod kafka;

@@ -118,7 +118,8 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         instance,
         policy,
         config.topics.dead_letter.clone(),
-    ))
+    )
+    .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled)))
 }
 
 /// The labels and changelog topics are ordered logs: exactly one partition each.

@@ -39,6 +39,11 @@ pub struct StateLabel {
     pub state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 fn latency_histogram() -> Histogram {
@@ -65,6 +70,10 @@ pub struct Metrics {
     pub graph_nodes: Gauge,
     pub graph_edges: Gauge,
     pub labels: Family<StateLabel, Gauge>,
+    pub discovery_pool: Gauge,
+    pub discovery_passes: Family<OutcomeLabel, Counter>,
+    pub proposals_published: Counter,
+    pub proposals: Family<StateLabel, Gauge>,
     last_usage: std::sync::Mutex<UsageSnapshot>,
 }
 
@@ -95,6 +104,10 @@ impl Metrics {
             graph_nodes: Gauge::default(),
             graph_edges: Gauge::default(),
             labels: Family::default(),
+            discovery_pool: Gauge::default(),
+            discovery_passes: Family::default(),
+            proposals_published: Counter::default(),
+            proposals: Family::default(),
             last_usage: std::sync::Mutex::new(UsageSnapshot::default()),
             registry: Registry::default(),
         };
@@ -178,6 +191,26 @@ impl Metrics {
             "labels",
             "Labels, by state (active or retired)",
             m.labels.clone(),
+        );
+        registry.register(
+            "discovery_pool_texts",
+            "Poorly explained texts pooled for emerging-class discovery",
+            m.discovery_pool.clone(),
+        );
+        registry.register(
+            "discovery_passes",
+            "Community passes over the pool, by outcome (ok or failed)",
+            m.discovery_passes.clone(),
+        );
+        registry.register(
+            "proposals_published",
+            "Proposal events published (new proposals and revisions)",
+            m.proposals_published.clone(),
+        );
+        registry.register(
+            "proposals",
+            "Proposals on the proposals topic at the last pass, by status",
+            m.proposals.clone(),
         );
         Self { registry, ..m }
     }

@@ -39,7 +39,7 @@ pub fn unique(name: &str) -> String {
     format!("t{}-{nanos}-{name}", std::process::id())
 }
 
-/// The five topic names of one test, and `--set` flags that point a service at them.
+/// The topic names of one test, and `--set` flags that point a service at them.
 pub struct Topics {
     pub labels: String,
     pub texts: String,
@@ -47,6 +47,7 @@ pub struct Topics {
     pub hallucinations: String,
     pub dead_letter: String,
     pub changelog: String,
+    pub proposals: String,
 }
 
 impl Topics {
@@ -59,6 +60,7 @@ impl Topics {
             hallucinations: format!("{base}.hallucinations"),
             dead_letter: format!("{base}.dlq"),
             changelog: format!("{base}.changelog"),
+            proposals: format!("{base}.proposals"),
         }
     }
 
@@ -75,6 +77,7 @@ impl Topics {
             format!("topics.hallucinations={}", self.hallucinations),
             format!("topics.dead_letter={}", self.dead_letter),
             format!("topics.changelog={}", self.changelog),
+            format!("topics.proposals={}", self.proposals),
             format!("kafka.group_id={}.group", self.texts),
             format!("kafka.brokers={brokers}"),
             // Tests run side by side: each service takes a free admin port.

@@ -44,6 +44,10 @@ pub struct Replica {
     dead_letter_topic: String,
     /// Dead letters for label events refused in the log, for the loop to deliver.
     outbox: Vec<Outgoing>,
+    /// A community pass after every this many pooled texts (None: discovery off).
+    pass_every: Option<u64>,
+    /// One of this instance's records made a pass due.
+    pass_due: bool,
 }
 
 impl Replica {
@@ -67,7 +71,21 @@ impl Replica {
             last_snapshot: Instant::now(),
             dead_letter_topic,
             outbox: Vec::new(),
+            pass_every: None,
+            pass_due: false,
         }
+    }
+
+    /// Run a community pass after every `every` pooled texts: the instance whose record
+    /// crosses the mark runs it (every replica holds the same pool there).
+    pub fn with_passes_every(mut self, every: Option<u64>) -> Self {
+        self.pass_every = every.filter(|&n| n > 0);
+        self
+    }
+
+    /// Whether a pass became due since the last call.
+    pub fn take_pass_due(&mut self) -> bool {
+        std::mem::take(&mut self.pass_due)
     }
 
     /// The store the replica is saved in.
@@ -91,6 +109,7 @@ impl Replica {
     ) -> Result<(), StoreError> {
         let record = ChangeRecord::decode(payload);
         let span = label_span(&record);
+        let pooled_before = self.engine.pool().pushed();
         let applied = span.in_scope(|| {
             apply(
                 &mut self.cursor,
@@ -105,6 +124,11 @@ impl Replica {
             return Ok(());
         }
         self.store.record(&applied.updates, &applied.offsets)?;
+        if let Some(every) = self.pass_every.filter(|_| applied.mine) {
+            if self.engine.pool().pushed() / every > pooled_before / every {
+                self.pass_due = true;
+            }
+        }
         // One of this instance's learn records came back: its intake place is free again.
         if applied.mine && matches!(applied.effect, Effect::Learned { .. }) {
             self.pending_learns = self.pending_learns.saturating_sub(1);

@@ -19,6 +19,7 @@ impl Service {
     ) -> Result<ServeSummary, ServeError> {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.llm_tasks.clear();
+        self.abort_pass();
         for task in self.deliveries.iter() {
             task.abort();
         }

@@ -9,6 +9,7 @@
 //! `watch.rs` (the tick's measurements and the stall warning), `close.rs` (after the loop).
 
 mod close;
+mod discover;
 mod watch;
 mod way_in;
 mod way_out;
@@ -22,9 +23,10 @@ use rdkafka::message::Message;
 use tokio::task::JoinHandle;
 
 use super::delivery::OutputKind;
+use super::discovery_pass::{PassError, PassReport, PassSettings};
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
-use super::kafka::{OrderedSender, Producer};
+use super::kafka::{self, OrderedSender, Producer};
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
 use super::replica::sync::LogSync;
@@ -82,6 +84,11 @@ struct Service {
     lag: LagProbe,
     /// When a text last finished (or nothing was in flight): the stall warning's clock.
     last_progress: Instant,
+    /// Emerging-class discovery (None: off): how to run a pass, the one running, and whether
+    /// another is due.
+    pass_settings: Option<PassSettings>,
+    pass: Option<JoinHandle<Result<PassReport, PassError>>>,
+    pass_waiting: bool,
 }
 
 pub(super) async fn run(
@@ -107,7 +114,21 @@ pub(super) async fn run(
     } = startup::start(&config, stop.clone(), health.clone()).await?;
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let backlog_limit = BacklogLimit::of(&config.input);
+    let pass_settings = config.discovery.enabled.then(|| PassSettings {
+        config: config.discovery.clone(),
+        client: {
+            let mut client = kafka::client_config(&config);
+            client.set("group.id", format!("{}-proposals", config.kafka.group_id));
+            client
+        },
+        topic: config.topics.proposals.clone(),
+        producer: producer.clone(),
+        llm: classifier.llm().cloned(),
+    });
     let mut service = Service {
+        pass_settings,
+        pass: None,
+        pass_waiting: false,
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
         config,
@@ -202,6 +223,7 @@ impl Service {
                         let (offset, payload) = (message.offset(), message.payload().unwrap_or_default());
                         let created = message.timestamp().to_millis();
                         self.replica.apply_change(offset, payload, created, &mut self.stats)?;
+                        self.start_pass_if_due();
                     }
                     Err(error) => tracing::warn!(%error, "changelog consumer error"),
                 },
@@ -214,6 +236,7 @@ impl Service {
     /// Commit, catch up with the logs, measure.
     async fn on_tick(&mut self, texts: &TextsConsumer, phase: Phase) -> Result<(), ServeError> {
         self.commit(texts)?;
+        self.collect_pass();
         if phase != Phase::Running {
             return Ok(());
         }

@@ -1,0 +1,163 @@
+//! One community pass of `gorag serve`, in a task of its own (never on the loop): communities
+//! over a copy of the pool, reconciled with what the proposals topic already holds, an LLM
+//! report for each new proposal, then the proposal events published keyed by proposal id.
+//!
+//! Every replica holds the same pool at the same changelog position, so the pass runs only on
+//! the instance that wrote the record that made it due; should that instance die first, the
+//! next pass catches up. Publishing is idempotent (revisions), so a pass repeated after a
+//! restart publishes nothing new.
+
+use std::time::{Duration, Instant};
+
+use rdkafka::config::ClientConfig;
+use rdkafka::error::KafkaError;
+use thiserror::Error;
+
+use super::kafka::{self, Outgoing, Producer};
+use super::read_back::{self, ReadBackError};
+use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
+use crate::events::decode;
+use crate::events::proposal::{current, ProposalError, ProposalEvent, ProposalStatus};
+use crate::llm::LlmClient;
+
+/// How long reading the proposals topic, and publishing one event, may take.
+const TOPIC_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Error)]
+pub enum PassError {
+    #[error("finding communities: {0}")]
+    Communities(#[from] leiden_rs::LeidenError),
+    #[error(transparent)]
+    ReadBack(#[from] ReadBackError),
+    #[error(transparent)]
+    Proposal(#[from] ProposalError),
+    #[error("publishing proposal {0}: {1}")]
+    Publish(String, KafkaError),
+    #[error("publishing proposal {0}: no acknowledgement within {1:?}")]
+    PublishTimeout(String, Duration),
+    #[error("a pass task died: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// What a pass needs besides the pool.
+#[derive(Clone)]
+pub struct PassSettings {
+    pub config: DiscoveryConfig,
+    /// How to reach the brokers (to read the proposals topic).
+    pub client: ClientConfig,
+    pub topic: String,
+    pub producer: Producer,
+    pub llm: Option<LlmClient>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassReport {
+    pub pooled: usize,
+    pub communities: usize,
+    pub published: usize,
+    /// Proposals on the topic after the pass, by status.
+    pub open: usize,
+    pub accepted: usize,
+    pub rejected: usize,
+    pub seconds: f64,
+}
+
+/// One pass over `texts` (a copy of the pool, oldest first).
+pub async fn run(texts: Vec<PooledText>, settings: PassSettings) -> Result<PassReport, PassError> {
+    let started = Instant::now();
+    let pooled = texts.len();
+    let config = settings.config.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        communities::find(&refs, &config).map(|found| {
+            found
+                .iter()
+                .map(|c| proposal::propose(&refs, c))
+                .collect::<Vec<_>>()
+        })
+    })
+    .await??;
+    let (client, topic) = (settings.client.clone(), settings.topic.clone());
+    let payloads =
+        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, TOPIC_LIMIT))
+            .await??;
+    let events = payloads
+        .iter()
+        .filter_map(|p| match decode::proposal_event(p) {
+            Ok(event) => Some(event),
+            Err(error) => {
+                tracing::warn!(%error, topic = %settings.topic, "not a proposal event; skipped");
+                None
+            }
+        });
+    let mut published = current(events);
+    let mut changed = reconcile::reconcile(&found, &published)?;
+    for event in &mut changed {
+        if event.description.is_none() {
+            write_report(settings.llm.as_ref(), event).await;
+        }
+    }
+    for event in &changed {
+        publish(&settings, event).await?;
+        published.insert(event.proposal.clone(), event.clone());
+    }
+    let count = |status| published.values().filter(|p| p.status == status).count();
+    Ok(PassReport {
+        pooled,
+        communities: found.len(),
+        published: changed.len(),
+        open: count(ProposalStatus::Open),
+        accepted: count(ProposalStatus::Accepted),
+        rejected: count(ProposalStatus::Rejected),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Ask the LLM to name and describe `event`'s theme; on failure the keyword name stays.
+async fn write_report(llm: Option<&LlmClient>, event: &mut ProposalEvent) {
+    let Some(llm) = llm else {
+        return;
+    };
+    let excerpts: Vec<String> = event
+        .representatives
+        .iter()
+        .map(|r| r.excerpt.clone())
+        .collect();
+    match llm
+        .complete(&report::prompt(&event.keywords, &excerpts))
+        .await
+    {
+        Ok(answer) => match report::parse(&answer.text) {
+            Some((name, description)) => {
+                event.name = name;
+                event.description = description;
+            }
+            None => tracing::warn!(
+                proposal = %event.proposal,
+                answer = %answer.text,
+                "community report without a name; keeping the keywords"
+            ),
+        },
+        Err(error) => tracing::warn!(
+            proposal = %event.proposal,
+            %error,
+            "community report failed; keeping the keywords"
+        ),
+    }
+}
+
+async fn publish(settings: &PassSettings, event: &ProposalEvent) -> Result<(), PassError> {
+    let outgoing = Outgoing {
+        topic: settings.topic.clone(),
+        key: Some(event.proposal.as_bytes().to_vec()),
+        // Plain data: serialising cannot fail.
+        payload: serde_json::to_vec(event).unwrap_or_default(),
+        headers: Vec::new(),
+    };
+    let id = event.proposal.clone();
+    match tokio::time::timeout(TOPIC_LIMIT, kafka::deliver(&settings.producer, &outgoing)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(PassError::Publish(id, error)),
+        Err(_) => Err(PassError::PublishTimeout(id, TOPIC_LIMIT)),
+    }
+}

@@ -1,0 +1,96 @@
+//! The loop's side of emerging-class discovery: start a community pass when one of this
+//! instance's records made it due (one at a time; a pass due meanwhile waits for the running
+//! one), and collect its report on the tick. The pass itself runs as a task
+//! (`stream::discovery_pass`), never on the loop.
+
+use futures::FutureExt;
+
+use super::Service;
+use crate::stream::discovery_pass::{self, PassReport};
+use crate::telemetry::metrics::{OutcomeLabel, StateLabel};
+
+impl Service {
+    /// After a changelog record: start a pass if it made one due and none is running.
+    pub(super) fn start_pass_if_due(&mut self) {
+        if self.replica.take_pass_due() {
+            self.pass_waiting = true;
+        }
+        let Some(settings) = self.pass_settings.as_ref() else {
+            return;
+        };
+        if !self.pass_waiting || self.pass.is_some() {
+            return;
+        }
+        self.pass_waiting = false;
+        let texts: Vec<_> = self.replica.engine.pool().texts().iter().cloned().collect();
+        tracing::debug!(pooled = texts.len(), "community pass started");
+        self.pass = Some(tokio::spawn(discovery_pass::run(texts, settings.clone())));
+    }
+
+    /// On the tick: the finished pass's report, counted and logged; the pool's size.
+    pub(super) fn collect_pass(&mut self) {
+        let metrics = self.stats.metrics();
+        metrics
+            .discovery_pool
+            .set(self.replica.engine.pool().len() as i64);
+        let Some(finished) = self.pass.as_mut().and_then(|pass| pass.now_or_never()) else {
+            return;
+        };
+        self.pass = None;
+        let outcome = match finished {
+            Ok(Ok(report)) => {
+                count_proposals(self, &report);
+                "ok"
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "community pass failed; the next one retries");
+                "failed"
+            }
+            Err(error) => {
+                tracing::error!(%error, "community pass task died");
+                "failed"
+            }
+        };
+        self.stats
+            .metrics()
+            .discovery_passes
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
+        self.start_pass_if_due();
+    }
+
+    /// At shutdown: a pass still running is dropped (the next one, here or elsewhere, redoes
+    /// it; publishing is idempotent).
+    pub(super) fn abort_pass(&mut self) {
+        if let Some(pass) = self.pass.take() {
+            pass.abort();
+        }
+    }
+}
+
+fn count_proposals(service: &Service, report: &PassReport) {
+    tracing::info!(
+        pooled = report.pooled,
+        communities = report.communities,
+        published = report.published,
+        open = report.open,
+        seconds = report.seconds,
+        "community pass"
+    );
+    let metrics = service.stats.metrics();
+    metrics.proposals_published.inc_by(report.published as u64);
+    for (state, count) in [
+        ("open", report.open),
+        ("accepted", report.accepted),
+        ("rejected", report.rejected),
+    ] {
+        metrics
+            .proposals
+            .get_or_create(&StateLabel {
+                state: state.into(),
+            })
+            .set(count as i64);
+    }
+}

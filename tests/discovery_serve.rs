@@ -1,0 +1,193 @@
+//! Emerging-class discovery end to end, against the real broker: texts of a class that does
+//! not exist yet are pooled, a community pass proposes it on the proposals topic, `gorag
+//! proposals accept` turns it into a round, and later texts of that theme are predicted as the
+//! new class.
+
+mod support;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::kafka::{brokers, publish_json, read_until, Service, Topics};
+
+const DEVICES: [&str; 6] = [
+    "laptop",
+    "tablet",
+    "smartphone",
+    "headphones",
+    "smartwatch",
+    "camera",
+];
+const FAULTS: [&str; 8] = [
+    "battery swells and overheats",
+    "screen cracked and flickers",
+    "hinge snapped in half",
+    "cooling fan rattles loudly",
+    "display shows dead pixels",
+    "battery drains overnight",
+    "volume button broke off",
+    "lens fogged from inside",
+];
+
+/// A text of the missing class: a device repair under warranty.
+fn repair(i: usize) -> String {
+    let (device, fault) = (DEVICES[i % DEVICES.len()], FAULTS[i % FAULTS.len()]);
+    format!(
+        "Warranty repair needed: my {device} {fault}; the technician confirmed the {device} \
+         repair is covered by the manufacturer warranty."
+    )
+}
+
+fn text(id: &str, text: &str) -> String {
+    serde_json::json!({"id": id, "text": text}).to_string()
+}
+
+fn gorag(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+        .args(args)
+        .env("GORAG_BROKERS", brokers())
+        .output()
+        .expect("run gorag");
+    assert!(
+        output.status.success(),
+        "gorag {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn wait_for_count(service: &mut Service, needle: &str, count: usize) {
+    let started = Instant::now();
+    while service.log_text().matches(needle).count() < count {
+        assert!(
+            service.is_running(),
+            "gorag serve exited:\n{}",
+            service.log_text()
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{needle:?} not logged {count} times within 60 s:\n{}",
+            service.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
+    let topics = Topics::new("discovery");
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = topics.sets();
+    sets.extend([
+        format!("state.dir={}", dir.path().join("state").display()),
+        "llm.url=none".to_string(),
+        "discovery.pass_every=8".to_string(),
+        "discovery.min_size=5".to_string(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    publish_json(&topics.labels, &support::example("round-1.jsonl")).await;
+    wait_for_count(&mut service, "label event applied", 1);
+
+    // Texts of the known classes, then a theme no class covers.
+    let mut stream = support::example("texts-1.jsonl");
+    stream.extend((0..16).map(|i| text(&format!("r-{i}"), &repair(i))));
+    publish_json(&topics.texts, &stream).await;
+
+    let proposals = read_until(&topics.proposals, Duration::from_secs(90), |r| {
+        !r.is_empty()
+    });
+    assert!(
+        !proposals.is_empty(),
+        "no proposal within 90 s:\n{}",
+        service.log_text()
+    );
+    let first = proposals[0].json();
+    assert_eq!(first["status"], "open", "{first}");
+    assert!(first["size"].as_u64().unwrap() >= 5, "{first}");
+    // Named by its keywords (no LLM here), which come from its members' texts.
+    let keywords: Vec<&str> = first["keywords"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|k| k.as_str())
+        .collect();
+    assert!(!keywords.is_empty(), "{first}");
+    assert!(
+        keywords
+            .iter()
+            .all(|k| (0..16).any(|i| repair(i).to_lowercase().contains(k))),
+        "{first}"
+    );
+    // Its members are the repair texts, not the known classes' texts.
+    let members = first["members"].as_array().unwrap();
+    assert!(
+        members
+            .iter()
+            .all(|m| m.as_str().unwrap().starts_with("r-")),
+        "{first}"
+    );
+    let id = first["proposal"].as_str().unwrap().to_string();
+
+    let listed = gorag(&["proposals", "--topic", &topics.proposals, "list"]);
+    assert!(listed.contains(&id), "{listed}");
+    let accepted = gorag(&[
+        "proposals",
+        "--topic",
+        &topics.proposals,
+        "accept",
+        &id,
+        "--name",
+        "device_repair",
+        "--labels-topic",
+        &topics.labels,
+    ]);
+    assert!(accepted.contains("label device_repair"), "{accepted}");
+    wait_for_count(&mut service, "label event applied", 2);
+
+    let later: Vec<String> = (16..21)
+        .map(|i| text(&format!("later-{i}"), &repair(i)))
+        .collect();
+    publish_json(&topics.texts, &later).await;
+    let predictions = read_until(&topics.predictions, Duration::from_secs(60), |records| {
+        records
+            .iter()
+            .filter(|r| {
+                r.json()["text_id"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("later-")
+            })
+            .count()
+            == later.len()
+    });
+    let labels: HashMap<String, String> = predictions
+        .iter()
+        .map(|r| r.json())
+        .filter(|p| p["text_id"].as_str().unwrap().starts_with("later-"))
+        .map(|p| {
+            (
+                p["text_id"].as_str().unwrap().to_string(),
+                p["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        labels.values().all(|label| label == "device_repair"),
+        "{labels:?}"
+    );
+
+    // The metrics say what happened.
+    let (status, metrics) = support::http::get(&service.admin_address(), "/metrics");
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains("gorag_proposals_published_total"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("gorag_discovery_passes_total{outcome=\"ok\"}"),
+        "{metrics}"
+    );
+    service.stop();
+}
