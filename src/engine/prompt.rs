@@ -49,10 +49,11 @@ impl ChoiceMode {
 #[serde(rename_all = "snake_case")]
 pub enum PromptLayout {
     /// The paper's order: instruction, classes, then the text.
-    #[default]
     ListFirst,
     /// The text first, then the classes and the instruction, so the last thing the model reads
-    /// before answering is the list it must answer from.
+    /// before answering is the list it must answer from (the default: measured in the README,
+    /// "prompt layout").
+    #[default]
     TextFirst,
 }
 

@@ -260,7 +260,8 @@ fn keyword_input_ablation_sends_keywords() {
     let analysis = engine.analyze(text);
     let retrieval = engine.retrieve(&analysis).unwrap();
     let prompt = engine.classification_prompt(&retrieval, text, &analysis);
-    let body = prompt.user.rsplit("Text: ").next().unwrap();
+    let body = prompt.user["Text: ".len()..].split("\n\n").next().unwrap();
+    assert!(prompt.user.starts_with("Text: "));
     assert!(body.contains(", "));
     assert_ne!(body, text);
 }
