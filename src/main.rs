@@ -17,7 +17,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Publish(args) => cli::topics::publish(args).await,
         Command::Tail(args) => cli::topics::tail(args).await,
         Command::State(args) => cli::serve::state(args),
-        Command::Report(args) => cli::label_report::report(args),
+        Command::Report(args) => cli::label_report::report(args).await,
         Command::Proposals(args) => cli::proposals::proposals(args).await,
         Command::Schemas(args) => cli::serve::schemas(args),
     };

@@ -190,4 +190,39 @@ async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
         "{metrics}"
     );
     service.stop();
+
+    // `gorag report` over the stopped state and the stream: the new label with its traffic, the
+    // pool, the proposals still open (not the accepted one).
+    let page = dir.path().join("labels.html");
+    gorag(&[
+        "report",
+        "--dir",
+        &dir.path().join("state").display().to_string(),
+        "--out",
+        &page.display().to_string(),
+        "--predictions-topic",
+        &topics.predictions,
+        "--proposals-topic",
+        &topics.proposals,
+        "--brokers",
+        &brokers(),
+    ]);
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(page.with_extension("json")).unwrap())
+            .unwrap();
+    let repair = report["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == "device_repair")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(repair["traffic"]["volume"], 5, "{repair}");
+    assert!(report["pooled_texts"].as_u64().unwrap() >= 16, "{report}");
+    let open = report["proposals"].as_array().unwrap();
+    assert!(
+        open.iter().all(|p| p["proposal"] != id.as_str()),
+        "{report}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Proposed classes") && html.contains("device_repair"));
 }

@@ -1,12 +1,24 @@
-//! `gorag report`: the label space of a stopped service's state, as an HTML map and JSON.
+//! `gorag report`: the label space of a stopped service's state, as an HTML map and JSON — with
+//! the stream's traffic and the open proposals when the broker is given.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use rdkafka::config::ClientConfig;
+use serde::Serialize;
 
-use crate::discovery::{label_map, map_html};
+use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
+use crate::discovery::map_html;
+use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
+use crate::events::{decode, Prediction};
+use crate::stream::read_back;
+
+/// How long reading a topic to its end may take (the predictions topic of a busy stream is
+/// the long one).
+const READ_LIMIT: Duration = Duration::from_secs(300);
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -16,21 +28,62 @@ pub struct ReportArgs {
     /// The HTML page to write; the same data goes beside it as JSON (`.json`).
     #[arg(long, default_value = "labels.html")]
     pub out: PathBuf,
+    /// Also read the stream from these brokers: per-label volume and hallucinations, and the
+    /// LLM's confusions, from the predictions topic; the open proposals from the proposals topic.
+    #[arg(long, env = "GORAG_BROKERS")]
+    pub brokers: Option<String>,
+    #[arg(long, default_value = "gorag.predictions")]
+    pub predictions_topic: String,
+    #[arg(long, default_value = "gorag.proposals")]
+    pub proposals_topic: String,
 }
 
-/// Draw the active labels of a state directory, grouped by the keywords they share.
-pub fn report(args: ReportArgs) -> Result<()> {
+/// The JSON written beside the page.
+#[derive(Serialize)]
+struct ReportJson<'a> {
+    #[serde(flatten)]
+    map: &'a LabelMap,
+    /// Poorly explained texts in the state's discovery pool.
+    pooled_texts: usize,
+    /// Open proposals (None: the broker was not read).
+    proposals: Option<Vec<ProposalEvent>>,
+}
+
+/// What the stream says, read from the broker.
+#[derive(Default)]
+struct Stream {
+    traffic: HashMap<String, LabelTraffic>,
+    confusions: BTreeMap<(String, String), u64>,
+    proposals: Option<Vec<ProposalEvent>>,
+}
+
+/// Draw the active labels of a state directory, grouped by the keywords they share (and the
+/// confusions observed), with the stream's traffic and proposals when `--brokers` is given.
+pub async fn report(args: ReportArgs) -> Result<()> {
     if args.out.extension().is_some_and(|e| e == "json") {
         bail!("--out is the HTML page; the JSON goes beside it (give e.g. labels.html)");
     }
     let (engine, _) = super::serve::load_state(&args.dir)?;
-    let map = label_map::label_map(&engine, &BTreeMap::new(), &HashMap::new())
+    let stream = match &args.brokers {
+        Some(brokers) => read_stream(brokers, &args).await?,
+        None => Stream::default(),
+    };
+    let map = label_map::label_map(&engine, &stream.confusions, &stream.traffic)
         .context("grouping the labels")?;
     let title = format!("{} active labels", map.labels.len());
-    std::fs::write(&args.out, map_html::html(&title, &map, None))
+    let listed: Option<Vec<_>> = stream
+        .proposals
+        .as_ref()
+        .map(|open| open.iter().map(ProposalEvent::as_proposal).collect());
+    std::fs::write(&args.out, map_html::html(&title, &map, listed.as_deref()))
         .with_context(|| format!("writing {}", args.out.display()))?;
     let json = args.out.with_extension("json");
-    std::fs::write(&json, serde_json::to_string_pretty(&map)?)
+    let data = ReportJson {
+        map: &map,
+        pooled_texts: engine.pool().len(),
+        proposals: stream.proposals,
+    };
+    std::fs::write(&json, serde_json::to_string_pretty(&data)?)
         .with_context(|| format!("writing {}", json.display()))?;
     println!(
         "{} labels in {} communities: wrote {} and {}",
@@ -40,4 +93,38 @@ pub fn report(args: ReportArgs) -> Result<()> {
         json.display()
     );
     Ok(())
+}
+
+async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
+    let predictions: Vec<Prediction> = read_topic(brokers, &args.predictions_topic)
+        .await?
+        .iter()
+        .filter_map(|payload| serde_json::from_slice(payload).ok())
+        .collect();
+    let (traffic, confusions) = label_map::observed(&predictions);
+    let events = read_topic(brokers, &args.proposals_topic)
+        .await?
+        .into_iter()
+        .filter_map(|payload| decode::proposal_event(&payload).ok());
+    let open = proposal::current(events)
+        .into_values()
+        .filter(|p| p.status == ProposalStatus::Open)
+        .collect();
+    Ok(Stream {
+        traffic,
+        confusions,
+        proposals: Some(open),
+    })
+}
+
+async fn read_topic(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "gorag-report");
+    let topic = topic.to_string();
+    let payloads =
+        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, READ_LIMIT))
+            .await??;
+    Ok(payloads)
 }

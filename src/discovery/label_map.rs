@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 use serde::Serialize;
 
+use crate::engine::answer::HallucinationKind;
 use crate::engine::Engine;
+use crate::events::Prediction;
 
 /// Leiden's seed (the same state gives the same map).
 const SEED: u64 = 7;
@@ -88,6 +90,38 @@ pub fn label_map(
         links: strongest_links(ids.len(), &weights),
         groups: group_count,
     })
+}
+
+/// What a stream of predictions says of the labels: per label id its volume and hallucinations
+/// (the last prediction per text id counts: a replay repeats some), and the confusions the LLM
+/// made — a label chosen outside the candidates, against retrieval's best candidate.
+pub fn observed(
+    predictions: &[Prediction],
+) -> (
+    HashMap<String, LabelTraffic>,
+    BTreeMap<(String, String), u64>,
+) {
+    let mut last: HashMap<&str, &Prediction> = HashMap::new();
+    for prediction in predictions {
+        last.insert(prediction.text_id.as_str(), prediction);
+    }
+    let mut traffic: HashMap<String, LabelTraffic> = HashMap::new();
+    let mut confusions: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for prediction in last.values() {
+        let entry = traffic.entry(prediction.label.clone()).or_default();
+        entry.volume += 1;
+        entry.hallucinations += u64::from(prediction.hallucination);
+        let outside = prediction.hallucination_kind == Some(HallucinationKind::OutsideCandidates);
+        if let (true, Some(best)) = (outside, prediction.candidates.first()) {
+            let pair = if prediction.label < *best {
+                (prediction.label.clone(), best.clone())
+            } else {
+                (best.clone(), prediction.label.clone())
+            };
+            *confusions.entry(pair).or_default() += 1;
+        }
+    }
+    (traffic, confusions)
 }
 
 /// Weight per pair of label positions `(a, b)`, `a < b`.
@@ -228,6 +262,39 @@ fn strongest_links(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn prediction(id: &str, label: &str, kind: Option<&str>, candidates: &[&str]) -> Prediction {
+        let mut json = serde_json::json!({
+            "version": 1, "text_id": id, "label": label, "source": "llm",
+            "candidates": candidates, "basis": "ranked_scores", "keywords": [],
+            "hallucination": kind.is_some(), "label_version": 1,
+            "latency": {"decode_ms": 0.0, "keywords_ms": 0.0, "retrieve_ms": 0.0, "llm_ms": 0.0, "index_ms": 0.0,
+                        "total_ms": 0.0},
+            "input": {"topic": "t", "partition": 0, "offset": 0}
+        });
+        if let Some(kind) = kind {
+            json["hallucination_kind"] = kind.into();
+        }
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn traffic_counts_the_last_prediction_per_text_and_outside_choices_confuse() {
+        let predictions = [
+            prediction("t1", "a", None, &["a", "b"]),
+            // A replay of t1, decided otherwise: the last one counts.
+            prediction("t1", "b", None, &["b", "a"]),
+            prediction("t2", "c", Some("outside_candidates"), &["a", "b"]),
+            prediction("t3", "a", Some("unknown_label"), &["a"]),
+        ];
+        let (traffic, confusions) = observed(&predictions);
+        assert_eq!(traffic["a"].volume, 1);
+        assert_eq!(traffic["a"].hallucinations, 1);
+        assert_eq!(traffic["b"].volume, 1);
+        assert_eq!(traffic["c"].hallucinations, 1);
+        assert_eq!(confusions.len(), 1);
+        assert_eq!(confusions[&("a".to_string(), "c".to_string())], 1);
+    }
     use crate::engine::{EngineConfig, NewLabel};
 
     fn label(id: &str, example: &str) -> NewLabel {

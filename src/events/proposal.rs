@@ -120,6 +120,28 @@ impl ProposalEvent {
         })
     }
 
+    /// The proposal as a community pass made it (for the label map's list).
+    pub fn as_proposal(&self) -> Proposal {
+        Proposal {
+            id: self.proposal.clone(),
+            name: self.name.clone(),
+            keywords: self.keywords.clone(),
+            members: self.members.clone(),
+            representatives: self
+                .representatives
+                .iter()
+                .map(|r| r.text_id.clone())
+                .collect(),
+            excerpts: self
+                .representatives
+                .iter()
+                .map(|r| r.excerpt.clone())
+                .collect(),
+            size: self.size,
+            cohesion: self.cohesion,
+        }
+    }
+
     fn next_revision(&self) -> Result<u64, ProposalError> {
         self.revision
             .checked_add(1)
