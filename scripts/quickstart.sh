@@ -33,7 +33,7 @@ GORAG_LOG_FORMAT=text "$gorag" serve \
   --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
   --set "topics.dead_letter=$run.dlq" --set "topics.changelog=$run.changelog" \
   --set "topics.proposals=$run.proposals" --set "kafka.group_id=$run" \
-  --set "discovery.pass_every=4" --set "discovery.min_size=5" \
+  --set "discovery.pass_every=2" --set "discovery.min_size=5" \
   --set "state.dir=$out/state" --set "llm.cache_dir=${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" \
   >"$out/serve.log" 2>&1 &
 serve_pid=$!
@@ -65,7 +65,7 @@ echo "-- round 2: product_defect, feature_request"
 "$gorag" publish --topic "$run.labels" examples/stream/round-2.jsonl
 "$gorag" publish --topic "$run.texts" examples/stream/texts-2.jsonl examples/stream/bad.jsonl
 for _ in $(seq 1 6000); do
-  [ "$(wc -l <"$out/predictions.txt")" -ge 9 ] && break
+  [ "$(wc -l <"$out/predictions.txt")" -ge 8 ] && break
   sleep 0.1
 done
 echo "-- texts no class covers yet: data privacy requests"

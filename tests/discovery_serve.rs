@@ -3,6 +3,8 @@
 //! proposals accept` turns it into a round, and later texts of that theme are predicted as the
 //! new class.
 
+// Only the broker and process helpers are used here.
+#[allow(dead_code)]
 mod support;
 
 use std::collections::HashMap;

@@ -27,14 +27,22 @@ impl Service {
         self.pass = Some(tokio::spawn(discovery_pass::run(texts, settings.clone())));
     }
 
-    /// On the tick: the finished pass's report, counted and logged; the pool's size.
+    /// On the tick: the finished pass's report, counted and logged, and the next pass if one
+    /// is due; the pool's size.
     pub(super) fn collect_pass(&mut self) {
-        let metrics = self.stats.metrics();
-        metrics
+        self.stats
+            .metrics()
             .discovery_pool
             .set(self.replica.engine.pool().len() as i64);
+        if self.finish_pass() {
+            self.start_pass_if_due();
+        }
+    }
+
+    /// Count and log the pass if it has finished (true then).
+    fn finish_pass(&mut self) -> bool {
         let Some(finished) = self.pass.as_mut().and_then(|pass| pass.now_or_never()) else {
-            return;
+            return false;
         };
         self.pass = None;
         let outcome = match finished {
@@ -58,12 +66,13 @@ impl Service {
                 outcome: outcome.into(),
             })
             .inc();
-        self.start_pass_if_due();
+        true
     }
 
-    /// At shutdown: a pass still running is dropped (the next one, here or elsewhere, redoes
-    /// it; publishing is idempotent).
+    /// At shutdown: a finished pass is reported; one still running is dropped (the next one,
+    /// here or elsewhere, redoes it; publishing is idempotent).
     pub(super) fn abort_pass(&mut self) {
+        self.finish_pass();
         if let Some(pass) = self.pass.take() {
             pass.abort();
         }
