@@ -55,19 +55,21 @@ echo "== predictions, as they arrive (text → label (source) candidates, best f
   --format prediction | tee "$out/predictions.txt" &
 tail_pid=$!
 
+# Until the tail has printed $1 predictions (at most 10 minutes).
+wait_for_predictions() {
+  for _ in $(seq 1 6000); do
+    [ "$(wc -l <"$out/predictions.txt")" -ge "$1" ] && break
+    sleep 0.1
+  done
+}
+
 "$gorag" publish --topic "$run.labels" examples/stream/round-1.jsonl
 "$gorag" publish --topic "$run.texts" examples/stream/texts-1.jsonl
-for _ in $(seq 1 6000); do
-  [ "$(wc -l <"$out/predictions.txt")" -ge 4 ] && break
-  sleep 0.1
-done
+wait_for_predictions 4
 echo "-- round 2: product_defect, feature_request"
 "$gorag" publish --topic "$run.labels" examples/stream/round-2.jsonl
 "$gorag" publish --topic "$run.texts" examples/stream/texts-2.jsonl examples/stream/bad.jsonl
-for _ in $(seq 1 6000); do
-  [ "$(wc -l <"$out/predictions.txt")" -ge 8 ] && break
-  sleep 0.1
-done
+wait_for_predictions 8
 echo "-- texts no class covers yet: data privacy requests"
 "$gorag" publish --topic "$run.texts" examples/stream/texts-3.jsonl
 wait "$tail_pid"

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use rdkafka::config::ClientConfig;
 use serde::Serialize;
 
 use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
@@ -118,13 +117,5 @@ async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
 }
 
 async fn read_topic(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "gorag-report");
-    let topic = topic.to_string();
-    let payloads =
-        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, READ_LIMIT))
-            .await??;
-    Ok(payloads)
+    Ok(read_back::read_topic(brokers, "gorag-report", topic, READ_LIMIT).await?)
 }

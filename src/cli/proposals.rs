@@ -240,15 +240,7 @@ async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8])
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
 async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", brokers)
-        .set("group.id", "gorag-proposals");
-    let topic = topic.to_string();
-    let payloads =
-        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, READ_LIMIT))
-            .await??;
-    Ok(payloads)
+    Ok(read_back::read_topic(brokers, "gorag-proposals", topic, READ_LIMIT).await?)
 }
 
 #[cfg(test)]

@@ -120,6 +120,15 @@ impl Engine {
         }
     }
 
+    /// How each candidate is shown to the LLM, in order.
+    fn candidate_displays<'a>(&'a self, retrieval: &'a Retrieval) -> Vec<&'a str> {
+        retrieval
+            .candidates
+            .iter()
+            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
+            .collect()
+    }
+
     /// The share of the answer's first-token probability mass that began a candidate's name
     /// (None without alternatives): how closely the model kept to the list, for comparing
     /// prompts below the hallucination threshold.
@@ -128,11 +137,7 @@ impl Engine {
         retrieval: &Retrieval,
         alternatives: &[(String, f64)],
     ) -> Option<f64> {
-        let displays: Vec<&str> = retrieval
-            .candidates
-            .iter()
-            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
-            .collect();
+        let displays = self.candidate_displays(retrieval);
         choice::belief(&displays, alternatives).map(|b| b.on_list)
     }
 
@@ -144,11 +149,7 @@ impl Engine {
         alternatives: &[(String, f64)],
         llm_weight: f64,
     ) -> Option<Fused> {
-        let displays: Vec<&str> = retrieval
-            .candidates
-            .iter()
-            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
-            .collect();
+        let displays = self.candidate_displays(retrieval);
         let belief = choice::belief(&displays, alternatives)?;
         let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
         let preferred = choice::fuse(&[], &belief.per_candidate, 1.0);

@@ -23,6 +23,23 @@ pub enum ReadBackError {
     },
     #[error("reading {topic} to its end took longer than {limit:?}")]
     TooSlow { topic: String, limit: Duration },
+    #[error("a topic reading task died: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// [`read_to_end`] of `topic` at `brokers`, from a blocking task; `group` labels the reader.
+pub async fn read_topic(
+    brokers: &str,
+    group: &str,
+    topic: &str,
+    limit: Duration,
+) -> Result<Vec<Vec<u8>>, ReadBackError> {
+    let mut client = ClientConfig::new();
+    client
+        .set("bootstrap.servers", brokers)
+        .set("group.id", group);
+    let topic = topic.to_string();
+    tokio::task::spawn_blocking(move || read_to_end(&client, &topic, limit)).await?
 }
 
 /// The partitions of `topic` (none when it does not exist).
