@@ -39,7 +39,14 @@ pub fn reconcile(
             continue;
         };
         taken.insert(previous.proposal.as_str());
-        if previous.status != ProposalStatus::Open || previous.members == proposal.members {
+        // Members come most central first, and centrality shifts as the pool grows: the same
+        // set is the same proposal.
+        let unchanged = previous.members.len() == members.len()
+            && previous
+                .members
+                .iter()
+                .all(|m| members.contains(m.as_str()));
+        if previous.status != ProposalStatus::Open || unchanged {
             continue;
         }
         let same_id = Proposal {
@@ -97,10 +104,13 @@ mod tests {
         assert_eq!((first[0].proposal.as_str(), first[0].revision), ("p-a", 1));
         let published = current(first.clone());
 
-        // Unchanged: nothing to publish.
+        // Unchanged, even in another order of centrality: nothing to publish.
         assert!(reconcile(&[found("p-a", 0..10)], &published)
             .unwrap()
             .is_empty());
+        let mut reordered = found("p-a", 0..10);
+        reordered.members.reverse();
+        assert!(reconcile(&[reordered], &published).unwrap().is_empty());
         // Its oldest member left the pool (a new id would be derived), but most members are
         // still together: the same proposal, next revision, with its growth.
         let grown = reconcile(&[found("p-b", 3..15)], &published).unwrap();

@@ -34,9 +34,9 @@ impl Service {
             .metrics()
             .discovery_pool
             .set(self.replica.engine.pool().len() as i64);
-        if self.finish_pass() {
-            self.start_pass_if_due();
-        }
+        self.finish_pass();
+        // Also a pass made due while catching up (startup, the tick's sync).
+        self.start_pass_if_due();
     }
 
     /// Count and log the pass if it has finished (true then).
