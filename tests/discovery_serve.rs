@@ -9,7 +9,7 @@ mod support;
 
 use std::collections::HashMap;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use support::kafka::{brokers, publish_json, read_until, Service, Topics};
 
@@ -59,23 +59,6 @@ fn gorag(args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn wait_for_count(service: &mut Service, needle: &str, count: usize) {
-    let started = Instant::now();
-    while service.log_text().matches(needle).count() < count {
-        assert!(
-            service.is_running(),
-            "gorag serve exited:\n{}",
-            service.log_text()
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{needle:?} not logged {count} times within 60 s:\n{}",
-            service.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
     let topics = Topics::new("discovery");
@@ -90,7 +73,7 @@ async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
     let mut service = Service::start(dir.path(), &sets);
     service.wait_ready();
     publish_json(&topics.labels, &support::example("round-1.jsonl")).await;
-    wait_for_count(&mut service, "label event applied", 1);
+    service.wait_for_log_count("label event applied", 1);
 
     // Texts of the known classes, then a theme no class covers.
     let mut stream = support::example("texts-1.jsonl");
@@ -146,7 +129,7 @@ async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
         &topics.labels,
     ]);
     assert!(accepted.contains("label device_repair"), "{accepted}");
-    wait_for_count(&mut service, "label event applied", 2);
+    service.wait_for_log_count("label event applied", 2);
 
     let later: Vec<String> = (16..21)
         .map(|i| text(&format!("later-{i}"), &repair(i)))

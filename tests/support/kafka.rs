@@ -126,8 +126,13 @@ impl Service {
 
     /// Wait until the service's log contains `text`.
     pub fn wait_for_log(&mut self, text: &str) {
+        self.wait_for_log_count(text, 1);
+    }
+
+    /// Wait until the service's log contains `text` at least `count` times.
+    pub fn wait_for_log_count(&mut self, text: &str, count: usize) {
         let started = Instant::now();
-        while !self.log_text().contains(text) {
+        while self.log_text().matches(text).count() < count {
             assert!(
                 self.is_running(),
                 "gorag serve exited:\n{}",
@@ -135,7 +140,7 @@ impl Service {
             );
             assert!(
                 started.elapsed() < Duration::from_secs(60),
-                "gorag serve logged no {text:?} within 60 s:\n{}",
+                "gorag serve logged {text:?} fewer than {count} times within 60 s:\n{}",
                 self.log_text()
             );
             std::thread::sleep(Duration::from_millis(50));
