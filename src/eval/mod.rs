@@ -142,6 +142,17 @@ impl Scored {
                 })
                 .collect(),
         };
+        // Every text's outcome, for studying a strategy text by text
+        // (`GORAG_LOG=gorag::eval=trace`).
+        tracing::trace!(
+            gold = %sample.label,
+            label = %classified.decision.label,
+            graph_choice = %classified.retrieval.graph_choice,
+            basis = ?classified.retrieval.basis,
+            margin = ?classified.retrieval.margin,
+            candidates = ?classified.retrieval.candidates,
+            "text"
+        );
         if let Some(kind) = classified.decision.hallucination {
             // What the model said, for studying the flag (`GORAG_LOG=gorag::eval=debug`).
             tracing::debug!(
