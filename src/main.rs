@@ -1,10 +1,27 @@
+use std::process::ExitCode;
+
 use clap::Parser;
 
-use gorag::cli::{self, Cli, Command};
+use gorag::cli::{self, failure, Cli, Command};
 
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let result = run(cli).await;
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One paragraph: what failed, why, what to do; a backtrace only when asked for.
+            eprintln!("{}", failure::render(&error));
+            if let Some(trace) = failure::backtrace(&error) {
+                eprintln!("\nbacktrace:\n{trace}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
     // The service reports what it does; one-shot commands stay quiet unless asked.
     let default = match cli.command {
         Command::Serve(_) => "gorag=info,warn",

@@ -14,6 +14,7 @@ use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
 
 pub mod discover;
+pub mod failure;
 pub mod label_report;
 pub mod proposals;
 pub mod serve;

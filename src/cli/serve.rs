@@ -29,7 +29,7 @@ pub fn load_config(args: &ServeArgs) -> Result<ServeConfig> {
         env: config::process_env(),
         sets: args.sets.clone(),
     })
-    .map_err(|errors| anyhow::anyhow!("{errors}"))
+    .map_err(anyhow::Error::new)
 }
 
 pub async fn serve(args: ServeArgs) -> Result<()> {
