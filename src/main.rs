@@ -37,6 +37,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(args) => cli::label_report::report(args).await,
         Command::Proposals(args) => cli::proposals::proposals(args).await,
         Command::Schemas(args) => cli::serve::schemas(args),
+        Command::Labels(args) => cli::labels::labels(args).await,
     };
     // Export buffered spans before exiting (also after an error).
     tokio::task::spawn_blocking(move || telemetry.shutdown())

@@ -114,3 +114,50 @@ fn tuning_on_dev_texts_needs_dev_files() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_csv_laid_out_by_the_script_is_evaluated() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let data = out.path().join("mydata");
+    let status = Command::new("python3")
+        .arg("scripts/dataset-from-csv.py")
+        .arg("examples/csv/texts.csv")
+        .arg(&data)
+        .args(["--shots", "1,2"])
+        .status()
+        .expect("run python3");
+    assert!(status.success());
+    for file in [
+        "1shot/r1/train.tsv",
+        "1shot/r2/test.tsv",
+        "2shot/r2/train.tsv",
+    ] {
+        assert!(data.join(file).is_file(), "{file} missing");
+    }
+    let output = gorag()
+        .arg("eval")
+        .arg(&data)
+        .args([
+            "--shots",
+            "2",
+            "--llm",
+            "none",
+            "--strategy",
+            "naive,hybrid",
+            "--out",
+        ])
+        .arg(out.path().join("report"))
+        .output()
+        .expect("run gorag");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("2-shot"), "{stdout}");
+    assert!(
+        stdout.lines().any(|l| l.starts_with("hybrid     2    6")),
+        "{stdout}"
+    );
+}

@@ -9,6 +9,7 @@ use std::backtrace::BacktraceStatus;
 
 use crate::config::ConfigErrors;
 use crate::eval::dataset::DatasetError;
+use crate::events::taxonomy::TaxonomyErrors;
 use crate::llm::{AttemptError, LlmError, SetupError};
 use crate::store::StoreError;
 use crate::stream::ServeError;
@@ -46,6 +47,9 @@ fn advice(error: &anyhow::Error) -> Option<String> {
         if cause.is::<ConfigErrors>() {
             return Some(CONFIG.to_string());
         }
+        if cause.is::<TaxonomyErrors>() {
+            return Some(TAXONOMY.to_string());
+        }
         if let Some(e) = cause.downcast_ref::<DatasetError>() {
             return Some(dataset(e).to_string());
         }
@@ -76,6 +80,10 @@ const CONFIG: &str =
 const KAFKA: &str = "check the broker address (--brokers, kafka.brokers or \
     GORAG__KAFKA__BROKERS) and that the broker is reachable from here; the log lines above \
     carry librdkafka's own reason.";
+
+const TAXONOMY: &str = "fix the lines listed: one row per example, columns label (required), \
+    name, description, example and round; the README's \"Labels from a file\" shows both \
+    formats, and --dry-run checks a file without publishing it.";
 
 const DATASET_LAYOUT: &str = "a dataset folder holds <k>shot/r<n>/train.tsv and test.tsv \
     (dev.tsv to tune), one `label<TAB>text` per line; the README's \"Your own data\" shows how \

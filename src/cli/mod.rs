@@ -16,6 +16,8 @@ use crate::llm::{LlmClient, LlmSettings};
 pub mod discover;
 pub mod failure;
 pub mod label_report;
+pub mod labels;
+pub mod labels_topic;
 pub mod proposals;
 pub mod serve;
 pub mod topics;
@@ -50,6 +52,8 @@ pub enum Command {
     Report(label_report::ReportArgs),
     /// List the proposed classes (the proposals topic); accept or reject one.
     Proposals(proposals::ProposalsArgs),
+    /// Manage labels: import a taxonomy file (CSV, JSONL) as round events.
+    Labels(labels::LabelsArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

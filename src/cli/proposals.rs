@@ -1,21 +1,12 @@
 //! `gorag proposals`: list the proposed classes on the proposals topic; accept one (a round
 //! with its label goes to the labels topic) or reject it (it is not proposed again).
 
-use std::collections::BTreeSet;
-use std::time::Duration;
-
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use rdkafka::config::ClientConfig;
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::util::Timeout;
 
+use super::labels_topic::{label_topic_ids, producer, read_to_end, send};
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, LabelEvent};
-use crate::stream::read_back;
-
-/// How long reading the topic to its end may take.
-const READ_LIMIT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Args)]
 pub struct ProposalsArgs {
@@ -158,26 +149,6 @@ async fn read_proposals(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>
         .collect())
 }
 
-/// The round ids and label ids announced on the labels topic so far.
-async fn label_topic_ids(
-    brokers: &str,
-    topic: &str,
-) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
-    let (mut rounds, mut labels) = (BTreeSet::new(), BTreeSet::new());
-    for payload in read_to_end(brokers, topic).await? {
-        if let Ok(LabelEvent::Round {
-            round,
-            labels: specs,
-            ..
-        }) = decode::label_event(&payload)
-        {
-            rounds.insert(round);
-            labels.extend(specs.into_iter().map(|l| l.id));
-        }
-    }
-    Ok((rounds, labels))
-}
-
 fn open_proposal<'a>(
     current: &'a std::collections::BTreeMap<String, ProposalEvent>,
     id: &str,
@@ -215,32 +186,6 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
         }
     }
     out
-}
-
-fn producer(brokers: &str) -> Result<FutureProducer> {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .context("creating the producer")
-}
-
-async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8]) -> Result<()> {
-    producer
-        .send(
-            FutureRecord::to(topic).key(key.as_bytes()).payload(payload),
-            Timeout::After(Duration::from_secs(30)),
-        )
-        .await
-        .map_err(|(error, _)| error)
-        .with_context(|| format!("publishing to {topic}"))?;
-    Ok(())
-}
-
-/// Every record's value on the topic, from the beginning to the end it had when asked (a
-/// missing topic has none).
-async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    Ok(read_back::read_topic(brokers, "gorag-proposals", topic, READ_LIMIT).await?)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 pub mod decode;
 pub mod proposal;
 pub mod schema;
+pub mod taxonomy;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

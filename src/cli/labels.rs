@@ -1,0 +1,148 @@
+//! `gorag labels import`: a label taxonomy kept as a CSV or JSONL file becomes round events on
+//! the labels topic (see [`crate::events::taxonomy`] for the layout).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::labels_topic::{label_topic_ids, producer, send};
+use crate::events::taxonomy::{self, Format};
+use crate::events::LabelEvent;
+
+#[derive(Debug, Args)]
+pub struct LabelsArgs {
+    #[command(subcommand)]
+    pub action: LabelsAction,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabelsAction {
+    /// Turn a taxonomy file (CSV or JSONL: label, name, description, example, round) into round
+    /// events, check them as the service would, and publish them (or print them: --dry-run).
+    Import(ImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The taxonomy file: one row per example (or per label without examples).
+    pub file: PathBuf,
+    /// csv or jsonl (default: from the file's extension).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// The round of rows without a `round` value (default: the file's name without extension).
+    #[arg(long)]
+    pub round: Option<String>,
+    /// Print the events (JSONL, one per round) instead of publishing them.
+    #[arg(long)]
+    pub dry_run: bool,
+    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    #[arg(long, default_value = "gorag.labels")]
+    pub topic: String,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Csv,
+    Jsonl,
+}
+
+pub async fn labels(args: LabelsArgs) -> Result<()> {
+    match args.action {
+        LabelsAction::Import(args) => import(args).await,
+    }
+}
+
+async fn import(args: ImportArgs) -> Result<()> {
+    let format = match args.format {
+        Some(FormatArg::Csv) => Format::Csv,
+        Some(FormatArg::Jsonl) => Format::Jsonl,
+        None => format_of(&args.file)?,
+    };
+    let default_round = match &args.round {
+        Some(round) => round.clone(),
+        None => args
+            .file
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "r1".to_string()),
+    };
+    let text = std::fs::read_to_string(&args.file)
+        .with_context(|| format!("reading {}", args.file.display()))?;
+    let events = taxonomy::rounds(&text, format, &default_round)
+        .with_context(|| format!("{} is not a taxonomy gorag can import", args.file.display()))?;
+    let summary = summary(&events);
+    if args.dry_run {
+        for event in &events {
+            println!("{}", serde_json::to_string(event)?);
+        }
+        eprintln!("{summary}; checked, not published (--dry-run)");
+        return Ok(());
+    }
+    refuse_known(&events, &args.brokers, &args.topic).await?;
+    let producer = producer(&args.brokers)?;
+    for event in &events {
+        if let LabelEvent::Round { round, .. } = event {
+            send(&producer, &args.topic, round, &serde_json::to_vec(event)?).await?;
+        }
+    }
+    eprintln!("{summary}; published to {}", args.topic);
+    Ok(())
+}
+
+fn format_of(path: &std::path::Path) -> Result<Format> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some(e) if e.eq_ignore_ascii_case("csv") => Ok(Format::Csv),
+        Some(e) if e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson") => {
+            Ok(Format::Jsonl)
+        }
+        _ => bail!(
+            "{}: cannot tell the format from the extension; pass --format csv or --format jsonl",
+            path.display()
+        ),
+    }
+}
+
+/// Round and label ids the labels topic already has would be dead-lettered by the service:
+/// refuse them before anything is sent.
+async fn refuse_known(events: &[LabelEvent], brokers: &str, topic: &str) -> Result<()> {
+    let (known_rounds, known_labels) = label_topic_ids(brokers, topic).await?;
+    let mut clashes = Vec::new();
+    for event in events {
+        let LabelEvent::Round { round, labels, .. } = event else {
+            continue;
+        };
+        if known_rounds.contains(round) {
+            clashes.push(format!("round {round:?}"));
+        }
+        clashes.extend(
+            labels
+                .iter()
+                .filter(|l| known_labels.contains(&l.id))
+                .map(|l| format!("label {:?}", l.id)),
+        );
+    }
+    if !clashes.is_empty() {
+        bail!(
+            "{topic} already has {}: nothing published (a round id is announced once, a label \
+             once; use add_examples events for more examples of a known label)",
+            clashes.join(", ")
+        );
+    }
+    Ok(())
+}
+
+fn summary(events: &[LabelEvent]) -> String {
+    let (mut labels, mut examples) = (0, 0);
+    for event in events {
+        if let LabelEvent::Round { labels: specs, .. } = event {
+            labels += specs.len();
+            examples += specs.iter().map(|s| s.examples.len()).sum::<usize>();
+        }
+    }
+    format!(
+        "{} round(s), {labels} label(s), {examples} example(s)",
+        events.len()
+    )
+}

@@ -1,0 +1,376 @@
+//! A label taxonomy kept as a file (CSV or JSONL) turned into round events, for
+//! `gorag labels import`.
+//!
+//! One row per example (or per label, for a label without examples). Columns / fields:
+//! `label` (required: the label id), `name`, `description`, `example` (`text` is accepted for
+//! it; JSONL may also give `examples`, a list) and `round`. Rows of one label are merged in file
+//! order; rows without a `round` go to the default round. Rounds and their labels keep the order
+//! in which the file first names them. Unknown columns are refused, like unknown event fields:
+//! a misspelt `exmple` column would otherwise drop every example silently.
+//!
+//! The result is checked the way the service will check it — each event through the labels
+//! topic's decoder, the rounds applied in order to an empty engine — and every problem is
+//! reported at once, with its line.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use thiserror::Error;
+
+use super::{decode, LabelEvent, LabelSpec, EVENT_VERSION};
+use crate::engine::{Engine, EngineConfig, NewLabel};
+
+/// Every problem found in a taxonomy file, one per line.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("{}", .0.join("\n"))]
+pub struct TaxonomyErrors(pub Vec<String>);
+
+/// The file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Csv,
+    Jsonl,
+}
+
+/// One row of the file, whatever its format.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Row {
+    label: String,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default, alias = "text")]
+    example: Option<String>,
+    /// JSONL only: several examples at once.
+    #[serde(default)]
+    examples: Vec<String>,
+    #[serde(default)]
+    round: Option<String>,
+}
+
+/// The round events a taxonomy file announces, checked; `default_round` names the round of rows
+/// that give none.
+pub fn rounds(
+    text: &str,
+    format: Format,
+    default_round: &str,
+) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
+    let rows = match format {
+        Format::Csv => csv_rows(text),
+        Format::Jsonl => jsonl_rows(text),
+    }?;
+    let events = group(rows, default_round)?;
+    check(&events)?;
+    Ok(events)
+}
+
+/// (line, row) of a CSV file with a header line.
+fn csv_rows(text: &str) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
+    let mut reader = csv::ReaderBuilder::new()
+        .trim(csv::Trim::All)
+        .from_reader(text.as_bytes());
+    let mut errors = Vec::new();
+    match reader.headers() {
+        Ok(headers) => {
+            const KNOWN: [&str; 6] = ["label", "name", "description", "example", "text", "round"];
+            for header in headers.iter().filter(|h| !KNOWN.contains(h)) {
+                errors.push(format!(
+                    "line 1: unknown column {header:?}; expected {}",
+                    KNOWN.join(", ")
+                ));
+            }
+            if !headers.iter().any(|h| h == "label") {
+                errors.push("line 1: no `label` column".to_string());
+            }
+        }
+        Err(error) => errors.push(format!("line 1: {error}")),
+    }
+    if !errors.is_empty() {
+        return Err(TaxonomyErrors(errors));
+    }
+    let headers = match reader.headers() {
+        Ok(headers) => headers.clone(),
+        Err(error) => return Err(TaxonomyErrors(vec![csv_error(&error)])),
+    };
+    let mut rows = Vec::new();
+    for record in reader.records() {
+        let record = match record {
+            Ok(record) => record,
+            Err(error) => {
+                errors.push(csv_error(&error));
+                continue;
+            }
+        };
+        let line = record.position().map_or(0, |p| p.line() as usize);
+        match record.deserialize::<Row>(Some(&headers)) {
+            // Empty cells are absent values.
+            Ok(row) => rows.push((line, without_empty(row))),
+            Err(error) => errors.push(format!("line {line}: {error}")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(rows)
+    } else {
+        Err(TaxonomyErrors(errors))
+    }
+}
+
+fn csv_error(error: &csv::Error) -> String {
+    match error.position() {
+        Some(position) => format!("line {}: {error}", position.line()),
+        None => error.to_string(),
+    }
+}
+
+fn jsonl_rows(text: &str) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
+    let mut rows = Vec::new();
+    let mut errors = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Row>(line) {
+            Ok(row) => rows.push((i + 1, without_empty(row))),
+            Err(error) => errors.push(format!("line {}: {error}", i + 1)),
+        }
+    }
+    if errors.is_empty() {
+        Ok(rows)
+    } else {
+        Err(TaxonomyErrors(errors))
+    }
+}
+
+fn without_empty(row: Row) -> Row {
+    let some = |value: Option<String>| value.filter(|v| !v.trim().is_empty());
+    Row {
+        name: some(row.name),
+        description: some(row.description),
+        example: some(row.example),
+        round: some(row.round),
+        examples: row
+            .examples
+            .into_iter()
+            .filter(|e| !e.trim().is_empty())
+            .collect(),
+        label: row.label.trim().to_string(),
+    }
+}
+
+/// Merge rows into rounds of labels, in the order the file names them.
+fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
+    let mut errors = Vec::new();
+    let mut rounds: Vec<(String, Vec<LabelSpec>)> = Vec::new();
+    // label id → (round position, label position, line first seen)
+    let mut seen: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    for (line, row) in rows {
+        if row.label.is_empty() {
+            errors.push(format!("line {line}: empty label id"));
+            continue;
+        }
+        let round = row
+            .round
+            .clone()
+            .unwrap_or_else(|| default_round.to_string());
+        let r = match rounds.iter().position(|(id, _)| *id == round) {
+            Some(r) => r,
+            None => {
+                rounds.push((round.clone(), Vec::new()));
+                rounds.len() - 1
+            }
+        };
+        let (at_round, at_label, first_line) = match seen.get(&row.label) {
+            Some(&found) => found,
+            None => {
+                rounds[r].1.push(LabelSpec {
+                    id: row.label.clone(),
+                    name: None,
+                    description: None,
+                    examples: Vec::new(),
+                });
+                let found = (r, rounds[r].1.len() - 1, line);
+                seen.insert(row.label.clone(), found);
+                found
+            }
+        };
+        if at_round != r {
+            errors.push(format!(
+                "line {line}: label {:?} is in round {:?} here but in round {:?} on line \
+                 {first_line}; a label belongs to one round",
+                row.label, round, rounds[at_round].0
+            ));
+            continue;
+        }
+        let spec = &mut rounds[r].1[at_label];
+        for (field, value, kept) in [
+            ("name", row.name, &mut spec.name),
+            ("description", row.description, &mut spec.description),
+        ] {
+            match (value, kept.as_ref()) {
+                (Some(new), Some(old)) if new != *old => errors.push(format!(
+                    "line {line}: label {:?} has {field} {new:?} here but {old:?} on line \
+                     {first_line}",
+                    row.label
+                )),
+                (Some(new), None) => *kept = Some(new),
+                _ => {}
+            }
+        }
+        spec.examples.extend(row.example);
+        spec.examples.extend(row.examples);
+    }
+    if !errors.is_empty() {
+        return Err(TaxonomyErrors(errors));
+    }
+    Ok(rounds
+        .into_iter()
+        .map(|(round, labels)| LabelEvent::Round {
+            version: EVENT_VERSION,
+            round,
+            labels,
+        })
+        .collect())
+}
+
+/// The service's own checks: the labels topic's decoder, then the rounds applied in order.
+fn check(events: &[LabelEvent]) -> Result<(), TaxonomyErrors> {
+    let mut errors = Vec::new();
+    let mut engine = Engine::new(EngineConfig::default());
+    for event in events {
+        let LabelEvent::Round { round, labels, .. } = event else {
+            continue;
+        };
+        let decoded = serde_json::to_vec(event)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| decode::label_event(&bytes).map_err(|e| e.to_string()));
+        if let Err(error) = decoded {
+            errors.push(format!("round {round:?}: {error}"));
+            continue;
+        }
+        let new: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+        if let Err(error) = engine.apply_round(&new) {
+            errors.push(format!("round {round:?}: {error}"));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(TaxonomyErrors(errors))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(event: &LabelEvent) -> (&str, &[LabelSpec]) {
+        match event {
+            LabelEvent::Round { round, labels, .. } => (round, labels),
+            other => panic!("not a round: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn csv_rows_of_one_label_merge_into_one_spec_in_file_order() {
+        let text = "label,name,description,example\n\
+                    billing,billing and payments,Charges and invoices,I was charged twice.\n\
+                    shipping,shipping,,\"Parcel late, no tracking.\"\n\
+                    billing,,,Wrong VAT on my invoice.\n";
+        let events = rounds(text, Format::Csv, "r1").unwrap();
+        assert_eq!(events.len(), 1);
+        let (round, specs) = labels(&events[0]);
+        assert_eq!(round, "r1");
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].id, "billing");
+        assert_eq!(specs[0].name.as_deref(), Some("billing and payments"));
+        assert_eq!(
+            specs[0].description.as_deref(),
+            Some("Charges and invoices")
+        );
+        assert_eq!(
+            specs[0].examples,
+            ["I was charged twice.", "Wrong VAT on my invoice."]
+        );
+        assert_eq!(
+            specs[1].description, None,
+            "an empty cell is no description"
+        );
+        assert_eq!(specs[1].examples, ["Parcel late, no tracking."]);
+    }
+
+    #[test]
+    fn a_round_column_splits_rounds_in_the_order_first_named() {
+        let text = "round,label,text\nr2,b,x\nr1,a,y\n,c,z\n";
+        let events = rounds(text, Format::Csv, "base").unwrap();
+        let ids: Vec<(&str, Vec<&str>)> = events
+            .iter()
+            .map(|e| {
+                let (round, specs) = labels(e);
+                (round, specs.iter().map(|s| s.id.as_str()).collect())
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [("r2", vec!["b"]), ("r1", vec!["a"]), ("base", vec!["c"])]
+        );
+    }
+
+    #[test]
+    fn jsonl_takes_one_example_or_a_list_and_a_label_without_examples() {
+        let text = "{\"label\":\"a\",\"examples\":[\"x\",\"y\"]}\n\n\
+                    {\"label\":\"a\",\"example\":\"z\"}\n\
+                    {\"label\":\"b\",\"name\":\"zero shot\"}\n";
+        let events = rounds(text, Format::Jsonl, "r1").unwrap();
+        let (_, specs) = labels(&events[0]);
+        assert_eq!(specs[0].examples, ["x", "y", "z"]);
+        assert!(specs[1].examples.is_empty());
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_with_its_line() {
+        let errors = rounds("label,exmple,owner\na,x,me\n", Format::Csv, "r1").unwrap_err();
+        assert_eq!(errors.0.len(), 2, "{errors:?}");
+        assert!(errors.0[0].contains("unknown column \"exmple\""));
+
+        let errors = rounds(
+            "label,name,round\na,A,r1\na,B,r1\nb,,r1\nb,,r2\n,,r1\n",
+            Format::Csv,
+            "r1",
+        )
+        .unwrap_err();
+        let text = errors.to_string();
+        assert!(
+            text.contains("line 3: label \"a\" has name \"B\" here but \"A\" on line 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains("line 5: label \"b\" is in round \"r2\""),
+            "{text}"
+        );
+        assert!(text.contains("line 6: empty label id"), "{text}");
+
+        let errors = rounds(
+            "{\"label\":\"a\",\"colour\":1}\nnot json\n",
+            Format::Jsonl,
+            "r1",
+        )
+        .unwrap_err();
+        assert_eq!(errors.0.len(), 2);
+        assert!(
+            errors.0[0].starts_with("line 1: unknown field `colour`"),
+            "{errors:?}"
+        );
+        assert!(errors.0[1].starts_with("line 2:"));
+    }
+
+    #[test]
+    fn a_label_repeated_across_the_round_column_is_caught_by_the_engine_check() {
+        // Same id in two rounds is refused by grouping; the engine check is the backstop for
+        // what grouping cannot see, e.g. an empty round.
+        let events = rounds("label\na\n", Format::Csv, "r1").unwrap();
+        assert_eq!(events.len(), 1);
+        assert!(check(&[events[0].clone(), events[0].clone()]).is_err());
+    }
+}
