@@ -63,6 +63,9 @@ pub struct KafkaSection {
     pub replication_factor: i32,
     /// How often delivered offsets are committed (after the state store is flushed).
     pub commit_interval_ms: u64,
+    /// How long startup waits for the brokers to answer before giving up (saying, every few
+    /// seconds meanwhile, which address it tries and librdkafka's reason).
+    pub startup_wait_secs: f64,
     /// Extra librdkafka properties for every client (e.g. `security.protocol`).
     pub client: BTreeMap<String, String>,
 }
@@ -76,6 +79,7 @@ impl Default for KafkaSection {
             partitions: 3,
             replication_factor: 1,
             commit_interval_ms: 1000,
+            startup_wait_secs: 120.0,
             client: BTreeMap::new(),
         }
     }
@@ -478,6 +482,9 @@ impl ServeConfig {
         }
         if self.kafka.replication_factor < 1 {
             errors.push("kafka.replication_factor: must be at least 1".into());
+        }
+        if !(self.kafka.startup_wait_secs.is_finite() && self.kafka.startup_wait_secs > 0.0) {
+            errors.push("kafka.startup_wait_secs: must be a positive number of seconds".into());
         }
         if self.kafka.commit_interval_ms == 0 {
             errors.push("kafka.commit_interval_ms: must be at least 1".into());

@@ -101,9 +101,16 @@ fn dataset(error: &DatasetError) -> &'static str {
 
 fn serve(error: &ServeError) -> Option<String> {
     match error {
-        ServeError::Kafka(..) | ServeError::Topic(_) | ServeError::Stalled(..) => {
-            Some(KAFKA.to_string())
-        }
+        ServeError::Kafka(_, rdkafka::error::KafkaError::ClientConfig(..)) => Some(
+            "fix or remove that librdkafka property under kafka.client (GORAG__KAFKA__CLIENT__…); \
+             this build's librdkafka has no OpenSSL, so TLS (security.protocol ssl or sasl_ssl) \
+             is not available."
+                .to_string(),
+        ),
+        ServeError::Kafka(..)
+        | ServeError::Topic(_)
+        | ServeError::Stalled(..)
+        | ServeError::BrokersUnreachable { .. } => Some(KAFKA.to_string()),
         ServeError::Admin(listen, _) => Some(format!(
             "another process holds {listen}? choose another address with \
              admin.listen (GORAG__ADMIN__LISTEN)."

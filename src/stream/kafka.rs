@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::{ClientContext, DefaultClientContext};
+use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -27,10 +27,62 @@ impl ClientContext for Logged {
     }
 
     /// Global errors repeat what librdkafka's log lines (and the consumers' errors) already
-    /// say, once more per client: debug level.
+    /// say, once more per client: debug level. The last one is kept as the reason the brokers
+    /// are unreachable ([`broker_trouble`]).
     fn error(&self, error: KafkaError, reason: &str) {
         tracing::debug!(target: "librdkafka", %error, reason, "librdkafka error");
+        note_broker_trouble(&error, reason);
     }
+}
+
+/// librdkafka's last word on why the brokers cannot be reached (refused, name not resolved,
+/// authentication failed, …). Process-wide: every client of the service talks to the same
+/// brokers, and librdkafka reports the reason only to the client that met it.
+static BROKER_TROUBLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+fn note_broker_trouble(error: &KafkaError, reason: &str) {
+    let Some(code) = error.rdkafka_error_code() else {
+        return;
+    };
+    let about_brokers = matches!(
+        code,
+        RDKafkaErrorCode::BrokerTransportFailure
+            | RDKafkaErrorCode::AllBrokersDown
+            | RDKafkaErrorCode::Resolve
+            | RDKafkaErrorCode::Authentication
+            | RDKafkaErrorCode::SaslAuthenticationFailed
+            | RDKafkaErrorCode::SSL
+    );
+    if about_brokers {
+        // "1/1 brokers are down" says less than the connection failure that caused it.
+        note_trouble(reason, code != RDKafkaErrorCode::AllBrokersDown);
+    }
+}
+
+/// Keep `reason` (without librdkafka's `[thrd:…]: ` prefix); a vaguer one only when there is
+/// none yet.
+fn note_trouble(reason: &str, specific: bool) {
+    let reason = match reason.strip_prefix("[thrd:") {
+        Some(rest) => rest.split_once("]: ").map_or(reason, |(_, r)| r),
+        None => reason,
+    };
+    let mut trouble = BROKER_TROUBLE.lock().unwrap_or_else(|p| p.into_inner());
+    if specific || trouble.is_none() {
+        *trouble = Some(reason.to_string());
+    }
+}
+
+/// Why the brokers were last unreachable, if librdkafka said; cleared by [`broker_answered`].
+pub fn broker_trouble() -> Option<String> {
+    BROKER_TROUBLE
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+/// The brokers answered: the last trouble is history.
+pub fn broker_answered() {
+    *BROKER_TROUBLE.lock().unwrap_or_else(|p| p.into_inner()) = None;
 }
 
 impl ConsumerContext for Logged {}
@@ -42,8 +94,12 @@ pub type LogReader = StreamConsumer<Logged>;
 /// A consumer used only for metadata and watermark queries.
 pub type MetadataClient = BaseConsumer<Logged>;
 
-/// One librdkafka log line as a tracing event of the matching level.
+/// One librdkafka log line as a tracing event of the matching level. A broker connection
+/// failure (`FAIL`) is also kept as the reason the brokers are unreachable.
 pub fn log_librdkafka(level: RDKafkaLogLevel, facility: &str, message: &str) {
+    if facility == "FAIL" {
+        note_trouble(message, true);
+    }
     match level {
         RDKafkaLogLevel::Emerg
         | RDKafkaLogLevel::Alert
@@ -113,8 +169,8 @@ pub fn producer(config: &ServeConfig) -> Result<Producer, ServeError> {
 /// Create the service's topics when missing (labels and changelog with one partition: their
 /// order is the order in which changes apply).
 pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
-    let admin: AdminClient<DefaultClientContext> = client_config(config)
-        .create()
+    let admin: AdminClient<Logged> = client_config(config)
+        .create_with_context(Logged)
         .map_err(|e| ServeError::Kafka("creating the admin client", e))?;
     let t = &config.topics;
     let replication = || TopicReplication::Fixed(config.kafka.replication_factor);
@@ -138,6 +194,16 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     for result in results {
         match result {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
+            Err((
+                topic,
+                code @ (RDKafkaErrorCode::TopicAuthorizationFailed
+                | RDKafkaErrorCode::ClusterAuthorizationFailed),
+            )) => {
+                return Err(ServeError::Topic(format!(
+                    "no permission to create topic {topic} ({code}): create the topics yourself \
+                     and set kafka.create_topics = false, or grant this principal CREATE"
+                )))
+            }
             Err((topic, code)) => {
                 return Err(ServeError::Topic(format!("creating topic {topic}: {code}")))
             }

@@ -61,6 +61,19 @@ pub enum ServeError {
     Kafka(&'static str, KafkaError),
     #[error("{0}")]
     Topic(String),
+    #[error(
+        "missing topic(s) {0} (kafka.create_topics is false): create them (the labels and \
+         changelog topics with exactly 1 partition) or let gorag create its topics"
+    )]
+    TopicMissing(String),
+    #[error("the Kafka brokers at {brokers} did not answer within {waited_secs} s: {reason}")]
+    BrokersUnreachable {
+        brokers: String,
+        waited_secs: u64,
+        reason: String,
+    },
+    #[error("stopped while waiting for the Kafka brokers")]
+    StoppedWhileStarting,
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

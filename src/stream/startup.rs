@@ -2,14 +2,14 @@
 //! topics, build the clients.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 
 use super::kafka::{self, MetadataClient, Producer};
 use super::replica::sync::{LogClients, LogSync};
 use super::replica::{Cursor, LogTopics, Replica, SnapshotPolicy};
-use super::stop::Stop;
+use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
@@ -31,18 +31,21 @@ pub async fn start(
     health: Arc<Health>,
 ) -> Result<Started, ServeError> {
     let replica = restore(config)?;
-    if config.kafka.create_topics {
-        kafka::ensure_topics(config).await?;
-    }
-    let llm = config.llm.settings().client()?;
-    let classifier = Classifier::new(llm, config.engine.keywords);
-    let producer = kafka::producer(config)?;
     let watermarks: MetadataClient = kafka::client_config(config)
         .set("group.id", format!("{}-watermarks", config.kafka.group_id))
         .set("enable.auto.commit", "false")
         .create_with_context(kafka::Logged)
         .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
     let watermarks = Arc::new(watermarks);
+    wait_for_brokers(config, &watermarks, &stop, &health).await?;
+    if config.kafka.create_topics {
+        kafka::ensure_topics(config).await?;
+    } else {
+        check_topics_exist(config, &watermarks).await?;
+    }
+    let llm = config.llm.settings().client()?;
+    let classifier = Classifier::new(llm, config.engine.keywords);
+    let producer = kafka::producer(config)?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
         check_one_partition(&watermarks, topic).await?;
     }
@@ -122,6 +125,115 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
     .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled)))
 }
 
+/// How long one metadata request of the wait may take.
+const BROKER_PROBE: Duration = Duration::from_secs(2);
+/// How often the wait says it is still waiting.
+const SAY_WAITING_EVERY: Duration = Duration::from_secs(5);
+
+/// Wait until the brokers answer, for at most `kafka.startup_wait_secs`, saying at once and
+/// then every few seconds which address is tried and librdkafka's reason (connection refused,
+/// name not resolved, authentication failed, …); `/readyz` carries the same reason. A stop
+/// signal ends the wait.
+async fn wait_for_brokers(
+    config: &ServeConfig,
+    client: &Arc<MetadataClient>,
+    stop: &Stop,
+    health: &Health,
+) -> Result<(), ServeError> {
+    let brokers = &config.kafka.brokers;
+    let limit = Duration::from_secs_f64(config.kafka.startup_wait_secs);
+    let started = Instant::now();
+    let mut said: Option<Instant> = None;
+    loop {
+        let probe = client.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let answer = probe.fetch_metadata(None, BROKER_PROBE);
+            // Serve the client's queue: librdkafka hands over its errors (and their reasons)
+            // only when the client is polled.
+            while let Some(Err(_)) | Some(Ok(_)) = probe.poll(Duration::ZERO) {}
+            answer
+        })
+        .await?;
+        let error = match answer {
+            Ok(metadata) => {
+                kafka::broker_answered();
+                health.set_broker(None);
+                tracing::info!(
+                    %brokers,
+                    brokers_known = metadata.brokers().len(),
+                    waited_secs = started.elapsed().as_secs(),
+                    "Kafka brokers answered"
+                );
+                return Ok(());
+            }
+            Err(error) => error,
+        };
+        let reason = kafka::broker_trouble().unwrap_or_else(|| error.to_string());
+        health.set_broker(Some(reason.clone()));
+        let waited = started.elapsed();
+        if waited >= limit {
+            return Err(ServeError::BrokersUnreachable {
+                brokers: brokers.clone(),
+                waited_secs: waited.as_secs(),
+                reason,
+            });
+        }
+        if said.is_none_or(|at| at.elapsed() >= SAY_WAITING_EVERY) {
+            tracing::warn!(
+                %brokers,
+                %reason,
+                waited_secs = waited.as_secs(),
+                gives_up_after_secs = limit.as_secs(),
+                "waiting for the Kafka brokers (kafka.brokers)"
+            );
+            said = Some(Instant::now());
+        }
+        if stop.phase() != Phase::Running {
+            return Err(ServeError::StoppedWhileStarting);
+        }
+        let mut watch = stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = watch.changed() => return Err(ServeError::StoppedWhileStarting),
+        }
+    }
+}
+
+/// With `kafka.create_topics = false` the operator made the topics: name every one missing,
+/// at once, rather than fail later on the first record.
+async fn check_topics_exist(
+    config: &ServeConfig,
+    client: &Arc<MetadataClient>,
+) -> Result<(), ServeError> {
+    let probe = client.clone();
+    let metadata =
+        tokio::task::spawn_blocking(move || probe.fetch_metadata(None, Duration::from_secs(10)))
+            .await?
+            .map_err(|e| ServeError::Kafka("reading topic metadata", e))?;
+    let t = &config.topics;
+    let mut wanted = vec![
+        &t.labels,
+        &t.changelog,
+        &t.texts,
+        &t.predictions,
+        &t.hallucinations,
+        &t.dead_letter,
+    ];
+    if config.discovery.enabled {
+        wanted.push(&t.proposals);
+    }
+    let missing: Vec<String> = wanted
+        .into_iter()
+        .filter(|name| !metadata.topics().iter().any(|t| t.name() == name.as_str()))
+        .cloned()
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ServeError::TopicMissing(missing.join(", ")))
+    }
+}
+
 /// The labels and changelog topics are ordered logs: exactly one partition each.
 async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Result<(), ServeError> {
     let (client, name) = (client.clone(), topic.to_string());
@@ -136,6 +248,9 @@ async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Resul
         .find(|t| t.name() == topic)
         .map(|t| t.partitions().len())
         .unwrap_or(0);
+    if partitions == 0 {
+        return Err(ServeError::TopicMissing(topic.to_string()));
+    }
     if partitions != 1 {
         return Err(ServeError::Topic(format!(
             "topic {topic} has {partitions} partitions; it must have exactly 1 (its order is the \

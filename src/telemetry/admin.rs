@@ -26,6 +26,8 @@ pub struct Health {
     pub changelog_consistent: AtomicBool,
     /// With `llm.on_failure = "graph"` an unreachable LLM does not make the service unready.
     pub llm_optional: AtomicBool,
+    /// Why the brokers are unreachable (librdkafka's reason), while they are.
+    broker_problem: std::sync::Mutex<Option<String>>,
 }
 
 impl Default for Health {
@@ -36,6 +38,7 @@ impl Default for Health {
             llm_reachable: AtomicBool::new(true),
             changelog_consistent: AtomicBool::new(true),
             llm_optional: AtomicBool::new(true),
+            broker_problem: std::sync::Mutex::new(None),
         }
     }
 }
@@ -48,6 +51,8 @@ struct Readiness {
     llm_reachable: bool,
     llm_optional: bool,
     changelog_consistent: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    broker_problem: Option<String>,
 }
 
 impl Health {
@@ -67,7 +72,24 @@ impl Health {
             broker_reachable: broker,
             llm_reachable: llm,
             llm_optional: optional,
+            broker_problem: (!broker).then(|| self.broker_problem()).flatten(),
         }
+    }
+
+    /// Whether the brokers answered, and if not, why (shown by `/readyz`).
+    pub fn set_broker(&self, problem: Option<String>) {
+        Self::set(&self.broker_reachable, problem.is_none());
+        *self
+            .broker_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = problem;
+    }
+
+    fn broker_problem(&self) -> Option<String> {
+        self.broker_problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn set(flag: &AtomicBool, value: bool) {

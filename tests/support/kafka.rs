@@ -180,6 +180,22 @@ impl Service {
         assert!(status.success(), "kill -{signal} failed");
     }
 
+    /// Wait at most `limit` for the process to end on its own.
+    pub fn exit_within(&mut self, limit: Duration) -> (std::process::ExitStatus, String) {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return (status, self.log_text());
+            }
+            assert!(
+                started.elapsed() < limit,
+                "gorag serve still running after {limit:?}:\n{}",
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGTERM, then wait at most `limit` for the process to end, whatever its exit code.
     pub fn terminate_within(&mut self, limit: Duration) -> (std::process::ExitStatus, String) {
         self.signal("TERM");

@@ -206,7 +206,12 @@ impl LogSync {
     /// The log's (low, high) watermarks; whether the broker answered is the health flag.
     async fn log_bounds(&mut self, topic: &str) -> Result<(i64, i64), ServeError> {
         let bounds = watermarks(&self.watermarks, topic, 0, Duration::from_secs(5)).await;
-        Health::set(&self.health.broker_reachable, bounds.is_ok());
+        self.health.set_broker(match &bounds {
+            Ok(_) => None,
+            Err(error) => {
+                Some(crate::stream::kafka::broker_trouble().unwrap_or_else(|| error.to_string()))
+            }
+        });
         if bounds.is_ok() {
             self.log_missing_since = None;
         }

@@ -1,0 +1,153 @@
+//! The operator's first mistakes with a broker, against the real one: each is named in the log
+//! within seconds (address and librdkafka's reason), repeated while it lasts, shown by
+//! `/readyz`, and startup waits a bounded time for the broker instead of failing at once.
+
+// Only the broker and HTTP helpers are used here.
+#[allow(dead_code)]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use support::kafka::{Broker, Service, Topics};
+
+const WAITING: &str = "waiting for the Kafka brokers";
+
+fn sets(test: &str, brokers: &str, wait_secs: u64) -> Vec<String> {
+    let mut sets = Topics::new(test).sets_with(brokers);
+    sets.push(format!("kafka.startup_wait_secs={wait_secs}"));
+    sets.push("llm.url=none".into());
+    sets
+}
+
+fn state(dir: &std::path::Path) -> String {
+    format!("state.dir={}", dir.join("state").display())
+}
+
+/// Wait for `text` in the log; how long it took from `since`.
+fn logged_after(service: &mut Service, text: &str, since: Instant) -> Duration {
+    service.wait_for_log(text);
+    since.elapsed()
+}
+
+#[test]
+fn a_wrong_port_is_named_with_its_reason_within_seconds_and_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let address = format!("127.0.0.1:{}", support::free_port());
+    let mut sets = sets("wrong_port", &address, 14);
+    sets.push(state(dir.path()));
+    let started = Instant::now();
+    let mut service = Service::start(dir.path(), &sets);
+    let took = logged_after(&mut service, "Connection refused", started);
+    assert!(took < Duration::from_secs(5), "named after {took:?}");
+    let log = service.log_text();
+    let warning = log
+        .lines()
+        .find(|l| l.contains(WAITING))
+        .expect("a waiting line");
+    assert!(warning.contains(&address), "{warning}");
+    assert!(warning.contains("Connection refused"), "{warning}");
+
+    let admin = service.admin_address();
+    let (status, body) = support::http::get(&admin, "/readyz");
+    assert_eq!(status, 503, "{body}");
+    let readiness: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(readiness["broker_reachable"], false);
+    assert!(
+        readiness["broker_problem"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Connection refused"),
+        "{body}"
+    );
+
+    // Still saying it while it lasts (bounded: every few seconds), then giving up, non-zero.
+    service.wait_for_log_count(WAITING, 2);
+    let (status, log) = service.exit_within(Duration::from_secs(30));
+    assert!(!status.success());
+    let waits = log.matches(WAITING).count();
+    assert!(
+        (2..=5).contains(&waits),
+        "{waits} waiting lines in 14 s:\n{log}"
+    );
+    assert!(
+        log.contains(&format!("the Kafka brokers at {address} did not answer")),
+        "{log}"
+    );
+}
+
+#[test]
+fn an_unresolvable_name_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = sets("unresolvable", "no-such-host.invalid:9092", 3);
+    sets.push(state(dir.path()));
+    let started = Instant::now();
+    let mut service = Service::start(dir.path(), &sets);
+    let took = logged_after(&mut service, "Failed to resolve", started);
+    assert!(took < Duration::from_secs(5), "named after {took:?}");
+    let (status, log) = service.exit_within(Duration::from_secs(30));
+    assert!(!status.success());
+    assert!(log.contains("no-such-host.invalid:9092"), "{log}");
+}
+
+#[test]
+fn a_refused_sasl_login_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = sets("sasl", &support::kafka::brokers(), 3);
+    sets.push(state(dir.path()));
+    for (key, value) in [
+        ("security.protocol", "sasl_plaintext"),
+        ("sasl.mechanism", "PLAIN"),
+        ("sasl.username", "someone"),
+        ("sasl.password", "wrong"),
+    ] {
+        sets.push(format!("kafka.client.{key}={value}"));
+    }
+    let started = Instant::now();
+    let mut service = Service::start(dir.path(), &sets);
+    let took = logged_after(&mut service, "SASL", started);
+    assert!(took < Duration::from_secs(5), "named after {took:?}");
+    let (status, _) = service.exit_within(Duration::from_secs(30));
+    assert!(!status.success());
+}
+
+#[test]
+fn startup_waits_for_a_stopped_broker_and_then_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path(), "memory://nisshi/");
+    broker.stop("TERM");
+    let mut sets = sets("stopped_broker", &broker.address, 120);
+    sets.push(state(dir.path()));
+    let started = Instant::now();
+    let mut service = Service::start(dir.path(), &sets);
+    let took = logged_after(&mut service, WAITING, started);
+    assert!(took < Duration::from_secs(5), "named after {took:?}");
+    assert!(service.log_text().contains(&broker.address));
+
+    broker.restart();
+    service.wait_for_log("Kafka brokers answered");
+    service.wait_ready();
+    service.stop();
+}
+
+#[test]
+fn missing_topics_are_named_when_gorag_may_not_create_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("missing_topics");
+    let mut sets = sets("missing_topics", &support::kafka::brokers(), 10);
+    sets.retain(|s| !s.starts_with("topics."));
+    sets.extend(
+        topics
+            .sets()
+            .into_iter()
+            .filter(|s| s.starts_with("topics.")),
+    );
+    sets.push("kafka.create_topics=false".into());
+    sets.push(state(dir.path()));
+    let mut service = Service::start(dir.path(), &sets);
+    let (status, log) = service.exit_within(Duration::from_secs(30));
+    assert!(!status.success());
+    for topic in [&topics.labels, &topics.texts, &topics.changelog] {
+        assert!(log.contains(topic.as_str()), "{topic} not named:\n{log}");
+    }
+    assert!(log.contains("kafka.create_topics is false"), "{log}");
+}
