@@ -145,9 +145,50 @@ fn metrics_count_what_the_service_did() {
     assert!(metric(&body, "gorag_graph_nodes") > 100.0, "{body}");
     assert!(metric(&body, "gorag_graph_edges") > 100.0, "{body}");
     assert!(body.contains("gorag_consumer_lag{partition="), "{body}");
+    every_dashboard_metric_is_exported(&body);
     let (status, body) = get(&admin, "/readyz");
     assert_eq!(status, 200, "{body}");
     service.stop();
+}
+
+/// Every metric the Grafana dashboard queries is a family the service exports (its `# TYPE`
+/// line is there after a stream), so no panel stays empty because of a renamed metric.
+fn every_dashboard_metric_is_exported(metrics: &str) {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/helm/gorag/dashboards/gorag.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).expect("dashboard JSON");
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            queried.extend(
+                expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|word| word.starts_with("gorag_"))
+                    .map(|name| {
+                        ["_total", "_bucket", "_sum", "_count"]
+                            .iter()
+                            .find_map(|suffix| name.strip_suffix(suffix))
+                            .unwrap_or(name)
+                            .to_string()
+                    }),
+            );
+        }
+    }
+    assert!(
+        queried.len() >= 15,
+        "the dashboard queries only {queried:?}"
+    );
+    let missing: Vec<_> = queried
+        .iter()
+        .filter(|family| !metrics.contains(&format!("# TYPE {family} ")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "not on /metrics: {missing:?}\n{metrics}"
+    );
 }
 
 #[test]

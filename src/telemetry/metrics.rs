@@ -7,6 +7,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::engine::answer::HallucinationKind;
 use crate::llm::UsageSnapshot;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -212,7 +213,35 @@ impl Metrics {
             "Proposals on the proposals topic at the last pass, by status",
             m.proposals.clone(),
         );
+        m.zero_known_series();
         Self { registry, ..m }
+    }
+
+    /// Series whose label values are known in advance start at zero, so a query (or a
+    /// dashboard panel) finds them before the first event of their kind.
+    fn zero_known_series(&self) {
+        for kind in [
+            HallucinationKind::UnknownLabel,
+            HallucinationKind::OutsideCandidates,
+        ] {
+            self.hallucinations.get_or_create(&KindLabel {
+                kind: kind.as_str().into(),
+            });
+        }
+        for kind in ["prompt", "completion"] {
+            self.llm_tokens
+                .get_or_create(&KindLabel { kind: kind.into() });
+        }
+        for outcome in ["ok", "failed"] {
+            self.discovery_passes.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        for state in ["open", "accepted", "rejected"] {
+            self.proposals.get_or_create(&StateLabel {
+                state: state.into(),
+            });
+        }
     }
 
     pub fn observe_stage(&self, stage: &str, seconds: f64) {
