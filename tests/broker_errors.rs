@@ -151,3 +151,17 @@ fn missing_topics_are_named_when_gorag_may_not_create_them() {
     }
     assert!(log.contains("kafka.create_topics is false"), "{log}");
 }
+
+#[test]
+fn tls_is_refused_at_start_with_what_to_do() {
+    // This build's librdkafka has no OpenSSL: say so at start, not at the first record.
+    let dir = tempfile::tempdir().unwrap();
+    let mut sets = sets("tls", &support::kafka::brokers(), 10);
+    sets.push("kafka.client.security.protocol=ssl".into());
+    sets.push(state(dir.path()));
+    let mut service = Service::start(dir.path(), &sets);
+    let (status, log) = service.exit_within(Duration::from_secs(30));
+    assert!(!status.success());
+    assert!(log.contains("security.protocol"), "{log}");
+    assert!(log.contains("no OpenSSL"), "{log}");
+}
