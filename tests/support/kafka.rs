@@ -199,18 +199,7 @@ impl Service {
     /// SIGTERM, then wait at most `limit` for the process to end, whatever its exit code.
     pub fn terminate_within(&mut self, limit: Duration) -> (std::process::ExitStatus, String) {
         self.signal("TERM");
-        let started = Instant::now();
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return (status, self.log_text());
-            }
-            assert!(
-                started.elapsed() < limit,
-                "gorag serve still running {limit:?} after SIGTERM:\n{}",
-                self.log_text()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.exit_within(limit)
     }
 
     /// SIGTERM, then wait for a clean exit.
