@@ -224,23 +224,25 @@ impl Metrics {
             HallucinationKind::UnknownLabel,
             HallucinationKind::OutsideCandidates,
         ] {
-            self.hallucinations.get_or_create(&KindLabel {
+            drop(self.hallucinations.get_or_create(&KindLabel {
                 kind: kind.as_str().into(),
-            });
+            }));
         }
         for kind in ["prompt", "completion"] {
-            self.llm_tokens
-                .get_or_create(&KindLabel { kind: kind.into() });
+            drop(
+                self.llm_tokens
+                    .get_or_create(&KindLabel { kind: kind.into() }),
+            );
         }
         for outcome in ["ok", "failed"] {
-            self.discovery_passes.get_or_create(&OutcomeLabel {
+            drop(self.discovery_passes.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
-            });
+            }));
         }
         for state in ["open", "accepted", "rejected"] {
-            self.proposals.get_or_create(&StateLabel {
+            drop(self.proposals.get_or_create(&StateLabel {
                 state: state.into(),
-            });
+            }));
         }
     }
 
