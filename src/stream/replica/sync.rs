@@ -207,7 +207,10 @@ impl LogSync {
     async fn log_bounds(&mut self, topic: &str) -> Result<(i64, i64), ServeError> {
         let bounds = watermarks(&self.watermarks, topic, 0, Duration::from_secs(5)).await;
         self.health.set_broker(match &bounds {
-            Ok(_) => None,
+            Ok(_) => {
+                crate::stream::kafka::broker_answered();
+                None
+            }
             Err(error) => {
                 Some(crate::stream::kafka::broker_trouble().unwrap_or_else(|| error.to_string()))
             }
