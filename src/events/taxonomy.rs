@@ -57,6 +57,9 @@ pub fn rounds(
     format: Format,
     default_round: &str,
 ) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
+    // Spreadsheets often save UTF-8 with a byte-order mark, which would become part of the
+    // first column's name.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rows = match format {
         Format::Csv => csv_rows(text),
         Format::Jsonl => jsonl_rows(text),
@@ -298,6 +301,19 @@ mod tests {
             "an empty cell is no description"
         );
         assert_eq!(specs[1].examples, ["Parcel late, no tracking."]);
+    }
+
+    #[test]
+    fn a_spreadsheet_byte_order_mark_and_quoted_line_breaks_are_read() {
+        let text = "\u{feff}label,example\na,\"two\nlines\"\nb,x\n";
+        let events = rounds(text, Format::Csv, "r1").unwrap();
+        let (_, specs) = labels(&events[0]);
+        assert_eq!(specs[0].examples, ["two\nlines"]);
+        assert_eq!(specs[1].id, "b");
+
+        // Lines are the file's, counting the lines inside quoted cells.
+        let errors = rounds("label,name\na,\"x\ny\"\na,z\n", Format::Csv, "r1").unwrap_err();
+        assert!(errors.0[0].starts_with("line 4: "), "{errors:?}");
     }
 
     #[test]
