@@ -10,6 +10,7 @@ mod synthetic;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use gorag::discovery::{communities, proposal, DiscoveryConfig, PooledText, Unexplained};
 use gorag::engine::terms::TermCounts;
+use gorag::engine::LabelMaterial;
 
 fn pool(size: usize) -> Vec<PooledText> {
     let mut corpus = synthetic::Corpus::new(11);
@@ -31,6 +32,8 @@ fn pool(size: usize) -> Vec<PooledText> {
 
 fn pass(c: &mut Criterion) {
     let config = DiscoveryConfig::default();
+    // No labels: every community is scored against nothing (the cost of a pass's own work).
+    let material = LabelMaterial::default();
     let mut group = c.benchmark_group("community_pass");
     group.sample_size(10);
     for size in [1_000, 10_000] {
@@ -38,7 +41,7 @@ fn pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                let found = communities::find(refs, &config).unwrap_or_default();
+                let found = communities::find(refs, &config, &material).unwrap_or_default();
                 found
                     .iter()
                     .map(|c| proposal::propose(refs, c))

@@ -26,6 +26,10 @@ pub struct DiscoverArgs {
     /// Discovery: lowest cohesion (mean cosine with the centroid) proposed.
     #[arg(long, default_value_t = DiscoveryConfig::default().min_cohesion)]
     pub discover_min_cohesion: f64,
+    /// Discovery: a community whose members' mean best score against the known labels
+    /// reaches this is not proposed.
+    #[arg(long, default_value_t = DiscoveryConfig::default().max_community_score)]
+    pub discover_max_community_score: f64,
     /// Discovery: Leiden's resolution (higher: smaller communities).
     #[arg(long, default_value_t = DiscoveryConfig::default().resolution)]
     pub discover_resolution: f64,
@@ -43,6 +47,7 @@ impl DiscoverArgs {
             max_score: self.discover_max_score,
             min_size: self.discover_min_size,
             min_cohesion: self.discover_min_cohesion,
+            max_community_score: self.discover_max_community_score,
             resolution: self.discover_resolution,
             neighbours: self.discover_neighbours,
             min_similarity: self.discover_min_similarity,

@@ -42,6 +42,10 @@ pub struct DiscoveryConfig {
     pub min_size: usize,
     /// Lowest cohesion (mean cosine of members with their centroid) proposed.
     pub min_cohesion: f64,
+    /// A community whose members' mean best score against the active labels' own material
+    /// reaches this is not proposed: known classes' thinly covered texts, not a missing class
+    /// (see [`communities::known_score`]).
+    pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
     pub resolution: f64,
 }
@@ -57,6 +61,7 @@ impl Default for DiscoveryConfig {
             min_similarity: 0.1,
             min_size: 8,
             min_cohesion: 0.3,
+            max_community_score: 0.08,
             resolution: 8.0,
         }
     }
@@ -69,6 +74,12 @@ impl DiscoveryConfig {
             return Err(format!(
                 "min_size {} (a community needs at least 2 texts)",
                 self.min_size
+            ));
+        }
+        if !(self.max_community_score.is_finite() && self.max_community_score > 0.0) {
+            return Err(format!(
+                "max_community_score {} (must be positive: no community would be proposed)",
+                self.max_community_score
             ));
         }
         if self.pass_every == 0 {
@@ -158,6 +169,10 @@ mod tests {
             },
             DiscoveryConfig {
                 resolution: -1.0,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                max_community_score: 0.0,
                 ..DiscoveryConfig::default()
             },
         ] {

@@ -13,6 +13,7 @@ mod decision;
 pub mod graph;
 pub mod index;
 pub mod keywords;
+mod material;
 pub mod prompt;
 pub mod rank;
 pub mod state;
@@ -21,6 +22,8 @@ pub mod terms;
 pub mod text;
 pub mod tfidf;
 pub mod update;
+
+pub use material::LabelMaterial;
 
 use std::collections::{HashMap, HashSet};
 

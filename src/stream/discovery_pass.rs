@@ -16,6 +16,7 @@ use thiserror::Error;
 use super::kafka::{self, Outgoing, Producer};
 use super::read_back::{self, ReadBackError};
 use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
+use crate::engine::LabelMaterial;
 use crate::events::decode;
 use crate::events::proposal::{current, ProposalError, ProposalEvent, ProposalStatus};
 use crate::llm::LlmClient;
@@ -62,14 +63,19 @@ pub struct PassReport {
     pub seconds: f64,
 }
 
-/// One pass over `texts` (a copy of the pool, oldest first).
-pub async fn run(texts: Vec<PooledText>, settings: PassSettings) -> Result<PassReport, PassError> {
+/// One pass over `texts` (a copy of the pool, oldest first), with the active labels' own
+/// material as the pass started.
+pub async fn run(
+    texts: Vec<PooledText>,
+    material: LabelMaterial,
+    settings: PassSettings,
+) -> Result<PassReport, PassError> {
     let started = Instant::now();
     let pooled = texts.len();
     let config = settings.config.clone();
     let found = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        communities::find(&refs, &config).map(|found| {
+        communities::find(&refs, &config, &material).map(|found| {
             found
                 .iter()
                 .map(|c| proposal::propose(&refs, c))

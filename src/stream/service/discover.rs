@@ -24,7 +24,12 @@ impl Service {
         self.pass_waiting = false;
         let texts: Vec<_> = self.replica.engine.pool().texts().iter().cloned().collect();
         tracing::debug!(pooled = texts.len(), "community pass started");
-        self.pass = Some(tokio::spawn(discovery_pass::run(texts, settings.clone())));
+        let material = self.replica.engine.label_material();
+        self.pass = Some(tokio::spawn(discovery_pass::run(
+            texts,
+            material,
+            settings.clone(),
+        )));
     }
 
     /// On the tick: the finished pass's report, counted and logged, and the next pass if one

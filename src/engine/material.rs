@@ -1,0 +1,118 @@
+//! The labels' own material — labelled examples, names, descriptions — detached from the
+//! engine: what a text's first-hop score is measured against. It holds no seen texts, so it is
+//! cheap to build, and it is owned, so a task off the service loop (a community pass) can score
+//! texts with it. Its weights are the engine's: the index's idf counts labelled examples only.
+
+use super::index::{DocKind, IndexDoc, TextIndex};
+use super::rank::{self, Evidence, RankingConfig};
+use super::terms::TermCounts;
+use super::Engine;
+
+#[derive(Debug, Clone, Default)]
+pub struct LabelMaterial {
+    index: TextIndex,
+    /// Per label position: whether it is active.
+    active: Vec<bool>,
+    ranking: RankingConfig,
+}
+
+impl LabelMaterial {
+    /// A text's best first-hop score over the active labels (0 when none knows any of its
+    /// terms): the `ranked` strategy's score, without the second hop.
+    pub fn best_score(&self, terms: &TermCounts) -> f64 {
+        let hits = self.index.search(terms);
+        let evidence = Evidence {
+            first_hop: true,
+            second_hop: false,
+        };
+        let is_active = |label: u32| self.active.get(label as usize).copied().unwrap_or(false);
+        let ranking = rank::score(&hits, self.active.len(), is_active, &self.ranking, evidence);
+        ranking.ranked.first().map_or(0.0, |&(_, score)| score)
+    }
+}
+
+impl Engine {
+    /// A copy of the labels' own material, as it stands now.
+    pub fn label_material(&self) -> LabelMaterial {
+        let docs: Vec<IndexDoc> = self
+            .index
+            .docs()
+            .filter(|doc| doc.kind != DocKind::Seen)
+            .map(|doc| IndexDoc {
+                text: None,
+                ..doc.clone()
+            })
+            .collect();
+        LabelMaterial {
+            index: TextIndex::from_docs(docs, 0),
+            active: self.labels.iter().map(|label| label.active).collect(),
+            ranking: self.config.ranking.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineConfig, NewLabel};
+
+    fn label(id: &str, example: &str) -> NewLabel {
+        NewLabel {
+            id: id.to_string(),
+            name: Some(id.to_string()),
+            description: None,
+            examples: vec![example.to_string()],
+        }
+    }
+
+    #[test]
+    fn scores_as_the_engines_first_hop_whatever_it_learned_since() {
+        let mut engine = Engine::new(EngineConfig::default());
+        engine
+            .apply_round(&[
+                label(
+                    "astronomy",
+                    "telescope images of distant galaxies and stars",
+                ),
+                label(
+                    "cooking",
+                    "bread dough with flour and yeast baked in the oven",
+                ),
+                label("sailing", "a yacht race with spinnakers in a strong breeze"),
+            ])
+            .unwrap();
+        // Seen texts change the engine's second hop, not the labels' material.
+        for text in [
+            "galaxies seen through a new telescope",
+            "yeast bread recipe",
+        ] {
+            let analysis = engine.analyze(text);
+            let label = engine.retrieve(&analysis).unwrap().graph_choice;
+            engine.learn(&analysis, &label, true);
+        }
+        engine.retire_label("sailing").unwrap();
+        let material = engine.label_material();
+        let first_hop = Evidence {
+            first_hop: true,
+            second_hop: false,
+        };
+        for text in [
+            "stars and galaxies",
+            "oven baked bread",
+            "yacht race in a breeze",
+            "nothing known here",
+        ] {
+            let terms = engine.analyze(text).terms;
+            let expected = engine
+                .rank(&terms, first_hop)
+                .ranked
+                .first()
+                .map_or(0.0, |&(_, score)| score);
+            assert_eq!(material.best_score(&terms), expected, "{text}");
+        }
+        // A retired label scores nothing.
+        let terms = engine.analyze("yacht race in a breeze spinnakers").terms;
+        assert_eq!(material.best_score(&terms), 0.0);
+        assert!(material.best_score(&engine.analyze("stars").terms) > 0.0);
+    }
+}
