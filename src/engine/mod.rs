@@ -16,6 +16,7 @@ pub mod keywords;
 mod material;
 pub mod prompt;
 pub mod rank;
+mod retrieve;
 pub mod state;
 pub mod steiner;
 pub mod terms;
@@ -27,18 +28,16 @@ pub use material::LabelMaterial;
 
 use std::collections::{HashMap, HashSet};
 
-use petgraph::graph::{EdgeIndex, NodeIndex};
-use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::discovery::Pool;
 use answer::HallucinationKind;
-use graph::{KeywordGraph, Node};
+use graph::KeywordGraph;
 use index::{DocKind, TextIndex};
 use keywords::{Keyword, KeywordSelection};
 use prompt::{ChoiceMode, ClassChoice, Prompt, PromptLayout};
-use rank::{Evidence, Ranking, RankingConfig};
+use rank::{Evidence, RankingConfig};
 use terms::TermCounts;
 use text::PhraseCounts;
 use tfidf::CorpusStats;
@@ -349,6 +348,14 @@ impl Engine {
         self.labels.iter().filter(|l| l.active)
     }
 
+    fn all_active(&self) -> Vec<String> {
+        self.active_labels().map(|l| l.id.clone()).collect()
+    }
+
+    fn is_active(&self, id: &str) -> bool {
+        self.label(id).is_some_and(|l| l.active)
+    }
+
     /// Register a round's labels and index their examples and descriptions. Validated as a
     /// whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
@@ -506,335 +513,6 @@ impl Engine {
             keywords,
             terms: TermCounts::of(text),
         }
-    }
-
-    fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
-        if self.config.unit_costs {
-            1.0
-        } else {
-            cost.mean()
-        }
-    }
-
-    /// Candidate labels for a text under the configured strategy.
-    pub fn retrieve(&self, analysis: &Analysis) -> Result<Retrieval, EngineError> {
-        if self.active_labels().next().is_none() {
-            return Err(EngineError::NoActiveLabels);
-        }
-        let terminals: Vec<(&Keyword, NodeIndex)> = analysis
-            .keywords
-            .iter()
-            .filter_map(|k| self.graph.keyword(&k.phrase).map(|node| (k, node)))
-            .collect();
-        let terminal_names = || terminals.iter().map(|(k, _)| k.phrase.clone()).collect();
-        if let Some(evidence) = self.config.strategy.evidence() {
-            return Ok(self.ranked_retrieval(analysis, evidence, &terminals));
-        }
-        let (candidates, basis, tree_cost) = match self.config.strategy {
-            Strategy::Naive => match self.similar_example_labels(analysis) {
-                Some(labels) => (labels, Basis::SimilarExamples, None),
-                None => (self.all_active(), Basis::NoEvidence, None),
-            },
-            Strategy::Steiner => self.steiner_candidates(&terminals),
-            _ => (self.all_active(), Basis::AllLabels, None),
-        };
-        // NaiveRAG's own prediction is the label of the most similar example (listed first).
-        let graph_choice = match (self.config.strategy, basis, candidates.first()) {
-            (Strategy::Naive, Basis::SimilarExamples, Some(first)) => first.clone(),
-            _ => self.best_connected(&candidates, &terminals),
-        };
-        let mut ordered = candidates;
-        ordered.sort_by_key(|id| self.label_index.get(id).copied().unwrap_or(usize::MAX));
-        Ok(Retrieval {
-            candidates: ordered,
-            scores: Vec::new(),
-            examples: Vec::new(),
-            margin: None,
-            terminals: terminal_names(),
-            basis,
-            tree_cost,
-            graph_choice,
-        })
-    }
-
-    /// The ranked strategies: label scores from the retrieval index, best first, capped at
-    /// `max_candidates`.
-    fn ranked_retrieval(
-        &self,
-        analysis: &Analysis,
-        evidence: Evidence,
-        terminal_nodes: &[(&Keyword, NodeIndex)],
-    ) -> Retrieval {
-        let terminals = terminal_nodes
-            .iter()
-            .map(|(k, _)| k.phrase.clone())
-            .collect();
-        let ranking = self.rank(&analysis.terms, evidence);
-        if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
-            return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
-        }
-        let margin = ranking.margin();
-        let keep = self.config.ranking.max_candidates.max(1);
-        let mut candidates = Vec::with_capacity(keep);
-        let mut scores = Vec::with_capacity(keep);
-        let mut examples = Vec::with_capacity(keep);
-        for (&(label, score), example) in
-            ranking.ranked.iter().zip(&ranking.best_example).take(keep)
-        {
-            candidates.push(self.labels[label as usize].id.clone());
-            scores.push(score);
-            examples.push(
-                example
-                    .and_then(|doc| self.index.doc(doc))
-                    .and_then(|doc| doc.text.clone()),
-            );
-        }
-        Retrieval {
-            graph_choice: candidates[0].clone(),
-            candidates,
-            scores,
-            examples,
-            margin: Some(margin),
-            terminals,
-            basis: Basis::RankedScores,
-            tree_cost: None,
-        }
-    }
-
-    /// When nothing in the text is known to the labels' own material (a text of numbers and
-    /// words no labelled example uses), scores would rank noise: every active label is offered,
-    /// as `naive` does, those the second hop voted for first. Retrieval's choice is the second
-    /// hop's best, else the keyword graph's best-connected label. Never confident, so never
-    /// learned from.
-    fn unranked_retrieval(
-        &self,
-        ranking: &Ranking,
-        terminal_nodes: &[(&Keyword, NodeIndex)],
-        terminals: Vec<String>,
-    ) -> Retrieval {
-        let mut candidates: Vec<String> = ranking
-            .ranked
-            .iter()
-            .map(|&(label, _)| self.labels[label as usize].id.clone())
-            .collect();
-        for id in self.all_active() {
-            if !candidates.contains(&id) {
-                candidates.push(id);
-            }
-        }
-        let choice = if ranking.ranked.is_empty() {
-            self.best_connected(&candidates, terminal_nodes)
-        } else {
-            candidates[0].clone()
-        };
-        Retrieval {
-            graph_choice: choice,
-            candidates,
-            scores: Vec::new(),
-            examples: Vec::new(),
-            margin: Some(0.0),
-            terminals,
-            basis: Basis::NoEvidence,
-            tree_cost: None,
-        }
-    }
-
-    /// Per-label scores of a text (active labels only), best first.
-    pub fn rank(&self, terms: &TermCounts, evidence: Evidence) -> Ranking {
-        let hits = self.index.search(terms);
-        rank::score(
-            &hits,
-            self.labels.len(),
-            |l| {
-                self.labels
-                    .get(l as usize)
-                    .is_some_and(|label| label.active)
-            },
-            &self.config.ranking,
-            evidence,
-        )
-    }
-
-    fn all_active(&self) -> Vec<String> {
-        self.active_labels().map(|l| l.id.clone()).collect()
-    }
-
-    fn is_active(&self, id: &str) -> bool {
-        self.label(id).is_some_and(|l| l.active)
-    }
-
-    /// Active labels linked directly to any terminal.
-    fn terminal_neighbours(&self, terminals: &[(&Keyword, NodeIndex)]) -> Vec<String> {
-        let mut seen = HashSet::new();
-        let mut labels = Vec::new();
-        for (_, node) in terminals {
-            for (label, _) in self.graph.labels_of(*node) {
-                if self.is_active(label) && seen.insert(label) {
-                    labels.push(label.to_string());
-                }
-            }
-        }
-        labels
-    }
-
-    fn steiner_candidates(
-        &self,
-        terminals: &[(&Keyword, NodeIndex)],
-    ) -> (Vec<String>, Basis, Option<f64>) {
-        let fallback_to_neighbours = |basis: Basis, cost: Option<f64>| {
-            let neighbours = self.terminal_neighbours(terminals);
-            if neighbours.is_empty() {
-                (self.all_active(), Basis::NoEvidence, cost)
-            } else {
-                (neighbours, basis, cost)
-            }
-        };
-        match terminals.len() {
-            0 => (self.all_active(), Basis::NoEvidence, None),
-            1 => fallback_to_neighbours(Basis::SingleTerminal, None),
-            _ => {
-                let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
-                let expand = self.search_edges(&nodes);
-                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c), expand) {
-                    Ok(tree) => {
-                        let labels: Vec<String> = tree
-                            .nodes
-                            .iter()
-                            .filter_map(|&n| match self.graph.node(n) {
-                                Some(Node::Label(id)) if self.is_active(id) => Some(id.clone()),
-                                _ => None,
-                            })
-                            .collect();
-                        if labels.is_empty() {
-                            fallback_to_neighbours(Basis::TerminalNeighbours, Some(tree.cost))
-                        } else {
-                            (labels, Basis::SteinerTree, Some(tree.cost))
-                        }
-                    }
-                    // Cannot happen while the hub joins every label; if the graph is ever
-                    // split, the terminals' own labels are the honest answer.
-                    Err(_) => fallback_to_neighbours(Basis::TerminalNeighbours, None),
-                }
-            }
-        }
-    }
-
-    /// The edges the Steiner search follows. Keywords and the hub: all of theirs. Labels: the
-    /// hub edge, edges to this query's terminals, and edges to shared keywords that can relay
-    /// (see [`Engine::relays`]) — never the label's many leaf keywords, which lie on no shortest
-    /// path. Keywords are reached only through labels, so both ends of an edge agree on it.
-    fn search_edges(
-        &self,
-        terminals: &[NodeIndex],
-    ) -> impl FnMut(NodeIndex, &mut Vec<EdgeIndex>) + '_ {
-        let terminal_set: HashSet<NodeIndex> = terminals.iter().copied().collect();
-        let mut terminal_edges: HashMap<NodeIndex, Vec<EdgeIndex>> = HashMap::new();
-        for &terminal in terminals {
-            for edge in self.graph.inner().edges(terminal) {
-                let label = if edge.source() == terminal {
-                    edge.target()
-                } else {
-                    edge.source()
-                };
-                terminal_edges.entry(label).or_default().push(edge.id());
-            }
-        }
-        move |node, out| match self.graph.node(node) {
-            Some(Node::Label(_)) => {
-                out.extend(self.graph.hub_edge(node));
-                if let Some(edges) = terminal_edges.get(&node) {
-                    out.extend(edges);
-                }
-                for &(keyword, edge) in self.graph.shared_keywords(node) {
-                    if !terminal_set.contains(&keyword) && self.relays(keyword) {
-                        out.push(edge);
-                    }
-                }
-            }
-            _ => out.extend(self.graph.inner().edges(node).map(|e| e.id())),
-        }
-    }
-
-    /// Whether a non-terminal node can lie on a shortest path. Labels and the hub always can. A
-    /// keyword joins labels only, so it is useful only when its two cheapest edges cost less
-    /// than the path through the hub; otherwise it is a dominated Steiner node: skipping it
-    /// changes no distance and no terminal-graph MST weight. Most keywords link to one label and
-    /// are skipped at once, which keeps the search off the bulk of the graph.
-    fn relays(&self, node: NodeIndex) -> bool {
-        if !matches!(self.graph.node(node), Some(Node::Keyword(_))) {
-            return true;
-        }
-        let hub_path = 2.0 * self.edge_cost(&graph::EdgeCost::single(graph::HUB_EDGE_COST));
-        let (mut best, mut second) = (f64::INFINITY, f64::INFINITY);
-        for (_, cost) in self.graph.labels_of(node) {
-            let cost = if self.config.unit_costs { 1.0 } else { cost };
-            if cost < best {
-                second = best;
-                best = cost;
-            } else if cost < second {
-                second = cost;
-            }
-        }
-        best + second < hub_path
-    }
-
-    /// The graph-only prediction: among the candidates, the label most strongly tied to the
-    /// text's keywords, Σ over linked terminals of s_text · (1 − edge cost); ties → more linked
-    /// terminals → earlier label.
-    fn best_connected(&self, candidates: &[String], terminals: &[(&Keyword, NodeIndex)]) -> String {
-        let mut strength: HashMap<&str, (f64, usize)> = HashMap::new();
-        for (keyword, node) in terminals {
-            for (label, cost) in self.graph.labels_of(*node) {
-                let entry = strength.entry(label).or_insert((0.0, 0));
-                entry.0 += keyword.score * (1.0 - cost);
-                entry.1 += 1;
-            }
-        }
-        let mut best: Option<(&String, (f64, usize))> = None;
-        for candidate in candidates {
-            let score = strength
-                .get(candidate.as_str())
-                .copied()
-                .unwrap_or((0.0, 0));
-            let better = match best {
-                None => true,
-                Some((_, (s, n))) => score.0 > s || (score.0 == s && score.1 > n),
-            };
-            if better {
-                best = Some((candidate, score));
-            }
-        }
-        best.map(|(id, _)| id.clone())
-            .or_else(|| candidates.first().cloned())
-            .unwrap_or_default()
-    }
-
-    /// Distinct active labels of the `naive_k` labelled examples most similar to the query
-    /// (TF-IDF cosine through the retrieval index), most similar first; None when nothing is
-    /// similar at all.
-    fn similar_example_labels(&self, analysis: &Analysis) -> Option<Vec<String>> {
-        let mut hits: Vec<_> = self
-            .index
-            .search(&analysis.terms)
-            .into_iter()
-            .filter(|h| h.kind == DocKind::Example && self.labels[h.label as usize].active)
-            .collect();
-        if hits.is_empty() {
-            return None;
-        }
-        hits.sort_by(|a, b| {
-            b.similarity
-                .total_cmp(&a.similarity)
-                .then(a.doc.cmp(&b.doc))
-        });
-        let mut labels: Vec<String> = Vec::new();
-        for hit in hits.into_iter().take(self.config.naive_k.max(1)) {
-            let id = &self.labels[hit.label as usize].id;
-            if !labels.contains(id) {
-                labels.push(id.clone());
-            }
-        }
-        Some(labels)
     }
 
     /// The prompt asking the LLM to pick one of the candidates.
