@@ -1,0 +1,269 @@
+//! The sections of [`super::ServeConfig`], each with its defaults (the README's configuration
+//! table lists them).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::prompt::ChoiceMode;
+use crate::engine::rank::RankingConfig;
+use crate::engine::Strategy;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// Address of the admin HTTP port (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free
+    /// one (logged at start).
+    pub listen: String,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9464".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaSection {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    /// Consumer group of the texts topic.
+    pub group_id: String,
+    /// Create missing topics on start (labels with 1 partition, the others with
+    /// `partitions`). Off when an operator manages topics.
+    pub create_topics: bool,
+    pub partitions: i32,
+    pub replication_factor: i32,
+    /// How often delivered offsets are committed (after the state store is flushed).
+    pub commit_interval_ms: u64,
+    /// How long startup waits for the brokers to answer before giving up (saying, every few
+    /// seconds meanwhile, which address it tries and librdkafka's reason).
+    pub startup_wait_secs: f64,
+    /// Extra librdkafka properties for every client (e.g. `security.protocol`).
+    pub client: BTreeMap<String, String>,
+}
+
+impl Default for KafkaSection {
+    fn default() -> Self {
+        Self {
+            brokers: "127.0.0.1:9092".into(),
+            group_id: "gorag".into(),
+            create_topics: true,
+            partitions: 3,
+            replication_factor: 1,
+            commit_interval_ms: 1000,
+            startup_wait_secs: 120.0,
+            client: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TopicsSection {
+    pub labels: String,
+    pub texts: String,
+    pub predictions: String,
+    pub hallucinations: String,
+    pub dead_letter: String,
+    /// Every change to the graph, in the order all replicas apply it (1 partition).
+    pub changelog: String,
+    /// Proposed classes (keyed by proposal id; compacted).
+    pub proposals: String,
+}
+
+impl Default for TopicsSection {
+    fn default() -> Self {
+        Self {
+            labels: "gorag.labels".into(),
+            texts: "gorag.texts".into(),
+            predictions: "gorag.predictions".into(),
+            hallucinations: "gorag.hallucinations".into(),
+            dead_letter: "gorag.dlq".into(),
+            changelog: "gorag.changelog".into(),
+            proposals: "gorag.proposals".into(),
+        }
+    }
+}
+
+/// What happens to a text whose LLM call failed after every retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnLlmFailure {
+    /// Predict from the graph (`source: graph`, `llm_error` says why).
+    Graph,
+    /// Send the text to the dead-letter topic (reason `llm_failed`).
+    DeadLetter,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LlmSection {
+    /// OpenAI-compatible base URL, or `none` for graph-only predictions.
+    pub url: String,
+    pub model: String,
+    pub api_key_file: Option<PathBuf>,
+    pub timeout_secs: f64,
+    pub retries: u32,
+    /// LLM requests in flight at once.
+    pub concurrency: usize,
+    pub cache_dir: Option<PathBuf>,
+    pub on_failure: OnLlmFailure,
+    /// Ask the LLM to describe named labels that come without a description.
+    pub describe_labels: bool,
+}
+
+impl Default for LlmSection {
+    fn default() -> Self {
+        Self {
+            url: "http://127.0.0.1:8080/v1".into(),
+            model: "qwen2.5-coder-0.5b-instruct".into(),
+            api_key_file: None,
+            timeout_secs: crate::llm::setup::DEFAULT_TIMEOUT_SECS,
+            retries: crate::llm::setup::DEFAULT_RETRIES,
+            concurrency: 2,
+            cache_dir: None,
+            on_failure: OnLlmFailure::Graph,
+            describe_labels: true,
+        }
+    }
+}
+
+impl LlmSection {
+    pub fn enabled(&self) -> bool {
+        self.settings().enabled()
+    }
+
+    /// The client settings (shared with `gorag eval`).
+    pub fn settings(&self) -> crate::llm::LlmSettings {
+        crate::llm::LlmSettings {
+            url: self.url.clone(),
+            model: self.model.clone(),
+            api_key_file: self.api_key_file.clone(),
+            timeout_secs: self.timeout_secs,
+            retries: self.retries,
+            concurrency: self.concurrency,
+            cache_dir: self.cache_dir.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineSection {
+    pub strategy: Strategy,
+    /// Where a text's keywords come from: `tfidf`, or `llm` (one more LLM call per text; the
+    /// paper's LLM keyword extraction, TF-IDF when that call fails).
+    pub keywords: crate::engine::keywords::KeywordMode,
+    /// Keywords per text.
+    pub top_k: usize,
+    /// Keywords per labelled example or description.
+    pub example_top_k: usize,
+    pub online_indexing: bool,
+    pub max_prompt_chars: usize,
+    /// How the LLM chooses among the candidates: `free`, `numbered` or `scored`.
+    pub choice: ChoiceMode,
+    /// `scored`: weight of the LLM's belief against the retrieval scores.
+    pub llm_weight: f64,
+    /// Characters of each candidate's most similar example in the prompt (0: none).
+    pub example_chars: usize,
+    /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
+    /// paper's order).
+    pub prompt_layout: crate::engine::prompt::PromptLayout,
+    /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
+    pub ranking: RankingConfig,
+}
+
+impl Default for EngineSection {
+    fn default() -> Self {
+        let defaults = crate::engine::EngineConfig::default();
+        Self {
+            strategy: defaults.strategy,
+            keywords: crate::engine::keywords::KeywordMode::Tfidf,
+            top_k: defaults.selection.top_k,
+            example_top_k: defaults.example_selection.top_k,
+            online_indexing: defaults.online_indexing,
+            max_prompt_chars: defaults.max_prompt_chars,
+            choice: defaults.choice,
+            llm_weight: defaults.llm_weight,
+            example_chars: defaults.example_chars,
+            prompt_layout: defaults.prompt_layout,
+            ranking: defaults.ranking,
+        }
+    }
+}
+
+impl EngineSection {
+    pub fn engine_config(&self) -> crate::engine::EngineConfig {
+        let mut config = crate::engine::EngineConfig {
+            strategy: self.strategy,
+            online_indexing: self.online_indexing,
+            max_prompt_chars: self.max_prompt_chars,
+            choice: self.choice,
+            llm_weight: self.llm_weight,
+            example_chars: self.example_chars,
+            prompt_layout: self.prompt_layout,
+            ranking: self.ranking.clone(),
+            ..Default::default()
+        };
+        config.selection.top_k = self.top_k;
+        config.example_selection.top_k = self.example_top_k;
+        config
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InputSection {
+    /// Texts longer than this (UTF-8 bytes) go to the dead-letter topic.
+    pub max_text_bytes: usize,
+    /// Texts being classified at once (LLM latency dominates; offsets still commit in order).
+    pub max_in_flight: usize,
+    /// Texts read ahead of the intake, in MiB: the partitions are paused when it is full and
+    /// resumed at half (a pause drops what librdkafka fetched ahead, so it should be rare).
+    pub backlog_mb: usize,
+}
+
+impl Default for InputSection {
+    fn default() -> Self {
+        Self {
+            max_text_bytes: 100_000,
+            max_in_flight: 8,
+            backlog_mb: 16,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StateSection {
+    /// The sled database (one process per directory).
+    pub dir: PathBuf,
+    /// Write a full snapshot after this many logged updates (and on shutdown).
+    pub snapshot_every: u64,
+    /// …but not more often than this: a snapshot costs O(state), and the state grows with
+    /// every new keyword, while replaying a minute of updates on restart is cheap.
+    pub snapshot_min_interval_secs: f64,
+    /// On SIGTERM/SIGINT, how long in-flight texts may take to finish.
+    pub drain_timeout_secs: f64,
+    /// sled's page cache, in MiB. sled's own default (1 GiB) would let a long-running service
+    /// grow towards it; the engine keeps its state in memory anyway, so the cache only speeds
+    /// up log appends and offset writes.
+    pub cache_mb: u64,
+}
+
+impl Default for StateSection {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from("gorag-state"),
+            snapshot_every: 1000,
+            snapshot_min_interval_secs: 60.0,
+            drain_timeout_secs: 30.0,
+            cache_mb: 64,
+        }
+    }
+}
