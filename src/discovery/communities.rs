@@ -252,9 +252,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn two_themes_give_two_communities() {
-        // Two themes of six words; each text takes four consecutive words of its theme's ring.
+    /// Two themes of six words (volcanoes: texts 0–5; music: 6–11); each text takes four
+    /// consecutive words of its theme's ring.
+    fn two_themes() -> Vec<PooledText> {
         let themes = [
             ["volcano", "lava", "eruption", "magma", "crater", "ash"],
             [
@@ -273,6 +273,12 @@ mod tests {
                 texts.push(text(t * 6 + i, &body.join(" ")));
             }
         }
+        texts
+    }
+
+    #[test]
+    fn two_themes_give_two_communities() {
+        let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
         let found = find(&refs, &config(), &none()).unwrap();
         assert_eq!(found.len(), 2, "{found:?}");
@@ -288,24 +294,7 @@ mod tests {
 
     #[test]
     fn a_community_the_known_labels_explain_is_not_proposed() {
-        let themes = [
-            ["volcano", "lava", "eruption", "magma", "crater", "ash"],
-            [
-                "violin",
-                "concerto",
-                "symphony",
-                "cello",
-                "conductor",
-                "opera",
-            ],
-        ];
-        let mut texts = Vec::new();
-        for (t, words) in themes.iter().enumerate() {
-            for i in 0..6 {
-                let body: Vec<&str> = (0..4).map(|k| words[(i + k) % 6]).collect();
-                texts.push(text(t * 6 + i, &body.join(" ")));
-            }
-        }
+        let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
         // A known label whose example speaks of volcanoes, and one about something else.
         let mut engine = crate::engine::Engine::new(crate::engine::EngineConfig::default());
