@@ -1,6 +1,6 @@
 //! One community pass over the pool: TF-IDF vectors with the pool as corpus, a k-nearest-
 //! neighbour similarity graph, Leiden communities (the `leiden-rs` crate), kept when large and
-//! cohesive enough.
+//! cohesive enough and not explained by the active labels' own material.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -73,8 +73,8 @@ pub fn find(
     Ok(found)
 }
 
-/// The mean of the members' best scores against the active labels' own material. Every
-/// pooled text scored weakly on its own; a community whose members sit near that ceiling
+/// The mean of the members' best scores against the active labels' own material. Most pooled
+/// texts scored weakly on their own; a community whose members sit near that ceiling
 /// together is a known class's thinly covered texts rather than a missing class (on WOS with
 /// round 3 held back, communities of mostly known classes had the higher means; README,
 /// "Emerging classes").

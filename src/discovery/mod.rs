@@ -1,6 +1,7 @@
 //! Emerging classes (GraphRAG's communities, applied to the stream): texts the active labels
 //! explain poorly are pooled; a pass over the pool finds communities of similar texts (Leiden);
-//! each community large and cohesive enough becomes a proposed class, named by its keywords.
+//! each community large and cohesive enough, and not explained by the active labels' own
+//! material after all, becomes a proposed class, named by its keywords.
 //!
 //! Pure and synchronous like the engine it reads from: [`unexplained`] judges one classified
 //! text, [`Pool`] keeps the bounded set, [`communities::find`] and [`proposal::propose`] turn
@@ -20,7 +21,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval};
 
 pub use communities::Community;
-pub use pool::{Pool, PoolNote, PooledText};
+pub use pool::{Pool, PoolNote, PoolNoteV3, PooledText};
 pub use proposal::Proposal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -46,26 +46,51 @@ pub struct PoolNote {
     pub id: String,
     pub why: Unexplained,
     pub excerpt: String,
+    /// All of the text's terms: the learn step keeps only its heaviest (what the text graph
+    /// needs), and the pool's similarities need the rest (communities over the heaviest terms
+    /// alone were measured worse: README, "Emerging classes").
+    pub terms: TermCounts,
 }
 
 impl PoolNote {
-    pub fn new(id: &str, text: &str, why: Unexplained) -> Self {
+    pub fn new(id: &str, text: &str, terms: &TermCounts, why: Unexplained) -> Self {
         Self {
             id: id.to_string(),
             why,
             excerpt: excerpt(text, EXCERPT_CHARS),
+            terms: terms.clone(),
         }
     }
 
-    /// The pooled text, from the note and the learn record's analysis and label.
+    /// The pooled text, from the note and the learn record's keywords and label.
     pub fn pooled(self, analysis: &Analysis, label: &str) -> PooledText {
         PooledText {
             id: self.id,
-            terms: analysis.terms.clone(),
+            terms: self.terms,
             keywords: analysis.keywords.iter().map(|k| k.phrase.clone()).collect(),
             excerpt: self.excerpt,
             why: self.why,
             label: label.to_string(),
+        }
+    }
+}
+
+/// A note as changelog version 3 wrote it (without the text's terms: it is pooled with the
+/// learn record's heaviest terms, as that version did).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolNoteV3 {
+    pub id: String,
+    pub why: Unexplained,
+    pub excerpt: String,
+}
+
+impl PoolNoteV3 {
+    pub fn upgrade(self, analysis: &Analysis) -> PoolNote {
+        PoolNote {
+            id: self.id,
+            why: self.why,
+            excerpt: self.excerpt,
+            terms: analysis.terms.clone(),
         }
     }
 }

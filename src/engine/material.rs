@@ -39,8 +39,10 @@ impl Engine {
             .docs()
             .filter(|doc| doc.kind != DocKind::Seen)
             .map(|doc| IndexDoc {
+                kind: doc.kind,
+                label: doc.label,
+                terms: doc.terms.clone(),
                 text: None,
-                ..doc.clone()
             })
             .collect();
         LabelMaterial {
@@ -91,6 +93,18 @@ mod tests {
             engine.learn(&analysis, &label, true);
         }
         engine.retire_label("sailing").unwrap();
+        // Material that arrives later changes every weight (df) and adds label positions.
+        engine
+            .apply_round(&[NewLabel {
+                id: "volcanology".into(),
+                name: None,
+                description: Some("eruptions of lava and ash from volcanoes".into()),
+                examples: vec!["magma chamber beneath the crater".into()],
+            }])
+            .unwrap();
+        engine
+            .add_examples("cooking", &["a stew of beans simmered slowly".into()])
+            .unwrap();
         let material = engine.label_material();
         let first_hop = Evidence {
             first_hop: true,
@@ -101,6 +115,8 @@ mod tests {
             "oven baked bread",
             "yacht race in a breeze",
             "nothing known here",
+            "lava and ash over the crater",
+            "bean stew",
         ] {
             let terms = engine.analyze(text).terms;
             let expected = engine

@@ -205,9 +205,12 @@ async fn stream_and_pool(
     for (i, (r, sample)) in stream.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
         let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-        engine.learn(&classified.analysis, &classified.decision.label, confident);
+        // Learned from what the service's learn record carries (a text's heaviest terms).
+        let learnable = engine.learnable(&classified.analysis);
+        engine.learn(&learnable, &classified.decision.label, confident);
         let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
         if let Some(why) = why {
+            // All of its terms, as the service's note carries them.
             pool.push(PooledText::new(
                 &i.to_string(),
                 &sample.text,

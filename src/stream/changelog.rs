@@ -5,21 +5,22 @@
 //! online-indexing steps are appended here; every instance — including the one that wrote a
 //! record — changes its engine only by applying this log, in order. Equal logs make equal
 //! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 3, postcard behind a one-byte marker
+//! contract like `schemas/`: this build writes version 4, postcard behind a one-byte marker
 //! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
-//! learn records whose texts may carry a discovery note. It reads versions 1 (JSON) and 2 too.
+//! learn records whose texts may carry a discovery note with the text's terms. It reads
+//! versions 1 (JSON), 2 and 3 too.
 //! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
 
-use crate::discovery::PoolNote;
+use crate::discovery::{PoolNote, PoolNoteV3};
 use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 
-pub const CHANGE_VERSION: u32 = 3;
+pub const CHANGE_VERSION: u32 = 4;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
-const LEARNED_VARIANT: u32 = 3;
+const LEARNED_VARIANT: u32 = 4;
 /// First byte of a postcard record (a JSON record starts with `{`).
 const POSTCARD_MARKER: u8 = 0xC2;
 
@@ -56,6 +57,9 @@ pub enum Change {
         #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
+    /// Online indexing of the texts one instance finished together, as version 3 wrote it
+    /// (notes without the text's terms; read, never written).
+    LearnedV3 { texts: Vec<LearnedTextV3> },
     /// Online indexing of the texts one instance finished together, in finishing order (offset
     /// order per partition), with their discovery notes. What this build writes
     /// ([`learn_records`] writes it from borrowed texts as variant [`LEARNED_VARIANT`]).
@@ -75,6 +79,31 @@ pub struct LearnedText {
     /// Set when the writer judged the text poorly explained by the active labels: every
     /// replica then pools it, identically.
     pub note: Option<PoolNote>,
+}
+
+/// A learned text as version 3 wrote it (its note without the text's terms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedTextV3 {
+    pub partition: i32,
+    pub offset: i64,
+    pub analysis: Analysis,
+    pub label: String,
+    pub confident: bool,
+    pub note: Option<PoolNoteV3>,
+}
+
+impl From<LearnedTextV3> for LearnedText {
+    fn from(old: LearnedTextV3) -> Self {
+        let note = old.note.map(|note| note.upgrade(&old.analysis));
+        Self {
+            partition: old.partition,
+            offset: old.offset,
+            analysis: old.analysis,
+            label: old.label,
+            confident: old.confident,
+            note,
+        }
+    }
 }
 
 /// A learned text as version 2 wrote it (no discovery note).
@@ -228,6 +257,7 @@ impl ChangeRecord {
 mod tests {
     use super::*;
     use crate::discovery::Unexplained;
+    use crate::engine::terms::TermCounts;
     use crate::engine::{Engine, EngineConfig, NewLabel};
 
     #[test]
@@ -251,7 +281,14 @@ mod tests {
                 analysis: engine.analyze("helium nuclei and alpha decay in physics labs"),
                 label: "a".into(),
                 confident: offset % 2 == 0,
-                note: (offset == 3).then(|| PoolNote::new("t3", "a text", Unexplained::WeakScore)),
+                note: (offset == 3).then(|| {
+                    PoolNote::new(
+                        "t3",
+                        "a text",
+                        &TermCounts::of("a text"),
+                        Unexplained::WeakScore,
+                    )
+                }),
             })
             .collect();
         let whole = learn_records("me", &texts, usize::MAX).unwrap();
@@ -389,6 +426,70 @@ mod tests {
         assert!(ChangeRecord::decode(&future)
             .unwrap_err()
             .contains("version"));
+    }
+
+    #[test]
+    fn notes_carry_the_texts_terms_and_version_3_notes_still_read() {
+        let engine = Engine::new(EngineConfig::default());
+        let text = "a long text about volcanoes, lava and the ash of an eruption";
+        let analysis = engine.analyze(text);
+        let heaviest = Analysis {
+            terms: TermCounts {
+                counts: analysis.terms.counts[..3].to_vec(),
+            },
+            ..analysis.clone()
+        };
+        let learned = |note| LearnedText {
+            partition: 0,
+            offset: 7,
+            analysis: heaviest.clone(),
+            label: "geology".into(),
+            confident: false,
+            note,
+        };
+        // Version 4: the note holds all of the text's terms, the learn step its heaviest.
+        let note = PoolNote::new("t7", text, &analysis.terms, Unexplained::WeakScore);
+        let (payload, _) =
+            learn_records("i1", &[learned(Some(note))], usize::MAX).unwrap()[0].clone();
+        // marker, version, origin ("i1": length and two bytes), then the variant.
+        assert_eq!(payload[5], 4);
+        let Change::Learned { texts } = ChangeRecord::decode(&payload).unwrap().change else {
+            panic!("not a learn record");
+        };
+        let pooled = texts[0]
+            .clone()
+            .note
+            .unwrap()
+            .pooled(&texts[0].analysis, "geology");
+        assert_eq!(pooled.terms, analysis.terms);
+        // Version 3 (variant 3, no terms in the note): pooled with the learn step's terms.
+        let old = ChangeRecord {
+            version: 3,
+            origin: "i1".into(),
+            change: Change::LearnedV3 {
+                texts: vec![LearnedTextV3 {
+                    partition: 0,
+                    offset: 7,
+                    analysis: heaviest.clone(),
+                    label: "geology".into(),
+                    confident: false,
+                    note: Some(PoolNoteV3 {
+                        id: "t7".into(),
+                        why: Unexplained::WeakScore,
+                        excerpt: text.into(),
+                    }),
+                }],
+            },
+        };
+        let bytes = old.encode();
+        assert_eq!(bytes[5], 3);
+        let Change::LearnedV3 { texts } = ChangeRecord::decode(&bytes).unwrap().change else {
+            panic!("not a version 3 learn record");
+        };
+        let upgraded = LearnedText::from(texts[0].clone());
+        let pooled = upgraded.note.unwrap().pooled(&upgraded.analysis, "geology");
+        assert_eq!(pooled.terms, heaviest.terms);
+        assert_eq!(pooled.excerpt, text);
     }
 
     #[test]

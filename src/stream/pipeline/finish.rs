@@ -167,7 +167,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     let note = finishing
         .discovery
         .and_then(|config| discovery::unexplained(&classified.retrieval, decision, config))
-        .map(|why| PoolNote::new(&event.id, &event.text, why));
+        .map(|why| PoolNote::new(&event.id, &event.text, &classified.analysis.terms, why));
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => {
             tally.relearn_skipped = true;

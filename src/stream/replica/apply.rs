@@ -149,6 +149,10 @@ pub fn apply(
             let texts = texts.into_iter().map(LearnedText::from).collect();
             learn(cursor, engine, topics, texts, &mut applied);
         }
+        Change::LearnedV3 { texts } => {
+            let texts = texts.into_iter().map(LearnedText::from).collect();
+            learn(cursor, engine, topics, texts, &mut applied);
+        }
         Change::Learned { texts } => learn(cursor, engine, topics, texts, &mut applied),
         Change::Label {
             offset: labels_offset,
