@@ -11,7 +11,8 @@
 //!
 //! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
 //! distribution, times `proximity_weight` × the best first-hop score; the second hop then
-//! counts only texts classified earlier (the examples already speak through the first hop). Pure functions over hits, so
+//! counts only texts classified earlier (the examples already speak through the first hop), and
+//! only those at least as close to the query as its closest labelled example. Pure functions over hits, so
 //! they are unit-tested without an index.
 
 use serde::{Deserialize, Serialize};
@@ -134,6 +135,13 @@ pub fn score(
         // by the best first-hop score: the second hop can move a label by at most
         // `proximity_weight` × that score, whatever the dataset's text-to-text similarity
         // (near-duplicate news items would otherwise drown the labels' own evidence).
+        if evidence.first_hop {
+            // A text already seen speaks only when it is at least as close to the query as
+            // the closest labelled example: farther ones add nothing the first hop does not
+            // already say, and mostly repeat the labels seen most often.
+            let closest_example = example.iter().copied().fold(0.0f64, f64::max);
+            neighbours.retain(|hit| hit.similarity >= closest_example);
+        }
         let votes = proximity_votes(neighbours, labels, config.proximity_k);
         let total_votes: f64 = votes.iter().map(|(_, v)| v).sum();
         let best_first = total.iter().copied().fold(0.0f64, f64::max);
@@ -249,11 +257,35 @@ mod tests {
             ..config
         };
         let hybrid = score(&hits, 2, |_| true, &config, BOTH);
-        // Votes as a distribution (label 1: 0.9/0.91, label 0: 0.01/0.91, its example not a
-        // neighbour), scaled by 0.3 × the best first-hop score (0.2).
-        assert_eq!(hybrid.ranked[0].0, 0);
-        assert!((hybrid.ranked[0].1 - (0.2 + 0.06 * 0.01 / 0.91)).abs() < 1e-9);
-        assert!((hybrid.ranked[1].1 - 0.06 * 0.9 / 0.91).abs() < 1e-9);
+        // Votes as a distribution (label 1: 0.9/0.9; label 0's seen text, at 0.01, is farther
+        // than the closest example and does not vote), scaled by 0.3 × the best first-hop
+        // score (0.2).
+        assert_eq!(hybrid.ranked[0], (0, 0.2));
+        assert!((hybrid.ranked[1].1 - 0.06).abs() < 1e-9);
+    }
+
+    #[test]
+    fn in_hybrid_only_seen_texts_as_close_as_the_closest_example_vote() {
+        let hits = [
+            hit(0, DocKind::Example, 0, 0.30),
+            hit(1, DocKind::Example, 1, 0.29),
+            // Many seen texts of label 1, each farther than label 0's example.
+            hit(2, DocKind::Seen, 1, 0.29),
+            hit(3, DocKind::Seen, 1, 0.25),
+            hit(4, DocKind::Seen, 1, 0.20),
+        ];
+        let config = RankingConfig {
+            proximity_weight: 0.5,
+            ..RankingConfig::default()
+        };
+        let far = score(&hits, 2, |_| true, &config, BOTH);
+        assert_eq!(far.ranked, vec![(0, 0.30), (1, 0.29)]);
+        // One seen text closer than every example: it alone votes.
+        let mut hits = hits.to_vec();
+        hits.push(hit(5, DocKind::Seen, 1, 0.40));
+        let near = score(&hits, 2, |_| true, &config, BOTH);
+        assert_eq!(near.ranked[0].0, 1);
+        assert!((near.ranked[0].1 - (0.29 + 0.5 * 0.30)).abs() < 1e-9);
     }
 
     #[test]
