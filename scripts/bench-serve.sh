@@ -85,10 +85,15 @@ for run in $(seq 1 "$runs"); do
   sleep 1
   "$gorag" publish --topic "$name.labels" examples/stream/round-1.jsonl 2>/dev/null
   for _ in $(seq 1 600); do grep -q "label event applied" "$out/serve-$run-1.log" && break; sleep 0.1; done
+  # The reader is up before the clock starts: its own start-up (≈ 0.1 s) is not the service's.
+  "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
+    >"$out/predictions-$run.jsonl" &
+  tail_pid=$!
+  pids+=("$tail_pid")
+  sleep 1
   start=$(date +%s.%N)
   "$gorag" publish --topic "$name.texts" "$out/texts.jsonl" 2>/dev/null
-  "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
-    >"$out/predictions-$run.jsonl"
+  wait "$tail_pid"
   end=$(date +%s.%N)
   # Each instance's /metrics (per-stage latency histograms) before it stops.
   for instance in $(seq 1 "$instances"); do
