@@ -174,6 +174,12 @@ async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
         metrics.contains("gorag_discovery_passes_total{outcome=\"ok\"}"),
         "{metrics}"
     );
+    // The last pass found the theme's community again (the pool still holds its texts).
+    let kept = metrics
+        .lines()
+        .find_map(|line| line.strip_prefix("gorag_discovery_pass_communities{reason=\"kept\"} "))
+        .and_then(|value| value.trim().parse::<f64>().ok());
+    assert!(kept.is_some_and(|n| n >= 1.0), "{metrics}");
     service.stop();
 
     // `gorag report` over the stopped state and the stream: the new label with its traffic, the

@@ -31,6 +31,26 @@ pub struct Community {
 /// A sparse, L2-normalised vector over the pool's term ids.
 type Vector = Vec<(u32, f64)>;
 
+/// What a pass found: the communities proposed, and how many Leiden found that were not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Found {
+    /// Largest first.
+    pub communities: Vec<Community>,
+    pub dropped: Dropped,
+}
+
+/// Communities left out of a pass, by the rule that left them out (in this order: a small
+/// community is not also counted as loose).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dropped {
+    /// Below `min_size` members.
+    pub small: usize,
+    /// Below `min_cohesion`.
+    pub loose: usize,
+    /// Explained by the active labels (`max_community_score`, see [`known_score`]).
+    pub known: usize,
+}
+
 /// Communities of `texts`, largest first, those below `min_size` or `min_cohesion` left out,
 /// and those the active labels' `material` explains (see [`known_score`]).
 pub fn find(
@@ -38,8 +58,17 @@ pub fn find(
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> Result<Vec<Community>, LeidenError> {
+    find_counted(texts, config, material).map(|found| found.communities)
+}
+
+/// [`find`], with the count of communities each rule left out.
+pub fn find_counted(
+    texts: &[&PooledText],
+    config: &DiscoveryConfig,
+    material: &LabelMaterial,
+) -> Result<Found, LeidenError> {
     if texts.len() < config.min_size.max(2) {
-        return Ok(Vec::new());
+        return Ok(Found::default());
     }
     let vectors = vectors(texts);
     let edges = neighbour_edges(&vectors, config);
@@ -55,14 +84,22 @@ pub fn find(
         ..LeidenConfig::default()
     });
     let partition = leiden.run(&graph)?.partition;
-    let mut found: Vec<Community> = partition
-        .communities()
-        .into_iter()
-        .filter(|(_, members)| members.len() >= config.min_size)
-        .map(|(_, members)| community(members, &vectors))
-        .filter(|c| c.cohesion >= config.min_cohesion)
-        .filter(|c| known_score(c, texts, material) < config.max_community_score)
-        .collect();
+    let mut dropped = Dropped::default();
+    let mut found: Vec<Community> = Vec::new();
+    for (_, members) in partition.communities() {
+        if members.len() < config.min_size {
+            dropped.small += 1;
+            continue;
+        }
+        let community = community(members, &vectors);
+        if community.cohesion < config.min_cohesion {
+            dropped.loose += 1;
+        } else if known_score(&community, texts, material) >= config.max_community_score {
+            dropped.known += 1;
+        } else {
+            found.push(community);
+        }
+    }
     // Largest first; ties by their most central member, so the order is canonical.
     found.sort_by(|a, b| {
         b.members
@@ -70,7 +107,10 @@ pub fn find(
             .cmp(&a.members.len())
             .then(a.members.first().cmp(&b.members.first()))
     });
-    Ok(found)
+    Ok(Found {
+        communities: found,
+        dropped,
+    })
 }
 
 /// The mean of the members' best scores against the active labels' own material. Most pooled
@@ -318,6 +358,24 @@ mod tests {
         assert_eq!(all.len(), 2);
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!(known_score(volcanoes, &refs, &material) >= config().max_community_score);
+        // The pass says why it proposed one community of two.
+        let counted = find_counted(&refs, &config(), &material).unwrap();
+        assert_eq!(counted.communities, found);
+        assert_eq!(
+            counted.dropped,
+            Dropped {
+                small: 0,
+                loose: 0,
+                known: 1
+            }
+        );
+        let strict = DiscoveryConfig {
+            min_size: 7,
+            ..config()
+        };
+        let counted = find_counted(&refs, &strict, &none()).unwrap();
+        assert!(counted.communities.is_empty());
+        assert_eq!(counted.dropped.small, 2);
     }
 
     #[test]

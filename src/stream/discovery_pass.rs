@@ -55,6 +55,8 @@ pub struct PassSettings {
 pub struct PassReport {
     pub pooled: usize,
     pub communities: usize,
+    /// Communities found and not proposed, by rule.
+    pub dropped: communities::Dropped,
     pub published: usize,
     /// Proposals on the topic after the pass, by status.
     pub open: usize,
@@ -73,13 +75,15 @@ pub async fn run(
     let started = Instant::now();
     let pooled = texts.len();
     let config = settings.config.clone();
-    let found = tokio::task::spawn_blocking(move || {
+    let (found, dropped) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        communities::find(&refs, &config, &material).map(|found| {
-            found
+        communities::find_counted(&refs, &config, &material).map(|found| {
+            let proposals = found
+                .communities
                 .iter()
                 .map(|c| proposal::propose(&refs, c))
-                .collect::<Vec<_>>()
+                .collect::<Vec<_>>();
+            (proposals, found.dropped)
         })
     })
     .await??;
@@ -111,6 +115,7 @@ pub async fn run(
     Ok(PassReport {
         pooled,
         communities: found.len(),
+        dropped,
         published: changed.len(),
         open: count(ProposalStatus::Open),
         accepted: count(ProposalStatus::Accepted),

@@ -75,6 +75,8 @@ pub struct Metrics {
     pub discovery_passes: Family<OutcomeLabel, Counter>,
     pub proposals_published: Counter,
     pub proposals: Family<StateLabel, Gauge>,
+    /// Communities the last pass found, by what became of them.
+    pub pass_communities: Family<ReasonLabel, Gauge>,
     last_usage: std::sync::Mutex<UsageSnapshot>,
 }
 
@@ -109,6 +111,7 @@ impl Metrics {
             discovery_passes: Family::default(),
             proposals_published: Counter::default(),
             proposals: Family::default(),
+            pass_communities: Family::default(),
             last_usage: std::sync::Mutex::new(UsageSnapshot::default()),
             registry: Registry::default(),
         };
@@ -213,6 +216,13 @@ impl Metrics {
             "Proposals on the proposals topic at the last pass, by status",
             m.proposals.clone(),
         );
+        registry.register(
+            "discovery_pass_communities",
+            "Communities the last pass found, by outcome: kept (proposed, or matching a decided \
+             proposal), or left out as too_small, \
+             loose (below min_cohesion) or explained (max_community_score)",
+            m.pass_communities.clone(),
+        );
         m.zero_known_series();
         Self { registry, ..m }
     }
@@ -237,6 +247,11 @@ impl Metrics {
         for outcome in ["ok", "failed"] {
             drop(self.discovery_passes.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
+            }));
+        }
+        for reason in ["kept", "too_small", "loose", "explained"] {
+            drop(self.pass_communities.get_or_create(&ReasonLabel {
+                reason: reason.into(),
             }));
         }
         for state in ["open", "accepted", "rejected"] {

@@ -7,7 +7,7 @@ use futures::FutureExt;
 
 use super::Service;
 use crate::stream::discovery_pass::{self, PassReport};
-use crate::telemetry::metrics::{OutcomeLabel, StateLabel};
+use crate::telemetry::metrics::{OutcomeLabel, ReasonLabel, StateLabel};
 
 impl Service {
     /// After a changelog record: start a pass if it made one due and none is running.
@@ -88,6 +88,9 @@ fn count_proposals(service: &Service, report: &PassReport) {
     tracing::info!(
         pooled = report.pooled,
         communities = report.communities,
+        dropped_small = report.dropped.small,
+        dropped_loose = report.dropped.loose,
+        dropped_known = report.dropped.known,
         published = report.published,
         open = report.open,
         seconds = report.seconds,
@@ -95,6 +98,19 @@ fn count_proposals(service: &Service, report: &PassReport) {
     );
     let metrics = service.stats.metrics();
     metrics.proposals_published.inc_by(report.published as u64);
+    for (reason, count) in [
+        ("kept", report.communities),
+        ("too_small", report.dropped.small),
+        ("loose", report.dropped.loose),
+        ("explained", report.dropped.known),
+    ] {
+        metrics
+            .pass_communities
+            .get_or_create(&ReasonLabel {
+                reason: reason.into(),
+            })
+            .set(count as i64);
+    }
     for (state, count) in [
         ("open", report.open),
         ("accepted", report.accepted),
