@@ -207,6 +207,13 @@ mod tests {
         }
     }
 
+    fn weighted(proximity_weight: f64) -> RankingConfig {
+        RankingConfig {
+            proximity_weight,
+            ..RankingConfig::default()
+        }
+    }
+
     const BOTH: Evidence = Evidence {
         first_hop: true,
         second_hop: true,
@@ -266,22 +273,16 @@ mod tests {
 
     #[test]
     fn in_hybrid_only_seen_texts_as_close_as_the_closest_example_vote() {
-        let hits = [
+        let mut hits = vec![
             hit(0, DocKind::Example, 0, 0.30),
             hit(1, DocKind::Example, 1, 0.29),
-            // Many seen texts of label 1, each farther than label 0's example.
-            hit(2, DocKind::Seen, 1, 0.29),
-            hit(3, DocKind::Seen, 1, 0.25),
-            hit(4, DocKind::Seen, 1, 0.20),
         ];
-        let config = RankingConfig {
-            proximity_weight: 0.5,
-            ..RankingConfig::default()
-        };
+        // Many seen texts of label 1, each farther than label 0's example.
+        hits.extend((2..5).map(|doc| hit(doc, DocKind::Seen, 1, 0.29 - 0.04 * f64::from(doc - 2))));
+        let config = weighted(0.5);
         let far = score(&hits, 2, |_| true, &config, BOTH);
         assert_eq!(far.ranked, vec![(0, 0.30), (1, 0.29)]);
         // One seen text closer than every example: it alone votes.
-        let mut hits = hits.to_vec();
         hits.push(hit(5, DocKind::Seen, 1, 0.40));
         let near = score(&hits, 2, |_| true, &config, BOTH);
         assert_eq!(near.ranked[0].0, 1);
