@@ -41,7 +41,9 @@ fn pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                let found = communities::find(refs, &config, &material).unwrap_or_default();
+                let found = communities::find(refs, &config, &material)
+                    .map(|found| found.communities)
+                    .unwrap_or_default();
                 found
                     .iter()
                     .map(|c| proposal::propose(refs, c))

@@ -52,17 +52,9 @@ pub struct Dropped {
 }
 
 /// Communities of `texts`, largest first, those below `min_size` or `min_cohesion` left out,
-/// and those the active labels' `material` explains (see [`known_score`]).
+/// and those the active labels' `material` explains (see [`known_score`]); with the count of
+/// those each rule left out.
 pub fn find(
-    texts: &[&PooledText],
-    config: &DiscoveryConfig,
-    material: &LabelMaterial,
-) -> Result<Vec<Community>, LeidenError> {
-    find_counted(texts, config, material).map(|found| found.communities)
-}
-
-/// [`find`], with the count of communities each rule left out.
-pub fn find_counted(
     texts: &[&PooledText],
     config: &DiscoveryConfig,
     material: &LabelMaterial,
@@ -320,7 +312,7 @@ mod tests {
     fn two_themes_give_two_communities() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let found = find(&refs, &config(), &none()).unwrap();
+        let found = find(&refs, &config(), &none()).unwrap().communities;
         assert_eq!(found.len(), 2, "{found:?}");
         for community in &found {
             assert_eq!(community.members.len(), 6);
@@ -329,7 +321,7 @@ mod tests {
             assert!(community.cohesion > 0.3);
         }
         // The same pool, the same communities.
-        assert_eq!(find(&refs, &config(), &none()).unwrap(), found);
+        assert_eq!(find(&refs, &config(), &none()).unwrap().communities, found);
     }
 
     #[test]
@@ -351,15 +343,15 @@ mod tests {
             ])
             .unwrap();
         let material = engine.label_material();
-        let found = find(&refs, &config(), &material).unwrap();
+        let found = find(&refs, &config(), &material).unwrap().communities;
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].members.iter().all(|&m| m >= 6), "{found:?}");
-        let all = find(&refs, &config(), &none()).unwrap();
+        let all = find(&refs, &config(), &none()).unwrap().communities;
         assert_eq!(all.len(), 2);
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!(known_score(volcanoes, &refs, &material) >= config().max_community_score);
         // The pass says why it proposed one community of two.
-        let counted = find_counted(&refs, &config(), &material).unwrap();
+        let counted = find(&refs, &config(), &material).unwrap();
         assert_eq!(counted.communities, found);
         assert_eq!(
             counted.dropped,
@@ -373,7 +365,7 @@ mod tests {
             min_size: 7,
             ..config()
         };
-        let counted = find_counted(&refs, &strict, &none()).unwrap();
+        let counted = find(&refs, &strict, &none()).unwrap();
         assert!(counted.communities.is_empty());
         assert_eq!(counted.dropped.small, 2);
     }
@@ -398,7 +390,7 @@ mod tests {
             min_size: 3,
             ..DiscoveryConfig::default()
         };
-        let found = find(&refs, &config, &none()).unwrap();
+        let found = find(&refs, &config, &none()).unwrap().communities;
         assert!(!found.is_empty());
         assert!(found.iter().all(|c| c.members.len() >= 3));
         assert_eq!(resolution(12, &config), 1.0);
@@ -409,7 +401,10 @@ mod tests {
     fn small_or_unrelated_pools_give_nothing() {
         let texts = [text(0, "alpha beta"), text(1, "gamma delta")];
         let refs: Vec<&PooledText> = texts.iter().collect();
-        assert!(find(&refs, &config(), &none()).unwrap().is_empty());
+        assert!(find(&refs, &config(), &none())
+            .unwrap()
+            .communities
+            .is_empty());
         let words = ["apple", "river", "stone", "cloud", "tiger", "piano"];
         let unrelated: Vec<PooledText> = words
             .iter()
@@ -417,6 +412,9 @@ mod tests {
             .map(|(i, w)| text(i, &format!("{w} {w}s")))
             .collect();
         let refs: Vec<&PooledText> = unrelated.iter().collect();
-        assert!(find(&refs, &config(), &none()).unwrap().is_empty());
+        assert!(find(&refs, &config(), &none())
+            .unwrap()
+            .communities
+            .is_empty());
     }
 }

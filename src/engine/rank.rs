@@ -12,8 +12,8 @@
 //! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
 //! distribution, times `proximity_weight` × the best first-hop score; the second hop then
 //! counts only texts classified earlier (the examples already speak through the first hop), and
-//! only those at least as close to the query as its closest labelled example. Pure functions over hits, so
-//! they are unit-tested without an index.
+//! only those at least as close to the query as its closest labelled example. Pure functions
+//! over hits, so they are unit-tested without an index.
 
 use serde::{Deserialize, Serialize};
 

@@ -127,7 +127,7 @@ pub async fn run(
 
     let started = Instant::now();
     let texts: Vec<&PooledText> = pool.texts().iter().collect();
-    let found = communities::find(&texts, config, &engine.label_material())?;
+    let found = communities::find(&texts, config, &engine.label_material())?.communities;
     let proposals: Vec<Proposal> = found.iter().map(|c| proposal::propose(&texts, c)).collect();
     let pass_seconds = started.elapsed().as_secs_f64();
 

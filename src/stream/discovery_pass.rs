@@ -77,7 +77,7 @@ pub async fn run(
     let config = settings.config.clone();
     let (found, dropped) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        communities::find_counted(&refs, &config, &material).map(|found| {
+        communities::find(&refs, &config, &material).map(|found| {
             let proposals = found
                 .communities
                 .iter()
