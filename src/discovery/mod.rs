@@ -21,7 +21,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval};
 
 pub use communities::Community;
-pub use pool::{Pool, PoolNote, PoolNoteV3, PooledText};
+pub use pool::{Pool, PoolNote, PoolNoteV3, PoolNoteV4, PoolV1, PooledText};
 pub use proposal::Proposal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,6 +130,18 @@ pub fn unexplained(
     (best < config.max_score).then_some(Unexplained::WeakScore)
 }
 
+/// What a pooled text's retrieval said of it when it was classified: its best ranked score, 0
+/// when nothing linked it to any label, None for strategies without scores. A community whose
+/// members arrived near the weak-score ceiling together is a known class's thinly covered
+/// texts (see [`communities::known_score`]).
+pub fn arrival_score(retrieval: &Retrieval) -> Option<f64> {
+    match retrieval.basis {
+        Basis::NoEvidence => Some(0.0),
+        Basis::RankedScores => retrieval.scores.first().copied(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +191,22 @@ mod tests {
         ] {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn arrival_scores_are_the_ranked_best_zero_without_evidence_and_none_without_scores() {
+        assert_eq!(
+            arrival_score(&retrieval(Basis::RankedScores, vec![0.07, 0.01])),
+            Some(0.07)
+        );
+        assert_eq!(
+            arrival_score(&retrieval(Basis::NoEvidence, Vec::new())),
+            Some(0.0)
+        );
+        assert_eq!(
+            arrival_score(&retrieval(Basis::SteinerTree, Vec::new())),
+            None
+        );
     }
 
     #[test]

@@ -24,10 +24,22 @@ pub struct PooledText {
     pub why: Unexplained,
     /// The label it was given all the same.
     pub label: String,
+    /// Its best retrieval score when it was classified (see [`super::arrival_score`]); None
+    /// for strategies without scores and for texts pooled before builds kept it. Stored beside
+    /// the text, not in it ([`Pool`]'s and the update log's layouts predate it).
+    #[serde(skip)]
+    pub arrival_score: Option<f64>,
 }
 
 impl PooledText {
-    pub fn new(id: &str, text: &str, analysis: &Analysis, label: &str, why: Unexplained) -> Self {
+    pub fn new(
+        id: &str,
+        text: &str,
+        analysis: &Analysis,
+        label: &str,
+        why: Unexplained,
+        arrival_score: Option<f64>,
+    ) -> Self {
         Self {
             id: id.to_string(),
             terms: analysis.terms.clone(),
@@ -35,6 +47,7 @@ impl PooledText {
             excerpt: excerpt(text, EXCERPT_CHARS),
             why,
             label: label.to_string(),
+            arrival_score,
         }
     }
 }
@@ -50,15 +63,25 @@ pub struct PoolNote {
     /// needs), and the pool's similarities need the rest (communities over the heaviest terms
     /// alone were measured worse: README, "Emerging classes").
     pub terms: TermCounts,
+    /// The writer's retrieval score for the text (see [`super::arrival_score`]): replicas
+    /// cannot recompute it, their state having moved on since.
+    pub arrival_score: Option<f64>,
 }
 
 impl PoolNote {
-    pub fn new(id: &str, text: &str, terms: &TermCounts, why: Unexplained) -> Self {
+    pub fn new(
+        id: &str,
+        text: &str,
+        terms: &TermCounts,
+        why: Unexplained,
+        arrival_score: Option<f64>,
+    ) -> Self {
         Self {
             id: id.to_string(),
             why,
             excerpt: excerpt(text, EXCERPT_CHARS),
             terms: terms.clone(),
+            arrival_score,
         }
     }
 
@@ -71,6 +94,28 @@ impl PoolNote {
             excerpt: self.excerpt,
             why: self.why,
             label: label.to_string(),
+            arrival_score: self.arrival_score,
+        }
+    }
+}
+
+/// A note as changelog version 4 wrote it (without the arrival score).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PoolNoteV4 {
+    pub id: String,
+    pub why: Unexplained,
+    pub excerpt: String,
+    pub terms: TermCounts,
+}
+
+impl From<PoolNoteV4> for PoolNote {
+    fn from(old: PoolNoteV4) -> Self {
+        Self {
+            id: old.id,
+            why: old.why,
+            excerpt: old.excerpt,
+            terms: old.terms,
+            arrival_score: None,
         }
     }
 }
@@ -91,6 +136,7 @@ impl PoolNoteV3 {
             why: self.why,
             excerpt: self.excerpt,
             terms: analysis.terms.clone(),
+            arrival_score: None,
         }
     }
 }
@@ -108,6 +154,7 @@ pub fn excerpt(text: &str, chars: usize) -> String {
 
 /// Pooled texts, oldest first; past the capacity the oldest go.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "PoolLayout", into = "PoolLayout")]
 pub struct Pool {
     texts: VecDeque<PooledText>,
     capacity: usize,
@@ -135,6 +182,17 @@ impl Pool {
     pub fn set_capacity(&mut self, capacity: usize) {
         self.capacity = capacity.max(1);
         self.trim();
+    }
+
+    /// The pool as snapshots before arrival scores wrote it (their scores unknown).
+    pub fn from_v1(old: PoolV1) -> Self {
+        PoolLayout {
+            texts: old.texts,
+            capacity: old.capacity,
+            pushed: old.pushed,
+            arrival_scores: Vec::new(),
+        }
+        .into()
     }
 
     fn trim(&mut self) {
@@ -167,6 +225,51 @@ impl Pool {
     }
 }
 
+/// How a pool is stored: the texts' arrival scores last, in text order, so that a snapshot
+/// written before they existed ([`PoolV1`]) is a prefix of this layout and fails to decode as
+/// it, rather than decoding wrongly.
+#[derive(Serialize, Deserialize)]
+struct PoolLayout {
+    texts: VecDeque<PooledText>,
+    capacity: usize,
+    pushed: u64,
+    arrival_scores: Vec<Option<f64>>,
+}
+
+/// A pool as snapshots before arrival scores wrote it.
+#[derive(Debug, Deserialize)]
+pub struct PoolV1 {
+    texts: VecDeque<PooledText>,
+    capacity: usize,
+    pushed: u64,
+}
+
+impl From<Pool> for PoolLayout {
+    fn from(pool: Pool) -> Self {
+        let arrival_scores = pool.texts.iter().map(|t| t.arrival_score).collect();
+        Self {
+            texts: pool.texts,
+            capacity: pool.capacity,
+            pushed: pool.pushed,
+            arrival_scores,
+        }
+    }
+}
+
+impl From<PoolLayout> for Pool {
+    fn from(layout: PoolLayout) -> Self {
+        let mut texts = layout.texts;
+        for (text, score) in texts.iter_mut().zip(layout.arrival_scores) {
+            text.arrival_score = score;
+        }
+        Self {
+            texts,
+            capacity: layout.capacity,
+            pushed: layout.pushed,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,6 +282,7 @@ mod tests {
             excerpt: String::new(),
             why: Unexplained::WeakScore,
             label: String::new(),
+            arrival_score: None,
         }
     }
 

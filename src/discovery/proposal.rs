@@ -142,6 +142,7 @@ mod tests {
             excerpt: format!("text {id}"),
             why: Unexplained::WeakScore,
             label: String::new(),
+            arrival_score: None,
         }
     }
 

@@ -17,7 +17,7 @@ use super::graph::{EdgeCost, KeywordGraph, Node};
 use super::index::{IndexDoc, TextIndex};
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
-use crate::discovery::Pool;
+use crate::discovery::{Pool, PoolV1};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphState {
@@ -42,6 +42,18 @@ pub struct EngineState {
     pub pool: Pool,
 }
 
+/// A snapshot as builds before arrival scores wrote it (its pool is this layout's prefix).
+#[derive(Deserialize)]
+struct EngineStateV2 {
+    graph: GraphState,
+    stats: CorpusStats,
+    labels: Vec<LabelInfo>,
+    index: Vec<IndexDoc>,
+    label_version: u64,
+    last_round: Option<String>,
+    pool: PoolV1,
+}
+
 /// A snapshot as builds before the discovery pool wrote it.
 #[derive(Deserialize)]
 struct EngineStateWithoutPool {
@@ -54,23 +66,36 @@ struct EngineStateWithoutPool {
 }
 
 impl EngineState {
-    /// Decode a postcard snapshot, this build's or one written before the pool existed (then
-    /// with an empty pool).
+    /// Decode a postcard snapshot: this build's, one written before arrival scores (its pooled
+    /// texts without them), or one written before the pool existed (then with an empty pool).
+    /// Each older layout is a prefix of the next, so a snapshot decodes as one layout only.
     pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
-        match postcard::from_bytes::<Self>(bytes) {
-            Ok(state) => Ok(state),
-            Err(error) => match postcard::from_bytes::<EngineStateWithoutPool>(bytes) {
-                Ok(old) => Ok(Self {
-                    graph: old.graph,
-                    stats: old.stats,
-                    labels: old.labels,
-                    index: old.index,
-                    label_version: old.label_version,
-                    last_round: old.last_round,
-                    pool: Pool::default(),
-                }),
-                Err(_) => Err(error),
-            },
+        let error = match postcard::from_bytes::<Self>(bytes) {
+            Ok(state) => return Ok(state),
+            Err(error) => error,
+        };
+        if let Ok(old) = postcard::from_bytes::<EngineStateV2>(bytes) {
+            return Ok(Self {
+                graph: old.graph,
+                stats: old.stats,
+                labels: old.labels,
+                index: old.index,
+                label_version: old.label_version,
+                last_round: old.last_round,
+                pool: Pool::from_v1(old.pool),
+            });
+        }
+        match postcard::from_bytes::<EngineStateWithoutPool>(bytes) {
+            Ok(old) => Ok(Self {
+                graph: old.graph,
+                stats: old.stats,
+                labels: old.labels,
+                index: old.index,
+                label_version: old.label_version,
+                last_round: old.last_round,
+                pool: Pool::default(),
+            }),
+            Err(_) => Err(error),
         }
     }
 }
@@ -283,4 +308,83 @@ impl Engine {
 fn hash_str(hash: &mut Sha256, text: &str) {
     hash.update((text.len() as u64).to_le_bytes());
     hash.update(text.as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+    use crate::discovery::{PooledText, Unexplained};
+    use crate::engine::update::Update;
+    use crate::engine::NewLabel;
+
+    /// An engine with one label and one pooled text whose arrival score is known.
+    fn engine_with_a_pooled_text() -> Engine {
+        let mut engine = Engine::new(EngineConfig::default());
+        let round = Update::Round {
+            round: "r1".into(),
+            labels: vec![NewLabel {
+                id: "geology".into(),
+                name: None,
+                description: None,
+                examples: vec!["lava flows from the volcano".into()],
+            }],
+        };
+        engine.apply(&round).unwrap();
+        let analysis = engine.analyze("a yacht race in a breeze");
+        let text = PooledText::new(
+            "t1",
+            "a yacht race in a breeze",
+            &analysis,
+            "geology",
+            Unexplained::WeakScore,
+            None,
+        );
+        let pooled = Update::Pooled {
+            text,
+            arrival_score: Some(0.07),
+        };
+        engine.apply(&pooled).unwrap();
+        engine
+    }
+
+    /// The layout of snapshots written before arrival scores existed.
+    #[derive(Serialize)]
+    struct SnapshotV2<'a> {
+        graph: &'a GraphState,
+        stats: &'a CorpusStats,
+        labels: &'a [LabelInfo],
+        index: &'a [IndexDoc],
+        label_version: u64,
+        last_round: &'a Option<String>,
+        pool: (&'a VecDeque<PooledText>, usize, u64),
+    }
+
+    #[test]
+    fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
+        let engine = engine_with_a_pooled_text();
+        let state = engine.to_state();
+        let bytes = postcard::to_stdvec(&state).unwrap();
+        let decoded = EngineState::decode(&bytes).unwrap();
+        assert_eq!(decoded.pool.texts()[0].arrival_score, Some(0.07));
+        assert_eq!(decoded, state);
+
+        let old = SnapshotV2 {
+            graph: &state.graph,
+            stats: &state.stats,
+            labels: &state.labels,
+            index: &state.index,
+            label_version: state.label_version,
+            last_round: &state.last_round,
+            pool: (state.pool.texts(), 5_000, state.pool.pushed()),
+        };
+        let old_bytes = postcard::to_stdvec(&old).unwrap();
+        let decoded = EngineState::decode(&old_bytes).unwrap();
+        assert_eq!(decoded.pool.len(), 1);
+        assert_eq!(decoded.pool.pushed(), 1);
+        assert_eq!(decoded.pool.texts()[0].id, "t1");
+        assert_eq!(decoded.pool.texts()[0].arrival_score, None);
+        assert_eq!(decoded.graph, state.graph);
+    }
 }

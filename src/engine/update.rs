@@ -27,9 +27,15 @@ pub enum Update {
         #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
-    /// A text the active labels explain poorly joins the discovery pool (last: postcard numbers
-    /// variants, and logs written before it existed must still read).
+    /// A text the active labels explain poorly joins the discovery pool, as logs before arrival
+    /// scores wrote it (read, never written; postcard numbers variants, so it keeps its place).
     Unexplained { text: PooledText },
+    /// A text the active labels explain poorly joins the discovery pool, with its arrival score
+    /// (which the text's own layout does not carry; see [`PooledText::arrival_score`]).
+    Pooled {
+        text: PooledText,
+        arrival_score: Option<f64>,
+    },
 }
 
 impl Engine {
@@ -48,6 +54,16 @@ impl Engine {
             }
             Update::Unexplained { text } => {
                 self.pool.push(text.clone());
+                Ok(IndexReport::default())
+            }
+            Update::Pooled {
+                text,
+                arrival_score,
+            } => {
+                self.pool.push(PooledText {
+                    arrival_score: *arrival_score,
+                    ..text.clone()
+                });
                 Ok(IndexReport::default())
             }
             Update::Learn {

@@ -217,6 +217,7 @@ async fn stream_and_pool(
                 &classified.analysis,
                 &classified.decision.label,
                 why,
+                discovery::arrival_score(&classified.retrieval),
             ));
         }
         streamed.push(Streamed {

@@ -5,22 +5,22 @@
 //! online-indexing steps are appended here; every instance — including the one that wrote a
 //! record — changes its engine only by applying this log, in order. Equal logs make equal
 //! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 4, postcard behind a one-byte marker
+//! contract like `schemas/`: this build writes version 5, postcard behind a one-byte marker
 //! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
-//! learn records whose texts may carry a discovery note with the text's terms. It reads
-//! versions 1 (JSON), 2 and 3 too.
+//! learn records whose texts may carry a discovery note with the text's terms and its arrival
+//! score. It reads versions 1 (JSON), 2, 3 and 4 too.
 //! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
 
-use crate::discovery::{PoolNote, PoolNoteV3};
+use crate::discovery::{PoolNote, PoolNoteV3, PoolNoteV4};
 use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 
-pub const CHANGE_VERSION: u32 = 4;
+pub const CHANGE_VERSION: u32 = 5;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
-const LEARNED_VARIANT: u32 = 4;
+const LEARNED_VARIANT: u32 = 5;
 /// First byte of a postcard record (a JSON record starts with `{`).
 const POSTCARD_MARKER: u8 = 0xC2;
 
@@ -60,6 +60,9 @@ pub enum Change {
     /// Online indexing of the texts one instance finished together, as version 3 wrote it
     /// (notes without the text's terms; read, never written).
     LearnedV3 { texts: Vec<LearnedTextV3> },
+    /// Online indexing of the texts one instance finished together, as version 4 wrote it
+    /// (notes without the arrival score; read, never written).
+    LearnedV4 { texts: Vec<LearnedTextV4> },
     /// Online indexing of the texts one instance finished together, in finishing order (offset
     /// order per partition), with their discovery notes. What this build writes
     /// ([`learn_records`] writes it from borrowed texts as variant [`LEARNED_VARIANT`]).
@@ -79,6 +82,30 @@ pub struct LearnedText {
     /// Set when the writer judged the text poorly explained by the active labels: every
     /// replica then pools it, identically.
     pub note: Option<PoolNote>,
+}
+
+/// A learned text as version 4 wrote it (its note without the arrival score).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LearnedTextV4 {
+    pub partition: i32,
+    pub offset: i64,
+    pub analysis: Analysis,
+    pub label: String,
+    pub confident: bool,
+    pub note: Option<PoolNoteV4>,
+}
+
+impl From<LearnedTextV4> for LearnedText {
+    fn from(old: LearnedTextV4) -> Self {
+        Self {
+            partition: old.partition,
+            offset: old.offset,
+            analysis: old.analysis,
+            label: old.label,
+            confident: old.confident,
+            note: old.note.map(PoolNote::from),
+        }
+    }
 }
 
 /// A learned text as version 3 wrote it (its note without the text's terms).
@@ -287,6 +314,7 @@ mod tests {
                         "a text",
                         &TermCounts::of("a text"),
                         Unexplained::WeakScore,
+                        Some(0.04),
                     )
                 }),
             })
@@ -429,7 +457,7 @@ mod tests {
     }
 
     #[test]
-    fn notes_carry_the_texts_terms_and_version_3_notes_still_read() {
+    fn notes_carry_terms_and_arrival_scores_and_versions_3_and_4_still_read() {
         let engine = Engine::new(EngineConfig::default());
         let text = "a long text about volcanoes, lava and the ash of an eruption";
         let analysis = engine.analyze(text);
@@ -447,12 +475,19 @@ mod tests {
             confident: false,
             note,
         };
-        // Version 4: the note holds all of the text's terms, the learn step its heaviest.
-        let note = PoolNote::new("t7", text, &analysis.terms, Unexplained::WeakScore);
+        // Version 5: the note holds all of the text's terms (the learn step its heaviest) and
+        // the writer's arrival score.
+        let note = PoolNote::new(
+            "t7",
+            text,
+            &analysis.terms,
+            Unexplained::WeakScore,
+            Some(0.06),
+        );
         let (payload, _) =
             learn_records("i1", &[learned(Some(note))], usize::MAX).unwrap()[0].clone();
         // marker, version, origin ("i1": length and two bytes), then the variant.
-        assert_eq!(payload[5], 4);
+        assert_eq!((payload[1], payload[5]), (5, 5));
         let Change::Learned { texts } = ChangeRecord::decode(&payload).unwrap().change else {
             panic!("not a learn record");
         };
@@ -462,6 +497,36 @@ mod tests {
             .unwrap()
             .pooled(&texts[0].analysis, "geology");
         assert_eq!(pooled.terms, analysis.terms);
+        assert_eq!(pooled.arrival_score, Some(0.06));
+        // Version 4 (variant 4, no arrival score): pooled without one.
+        let old = ChangeRecord {
+            version: 4,
+            origin: "i1".into(),
+            change: Change::LearnedV4 {
+                texts: vec![LearnedTextV4 {
+                    partition: 0,
+                    offset: 7,
+                    analysis: heaviest.clone(),
+                    label: "geology".into(),
+                    confident: false,
+                    note: Some(PoolNoteV4 {
+                        id: "t7".into(),
+                        why: Unexplained::WeakScore,
+                        excerpt: text.into(),
+                        terms: analysis.terms.clone(),
+                    }),
+                }],
+            },
+        };
+        let bytes = old.encode();
+        assert_eq!(bytes[5], 4);
+        let Change::LearnedV4 { texts } = ChangeRecord::decode(&bytes).unwrap().change else {
+            panic!("not a version 4 learn record");
+        };
+        let upgraded = LearnedText::from(texts[0].clone());
+        let pooled = upgraded.note.unwrap().pooled(&upgraded.analysis, "geology");
+        assert_eq!(pooled.terms, analysis.terms);
+        assert_eq!(pooled.arrival_score, None);
         // Version 3 (variant 3, no terms in the note): pooled with the learn step's terms.
         let old = ChangeRecord {
             version: 3,

@@ -167,7 +167,16 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     let note = finishing
         .discovery
         .and_then(|config| discovery::unexplained(&classified.retrieval, decision, config))
-        .map(|why| PoolNote::new(&event.id, &event.text, &classified.analysis.terms, why));
+        .map(|why| {
+            let arrival_score = discovery::arrival_score(&classified.retrieval);
+            PoolNote::new(
+                &event.id,
+                &event.text,
+                &classified.analysis.terms,
+                why,
+                arrival_score,
+            )
+        });
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => {
             tally.relearn_skipped = true;

@@ -153,6 +153,10 @@ pub fn apply(
             let texts = texts.into_iter().map(LearnedText::from).collect();
             learn(cursor, engine, topics, texts, &mut applied);
         }
+        Change::LearnedV4 { texts } => {
+            let texts = texts.into_iter().map(LearnedText::from).collect();
+            learn(cursor, engine, topics, texts, &mut applied);
+        }
         Change::Learned { texts } => learn(cursor, engine, topics, texts, &mut applied),
         Change::Label {
             offset: labels_offset,
@@ -217,8 +221,12 @@ fn learn(
             .offsets
             .insert((topics.texts.clone(), text.partition), text.offset + 1);
         // The pool entry shares the analysis with the learn step: made first, then both move.
-        let pooled = text.note.map(|note| Update::Unexplained {
-            text: note.pooled(&text.analysis, &text.label),
+        let pooled = text.note.map(|note| {
+            let arrival_score = note.arrival_score;
+            Update::Pooled {
+                text: note.pooled(&text.analysis, &text.label),
+                arrival_score,
+            }
         });
         let update = Update::Learn {
             analysis: text.analysis,

@@ -276,7 +276,9 @@ fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
         LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
         LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
-        LabelOutcome::Apply(Update::Unexplained { .. }) => ("unexplained", ""),
+        LabelOutcome::Apply(Update::Unexplained { .. } | Update::Pooled { .. }) => {
+            ("unexplained", "")
+        }
         LabelOutcome::Reject { .. } => ("rejected", ""),
     };
     tracing::info_span!("label_event", offset, event, round)
