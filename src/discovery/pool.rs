@@ -153,8 +153,8 @@ pub fn excerpt(text: &str, chars: usize) -> String {
 }
 
 /// Pooled texts, oldest first; past the capacity the oldest go.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(from = "PoolLayout", into = "PoolLayout")]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(from = "PoolLayout")]
 pub struct Pool {
     texts: VecDeque<PooledText>,
     capacity: usize,
@@ -228,12 +228,33 @@ impl Pool {
 /// How a pool is stored: the texts' arrival scores last, in text order, so that a snapshot
 /// written before they existed ([`PoolV1`]) is a prefix of this layout and fails to decode as
 /// it, rather than decoding wrongly.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 struct PoolLayout {
     texts: VecDeque<PooledText>,
     capacity: usize,
     pushed: u64,
     arrival_scores: Vec<Option<f64>>,
+}
+
+/// [`PoolLayout`] over a borrowed pool (a snapshot need not copy its texts again).
+#[derive(Serialize)]
+struct PoolLayoutRef<'a> {
+    texts: &'a VecDeque<PooledText>,
+    capacity: usize,
+    pushed: u64,
+    arrival_scores: Vec<Option<f64>>,
+}
+
+impl Serialize for Pool {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        PoolLayoutRef {
+            texts: &self.texts,
+            capacity: self.capacity,
+            pushed: self.pushed,
+            arrival_scores: self.texts.iter().map(|t| t.arrival_score).collect(),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// A pool as snapshots before arrival scores wrote it.
@@ -242,18 +263,6 @@ pub struct PoolV1 {
     texts: VecDeque<PooledText>,
     capacity: usize,
     pushed: u64,
-}
-
-impl From<Pool> for PoolLayout {
-    fn from(pool: Pool) -> Self {
-        let arrival_scores = pool.texts.iter().map(|t| t.arrival_score).collect();
-        Self {
-            texts: pool.texts,
-            capacity: pool.capacity,
-            pushed: pool.pushed,
-            arrival_scores,
-        }
-    }
 }
 
 impl From<PoolLayout> for Pool {
