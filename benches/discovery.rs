@@ -25,6 +25,7 @@ fn pool(size: usize) -> Vec<PooledText> {
                 excerpt: text.chars().take(200).collect(),
                 why: Unexplained::WeakScore,
                 label: synthetic::label_id(label),
+                arrival_score: Some(0.05),
             }
         })
         .collect()

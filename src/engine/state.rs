@@ -42,19 +42,9 @@ pub struct EngineState {
     pub pool: Pool,
 }
 
-/// A snapshot as builds before arrival scores wrote it (its pool is this layout's prefix).
-#[derive(Deserialize)]
-struct EngineStateV2 {
-    graph: GraphState,
-    stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    index: Vec<IndexDoc>,
-    label_version: u64,
-    last_round: Option<String>,
-    pool: PoolV1,
-}
-
-/// A snapshot as builds before the discovery pool wrote it.
+/// A snapshot as builds before the discovery pool wrote it. Followed by a [`PoolV1`], it is
+/// also the layout of snapshots written before arrival scores (postcard writes a struct as
+/// its fields in order, so a pair of structs reads as one with both sets of fields).
 #[derive(Deserialize)]
 struct EngineStateWithoutPool {
     graph: GraphState,
@@ -63,6 +53,20 @@ struct EngineStateWithoutPool {
     index: Vec<IndexDoc>,
     label_version: u64,
     last_round: Option<String>,
+}
+
+impl EngineStateWithoutPool {
+    fn with_pool(self, pool: Pool) -> EngineState {
+        EngineState {
+            graph: self.graph,
+            stats: self.stats,
+            labels: self.labels,
+            index: self.index,
+            label_version: self.label_version,
+            last_round: self.last_round,
+            pool,
+        }
+    }
 }
 
 impl EngineState {
@@ -74,29 +78,12 @@ impl EngineState {
             Ok(state) => return Ok(state),
             Err(error) => error,
         };
-        if let Ok(old) = postcard::from_bytes::<EngineStateV2>(bytes) {
-            return Ok(Self {
-                graph: old.graph,
-                stats: old.stats,
-                labels: old.labels,
-                index: old.index,
-                label_version: old.label_version,
-                last_round: old.last_round,
-                pool: Pool::from_v1(old.pool),
-            });
+        if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, PoolV1)>(bytes) {
+            return Ok(old.with_pool(Pool::from_v1(pool)));
         }
-        match postcard::from_bytes::<EngineStateWithoutPool>(bytes) {
-            Ok(old) => Ok(Self {
-                graph: old.graph,
-                stats: old.stats,
-                labels: old.labels,
-                index: old.index,
-                label_version: old.label_version,
-                last_round: old.last_round,
-                pool: Pool::default(),
-            }),
-            Err(_) => Err(error),
-        }
+        postcard::from_bytes::<EngineStateWithoutPool>(bytes)
+            .map(|old| old.with_pool(Pool::default()))
+            .map_err(|_| error)
     }
 }
 

@@ -499,62 +499,61 @@ mod tests {
         assert_eq!(pooled.terms, analysis.terms);
         assert_eq!(pooled.arrival_score, Some(0.06));
         // Version 4 (variant 4, no arrival score): pooled without one.
-        let old = ChangeRecord {
-            version: 4,
-            origin: "i1".into(),
-            change: Change::LearnedV4 {
-                texts: vec![LearnedTextV4 {
-                    partition: 0,
-                    offset: 7,
-                    analysis: heaviest.clone(),
-                    label: "geology".into(),
-                    confident: false,
-                    note: Some(PoolNoteV4 {
-                        id: "t7".into(),
-                        why: Unexplained::WeakScore,
-                        excerpt: text.into(),
-                        terms: analysis.terms.clone(),
-                    }),
-                }],
+        let v4 = LearnedTextV4 {
+            partition: 0,
+            offset: 7,
+            analysis: heaviest.clone(),
+            label: "geology".into(),
+            confident: false,
+            note: Some(PoolNoteV4 {
+                id: "t7".into(),
+                why: Unexplained::WeakScore,
+                excerpt: text.into(),
+                terms: analysis.terms.clone(),
+            }),
+        };
+        let pooled = pooled_from_old_record(
+            4,
+            Change::LearnedV4 {
+                texts: vec![v4.clone()],
             },
-        };
-        let bytes = old.encode();
-        assert_eq!(bytes[5], 4);
-        let Change::LearnedV4 { texts } = ChangeRecord::decode(&bytes).unwrap().change else {
-            panic!("not a version 4 learn record");
-        };
-        let upgraded = LearnedText::from(texts[0].clone());
-        let pooled = upgraded.note.unwrap().pooled(&upgraded.analysis, "geology");
+        );
         assert_eq!(pooled.terms, analysis.terms);
         assert_eq!(pooled.arrival_score, None);
         // Version 3 (variant 3, no terms in the note): pooled with the learn step's terms.
-        let old = ChangeRecord {
-            version: 3,
-            origin: "i1".into(),
-            change: Change::LearnedV3 {
-                texts: vec![LearnedTextV3 {
-                    partition: 0,
-                    offset: 7,
-                    analysis: heaviest.clone(),
-                    label: "geology".into(),
-                    confident: false,
-                    note: Some(PoolNoteV3 {
-                        id: "t7".into(),
-                        why: Unexplained::WeakScore,
-                        excerpt: text.into(),
-                    }),
-                }],
-            },
+        let v3 = LearnedTextV3 {
+            partition: v4.partition,
+            offset: v4.offset,
+            analysis: v4.analysis,
+            label: v4.label,
+            confident: v4.confident,
+            note: v4.note.map(|note| PoolNoteV3 {
+                id: note.id,
+                why: note.why,
+                excerpt: note.excerpt,
+            }),
         };
-        let bytes = old.encode();
-        assert_eq!(bytes[5], 3);
-        let Change::LearnedV3 { texts } = ChangeRecord::decode(&bytes).unwrap().change else {
-            panic!("not a version 3 learn record");
-        };
-        let upgraded = LearnedText::from(texts[0].clone());
-        let pooled = upgraded.note.unwrap().pooled(&upgraded.analysis, "geology");
+        let pooled = pooled_from_old_record(3, Change::LearnedV3 { texts: vec![v3] });
         assert_eq!(pooled.terms, heaviest.terms);
         assert_eq!(pooled.excerpt, text);
+    }
+
+    /// `change` written as a record of `version` (whose learn variant has the same number),
+    /// read back, and its one text's note pooled.
+    fn pooled_from_old_record(version: u32, change: Change) -> crate::discovery::PooledText {
+        let bytes = ChangeRecord {
+            version,
+            origin: "i1".into(),
+            change,
+        }
+        .encode();
+        assert_eq!(u32::from(bytes[5]), version);
+        let text: LearnedText = match ChangeRecord::decode(&bytes).unwrap().change {
+            Change::LearnedV3 { mut texts } => texts.remove(0).into(),
+            Change::LearnedV4 { mut texts } => texts.remove(0).into(),
+            other => panic!("not an old learn record: {other:?}"),
+        };
+        text.note.unwrap().pooled(&text.analysis, "geology")
     }
 
     #[test]
