@@ -108,13 +108,19 @@ pub struct PoolNoteV4 {
     pub terms: TermCounts,
 }
 
-impl From<PoolNoteV4> for PoolNote {
-    fn from(old: PoolNoteV4) -> Self {
-        Self {
-            id: old.id,
-            why: old.why,
-            excerpt: old.excerpt,
-            terms: old.terms,
+/// A note as an older changelog version wrote it, made current with what its learn record
+/// holds.
+pub trait OldNote {
+    fn upgrade(self, analysis: &Analysis) -> PoolNote;
+}
+
+impl OldNote for PoolNoteV4 {
+    fn upgrade(self, _analysis: &Analysis) -> PoolNote {
+        PoolNote {
+            id: self.id,
+            why: self.why,
+            excerpt: self.excerpt,
+            terms: self.terms,
             arrival_score: None,
         }
     }
@@ -129,8 +135,8 @@ pub struct PoolNoteV3 {
     pub excerpt: String,
 }
 
-impl PoolNoteV3 {
-    pub fn upgrade(self, analysis: &Analysis) -> PoolNote {
+impl OldNote for PoolNoteV3 {
+    fn upgrade(self, analysis: &Analysis) -> PoolNote {
         PoolNote {
             id: self.id,
             why: self.why,

@@ -13,7 +13,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::discovery::{PoolNote, PoolNoteV3, PoolNoteV4};
+use crate::discovery::{OldNote, PoolNote, PoolNoteV3, PoolNoteV4};
 use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
@@ -84,43 +84,24 @@ pub struct LearnedText {
     pub note: Option<PoolNote>,
 }
 
-/// A learned text as version 4 wrote it (its note without the arrival score).
+/// A learned text as versions 3 and 4 wrote it: the same fields, an older note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LearnedTextV4 {
+pub struct OldLearnedText<N> {
     pub partition: i32,
     pub offset: i64,
     pub analysis: Analysis,
     pub label: String,
     pub confident: bool,
-    pub note: Option<PoolNoteV4>,
+    pub note: Option<N>,
 }
 
-impl From<LearnedTextV4> for LearnedText {
-    fn from(old: LearnedTextV4) -> Self {
-        Self {
-            partition: old.partition,
-            offset: old.offset,
-            analysis: old.analysis,
-            label: old.label,
-            confident: old.confident,
-            note: old.note.map(PoolNote::from),
-        }
-    }
-}
+/// Version 3: its note without the text's terms.
+pub type LearnedTextV3 = OldLearnedText<PoolNoteV3>;
+/// Version 4: its note without the arrival score.
+pub type LearnedTextV4 = OldLearnedText<PoolNoteV4>;
 
-/// A learned text as version 3 wrote it (its note without the text's terms).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LearnedTextV3 {
-    pub partition: i32,
-    pub offset: i64,
-    pub analysis: Analysis,
-    pub label: String,
-    pub confident: bool,
-    pub note: Option<PoolNoteV3>,
-}
-
-impl From<LearnedTextV3> for LearnedText {
-    fn from(old: LearnedTextV3) -> Self {
+impl<N: OldNote> From<OldLearnedText<N>> for LearnedText {
+    fn from(old: OldLearnedText<N>) -> Self {
         let note = old.note.map(|note| note.upgrade(&old.analysis));
         Self {
             partition: old.partition,
