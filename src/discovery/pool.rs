@@ -160,7 +160,7 @@ pub fn excerpt(text: &str, chars: usize) -> String {
 
 /// Pooled texts, oldest first; past the capacity the oldest go.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(from = "PoolLayout")]
+#[serde(from = "PoolLayout<VecDeque<PooledText>>")]
 pub struct Pool {
     texts: VecDeque<PooledText>,
     capacity: usize,
@@ -192,13 +192,11 @@ impl Pool {
 
     /// The pool as snapshots before arrival scores wrote it (their scores unknown).
     pub fn from_v1(old: PoolV1) -> Self {
-        PoolLayout {
+        Self {
             texts: old.texts,
             capacity: old.capacity,
             pushed: old.pushed,
-            arrival_scores: Vec::new(),
         }
-        .into()
     }
 
     fn trim(&mut self) {
@@ -233,19 +231,11 @@ impl Pool {
 
 /// How a pool is stored: the texts' arrival scores last, in text order, so that a snapshot
 /// written before they existed ([`PoolV1`]) is a prefix of this layout and fails to decode as
-/// it, rather than decoding wrongly.
-#[derive(Deserialize)]
-struct PoolLayout {
-    texts: VecDeque<PooledText>,
-    capacity: usize,
-    pushed: u64,
-    arrival_scores: Vec<Option<f64>>,
-}
-
-/// [`PoolLayout`] over a borrowed pool (a snapshot need not copy its texts again).
-#[derive(Serialize)]
-struct PoolLayoutRef<'a> {
-    texts: &'a VecDeque<PooledText>,
+/// it, rather than decoding wrongly. Written over borrowed texts (a snapshot need not copy
+/// them again), read into owned ones.
+#[derive(Serialize, Deserialize)]
+struct PoolLayout<Texts> {
+    texts: Texts,
     capacity: usize,
     pushed: u64,
     arrival_scores: Vec<Option<f64>>,
@@ -253,7 +243,7 @@ struct PoolLayoutRef<'a> {
 
 impl Serialize for Pool {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        PoolLayoutRef {
+        PoolLayout {
             texts: &self.texts,
             capacity: self.capacity,
             pushed: self.pushed,
@@ -271,8 +261,8 @@ pub struct PoolV1 {
     pushed: u64,
 }
 
-impl From<PoolLayout> for Pool {
-    fn from(layout: PoolLayout) -> Self {
+impl From<PoolLayout<VecDeque<PooledText>>> for Pool {
+    fn from(layout: PoolLayout<VecDeque<PooledText>>) -> Self {
         let mut texts = layout.texts;
         for (text, score) in texts.iter_mut().zip(layout.arrival_scores) {
             text.arrival_score = score;

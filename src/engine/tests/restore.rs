@@ -1,0 +1,196 @@
+//! Restoring an engine from its state: the same engine, and snapshots of older layouts still
+//! read.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use super::three_topics;
+use crate::discovery::{PooledText, Unexplained};
+use crate::engine::graph;
+use crate::engine::index::IndexDoc;
+use crate::engine::rank;
+use crate::engine::state::{self, EngineState, GraphState};
+use crate::engine::tfidf::CorpusStats;
+use crate::engine::update::{self, Update};
+use crate::engine::{Engine, EngineConfig, LabelInfo, NewLabel};
+
+#[test]
+fn restored_state_is_the_same_engine() {
+    let mut engine = three_topics(EngineConfig::default());
+    for text in [
+        "the telescope saw a comet near the galaxy",
+        "a new recipe for baking sourdough bread",
+        "the striker scored a late goal",
+    ] {
+        let analysis = engine.analyze(text);
+        let label = engine.retrieve(&analysis).unwrap().graph_choice;
+        engine.learn(&analysis, &label, true);
+    }
+    let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
+    let state: state::EngineState = postcard::from_bytes(&bytes).unwrap();
+    let mut restored = Engine::from_state(EngineConfig::default(), state).unwrap();
+    assert_eq!(restored.digest(), engine.digest());
+    assert_eq!(restored.to_state(), engine.to_state());
+
+    // Both go on identically: same retrievals, same learning, same digest.
+    for text in [
+        "comet orbit and galaxy telescope with bread",
+        "goal keeper saves a penalty in the stadium",
+    ] {
+        let a = engine.analyze(text);
+        let b = restored.analyze(text);
+        assert_eq!(a, b);
+        let ra = engine.retrieve(&a).unwrap();
+        assert_eq!(ra, restored.retrieve(&b).unwrap());
+        engine
+            .apply(&update::Update::Learn {
+                analysis: a,
+                label: ra.graph_choice.clone(),
+                confident: true,
+            })
+            .unwrap();
+        restored
+            .apply(&update::Update::Learn {
+                analysis: b,
+                label: ra.graph_choice,
+                confident: true,
+            })
+            .unwrap();
+    }
+    assert_eq!(restored.digest(), engine.digest());
+}
+
+#[test]
+fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
+    let config = EngineConfig {
+        ranking: rank::RankingConfig {
+            seen_capacity: 3,
+            ..Default::default()
+        },
+        ..EngineConfig::default()
+    };
+    let mut live = three_topics(config.clone());
+    let texts: Vec<String> = (0..12)
+        .map(|i| {
+            format!(
+                "telescope oven goal comet{i} crust{} stadium{}",
+                i % 3,
+                i % 4
+            )
+        })
+        .collect();
+    let mut restored: Option<Engine> = None;
+    for (i, text) in texts.iter().enumerate() {
+        if i == 5 {
+            let state = live.to_state();
+            restored = Some(Engine::from_state(config.clone(), state).unwrap());
+        }
+        for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
+            let analysis = engine.analyze(text);
+            let retrieval = engine.retrieve(&analysis).unwrap();
+            let label = retrieval.graph_choice.clone();
+            engine.learn(&analysis, &label, true);
+        }
+    }
+    let restored = restored.unwrap();
+    assert_eq!(restored.digest(), live.digest());
+    assert_eq!(live.index().seen_count(), 3);
+    for query in ["comet3 crust1 stadium2", "telescope goal oven"] {
+        let a = live.retrieve(&live.analyze(query)).unwrap();
+        let b = restored.retrieve(&restored.analyze(query)).unwrap();
+        assert_eq!(a, b);
+    }
+}
+
+#[test]
+fn digest_tells_states_apart() {
+    let engine = three_topics(EngineConfig::default());
+    let mut other = engine.clone();
+    assert_eq!(engine.digest(), other.digest());
+    other.retire_label("cooking").unwrap();
+    assert_ne!(engine.digest(), other.digest());
+}
+
+#[test]
+fn corrupt_graph_state_is_refused() {
+    let engine = three_topics(EngineConfig::default());
+    let mut state = engine.to_state();
+    state
+        .graph
+        .edges
+        .push((0, 1_000_000, graph::EdgeCost::single(0.5)));
+    assert!(matches!(
+        Engine::from_state(EngineConfig::default(), state),
+        Err(state::StateError::DanglingEdge(_))
+    ));
+}
+
+/// An engine with one label and one pooled text whose arrival score is known.
+fn engine_with_a_pooled_text() -> Engine {
+    let mut engine = Engine::new(EngineConfig::default());
+    let round = Update::Round {
+        round: "r1".into(),
+        labels: vec![NewLabel {
+            id: "geology".into(),
+            name: None,
+            description: None,
+            examples: vec!["lava flows from the volcano".into()],
+        }],
+    };
+    engine.apply(&round).unwrap();
+    let analysis = engine.analyze("a yacht race in a breeze");
+    let text = PooledText::new(
+        "t1",
+        "a yacht race in a breeze",
+        &analysis,
+        "geology",
+        Unexplained::WeakScore,
+        None,
+    );
+    let pooled = Update::Pooled {
+        text,
+        arrival_score: Some(0.07),
+    };
+    engine.apply(&pooled).unwrap();
+    engine
+}
+
+/// The layout of snapshots written before arrival scores existed.
+#[derive(Serialize)]
+struct SnapshotV2<'a> {
+    graph: &'a GraphState,
+    stats: &'a CorpusStats,
+    labels: &'a [LabelInfo],
+    index: &'a [IndexDoc],
+    label_version: u64,
+    last_round: &'a Option<String>,
+    pool: (&'a VecDeque<PooledText>, usize, u64),
+}
+
+#[test]
+fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
+    let engine = engine_with_a_pooled_text();
+    let state = engine.to_state();
+    let bytes = postcard::to_stdvec(&state).unwrap();
+    let decoded = EngineState::decode(&bytes).unwrap();
+    assert_eq!(decoded.pool.texts()[0].arrival_score, Some(0.07));
+    assert_eq!(decoded, state);
+
+    let old = SnapshotV2 {
+        graph: &state.graph,
+        stats: &state.stats,
+        labels: &state.labels,
+        index: &state.index,
+        label_version: state.label_version,
+        last_round: &state.last_round,
+        pool: (state.pool.texts(), 5_000, state.pool.pushed()),
+    };
+    let old_bytes = postcard::to_stdvec(&old).unwrap();
+    let decoded = EngineState::decode(&old_bytes).unwrap();
+    assert_eq!(decoded.pool.len(), 1);
+    assert_eq!(decoded.pool.pushed(), 1);
+    assert_eq!(decoded.pool.texts()[0].id, "t1");
+    assert_eq!(decoded.pool.texts()[0].arrival_score, None);
+    assert_eq!(decoded.graph, state.graph);
+}
