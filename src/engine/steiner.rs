@@ -113,8 +113,26 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
     graph: &UnGraph<N, E, Ix>,
     terminals: &[NodeIndex<Ix>],
     cost: impl Fn(&E) -> f64,
-    mut expand: impl FnMut(NodeIndex<Ix>, &mut Vec<EdgeIndex<Ix>>),
+    expand: impl FnMut(NodeIndex<Ix>, &mut Vec<EdgeIndex<Ix>>),
 ) -> Result<SteinerTree<Ix>, SteinerError> {
+    let unique = distinct_terminals(graph, terminals)?;
+    if unique.len() < 2 {
+        return Ok(SteinerTree {
+            nodes: unique,
+            edges: vec![],
+            cost: 0.0,
+        });
+    }
+    let (chosen, regions) = connect_terminals(graph, &unique, &cost, expand)?;
+    let paths = expand_to_paths(graph, &chosen, &regions);
+    prune(spanning_tree(graph, paths, &cost), &unique)
+}
+
+/// The terminals without repeats, in their first order; an unknown node is an error.
+fn distinct_terminals<N, E, Ix: IndexType>(
+    graph: &UnGraph<N, E, Ix>,
+    terminals: &[NodeIndex<Ix>],
+) -> Result<Vec<NodeIndex<Ix>>, SteinerError> {
     let mut unique: Vec<NodeIndex<Ix>> = Vec::with_capacity(terminals.len());
     for &t in terminals {
         if graph.node_weight(t).is_none() {
@@ -124,87 +142,106 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
             unique.push(t);
         }
     }
-    match unique.len() {
-        0 => {
-            return Ok(SteinerTree {
-                nodes: vec![],
-                edges: vec![],
-                cost: 0.0,
-            })
+    Ok(unique)
+}
+
+/// Steps 1–3, interleaved: grow the regions and hand boundary edges to Kruskal as soon as they
+/// are final, until the terminals are connected. Returns the chosen boundary edges and the
+/// regions (whose marks lead every reached node back to its terminal).
+fn connect_terminals<N, E, Ix: IndexType>(
+    graph: &UnGraph<N, E, Ix>,
+    unique: &[NodeIndex<Ix>],
+    cost: &impl Fn(&E) -> f64,
+    mut expand: impl FnMut(NodeIndex<Ix>, &mut Vec<EdgeIndex<Ix>>),
+) -> Result<(Vec<EdgeIndex<Ix>>, Regions<Ix>), SteinerError> {
+    let mut regions = Regions::grow_from(unique);
+    let mut tree = TerminalTree::new(unique.len());
+    let mut next_edges: Vec<EdgeIndex<Ix>> = Vec::new();
+    while let Some(settled) = regions.settle_next() {
+        next_edges.clear();
+        expand(NodeIndex::new(settled.node), &mut next_edges);
+        regions.relax(graph, &settled, &next_edges, cost, &mut tree.boundary)?;
+        tree.accept_up_to(settled.distance, graph, &regions);
+        if tree.components == 1 {
+            return Ok((tree.chosen, regions));
         }
-        1 => {
-            return Ok(SteinerTree {
-                nodes: unique,
-                edges: vec![],
-                cost: 0.0,
-            })
+    }
+    // Search exhausted: every remaining boundary edge is final.
+    tree.accept_up_to(f64::INFINITY, graph, &regions);
+    if tree.components > 1 {
+        return Err(SteinerError::Disconnected {
+            components: tree.components,
+        });
+    }
+    Ok((tree.chosen, regions))
+}
+
+/// A node the search has just settled: its distance to its nearest terminal and that
+/// terminal's region.
+struct Settled {
+    node: usize,
+    distance: f64,
+    region: u32,
+}
+
+/// Steps 1–2: a multi-source Dijkstra from the terminals. Sparse per-node marks: the search
+/// stops early and touches a small part of a large graph, so dense arrays of the graph's size
+/// would cost more to clear than the search itself.
+struct Regions<Ix: IndexType> {
+    marks: HashMap<usize, Mark<Ix>>,
+    frontier: BinaryHeap<Reverse<(Cost, usize)>>,
+}
+
+impl<Ix: IndexType> Regions<Ix> {
+    fn grow_from(terminals: &[NodeIndex<Ix>]) -> Self {
+        let mut marks = HashMap::new();
+        let mut frontier = BinaryHeap::new();
+        for (i, t) in terminals.iter().enumerate() {
+            marks.insert(
+                t.index(),
+                Mark {
+                    distance: 0.0,
+                    region: i as u32,
+                    via: None,
+                    settled: false,
+                },
+            );
+            frontier.push(Reverse((Cost(0.0), t.index())));
         }
-        _ => {}
+        Self { marks, frontier }
     }
 
-    // Sparse per-node marks: the search stops early and touches a small part of a large graph,
-    // so dense arrays of the graph's size would cost more to clear than the search itself.
-    let mut marks: HashMap<usize, Mark<Ix>> = HashMap::new();
-    let mut frontier: BinaryHeap<Reverse<(Cost, usize)>> = BinaryHeap::new();
-    for (i, t) in unique.iter().enumerate() {
-        marks.insert(
-            t.index(),
-            Mark {
-                distance: 0.0,
-                region: i as u32,
-                via: None,
-                settled: false,
-            },
-        );
-        frontier.push(Reverse((Cost(0.0), t.index())));
-    }
-
-    // Boundary edges waiting for Kruskal: (terminal-graph cost, edge).
-    let mut boundary: BinaryHeap<Reverse<(Cost, usize)>> = BinaryHeap::new();
-    let mut regions = DisjointSets::new(unique.len());
-    let mut components = unique.len();
-    let mut chosen: Vec<EdgeIndex<Ix>> = Vec::new();
-
-    let mut accept_up_to = |limit: f64,
-                            boundary: &mut BinaryHeap<Reverse<(Cost, usize)>>,
-                            marks: &HashMap<usize, Mark<Ix>>,
-                            components: &mut usize,
-                            chosen: &mut Vec<EdgeIndex<Ix>>| {
-        while *components > 1 {
-            match boundary.peek() {
-                Some(Reverse((Cost(c), _))) if *c <= limit => {}
-                _ => break,
-            }
-            let Some(Reverse((_, edge))) = boundary.pop() else {
-                break;
-            };
-            let edge = EdgeIndex::new(edge);
-            let Some((u, v)) = graph.edge_endpoints(edge) else {
+    /// The nearest unsettled node, now settled; `None` once everything reachable is.
+    fn settle_next(&mut self) -> Option<Settled> {
+        while let Some(Reverse((Cost(d), u))) = self.frontier.pop() {
+            let Some(mark) = self.marks.get_mut(&u) else {
                 continue;
             };
-            let region = |n: usize| marks.get(&n).map_or(NO_REGION, |m| m.region) as usize;
-            let (ru, rv) = (region(u.index()), region(v.index()));
-            if regions.union(ru, rv) {
-                *components -= 1;
-                chosen.push(edge);
+            if mark.settled || d > mark.distance {
+                continue;
             }
+            mark.settled = true;
+            return Some(Settled {
+                node: u,
+                distance: mark.distance,
+                region: mark.region,
+            });
         }
-    };
+        None
+    }
 
-    let mut next_edges: Vec<EdgeIndex<Ix>> = Vec::new();
-    while let Some(Reverse((Cost(d), u))) = frontier.pop() {
-        let Some(mark) = marks.get_mut(&u) else {
-            continue;
-        };
-        if mark.settled || d > mark.distance {
-            continue;
-        }
-        mark.settled = true;
-        let (distance_u, region_u) = (mark.distance, mark.region);
-        let node = NodeIndex::<Ix>::new(u);
-        next_edges.clear();
-        expand(node, &mut next_edges);
-        for &edge in &next_edges {
+    /// Follow `edges` out of the settled node: shorten its neighbours' distances, and push an
+    /// edge into a settled node of another region onto Kruskal's `boundary` at the cost of the
+    /// terminal–terminal edge it stands for.
+    fn relax<N, E>(
+        &mut self,
+        graph: &UnGraph<N, E, Ix>,
+        from: &Settled,
+        edges: &[EdgeIndex<Ix>],
+        cost: &impl Fn(&E) -> f64,
+        boundary: &mut BinaryHeap<Reverse<(Cost, usize)>>,
+    ) -> Result<(), SteinerError> {
+        for &edge in edges {
             let (Some(weight), Some((a, b))) =
                 (graph.edge_weight(edge), graph.edge_endpoints(edge))
             else {
@@ -214,59 +251,118 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
             if w.is_nan() || w < 0.0 {
                 return Err(SteinerError::BadCost(w));
             }
-            let x = if a == node { b } else { a }.index();
-            let mark = marks.entry(x).or_insert(Mark::UNREACHED);
+            let x = if a.index() == from.node { b } else { a }.index();
+            let mark = self.marks.entry(x).or_insert(Mark::UNREACHED);
             if mark.settled {
-                if mark.region != region_u {
-                    let through = distance_u + w + mark.distance;
+                if mark.region != from.region {
+                    let through = from.distance + w + mark.distance;
                     boundary.push(Reverse((Cost(through), edge.index())));
                 }
-            } else if d + w < mark.distance {
-                mark.distance = d + w;
-                mark.region = region_u;
+            } else if from.distance + w < mark.distance {
+                mark.distance = from.distance + w;
+                mark.region = from.region;
                 mark.via = Some(edge);
-                frontier.push(Reverse((Cost(d + w), x)));
+                self.frontier.push(Reverse((Cost(from.distance + w), x)));
             }
         }
-        accept_up_to(d, &mut boundary, &marks, &mut components, &mut chosen);
-        if components == 1 {
-            break;
-        }
-    }
-    // Search exhausted: every remaining boundary edge is final.
-    accept_up_to(
-        f64::INFINITY,
-        &mut boundary,
-        &marks,
-        &mut components,
-        &mut chosen,
-    );
-    if components > 1 {
-        return Err(SteinerError::Disconnected { components });
+        Ok(())
     }
 
-    // Step 4: expand to real paths, take their MST, prune non-terminal leaves.
+    fn region(&self, node: usize) -> usize {
+        self.marks.get(&node).map_or(NO_REGION, |m| m.region) as usize
+    }
+
+    /// The search's path from `node` back to its terminal, edge by edge.
+    fn path_home<'g, N, E>(
+        &'g self,
+        graph: &'g UnGraph<N, E, Ix>,
+        node: usize,
+    ) -> impl Iterator<Item = EdgeIndex<Ix>> + 'g {
+        let mut at = node;
+        std::iter::from_fn(move || {
+            let step = self.marks.get(&at).and_then(|m| m.via)?;
+            let (a, b) = graph.edge_endpoints(step)?;
+            at = if a.index() == at {
+                b.index()
+            } else {
+                a.index()
+            };
+            Some(step)
+        })
+    }
+}
+
+/// Step 3: Kruskal over the boundary edges, taken in cost order as the search makes them final.
+struct TerminalTree<Ix: IndexType> {
+    /// Boundary edges waiting for Kruskal: (terminal-graph cost, edge).
+    boundary: BinaryHeap<Reverse<(Cost, usize)>>,
+    joined: DisjointSets,
+    components: usize,
+    chosen: Vec<EdgeIndex<Ix>>,
+}
+
+impl<Ix: IndexType> TerminalTree<Ix> {
+    fn new(terminals: usize) -> Self {
+        Self {
+            boundary: BinaryHeap::new(),
+            joined: DisjointSets::new(terminals),
+            components: terminals,
+            chosen: Vec::new(),
+        }
+    }
+
+    /// Take every waiting boundary edge costing at most `limit` that joins two components.
+    fn accept_up_to<N, E>(&mut self, limit: f64, graph: &UnGraph<N, E, Ix>, regions: &Regions<Ix>) {
+        while self.components > 1 {
+            match self.boundary.peek() {
+                Some(Reverse((Cost(c), _))) if *c <= limit => {}
+                _ => break,
+            }
+            let Some(Reverse((_, edge))) = self.boundary.pop() else {
+                break;
+            };
+            let edge = EdgeIndex::new(edge);
+            let Some((u, v)) = graph.edge_endpoints(edge) else {
+                continue;
+            };
+            if self
+                .joined
+                .union(regions.region(u.index()), regions.region(v.index()))
+            {
+                self.components -= 1;
+                self.chosen.push(edge);
+            }
+        }
+    }
+}
+
+/// Step 4a: each chosen boundary edge with the search paths from both its ends to their
+/// terminals — the real edges the terminal tree stands for.
+fn expand_to_paths<N, E, Ix: IndexType>(
+    graph: &UnGraph<N, E, Ix>,
+    chosen: &[EdgeIndex<Ix>],
+    regions: &Regions<Ix>,
+) -> HashSet<EdgeIndex<Ix>> {
     let mut union: HashSet<EdgeIndex<Ix>> = HashSet::new();
-    for &edge in &chosen {
+    for &edge in chosen {
         union.insert(edge);
         if let Some((u, v)) = graph.edge_endpoints(edge) {
             for end in [u, v] {
-                let mut at = end.index();
-                while let Some(step) = marks.get(&at).and_then(|m| m.via) {
-                    union.insert(step);
-                    let Some((a, b)) = graph.edge_endpoints(step) else {
-                        break;
-                    };
-                    at = if a.index() == at {
-                        b.index()
-                    } else {
-                        a.index()
-                    };
-                }
+                union.extend(regions.path_home(graph, end.index()));
             }
         }
     }
-    let mut edges: Vec<(f64, EdgeIndex<Ix>)> = union
+    union
+}
+
+/// Step 4b: a minimum spanning forest of `edges` (Kruskal; equal costs by edge index), each
+/// edge with its cost and end nodes.
+fn spanning_tree<N, E, Ix: IndexType>(
+    graph: &UnGraph<N, E, Ix>,
+    edges: HashSet<EdgeIndex<Ix>>,
+    cost: &impl Fn(&E) -> f64,
+) -> Vec<(f64, EdgeIndex<Ix>, usize, usize)> {
+    let mut edges: Vec<(f64, EdgeIndex<Ix>)> = edges
         .into_iter()
         .filter_map(|e| graph.edge_weight(e).map(|w| (cost(w), e)))
         .collect();
@@ -276,7 +372,7 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
         let next = slot.len();
         *slot.entry(n).or_insert(next)
     };
-    let mut spanning: Vec<(f64, EdgeIndex<Ix>, usize, usize)> = Vec::new();
+    let mut spanning = Vec::new();
     let mut sets = DisjointSets::new(2 * edges.len() + 1);
     for (w, e) in edges {
         if let Some((a, b)) = graph.edge_endpoints(e) {
@@ -286,7 +382,7 @@ pub fn mehlhorn<N, E, Ix: IndexType>(
             }
         }
     }
-    prune(spanning, &unique)
+    spanning
 }
 
 /// An approximate Steiner tree: its nodes (sorted), edges and total cost.
