@@ -1,0 +1,425 @@
+//! `gorag eval`: the paper's DFSTC protocol (or `--discover`) over a dataset folder.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+
+use super::discover;
+use crate::classify::Classifier;
+use crate::engine::keywords::{KeywordMode, KeywordSelection};
+use crate::engine::prompt::{ChoiceMode, PromptLayout};
+use crate::engine::rank::RankingConfig;
+use crate::engine::{EngineConfig, Strategy};
+use crate::eval::{self, dataset, report};
+use crate::llm::{LlmClient, LlmSettings};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum StrategyArg {
+    Steiner,
+    All,
+    Naive,
+    Ranked,
+    Proximity,
+    Hybrid,
+}
+
+impl From<StrategyArg> for Strategy {
+    fn from(value: StrategyArg) -> Self {
+        match value {
+            StrategyArg::Steiner => Strategy::Steiner,
+            StrategyArg::All => Strategy::All,
+            StrategyArg::Naive => Strategy::Naive,
+            StrategyArg::Ranked => Strategy::Ranked,
+            StrategyArg::Proximity => Strategy::Proximity,
+            StrategyArg::Hybrid => Strategy::Hybrid,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Ablation {
+    /// No online indexing.
+    Offline,
+    /// Every edge costs 1.
+    Unit,
+    /// Keywords instead of the text in the prompt.
+    KeywordInput,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KeywordModeArg {
+    Tfidf,
+    Llm,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HeldOutArg {
+    /// test.tsv (dev.tsv where a round has none): for reporting.
+    Test,
+    /// dev.tsv: for tuning.
+    Dev,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LabelNamesArg {
+    Auto,
+    Yes,
+    No,
+}
+
+/// Where the LLM is and how to call it.
+#[derive(Debug, Clone, Args)]
+pub struct LlmArgs {
+    /// OpenAI-compatible base URL, or `none` for retrieval-only (graph) predictions.
+    #[arg(
+        long,
+        env = "GORAG_LLM_URL",
+        default_value = "http://127.0.0.1:8080/v1"
+    )]
+    pub llm: String,
+    /// Model name sent to the endpoint.
+    #[arg(
+        long,
+        env = "GORAG_LLM_MODEL",
+        default_value = "qwen2.5-coder-0.5b-instruct"
+    )]
+    pub model: String,
+    /// File holding the API key (else $GORAG_LLM_API_KEY, else $OPENAI_API_KEY, else none).
+    #[arg(long)]
+    pub api_key_file: Option<PathBuf>,
+    /// Timeout of one LLM attempt, in seconds.
+    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
+    pub llm_timeout: f64,
+    /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer).
+    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
+    pub llm_retries: u32,
+    /// LLM requests in flight at once.
+    #[arg(long, default_value_t = 2)]
+    pub llm_concurrency: usize,
+    /// Directory of the persistent response cache.
+    #[arg(long, env = "GORAG_LLM_CACHE")]
+    pub llm_cache: Option<PathBuf>,
+}
+
+impl LlmArgs {
+    pub fn client(&self) -> Result<Option<LlmClient>> {
+        let settings = LlmSettings {
+            url: self.llm.clone(),
+            model: self.model.clone(),
+            api_key_file: self.api_key_file.clone(),
+            timeout_secs: self.llm_timeout,
+            retries: self.llm_retries,
+            concurrency: self.llm_concurrency,
+            cache_dir: self.llm_cache.clone(),
+        };
+        Ok(settings.client()?)
+    }
+}
+
+/// Scoring of the ranked strategies (`ranked`, `proximity`, `hybrid`); defaults are the
+/// service's.
+#[derive(Debug, Clone, Args)]
+pub struct RankingArgs {
+    /// Candidates offered to the LLM, best first.
+    #[arg(long, default_value_t = RankingConfig::default().max_candidates)]
+    pub max_candidates: usize,
+    /// Weight of the similarity with a label's name.
+    #[arg(long, default_value_t = RankingConfig::default().name_weight)]
+    pub name_weight: f64,
+    /// Weight of the similarity with a label's description.
+    #[arg(long, default_value_t = RankingConfig::default().description_weight)]
+    pub description_weight: f64,
+    /// Nearest texts voting in the second hop (TopoRAG proximity).
+    #[arg(long, default_value_t = RankingConfig::default().proximity_k)]
+    pub proximity_k: usize,
+    /// Weight of the second hop in `hybrid`.
+    #[arg(long, default_value_t = RankingConfig::default().proximity_weight)]
+    pub proximity_weight: f64,
+    /// Score margin above which a graph-only decision is learned from.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin)]
+    pub learn_margin: f64,
+    /// Score margin above which an LLM decision agreeing with retrieval is learned from.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
+    pub learn_margin_agreeing: f64,
+    /// How the LLM chooses: `free` (the paper's: a class name), `numbered`, or `scored` (its
+    /// first-token log-probabilities fused with the retrieval scores).
+    #[arg(long, value_enum, default_value = "scored")]
+    pub choice: ChoiceArg,
+    /// `scored`: weight of the LLM's belief against the retrieval scores.
+    #[arg(long, default_value_t = EngineConfig::default().llm_weight)]
+    pub llm_weight: f64,
+    /// Characters of each candidate's most similar example shown in the prompt (0: none).
+    #[arg(long, default_value_t = EngineConfig::default().example_chars)]
+    pub example_chars: usize,
+    /// Where the text goes in the prompt: `list-first` (the paper's) or `text-first` (the
+    /// classes and the instruction last).
+    #[arg(long, value_enum, default_value = "text-first")]
+    pub prompt_layout: PromptLayoutArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PromptLayoutArg {
+    ListFirst,
+    TextFirst,
+}
+
+impl From<PromptLayoutArg> for PromptLayout {
+    fn from(value: PromptLayoutArg) -> Self {
+        match value {
+            PromptLayoutArg::ListFirst => PromptLayout::ListFirst,
+            PromptLayoutArg::TextFirst => PromptLayout::TextFirst,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ChoiceArg {
+    Free,
+    Numbered,
+    Scored,
+}
+
+impl From<ChoiceArg> for ChoiceMode {
+    fn from(value: ChoiceArg) -> Self {
+        match value {
+            ChoiceArg::Free => ChoiceMode::Free,
+            ChoiceArg::Numbered => ChoiceMode::Numbered,
+            ChoiceArg::Scored => ChoiceMode::Scored,
+        }
+    }
+}
+
+impl RankingArgs {
+    pub fn config(&self) -> RankingConfig {
+        RankingConfig {
+            max_candidates: self.max_candidates.max(1),
+            name_weight: self.name_weight,
+            description_weight: self.description_weight,
+            proximity_k: self.proximity_k,
+            proximity_weight: self.proximity_weight,
+            learn_margin: self.learn_margin,
+            learn_margin_agreeing: self.learn_margin_agreeing,
+            ..RankingConfig::default()
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Dataset folder, e.g. ../shared/data/paper/wos or examples/tiny.
+    pub dataset: PathBuf,
+    /// Shots per label (selects the `<k>shot` folder).
+    #[arg(long, default_value_t = 1)]
+    pub shots: u32,
+    /// Rounds to run (default: every round present).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Which held-out texts: `test` to report, `dev` to tune.
+    #[arg(long, value_enum, default_value = "test")]
+    pub held_out: HeldOutArg,
+    /// Held-out texts per round, sampled with --seed (default: all).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Candidate strategies to compare, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "hybrid")]
+    pub strategy: Vec<StrategyArg>,
+    #[command(flatten)]
+    pub ranking: RankingArgs,
+    #[command(flatten)]
+    pub discover: discover::DiscoverArgs,
+    /// Keyword extraction.
+    #[arg(long, value_enum, default_value = "tfidf")]
+    pub keywords: KeywordModeArg,
+    /// Keywords kept per query text (terminals; added by online indexing).
+    #[arg(long, default_value_t = KeywordSelection::default().top_k)]
+    pub top_k: usize,
+    /// Keywords kept per labelled example or description.
+    #[arg(long, default_value_t = EngineConfig::default().example_selection.top_k)]
+    pub example_top_k: usize,
+    /// Minimum normalised TF-IDF score of a keyword.
+    #[arg(long, default_value_t = 0.0)]
+    pub min_score: f64,
+    /// k of the `naive` strategy.
+    #[arg(long, default_value_t = EngineConfig::default().naive_k)]
+    pub naive_k: usize,
+    /// Ablations, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub ablation: Vec<Ablation>,
+    /// Whether label ids are readable names (auto: not when they look like `label 7`).
+    #[arg(long, value_enum, default_value = "auto")]
+    pub label_names: LabelNamesArg,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    /// Folder for report.json and accuracy.svg.
+    #[arg(long, default_value = "out/eval")]
+    pub out: PathBuf,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub async fn eval(args: EvalArgs) -> Result<()> {
+    let (rounds, named) = args.rounds()?;
+    let llm = args.llm.client()?;
+    let keyword_mode = match args.keywords {
+        KeywordModeArg::Tfidf => KeywordMode::Tfidf,
+        KeywordModeArg::Llm => KeywordMode::Llm,
+    };
+    if keyword_mode == KeywordMode::Llm && llm.is_none() {
+        bail!("--keywords llm needs an LLM (drop --llm none)");
+    }
+    let classifier = Classifier::new(llm.clone(), keyword_mode);
+    let base = args.engine_config();
+    let engines: Vec<EngineConfig> = args
+        .strategy
+        .iter()
+        .map(|s| EngineConfig {
+            strategy: (*s).into(),
+            ..base.clone()
+        })
+        .collect();
+
+    let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
+    if args.discover.discover {
+        let outcome = discover::run(
+            &args.discover,
+            &rounds,
+            &prepared,
+            &engines,
+            &classifier,
+            args.seed,
+            &args.out,
+        )
+        .await;
+        // The cache keeps what was answered even when the run failed part-way.
+        if let Some(llm) = &llm {
+            llm.flush_cache().await?;
+        }
+        return outcome;
+    }
+    let mut runs = Vec::new();
+    for engine in engines {
+        let options = eval::EvalOptions {
+            engine,
+            concurrency: args.llm.llm_concurrency,
+            progress: !args.quiet,
+        };
+        runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);
+    }
+    if let Some(llm) = &llm {
+        llm.flush_cache().await?;
+    }
+
+    let report = report::EvalReport {
+        dataset: args.dataset_name(),
+        shots: args.shots,
+        limit: args.limit,
+        seed: args.seed,
+        model: llm
+            .as_ref()
+            .map(|l| l.config().model.clone())
+            .unwrap_or_else(|| "none".into()),
+        keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
+        choice: base.choice.as_str().to_string(),
+        held_out: format!("{:?}", args.held_out).to_lowercase(),
+        named_labels: named,
+        ablations: args
+            .ablation
+            .iter()
+            .map(|a| format!("{a:?}").to_lowercase())
+            .collect(),
+        runs,
+        llm_usage: llm.as_ref().map(|l| l.usage().snapshot()),
+    };
+    print!("{}", report::table(&report));
+    let written = write_outputs(&report, &args.out)?;
+    if let Some(usage) = &report.llm_usage {
+        println!(
+            "llm: {} calls ({} from cache), {} attempts, {} retries, {} failures, {} prompt + {} completion tokens",
+            usage.calls,
+            usage.cache_hits,
+            usage.attempts,
+            usage.retries,
+            usage.failures,
+            usage.prompt_tokens,
+            usage.completion_tokens
+        );
+    }
+    println!("wrote {}", written.join(", "));
+    Ok(())
+}
+
+impl EvalArgs {
+    /// The split's rounds (sampled with `--limit`), and whether its label ids are names.
+    fn rounds(&self) -> Result<(Vec<dataset::RoundData>, bool)> {
+        let held_out = match self.held_out {
+            HeldOutArg::Test => dataset::HeldOut::Test,
+            HeldOutArg::Dev => dataset::HeldOut::Dev,
+        };
+        let mut rounds = dataset::load(&self.dataset, self.shots, self.rounds, held_out)?;
+        if let Some(limit) = self.limit {
+            dataset::sample(&mut rounds, limit, self.seed);
+        }
+        let named = dataset::labels_have_names(
+            &rounds,
+            match self.label_names {
+                LabelNamesArg::Auto => dataset::LabelNames::Auto,
+                LabelNamesArg::Yes => dataset::LabelNames::Yes,
+                LabelNamesArg::No => dataset::LabelNames::No,
+            },
+        );
+        Ok((rounds, named))
+    }
+
+    /// The engine every strategy shares: the defaults with this run's flags and ablations.
+    fn engine_config(&self) -> EngineConfig {
+        let mut base = EngineConfig::default();
+        base.selection.top_k = self.top_k;
+        base.selection.min_score = self.min_score;
+        base.example_selection.top_k = self.example_top_k;
+        base.example_selection.min_score = self.min_score;
+        base.naive_k = self.naive_k;
+        base.online_indexing = !self.ablation.contains(&Ablation::Offline);
+        base.unit_costs = self.ablation.contains(&Ablation::Unit);
+        base.keyword_input = self.ablation.contains(&Ablation::KeywordInput);
+        base.ranking = self.ranking.config();
+        base.choice = self.ranking.choice.into();
+        base.llm_weight = self.ranking.llm_weight;
+        base.example_chars = self.ranking.example_chars;
+        base.prompt_layout = self.ranking.prompt_layout.into();
+        base
+    }
+
+    fn dataset_name(&self) -> String {
+        self.dataset
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| self.dataset.display().to_string())
+    }
+}
+
+/// report.json, the label map (when a run drew one) and accuracy.svg under `out`; returns
+/// the paths written.
+fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>> {
+    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let mut written = Vec::new();
+    let mut write = |name: &str, contents: String| -> Result<()> {
+        let path = out.join(name);
+        std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path.display().to_string());
+        Ok(())
+    };
+    write("report.json", serde_json::to_string_pretty(report)?)?;
+    if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
+        let title = format!("{} labels after the last round", report.dataset);
+        write(
+            "labels.html",
+            crate::discovery::map_html::html(&title, map, None),
+        )?;
+    }
+    write("accuracy.svg", report::svg(report))?;
+    Ok(written)
+}
