@@ -5,11 +5,12 @@
 use std::time::Instant;
 
 use super::{Pending, Source, Text, Work};
-use crate::classify::{Answer, Classifier, LlmFailure};
+use crate::classify::{Answer, Classified, Classifier, LlmFailure};
 use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, PoolNote};
 use crate::engine::Engine;
 use crate::events::decode::{Reason, Rejection};
+use crate::events::TextEvent;
 use crate::stream::changelog::LearnedText;
 use crate::stream::delivery::OutputKind;
 use crate::stream::kafka::Outgoing;
@@ -119,34 +120,17 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         received,
         work,
     } = text;
-    let (pending, answer) = match work {
-        Work::Rejected { stage, rejection } => {
+    let (pending, answer, llm_fallback) = match final_answer(work, finishing.on_llm_failure) {
+        Ok(answered) => answered,
+        Err((stage, rejection)) => {
             tracing::debug!(offset = source.position.offset, %rejection, "text rejected");
             return Finished::dead_letter(finishing, source, stage, rejection);
         }
-        Work::Keywords { .. } => {
-            let rejection = Rejection::new(Reason::LlmFailed, "no keywords");
-            return Finished::dead_letter(finishing, source, "classify", rejection);
-        }
-        // Finished only once final; were it not, its answer is unknown: treat it as an LLM
-        // failure rather than stall or panic.
-        Work::Classify { pending, answer } => (
-            pending,
-            answer.unwrap_or_else(|| Answer {
-                failure: Some(LlmFailure::other("no_answer")),
-                ..Answer::default()
-            }),
-        ),
     };
-    let mut tally = Tally::default();
-    if let Some(failure) = &answer.failure {
-        if finishing.on_llm_failure == OnLlmFailure::DeadLetter {
-            let message = format!("{}: {}", failure.reason, failure.detail);
-            let rejection = Rejection::new(Reason::LlmFailed, message);
-            return Finished::dead_letter(finishing, source, "classify", rejection);
-        }
-        tally.llm_fallback = true;
-    }
+    let mut tally = Tally {
+        llm_fallback,
+        ..Tally::default()
+    };
     let Pending {
         event,
         prepared,
@@ -161,36 +145,14 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     let started = Instant::now();
     let index_span = tracing::info_span!(parent: &span, "index").entered();
     let confident = engine.is_confident(&classified.retrieval, decision);
-    let (partition, offset) = (source.position.partition, source.position.offset);
-    // A poorly explained text travels to every replica's discovery pool in its learn record
-    // (written for it even when online indexing is off).
-    let note = finishing
-        .discovery
-        .and_then(|config| discovery::unexplained(&classified.retrieval, decision, config))
-        .map(|why| {
-            let arrival_score = discovery::arrival_score(&classified.retrieval);
-            PoolNote::new(
-                &event.id,
-                &event.text,
-                &classified.analysis.terms,
-                why,
-                arrival_score,
-            )
-        });
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => {
             tally.relearn_skipped = true;
             None
         }
-        Learning::Allowed if finishing.online_indexing || note.is_some() => Some(LearnedText {
-            partition,
-            offset,
-            analysis: engine.learnable(&classified.analysis),
-            label: decision.label.clone(),
-            confident,
-            note,
-        }),
-        Learning::Allowed => None,
+        Learning::Allowed => {
+            learn_record(finishing, engine, &classified, &event, &source, confident)
+        }
     };
     drop(index_span);
     latency.index_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -209,15 +171,100 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         latency,
         position: &source.position,
     };
+    let records = output_records(finishing, engine, &classification, &mut tally);
+    tally.predicted = Some(label_source);
+    Finished {
+        learn,
+        records,
+        source: Some(source),
+        tally,
+    }
+}
+
+/// The text's pending classification and its final answer, and whether that answer is the
+/// graph's fallback for a failed LLM call; or the stage and reason to dead-letter it.
+fn final_answer(
+    work: Work,
+    on_llm_failure: OnLlmFailure,
+) -> Result<(Box<Pending>, Answer, bool), (&'static str, Rejection)> {
+    let (pending, answer) = match work {
+        Work::Rejected { stage, rejection } => return Err((stage, rejection)),
+        Work::Keywords { .. } => {
+            return Err(("classify", Rejection::new(Reason::LlmFailed, "no keywords")))
+        }
+        // Finished only once final; were it not, its answer is unknown: treat it as an LLM
+        // failure rather than stall or panic.
+        Work::Classify { pending, answer } => (
+            pending,
+            answer.unwrap_or_else(|| Answer {
+                failure: Some(LlmFailure::other("no_answer")),
+                ..Answer::default()
+            }),
+        ),
+    };
+    match &answer.failure {
+        Some(failure) if on_llm_failure == OnLlmFailure::DeadLetter => {
+            let message = format!("{}: {}", failure.reason, failure.detail);
+            Err(("classify", Rejection::new(Reason::LlmFailed, message)))
+        }
+        Some(_) => Ok((pending, answer, true)),
+        None => Ok((pending, answer, false)),
+    }
+}
+
+/// The online-indexing step for a text this instance may learn: written when online indexing
+/// is on, or when discovery pools the text — a poorly explained text travels to every
+/// replica's discovery pool in its learn record (written for it even when online indexing is
+/// off).
+fn learn_record(
+    finishing: &Finishing,
+    engine: &Engine,
+    classified: &Classified,
+    event: &TextEvent,
+    source: &Source,
+    confident: bool,
+) -> Option<LearnedText> {
+    let note = finishing
+        .discovery
+        .and_then(|config| {
+            discovery::unexplained(&classified.retrieval, &classified.decision, config)
+        })
+        .map(|why| {
+            PoolNote::new(
+                &event.id,
+                &event.text,
+                &classified.analysis.terms,
+                why,
+                discovery::arrival_score(&classified.retrieval),
+            )
+        });
+    (finishing.online_indexing || note.is_some()).then(|| LearnedText {
+        partition: source.position.partition,
+        offset: source.position.offset,
+        analysis: engine.learnable(&classified.analysis),
+        label: classified.decision.label.clone(),
+        confident,
+        note,
+    })
+}
+
+/// The records to deliver, in sending order: the hallucination report (if any), then the
+/// prediction.
+fn output_records(
+    finishing: &Finishing,
+    engine: &Engine,
+    classification: &Classification,
+    tally: &mut Tally,
+) -> Vec<(OutputKind, Outgoing)> {
     let mut records = Vec::with_capacity(2);
-    if let Some(report) = outputs::hallucination(engine, &classification) {
+    if let Some(report) = outputs::hallucination(engine, classification) {
         tally.hallucination = Some(report.kind.as_str().to_string());
         records.push((
             OutputKind::Hallucination,
             outputs::json_record(&finishing.topics.hallucinations, &report.text_id, &report),
         ));
     }
-    let prediction = outputs::prediction(engine, &classification);
+    let prediction = outputs::prediction(engine, classification);
     records.push((
         OutputKind::Prediction,
         outputs::json_record(
@@ -226,13 +273,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
             &prediction,
         ),
     ));
-    tally.predicted = Some(label_source);
-    Finished {
-        learn,
-        records,
-        source: Some(source),
-        tally,
-    }
+    records
 }
 
 #[cfg(test)]
