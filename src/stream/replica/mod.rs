@@ -124,13 +124,29 @@ impl Replica {
             return Ok(());
         }
         self.store.record(&applied.updates, &applied.offsets)?;
-        if let Some(every) = self.pass_every.filter(|_| applied.mine) {
+        if applied.mine {
+            self.own_record_applied(&applied.effect, pooled_before, created_ms, stats);
+        }
+        let _entered = span.enter();
+        self.report(offset, applied.effect, applied.mine, stats);
+        self.maybe_snapshot()
+    }
+
+    /// Bookkeeping for a record this instance wrote: a community pass falls due every
+    /// `pass_every` texts it pooled, and a learn record back from the log frees its intake place.
+    fn own_record_applied(
+        &mut self,
+        effect: &Effect,
+        pooled_before: u64,
+        created_ms: Option<i64>,
+        stats: &mut Stats,
+    ) {
+        if let Some(every) = self.pass_every {
             if self.engine.pool().pushed() / every > pooled_before / every {
                 self.pass_due = true;
             }
         }
-        // One of this instance's learn records came back: its intake place is free again.
-        if applied.mine && matches!(applied.effect, Effect::Learned { .. }) {
+        if matches!(effect, Effect::Learned { .. }) {
             self.pending_learns = self.pending_learns.saturating_sub(1);
             // From the record's creation to its application here: how long a learn step
             // holds its intake place.
@@ -141,13 +157,15 @@ impl Replica {
                 );
             }
         }
-        let _entered = span.enter();
-        match applied.effect {
-            Effect::Behind => {}
+    }
+
+    /// Count, log and dead-letter what an applied record asks for.
+    fn report(&mut self, offset: i64, effect: Effect, mine: bool, stats: &mut Stats) {
+        match effect {
+            Effect::Behind | Effect::Copy => {}
             Effect::Unreadable(error) => {
                 tracing::error!(offset, %error, "unreadable changelog record skipped");
             }
-            Effect::Copy => {}
             Effect::Learned {
                 copies, refused, ..
             } => {
@@ -184,7 +202,7 @@ impl Replica {
                 tracing::warn!(offset = labels_offset, %rejection, "label event rejected");
                 stats.dead_letter(rejection.reason);
                 // One dead letter per event: from the instance whose forward counted.
-                if applied.mine {
+                if mine {
                     let position = InputPosition {
                         topic: self.topics.labels.clone(),
                         partition: 0,
@@ -202,7 +220,6 @@ impl Replica {
                 self.gauges(stats.metrics());
             }
         }
-        self.maybe_snapshot()
     }
 
     /// Dead letters waiting to be delivered.
