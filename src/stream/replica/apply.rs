@@ -127,79 +127,101 @@ pub fn apply(
         }
     };
     applied.mine = record.origin == instance;
-    match record.change {
+    let texts: Vec<LearnedText> = match record.change {
         Change::Learn {
             partition,
             offset: text_offset,
             analysis,
             label,
             confident,
-        } => {
-            let text = LearnedText {
-                partition,
-                offset: text_offset,
-                analysis,
-                label,
-                confident,
-                note: None,
-            };
-            learn(cursor, engine, topics, vec![text], &mut applied);
-        }
-        Change::Learns { texts } => {
-            let texts = texts.into_iter().map(LearnedText::from).collect();
-            learn(cursor, engine, topics, texts, &mut applied);
-        }
-        Change::LearnedV3 { texts } => {
-            let texts = texts.into_iter().map(LearnedText::from).collect();
-            learn(cursor, engine, topics, texts, &mut applied);
-        }
-        Change::LearnedV4 { texts } => {
-            let texts = texts.into_iter().map(LearnedText::from).collect();
-            learn(cursor, engine, topics, texts, &mut applied);
-        }
-        Change::Learned { texts } => learn(cursor, engine, topics, texts, &mut applied),
+        } => vec![LearnedText {
+            partition,
+            offset: text_offset,
+            analysis,
+            label,
+            confident,
+            note: None,
+        }],
+        Change::Learns { texts } => texts.into_iter().map(LearnedText::from).collect(),
+        Change::LearnedV3 { texts } => texts.into_iter().map(LearnedText::from).collect(),
+        Change::LearnedV4 { texts } => texts.into_iter().map(LearnedText::from).collect(),
+        Change::Learned { texts } => texts,
         Change::Label {
-            offset: labels_offset,
+            offset,
             key,
             payload,
             outcome,
         } => {
-            if labels_offset < cursor.labels_next {
-                applied.effect = Effect::Copy;
-                return applied;
-            }
-            cursor.labels_next = labels_offset + 1;
-            applied
-                .offsets
-                .insert((topics.labels.clone(), 0), labels_offset + 1);
-            let rejected = |stage, rejection| Effect::LabelRejected {
-                labels_offset,
+            let event = LabelRecord {
+                offset,
                 key,
                 payload,
-                stage,
-                rejection,
+                outcome,
             };
-            applied.effect = match outcome {
-                LabelOutcome::Apply(update) => match engine.apply(&update) {
-                    Ok(report) => {
-                        applied.updates.push(update.clone());
-                        Effect::Label {
-                            labels_offset,
-                            update: Box::new(update),
-                            report,
-                        }
-                    }
-                    Err(error) => rejected(RejectStage::Apply, engine_rejection(&error)),
-                },
-                LabelOutcome::Reject {
-                    stage,
-                    reason,
-                    message,
-                } => rejected(stage, Rejection::new(reason, message)),
-            };
+            label(cursor, engine, topics, event, &mut applied);
+            return applied;
         }
-    }
+    };
+    learn(cursor, engine, topics, texts, &mut applied);
     applied
+}
+
+/// A label event as the changelog carries it: its offset in the labels topic, its input
+/// record, and the writer's verdict.
+struct LabelRecord {
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+    outcome: LabelOutcome,
+}
+
+/// Apply a label event unless it was applied already (a copy).
+fn label(
+    cursor: &mut Cursor,
+    engine: &mut Engine,
+    topics: &LogTopics,
+    event: LabelRecord,
+    applied: &mut Applied,
+) {
+    let LabelRecord {
+        offset: labels_offset,
+        key,
+        payload,
+        outcome,
+    } = event;
+    if labels_offset < cursor.labels_next {
+        applied.effect = Effect::Copy;
+        return;
+    }
+    cursor.labels_next = labels_offset + 1;
+    applied
+        .offsets
+        .insert((topics.labels.clone(), 0), labels_offset + 1);
+    let rejected = |stage, rejection| Effect::LabelRejected {
+        labels_offset,
+        key,
+        payload,
+        stage,
+        rejection,
+    };
+    applied.effect = match outcome {
+        LabelOutcome::Apply(update) => match engine.apply(&update) {
+            Ok(report) => {
+                applied.updates.push(update.clone());
+                Effect::Label {
+                    labels_offset,
+                    update: Box::new(update),
+                    report,
+                }
+            }
+            Err(error) => rejected(RejectStage::Apply, engine_rejection(&error)),
+        },
+        LabelOutcome::Reject {
+            stage,
+            reason,
+            message,
+        } => rejected(stage, Rejection::new(reason, message)),
+    };
 }
 
 /// Learn `texts` in order, skipping those learned already.
