@@ -192,8 +192,17 @@ impl ServeConfig {
         }
     }
 
-    /// Checks that span fields.
+    /// Checks that span fields, section by section.
     fn check(&self, errors: &mut Vec<String>) {
+        self.check_topics(errors);
+        self.check_kafka(errors);
+        self.check_llm(errors);
+        self.check_engine(errors);
+        self.check_service(errors);
+    }
+
+    /// Every topic named, and no two the same.
+    fn check_topics(&self, errors: &mut Vec<String>) {
         let t = &self.topics;
         let names = [
             ("topics.labels", &t.labels),
@@ -212,6 +221,10 @@ impl ServeConfig {
                 errors.push(format!("{key}: same topic as {other} ({name})"));
             }
         }
+    }
+
+    /// The broker connection and the client properties gorag owns.
+    fn check_kafka(&self, errors: &mut Vec<String>) {
         if self.kafka.brokers.trim().is_empty() {
             errors.push("kafka.brokers: must not be empty".into());
         }
@@ -235,6 +248,10 @@ impl ServeConfig {
                 errors.push(format!("kafka.client.\"{reserved}\": set by gorag itself"));
             }
         }
+    }
+
+    /// The endpoint, its timeout and concurrency.
+    fn check_llm(&self, errors: &mut Vec<String>) {
         if self.llm.enabled() && !self.llm.url.starts_with("http") {
             errors.push(format!(
                 "llm.url: {:?} is neither an http(s) URL nor `none`",
@@ -247,6 +264,10 @@ impl ServeConfig {
         if self.llm.concurrency == 0 {
             errors.push("llm.concurrency: must be at least 1".into());
         }
+    }
+
+    /// Keyword counts, candidate cap, weights and discovery.
+    fn check_engine(&self, errors: &mut Vec<String>) {
         if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
             errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
         }
@@ -275,6 +296,10 @@ impl ServeConfig {
                 errors.push(format!("discovery: {problem}"));
             }
         }
+    }
+
+    /// Intake limits, state snapshots, the admin address and shutdown.
+    fn check_service(&self, errors: &mut Vec<String>) {
         if self.input.max_in_flight == 0 {
             errors.push("input.max_in_flight: must be at least 1".into());
         }
