@@ -140,21 +140,7 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         .set("enable.auto.commit", "false")
         .create()
         .context("creating the consumer")?;
-    let partitions = topic_partitions(&consumer, &args.brokers, &args.topic)?;
-    if partitions.is_empty() {
-        bail!("topic {} does not exist", args.topic);
-    }
-    let mut assignment = TopicPartitionList::new();
-    let start = if args.from_beginning {
-        Offset::Beginning
-    } else {
-        Offset::End
-    };
-    for partition in partitions {
-        assignment.add_partition_offset(&args.topic, partition, start)?;
-    }
-    consumer.assign(&assignment)?;
-    drop(assignment);
+    assign_every_partition(&consumer, &args)?;
 
     let mut seen = 0usize;
     let mut out = std::io::stdout().lock();
@@ -171,79 +157,106 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         }?;
         last = Instant::now();
         seen += 1;
-        let value = String::from_utf8_lossy(message.payload().unwrap_or_default());
-        let line = match args.format {
-            TailFormat::Raw => value.into_owned(),
-            TailFormat::Json => {
-                let headers: serde_json::Map<String, serde_json::Value> = message
-                    .headers()
-                    .map(|h| {
-                        h.iter()
-                            .map(|header| {
-                                (
-                                    header.key.to_string(),
-                                    String::from_utf8_lossy(header.value.unwrap_or_default())
-                                        .into_owned()
-                                        .into(),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                serde_json::json!({
-                    "key": message.key().map(|k| String::from_utf8_lossy(k).into_owned()),
-                    "partition": message.partition(),
-                    "offset": message.offset(),
-                    "headers": headers,
-                    "value": value,
-                })
-                .to_string()
-            }
-            TailFormat::DeadLetter => {
-                let header = |name: &str| {
-                    message
-                        .headers()
-                        .and_then(|h| {
-                            h.iter()
-                                .find(|header| header.key == name)
-                                .and_then(|header| header.value)
-                                .map(|v| String::from_utf8_lossy(v).into_owned())
-                        })
-                        .unwrap_or_default()
-                };
-                format!(
-                    "{}: {} ← {}",
-                    header("gorag.reason"),
-                    header("__connect.errors.exception.message"),
-                    value
-                )
-            }
-            TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
-                Ok(p) => {
-                    let how = format!(
-                        "({}{})",
-                        format!("{:?}", p.source).to_lowercase(),
-                        if p.hallucination {
-                            ", hallucination"
-                        } else {
-                            ""
-                        }
-                    );
-                    format!(
-                        "{:<10} → {:<22} {:<22} candidates: {}",
-                        p.text_id,
-                        p.label_name.as_deref().unwrap_or(&p.label),
-                        how,
-                        candidate_list(&p.candidates, &p.candidate_scores)
-                    )
-                }
-                Err(_) => value.into_owned(),
-            },
-        };
-        writeln!(out, "{line}")?;
+        writeln!(out, "{}", line(&message, args.format))?;
         out.flush()?;
     }
     Ok(())
+}
+
+/// Read every partition of the topic from its start (`--from-beginning`) or its end.
+fn assign_every_partition(consumer: &StreamConsumer, args: &TailArgs) -> Result<()> {
+    let partitions = topic_partitions(consumer, &args.brokers, &args.topic)?;
+    if partitions.is_empty() {
+        bail!("topic {} does not exist", args.topic);
+    }
+    let mut assignment = TopicPartitionList::new();
+    let start = if args.from_beginning {
+        Offset::Beginning
+    } else {
+        Offset::End
+    };
+    for partition in partitions {
+        assignment.add_partition_offset(&args.topic, partition, start)?;
+    }
+    consumer.assign(&assignment)?;
+    Ok(())
+}
+
+/// One record as `gorag tail` prints it.
+fn line(message: &impl Message, format: TailFormat) -> String {
+    let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+    let header = |name: &str| {
+        message
+            .headers()
+            .and_then(|h| {
+                h.iter()
+                    .find(|header| header.key == name)
+                    .and_then(|header| header.value)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+            })
+            .unwrap_or_default()
+    };
+    match format {
+        TailFormat::Raw => value,
+        TailFormat::Json => json_line(message, value),
+        TailFormat::DeadLetter => format!(
+            "{}: {} ← {}",
+            header("gorag.reason"),
+            header("__connect.errors.exception.message"),
+            value
+        ),
+        TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
+            Ok(prediction) => prediction_line(&prediction),
+            Err(_) => value,
+        },
+    }
+}
+
+/// The record with its key, position and headers, as one JSON object.
+fn json_line(message: &impl Message, value: String) -> String {
+    let headers: serde_json::Map<String, serde_json::Value> = message
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|header| {
+                    (
+                        header.key.to_string(),
+                        String::from_utf8_lossy(header.value.unwrap_or_default())
+                            .into_owned()
+                            .into(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    serde_json::json!({
+        "key": message.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+        "partition": message.partition(),
+        "offset": message.offset(),
+        "headers": headers,
+        "value": value,
+    })
+    .to_string()
+}
+
+/// "id → label (source[, hallucination]) candidates: …".
+fn prediction_line(p: &Prediction) -> String {
+    let how = format!(
+        "({}{})",
+        format!("{:?}", p.source).to_lowercase(),
+        if p.hallucination {
+            ", hallucination"
+        } else {
+            ""
+        }
+    );
+    format!(
+        "{:<10} → {:<22} {:<22} candidates: {}",
+        p.text_id,
+        p.label_name.as_deref().unwrap_or(&p.label),
+        how,
+        candidate_list(&p.candidates, &p.candidate_scores)
+    )
 }
 
 /// "a 0.61, b 0.32" when scores came with the candidates, else "a, b".
