@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::StrategyRun;
+use super::{RoundMetrics, StrategyRun};
 use crate::llm::UsageSnapshot;
 
 #[derive(Debug, Clone, Serialize)]
@@ -29,10 +29,20 @@ pub struct EvalReport {
 
 /// A fixed-width table, one row per strategy and round.
 pub fn table(report: &EvalReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}",
+    let mut out = heading(report);
+    out.push_str(&rows(report));
+    for run in &report.runs {
+        for m in &run.rounds {
+            out.push_str(&round_details(&run.strategy, m));
+        }
+    }
+    out
+}
+
+/// The run's settings on one line.
+fn heading(report: &EvalReport) -> String {
+    format!(
+        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}\n",
         report.dataset,
         report.shots,
         report.held_out,
@@ -48,7 +58,12 @@ pub fn table(report: &EvalReport) -> String {
         } else {
             format!(" · ablations {}", report.ablations.join(","))
         },
-    );
+    )
+}
+
+/// One row per strategy and round, then the columns' legend.
+fn rows(report: &EvalReport) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "{:<9} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8}",
@@ -101,13 +116,15 @@ pub fn table(report: &EvalReport) -> String {
          mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
          the candidates · cands: mean candidate-set size · learned: this round's texts learned from · ptok/t: prompt tokens per text"
     );
-    for run in &report.runs {
-        for m in &run.rounds {
-            let s = &m.seconds;
-            let _ = writeln!(
-                out,
-                "{} r{} learned {} ({} right){} · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {}{} · llm failures {}",
-                run.strategy,
+    out
+}
+
+/// What a round learned, where its time went, its hallucinations and LLM failures.
+fn round_details(strategy: &str, m: &RoundMetrics) -> String {
+    let s = &m.seconds;
+    format!(
+        "{} r{} learned {} ({} right){} · stages: index {:.2}s describe {:.2}s keywords {:.2}s retrieve {:.2}s llm {:.2}s online-index {:.2}s · hallucinations unknown {} outside {}{} · llm failures {}\n",
+                strategy,
                 m.round,
                 m.learned,
                 m.learned_correct,
@@ -134,10 +151,7 @@ pub fn table(report: &EvalReport) -> String {
                     m.wavering_answers
                 )),
                 m.llm_failures,
-            );
-        }
-    }
-    out
+    )
 }
 
 const COLOURS: [&str; 6] = [
