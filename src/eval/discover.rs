@@ -116,13 +116,7 @@ pub async fn run(
         .map(|s| s.label.as_str())
         .collect();
 
-    let mut stream: Vec<(usize, &super::dataset::Sample)> = rounds
-        .iter()
-        .enumerate()
-        .flat_map(|(r, round)| round.test.iter().map(move |s| (r, s)))
-        .collect();
-    stream.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
-
+    let stream = shuffled_stream(rounds, seed);
     let (pool, streamed) = stream_and_pool(&mut engine, &stream, held, config, classifier).await?;
 
     let started = Instant::now();
@@ -135,27 +129,15 @@ pub async fn run(
         .iter()
         .map(|p| score(p, &streamed, &held_classes))
         .collect();
-    let recovered: HashSet<&str> = scored
-        .iter()
-        .filter(|p| p.majority_held && p.purity >= RECOVERY_PURITY)
-        .map(|p| p.majority.as_str())
-        .collect();
+    let recovered = recovered_classes(&scored);
     let members: usize = scored.iter().map(|p| p.size).sum();
     let known_members: usize = scored.iter().map(|p| p.known_members).sum();
 
     let held_texts: Vec<&super::dataset::Sample> = rounds[held].test.iter().collect();
-    let accepted_accuracy = {
-        let mut accepted = engine.clone();
-        let majority: HashMap<String, String> = accept(&mut accepted, &proposals, &scored)?;
-        accuracy(classifier, &accepted, &held_texts, |label, gold| {
-            majority.get(label).is_some_and(|m| m == gold)
-        })
-        .await?
-    };
-    let true_examples_accuracy = {
-        let mut truth = engine.clone();
-        truth.apply_round(&prepared[held].labels)?;
-        accuracy(classifier, &truth, &held_texts, |label, gold| label == gold).await?
+    let (accepted_accuracy, true_examples_accuracy) = {
+        let accepted = (proposals.as_slice(), scored.as_slice());
+        let truth = &prepared[held].labels;
+        accuracies(classifier, &engine, &held_texts, accepted, truth).await?
     };
 
     Ok(DiscoveryReport {
@@ -172,8 +154,8 @@ pub async fn run(
             .filter(|t| held_classes.contains(gold(&streamed, &t.id)))
             .count(),
         weak_score_auc: weak_score_auc(&streamed),
-        recovered: recovered.len(),
-        recovered_share: recovered.len() as f64 / held_classes.len().max(1) as f64,
+        recovered,
+        recovered_share: recovered as f64 / held_classes.len().max(1) as f64,
         mean_purity: mean(scored.iter().map(|p| p.purity)),
         known_member_share: known_members as f64 / members.max(1) as f64,
         proposals: scored,
@@ -181,6 +163,27 @@ pub async fn run(
         true_examples_accuracy,
         pass_seconds,
     })
+}
+
+/// The test texts of every round in one seeded shuffle, each with its round's index.
+fn shuffled_stream(rounds: &[RoundData], seed: u64) -> Vec<(usize, &super::dataset::Sample)> {
+    let mut stream: Vec<(usize, &super::dataset::Sample)> = rounds
+        .iter()
+        .enumerate()
+        .flat_map(|(r, round)| round.test.iter().map(move |s| (r, s)))
+        .collect();
+    stream.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+    stream
+}
+
+/// Held-back classes recovered: the majority of a proposal pure enough to count.
+fn recovered_classes(scored: &[ScoredProposal]) -> usize {
+    scored
+        .iter()
+        .filter(|p| p.majority_held && p.purity >= RECOVERY_PURITY)
+        .map(|p| p.majority.as_str())
+        .collect::<HashSet<&str>>()
+        .len()
 }
 
 /// The gold label of a pooled text (its id is its position in the stream).
@@ -283,6 +286,31 @@ fn accept(
         engine.apply_round(&labels)?;
     }
     Ok(majority)
+}
+
+/// The held-back texts' accuracy after accepting every proposal (a text is right when its
+/// label is a proposal whose majority is its class), then after indexing the true held-back
+/// round instead.
+async fn accuracies(
+    classifier: &Classifier,
+    engine: &Engine,
+    held_texts: &[&super::dataset::Sample],
+    (proposals, scored): (&[Proposal], &[ScoredProposal]),
+    truth: &[NewLabel],
+) -> Result<(f64, f64), EngineError> {
+    let mut accepted = engine.clone();
+    let majority: HashMap<String, String> = accept(&mut accepted, proposals, scored)?;
+    let accepted_accuracy = accuracy(classifier, &accepted, held_texts, |label, gold| {
+        majority.get(label).is_some_and(|m| m == gold)
+    })
+    .await?;
+    let mut true_round = engine.clone();
+    true_round.apply_round(truth)?;
+    let true_examples_accuracy = accuracy(classifier, &true_round, held_texts, |label, gold| {
+        label == gold
+    })
+    .await?;
+    Ok((accepted_accuracy, true_examples_accuracy))
 }
 
 /// Share of `texts` whose prediction `right(label, gold)` accepts (without learning from them).

@@ -228,18 +228,7 @@ pub async fn run(
     let total: usize = (1..=rounds.len())
         .map(|r| rounds[..r].iter().map(|d| d.test.len()).sum::<usize>())
         .sum();
-    let progress = if options.progress {
-        let bar = ProgressBar::new(total as u64);
-        if let Ok(style) = ProgressStyle::with_template(
-            "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} texts ({eta})",
-        ) {
-            bar.set_style(style);
-        }
-        bar.set_prefix(strategy.clone());
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let progress = progress_bar(total, &strategy, options.progress);
 
     let mut metrics = Vec::new();
     let mut last_scored = Vec::new();
@@ -249,55 +238,37 @@ pub async fn run(
             describe_labels: setup.describe_seconds,
             ..StageSeconds::default()
         };
-        let description_calls = setup.description_calls;
         let started = Instant::now();
         engine.apply_round(&setup.labels)?;
         seconds.index_round = started.elapsed().as_secs_f64();
 
-        // This round's texts, with online indexing, in order.
-        let mut scored = Vec::new();
-        let mut keywords_added_online = 0;
-        let mut learned_confidently = 0;
-        let mut learned_correct = 0;
-        for sample in &round.test {
-            let classified = classifier.classify(&engine, &sample.text).await?;
-            add_times(&mut seconds, &classified);
-            let started = Instant::now();
-            let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-            learned_confidently += usize::from(confident);
-            learned_correct += usize::from(confident && classified.decision.label == sample.label);
-            keywords_added_online +=
-                engine.learn(&classified.analysis, &classified.decision.label, confident);
-            seconds.online_index += started.elapsed().as_secs_f64();
-            scored.push(Scored::new(&engine, sample, &classified));
-            progress.inc(1);
-        }
-
-        // Earlier rounds' texts, without online indexing (independent: run concurrently).
+        let (mut scored, learning) = classify_and_learn(
+            &mut engine,
+            &round.test,
+            classifier,
+            &mut seconds,
+            &progress,
+        )
+        .await?;
         let earlier: Vec<&Sample> = rounds[..r].iter().flat_map(|d| d.test.iter()).collect();
-        let engine_ref = &engine;
-        let results: Vec<Result<(Scored, Classified), EngineError>> =
-            stream::iter(earlier.into_iter().map(|sample| async move {
-                let classified = classifier.classify(engine_ref, &sample.text).await?;
-                Ok((Scored::new(engine_ref, sample, &classified), classified))
-            }))
-            .buffered(options.concurrency.max(1))
-            .inspect(|_| progress.inc(1))
-            .collect()
-            .await;
-        for result in results {
-            let (score, classified) = result?;
-            add_times(&mut seconds, &classified);
-            scored.push(score);
-        }
+        let earlier_scored = classify_earlier(
+            &engine,
+            &earlier,
+            classifier,
+            &mut seconds,
+            options.concurrency,
+            &progress,
+        )
+        .await?;
+        scored.extend(earlier_scored);
 
         seconds.total = round_started.elapsed().as_secs_f64() + setup.describe_seconds;
         metrics.push(summarise(
             round.number,
             &engine,
             &scored,
-            description_calls,
-            (keywords_added_online, learned_confidently, learned_correct),
+            setup.description_calls,
+            learning,
             seconds,
         ));
         last_scored = scored;
@@ -308,6 +279,76 @@ pub async fn run(
         rounds: metrics,
         label_map: map_of(&engine, &last_scored),
     })
+}
+
+fn progress_bar(total: usize, strategy: &str, shown: bool) -> ProgressBar {
+    if !shown {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{prefix} [{elapsed_precise}] {wide_bar} {pos}/{len} texts ({eta})",
+    ) {
+        bar.set_style(style);
+    }
+    bar.set_prefix(strategy.to_string());
+    bar
+}
+
+/// This round's texts, in order, with online indexing. Returns their scores and what was
+/// learned: (keywords added online, texts learned confidently, of which right).
+async fn classify_and_learn(
+    engine: &mut Engine,
+    texts: &[Sample],
+    classifier: &Classifier,
+    seconds: &mut StageSeconds,
+    progress: &ProgressBar,
+) -> Result<(Vec<Scored>, (usize, usize, usize)), EngineError> {
+    let mut scored = Vec::with_capacity(texts.len());
+    let (mut keywords_added_online, mut learned_confidently, mut learned_correct) = (0, 0, 0);
+    for sample in texts {
+        let classified = classifier.classify(engine, &sample.text).await?;
+        add_times(seconds, &classified);
+        let started = Instant::now();
+        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+        learned_confidently += usize::from(confident);
+        learned_correct += usize::from(confident && classified.decision.label == sample.label);
+        keywords_added_online +=
+            engine.learn(&classified.analysis, &classified.decision.label, confident);
+        seconds.online_index += started.elapsed().as_secs_f64();
+        scored.push(Scored::new(engine, sample, &classified));
+        progress.inc(1);
+    }
+    let learning = (keywords_added_online, learned_confidently, learned_correct);
+    Ok((scored, learning))
+}
+
+/// Earlier rounds' texts, without online indexing: independent, so classified concurrently
+/// (`concurrency` LLM calls at a time).
+async fn classify_earlier(
+    engine: &Engine,
+    texts: &[&Sample],
+    classifier: &Classifier,
+    seconds: &mut StageSeconds,
+    concurrency: usize,
+    progress: &ProgressBar,
+) -> Result<Vec<Scored>, EngineError> {
+    let results: Vec<Result<(Scored, Classified), EngineError>> =
+        stream::iter(texts.iter().map(|sample| async move {
+            let classified = classifier.classify(engine, &sample.text).await?;
+            Ok((Scored::new(engine, sample, &classified), classified))
+        }))
+        .buffered(concurrency.max(1))
+        .inspect(|_| progress.inc(1))
+        .collect()
+        .await;
+    let mut scored = Vec::with_capacity(results.len());
+    for result in results {
+        let (score, classified) = result?;
+        add_times(seconds, &classified);
+        scored.push(score);
+    }
+    Ok(scored)
 }
 
 /// The label map of the final engine, with the last round's predictions as traffic and its
