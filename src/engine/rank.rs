@@ -95,66 +95,25 @@ pub fn score(
     config: &RankingConfig,
     evidence: Evidence,
 ) -> Ranking {
-    let mut example = vec![0.0f64; labels];
-    let mut example_doc: Vec<Option<(f64, u32)>> = vec![None; labels];
-    let mut name = vec![0.0f64; labels];
-    let mut description = vec![0.0f64; labels];
-    let mut neighbours: Vec<&Hit> = Vec::new();
-    for hit in hits {
-        let l = hit.label as usize;
-        if l >= labels || !is_active(hit.label) {
-            continue;
-        }
-        match hit.kind {
-            DocKind::Example => {
-                if hit.similarity > example[l] {
-                    example[l] = hit.similarity;
-                    example_doc[l] = Some((hit.similarity, hit.doc));
-                }
-                // With the first hop on, examples already speak through it.
-                if !evidence.first_hop {
-                    neighbours.push(hit);
-                }
-            }
-            DocKind::Name => name[l] = name[l].max(hit.similarity),
-            DocKind::Description => description[l] = description[l].max(hit.similarity),
-            DocKind::Seen => neighbours.push(hit),
-        }
-    }
+    let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence);
     let mut total = vec![0.0f64; labels];
     if evidence.first_hop {
-        for l in 0..labels {
-            total[l] = example[l]
-                + config.name_weight * name[l]
-                + config.description_weight * description[l];
+        for (l, score) in total.iter_mut().enumerate() {
+            *score = gathered.example[l]
+                + config.name_weight * gathered.name[l]
+                + config.description_weight * gathered.description[l];
         }
     }
     let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
     if evidence.second_hop {
-        // Alone, the votes are the scores. With the first hop, they are a distribution scaled
-        // by the best first-hop score: the second hop can move a label by at most
-        // `proximity_weight` × that score, whatever the dataset's text-to-text similarity
-        // (near-duplicate news items would otherwise drown the labels' own evidence).
-        if evidence.first_hop {
-            // A text already seen speaks only when it is at least as close to the query as
-            // the closest labelled example: farther ones add nothing the first hop does not
-            // already say, and mostly repeat the labels seen most often.
-            let closest_example = example.iter().copied().fold(0.0f64, f64::max);
-            neighbours.retain(|hit| hit.similarity >= closest_example);
-        }
-        let votes = proximity_votes(neighbours, labels, config.proximity_k);
-        let total_votes: f64 = votes.iter().map(|(_, v)| v).sum();
-        let best_first = total.iter().copied().fold(0.0f64, f64::max);
-        let scale = if !evidence.first_hop {
-            1.0
-        } else if best_first > 0.0 {
-            config.proximity_weight * best_first / total_votes
-        } else {
-            config.proximity_weight / total_votes
-        };
-        for (l, vote) in votes {
-            total[l] += scale * vote;
-        }
+        let neighbours = std::mem::take(&mut gathered.neighbours);
+        add_second_hop(
+            &mut total,
+            neighbours,
+            &gathered.example,
+            config,
+            evidence.first_hop,
+        );
     }
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
@@ -165,12 +124,99 @@ pub fn score(
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let best_example = ranked
         .iter()
-        .map(|(l, _)| example_doc[*l as usize].map(|(_, doc)| doc))
+        .map(|(l, _)| gathered.example_doc[*l as usize])
         .collect();
     Ranking {
         ranked,
         best_example,
         first_hop_labels,
+    }
+}
+
+/// A query's hits sorted by what they say, per active label position: its closest example
+/// (and which document that is), its name's and description's similarity; and the texts that
+/// may vote in the second hop.
+struct Gathered<'h> {
+    example: Vec<f64>,
+    example_doc: Vec<Option<u32>>,
+    name: Vec<f64>,
+    description: Vec<f64>,
+    neighbours: Vec<&'h Hit>,
+}
+
+impl<'h> Gathered<'h> {
+    fn from_hits(
+        hits: &'h [Hit],
+        labels: usize,
+        is_active: impl Fn(u32) -> bool,
+        evidence: Evidence,
+    ) -> Self {
+        let mut gathered = Gathered {
+            example: vec![0.0; labels],
+            example_doc: vec![None; labels],
+            name: vec![0.0; labels],
+            description: vec![0.0; labels],
+            neighbours: Vec::new(),
+        };
+        for hit in hits {
+            let l = hit.label as usize;
+            if l >= labels || !is_active(hit.label) {
+                continue;
+            }
+            match hit.kind {
+                DocKind::Example => {
+                    if hit.similarity > gathered.example[l] {
+                        gathered.example[l] = hit.similarity;
+                        gathered.example_doc[l] = Some(hit.doc);
+                    }
+                    // With the first hop on, examples already speak through it.
+                    if !evidence.first_hop {
+                        gathered.neighbours.push(hit);
+                    }
+                }
+                DocKind::Name => gathered.name[l] = gathered.name[l].max(hit.similarity),
+                DocKind::Description => {
+                    gathered.description[l] = gathered.description[l].max(hit.similarity)
+                }
+                DocKind::Seen => gathered.neighbours.push(hit),
+            }
+        }
+        gathered
+    }
+}
+
+/// TopoRAG's second hop: the nearest texts vote for their labels. Alone, the votes are the
+/// scores. With the first hop, they are a distribution scaled by the best first-hop score:
+/// the second hop can move a label by at most `proximity_weight` × that score, whatever the
+/// dataset's text-to-text similarity (near-duplicate news items would otherwise drown the
+/// labels' own evidence).
+fn add_second_hop(
+    total: &mut [f64],
+    mut neighbours: Vec<&Hit>,
+    example: &[f64],
+    config: &RankingConfig,
+    first_hop: bool,
+) {
+    if first_hop {
+        // A text already seen speaks only when it is at least as close to the query as the
+        // closest labelled example: farther ones add nothing the first hop does not already
+        // say, and mostly repeat the labels seen most often.
+        let closest_example = example.iter().copied().fold(0.0f64, f64::max);
+        neighbours.retain(|hit| hit.similarity >= closest_example);
+    }
+    let labels = total.len();
+    let votes = proximity_votes(neighbours, labels, config.proximity_k);
+    let total_votes: f64 = votes.iter().map(|(_, v)| v).sum();
+    let best_first = total.iter().copied().fold(0.0f64, f64::max);
+    let scale = if !first_hop {
+        1.0
+    } else if best_first > 0.0 {
+        config.proximity_weight * best_first / total_votes
+    } else {
+        config.proximity_weight / total_votes
+    };
+    for (l, vote) in votes {
+        total[l] += scale * vote;
     }
 }
 

@@ -398,7 +398,8 @@ fn summarise(
         count(&|s| s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel));
     let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
     let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
-    let mut per_gold: HashMap<&str, (usize, usize)> = HashMap::new();
+    // Ordered, so the float sum (and the table's last digit) is the same from run to run.
+    let mut per_gold: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for s in scored {
         let entry = per_gold.entry(s.gold.as_str()).or_insert((0, 0));
         entry.1 += 1;
