@@ -23,7 +23,8 @@ use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use async_openai::types::chat::{
     ChatChoice, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestUserMessage, CreateChatCompletionRequestArgs,
+    ChatCompletionRequestUserMessage, CreateChatCompletionRequest, CreateChatCompletionRequestArgs,
+    CreateChatCompletionResponse,
 };
 use serde::Serialize;
 use tokio::sync::Semaphore;
@@ -303,21 +304,7 @@ impl LlmClient {
     }
 
     async fn complete_uncached(&self, prompt: &Prompt) -> Result<Completion, LlmError> {
-        let messages: Vec<ChatCompletionRequestMessage> = vec![
-            ChatCompletionRequestSystemMessage::from(prompt.system.as_str()).into(),
-            ChatCompletionRequestUserMessage::from(prompt.user.as_str()).into(),
-        ];
-        let mut args = CreateChatCompletionRequestArgs::default();
-        args.model(self.config.model.as_str())
-            .messages(messages)
-            .temperature(self.config.temperature)
-            .max_completion_tokens(prompt.max_tokens);
-        if let Some(top) = prompt.top_logprobs {
-            args.logprobs(true).top_logprobs(top);
-        }
-        let request = args
-            .build()
-            .map_err(|e| LlmError::InvalidRequest(e.to_string()))?;
+        let request = self.request(prompt)?;
         let policy = &self.config.retry;
         let mut attempt = 0u32;
         loop {
@@ -337,35 +324,10 @@ impl LlmClient {
             };
             let failure = match outcome {
                 Err(_) => AttemptError::Timeout(self.config.timeout),
-                Ok(Ok(response)) => {
-                    let first = response.choices.first();
-                    let text = first
-                        .and_then(|c| c.message.content.clone())
-                        .unwrap_or_default();
-                    let first_token = first.map(first_token_alternatives).unwrap_or_default();
-                    if text.trim().is_empty() {
-                        AttemptError::Empty
-                    } else {
-                        let (prompt_tokens, completion_tokens) = response
-                            .usage
-                            .map(|u| (u.prompt_tokens, u.completion_tokens))
-                            .unwrap_or((0, 0));
-                        self.usage
-                            .prompt_tokens
-                            .fetch_add(u64::from(prompt_tokens), Ordering::Relaxed);
-                        self.usage
-                            .completion_tokens
-                            .fetch_add(u64::from(completion_tokens), Ordering::Relaxed);
-                        return Ok(Completion {
-                            text: text.trim().to_string(),
-                            prompt_tokens,
-                            completion_tokens,
-                            cached: false,
-                            attempts: attempt,
-                            first_token,
-                        });
-                    }
-                }
+                Ok(Ok(response)) => match self.completion(response, attempt) {
+                    Ok(completion) => return Ok(completion),
+                    Err(failure) => failure,
+                },
                 Ok(Err(error)) => classify_error(error)?,
             };
             if attempt > policy.max_retries {
@@ -388,6 +350,59 @@ impl LlmClient {
             self.usage.retries.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(delay).await;
         }
+    }
+
+    /// The chat request for `prompt`: system and user messages, this client's model and
+    /// temperature, the prompt's token cap, and log-probabilities when it asks for them.
+    fn request(&self, prompt: &Prompt) -> Result<CreateChatCompletionRequest, LlmError> {
+        let messages: Vec<ChatCompletionRequestMessage> = vec![
+            ChatCompletionRequestSystemMessage::from(prompt.system.as_str()).into(),
+            ChatCompletionRequestUserMessage::from(prompt.user.as_str()).into(),
+        ];
+        let mut args = CreateChatCompletionRequestArgs::default();
+        args.model(self.config.model.as_str())
+            .messages(messages)
+            .temperature(self.config.temperature)
+            .max_completion_tokens(prompt.max_tokens);
+        if let Some(top) = prompt.top_logprobs {
+            args.logprobs(true).top_logprobs(top);
+        }
+        args.build()
+            .map_err(|e| LlmError::InvalidRequest(e.to_string()))
+    }
+
+    /// The answer of a response (its tokens counted), or `Empty` when it has no text.
+    fn completion(
+        &self,
+        response: CreateChatCompletionResponse,
+        attempt: u32,
+    ) -> Result<Completion, AttemptError> {
+        let first = response.choices.first();
+        let text = first
+            .and_then(|c| c.message.content.clone())
+            .unwrap_or_default();
+        if text.trim().is_empty() {
+            return Err(AttemptError::Empty);
+        }
+        let first_token = first.map(first_token_alternatives).unwrap_or_default();
+        let (prompt_tokens, completion_tokens) = response
+            .usage
+            .map(|u| (u.prompt_tokens, u.completion_tokens))
+            .unwrap_or((0, 0));
+        self.usage
+            .prompt_tokens
+            .fetch_add(u64::from(prompt_tokens), Ordering::Relaxed);
+        self.usage
+            .completion_tokens
+            .fetch_add(u64::from(completion_tokens), Ordering::Relaxed);
+        Ok(Completion {
+            text: text.trim().to_string(),
+            prompt_tokens,
+            completion_tokens,
+            cached: false,
+            attempts: attempt,
+            first_token,
+        })
     }
 }
 
