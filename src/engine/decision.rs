@@ -80,29 +80,10 @@ impl Engine {
         let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
         let matched = match_answer(answer, &spellings, is_candidate);
         if mode == ChoiceMode::Scored {
-            let fused = self
-                .fused_choice(retrieval, alternatives, llm_weight)
-                .filter(|f| self.is_active(&f.label));
-            if let Some(fused) = fused {
-                // The model's answer is its distribution over the list; its text is flagged
-                // only when that distribution was mostly off the list too.
-                let hallucination = match matched {
-                    AnswerMatch::Candidate(_) => None,
-                    _ if fused.on_list >= SCORED_ON_LIST => None,
-                    AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
-                    AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
-                };
-                // `llm` when the model's own favourite won; `graph` when retrieval outweighed it.
-                let source = if fused.label == fused.preferred {
-                    Source::Llm
-                } else {
-                    Source::Graph
-                };
-                return Decision {
-                    label: fused.label,
-                    source,
-                    hallucination,
-                };
+            if let Some(decision) =
+                self.scored_decision(retrieval, alternatives, llm_weight, &matched)
+            {
+                return decision;
             }
         }
         match matched {
@@ -118,6 +99,40 @@ impl Engine {
             },
             AnswerMatch::Unknown => graph(Some(HallucinationKind::UnknownLabel)),
         }
+    }
+
+    /// The scored mode's decision: the model's first-token distribution over the list fused
+    /// with retrieval's scores; `None` when there is nothing to fuse (no alternatives, or the
+    /// winner was retired meanwhile).
+    fn scored_decision(
+        &self,
+        retrieval: &Retrieval,
+        alternatives: &[(String, f64)],
+        llm_weight: f64,
+        matched: &AnswerMatch,
+    ) -> Option<Decision> {
+        let fused = self
+            .fused_choice(retrieval, alternatives, llm_weight)
+            .filter(|f| self.is_active(&f.label))?;
+        // The model's answer is its distribution over the list; its text is flagged only when
+        // that distribution was mostly off the list too.
+        let hallucination = match matched {
+            AnswerMatch::Candidate(_) => None,
+            _ if fused.on_list >= SCORED_ON_LIST => None,
+            AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
+            AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
+        };
+        // `llm` when the model's own favourite won; `graph` when retrieval outweighed it.
+        let source = if fused.label == fused.preferred {
+            Source::Llm
+        } else {
+            Source::Graph
+        };
+        Some(Decision {
+            label: fused.label,
+            source,
+            hallucination,
+        })
     }
 
     /// How each candidate is shown to the LLM, in order.
