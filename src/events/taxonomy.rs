@@ -206,23 +206,12 @@ fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>
             ));
             continue;
         }
-        let spec = &mut rounds[r].1[at_label];
-        for (field, value, kept) in [
-            ("name", row.name, &mut spec.name),
-            ("description", row.description, &mut spec.description),
-        ] {
-            match (value, kept.as_ref()) {
-                (Some(new), Some(old)) if new != *old => errors.push(format!(
-                    "line {line}: label {:?} has {field} {new:?} here but {old:?} on line \
-                     {first_line}",
-                    row.label
-                )),
-                (Some(new), None) => *kept = Some(new),
-                _ => {}
-            }
-        }
-        spec.examples.extend(row.example);
-        spec.examples.extend(row.examples);
+        merge_row(
+            &mut rounds[r].1[at_label],
+            row,
+            (line, first_line),
+            &mut errors,
+        );
     }
     if !errors.is_empty() {
         return Err(TaxonomyErrors(errors));
@@ -235,6 +224,32 @@ fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>
             labels,
         })
         .collect())
+}
+
+/// Add a row's examples to its label, and its name and description unless the label's first
+/// line gave different ones (an error, with both lines).
+fn merge_row(
+    spec: &mut LabelSpec,
+    row: Row,
+    (line, first_line): (usize, usize),
+    errors: &mut Vec<String>,
+) {
+    for (field, value, kept) in [
+        ("name", row.name, &mut spec.name),
+        ("description", row.description, &mut spec.description),
+    ] {
+        match (value, kept.as_ref()) {
+            (Some(new), Some(old)) if new != *old => errors.push(format!(
+                "line {line}: label {:?} has {field} {new:?} here but {old:?} on line \
+                 {first_line}",
+                row.label
+            )),
+            (Some(new), None) => *kept = Some(new),
+            _ => {}
+        }
+    }
+    spec.examples.extend(row.example);
+    spec.examples.extend(row.examples);
 }
 
 /// The service's own checks: the labels topic's decoder, then the rounds applied in order.
