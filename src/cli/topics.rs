@@ -8,12 +8,13 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::events::Prediction;
+use crate::stream::kafka::header_pairs;
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -186,14 +187,10 @@ fn assign_every_partition(consumer: &StreamConsumer, args: &TailArgs) -> Result<
 fn line(message: &impl Message, format: TailFormat) -> String {
     let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
     let header = |name: &str| {
-        message
-            .headers()
-            .and_then(|h| {
-                h.iter()
-                    .find(|header| header.key == name)
-                    .and_then(|header| header.value)
-                    .map(|v| String::from_utf8_lossy(v).into_owned())
-            })
+        header_pairs(message)
+            .into_iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value)
             .unwrap_or_default()
     };
     match format {
@@ -214,21 +211,10 @@ fn line(message: &impl Message, format: TailFormat) -> String {
 
 /// The record with its key, position and headers, as one JSON object.
 fn json_line(message: &impl Message, value: String) -> String {
-    let headers: serde_json::Map<String, serde_json::Value> = message
-        .headers()
-        .map(|h| {
-            h.iter()
-                .map(|header| {
-                    (
-                        header.key.to_string(),
-                        String::from_utf8_lossy(header.value.unwrap_or_default())
-                            .into_owned()
-                            .into(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let headers: serde_json::Map<String, serde_json::Value> = header_pairs(message)
+        .into_iter()
+        .map(|(key, value)| (key, value.into()))
+        .collect();
     serde_json::json!({
         "key": message.key().map(|k| String::from_utf8_lossy(k).into_owned()),
         "partition": message.partition(),

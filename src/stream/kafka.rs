@@ -7,7 +7,7 @@ use rdkafka::client::ClientContext;
 use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
@@ -70,6 +70,25 @@ fn note_trouble(reason: &str, specific: bool) {
     if specific || trouble.is_none() {
         *trouble = Some(reason.to_string());
     }
+}
+
+/// A record's headers as (key, value) pairs, values read as UTF-8 (lossily; a header without
+/// a value reads as empty).
+pub fn header_pairs(message: &impl Message) -> Vec<(String, String)> {
+    message
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|header| {
+                    let value = header.value.unwrap_or_default();
+                    (
+                        header.key.to_string(),
+                        String::from_utf8_lossy(value).into_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Why the brokers were last unreachable, if librdkafka said; cleared by [`broker_answered`].

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
@@ -354,20 +354,9 @@ pub fn read_until_from(
     while !done(&records) && started.elapsed() < timeout {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(message)) => {
-                let headers = message
-                    .headers()
-                    .map(|h| {
-                        h.iter()
-                            .map(|header| {
-                                (
-                                    header.key.to_string(),
-                                    String::from_utf8_lossy(header.value.unwrap_or_default())
-                                        .into_owned(),
-                                )
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let headers = gorag::stream::kafka::header_pairs(&message)
+                    .into_iter()
+                    .collect();
                 records.push(Record {
                     key: message
                         .key()
