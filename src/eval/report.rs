@@ -166,10 +166,6 @@ fn escape(text: &str) -> String {
 
 /// Accuracy per round, one line per strategy, as a self-contained SVG.
 pub fn svg(report: &EvalReport) -> String {
-    let (width, height) = (640.0, 400.0);
-    let (left, right, top, bottom) = (60.0, 150.0, 40.0, 50.0);
-    let plot_w = width - left - right;
-    let plot_h = height - top - bottom;
     let rounds = report
         .runs
         .iter()
@@ -177,62 +173,108 @@ pub fn svg(report: &EvalReport) -> String {
         .max()
         .unwrap_or(1)
         .max(1);
-    let x = |round: usize| {
-        if rounds == 1 {
-            left + plot_w / 2.0
-        } else {
-            left + plot_w * (round - 1) as f64 / (rounds - 1) as f64
-        }
-    };
-    let y = |value: f64| top + plot_h * (1.0 - value.clamp(0.0, 1.0));
-
+    let plot = Plot::new(rounds);
     let mut out = String::new();
     let _ = writeln!(
         out,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" viewBox="0 0 {} {}" font-family="sans-serif" font-size="12">"#,
+        plot.width, plot.height, plot.width, plot.height
     );
     let _ = writeln!(out, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(
         out,
         r#"<text x="{}" y="22" text-anchor="middle" font-size="14">{} {}-shot: accuracy per round ({})</text>"#,
-        left + plot_w / 2.0,
+        plot.left + plot.plot_w / 2.0,
         escape(&report.dataset),
         report.shots,
         escape(&report.model)
     );
-    for tick in 0..=5 {
-        let value = tick as f64 / 5.0;
-        let _ = writeln!(
-            out,
-            r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{value:.1}</text>"##,
-            left + plot_w,
-            left - 6.0,
-            y(value) + 4.0,
-            y = y(value),
-        );
-    }
-    for round in 1..=rounds {
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle">R{round}</text>"#,
-            x(round),
-            top + plot_h + 20.0
-        );
-    }
-    let _ = writeln!(
-        out,
-        r#"<text x="{}" y="{}" text-anchor="middle">round</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">accuracy</text>"#,
-        left + plot_w / 2.0,
-        height - 10.0,
-        top + plot_h / 2.0,
-        top + plot_h / 2.0
-    );
+    plot.axes(&mut out);
     for (i, run) in report.runs.iter().enumerate() {
+        plot.series(&mut out, i, run);
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The accuracy chart's geometry: a plot area with room for the axes' labels and a legend on
+/// the right; rounds spread along x, accuracy 0–1 up y.
+struct Plot {
+    width: f64,
+    height: f64,
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    rounds: usize,
+}
+
+impl Plot {
+    fn new(rounds: usize) -> Self {
+        let (width, height) = (640.0, 400.0);
+        let (left, right, top, bottom) = (60.0, 150.0, 40.0, 50.0);
+        Self {
+            width,
+            height,
+            left,
+            top,
+            plot_w: width - left - right,
+            plot_h: height - top - bottom,
+            rounds,
+        }
+    }
+
+    fn x(&self, round: usize) -> f64 {
+        if self.rounds == 1 {
+            self.left + self.plot_w / 2.0
+        } else {
+            self.left + self.plot_w * (round - 1) as f64 / (self.rounds - 1) as f64
+        }
+    }
+
+    fn y(&self, value: f64) -> f64 {
+        self.top + self.plot_h * (1.0 - value.clamp(0.0, 1.0))
+    }
+
+    /// Grid lines with accuracy ticks, round labels, and the axes' titles.
+    fn axes(&self, out: &mut String) {
+        let (left, top, plot_w, plot_h) = (self.left, self.top, self.plot_w, self.plot_h);
+        for tick in 0..=5 {
+            let value = tick as f64 / 5.0;
+            let _ = writeln!(
+                out,
+                r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{value:.1}</text>"##,
+                left + plot_w,
+                left - 6.0,
+                self.y(value) + 4.0,
+                y = self.y(value),
+            );
+        }
+        for round in 1..=self.rounds {
+            let _ = writeln!(
+                out,
+                r#"<text x="{}" y="{}" text-anchor="middle">R{round}</text>"#,
+                self.x(round),
+                top + plot_h + 20.0
+            );
+        }
+        let _ = writeln!(
+            out,
+            r#"<text x="{}" y="{}" text-anchor="middle">round</text><text x="16" y="{}" transform="rotate(-90 16 {})" text-anchor="middle">accuracy</text>"#,
+            left + plot_w / 2.0,
+            self.height - 10.0,
+            top + plot_h / 2.0,
+            top + plot_h / 2.0
+        );
+    }
+
+    /// One strategy's line, its points (with their values as tooltips) and its legend entry.
+    fn series(&self, out: &mut String, i: usize, run: &StrategyRun) {
         let colour = COLOURS[i % COLOURS.len()];
         let points: Vec<String> = run
             .rounds
             .iter()
-            .map(|m| format!("{:.1},{:.1}", x(m.round), y(m.accuracy)))
+            .map(|m| format!("{:.1},{:.1}", self.x(m.round), self.y(m.accuracy)))
             .collect();
         let _ = writeln!(
             out,
@@ -243,26 +285,25 @@ pub fn svg(report: &EvalReport) -> String {
             let _ = writeln!(
                 out,
                 r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{colour}"><title>{} R{}: {:.4}</title></circle>"#,
-                x(m.round),
-                y(m.accuracy),
+                self.x(m.round),
+                self.y(m.accuracy),
                 escape(&run.strategy),
                 m.round,
                 m.accuracy
             );
         }
-        let ly = top + 10.0 + 20.0 * i as f64;
+        let legend_x = self.left + self.plot_w;
+        let ly = self.top + 10.0 + 20.0 * i as f64;
         let _ = writeln!(
             out,
             r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
-            left + plot_w + 15.0,
-            left + plot_w + 40.0,
-            left + plot_w + 46.0,
+            legend_x + 15.0,
+            legend_x + 40.0,
+            legend_x + 46.0,
             ly + 4.0,
             escape(&run.strategy)
         );
     }
-    out.push_str("</svg>\n");
-    out
 }
 
 #[cfg(test)]
