@@ -383,6 +383,27 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     (n > 0).then(|| sum / n as f64)
 }
 
+/// Mean over gold classes of the share of their texts labelled right.
+fn macro_recall(scored: &[Scored]) -> f64 {
+    // Ordered, so the float sum (and the table's last digit) is the same from run to run.
+    let mut per_gold: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for s in scored {
+        let entry = per_gold.entry(s.gold.as_str()).or_insert((0, 0));
+        entry.1 += 1;
+        if s.label == s.gold {
+            entry.0 += 1;
+        }
+    }
+    if per_gold.is_empty() {
+        return 0.0;
+    }
+    per_gold
+        .values()
+        .map(|(hit, all)| *hit as f64 / *all as f64)
+        .sum::<f64>()
+        / per_gold.len() as f64
+}
+
 fn summarise(
     round: usize,
     engine: &Engine,
@@ -398,24 +419,6 @@ fn summarise(
         count(&|s| s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel));
     let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
     let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
-    // Ordered, so the float sum (and the table's last digit) is the same from run to run.
-    let mut per_gold: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for s in scored {
-        let entry = per_gold.entry(s.gold.as_str()).or_insert((0, 0));
-        entry.1 += 1;
-        if s.label == s.gold {
-            entry.0 += 1;
-        }
-    }
-    let macro_recall = if per_gold.is_empty() {
-        0.0
-    } else {
-        per_gold
-            .values()
-            .map(|(hit, all)| *hit as f64 / *all as f64)
-            .sum::<f64>()
-            / per_gold.len() as f64
-    };
     RoundMetrics {
         round,
         labels: engine.active_labels().count(),
@@ -437,7 +440,7 @@ fn summarise(
             })
             .collect(),
         strict_accuracy: strict as f64 / n,
-        macro_recall,
+        macro_recall: macro_recall(scored),
         hallucination_rate: (unknown + outside) as f64 / n,
         hallucinations_unknown_label: unknown,
         hallucinations_outside_candidates: outside,
