@@ -21,7 +21,8 @@ use super::dataset::RoundData;
 use super::PreparedRound;
 use crate::classify::Classifier;
 use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
-use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel};
 use crate::events::proposal::ProposalEvent;
 use crate::events::LabelEvent;
 
@@ -69,6 +70,9 @@ pub struct DiscoveryReport {
     /// Probability that a held-back text's best retrieval score is below a known text's (the
     /// weak-score signal's ROC AUC; 0.5 is chance).
     pub weak_score_auc: f64,
+    /// How often each unexplained signal fired, and how often a text was learned from, among
+    /// the held-back classes' texts and among the known classes' texts.
+    pub signals: Signals,
     pub proposals: Vec<ScoredProposal>,
     /// Held-back classes recovered by a proposal, and their share of all held-back classes.
     pub recovered: usize,
@@ -87,6 +91,61 @@ struct Streamed {
     gold: String,
     held: bool,
     best_score: Option<f64>,
+    flags: Flags,
+}
+
+/// What the stream said of one text: each unexplained signal on its own (a pooled text
+/// records only the first that fired), whether it was pooled, and whether it was learned from.
+#[derive(Debug, Clone, Copy, Default)]
+struct Flags {
+    unknown_label: bool,
+    no_evidence: bool,
+    weak_score: bool,
+    pooled: bool,
+    learned: bool,
+}
+
+/// Counts of [`Flags`] over a set of streamed texts.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct SignalCounts {
+    pub texts: usize,
+    pub unknown_label: usize,
+    pub no_evidence: usize,
+    pub weak_score: usize,
+    pub pooled: usize,
+    pub learned: usize,
+}
+
+impl SignalCounts {
+    fn add(&mut self, flags: Flags) {
+        self.texts += 1;
+        self.unknown_label += usize::from(flags.unknown_label);
+        self.no_evidence += usize::from(flags.no_evidence);
+        self.weak_score += usize::from(flags.weak_score);
+        self.pooled += usize::from(flags.pooled);
+        self.learned += usize::from(flags.learned);
+    }
+}
+
+/// Which signals separate texts of missing classes from the rest: a signal that fires as often
+/// on known classes' texts as on held-back ones only fills the pool with known classes; a
+/// held-back text learned from teaches a known label a missing class's words.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Signals {
+    pub held: SignalCounts,
+    pub known: SignalCounts,
+}
+
+fn signals(streamed: &[Streamed]) -> Signals {
+    let mut out = Signals::default();
+    for s in streamed {
+        if s.held {
+            out.held.add(s.flags);
+        } else {
+            out.known.add(s.flags);
+        }
+    }
+    out
 }
 
 /// Run the discovery protocol; `prepared` comes from [`super::prepare_rounds`] on `rounds`.
@@ -154,6 +213,7 @@ pub async fn run(
             .filter(|t| held_classes.contains(gold(&streamed, &t.id)))
             .count(),
         weak_score_auc: weak_score_auc(&streamed),
+        signals: signals(&streamed),
         recovered,
         recovered_share: recovered as f64 / held_classes.len().max(1) as f64,
         mean_purity: mean(scored.iter().map(|p| p.purity)),
@@ -212,6 +272,15 @@ async fn stream_and_pool(
         let learnable = engine.learnable(&classified.analysis);
         engine.learn(&learnable, &classified.decision.label, confident);
         let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
+        let best_score = classified.retrieval.scores.first().copied();
+        let flags = Flags {
+            unknown_label: classified.decision.hallucination
+                == Some(HallucinationKind::UnknownLabel),
+            no_evidence: classified.retrieval.basis == Basis::NoEvidence,
+            weak_score: best_score.is_some_and(|b| b < config.max_score),
+            pooled: why.is_some(),
+            learned: confident,
+        };
         if let Some(why) = why {
             // All of its terms, as the service's note carries them.
             pool.push(PooledText::new(
@@ -226,7 +295,8 @@ async fn stream_and_pool(
         streamed.push(Streamed {
             gold: sample.label.clone(),
             held: *r == held,
-            best_score: classified.retrieval.scores.first().copied(),
+            best_score,
+            flags,
         });
     }
     Ok((pool, streamed))
@@ -399,6 +469,7 @@ pub fn table(reports: &[DiscoveryReport]) -> String {
             r.pass_seconds,
         );
     }
+    signal_table(&mut out, reports);
     for r in reports {
         let _ = writeln!(
             out,
@@ -421,6 +492,34 @@ pub fn table(reports: &[DiscoveryReport]) -> String {
     out
 }
 
+/// Each signal's share of held-back texts and of known texts (`held / known`).
+fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        out,
+        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | pooled | learned from |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
+    for r in reports {
+        let (h, k) = (&r.signals.held, &r.signals.known);
+        let cell =
+            |hn: usize, kn: usize| format!("{:.3} / {:.3}", share(hn, h.texts), share(kn, k.texts));
+        let _ = writeln!(
+            out,
+            "| {} | {} / {} | {} | {} | {} | {} | {} |",
+            r.strategy,
+            h.texts,
+            k.texts,
+            cell(h.unknown_label, k.unknown_label),
+            cell(h.no_evidence, k.no_evidence),
+            cell(h.weak_score, k.weak_score),
+            cell(h.pooled, k.pooled),
+            cell(h.learned, k.learned),
+        );
+    }
+}
+
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 {
@@ -439,6 +538,7 @@ mod tests {
             gold: String::new(),
             held,
             best_score: Some(score),
+            flags: Flags::default(),
         }
     }
 
@@ -447,6 +547,7 @@ mod tests {
             gold: gold.into(),
             held: false,
             best_score: None,
+            flags: Flags::default(),
         }
     }
 
@@ -462,6 +563,67 @@ mod tests {
         assert_eq!(weak_score_auc(&reversed), 0.0);
         let tied = [streamed(0.3, true), streamed(0.3, false)];
         assert_eq!(weak_score_auc(&tied), 0.5);
+    }
+
+    #[test]
+    fn signals_are_counted_apart_for_held_back_and_known_texts() {
+        let flagged = |held, flags| Streamed {
+            flags,
+            ..streamed(0.0, held)
+        };
+        let pooled_unknown = Flags {
+            unknown_label: true,
+            weak_score: true,
+            pooled: true,
+            ..Flags::default()
+        };
+        let learned = Flags {
+            learned: true,
+            ..Flags::default()
+        };
+        let stream = [
+            flagged(true, pooled_unknown),
+            flagged(true, learned),
+            flagged(false, learned),
+        ];
+        let counts = signals(&stream);
+        assert_eq!(counts.held.texts, 2);
+        assert_eq!(counts.held.unknown_label, 1);
+        assert_eq!(counts.held.weak_score, 1);
+        assert_eq!(counts.held.pooled, 1);
+        assert_eq!(counts.held.learned, 1);
+        assert_eq!(counts.held.no_evidence, 0);
+        assert_eq!(counts.known.texts, 1);
+        assert_eq!(counts.known.learned, 1);
+        assert_eq!(counts.known.pooled, 0);
+        let table = table(&[report_with(counts)]);
+        assert!(
+            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.500 / 0.000 | 0.500 / 1.000 |"),
+            "{table}"
+        );
+    }
+
+    fn report_with(signals: Signals) -> DiscoveryReport {
+        DiscoveryReport {
+            strategy: "hybrid".into(),
+            held_round: 2,
+            known_labels: 1,
+            held_labels: 1,
+            streamed: 3,
+            streamed_held: 2,
+            pooled: 1,
+            pooled_held: 1,
+            weak_score_auc: 0.5,
+            signals,
+            proposals: Vec::new(),
+            recovered: 0,
+            recovered_share: 0.0,
+            mean_purity: 0.0,
+            known_member_share: 0.0,
+            accepted_accuracy: 0.0,
+            true_examples_accuracy: 0.0,
+            pass_seconds: 0.0,
+        }
     }
 
     #[test]
