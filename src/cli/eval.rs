@@ -263,25 +263,8 @@ pub struct EvalArgs {
 
 pub async fn eval(args: EvalArgs) -> Result<()> {
     let (rounds, named) = args.rounds()?;
-    let llm = args.llm.client()?;
-    let keyword_mode = match args.keywords {
-        KeywordModeArg::Tfidf => KeywordMode::Tfidf,
-        KeywordModeArg::Llm => KeywordMode::Llm,
-    };
-    if keyword_mode == KeywordMode::Llm && llm.is_none() {
-        bail!("--keywords llm needs an LLM (drop --llm none)");
-    }
-    let classifier = Classifier::new(llm.clone(), keyword_mode);
-    let base = args.engine_config();
-    let engines: Vec<EngineConfig> = args
-        .strategy
-        .iter()
-        .map(|s| EngineConfig {
-            strategy: (*s).into(),
-            ..base.clone()
-        })
-        .collect();
-
+    let (classifier, llm, keyword_mode) = args.classifier()?;
+    let engines = args.engines();
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     if args.discover.discover {
         let outcome = discover::run(
@@ -312,28 +295,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     if let Some(llm) = &llm {
         llm.flush_cache().await?;
     }
-
-    let report = report::EvalReport {
-        dataset: args.dataset_name(),
-        shots: args.shots,
-        limit: args.limit,
-        seed: args.seed,
-        model: llm
-            .as_ref()
-            .map(|l| l.config().model.clone())
-            .unwrap_or_else(|| "none".into()),
-        keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
-        choice: base.choice.as_str().to_string(),
-        held_out: format!("{:?}", args.held_out).to_lowercase(),
-        named_labels: named,
-        ablations: args
-            .ablation
-            .iter()
-            .map(|a| format!("{a:?}").to_lowercase())
-            .collect(),
-        runs,
-        llm_usage: llm.as_ref().map(|l| l.usage().snapshot()),
-    };
+    let report = args.report(runs, named, llm.as_ref(), keyword_mode);
     print!("{}", report::table(&report));
     let written = write_outputs(&report, &args.out)?;
     if let Some(usage) = &report.llm_usage {
@@ -353,6 +315,63 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 }
 
 impl EvalArgs {
+    /// The classifier (LLM client, when one is configured, and keyword mode).
+    fn classifier(&self) -> Result<(Classifier, Option<LlmClient>, KeywordMode)> {
+        let llm = self.llm.client()?;
+        let keyword_mode = match self.keywords {
+            KeywordModeArg::Tfidf => KeywordMode::Tfidf,
+            KeywordModeArg::Llm => KeywordMode::Llm,
+        };
+        if keyword_mode == KeywordMode::Llm && llm.is_none() {
+            bail!("--keywords llm needs an LLM (drop --llm none)");
+        }
+        Ok((
+            Classifier::new(llm.clone(), keyword_mode),
+            llm,
+            keyword_mode,
+        ))
+    }
+
+    /// One engine configuration per `--strategy`, otherwise alike.
+    fn engines(&self) -> Vec<EngineConfig> {
+        let base = self.engine_config();
+        self.strategy
+            .iter()
+            .map(|s| EngineConfig {
+                strategy: (*s).into(),
+                ..base.clone()
+            })
+            .collect()
+    }
+
+    /// The report of the paper's protocol over `runs`, with what produced it.
+    fn report(
+        &self,
+        runs: Vec<eval::StrategyRun>,
+        named: bool,
+        llm: Option<&LlmClient>,
+        keyword_mode: KeywordMode,
+    ) -> report::EvalReport {
+        report::EvalReport {
+            dataset: self.dataset_name(),
+            shots: self.shots,
+            limit: self.limit,
+            seed: self.seed,
+            model: llm.map_or_else(|| "none".into(), |l| l.config().model.clone()),
+            keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
+            choice: self.engine_config().choice.as_str().to_string(),
+            held_out: format!("{:?}", self.held_out).to_lowercase(),
+            named_labels: named,
+            ablations: self
+                .ablation
+                .iter()
+                .map(|a| format!("{a:?}").to_lowercase())
+                .collect(),
+            runs,
+            llm_usage: llm.map(|l| l.usage().snapshot()),
+        }
+    }
+
     /// The split's rounds (sampled with `--limit`), and whether its label ids are names.
     fn rounds(&self) -> Result<(Vec<dataset::RoundData>, bool)> {
         let held_out = match self.held_out {
