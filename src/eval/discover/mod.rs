@@ -26,6 +26,13 @@ use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel};
 use crate::events::proposal::ProposalEvent;
 use crate::events::LabelEvent;
 
+mod signals;
+mod table;
+
+use signals::{count_signals, weak_score_auc, Flags, Streamed};
+pub use signals::{SignalCounts, Signals};
+pub use table::table;
+
 #[derive(Debug, thiserror::Error)]
 pub enum DiscoverError {
     #[error(transparent)]
@@ -87,67 +94,6 @@ pub struct DiscoveryReport {
     pub pass_seconds: f64,
 }
 
-struct Streamed {
-    gold: String,
-    held: bool,
-    best_score: Option<f64>,
-    flags: Flags,
-}
-
-/// What the stream said of one text: each unexplained signal on its own (a pooled text
-/// records only the first that fired), whether it was pooled, and whether it was learned from.
-#[derive(Debug, Clone, Copy, Default)]
-struct Flags {
-    unknown_label: bool,
-    no_evidence: bool,
-    weak_score: bool,
-    pooled: bool,
-    learned: bool,
-}
-
-/// Counts of [`Flags`] over a set of streamed texts.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct SignalCounts {
-    pub texts: usize,
-    pub unknown_label: usize,
-    pub no_evidence: usize,
-    pub weak_score: usize,
-    pub pooled: usize,
-    pub learned: usize,
-}
-
-impl SignalCounts {
-    fn add(&mut self, flags: Flags) {
-        self.texts += 1;
-        self.unknown_label += usize::from(flags.unknown_label);
-        self.no_evidence += usize::from(flags.no_evidence);
-        self.weak_score += usize::from(flags.weak_score);
-        self.pooled += usize::from(flags.pooled);
-        self.learned += usize::from(flags.learned);
-    }
-}
-
-/// Which signals separate texts of missing classes from the rest: a signal that fires as often
-/// on known classes' texts as on held-back ones only fills the pool with known classes; a
-/// held-back text learned from teaches a known label a missing class's words.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct Signals {
-    pub held: SignalCounts,
-    pub known: SignalCounts,
-}
-
-fn signals(streamed: &[Streamed]) -> Signals {
-    let mut out = Signals::default();
-    for s in streamed {
-        if s.held {
-            out.held.add(s.flags);
-        } else {
-            out.known.add(s.flags);
-        }
-    }
-    out
-}
-
 /// Run the discovery protocol; `prepared` comes from [`super::prepare_rounds`] on `rounds`.
 pub async fn run(
     rounds: &[RoundData],
@@ -178,11 +124,7 @@ pub async fn run(
     let stream = shuffled_stream(rounds, seed);
     let (pool, streamed) = stream_and_pool(&mut engine, &stream, held, config, classifier).await?;
 
-    let started = Instant::now();
-    let texts: Vec<&PooledText> = pool.texts().iter().collect();
-    let found = communities::find(&texts, config, &engine.label_material())?.communities;
-    let proposals: Vec<Proposal> = found.iter().map(|c| proposal::propose(&texts, c)).collect();
-    let pass_seconds = started.elapsed().as_secs_f64();
+    let (proposals, pass_seconds) = community_pass(&pool, config, &engine)?;
 
     let scored: Vec<ScoredProposal> = proposals
         .iter()
@@ -207,13 +149,9 @@ pub async fn run(
         streamed: streamed.len(),
         streamed_held: streamed.iter().filter(|s| s.held).count(),
         pooled: pool.len(),
-        pooled_held: pool
-            .texts()
-            .iter()
-            .filter(|t| held_classes.contains(gold(&streamed, &t.id)))
-            .count(),
+        pooled_held: pooled_held(&pool, &streamed, &held_classes),
         weak_score_auc: weak_score_auc(&streamed),
-        signals: signals(&streamed),
+        signals: count_signals(&streamed),
         recovered,
         recovered_share: recovered as f64 / held_classes.len().max(1) as f64,
         mean_purity: mean(scored.iter().map(|p| p.purity)),
@@ -223,6 +161,19 @@ pub async fn run(
         true_examples_accuracy,
         pass_seconds,
     })
+}
+
+/// One community pass over the pool, as the service runs it: proposals, and its time.
+fn community_pass(
+    pool: &Pool,
+    config: &DiscoveryConfig,
+    engine: &Engine,
+) -> Result<(Vec<Proposal>, f64), DiscoverError> {
+    let started = Instant::now();
+    let texts: Vec<&PooledText> = pool.texts().iter().collect();
+    let found = communities::find(&texts, config, &engine.label_material())?.communities;
+    let proposals = found.iter().map(|c| proposal::propose(&texts, c)).collect();
+    Ok((proposals, started.elapsed().as_secs_f64()))
 }
 
 /// The test texts of every round in one seeded shuffle, each with its round's index.
@@ -244,6 +195,14 @@ fn recovered_classes(scored: &[ScoredProposal]) -> usize {
         .map(|p| p.majority.as_str())
         .collect::<HashSet<&str>>()
         .len()
+}
+
+/// Pooled texts whose gold class was held back.
+fn pooled_held(pool: &Pool, streamed: &[Streamed], held: &HashSet<&str>) -> usize {
+    pool.texts()
+        .iter()
+        .filter(|t| held.contains(gold(streamed, &t.id)))
+        .count()
 }
 
 /// The gold label of a pooled text (its id is its position in the stream).
@@ -398,128 +357,6 @@ async fn accuracy(
     Ok(correct as f64 / texts.len().max(1) as f64)
 }
 
-/// ROC AUC of "a lower best score means a held-back class": the probability that a held-back
-/// text scores below a known one (ties count half). Texts without a score are left out.
-fn weak_score_auc(streamed: &[Streamed]) -> f64 {
-    let mut scored: Vec<(f64, bool)> = streamed
-        .iter()
-        .filter_map(|s| s.best_score.map(|b| (b, s.held)))
-        .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (held, known) = scored.iter().fold((0f64, 0f64), |(h, k), (_, is_held)| {
-        if *is_held {
-            (h + 1.0, k)
-        } else {
-            (h, k + 1.0)
-        }
-    });
-    if held == 0.0 || known == 0.0 {
-        return 0.5;
-    }
-    // Mann–Whitney: for each held text, the known texts scoring above it.
-    let mut pairs = 0.0;
-    let mut i = 0;
-    let mut known_below = 0.0;
-    while i < scored.len() {
-        let mut j = i;
-        let (mut held_tied, mut known_tied) = (0.0, 0.0);
-        while j < scored.len() && scored[j].0 == scored[i].0 {
-            if scored[j].1 {
-                held_tied += 1.0;
-            } else {
-                known_tied += 1.0;
-            }
-            j += 1;
-        }
-        pairs += held_tied * (known - known_below - known_tied) + held_tied * known_tied / 2.0;
-        known_below += known_tied;
-        i = j;
-    }
-    pairs / (held * known)
-}
-
-/// The reports side by side, then each one's proposals.
-pub fn table(reports: &[DiscoveryReport]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "| strategy | held round | known / held labels | held texts pooled | pool from held classes | weak-score AUC | proposals | recovered (purity ≥ {RECOVERY_PURITY}) | mean purity | members from known classes | accuracy after accepting | with the true examples | pass |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|---|");
-    for r in reports {
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} / {} | {} / {} | {:.2} | {:.3} | {} | {} ({:.2}) | {:.2} | {:.2} | {:.3} | {:.3} | {:.2} s |",
-            r.strategy,
-            r.held_round,
-            r.known_labels,
-            r.held_labels,
-            r.pooled_held,
-            r.streamed_held,
-            r.pooled_held as f64 / r.pooled.max(1) as f64,
-            r.weak_score_auc,
-            r.proposals.len(),
-            r.recovered,
-            r.recovered_share,
-            r.mean_purity,
-            r.known_member_share,
-            r.accepted_accuracy,
-            r.true_examples_accuracy,
-            r.pass_seconds,
-        );
-    }
-    signal_table(&mut out, reports);
-    for r in reports {
-        let _ = writeln!(
-            out,
-            "\n{} proposals (size, purity, cohesion, majority):",
-            r.strategy
-        );
-        for p in &r.proposals {
-            let _ = writeln!(
-                out,
-                "  {:>4}  {:.2}  {:.2}  {}{}  ← \"{}\"",
-                p.size,
-                p.purity,
-                p.cohesion,
-                p.majority,
-                if p.majority_held { " (held back)" } else { "" },
-                p.name
-            );
-        }
-    }
-    out
-}
-
-/// Each signal's share of held-back texts and of known texts (`held / known`).
-fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
-    use std::fmt::Write;
-    let _ = writeln!(
-        out,
-        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | pooled | learned from |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
-    let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
-    for r in reports {
-        let (h, k) = (&r.signals.held, &r.signals.known);
-        let cell =
-            |hn: usize, kn: usize| format!("{:.3} / {:.3}", share(hn, h.texts), share(kn, k.texts));
-        let _ = writeln!(
-            out,
-            "| {} | {} / {} | {} | {} | {} | {} | {} |",
-            r.strategy,
-            h.texts,
-            k.texts,
-            cell(h.unknown_label, k.unknown_label),
-            cell(h.no_evidence, k.no_evidence),
-            cell(h.weak_score, k.weak_score),
-            cell(h.pooled, k.pooled),
-            cell(h.learned, k.learned),
-        );
-    }
-}
-
 fn mean(values: impl Iterator<Item = f64>) -> f64 {
     let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
     if n == 0 {
@@ -533,96 +370,12 @@ fn mean(values: impl Iterator<Item = f64>) -> f64 {
 mod tests {
     use super::*;
 
-    fn streamed(score: f64, held: bool) -> Streamed {
-        Streamed {
-            gold: String::new(),
-            held,
-            best_score: Some(score),
-            flags: Flags::default(),
-        }
-    }
-
     fn of_class(gold: &str) -> Streamed {
         Streamed {
             gold: gold.into(),
             held: false,
             best_score: None,
             flags: Flags::default(),
-        }
-    }
-
-    #[test]
-    fn auc_is_one_when_every_held_text_scores_lowest() {
-        let perfect = [
-            streamed(0.1, true),
-            streamed(0.2, true),
-            streamed(0.5, false),
-        ];
-        assert_eq!(weak_score_auc(&perfect), 1.0);
-        let reversed = [streamed(0.9, true), streamed(0.2, false)];
-        assert_eq!(weak_score_auc(&reversed), 0.0);
-        let tied = [streamed(0.3, true), streamed(0.3, false)];
-        assert_eq!(weak_score_auc(&tied), 0.5);
-    }
-
-    #[test]
-    fn signals_are_counted_apart_for_held_back_and_known_texts() {
-        let flagged = |held, flags| Streamed {
-            flags,
-            ..streamed(0.0, held)
-        };
-        let pooled_unknown = Flags {
-            unknown_label: true,
-            weak_score: true,
-            pooled: true,
-            ..Flags::default()
-        };
-        let learned = Flags {
-            learned: true,
-            ..Flags::default()
-        };
-        let stream = [
-            flagged(true, pooled_unknown),
-            flagged(true, learned),
-            flagged(false, learned),
-        ];
-        let counts = signals(&stream);
-        assert_eq!(counts.held.texts, 2);
-        assert_eq!(counts.held.unknown_label, 1);
-        assert_eq!(counts.held.weak_score, 1);
-        assert_eq!(counts.held.pooled, 1);
-        assert_eq!(counts.held.learned, 1);
-        assert_eq!(counts.held.no_evidence, 0);
-        assert_eq!(counts.known.texts, 1);
-        assert_eq!(counts.known.learned, 1);
-        assert_eq!(counts.known.pooled, 0);
-        let table = table(&[report_with(counts)]);
-        assert!(
-            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.500 / 0.000 | 0.500 / 1.000 |"),
-            "{table}"
-        );
-    }
-
-    fn report_with(signals: Signals) -> DiscoveryReport {
-        DiscoveryReport {
-            strategy: "hybrid".into(),
-            held_round: 2,
-            known_labels: 1,
-            held_labels: 1,
-            streamed: 3,
-            streamed_held: 2,
-            pooled: 1,
-            pooled_held: 1,
-            weak_score_auc: 0.5,
-            signals,
-            proposals: Vec::new(),
-            recovered: 0,
-            recovered_share: 0.0,
-            mean_purity: 0.0,
-            known_member_share: 0.0,
-            accepted_accuracy: 0.0,
-            true_examples_accuracy: 0.0,
-            pass_seconds: 0.0,
         }
     }
 
