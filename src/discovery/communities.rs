@@ -106,7 +106,7 @@ pub fn find(
 }
 
 /// The mean over members of how well the active labels explain each: the better of its score
-/// when it arrived (retrieval's best, second hop included) and its best score now against the
+/// when it arrived (retrieval's best, second hop included, descriptions not) and its best score now against the
 /// labels' own material (which sees labels added since). Most pooled texts scored weakly on
 /// their own; a community whose members sit near that ceiling together is a known class's
 /// thinly covered texts rather than a missing class (README, "Emerging classes": on WOS, with

@@ -33,7 +33,8 @@ pub struct DiscoveryConfig {
     pub pass_every: u64,
     /// Pooled texts kept (oldest dropped first).
     pub pool_capacity: usize,
-    /// A ranked decision whose best score is below this is unexplained.
+    /// A ranked decision whose best score (label descriptions left out) is below this is
+    /// unexplained.
     pub max_score: f64,
     /// Neighbours each pooled text links to in the similarity graph.
     pub neighbours: usize,
@@ -110,7 +111,7 @@ pub enum Unexplained {
     UnknownLabel,
     /// Nothing in the text links to any label's material.
     NoEvidence,
-    /// Retrieval's best label scored below `max_score`.
+    /// Retrieval's best label scored below `max_score` (descriptions left out).
     WeakScore,
 }
 
@@ -126,18 +127,18 @@ pub fn unexplained(
     if retrieval.basis == Basis::NoEvidence {
         return Some(Unexplained::NoEvidence);
     }
-    let best = retrieval.scores.first().copied()?;
+    let best = retrieval.discovery_score?;
     (best < config.max_score).then_some(Unexplained::WeakScore)
 }
 
-/// What a pooled text's retrieval said of it when it was classified: its best ranked score, 0
-/// when nothing linked it to any label, None for strategies without scores. A community whose
-/// members arrived near the weak-score ceiling together is a known class's thinly covered
-/// texts (see [`communities::known_score`]).
+/// What a pooled text's retrieval said of it when it was classified: its best ranked score
+/// without descriptions, 0 when nothing linked it to any label, None for strategies without
+/// scores. A community whose members arrived near the weak-score ceiling together is a known
+/// class's thinly covered texts (see [`communities::known_score`]).
 pub fn arrival_score(retrieval: &Retrieval) -> Option<f64> {
     match retrieval.basis {
         Basis::NoEvidence => Some(0.0),
-        Basis::RankedScores => retrieval.scores.first().copied(),
+        Basis::RankedScores => retrieval.discovery_score,
         _ => None,
     }
 }
@@ -150,6 +151,7 @@ mod tests {
     fn retrieval(basis: Basis, scores: Vec<f64>) -> Retrieval {
         Retrieval {
             candidates: scores.iter().map(|s| format!("l{s}")).collect(),
+            discovery_score: scores.first().copied(),
             scores,
             examples: Vec::new(),
             margin: None,

@@ -1,7 +1,9 @@
-//! The labels' own material — labelled examples, names, descriptions — detached from the
-//! engine: what a text's first-hop score is measured against. It holds no seen texts, so it is
-//! cheap to build, and it is owned, so a task off the service loop (a community pass) can score
-//! texts with it. Its weights are the engine's: the index's idf counts labelled examples only.
+//! The labels' own material — labelled examples and names — detached from the engine: what
+//! emerging-class discovery measures a text's first-hop score against. Descriptions are left
+//! out: an LLM may have written them for some labels and not others, and they would move the
+//! scale discovery's thresholds were set on. It holds no seen texts, so it is cheap to build,
+//! and it is owned, so a task off the service loop (a community pass) can score texts with it.
+//! Its weights are the engine's: the index's idf counts labelled examples only.
 
 use super::index::{DocKind, IndexDoc, TextIndex};
 use super::rank::{self, Evidence, RankingConfig};
@@ -18,7 +20,7 @@ pub struct LabelMaterial {
 
 impl LabelMaterial {
     /// A text's best first-hop score over the active labels (0 when none knows any of its
-    /// terms): the `ranked` strategy's score, without the second hop.
+    /// terms): the `ranked` strategy's score, without the second hop and descriptions.
     pub fn best_score(&self, terms: &TermCounts) -> f64 {
         let hits = self.index.search(terms);
         let evidence = Evidence {
@@ -37,7 +39,9 @@ impl Engine {
         let docs: Vec<IndexDoc> = self
             .index
             .docs()
-            .filter(|doc| doc.kind != DocKind::Seen)
+            // Discovery's scale: examples and names, which every named label has, not
+            // descriptions, which an LLM may have written for some labels only.
+            .filter(|doc| matches!(doc.kind, DocKind::Example | DocKind::Name))
             .map(|doc| IndexDoc {
                 kind: doc.kind,
                 label: doc.label,
@@ -68,7 +72,7 @@ mod tests {
     }
 
     #[test]
-    fn scores_as_the_engines_first_hop_whatever_it_learned_since() {
+    fn scores_as_the_engines_first_hop_without_descriptions_whatever_it_learned_since() {
         let mut engine = Engine::new(EngineConfig::default());
         engine
             .apply_round(&[
@@ -119,13 +123,18 @@ mod tests {
             "bean stew",
         ] {
             let terms = engine.analyze(text).terms;
-            let expected = engine
-                .rank(&terms, first_hop)
-                .ranked
-                .first()
-                .map_or(0.0, |&(_, score)| score);
-            assert_eq!(material.best_score(&terms), expected, "{text}");
+            // The engine's first hop on discovery's scale: descriptions left out.
+            let expected = engine.rank(&terms, first_hop).best_without_descriptions;
+            let got = material.best_score(&terms);
+            assert!(
+                (got - expected).abs() < 1e-12,
+                "{text}: {got} vs {expected}"
+            );
         }
+        // Volcanology's description counts in retrieval, not in discovery's scale.
+        let lava = engine.analyze("lava and ash over the crater").terms;
+        let ranked_best = engine.rank(&lava, first_hop).ranked[0].1;
+        assert!(material.best_score(&lava) < ranked_best);
         // A retired label scores nothing.
         let terms = engine.analyze("yacht race in a breeze spinnakers").terms;
         assert_eq!(material.best_score(&terms), 0.0);

@@ -252,6 +252,9 @@ pub struct Retrieval {
     pub tree_cost: Option<f64>,
     /// The retrieval-only prediction (used without an LLM, or when it fails).
     pub graph_choice: String,
+    /// Ranked strategies, when the text had evidence: the best score with label descriptions
+    /// left out, what emerging-class discovery judges a text by; None otherwise.
+    pub discovery_score: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

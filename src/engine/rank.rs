@@ -73,6 +73,10 @@ pub struct Ranking {
     pub best_example: Vec<Option<u32>>,
     /// Labels with first-hop evidence (0 when the first hop is off or found nothing).
     pub first_hop_labels: usize,
+    /// The best label's score with its description's part left out (0 when nothing scored):
+    /// the scale emerging-class discovery judges by, which must not move when an LLM writes
+    /// descriptions for some labels (see `discovery::unexplained`).
+    pub best_without_descriptions: f64,
 }
 
 impl Ranking {
@@ -115,6 +119,12 @@ pub fn score(
             evidence.first_hop,
         );
     }
+    let best_without_descriptions = total
+        .iter()
+        .zip(&gathered.description)
+        .filter(|&(&s, _)| s > 0.0)
+        .map(|(s, d)| s - config.description_weight * d)
+        .fold(0.0f64, f64::max);
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
         .enumerate()
@@ -130,6 +140,7 @@ pub fn score(
         ranked,
         best_example,
         first_hop_labels,
+        best_without_descriptions,
     }
 }
 
@@ -285,6 +296,29 @@ mod tests {
         assert!((ranking.ranked[1].1 - 0.30).abs() < 1e-9);
         assert_eq!(ranking.best_example, vec![Some(2), Some(0)]);
         assert!((ranking.margin() - 0.15).abs() < 1e-9);
+    }
+
+    #[test]
+    fn discovery_scale_leaves_descriptions_out() {
+        let first = Evidence {
+            first_hop: true,
+            second_hop: false,
+        };
+        let config = RankingConfig::default();
+        let plain = [
+            hit(0, DocKind::Example, 0, 0.08),
+            hit(1, DocKind::Example, 1, 0.06),
+        ];
+        let ranking = score(&plain, 2, |_| true, &config, first);
+        // Without descriptions, the same number as the best score.
+        assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
+        // A description (weight 0.5) lifts label 1 above label 0 and over a 0.1 threshold; the
+        // discovery scale stays at the examples' 0.08.
+        let described = [plain[0], plain[1], hit(2, DocKind::Description, 1, 0.2)];
+        let ranking = score(&described, 2, |_| true, &config, first);
+        assert_eq!(ranking.ranked[0].0, 1);
+        assert!((ranking.ranked[0].1 - 0.16).abs() < 1e-9);
+        assert!((ranking.best_without_descriptions - 0.08).abs() < 1e-12);
     }
 
     #[test]

@@ -63,6 +63,7 @@ impl Engine {
             basis,
             tree_cost,
             graph_choice,
+            discovery_score: None,
         })
     }
 
@@ -107,6 +108,7 @@ impl Engine {
             terminals,
             basis: Basis::RankedScores,
             tree_cost: None,
+            discovery_score: Some(ranking.best_without_descriptions),
         }
     }
 
@@ -145,6 +147,7 @@ impl Engine {
             terminals,
             basis: Basis::NoEvidence,
             tree_cost: None,
+            discovery_score: None,
         }
     }
 

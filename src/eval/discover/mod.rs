@@ -231,7 +231,7 @@ async fn stream_and_pool(
         let learnable = engine.learnable(&classified.analysis);
         engine.learn(&learnable, &classified.decision.label, confident);
         let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
-        let best_score = classified.retrieval.scores.first().copied();
+        let best_score = classified.retrieval.discovery_score;
         let flags = Flags {
             unknown_label: classified.decision.hallucination
                 == Some(HallucinationKind::UnknownLabel),
