@@ -119,11 +119,17 @@ pub fn score(
             evidence.first_hop,
         );
     }
+    // Descriptions count only through the first hop.
+    let description_weight = if evidence.first_hop {
+        config.description_weight
+    } else {
+        0.0
+    };
     let best_without_descriptions = total
         .iter()
         .zip(&gathered.description)
         .filter(|&(&s, _)| s > 0.0)
-        .map(|(s, d)| s - config.description_weight * d)
+        .map(|(s, d)| s - description_weight * d)
         .fold(0.0f64, f64::max);
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
@@ -319,6 +325,17 @@ mod tests {
         assert_eq!(ranking.ranked[0].0, 1);
         assert!((ranking.ranked[0].1 - 0.16).abs() < 1e-9);
         assert!((ranking.best_without_descriptions - 0.08).abs() < 1e-12);
+        // Without the first hop (`proximity`), a description was never part of the score.
+        let seen = [
+            hit(3, DocKind::Seen, 1, 0.3),
+            hit(2, DocKind::Description, 1, 0.2),
+        ];
+        let alone = Evidence {
+            first_hop: false,
+            second_hop: true,
+        };
+        let ranking = score(&seen, 2, |_| true, &config, alone);
+        assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
     }
 
     #[test]
