@@ -127,8 +127,15 @@ pub fn unexplained(
     if retrieval.basis == Basis::NoEvidence {
         return Some(Unexplained::NoEvidence);
     }
-    let best = retrieval.discovery_score?;
-    (best < config.max_score).then_some(Unexplained::WeakScore)
+    weak_score(retrieval, config).then_some(Unexplained::WeakScore)
+}
+
+/// Whether retrieval's best score on discovery's scale (descriptions left out) is below
+/// `max_score`; false for strategies without scores and texts without evidence.
+pub fn weak_score(retrieval: &Retrieval, config: &DiscoveryConfig) -> bool {
+    retrieval
+        .discovery_score
+        .is_some_and(|best| best < config.max_score)
 }
 
 /// What a pooled text's retrieval said of it when it was classified: its best ranked score
@@ -231,6 +238,16 @@ mod tests {
             unexplained(&strong, &unknown, &config),
             Some(Unexplained::UnknownLabel)
         );
+        // Discovery's score, not the ranked best (which a description may have lifted).
+        let described = Retrieval {
+            discovery_score: Some(0.05),
+            ..retrieval(Basis::RankedScores, vec![0.3])
+        };
+        assert_eq!(
+            unexplained(&described, &decision(None), &config),
+            Some(Unexplained::WeakScore)
+        );
+        assert_eq!(arrival_score(&described), Some(0.05));
         // Strategies without scores judge only by evidence and the LLM's answer.
         let steiner = retrieval(Basis::SteinerTree, Vec::new());
         assert_eq!(unexplained(&steiner, &decision(None), &config), None);

@@ -24,9 +24,10 @@ pub struct PooledText {
     pub why: Unexplained,
     /// The label it was given all the same.
     pub label: String,
-    /// Its best retrieval score when it was classified (see [`super::arrival_score`]); None
-    /// for strategies without scores and for texts pooled before builds kept it. Stored beside
-    /// the text, not in it ([`Pool`]'s and the update log's layouts predate it).
+    /// Its best retrieval score when it was classified, descriptions left out (see
+    /// [`super::arrival_score`]; scores written by builds before 2026-11-25 included them);
+    /// None for strategies without scores and for texts pooled before builds kept it. Stored
+    /// beside the text, not in it ([`Pool`]'s and the update log's layouts predate it).
     #[serde(skip)]
     pub arrival_score: Option<f64>,
 }

@@ -73,9 +73,10 @@ pub struct Ranking {
     pub best_example: Vec<Option<u32>>,
     /// Labels with first-hop evidence (0 when the first hop is off or found nothing).
     pub first_hop_labels: usize,
-    /// The best label's score with its description's part left out (0 when nothing scored):
-    /// the scale emerging-class discovery judges by, which must not move when an LLM writes
-    /// descriptions for some labels (see `discovery::unexplained`).
+    /// The best score any label would have if no label had a description (0 when nothing
+    /// scored; it may belong to another label than `ranked`'s first): the scale emerging-class
+    /// discovery judges by, which must not move when an LLM writes descriptions for some
+    /// labels (see `discovery::unexplained`).
     pub best_without_descriptions: f64,
 }
 
@@ -99,38 +100,19 @@ pub fn score(
     config: &RankingConfig,
     evidence: Evidence,
 ) -> Ranking {
-    let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence);
-    let mut total = vec![0.0f64; labels];
-    if evidence.first_hop {
-        for (l, score) in total.iter_mut().enumerate() {
-            *score = gathered.example[l]
-                + config.name_weight * gathered.name[l]
-                + config.description_weight * gathered.description[l];
-        }
-    }
-    let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
-    if evidence.second_hop {
-        let neighbours = std::mem::take(&mut gathered.neighbours);
-        add_second_hop(
-            &mut total,
-            neighbours,
-            &gathered.example,
-            config,
-            evidence.first_hop,
-        );
-    }
-    // Descriptions count only through the first hop.
-    let description_weight = if evidence.first_hop {
-        config.description_weight
+    let gathered = Gathered::from_hits(hits, labels, is_active, evidence);
+    let total = label_totals(&gathered, config, evidence, config.description_weight);
+    let first_hop_labels = gathered.first_hop_labels(config, evidence);
+    // Discovery's scale: the same scoring as if no label had a description (the second hop's
+    // bound included). Without descriptions among the hits it is the best score itself.
+    let described = evidence.first_hop && gathered.description.iter().any(|&d| d > 0.0);
+    let best_without_descriptions = if described {
+        label_totals(&gathered, config, evidence, 0.0)
+            .into_iter()
+            .fold(0.0f64, f64::max)
     } else {
-        0.0
+        total.iter().copied().fold(0.0f64, f64::max)
     };
-    let best_without_descriptions = total
-        .iter()
-        .zip(&gathered.description)
-        .filter(|&(&s, _)| s > 0.0)
-        .map(|(s, d)| s - description_weight * d)
-        .fold(0.0f64, f64::max);
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
         .enumerate()
@@ -150,6 +132,34 @@ pub fn score(
     }
 }
 
+/// Per label position: the first hop (descriptions at `description_weight`) plus the second
+/// hop, as `evidence` says.
+fn label_totals(
+    gathered: &Gathered,
+    config: &RankingConfig,
+    evidence: Evidence,
+    description_weight: f64,
+) -> Vec<f64> {
+    let mut total = vec![0.0f64; gathered.example.len()];
+    if evidence.first_hop {
+        for (l, score) in total.iter_mut().enumerate() {
+            *score = gathered.example[l]
+                + config.name_weight * gathered.name[l]
+                + description_weight * gathered.description[l];
+        }
+    }
+    if evidence.second_hop {
+        add_second_hop(
+            &mut total,
+            gathered.neighbours.clone(),
+            &gathered.example,
+            config,
+            evidence.first_hop,
+        );
+    }
+    total
+}
+
 /// A query's hits sorted by what they say, per active label position: its closest example
 /// (and which document that is), its name's and description's similarity; and the texts that
 /// may vote in the second hop.
@@ -162,6 +172,21 @@ struct Gathered<'h> {
 }
 
 impl<'h> Gathered<'h> {
+    /// Labels with first-hop evidence (descriptions included).
+    fn first_hop_labels(&self, config: &RankingConfig, evidence: Evidence) -> usize {
+        if !evidence.first_hop {
+            return 0;
+        }
+        (0..self.example.len())
+            .filter(|&l| {
+                self.example[l]
+                    + config.name_weight * self.name[l]
+                    + config.description_weight * self.description[l]
+                    > 0.0
+            })
+            .count()
+    }
+
     fn from_hits(
         hits: &'h [Hit],
         labels: usize,
@@ -336,6 +361,23 @@ mod tests {
         };
         let ranking = score(&seen, 2, |_| true, &config, alone);
         assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
+        // In `hybrid` the second hop's bound is scaled as if no label had a description: the
+        // same number as scoring hits without the description at all.
+        let close_seen = hit(3, DocKind::Seen, 0, 0.5);
+        let with = [
+            plain[0],
+            plain[1],
+            hit(2, DocKind::Description, 1, 0.2),
+            close_seen,
+        ];
+        let without = [plain[0], plain[1], close_seen];
+        let hybrid_with = score(&with, 2, |_| true, &config, BOTH);
+        let hybrid_without = score(&without, 2, |_| true, &config, BOTH);
+        assert_eq!(
+            hybrid_with.best_without_descriptions,
+            hybrid_without.ranked[0].1
+        );
+        assert!(hybrid_with.ranked[0].1 > hybrid_with.best_without_descriptions);
     }
 
     #[test]

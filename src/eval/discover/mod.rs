@@ -74,8 +74,8 @@ pub struct DiscoveryReport {
     /// Texts pooled as unexplained, and how many of them belong to held-back classes.
     pub pooled: usize,
     pub pooled_held: usize,
-    /// Probability that a held-back text's best retrieval score is below a known text's (the
-    /// weak-score signal's ROC AUC; 0.5 is chance).
+    /// Probability that a held-back text's best retrieval score (discovery's scale: descriptions
+    /// left out) is below a known text's (the weak-score signal's ROC AUC; 0.5 is chance).
     pub weak_score_auc: f64,
     /// How often each unexplained signal fired, and how often a text was learned from, among
     /// the held-back classes' texts and among the known classes' texts.
@@ -236,7 +236,7 @@ async fn stream_and_pool(
             unknown_label: classified.decision.hallucination
                 == Some(HallucinationKind::UnknownLabel),
             no_evidence: classified.retrieval.basis == Basis::NoEvidence,
-            weak_score: best_score.is_some_and(|b| b < config.max_score),
+            weak_score: discovery::weak_score(&classified.retrieval, config),
             pooled: why.is_some(),
             learned: confident,
         };
