@@ -100,16 +100,23 @@ pub fn score(
     config: &RankingConfig,
     evidence: Evidence,
 ) -> Ranking {
-    let gathered = Gathered::from_hits(hits, labels, is_active, evidence);
-    let total = label_totals(&gathered, config, evidence, config.description_weight);
-    let first_hop_labels = gathered.first_hop_labels(config, evidence);
+    let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence);
+    let votes = if evidence.second_hop {
+        let neighbours = std::mem::take(&mut gathered.neighbours);
+        second_hop_votes(neighbours, &gathered.example, config, evidence.first_hop)
+    } else {
+        Vec::new()
+    };
+    let mut total = gathered.first_hop(config, evidence, config.description_weight);
+    let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
+    add_votes(&mut total, &votes, config, evidence.first_hop);
     // Discovery's scale: the same scoring as if no label had a description (the second hop's
     // bound included). Without descriptions among the hits it is the best score itself.
     let described = evidence.first_hop && gathered.description.iter().any(|&d| d > 0.0);
     let best_without_descriptions = if described {
-        label_totals(&gathered, config, evidence, 0.0)
-            .into_iter()
-            .fold(0.0f64, f64::max)
+        let mut undescribed = gathered.first_hop(config, evidence, 0.0);
+        add_votes(&mut undescribed, &votes, config, evidence.first_hop);
+        undescribed.into_iter().fold(0.0f64, f64::max)
     } else {
         total.iter().copied().fold(0.0f64, f64::max)
     };
@@ -132,34 +139,6 @@ pub fn score(
     }
 }
 
-/// Per label position: the first hop (descriptions at `description_weight`) plus the second
-/// hop, as `evidence` says.
-fn label_totals(
-    gathered: &Gathered,
-    config: &RankingConfig,
-    evidence: Evidence,
-    description_weight: f64,
-) -> Vec<f64> {
-    let mut total = vec![0.0f64; gathered.example.len()];
-    if evidence.first_hop {
-        for (l, score) in total.iter_mut().enumerate() {
-            *score = gathered.example[l]
-                + config.name_weight * gathered.name[l]
-                + description_weight * gathered.description[l];
-        }
-    }
-    if evidence.second_hop {
-        add_second_hop(
-            &mut total,
-            gathered.neighbours.clone(),
-            &gathered.example,
-            config,
-            evidence.first_hop,
-        );
-    }
-    total
-}
-
 /// A query's hits sorted by what they say, per active label position: its closest example
 /// (and which document that is), its name's and description's similarity; and the texts that
 /// may vote in the second hop.
@@ -172,19 +151,23 @@ struct Gathered<'h> {
 }
 
 impl<'h> Gathered<'h> {
-    /// Labels with first-hop evidence (descriptions included).
-    fn first_hop_labels(&self, config: &RankingConfig, evidence: Evidence) -> usize {
-        if !evidence.first_hop {
-            return 0;
-        }
-        (0..self.example.len())
-            .filter(|&l| {
-                self.example[l]
+    /// Per label position, the first hop with descriptions at `description_weight` (all 0
+    /// when `evidence` leaves the first hop out).
+    fn first_hop(
+        &self,
+        config: &RankingConfig,
+        evidence: Evidence,
+        description_weight: f64,
+    ) -> Vec<f64> {
+        let mut total = vec![0.0f64; self.example.len()];
+        if evidence.first_hop {
+            for (l, score) in total.iter_mut().enumerate() {
+                *score = self.example[l]
                     + config.name_weight * self.name[l]
-                    + config.description_weight * self.description[l]
-                    > 0.0
-            })
-            .count()
+                    + description_weight * self.description[l];
+            }
+        }
+        total
     }
 
     fn from_hits(
@@ -227,18 +210,14 @@ impl<'h> Gathered<'h> {
     }
 }
 
-/// TopoRAG's second hop: the nearest texts vote for their labels. Alone, the votes are the
-/// scores. With the first hop, they are a distribution scaled by the best first-hop score:
-/// the second hop can move a label by at most `proximity_weight` × that score, whatever the
-/// dataset's text-to-text similarity (near-duplicate news items would otherwise drown the
-/// labels' own evidence).
-fn add_second_hop(
-    total: &mut [f64],
+/// TopoRAG's second hop: the nearest texts that may vote, each voting its similarity for its
+/// label.
+fn second_hop_votes(
     mut neighbours: Vec<&Hit>,
     example: &[f64],
     config: &RankingConfig,
     first_hop: bool,
-) {
+) -> Vec<(usize, f64)> {
     if first_hop {
         // A text already seen speaks only when it is at least as close to the query as the
         // closest labelled example: farther ones add nothing the first hop does not already
@@ -246,8 +225,18 @@ fn add_second_hop(
         let closest_example = example.iter().copied().fold(0.0f64, f64::max);
         neighbours.retain(|hit| hit.similarity >= closest_example);
     }
-    let labels = total.len();
-    let votes = proximity_votes(neighbours, labels, config.proximity_k);
+    proximity_votes(neighbours, example.len(), config.proximity_k)
+}
+
+/// Adds the second hop's votes to the first hop's scores. Alone, the votes are the scores.
+/// With the first hop, they are a distribution scaled by the best first-hop score: the second
+/// hop can move a label by at most `proximity_weight` × that score, whatever the dataset's
+/// text-to-text similarity (near-duplicate news items would otherwise drown the labels' own
+/// evidence).
+fn add_votes(total: &mut [f64], votes: &[(usize, f64)], config: &RankingConfig, first_hop: bool) {
+    if votes.is_empty() {
+        return;
+    }
     let total_votes: f64 = votes.iter().map(|(_, v)| v).sum();
     let best_first = total.iter().copied().fold(0.0f64, f64::max);
     let scale = if !first_hop {
@@ -257,7 +246,7 @@ fn add_second_hop(
     } else {
         config.proximity_weight / total_votes
     };
-    for (l, vote) in votes {
+    for &(l, vote) in votes {
         total[l] += scale * vote;
     }
 }
