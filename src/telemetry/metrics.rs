@@ -115,116 +115,144 @@ impl Metrics {
             last_usage: std::sync::Mutex::new(UsageSnapshot::default()),
             registry: Registry::default(),
         };
-        registry.register(
+        m.register_stream(&mut registry);
+        m.register_llm(&mut registry);
+        m.register_state(&mut registry);
+        m.register_discovery(&mut registry);
+        m.zero_known_series();
+        Self { registry, ..m }
+    }
+
+    /// Records read and written, and the per-text path's timing.
+    fn register_stream(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register(
             "texts_received",
             "Records read from the texts topic",
-            m.texts_received.clone(),
+            self.texts_received.clone(),
         );
-        registry.register(
+        r.register(
             "predictions",
             "Predictions published, by source (llm or graph)",
-            m.predictions.clone(),
+            self.predictions.clone(),
         );
-        registry.register(
+        r.register(
             "dead_letters",
             "Records sent to the dead-letter topic, by reason",
-            m.dead_letters.clone(),
+            self.dead_letters.clone(),
         );
-        registry.register(
-            "hallucinations",
-            "LLM answers flagged, by kind",
-            m.hallucinations.clone(),
-        );
-        registry.register(
-            "llm_fallbacks",
-            "Texts predicted from the graph because the LLM failed",
-            m.llm_fallbacks.clone(),
-        );
-        registry.register(
+        r.register(
             "label_events",
             "Records read from the labels topic",
-            m.label_events.clone(),
+            self.label_events.clone(),
         );
-        registry.register(
-            "llm_calls",
-            "LLM requests (each may take several attempts)",
-            m.llm_calls.clone(),
-        );
-        registry.register("llm_retries", "LLM attempts retried", m.llm_retries.clone());
-        registry.register(
-            "llm_failures",
-            "LLM requests that failed after every retry",
-            m.llm_failures.clone(),
-        );
-        registry.register(
-            "llm_tokens",
-            "LLM tokens, by kind (prompt or completion)",
-            m.llm_tokens.clone(),
-        );
-        registry.register(
-            "llm_request_seconds",
-            "LLM request latency, retries included",
-            m.llm_seconds.clone(),
-        );
-        registry.register(
+        r.register(
             "stage_seconds",
             "Per-stage latency of a text",
-            m.stage_seconds.clone(),
+            self.stage_seconds.clone(),
         );
-        registry.register(
+        r.register(
             "consumer_lag",
             "Texts-topic records not yet read, by partition",
-            m.consumer_lag.clone(),
+            self.consumer_lag.clone(),
         );
-        registry.register(
+        r.register(
             "in_flight",
             "Texts taken in and not yet finished",
-            m.in_flight.clone(),
+            self.in_flight.clone(),
         );
-        registry.register(
+    }
+
+    /// The LLM client: requests, retries, tokens, latency, and what its answers were.
+    fn register_llm(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register(
+            "hallucinations",
+            "LLM answers flagged, by kind",
+            self.hallucinations.clone(),
+        );
+        r.register(
+            "llm_fallbacks",
+            "Texts predicted from the graph because the LLM failed",
+            self.llm_fallbacks.clone(),
+        );
+        r.register(
+            "llm_calls",
+            "LLM requests (each may take several attempts)",
+            self.llm_calls.clone(),
+        );
+        r.register(
+            "llm_retries",
+            "LLM attempts retried",
+            self.llm_retries.clone(),
+        );
+        r.register(
+            "llm_failures",
+            "LLM requests that failed after every retry",
+            self.llm_failures.clone(),
+        );
+        r.register(
+            "llm_tokens",
+            "LLM tokens, by kind (prompt or completion)",
+            self.llm_tokens.clone(),
+        );
+        r.register(
+            "llm_request_seconds",
+            "LLM request latency, retries included",
+            self.llm_seconds.clone(),
+        );
+    }
+
+    /// The engine's state: graph size and labels.
+    fn register_state(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register(
             "graph_nodes",
             "Keyword-label graph nodes",
-            m.graph_nodes.clone(),
+            self.graph_nodes.clone(),
         );
-        registry.register(
+        r.register(
             "graph_edges",
             "Keyword-label graph edges",
-            m.graph_edges.clone(),
+            self.graph_edges.clone(),
         );
-        registry.register(
+        r.register(
             "labels",
             "Labels, by state (active or retired)",
-            m.labels.clone(),
+            self.labels.clone(),
         );
-        registry.register(
+    }
+
+    /// Emerging-class discovery: the pool, community passes and proposals.
+    fn register_discovery(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register(
             "discovery_pool_texts",
             "Poorly explained texts pooled for emerging-class discovery",
-            m.discovery_pool.clone(),
+            self.discovery_pool.clone(),
         );
-        registry.register(
+        r.register(
             "discovery_passes",
             "Community passes over the pool, by outcome (ok or failed)",
-            m.discovery_passes.clone(),
+            self.discovery_passes.clone(),
         );
-        registry.register(
+        r.register(
             "proposals_published",
             "Proposal events published (new proposals and revisions)",
-            m.proposals_published.clone(),
+            self.proposals_published.clone(),
         );
-        registry.register(
+        r.register(
             "proposals",
             "Proposals on the proposals topic at the last pass, by status",
-            m.proposals.clone(),
+            self.proposals.clone(),
         );
-        registry.register(
+        r.register(
             "discovery_pass_communities",
             "Communities the last pass found, by outcome: kept (proposed, or matching a decided \
              proposal), or left out as too_small, \
              loose (below min_cohesion) or explained (max_community_score)",
-            m.pass_communities.clone(),
+            self.pass_communities.clone(),
         );
-        m.zero_known_series();
-        Self { registry, ..m }
     }
 
     /// Series whose label values are known in advance start at zero, so a query (or a
@@ -305,5 +333,75 @@ impl Metrics {
             text.clear();
         }
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_metric_is_registered_once() {
+        let metrics = Metrics::new();
+        // Families without a series are not encoded: give the others one each.
+        metrics
+            .predictions
+            .get_or_create(&SourceLabel {
+                source: "graph".into(),
+            })
+            .inc();
+        metrics.dead_letter("bad_json");
+        metrics.observe_stage("retrieve", 0.001);
+        metrics
+            .consumer_lag
+            .get_or_create(&PartitionLabel { partition: 0 })
+            .set(0);
+        metrics
+            .labels
+            .get_or_create(&StateLabel {
+                state: "active".into(),
+            })
+            .set(1);
+        let text = metrics.encode();
+        let names = [
+            "texts_received",
+            "predictions",
+            "dead_letters",
+            "hallucinations",
+            "llm_fallbacks",
+            "label_events",
+            "llm_calls",
+            "llm_retries",
+            "llm_failures",
+            "llm_tokens",
+            "llm_request_seconds",
+            "stage_seconds",
+            "consumer_lag",
+            "in_flight",
+            "graph_nodes",
+            "graph_edges",
+            "labels",
+            "discovery_pool_texts",
+            "discovery_passes",
+            "proposals_published",
+            "proposals",
+            "discovery_pass_communities",
+        ];
+        let helps: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("# HELP gorag_"))
+            .filter_map(|l| l.split_whitespace().next())
+            .collect();
+        for name in names {
+            let found = helps
+                .iter()
+                .filter(|h| h.trim_end_matches("_total") == name)
+                .count();
+            assert_eq!(found, 1, "{name} in {helps:?}");
+        }
+        assert_eq!(helps.len(), names.len(), "{helps:?}");
+        // Known series start at zero.
+        assert!(text.contains("gorag_hallucinations_total{kind=\"unknown_label\"} 0"));
+        assert!(text.contains("gorag_proposals{state=\"open\"} 0"));
     }
 }
