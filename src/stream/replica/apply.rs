@@ -127,43 +127,55 @@ pub fn apply(
         }
     };
     applied.mine = record.origin == instance;
-    let texts: Vec<LearnedText> = match record.change {
+    match contents(record.change) {
+        Contents::Learned(texts) => learn(cursor, engine, topics, texts, &mut applied),
+        Contents::Label(event) => label(cursor, engine, topics, event, &mut applied),
+    }
+    applied
+}
+
+/// What a change carries, whichever record version wrote it.
+enum Contents {
+    Learned(Vec<LearnedText>),
+    Label(LabelRecord),
+}
+
+fn contents(change: Change) -> Contents {
+    match change {
         Change::Learn {
             partition,
-            offset: text_offset,
+            offset,
             analysis,
             label,
             confident,
-        } => vec![LearnedText {
+        } => Contents::Learned(vec![LearnedText {
             partition,
-            offset: text_offset,
+            offset,
             analysis,
             label,
             confident,
             note: None,
-        }],
-        Change::Learns { texts } => texts.into_iter().map(LearnedText::from).collect(),
-        Change::LearnedV3 { texts } => texts.into_iter().map(LearnedText::from).collect(),
-        Change::LearnedV4 { texts } => texts.into_iter().map(LearnedText::from).collect(),
-        Change::Learned { texts } => texts,
+        }]),
+        Change::Learns { texts } => Contents::Learned(texts.into_iter().map(Into::into).collect()),
+        Change::LearnedV3 { texts } => {
+            Contents::Learned(texts.into_iter().map(Into::into).collect())
+        }
+        Change::LearnedV4 { texts } => {
+            Contents::Learned(texts.into_iter().map(Into::into).collect())
+        }
+        Change::Learned { texts } => Contents::Learned(texts),
         Change::Label {
             offset,
             key,
             payload,
             outcome,
-        } => {
-            let event = LabelRecord {
-                offset,
-                key,
-                payload,
-                outcome,
-            };
-            label(cursor, engine, topics, event, &mut applied);
-            return applied;
-        }
-    };
-    learn(cursor, engine, topics, texts, &mut applied);
-    applied
+        } => Contents::Label(LabelRecord {
+            offset,
+            key,
+            payload,
+            outcome,
+        }),
+    }
 }
 
 /// A label event as the changelog carries it: its offset in the labels topic, its input
