@@ -127,10 +127,6 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
             return Finished::dead_letter(finishing, source, stage, rejection);
         }
     };
-    let mut tally = Tally {
-        llm_fallback,
-        ..Tally::default()
-    };
     let Pending {
         event,
         prepared,
@@ -142,21 +138,25 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     span.record("label", decision.label.as_str());
     span.record("source", label_source.as_str());
 
-    let started = Instant::now();
-    let index_span = tracing::info_span!(parent: &span, "index").entered();
-    let confident = engine.is_confident(&classified.retrieval, decision);
-    let learn = match learning {
-        Learning::AlreadyLearned | Learning::Revoked => {
-            tally.relearn_skipped = true;
-            None
-        }
-        Learning::Allowed => {
-            learn_record(finishing, engine, &classified, &event, &source, confident)
-        }
+    let Indexed {
+        learn,
+        confident,
+        seconds,
+    } = index_step(
+        finishing,
+        engine,
+        &classified,
+        (&event, &source),
+        learning,
+        &span,
+    );
+    let mut tally = Tally {
+        llm_fallback,
+        index_seconds: Some(seconds),
+        relearn_skipped: learning != Learning::Allowed,
+        ..Tally::default()
     };
-    drop(index_span);
-    latency.index_ms = started.elapsed().as_secs_f64() * 1000.0;
-    tally.index_seconds = Some(latency.index_ms / 1000.0);
+    latency.index_ms = seconds * 1000.0;
     latency.total_ms = received.elapsed().as_secs_f64() * 1000.0;
 
     let classification = Classification {
@@ -178,6 +178,37 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         records,
         source: Some(source),
         tally,
+    }
+}
+
+/// The index stage's outcome.
+struct Indexed {
+    /// None when the text was learned already, or its partition revoked.
+    learn: Option<LearnedText>,
+    confident: bool,
+    seconds: f64,
+}
+
+/// The index stage: whether the decision is confident, and the learn record.
+fn index_step(
+    finishing: &Finishing,
+    engine: &Engine,
+    classified: &Classified,
+    (event, source): (&TextEvent, &Source),
+    learning: Learning,
+    span: &tracing::Span,
+) -> Indexed {
+    let started = Instant::now();
+    let _index_span = tracing::info_span!(parent: span, "index").entered();
+    let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+    let learn = match learning {
+        Learning::AlreadyLearned | Learning::Revoked => None,
+        Learning::Allowed => learn_record(finishing, engine, classified, event, source, confident),
+    };
+    Indexed {
+        learn,
+        confident,
+        seconds: started.elapsed().as_secs_f64(),
     }
 }
 
