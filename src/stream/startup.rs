@@ -5,6 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
+use rdkafka::error::KafkaResult;
+use rdkafka::metadata::Metadata;
 
 use super::kafka::{self, MetadataClient, Producer};
 use super::replica::sync::{LogClients, LogSync};
@@ -145,16 +147,7 @@ async fn wait_for_brokers(
     let started = Instant::now();
     let mut said: Option<Instant> = None;
     loop {
-        let probe = client.clone();
-        let answer = tokio::task::spawn_blocking(move || {
-            let answer = probe.fetch_metadata(None, BROKER_PROBE);
-            // Serve the client's queue: librdkafka hands over its errors (and their reasons)
-            // only when the client is polled.
-            while let Some(Err(_)) | Some(Ok(_)) = probe.poll(Duration::ZERO) {}
-            answer
-        })
-        .await?;
-        let error = match answer {
+        let error = match probe_brokers(client.clone()).await? {
             Ok(metadata) => {
                 kafka::broker_answered();
                 health.set_broker(None);
@@ -197,6 +190,20 @@ async fn wait_for_brokers(
             _ = watch.changed() => return Err(ServeError::StoppedWhileStarting),
         }
     }
+}
+
+/// One metadata request, on a blocking thread (librdkafka's call blocks).
+async fn probe_brokers(
+    client: Arc<MetadataClient>,
+) -> Result<KafkaResult<Metadata>, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || {
+        let answer = client.fetch_metadata(None, BROKER_PROBE);
+        // Serve the client's queue: librdkafka hands over its errors (and their reasons) only
+        // when the client is polled.
+        while let Some(Err(_)) | Some(Ok(_)) = client.poll(Duration::ZERO) {}
+        answer
+    })
+    .await
 }
 
 /// With `kafka.create_topics = false` the operator made the topics: name every one missing,
