@@ -38,24 +38,7 @@ impl Service {
             if let Err(error) = self.logs.catch_up(&mut self.replica, &mut self.stats).await {
                 tracing::warn!(%error, "changelog not read to its end at shutdown");
             }
-            // Dead letters for label events that reading brought: sent before the cursor that
-            // passes them is saved (bounded: the broker may be going away).
-            let letters: Vec<_> = self
-                .replica
-                .take_outbox()
-                .into_iter()
-                .map(|record| (OutputKind::DeadLetter, record))
-                .collect();
-            if !letters.is_empty()
-                && tokio::time::timeout(CLOSE_LIMIT, deliver_all(&self.producer, &letters))
-                    .await
-                    .is_err()
-            {
-                tracing::warn!(
-                    count = letters.len(),
-                    "label events' dead letters not delivered at shutdown"
-                );
-            }
+            self.send_final_dead_letters().await;
         } else {
             tracing::warn!("broker unreachable at shutdown: offsets not committed");
             texts.close(None, CLOSE_LIMIT).await;
@@ -75,5 +58,26 @@ impl Service {
         };
         tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
         Ok(summary)
+    }
+
+    /// Dead letters for label events that the final catch-up brought: sent before the cursor
+    /// that passes them is saved (bounded: the broker may be going away).
+    async fn send_final_dead_letters(&mut self) {
+        let letters: Vec<_> = self
+            .replica
+            .take_outbox()
+            .into_iter()
+            .map(|record| (OutputKind::DeadLetter, record))
+            .collect();
+        if !letters.is_empty()
+            && tokio::time::timeout(CLOSE_LIMIT, deliver_all(&self.producer, &letters))
+                .await
+                .is_err()
+        {
+            tracing::warn!(
+                count = letters.len(),
+                "label events' dead letters not delivered at shutdown"
+            );
+        }
     }
 }
