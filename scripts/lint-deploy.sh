@@ -73,11 +73,25 @@ for line in body.splitlines():
     lines.append(line[4:])
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 PY
-    env -u GORAG_CONFIG "$GORAG_BIN" serve --config "$out/$values.toml" --print-config >/dev/null
+    # With the chart's extraEnv too (GORAG__ variables; a secret's value stands in as "x").
+    "$TOOLS/venv/bin/python" - "$out/$values.yaml" "$out/$values.toml" "$GORAG_BIN" <<'PY'
+import os, subprocess, sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "StatefulSet"]
+env = {k: v for k, v in os.environ.items() if not k.startswith("GORAG")}
+for var in docs[0]["spec"]["template"]["spec"]["containers"][0].get("env", []):
+    if var["name"].startswith("GORAG__"):
+        env[var["name"]] = var.get("value", "x")
+subprocess.run([sys.argv[3], "serve", "--config", sys.argv[2], "--print-config"],
+               env=env, check=True, stdout=subprocess.DEVNULL)
+PY
   done
 fi
 
-log "a bad value is refused by values.schema.json"
+log "bad values are refused by values.schema.json"
+if "$helm" template gorag helm/gorag --set 'extraEnv[0].value=x' >/dev/null 2>&1; then
+  echo "values.schema.json accepted an extraEnv entry without a name" >&2
+  exit 1
+fi
 if "$helm" template gorag helm/gorag --set config.llm.on_failure=retry >/dev/null 2>&1; then
   echo "values.schema.json accepted llm.on_failure=retry" >&2
   exit 1
