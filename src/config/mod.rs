@@ -129,59 +129,33 @@ impl ServeConfig {
     }
 
     pub fn load(layers: &Layers) -> Result<Self, ConfigErrors> {
-        let mut errors = Vec::new();
-        let mut root = Table::new();
-        // dotted key → where its value came from
-        let mut origin: HashMap<String, String> = HashMap::new();
-
+        let mut merged = Merged::default();
         if let Some(path) = &layers.file {
-            match std::fs::read_to_string(path) {
-                Ok(text) => match text.parse::<Table>() {
-                    Ok(table) => {
-                        note_origins(&table, "", &format!("file {}", path.display()), &mut origin);
-                        root = table;
-                    }
-                    Err(e) => errors.push(format!("file {}: {e}", path.display())),
-                },
-                Err(e) => errors.push(format!("file {}: {e}", path.display())),
-            }
+            merged.file(path);
         }
         for (name, raw) in &layers.env {
-            let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
-                continue;
-            };
-            let path: Vec<String> = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
-            let path = librdkafka_key(path);
-            if path.iter().any(String::is_empty) {
-                errors.push(format!("environment {name}: malformed name"));
-                continue;
-            }
-            match set_path(&mut root, &path, value_at(&path, raw)) {
-                Ok(()) => {
-                    origin.insert(path.join("."), format!("environment {name}"));
-                }
-                Err(e) => errors.push(format!("environment {name}: {e}")),
+            if let Some(rest) = name.strip_prefix(ENV_PREFIX) {
+                let path = rest.split("__").map(|p| p.to_ascii_lowercase()).collect();
+                let source = format!("environment {name}");
+                merged.put(path, raw, (&source, &source), "malformed name");
             }
         }
         for set in &layers.sets {
             let Some((key, raw)) = set.split_once('=') else {
-                errors.push(format!("--set {set}: expected section.key=value"));
+                merged
+                    .errors
+                    .push(format!("--set {set}: expected section.key=value"));
                 continue;
             };
-            let path: Vec<String> = key.trim().split('.').map(str::to_string).collect();
-            let path = librdkafka_key(path);
-            if path.iter().any(String::is_empty) {
-                errors.push(format!("--set {set}: malformed key"));
-                continue;
-            }
-            match set_path(&mut root, &path, value_at(&path, raw.trim())) {
-                Ok(()) => {
-                    origin.insert(path.join("."), format!("--set {key}"));
-                }
-                Err(e) => errors.push(format!("--set {set}: {e}")),
-            }
+            let path = key.trim().split('.').map(str::to_string).collect();
+            let (origin, shown) = (format!("--set {key}"), format!("--set {set}"));
+            merged.put(path, raw.trim(), (&origin, &shown), "malformed key");
         }
-
+        let Merged {
+            root,
+            origin,
+            mut errors,
+        } = merged;
         let config = deserialize_reporting_all(root, &origin, &mut errors);
         if let Some(config) = &config {
             config.check(&mut errors);
@@ -393,6 +367,53 @@ fn deserialize_reporting_all(
         }
     }
     None
+}
+
+/// The layers merged into one table so far, where each value came from, and every error.
+#[derive(Default)]
+struct Merged {
+    root: Table,
+    /// dotted key → where its value came from
+    origin: HashMap<String, String>,
+    errors: Vec<String>,
+}
+
+impl Merged {
+    /// The file layer: the whole table (the first layer over the defaults).
+    fn file(&mut self, path: &std::path::Path) {
+        let shown = format!("file {}", path.display());
+        match std::fs::read_to_string(path).map(|text| text.parse::<Table>()) {
+            Ok(Ok(table)) => {
+                note_origins(&table, "", &shown, &mut self.origin);
+                self.root = table;
+            }
+            Ok(Err(e)) => self.errors.push(format!("{shown}: {e}")),
+            Err(e) => self.errors.push(format!("{shown}: {e}")),
+        }
+    }
+
+    /// One value from the environment or `--set`, at `path` (librdkafka keys rejoined):
+    /// `origin` is where a later error about its value says it came from, `shown` how an error
+    /// here names the input.
+    fn put(
+        &mut self,
+        path: Vec<String>,
+        raw: &str,
+        (origin, shown): (&str, &str),
+        malformed: &str,
+    ) {
+        let path = librdkafka_key(path);
+        if path.iter().any(String::is_empty) {
+            self.errors.push(format!("{shown}: {malformed}"));
+            return;
+        }
+        match set_path(&mut self.root, &path, value_at(&path, raw)) {
+            Ok(()) => {
+                self.origin.insert(path.join("."), origin.to_string());
+            }
+            Err(e) => self.errors.push(format!("{shown}: {e}")),
+        }
+    }
 }
 
 /// Read `GORAG__…` variables from the process environment.
