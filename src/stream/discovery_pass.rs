@@ -18,7 +18,7 @@ use super::read_back::{self, ReadBackError};
 use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
 use crate::engine::LabelMaterial;
 use crate::events::decode;
-use crate::events::proposal::{current, ProposalError, ProposalEvent, ProposalStatus};
+use crate::events::proposal::{current, ProposalEvent, ProposalStatus};
 use crate::llm::LlmClient;
 
 /// How long reading the proposals topic, and publishing one event, may take.
@@ -30,8 +30,6 @@ pub enum PassError {
     Communities(#[from] leiden_rs::LeidenError),
     #[error(transparent)]
     ReadBack(#[from] ReadBackError),
-    #[error(transparent)]
-    Proposal(#[from] ProposalError),
     #[error("publishing proposal {0}: {1}")]
     Publish(String, KafkaError),
     #[error("publishing proposal {0}: no acknowledgement within {1:?}")]
@@ -101,7 +99,10 @@ pub async fn run(
             }
         });
     let mut published = current(events);
-    let mut changed = reconcile::reconcile(&found, &published)?;
+    let (mut changed, refused) = reconcile::reconcile(&found, &published);
+    for error in refused {
+        tracing::warn!(%error, topic = %settings.topic, "proposal not republished");
+    }
     for event in &mut changed {
         if event.description.is_none() {
             write_report(settings.llm.as_ref(), event).await;
