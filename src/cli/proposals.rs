@@ -86,7 +86,8 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
         ProposalsAction::Reject { id } => {
             let decided = open_proposal(&current, &id)?.decided(ProposalStatus::Rejected, None)?;
             let producer = producer(&brokers)?;
-            send(&producer, &topic, &id, &serde_json::to_vec(&decided)?).await?;
+            let key = decided.record_key();
+            send(&producer, &topic, &key, &serde_json::to_vec(&decided)?).await?;
             println!("rejected {id}");
         }
     }
@@ -127,7 +128,7 @@ async fn accept(
     send(
         &producer,
         topic,
-        &open.proposal,
+        &decided.record_key(),
         &serde_json::to_vec(&decided)?,
     )
     .await?;

@@ -1,7 +1,10 @@
-//! Proposal events (the proposals topic, keyed by proposal id): a class the stream suggests,
-//! republished with a higher revision as its community grows, and once more when the operator
-//! accepts or rejects it. The highest revision of a key is its current state, so replays and
-//! duplicates are harmless.
+//! Proposal events (the proposals topic): a class the stream suggests, republished with a
+//! higher revision as its community grows (keyed by proposal id), and once more when the
+//! operator accepts or rejects it (keyed `ID.decision`). A decision is the current state
+//! whatever revision an open record has; otherwise the highest revision is — so replays,
+//! duplicates and an open revision written by a pass that raced the operator are harmless,
+//! also after compaction (which keeps each key's last record: passes never write a decision's
+//! key).
 
 use std::collections::BTreeMap;
 
@@ -148,6 +151,18 @@ impl ProposalEvent {
             .ok_or_else(|| ProposalError::RevisionOverflow(self.proposal.clone()))
     }
 
+    /// The record's key on the proposals topic: the proposal id for an open revision, `ID.decision`
+    /// for a decision — so compaction, keeping each key's last record, never drops a decision
+    /// for a pass's later open revision.
+    pub fn record_key(&self) -> String {
+        match self.status {
+            ProposalStatus::Open => self.proposal.clone(),
+            ProposalStatus::Accepted | ProposalStatus::Rejected => {
+                format!("{}.decision", self.proposal)
+            }
+        }
+    }
+
     /// The same proposal, decided: the next revision with `status` (and the label it became).
     pub fn decided(
         &self,
@@ -203,10 +218,16 @@ impl ProposalEvent {
     }
 }
 
-/// The current state of each proposal among `events` (in any order): its highest revision; at
-/// an equal revision a decision outranks an open republication.
+/// The current state of each proposal among `events` (in topic order): its first decision,
+/// else its highest open revision. A decision outranks every open record, whatever its
+/// revision: a pass that read the proposal before the operator decided may still publish a
+/// later open revision, and must not reopen it. Of two decisions at once (accept and reject
+/// raced), the first written stands.
 pub fn current(events: impl IntoIterator<Item = ProposalEvent>) -> BTreeMap<String, ProposalEvent> {
-    let rank = |e: &ProposalEvent| (e.revision, e.status != ProposalStatus::Open);
+    let rank = |e: &ProposalEvent| match e.status {
+        ProposalStatus::Open => (false, e.revision),
+        ProposalStatus::Accepted | ProposalStatus::Rejected => (true, 0),
+    };
     let mut latest: BTreeMap<String, ProposalEvent> = BTreeMap::new();
     for event in events {
         match latest.get(&event.proposal) {
@@ -274,10 +295,37 @@ mod tests {
             ..first.clone()
         };
         // A replayed older revision after the newer one changes nothing.
-        let state = current([first.clone(), accepted.clone(), republished, first, other]);
+        let state = current([
+            first.clone(),
+            accepted.clone(),
+            republished,
+            first.clone(),
+            other,
+        ]);
         assert_eq!(state.len(), 2);
         assert_eq!(state["p-1"], accepted);
         assert_eq!(state["p-2"].status, ProposalStatus::Open);
+        // A pass that read p-1 before the operator accepted it publishes a later open revision
+        // (or compaction left only the decision and that revision): p-1 stays accepted.
+        let late = ProposalEvent {
+            revision: 3,
+            ..first.clone()
+        };
+        assert_eq!(current([late.clone(), accepted.clone()])["p-1"], accepted);
+        assert_eq!(current([accepted.clone(), late])["p-1"], accepted);
+        // Accept and reject raced: the first written stands.
+        let rejected = first.decided(ProposalStatus::Rejected, None).unwrap();
+        assert_eq!(
+            current([accepted.clone(), rejected.clone()])["p-1"],
+            accepted
+        );
+        assert_eq!(
+            current([rejected.clone(), accepted.clone()])["p-1"],
+            rejected
+        );
+        // Decisions have a key of their own.
+        assert_eq!(first.record_key(), "p-1");
+        assert_eq!(accepted.record_key(), "p-1.decision");
     }
 
     #[test]

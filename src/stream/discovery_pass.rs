@@ -161,7 +161,7 @@ async fn write_report(llm: Option<&LlmClient>, event: &mut ProposalEvent) {
 async fn publish(settings: &PassSettings, event: &ProposalEvent) -> Result<(), PassError> {
     let outgoing = Outgoing {
         topic: settings.topic.clone(),
-        key: Some(event.proposal.as_bytes().to_vec()),
+        key: Some(event.record_key().into_bytes()),
         // Plain data: serialising cannot fail.
         payload: serde_json::to_vec(event).unwrap_or_default(),
         headers: Vec::new(),
