@@ -125,3 +125,23 @@ async fn proposals_are_listed_accepted_and_rejected() {
     assert!(!ok);
     assert!(err.contains("no proposal p-missing"), "{err}");
 }
+
+/// A topic that is not there is not an empty one for a community pass (it would publish every
+/// proposal again as new), while the operator's commands read it as "nothing yet".
+#[tokio::test]
+async fn a_missing_topic_is_an_error_for_the_pass_and_empty_for_the_cli() {
+    let missing = unique("never-created");
+    let read =
+        gorag::stream::read_back::read_topic(&brokers(), "test", &missing, Duration::from_secs(20))
+            .await;
+    assert!(
+        matches!(
+            read,
+            Err(gorag::stream::read_back::ReadBackError::NoTopic { .. })
+        ),
+        "{read:?}"
+    );
+    let (ok, out, err) = gorag(&["proposals", "--topic", &missing]);
+    assert!(ok, "{err}");
+    assert_eq!(out, "no proposals\n");
+}

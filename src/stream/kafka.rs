@@ -195,15 +195,19 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     let replication = || TopicReplication::Fixed(config.kafka.replication_factor);
     let partitions = config.kafka.partitions;
     let topics = [
-        NewTopic::new(&t.labels, 1, replication()),
+        // Kept for ever: `gorag proposals accept` reads it for the label ids that exist.
+        NewTopic::new(&t.labels, 1, replication()).set("retention.ms", "-1"),
         NewTopic::new(&t.texts, partitions, replication()),
         NewTopic::new(&t.predictions, partitions, replication()),
         NewTopic::new(&t.hallucinations, partitions, replication()),
         NewTopic::new(&t.dead_letter, partitions, replication()),
         // Kept for ever: a replica starting from nothing replays it.
         NewTopic::new(&t.changelog, 1, replication()).set("retention.ms", "-1"),
-        // One current event per proposal, kept for ever.
-        NewTopic::new(&t.proposals, partitions, replication()).set("cleanup.policy", "compact"),
+        // One current event per key, kept for ever; segments roll hourly so that compaction,
+        // which never touches the active segment, keeps what each pass reads back small.
+        NewTopic::new(&t.proposals, partitions, replication())
+            .set("cleanup.policy", "compact")
+            .set("segment.ms", "3600000"),
     ];
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = admin

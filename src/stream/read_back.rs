@@ -23,6 +23,8 @@ pub enum ReadBackError {
     },
     #[error("reading {topic} to its end took longer than {limit:?}")]
     TooSlow { topic: String, limit: Duration },
+    #[error("topic {topic} does not exist (or its metadata says: {reason})")]
+    NoTopic { topic: String, reason: String },
     #[error("a topic reading task died: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -56,6 +58,22 @@ pub fn topic_partitions<C: ConsumerContext>(
         .collect())
 }
 
+/// What the brokers' metadata says is wrong with `topic`, for an error message.
+fn topic_error<C: ConsumerContext>(consumer: &impl Consumer<C>, topic: &str) -> String {
+    match consumer.fetch_metadata(Some(topic), QUERY_LIMIT) {
+        Ok(metadata) => metadata
+            .topics()
+            .iter()
+            .find(|t| t.name() == topic)
+            .and_then(|t| t.error())
+            .map_or_else(
+                || "no partitions".to_string(),
+                |code| format!("{:?}", rdkafka::types::RDKafkaErrorCode::from(code)),
+            ),
+        Err(error) => error.to_string(),
+    }
+}
+
 /// Every record's value on `topic`, from the beginning to the end it had when asked, within
 /// `limit`. `client` says how to reach the brokers (its group id is only a label: nothing is
 /// committed). Blocking: call it from a blocking task.
@@ -79,6 +97,14 @@ pub fn read_to_end(
         .create()
         .map_err(kafka("creating the consumer"))?;
     let partitions = topic_partitions(&consumer, topic).map_err(kafka("metadata"))?;
+    // An existing topic has partitions: none is a missing topic or a metadata error, which must
+    // not read as "no records" (a pass would publish every proposal again as new).
+    if partitions.is_empty() {
+        return Err(ReadBackError::NoTopic {
+            topic: topic.to_string(),
+            reason: topic_error(&consumer, topic),
+        });
+    }
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
     for partition in partitions {
