@@ -154,8 +154,13 @@ impl TextIndex {
     /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a seen text
     /// keeps (and all a learn record needs to carry).
     pub fn heaviest_terms(&self, terms: &TermCounts) -> TermCounts {
+        self.heaviest_terms_up_to(terms, SEEN_TERMS)
+    }
+
+    /// The `cap` heaviest terms of a text under the current weights, sorted by term.
+    pub fn heaviest_terms_up_to(&self, terms: &TermCounts, cap: usize) -> TermCounts {
         // Already within the cap (a learn record's terms): all of them are kept, in order.
-        if terms.counts.len() <= SEEN_TERMS {
+        if terms.counts.len() <= cap {
             let mut kept = terms.counts.clone();
             kept.sort_unstable();
             return TermCounts { counts: kept };
@@ -183,7 +188,7 @@ impl TextIndex {
                 .then_with(|| a.2.cmp(&b.2))
                 .then_with(|| a.3 .0.cmp(&b.3 .0))
         });
-        keyed.truncate(SEEN_TERMS);
+        keyed.truncate(cap);
         let mut kept: Vec<(String, u32)> = keyed.into_iter().map(|k| k.3.clone()).collect();
         kept.sort_unstable();
         TermCounts { counts: kept }

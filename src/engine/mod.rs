@@ -289,6 +289,9 @@ pub struct Engine {
     pool: Pool,
 }
 
+/// Terms a pooled text keeps at most (see [`Engine::poolable`]).
+pub const POOL_TERMS: usize = 1_000;
+
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
@@ -503,6 +506,18 @@ impl Engine {
             phrases: analysis.phrases.clone(),
             keywords: analysis.keywords.clone(),
             terms: self.index.heaviest_terms(&analysis.terms),
+        }
+    }
+
+    /// `analysis` as the discovery pool keeps it: its [`POOL_TERMS`] heaviest terms (every term
+    /// of a text of ordinary length). The pool's similarities need more than a learn record's
+    /// heaviest hundred (README, "Emerging classes"), but a note that kept all the terms of a
+    /// 100 kB text would be a megabyte in the changelog and in every replica's pool.
+    pub fn poolable(&self, analysis: &Analysis) -> Analysis {
+        Analysis {
+            phrases: analysis.phrases.clone(),
+            keywords: analysis.keywords.clone(),
+            terms: self.index.heaviest_terms_up_to(&analysis.terms, POOL_TERMS),
         }
     }
 

@@ -235,8 +235,9 @@ impl Engine {
         })
     }
 
-    /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics
-    /// and the label set: equal digests mean replicas or restarts hold the same state.
+    /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics,
+    /// the label set, the retrieval index and the discovery pool: equal digests mean replicas or
+    /// restarts hold the same state.
     pub fn digest(&self) -> String {
         let mut hash = Sha256::new();
         let graph = self.graph.inner();
@@ -287,6 +288,21 @@ impl Engine {
         }
         hash.update(self.label_version.to_le_bytes());
         hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
+        // The discovery pool is replicated state too.
+        for text in self.pool.texts() {
+            hash_str(&mut hash, &text.id);
+            hash_str(&mut hash, &text.label);
+            hash_str(&mut hash, &text.excerpt);
+            for (term, count) in &text.terms.counts {
+                hash_str(&mut hash, term);
+                hash.update(count.to_le_bytes());
+            }
+            hash.update(
+                text.arrival_score
+                    .map_or(u64::MAX, f64::to_bits)
+                    .to_le_bytes(),
+            );
+        }
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }

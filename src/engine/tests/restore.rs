@@ -127,9 +127,8 @@ fn corrupt_graph_state_is_refused() {
 }
 
 /// An engine with one label and one pooled text whose arrival score is known.
-fn engine_with_a_pooled_text() -> Engine {
-    let mut engine = Engine::new(EngineConfig::default());
-    let round = Update::Round {
+fn state_round() -> Update {
+    Update::Round {
         round: "r1".into(),
         labels: vec![NewLabel {
             id: "geology".into(),
@@ -137,8 +136,12 @@ fn engine_with_a_pooled_text() -> Engine {
             description: None,
             examples: vec!["lava flows from the volcano".into()],
         }],
-    };
-    engine.apply(&round).unwrap();
+    }
+}
+
+fn engine_with_a_pooled_text() -> Engine {
+    let mut engine = Engine::new(EngineConfig::default());
+    engine.apply(&state_round()).unwrap();
     let analysis = engine.analyze("a yacht race in a breeze");
     let text = PooledText::new(
         "t1",
@@ -193,4 +196,35 @@ fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
     assert_eq!(decoded.pool.texts()[0].id, "t1");
     assert_eq!(decoded.pool.texts()[0].arrival_score, None);
     assert_eq!(decoded.graph, state.graph);
+}
+
+#[test]
+fn the_digest_covers_the_pool_and_survives_a_snapshot() {
+    let engine = engine_with_a_pooled_text();
+    let restored = Engine::from_state(EngineConfig::default(), engine.to_state()).unwrap();
+    assert_eq!(engine.digest(), restored.digest());
+    // The same graph without the pooled text (or with another arrival score) is another state.
+    let mut unpooled = Engine::new(EngineConfig::default());
+    let mut rescored = Engine::new(EngineConfig::default());
+    let state = engine.to_state();
+    unpooled.apply(&state_round()).unwrap();
+    rescored.apply(&state_round()).unwrap();
+    let analysis = rescored.analyze("a yacht race in a breeze");
+    let text = PooledText::new(
+        "t1",
+        "a yacht race in a breeze",
+        &analysis,
+        "geology",
+        Unexplained::WeakScore,
+        None,
+    );
+    rescored
+        .apply(&Update::Pooled {
+            text,
+            arrival_score: Some(0.08),
+        })
+        .unwrap();
+    assert_ne!(engine.digest(), unpooled.digest());
+    assert_ne!(engine.digest(), rescored.digest());
+    assert_eq!(state.pool.len(), 1);
 }

@@ -227,10 +227,12 @@ async fn stream_and_pool(
     for (i, (r, sample)) in stream.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
         let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-        // Learned from what the service's learn record carries (a text's heaviest terms).
+        // Learned from what the service's learn record carries (a text's heaviest terms), and
+        // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.learnable(&classified.analysis);
-        engine.learn(&learnable, &classified.decision.label, confident);
         let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
+        let poolable = why.map(|_| engine.poolable(&classified.analysis));
+        engine.learn(&learnable, &classified.decision.label, confident);
         let best_score = classified.retrieval.discovery_score;
         let flags = Flags {
             unknown_label: classified.decision.hallucination
@@ -240,12 +242,11 @@ async fn stream_and_pool(
             pooled: why.is_some(),
             learned: confident,
         };
-        if let Some(why) = why {
-            // All of its terms, as the service's note carries them.
+        if let (Some(why), Some(poolable)) = (why, poolable) {
             pool.push(PooledText::new(
                 &i.to_string(),
                 &sample.text,
-                &classified.analysis,
+                &poolable,
                 &classified.decision.label,
                 why,
                 discovery::arrival_score(&classified.retrieval),

@@ -264,7 +264,7 @@ fn learn_record(
             PoolNote::new(
                 &event.id,
                 &event.text,
-                &classified.analysis.terms,
+                &engine.poolable(&classified.analysis).terms,
                 why,
                 discovery::arrival_score(&classified.retrieval),
             )
