@@ -49,6 +49,28 @@ pub struct PassSettings {
     pub llm: Option<LlmClient>,
 }
 
+impl PassSettings {
+    /// The service's settings (None when discovery is off); the proposals topic is read with
+    /// a group id of its own, which commits nothing.
+    pub fn of(
+        config: &crate::config::ServeConfig,
+        producer: &Producer,
+        llm: Option<&LlmClient>,
+    ) -> Option<Self> {
+        config.discovery.enabled.then(|| {
+            let mut client = kafka::client_config(config);
+            client.set("group.id", format!("{}-proposals", config.kafka.group_id));
+            Self {
+                config: config.discovery.clone(),
+                client,
+                topic: config.topics.proposals.clone(),
+                producer: producer.clone(),
+                llm: llm.cloned(),
+            }
+        })
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct PassReport {
     pub pooled: usize,

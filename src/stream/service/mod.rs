@@ -26,7 +26,7 @@ use super::delivery::OutputKind;
 use super::discovery_pass::{PassError, PassReport, PassSettings};
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
-use super::kafka::{self, OrderedSender, Producer};
+use super::kafka::{OrderedSender, Producer};
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
 use super::replica::sync::LogSync;
@@ -114,17 +114,7 @@ pub(super) async fn run(
     } = startup::start(&config, stop.clone(), health.clone()).await?;
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let backlog_limit = BacklogLimit::of(&config.input);
-    let pass_settings = config.discovery.enabled.then(|| PassSettings {
-        config: config.discovery.clone(),
-        client: {
-            let mut client = kafka::client_config(&config);
-            client.set("group.id", format!("{}-proposals", config.kafka.group_id));
-            client
-        },
-        topic: config.topics.proposals.clone(),
-        producer: producer.clone(),
-        llm: classifier.llm().cloned(),
-    });
+    let pass_settings = PassSettings::of(&config, &producer, classifier.llm());
     let mut service = Service {
         pass_settings,
         pass: None,
