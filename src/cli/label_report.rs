@@ -116,6 +116,11 @@ async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
     })
 }
 
+/// Every record's value on `topic`; a topic that does not exist has none (the proposals
+/// topic of a service run without discovery, created by hand).
 async fn read_topic(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    Ok(read_back::read_topic(brokers, "gorag-report", topic, READ_LIMIT).await?)
+    match read_back::read_topic(brokers, "gorag-report", topic, READ_LIMIT).await {
+        Err(read_back::ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
+        read => Ok(read?),
+    }
 }

@@ -60,9 +60,11 @@ pub struct PoolNote {
     pub id: String,
     pub why: Unexplained,
     pub excerpt: String,
-    /// All of the text's terms: the learn step keeps only its heaviest (what the text graph
-    /// needs), and the pool's similarities need the rest (communities over the heaviest terms
-    /// alone were measured worse: README, "Emerging classes").
+    /// The text's terms, all of them up to `POOL_TERMS` (else its heaviest; see
+    /// [`crate::engine::Engine::poolable`]; notes from builds before the cap carry every term):
+    /// the learn step keeps only its hundred heaviest (what the text graph needs), and the
+    /// pool's similarities need more (communities over the heaviest terms alone were measured
+    /// worse: README, "Emerging classes").
     pub terms: TermCounts,
     /// The writer's retrieval score for the text (see [`super::arrival_score`]): replicas
     /// cannot recompute it, their state having moved on since.

@@ -93,17 +93,14 @@ fn fresh_id(
         .unwrap_or_else(|| derived.to_string())
 }
 
-/// The share of `published`'s members among `members`.
+/// The share of `published`'s members (each counted once) among `members`.
 fn share_held(published: &ProposalEvent, members: &HashSet<&str>) -> f64 {
-    if published.members.is_empty() {
+    let before: HashSet<&str> = published.members.iter().map(String::as_str).collect();
+    if before.is_empty() {
         return 0.0;
     }
-    let held = published
-        .members
-        .iter()
-        .filter(|m| members.contains(m.as_str()))
-        .count();
-    held as f64 / published.members.len() as f64
+    let held = before.iter().filter(|m| members.contains(*m)).count();
+    held as f64 / before.len() as f64
 }
 
 #[cfg(test)]

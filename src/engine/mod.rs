@@ -517,8 +517,13 @@ impl Engine {
         Analysis {
             phrases: analysis.phrases.clone(),
             keywords: analysis.keywords.clone(),
-            terms: self.index.heaviest_terms_up_to(&analysis.terms, POOL_TERMS),
+            terms: self.poolable_terms(&analysis.terms),
         }
+    }
+
+    /// The terms of [`Engine::poolable`] alone (what a discovery note carries).
+    pub fn poolable_terms(&self, terms: &TermCounts) -> TermCounts {
+        self.index.heaviest_terms_up_to(terms, POOL_TERMS)
     }
 
     /// Like [`Engine::analyze`] but with the keywords an LLM proposed.

@@ -289,19 +289,28 @@ impl Engine {
         hash.update(self.label_version.to_le_bytes());
         hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
         // The discovery pool is replicated state too.
+        hash.update((self.pool.texts().len() as u64).to_le_bytes());
         for text in self.pool.texts() {
             hash_str(&mut hash, &text.id);
             hash_str(&mut hash, &text.label);
             hash_str(&mut hash, &text.excerpt);
+            hash.update([text.why as u8]);
+            hash.update((text.keywords.len() as u64).to_le_bytes());
+            for keyword in &text.keywords {
+                hash_str(&mut hash, keyword);
+            }
+            hash.update((text.terms.counts.len() as u64).to_le_bytes());
             for (term, count) in &text.terms.counts {
                 hash_str(&mut hash, term);
                 hash.update(count.to_le_bytes());
             }
-            hash.update(
-                text.arrival_score
-                    .map_or(u64::MAX, f64::to_bits)
-                    .to_le_bytes(),
-            );
+            match text.arrival_score {
+                Some(score) => {
+                    hash.update([1]);
+                    hash.update(score.to_bits().to_le_bytes());
+                }
+                None => hash.update([0]),
+            }
         }
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()

@@ -218,20 +218,23 @@ impl ProposalEvent {
     }
 }
 
-/// The current state of each proposal among `events` (in topic order): its first decision,
-/// else its highest open revision. A decision outranks every open record, whatever its
-/// revision: a pass that read the proposal before the operator decided may still publish a
-/// later open revision, and must not reopen it. Of two decisions at once (accept and reject
-/// raced), the first written stands.
+/// The current state of each proposal among `events`: its decision, else its highest open
+/// revision. A decision outranks every open record, whatever its revision: a pass that read
+/// the proposal before the operator decided may still publish a later open revision, and must
+/// not reopen it. Of an accept and a reject that raced, the accept stands (its round went to
+/// the labels topic). The outcome does not depend on the order of records of different keys
+/// (they may sit on different partitions); of equal open revisions the last read wins, as
+/// compaction keeps the last record of a key.
 pub fn current(events: impl IntoIterator<Item = ProposalEvent>) -> BTreeMap<String, ProposalEvent> {
     let rank = |e: &ProposalEvent| match e.status {
-        ProposalStatus::Open => (false, e.revision),
-        ProposalStatus::Accepted | ProposalStatus::Rejected => (true, 0),
+        ProposalStatus::Open => (0, e.revision),
+        ProposalStatus::Rejected => (1, 0),
+        ProposalStatus::Accepted => (2, 0),
     };
     let mut latest: BTreeMap<String, ProposalEvent> = BTreeMap::new();
     for event in events {
         match latest.get(&event.proposal) {
-            Some(seen) if rank(seen) >= rank(&event) => {}
+            Some(seen) if rank(seen) > rank(&event) => {}
             _ => {
                 latest.insert(event.proposal.clone(), event);
             }
@@ -312,8 +315,9 @@ mod tests {
             ..first.clone()
         };
         assert_eq!(current([late.clone(), accepted.clone()])["p-1"], accepted);
-        assert_eq!(current([accepted.clone(), late])["p-1"], accepted);
-        // Accept and reject raced: the first written stands.
+        assert_eq!(current([accepted.clone(), late.clone()])["p-1"], accepted);
+        // Accept and reject raced: the accept stands, in either order (compaction may keep
+        // either record of the decision key).
         let rejected = first.decided(ProposalStatus::Rejected, None).unwrap();
         assert_eq!(
             current([accepted.clone(), rejected.clone()])["p-1"],
@@ -321,7 +325,23 @@ mod tests {
         );
         assert_eq!(
             current([rejected.clone(), accepted.clone()])["p-1"],
-            rejected
+            accepted
+        );
+        assert_eq!(current([late, rejected.clone()])["p-1"], rejected);
+        // Two passes raced to the same open revision: the last read is current, as compaction
+        // would keep it.
+        let other_members = ProposalEvent {
+            revision: 2,
+            size: 11,
+            ..first.clone()
+        };
+        let same_revision = ProposalEvent {
+            revision: 2,
+            ..first.clone()
+        };
+        assert_eq!(
+            current([same_revision.clone(), other_members.clone()])["p-1"],
+            other_members
         );
         // Decisions have a key of their own.
         assert_eq!(first.record_key(), "p-1");

@@ -7,6 +7,7 @@ use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaError;
 use rdkafka::message::Message;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use thiserror::Error;
 
@@ -23,8 +24,10 @@ pub enum ReadBackError {
     },
     #[error("reading {topic} to its end took longer than {limit:?}")]
     TooSlow { topic: String, limit: Duration },
-    #[error("topic {topic} does not exist (or its metadata says: {reason})")]
-    NoTopic { topic: String, reason: String },
+    #[error("topic {topic} does not exist")]
+    NoTopic { topic: String },
+    #[error("topic {topic} cannot be read: the brokers' metadata says {reason}")]
+    Unreadable { topic: String, reason: String },
     #[error("a topic reading task died: {0}")]
     Task(#[from] tokio::task::JoinError),
 }
@@ -58,19 +61,34 @@ pub fn topic_partitions<C: ConsumerContext>(
         .collect())
 }
 
-/// What the brokers' metadata says is wrong with `topic`, for an error message.
-fn topic_error<C: ConsumerContext>(consumer: &impl Consumer<C>, topic: &str) -> String {
-    match consumer.fetch_metadata(Some(topic), QUERY_LIMIT) {
+/// Why `topic` has no partitions: it does not exist, or the brokers' metadata names another
+/// reason.
+fn missing_or_unreadable<C: ConsumerContext>(
+    consumer: &impl Consumer<C>,
+    topic: &str,
+) -> ReadBackError {
+    let code = match consumer.fetch_metadata(Some(topic), QUERY_LIMIT) {
         Ok(metadata) => metadata
             .topics()
             .iter()
             .find(|t| t.name() == topic)
             .and_then(|t| t.error())
-            .map_or_else(
-                || "no partitions".to_string(),
-                |code| format!("{:?}", rdkafka::types::RDKafkaErrorCode::from(code)),
-            ),
-        Err(error) => error.to_string(),
+            .map(RDKafkaErrorCode::from),
+        Err(error) => {
+            return ReadBackError::Unreadable {
+                topic: topic.to_string(),
+                reason: error.to_string(),
+            }
+        }
+    };
+    match code {
+        None | Some(RDKafkaErrorCode::UnknownTopicOrPartition) => ReadBackError::NoTopic {
+            topic: topic.to_string(),
+        },
+        Some(code) => ReadBackError::Unreadable {
+            topic: topic.to_string(),
+            reason: format!("{code}"),
+        },
     }
 }
 
@@ -97,13 +115,11 @@ pub fn read_to_end(
         .create()
         .map_err(kafka("creating the consumer"))?;
     let partitions = topic_partitions(&consumer, topic).map_err(kafka("metadata"))?;
-    // An existing topic has partitions: none is a missing topic or a metadata error, which must
-    // not read as "no records" (a pass would publish every proposal again as new).
+    // An existing topic has partitions: none is a missing topic or a metadata error (no
+    // permission, no leader), which must not read as "no records" — a pass would publish every
+    // proposal again as new.
     if partitions.is_empty() {
-        return Err(ReadBackError::NoTopic {
-            topic: topic.to_string(),
-            reason: topic_error(&consumer, topic),
-        });
+        return Err(missing_or_unreadable(&consumer, topic));
     }
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();

@@ -505,3 +505,25 @@ fn numbered_choice_reads_the_number() {
 }
 
 mod restore;
+
+#[test]
+fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
+    let engine = three_topics(EngineConfig::default());
+    let short = engine.analyze("the telescope saw a pulsar");
+    assert_eq!(engine.poolable_terms(&short.terms), short.terms);
+    // Hundreds of distinct made-up words: thousands of distinct 1–3-grams.
+    let long_text: String = (0..800).map(|i| format!("word{i} ")).collect();
+    let long = engine.analyze(&long_text);
+    assert!(long.terms.counts.len() > POOL_TERMS);
+    let kept = engine.poolable_terms(&long.terms);
+    assert_eq!(kept.counts.len(), POOL_TERMS);
+    assert!(
+        kept.counts.windows(2).all(|w| w[0].0 < w[1].0),
+        "sorted by term"
+    );
+    assert!(kept
+        .counts
+        .iter()
+        .all(|entry| long.terms.counts.contains(entry)));
+    assert_eq!(engine.poolable(&long).terms, kept);
+}

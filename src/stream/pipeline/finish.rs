@@ -264,7 +264,7 @@ fn learn_record(
             PoolNote::new(
                 &event.id,
                 &event.text,
-                &engine.poolable(&classified.analysis).terms,
+                &engine.poolable_terms(&classified.analysis.terms),
                 why,
                 discovery::arrival_score(&classified.retrieval),
             )
