@@ -139,7 +139,8 @@ fn state_round() -> Update {
     }
 }
 
-fn engine_with_a_pooled_text() -> Engine {
+/// An engine after round 1, with one text pooled at `arrival_score`.
+fn engine_pooling_at(arrival_score: f64) -> Engine {
     let mut engine = Engine::new(EngineConfig::default());
     engine.apply(&state_round()).unwrap();
     let analysis = engine.analyze("a yacht race in a breeze");
@@ -153,10 +154,14 @@ fn engine_with_a_pooled_text() -> Engine {
     );
     let pooled = Update::Pooled {
         text,
-        arrival_score: Some(0.07),
+        arrival_score: Some(arrival_score),
     };
     engine.apply(&pooled).unwrap();
     engine
+}
+
+fn engine_with_a_pooled_text() -> Engine {
+    engine_pooling_at(0.07)
 }
 
 /// The layout of snapshots written before arrival scores existed.
@@ -205,25 +210,9 @@ fn the_digest_covers_the_pool_and_survives_a_snapshot() {
     assert_eq!(engine.digest(), restored.digest());
     // The same graph without the pooled text (or with another arrival score) is another state.
     let mut unpooled = Engine::new(EngineConfig::default());
-    let mut rescored = Engine::new(EngineConfig::default());
-    let state = engine.to_state();
     unpooled.apply(&state_round()).unwrap();
-    rescored.apply(&state_round()).unwrap();
-    let analysis = rescored.analyze("a yacht race in a breeze");
-    let text = PooledText::new(
-        "t1",
-        "a yacht race in a breeze",
-        &analysis,
-        "geology",
-        Unexplained::WeakScore,
-        None,
-    );
-    rescored
-        .apply(&Update::Pooled {
-            text,
-            arrival_score: Some(0.08),
-        })
-        .unwrap();
+    let rescored = engine_pooling_at(0.08);
+    let state = engine.to_state();
     assert_ne!(engine.digest(), unpooled.digest());
     assert_ne!(engine.digest(), rescored.digest());
     assert_eq!(state.pool.len(), 1);
