@@ -1,13 +1,30 @@
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 
 use gorag::cli::{self, failure, Cli, Command};
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// How long the runtime waits, once `run` returned, for blocking tasks still running.
+const BLOCKING_GRACE: Duration = Duration::from_secs(1);
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = run(cli).await;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(run(cli));
+    // By now the service has drained, committed, saved its state and flushed telemetry; a
+    // community pass's blocking step (Leiden, reading the proposals topic back) cannot be
+    // interrupted, and waiting for it could outlast the pod's grace period.
+    runtime.shutdown_timeout(BLOCKING_GRACE);
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
