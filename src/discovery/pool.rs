@@ -181,7 +181,13 @@ impl Pool {
         }
     }
 
+    /// Pool `text`, unless a text of the same id is pooled already (a producer that delivers
+    /// at least once may send a text twice: counted twice, it would weigh twice in its
+    /// community). Replicas skip the same copies, applying the same log.
     pub fn push(&mut self, text: PooledText) {
+        if self.texts.iter().any(|pooled| pooled.id == text.id) {
+            return;
+        }
         self.texts.push_back(text);
         self.pushed += 1;
         self.trim();
@@ -304,6 +310,17 @@ mod tests {
         assert_eq!(ids, ["b", "c"]);
         pool.retain(|t| t.id != "b");
         assert_eq!(pool.len(), 1);
+    }
+
+    #[test]
+    fn a_text_sent_twice_is_pooled_once() {
+        let mut pool = Pool::new(10);
+        for id in ["a", "b", "a"] {
+            pool.push(pooled(id));
+        }
+        let ids: Vec<&str> = pool.texts().iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b"]);
+        assert_eq!(pool.pushed(), 2);
     }
 
     #[test]
