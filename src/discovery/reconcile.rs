@@ -13,28 +13,42 @@ const SAME_THEME: f64 = 0.5;
 /// The proposal events this pass publishes: new proposals, and open ones whose members changed,
 /// as their next revision. `published` is the current state of every proposal (see
 /// [`crate::events::proposal::current`]); `found` comes largest first, and each published
-/// proposal is matched at most once, by its members only: a community that holds fewer than
-/// half of them is another theme, even when its oldest member gave it the same id — it gets a
+/// proposal is matched at most once: by its members (a community holding at least half of
+/// them), else — an open proposal whose theme split with no part holding half — by the id the
+/// community's oldest member derives, as a changed theme (the LLM's name is not kept). A decided
+/// proposal is never matched by id alone, and a new community whose derived id is taken gets a
 /// fresh one ([`fresh_id`]), so one key never carries two themes. A proposal whose event cannot
 /// be made (its revision at the end of `u64`: someone else's record) is skipped and named in
-/// the returned errors; the rest of the pass goes on.
+/// the returned errors; the rest of the pass goes on. An open proposal that no community is,
+/// and none of whose members is still `pooled`, is withdrawn: its theme left with its texts
+/// (members only leave the pool, so this does not flap with Leiden's partition).
 pub fn reconcile(
     found: &[Proposal],
     published: &BTreeMap<String, ProposalEvent>,
+    pooled: &HashSet<&str>,
 ) -> (Vec<ProposalEvent>, Vec<ProposalError>) {
     let mut taken: HashSet<&str> = HashSet::new();
     let mut new_ids: HashSet<String> = HashSet::new();
     let (mut events, mut errors) = (Vec::new(), Vec::new());
     for proposal in found {
         let members: HashSet<&str> = proposal.members.iter().map(String::as_str).collect();
-        let previous = published
+        let same_theme = published
             .values()
             .filter(|p| !taken.contains(p.proposal.as_str()))
             .map(|p| (share_held(p, &members), p))
             .filter(|&(share, _)| share >= SAME_THEME)
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, p)| p);
-        let Some(previous) = previous else {
+            .map(|(_, p)| (p, true));
+        // A theme that split with no part holding half of it: the part holding its oldest
+        // member (so deriving its id) carries an *open* proposal on, as a changed theme.
+        let previous = same_theme.or_else(|| {
+            published
+                .get(&proposal.id)
+                .filter(|p| p.status == ProposalStatus::Open)
+                .filter(|p| !taken.contains(p.proposal.as_str()))
+                .map(|p| (p, false))
+        });
+        let Some((previous, same_theme)) = previous else {
             let id = fresh_id(&proposal.id, published, &new_ids);
             new_ids.insert(id.clone());
             let fresh = Proposal {
@@ -66,12 +80,22 @@ pub fn reconcile(
             }
         };
         // A name and description the LLM wrote stay: a proposal does not change its name
-        // under the operator's eyes as it grows.
-        if previous.description.is_some() {
+        // under the operator's eyes as it grows. A part of a split theme is reported afresh.
+        if same_theme && previous.description.is_some() {
             event.name = previous.name.clone();
             event.description = previous.description.clone();
         }
         events.push(event);
+    }
+    for stale in published.values().filter(|p| {
+        p.status == ProposalStatus::Open
+            && !taken.contains(p.proposal.as_str())
+            && !p.members.iter().any(|m| pooled.contains(m.as_str()))
+    }) {
+        match stale.decided(ProposalStatus::Withdrawn, None) {
+            Ok(event) => events.push(event),
+            Err(error) => errors.push(error),
+        }
     }
     (events, errors)
 }
@@ -108,6 +132,14 @@ mod tests {
     use super::*;
     use crate::events::proposal::current;
 
+    static TEXT_IDS: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| (0..400).map(|m| format!("t{m}")).collect());
+
+    /// Every test text is still pooled (t0 … t399).
+    fn all_pooled() -> HashSet<&'static str> {
+        TEXT_IDS.iter().map(String::as_str).collect()
+    }
+
     fn found(id: &str, members: std::ops::Range<u32>) -> Proposal {
         let members: Vec<String> = members.map(|m| format!("t{m}")).collect();
         Proposal {
@@ -124,19 +156,23 @@ mod tests {
 
     #[test]
     fn a_theme_keeps_its_id_grows_and_is_not_proposed_once_decided() {
-        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new()).0;
+        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0;
         assert_eq!(first.len(), 1);
         assert_eq!((first[0].proposal.as_str(), first[0].revision), ("p-a", 1));
         let published = current(first.clone());
 
         // Unchanged, even in another order of centrality: nothing to publish.
-        assert!(reconcile(&[found("p-a", 0..10)], &published).0.is_empty());
+        assert!(reconcile(&[found("p-a", 0..10)], &published, &all_pooled())
+            .0
+            .is_empty());
         let mut reordered = found("p-a", 0..10);
         reordered.members.reverse();
-        assert!(reconcile(&[reordered], &published).0.is_empty());
+        assert!(reconcile(&[reordered], &published, &all_pooled())
+            .0
+            .is_empty());
         // Its oldest member left the pool (a new id would be derived), but most members are
         // still together: the same proposal, next revision, with its growth.
-        let grown = reconcile(&[found("p-b", 3..15)], &published).0;
+        let grown = reconcile(&[found("p-b", 3..15)], &published, &all_pooled()).0;
         assert_eq!(grown.len(), 1);
         assert_eq!(grown[0].proposal, "p-a");
         assert_eq!(
@@ -147,31 +183,39 @@ mod tests {
         let mut named = first[0].clone();
         named.name = "Volcanology".into();
         named.description = Some("Eruptions.".into());
-        let renamed = reconcile(&[found("p-b", 3..15)], &current([named])).0;
+        let renamed = reconcile(&[found("p-b", 3..15)], &current([named]), &all_pooled()).0;
         assert_eq!(renamed[0].name, "Volcanology");
         assert_eq!(renamed[0].description.as_deref(), Some("Eruptions."));
         // A different theme is a proposal of its own.
-        let other = reconcile(&[found("p-c", 100..110)], &published).0;
+        let other = reconcile(&[found("p-c", 100..110)], &published, &all_pooled()).0;
         assert_eq!(other[0].proposal, "p-c");
 
         // Rejected (or accepted): not proposed again while its members stay together.
         let rejected = first[0].decided(ProposalStatus::Rejected, None).unwrap();
         let published = current([first[0].clone(), rejected]);
-        assert!(reconcile(&[found("p-b", 2..14)], &published).0.is_empty());
+        assert!(reconcile(&[found("p-b", 2..14)], &published, &all_pooled())
+            .0
+            .is_empty());
     }
 
     #[test]
     fn two_communities_do_not_both_become_the_same_proposal() {
-        let published = current(reconcile(&[found("p-a", 0..10)], &BTreeMap::new()).0);
+        let published =
+            current(reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0);
         // The theme split: the larger part keeps the id, the other is new.
-        let split = reconcile(&[found("p-a", 0..7), found("p-x", 5..10)], &published).0;
+        let split = reconcile(
+            &[found("p-a", 0..7), found("p-x", 5..10)],
+            &published,
+            &all_pooled(),
+        )
+        .0;
         let ids: Vec<&str> = split.iter().map(|e| e.proposal.as_str()).collect();
         assert_eq!(ids, ["p-a", "p-x"]);
     }
 
     #[test]
     fn a_community_holding_an_old_proposals_oldest_member_but_not_its_theme_gets_a_fresh_id() {
-        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new()).0;
+        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0;
         let rejected = first[0].decided(ProposalStatus::Rejected, None).unwrap();
         let published = current([first[0].clone(), rejected]);
         // The theme split: most of it (3..10) is still the rejected p-a, and stays quiet; the
@@ -185,7 +229,7 @@ mod tests {
             vec![found("p-z", 3..10), other_theme.clone()],
             vec![other_theme.clone(), found("p-z", 3..10)],
         ] {
-            let (events, errors) = reconcile(&order, &published);
+            let (events, errors) = reconcile(&order, &published, &all_pooled());
             assert!(errors.is_empty());
             let ids: Vec<&str> = events.iter().map(|e| e.proposal.as_str()).collect();
             assert_eq!(ids, ["p-a-2"], "{order:?}");
@@ -195,6 +239,7 @@ mod tests {
         let (events, _) = reconcile(
             &[found("p-q", 200..210), found("p-q", 300..310)],
             &published,
+            &all_pooled(),
         );
         let ids: Vec<&str> = events.iter().map(|e| e.proposal.as_str()).collect();
         assert_eq!(ids, ["p-q", "p-q-2"]);
@@ -202,25 +247,89 @@ mod tests {
 
     #[test]
     fn members_seen_twice_are_still_the_same_members() {
-        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new()).0;
+        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0;
         let mut twice = first[0].clone();
         twice.members.push("t3".into());
-        assert!(reconcile(&[found("p-a", 0..10)], &current([twice]))
-            .0
-            .is_empty());
+        assert!(
+            reconcile(&[found("p-a", 0..10)], &current([twice]), &all_pooled())
+                .0
+                .is_empty()
+        );
     }
 
     #[test]
     fn a_record_at_the_last_revision_is_skipped_not_fatal() {
-        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new()).0;
+        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0;
         let mut last = first[0].clone();
         last.revision = u64::MAX;
         let (events, errors) = reconcile(
             &[found("p-a", 0..12), found("p-c", 100..110)],
             &current([last]),
+            &all_pooled(),
         );
         assert_eq!(errors.len(), 1);
         let ids: Vec<&str> = events.iter().map(|e| e.proposal.as_str()).collect();
         assert_eq!(ids, ["p-c"]);
+    }
+
+    #[test]
+    fn a_theme_whose_texts_all_left_the_pool_is_withdrawn_once() {
+        let first = reconcile(
+            &[found("p-a", 0..10), found("p-b", 20..30)],
+            &BTreeMap::new(),
+            &all_pooled(),
+        )
+        .0;
+        let rejected = first[1].decided(ProposalStatus::Rejected, None).unwrap();
+        let published = current([first[0].clone(), first[1].clone(), rejected]);
+        // One member of p-a still pooled: it stays open, though no community is it now.
+        let one_left: HashSet<&str> = ["t9", "t25"].into_iter().collect();
+        assert!(reconcile(&[], &published, &one_left).0.is_empty());
+        // None left: withdrawn (p-b, decided, is left alone), under its own key.
+        let (events, errors) = reconcile(&[], &published, &HashSet::new());
+        assert!(errors.is_empty());
+        assert_eq!(events.len(), 1);
+        assert_eq!(
+            (
+                events[0].proposal.as_str(),
+                events[0].status,
+                events[0].revision
+            ),
+            ("p-a", ProposalStatus::Withdrawn, 2)
+        );
+        assert_eq!(events[0].record_key(), "p-a");
+        // Withdrawn stays withdrawn: not withdrawn again, not reopened by a later pass.
+        let published = current([first[0].clone(), events[0].clone()]);
+        assert!(reconcile(&[], &published, &HashSet::new()).0.is_empty());
+        assert_eq!(published["p-a"].status, ProposalStatus::Withdrawn);
+    }
+
+    #[test]
+    fn a_split_theme_goes_on_in_the_part_holding_its_oldest_member_reported_afresh() {
+        let first = reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0;
+        let mut named = first[0].clone();
+        named.name = "Volcanology".into();
+        named.description = Some("Eruptions.".into());
+        let published = current([named]);
+        let part = |id: &str, members: &[u32]| {
+            let mut p = found(id, 0..0);
+            p.members = members.iter().map(|m| format!("t{m}")).collect();
+            p.size = p.members.len();
+            p
+        };
+        // Neither part holds half of p-a; the one with t0 (so deriving p-a) carries it on.
+        let split = [
+            part("p-a", &[0, 2, 4, 6, 100, 101]),
+            part("p-y", &[1, 3, 5, 7, 102, 103]),
+        ];
+        let (events, errors) = reconcile(&split, &published, &all_pooled());
+        assert!(errors.is_empty());
+        let ids: Vec<(&str, u64)> = events
+            .iter()
+            .map(|e| (e.proposal.as_str(), e.revision))
+            .collect();
+        assert_eq!(ids, [("p-a", 2), ("p-y", 1)]);
+        assert_eq!(events[0].name, "lava, crater");
+        assert_eq!(events[0].description, None);
     }
 }

@@ -30,6 +30,8 @@ pub enum ProposalStatus {
     Open,
     Accepted,
     Rejected,
+    // Closed by a community pass: every member has left the pool, and the theme with them.
+    Withdrawn,
 }
 
 impl ProposalStatus {
@@ -38,6 +40,7 @@ impl ProposalStatus {
             Self::Open => "open",
             Self::Accepted => "accepted",
             Self::Rejected => "rejected",
+            Self::Withdrawn => "withdrawn",
         }
     }
 }
@@ -156,14 +159,15 @@ impl ProposalEvent {
     /// for a pass's later open revision.
     pub fn record_key(&self) -> String {
         match self.status {
-            ProposalStatus::Open => self.proposal.clone(),
+            ProposalStatus::Open | ProposalStatus::Withdrawn => self.proposal.clone(),
             ProposalStatus::Accepted | ProposalStatus::Rejected => {
                 format!("{}.decision", self.proposal)
             }
         }
     }
 
-    /// The same proposal, decided: the next revision with `status` (and the label it became).
+    /// The same proposal, decided (or withdrawn): the next revision with `status` (and the
+    /// label it became).
     pub fn decided(
         &self,
         status: ProposalStatus,
@@ -218,8 +222,8 @@ impl ProposalEvent {
     }
 }
 
-/// The current state of each proposal among `events`: its decision, else its highest open
-/// revision. A decision outranks every open record, whatever its revision: a pass that read
+/// The current state of each proposal among `events`: its decision, else its withdrawal, else
+/// its highest open revision. A decision outranks every open record, whatever its revision: a pass that read
 /// the proposal before the operator decided may still publish a later open revision, and must
 /// not reopen it. Of an accept and a reject that raced, the accept stands (its round went to
 /// the labels topic). The outcome does not depend on the order of records of different keys
@@ -228,8 +232,9 @@ impl ProposalEvent {
 pub fn current(events: impl IntoIterator<Item = ProposalEvent>) -> BTreeMap<String, ProposalEvent> {
     let rank = |e: &ProposalEvent| match e.status {
         ProposalStatus::Open => (0, e.revision),
-        ProposalStatus::Rejected => (1, 0),
-        ProposalStatus::Accepted => (2, 0),
+        ProposalStatus::Withdrawn => (1, 0),
+        ProposalStatus::Rejected => (2, 0),
+        ProposalStatus::Accepted => (3, 0),
     };
     let mut latest: BTreeMap<String, ProposalEvent> = BTreeMap::new();
     for event in events {

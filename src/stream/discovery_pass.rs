@@ -7,6 +7,7 @@
 //! next pass catches up. Publishing is idempotent (revisions), so a pass repeated after a
 //! restart publishes nothing new.
 
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
@@ -82,6 +83,8 @@ pub struct PassReport {
     pub open: usize,
     pub accepted: usize,
     pub rejected: usize,
+    /// Withdrawn: every member left the pool.
+    pub withdrawn: usize,
     pub seconds: f64,
 }
 
@@ -94,6 +97,7 @@ pub async fn run(
 ) -> Result<PassReport, PassError> {
     let started = Instant::now();
     let pooled = texts.len();
+    let pooled_ids: Vec<String> = texts.iter().map(|t| t.id.clone()).collect();
     let config = settings.config.clone();
     let (found, dropped) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
@@ -121,12 +125,13 @@ pub async fn run(
             }
         });
     let mut published = current(events);
-    let (mut changed, refused) = reconcile::reconcile(&found, &published);
+    let pooled_ids: HashSet<&str> = pooled_ids.iter().map(String::as_str).collect();
+    let (mut changed, refused) = reconcile::reconcile(&found, &published, &pooled_ids);
     for error in refused {
         tracing::warn!(%error, topic = %settings.topic, "proposal not republished");
     }
     for event in &mut changed {
-        if event.description.is_none() {
+        if event.status == ProposalStatus::Open && event.description.is_none() {
             write_report(settings.llm.as_ref(), event).await;
         }
     }
@@ -143,6 +148,7 @@ pub async fn run(
         open: count(ProposalStatus::Open),
         accepted: count(ProposalStatus::Accepted),
         rejected: count(ProposalStatus::Rejected),
+        withdrawn: count(ProposalStatus::Withdrawn),
         seconds: started.elapsed().as_secs_f64(),
     })
 }

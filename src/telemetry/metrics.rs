@@ -282,7 +282,7 @@ impl Metrics {
                 reason: reason.into(),
             }));
         }
-        for state in ["open", "accepted", "rejected"] {
+        for state in ["open", "accepted", "rejected", "withdrawn"] {
             drop(self.proposals.get_or_create(&StateLabel {
                 state: state.into(),
             }));

@@ -93,6 +93,7 @@ fn count_proposals(service: &Service, report: &PassReport) {
         dropped_known = report.dropped.known,
         published = report.published,
         open = report.open,
+        withdrawn = report.withdrawn,
         seconds = report.seconds,
         "community pass"
     );
@@ -115,6 +116,7 @@ fn count_proposals(service: &Service, report: &PassReport) {
         ("open", report.open),
         ("accepted", report.accepted),
         ("rejected", report.rejected),
+        ("withdrawn", report.withdrawn),
     ] {
         metrics
             .proposals
