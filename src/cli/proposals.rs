@@ -23,7 +23,7 @@ pub struct ProposalsArgs {
 pub enum ProposalsAction {
     /// List the open proposals (the default).
     List {
-        /// Accepted and rejected ones too.
+        /// Accepted, rejected and withdrawn ones too.
         #[arg(long)]
         all: bool,
         #[arg(long, value_enum, default_value = "table")]

@@ -10,82 +10,81 @@ use crate::events::proposal::{ProposalError, ProposalEvent, ProposalStatus};
 /// Share of a published proposal's members a community must hold to be that proposal again.
 const SAME_THEME: f64 = 0.5;
 
-/// The proposal events this pass publishes: new proposals, and open ones whose members changed,
-/// as their next revision. `published` is the current state of every proposal (see
-/// [`crate::events::proposal::current`]); `found` comes largest first, and each published
-/// proposal is matched at most once: by its members (a community holding at least half of
-/// them), else — an open proposal whose theme split with no part holding half — by the id the
-/// community's oldest member derives, as a changed theme (the LLM's name is not kept). A decided
-/// proposal is never matched by id alone, and a new community whose derived id is taken gets a
-/// fresh one ([`fresh_id`]), so one key never carries two themes. A proposal whose event cannot
-/// be made (its revision at the end of `u64`: someone else's record) is skipped and named in
-/// the returned errors; the rest of the pass goes on. An open proposal that no community is,
-/// and none of whose members is still `pooled`, is withdrawn: its theme left with its texts
-/// (members only leave the pool, so this does not flap with Leiden's partition).
+/// The proposal events this pass publishes: new proposals, open ones whose members changed (as
+/// their next revision), and withdrawals. `published` is the current state of every proposal
+/// (see [`crate::events::proposal::current`]); `found` comes largest first; `pooled` holds the
+/// ids of the texts in the pool the pass ran over.
+///
+/// Each published proposal is matched at most once, in two phases. First by members: a
+/// community holding at least half of the proposal's members that are still pooled is that
+/// proposal (open or decided; a withdrawn one is never matched: its theme, back, is proposed
+/// afresh). Then, for communities still unmatched, by id: an *open* proposal whose theme split
+/// with no part holding half goes on in the part holding its oldest member (so deriving its
+/// id), reported afresh (the LLM's name is not kept). A new community whose derived id is taken
+/// gets a fresh one ([`fresh_id`]), so one key never carries two themes. An open proposal that
+/// no community is and none of whose members is still pooled is withdrawn. A proposal whose
+/// event cannot be made (its revision at the end of `u64`: someone else's record) is skipped
+/// and named in the returned errors; the rest of the pass goes on.
 pub fn reconcile(
     found: &[Proposal],
     published: &BTreeMap<String, ProposalEvent>,
     pooled: &HashSet<&str>,
 ) -> (Vec<ProposalEvent>, Vec<ProposalError>) {
     let mut taken: HashSet<&str> = HashSet::new();
-    let mut new_ids: HashSet<String> = HashSet::new();
-    let (mut events, mut errors) = (Vec::new(), Vec::new());
-    for proposal in found {
-        let members: HashSet<&str> = proposal.members.iter().map(String::as_str).collect();
+    let member_sets: Vec<HashSet<&str>> = found
+        .iter()
+        .map(|p| p.members.iter().map(String::as_str).collect())
+        .collect();
+    // Phase 1: by members, largest community first.
+    let mut matched: Vec<Option<(&ProposalEvent, bool)>> = vec![None; found.len()];
+    for (slot, members) in matched.iter_mut().zip(&member_sets) {
         let same_theme = published
             .values()
+            .filter(|p| p.status != ProposalStatus::Withdrawn)
             .filter(|p| !taken.contains(p.proposal.as_str()))
-            .map(|p| (share_held(p, &members), p))
+            .map(|p| (share_held(p, members, pooled), p))
             .filter(|&(share, _)| share >= SAME_THEME)
             .max_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, p)| (p, true));
-        // A theme that split with no part holding half of it: the part holding its oldest
-        // member (so deriving its id) carries an *open* proposal on, as a changed theme.
-        let previous = same_theme.or_else(|| {
-            published
-                .get(&proposal.id)
-                .filter(|p| p.status == ProposalStatus::Open)
-                .filter(|p| !taken.contains(p.proposal.as_str()))
-                .map(|p| (p, false))
-        });
-        let Some((previous, same_theme)) = previous else {
-            let id = fresh_id(&proposal.id, published, &new_ids);
-            new_ids.insert(id.clone());
-            let fresh = Proposal {
-                id,
-                ..proposal.clone()
-            };
-            match ProposalEvent::open(&fresh, None) {
-                Ok(event) => events.push(event),
-                Err(error) => errors.push(error),
-            }
-            continue;
-        };
-        taken.insert(previous.proposal.as_str());
-        // Members come most central first, and centrality shifts as the pool grows: the same
-        // set is the same proposal.
-        let before: HashSet<&str> = previous.members.iter().map(String::as_str).collect();
-        if previous.status != ProposalStatus::Open || before == members {
+            .map(|(_, p)| p);
+        if let Some(previous) = same_theme {
+            taken.insert(previous.proposal.as_str());
+            *slot = Some((previous, true));
+        }
+    }
+    // Phase 2: a split theme's part, by the id its oldest member derives.
+    for (slot, proposal) in matched.iter_mut().zip(found) {
+        if slot.is_some() {
             continue;
         }
-        let same_id = Proposal {
-            id: previous.proposal.clone(),
-            ..proposal.clone()
-        };
-        let mut event = match ProposalEvent::open(&same_id, Some(previous)) {
-            Ok(event) => event,
-            Err(error) => {
-                errors.push(error);
-                continue;
-            }
-        };
-        // A name and description the LLM wrote stay: a proposal does not change its name
-        // under the operator's eyes as it grows. A part of a split theme is reported afresh.
-        if same_theme && previous.description.is_some() {
-            event.name = previous.name.clone();
-            event.description = previous.description.clone();
+        let split = published
+            .get(&proposal.id)
+            .filter(|p| p.status == ProposalStatus::Open)
+            .filter(|p| !taken.contains(p.proposal.as_str()));
+        if let Some(previous) = split {
+            taken.insert(previous.proposal.as_str());
+            *slot = Some((previous, false));
         }
-        events.push(event);
+    }
+    let mut new_ids: HashSet<String> = HashSet::new();
+    let (mut events, mut errors) = (Vec::new(), Vec::new());
+    for ((proposal, members), slot) in found.iter().zip(&member_sets).zip(matched) {
+        let event = match slot {
+            None => {
+                let id = fresh_id(&proposal.id, published, &new_ids);
+                new_ids.insert(id.clone());
+                let fresh = Proposal {
+                    id,
+                    ..proposal.clone()
+                };
+                ProposalEvent::open(&fresh, None).map(Some)
+            }
+            Some((previous, same_theme)) => revision(proposal, members, previous, same_theme),
+        };
+        match event {
+            Ok(Some(event)) => events.push(event),
+            Ok(None) => {}
+            Err(error) => errors.push(error),
+        }
     }
     for stale in published.values().filter(|p| {
         p.status == ProposalStatus::Open
@@ -98,6 +97,33 @@ pub fn reconcile(
         }
     }
     (events, errors)
+}
+
+/// The next revision of `previous` that `proposal` (its community now) makes, if any: none for
+/// a decided proposal or unchanged members (members come most central first, and centrality
+/// shifts as the pool grows: the same set is the same proposal).
+fn revision(
+    proposal: &Proposal,
+    members: &HashSet<&str>,
+    previous: &ProposalEvent,
+    same_theme: bool,
+) -> Result<Option<ProposalEvent>, ProposalError> {
+    let before: HashSet<&str> = previous.members.iter().map(String::as_str).collect();
+    if previous.status != ProposalStatus::Open || before == *members {
+        return Ok(None);
+    }
+    let same_id = Proposal {
+        id: previous.proposal.clone(),
+        ..proposal.clone()
+    };
+    let mut event = ProposalEvent::open(&same_id, Some(previous))?;
+    // A name and description the LLM wrote stay: a proposal does not change its name under the
+    // operator's eyes as it grows. A part of a split theme is reported afresh.
+    if same_theme && previous.description.is_some() {
+        event.name = previous.name.clone();
+        event.description = previous.description.clone();
+    }
+    Ok(Some(event))
 }
 
 /// `derived` (the id its oldest member gives a new proposal) unless a published proposal or
@@ -117,14 +143,20 @@ fn fresh_id(
         .unwrap_or_else(|| derived.to_string())
 }
 
-/// The share of `published`'s members (each counted once) among `members`.
-fn share_held(published: &ProposalEvent, members: &HashSet<&str>) -> f64 {
-    let before: HashSet<&str> = published.members.iter().map(String::as_str).collect();
-    if before.is_empty() {
+/// The share of `published`'s members still pooled (each counted once) that `members` holds:
+/// members that left the pool say nothing about where the theme is now.
+fn share_held(published: &ProposalEvent, members: &HashSet<&str>, pooled: &HashSet<&str>) -> f64 {
+    let still: HashSet<&str> = published
+        .members
+        .iter()
+        .map(String::as_str)
+        .filter(|m| pooled.contains(m))
+        .collect();
+    if still.is_empty() {
         return 0.0;
     }
-    let held = before.iter().filter(|m| members.contains(*m)).count();
-    held as f64 / before.len() as f64
+    let held = still.iter().filter(|m| members.contains(*m)).count();
+    held as f64 / still.len() as f64
 }
 
 #[cfg(test)]
@@ -297,11 +329,45 @@ mod tests {
             ),
             ("p-a", ProposalStatus::Withdrawn, 2)
         );
-        assert_eq!(events[0].record_key(), "p-a");
-        // Withdrawn stays withdrawn: not withdrawn again, not reopened by a later pass.
+        assert_eq!(events[0].record_key(), "p-a.withdrawn");
+        // Withdrawn stays withdrawn: not withdrawn again; should its texts come back (sent
+        // again after they left the pool), their theme is proposed afresh, not reopened nor
+        // silenced.
         let published = current([first[0].clone(), events[0].clone()]);
         assert!(reconcile(&[], &published, &HashSet::new()).0.is_empty());
         assert_eq!(published["p-a"].status, ProposalStatus::Withdrawn);
+        let (back, _) = reconcile(&[found("p-z", 0..12)], &published, &all_pooled());
+        let back: Vec<(&str, ProposalStatus)> = back
+            .iter()
+            .map(|e| (e.proposal.as_str(), e.status))
+            .collect();
+        assert_eq!(back, [("p-z", ProposalStatus::Open)]);
+    }
+
+    #[test]
+    fn members_match_before_ids_and_only_members_still_pooled_count() {
+        let published =
+            current(reconcile(&[found("p-a", 0..10)], &BTreeMap::new(), &all_pooled()).0);
+        // A large community that holds p-a's oldest member (so derives its id) and a smaller
+        // one that holds the rest of p-a: the smaller one is p-a, the larger one is new.
+        let mut large = found("p-a", 100..130);
+        large.members.push("t0".into());
+        large.size = large.members.len();
+        let (events, _) = reconcile(&[large, found("p-x", 1..10)], &published, &all_pooled());
+        let ids: Vec<(&str, u64)> = events
+            .iter()
+            .map(|e| (e.proposal.as_str(), e.revision))
+            .collect();
+        assert_eq!(ids, [("p-a-2", 1), ("p-a", 2)]);
+        // Six of p-a's members left the pool: a community holding the four still pooled is
+        // p-a (four of four), not a new proposal beside a stale one.
+        let still: HashSet<&str> = TEXT_IDS[6..].iter().map(String::as_str).collect();
+        let (events, _) = reconcile(&[found("p-g", 6..30)], &published, &still);
+        let ids: Vec<(&str, u64)> = events
+            .iter()
+            .map(|e| (e.proposal.as_str(), e.revision))
+            .collect();
+        assert_eq!(ids, [("p-a", 2)]);
     }
 
     #[test]

@@ -154,12 +154,14 @@ impl ProposalEvent {
             .ok_or_else(|| ProposalError::RevisionOverflow(self.proposal.clone()))
     }
 
-    /// The record's key on the proposals topic: the proposal id for an open revision, `ID.decision`
-    /// for a decision — so compaction, keeping each key's last record, never drops a decision
-    /// for a pass's later open revision.
+    /// The record's key on the proposals topic: the proposal id for an open revision,
+    /// `ID.decision` for a decision, `ID.withdrawn` for a withdrawal — so compaction, keeping
+    /// each key's last record, never drops a decision or a withdrawal for a later open revision
+    /// (a pass on another instance may have raced it).
     pub fn record_key(&self) -> String {
         match self.status {
-            ProposalStatus::Open | ProposalStatus::Withdrawn => self.proposal.clone(),
+            ProposalStatus::Open => self.proposal.clone(),
+            ProposalStatus::Withdrawn => format!("{}.withdrawn", self.proposal),
             ProposalStatus::Accepted | ProposalStatus::Rejected => {
                 format!("{}.decision", self.proposal)
             }
@@ -348,9 +350,24 @@ mod tests {
             current([same_revision.clone(), other_members.clone()])["p-1"],
             other_members
         );
-        // Decisions have a key of their own.
+        // Decisions and withdrawals have keys of their own.
         assert_eq!(first.record_key(), "p-1");
         assert_eq!(accepted.record_key(), "p-1.decision");
+        // A withdrawal outranks any open revision and yields to any decision, in either order.
+        let withdrawn = first.decided(ProposalStatus::Withdrawn, None).unwrap();
+        assert_eq!(withdrawn.record_key(), "p-1.withdrawn");
+        let later_open = ProposalEvent {
+            revision: 9,
+            ..first.clone()
+        };
+        for (a, b, expected) in [
+            (&withdrawn, &later_open, &withdrawn),
+            (&withdrawn, &rejected, &rejected),
+            (&withdrawn, &accepted, &accepted),
+        ] {
+            assert_eq!(&current([a.clone(), b.clone()])["p-1"], expected);
+            assert_eq!(&current([b.clone(), a.clone()])["p-1"], expected);
+        }
     }
 
     #[test]
