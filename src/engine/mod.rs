@@ -7,6 +7,7 @@
 //! hallucinations, fall back to retrieval) → [`Engine::is_confident`] → [`Engine::learn`]
 //! (online indexing). Rounds of new labels enter through [`Engine::apply_round`].
 
+mod analysis;
 pub mod answer;
 pub mod choice;
 mod decision;
@@ -24,6 +25,7 @@ pub mod text;
 pub mod tfidf;
 pub mod update;
 
+pub use analysis::{Analysis, POOL_TERMS};
 pub use material::LabelMaterial;
 
 use std::collections::{HashMap, HashSet};
@@ -35,7 +37,7 @@ use crate::discovery::Pool;
 use answer::HallucinationKind;
 use graph::KeywordGraph;
 use index::{DocKind, TextIndex};
-use keywords::{Keyword, KeywordSelection};
+use keywords::KeywordSelection;
 use prompt::{ChoiceMode, ClassChoice, Prompt, PromptLayout};
 use rank::{Evidence, RankingConfig};
 use terms::TermCounts;
@@ -202,16 +204,6 @@ pub struct IndexReport {
     pub keywords_added: usize,
 }
 
-/// A text's phrases and the keywords chosen from them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Analysis {
-    pub phrases: PhraseCounts,
-    pub keywords: Vec<Keyword>,
-    /// The retrieval index's terms of the text (stems, phrases within stop words).
-    #[serde(default)]
-    pub terms: TermCounts,
-}
-
 /// Why the candidate set is what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -288,9 +280,6 @@ pub struct Engine {
     /// ([`update::Update::Unexplained`]).
     pool: Pool,
 }
-
-/// Terms a pooled text keeps at most (see [`Engine::poolable`]).
-pub const POOL_TERMS: usize = 1_000;
 
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
@@ -483,58 +472,6 @@ impl Engine {
             labels_added: 0,
             texts_indexed: documents.len(),
             keywords_added: self.graph.keyword_count() - before,
-        }
-    }
-
-    /// Phrases and statistical keywords of a query text, scored as if it had joined the
-    /// statistics (which online indexing then makes true).
-    pub fn analyze(&self, text: &str) -> Analysis {
-        let phrases = PhraseCounts::of(text);
-        let scores = self.stats.scores(&phrases, false);
-        let keywords = keywords::select(scores, &self.config.selection);
-        Analysis {
-            phrases,
-            keywords,
-            terms: TermCounts::of(text),
-        }
-    }
-
-    /// The analysis as online indexing needs it: the text graph keeps a text's heaviest terms
-    /// only, so a learn record need not carry the rest (long texts would make it large).
-    pub fn learnable(&self, analysis: &Analysis) -> Analysis {
-        Analysis {
-            phrases: analysis.phrases.clone(),
-            keywords: analysis.keywords.clone(),
-            terms: self.index.heaviest_terms(&analysis.terms),
-        }
-    }
-
-    /// `analysis` as the discovery pool keeps it: its [`POOL_TERMS`] heaviest terms (every term
-    /// of a text of ordinary length). The pool's similarities need more than a learn record's
-    /// heaviest hundred (README, "Emerging classes"), but a note that kept all the terms of a
-    /// 100 kB text would be a megabyte in the changelog and in every replica's pool.
-    pub fn poolable(&self, analysis: &Analysis) -> Analysis {
-        Analysis {
-            phrases: analysis.phrases.clone(),
-            keywords: analysis.keywords.clone(),
-            terms: self.poolable_terms(&analysis.terms),
-        }
-    }
-
-    /// The terms of [`Engine::poolable`] alone (what a discovery note carries).
-    pub fn poolable_terms(&self, terms: &TermCounts) -> TermCounts {
-        self.index.heaviest_terms_up_to(terms, POOL_TERMS)
-    }
-
-    /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
-    pub fn analyze_with_llm_keywords(&self, text: &str, answer: &str) -> Analysis {
-        let phrases = PhraseCounts::of(text);
-        let scores: HashMap<String, f64> = self.stats.scores(&phrases, false).into_iter().collect();
-        let keywords = keywords::from_llm_answer(answer, &phrases, &scores, &self.config.selection);
-        Analysis {
-            phrases,
-            keywords,
-            terms: TermCounts::of(text),
         }
     }
 

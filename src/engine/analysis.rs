@@ -1,0 +1,81 @@
+//! A text's analysis — its phrases, the keywords chosen from them, its retrieval terms — and
+//! the cut-down forms the learn record and the discovery pool keep.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::keywords::{self, Keyword};
+use super::terms::TermCounts;
+use super::text::PhraseCounts;
+use super::Engine;
+
+/// A text's phrases and the keywords chosen from them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub phrases: PhraseCounts,
+    pub keywords: Vec<Keyword>,
+    /// The retrieval index's terms of the text (stems, phrases within stop words).
+    #[serde(default)]
+    pub terms: TermCounts,
+}
+
+impl Analysis {
+    /// The same phrases and keywords with `terms` instead.
+    fn with_terms(&self, terms: TermCounts) -> Self {
+        Self {
+            phrases: self.phrases.clone(),
+            keywords: self.keywords.clone(),
+            terms,
+        }
+    }
+}
+
+/// Terms a pooled text keeps at most (see [`Engine::poolable`]).
+pub const POOL_TERMS: usize = 1_000;
+
+impl Engine {
+    /// Phrases and statistical keywords of a query text, scored as if it had joined the
+    /// statistics (which online indexing then makes true).
+    pub fn analyze(&self, text: &str) -> Analysis {
+        let phrases = PhraseCounts::of(text);
+        let scores = self.stats.scores(&phrases, false);
+        let keywords = keywords::select(scores, &self.config.selection);
+        Analysis {
+            phrases,
+            keywords,
+            terms: TermCounts::of(text),
+        }
+    }
+
+    /// The analysis as online indexing needs it: the text graph keeps a text's heaviest terms
+    /// only, so a learn record need not carry the rest (long texts would make it large).
+    pub fn learnable(&self, analysis: &Analysis) -> Analysis {
+        analysis.with_terms(self.index.heaviest_terms(&analysis.terms))
+    }
+
+    /// `analysis` as the discovery pool keeps it: its [`POOL_TERMS`] heaviest terms (every term
+    /// of a text of ordinary length). The pool's similarities need more than a learn record's
+    /// heaviest hundred (README, "Emerging classes"), but a note that kept all the terms of a
+    /// 100 kB text would be a megabyte in the changelog and in every replica's pool.
+    pub fn poolable(&self, analysis: &Analysis) -> Analysis {
+        analysis.with_terms(self.poolable_terms(&analysis.terms))
+    }
+
+    /// The terms of [`Engine::poolable`] alone (what a discovery note carries).
+    pub fn poolable_terms(&self, terms: &TermCounts) -> TermCounts {
+        self.index.heaviest_terms_up_to(terms, POOL_TERMS)
+    }
+
+    /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
+    pub fn analyze_with_llm_keywords(&self, text: &str, answer: &str) -> Analysis {
+        let phrases = PhraseCounts::of(text);
+        let scores: HashMap<String, f64> = self.stats.scores(&phrases, false).into_iter().collect();
+        let keywords = keywords::from_llm_answer(answer, &phrases, &scores, &self.config.selection);
+        Analysis {
+            phrases,
+            keywords,
+            terms: TermCounts::of(text),
+        }
+    }
+}
