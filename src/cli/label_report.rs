@@ -119,8 +119,5 @@ async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
 /// Every record's value on `topic`; a topic that does not exist has none (the proposals
 /// topic of a service run without discovery, created by hand).
 async fn read_topic(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    match read_back::read_topic(brokers, "gorag-report", topic, READ_LIMIT).await {
-        Err(read_back::ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
-        read => Ok(read?),
-    }
+    Ok(read_back::read_topic_if_any(brokers, "gorag-report", topic, READ_LIMIT).await?)
 }

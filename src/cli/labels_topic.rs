@@ -18,10 +18,9 @@ const READ_LIMIT: Duration = Duration::from_secs(30);
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
 pub async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    match read_back::read_topic(brokers, "gorag-cli", topic, READ_LIMIT).await {
-        Err(read_back::ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
-        read => read.with_context(|| format!("reading {topic} at {brokers}")),
-    }
+    read_back::read_topic_if_any(brokers, "gorag-cli", topic, READ_LIMIT)
+        .await
+        .with_context(|| format!("reading {topic} at {brokers}"))
 }
 
 /// The round ids and label ids announced on the labels topic so far.

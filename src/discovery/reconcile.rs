@@ -35,14 +35,20 @@ pub fn reconcile(
         .iter()
         .map(|p| p.members.iter().map(String::as_str).collect())
         .collect();
+    // Each matchable proposal's members still pooled, once for every community.
+    let still_pooled: Vec<(&ProposalEvent, HashSet<&str>)> = published
+        .values()
+        .filter(|p| p.status != ProposalStatus::Withdrawn)
+        .map(|p| (p, still_pooled(p, pooled)))
+        .filter(|(_, still)| !still.is_empty())
+        .collect();
     // Phase 1: by members, largest community first.
     let mut matched: Vec<Option<(&ProposalEvent, bool)>> = vec![None; found.len()];
     for (slot, members) in matched.iter_mut().zip(&member_sets) {
-        let same_theme = published
-            .values()
-            .filter(|p| p.status != ProposalStatus::Withdrawn)
-            .filter(|p| !taken.contains(p.proposal.as_str()))
-            .map(|p| (share_held(p, members, pooled), p))
+        let same_theme = still_pooled
+            .iter()
+            .filter(|(p, _)| !taken.contains(p.proposal.as_str()))
+            .map(|&(p, ref still)| (share_held(still, members), p))
             .filter(|&(share, _)| share >= SAME_THEME)
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, p)| p);
@@ -143,18 +149,19 @@ fn fresh_id(
         .unwrap_or_else(|| derived.to_string())
 }
 
-/// The share of `published`'s members still pooled (each counted once) that `members` holds:
-/// members that left the pool say nothing about where the theme is now.
-fn share_held(published: &ProposalEvent, members: &HashSet<&str>, pooled: &HashSet<&str>) -> f64 {
-    let still: HashSet<&str> = published
+/// `published`'s members still in the pool, each once: members that left the pool say nothing
+/// about where the theme is now.
+fn still_pooled<'a>(published: &'a ProposalEvent, pooled: &HashSet<&str>) -> HashSet<&'a str> {
+    published
         .members
         .iter()
         .map(String::as_str)
         .filter(|m| pooled.contains(m))
-        .collect();
-    if still.is_empty() {
-        return 0.0;
-    }
+        .collect()
+}
+
+/// The share of a proposal's members still pooled (`still`, not empty) that `members` holds.
+fn share_held(still: &HashSet<&str>, members: &HashSet<&str>) -> f64 {
     let held = still.iter().filter(|m| members.contains(*m)).count();
     held as f64 / still.len() as f64
 }

@@ -47,40 +47,46 @@ pub async fn read_topic(
     tokio::task::spawn_blocking(move || read_to_end(&client, &topic, limit)).await?
 }
 
+/// [`read_topic`], where a topic that does not exist has no records (the operator's commands:
+/// nothing published yet); a topic that cannot be read is still an error.
+pub async fn read_topic_if_any(
+    brokers: &str,
+    group: &str,
+    topic: &str,
+    limit: Duration,
+) -> Result<Vec<Vec<u8>>, ReadBackError> {
+    match read_topic(brokers, group, topic, limit).await {
+        Err(ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
+        read => read,
+    }
+}
+
 /// The partitions of `topic` (none when it does not exist).
 pub fn topic_partitions<C: ConsumerContext>(
     consumer: &impl Consumer<C>,
     topic: &str,
 ) -> Result<Vec<i32>, KafkaError> {
-    let metadata = consumer.fetch_metadata(Some(topic), QUERY_LIMIT)?;
-    Ok(metadata
-        .topics()
-        .iter()
-        .filter(|t| t.name() == topic)
-        .flat_map(|t| t.partitions().iter().map(|p| p.id()))
-        .collect())
+    topic_metadata(consumer, topic).map(|(partitions, _)| partitions)
 }
 
-/// Why `topic` has no partitions: it does not exist, or the brokers' metadata names another
-/// reason.
-fn missing_or_unreadable<C: ConsumerContext>(
+/// The partitions of `topic` and the error its metadata carries, if any, in one request.
+fn topic_metadata<C: ConsumerContext>(
     consumer: &impl Consumer<C>,
     topic: &str,
-) -> ReadBackError {
-    let code = match consumer.fetch_metadata(Some(topic), QUERY_LIMIT) {
-        Ok(metadata) => metadata
-            .topics()
-            .iter()
-            .find(|t| t.name() == topic)
-            .and_then(|t| t.error())
-            .map(RDKafkaErrorCode::from),
-        Err(error) => {
-            return ReadBackError::Unreadable {
-                topic: topic.to_string(),
-                reason: error.to_string(),
-            }
-        }
-    };
+) -> Result<(Vec<i32>, Option<RDKafkaErrorCode>), KafkaError> {
+    let metadata = consumer.fetch_metadata(Some(topic), QUERY_LIMIT)?;
+    let found = metadata.topics().iter().find(|t| t.name() == topic);
+    Ok((
+        found.map_or_else(Vec::new, |t| {
+            t.partitions().iter().map(|p| p.id()).collect()
+        }),
+        found.and_then(|t| t.error()).map(RDKafkaErrorCode::from),
+    ))
+}
+
+/// Why a topic has no partitions: it does not exist, or its metadata names another reason
+/// (no permission, no leader).
+fn missing_or_unreadable(topic: &str, code: Option<RDKafkaErrorCode>) -> ReadBackError {
     match code {
         None | Some(RDKafkaErrorCode::UnknownTopicOrPartition) => ReadBackError::NoTopic {
             topic: topic.to_string(),
@@ -114,12 +120,12 @@ pub fn read_to_end(
         .set("enable.partition.eof", "true")
         .create()
         .map_err(kafka("creating the consumer"))?;
-    let partitions = topic_partitions(&consumer, topic).map_err(kafka("metadata"))?;
+    let (partitions, code) = topic_metadata(&consumer, topic).map_err(kafka("metadata"))?;
     // An existing topic has partitions: none is a missing topic or a metadata error (no
     // permission, no leader), which must not read as "no records" — a pass would publish every
     // proposal again as new.
     if partitions.is_empty() {
-        return Err(missing_or_unreadable(&consumer, topic));
+        return Err(missing_or_unreadable(topic, code));
     }
     let mut ends = Vec::new();
     let mut assignment = TopicPartitionList::new();
