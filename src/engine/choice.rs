@@ -62,6 +62,25 @@ pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Belie
     })
 }
 
+/// The candidate the belief favours alone; None when the best is shared (a first token that
+/// begins several names gives each the same mass, and says nothing of which the model meant).
+pub fn favourite(belief: &[f64]) -> Option<usize> {
+    let (mut best, mut runner_up) = (None::<(usize, f64)>, f64::NEG_INFINITY);
+    for (i, &b) in belief.iter().enumerate() {
+        match best {
+            Some((_, top)) if b <= top => runner_up = runner_up.max(b),
+            _ => {
+                if let Some((_, top)) = best {
+                    runner_up = runner_up.max(top);
+                }
+                best = Some((i, b));
+            }
+        }
+    }
+    let (i, top) = best?;
+    (top > 0.0 && top - runner_up > 1e-9).then_some(i)
+}
+
 /// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
 /// Without retrieval scores (`steiner`, `all`, `naive`, or no evidence) the belief decides,
 /// whatever the weight.
@@ -94,6 +113,16 @@ mod tests {
         assert_eq!(numbered("6", 5), None);
         assert_eq!(numbered("0", 5), None);
         assert_eq!(numbered("physics", 5), None);
+    }
+
+    #[test]
+    fn a_favourite_is_the_belief_s_unshared_best() {
+        assert_eq!(favourite(&[0.2, 0.7, 0.1]), Some(1));
+        assert_eq!(favourite(&[0.45, 0.45, 0.1]), None);
+        assert_eq!(favourite(&[0.1, 0.45, 0.45]), None);
+        assert_eq!(favourite(&[1.0]), Some(0));
+        assert_eq!(favourite(&[0.0, 0.0]), None);
+        assert_eq!(favourite(&[]), None);
     }
 
     #[test]

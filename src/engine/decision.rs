@@ -5,11 +5,12 @@ use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling}
 use super::prompt::ChoiceMode;
 use super::{choice, Basis, Decision, Engine, Retrieval, Source, SCORED_ON_LIST};
 
-/// A `scored` choice: the fused label, the LLM's own favourite, how much it answered from the
-/// list.
+/// A `scored` choice: the fused label, the LLM's own favourite (None when it has none: its
+/// answer names no candidate and its first token begins several names equally), how much it
+/// answered from the list.
 struct Fused {
     label: String,
-    preferred: String,
+    preferred: Option<String>,
     on_list: f64,
 }
 
@@ -55,7 +56,7 @@ impl Engine {
         llm_weight: f64,
     ) -> Decision {
         let graph = |hallucination| Decision {
-            label: retrieval.graph_choice.clone(),
+            label: self.graph_label(retrieval),
             source: Source::Graph,
             hallucination,
         };
@@ -63,9 +64,12 @@ impl Engine {
             return graph(None);
         };
         if mode == ChoiceMode::Numbered {
-            let listed = choice::numbered(answer, retrieval.candidates.len());
-            // A label retired while the LLM was answering is no longer a decision.
-            if let Some(i) = listed.filter(|&i| self.is_active(&retrieval.candidates[i])) {
+            if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
+                // A label retired while the LLM was answering is no longer a decision; the
+                // model named a listed number all the same, so it is no hallucination.
+                if !self.is_active(&retrieval.candidates[i]) {
+                    return graph(None);
+                }
                 return Decision {
                     label: retrieval.candidates[i].clone(),
                     source: Source::Llm,
@@ -111,8 +115,12 @@ impl Engine {
         llm_weight: f64,
         matched: &AnswerMatch,
     ) -> Option<Decision> {
+        let named = match matched {
+            AnswerMatch::Candidate(label) => Some(label.as_str()),
+            _ => None,
+        };
         let fused = self
-            .fused_choice(retrieval, alternatives, llm_weight)
+            .fused_choice(retrieval, alternatives, llm_weight, named)
             .filter(|f| self.is_active(&f.label))?;
         // The model's answer is its distribution over the list; its text is flagged only when
         // that distribution was mostly off the list too.
@@ -122,8 +130,9 @@ impl Engine {
             AnswerMatch::OutsideCandidates(_) => Some(HallucinationKind::OutsideCandidates),
             AnswerMatch::Unknown => Some(HallucinationKind::UnknownLabel),
         };
-        // `llm` when the model's own favourite won; `graph` when retrieval outweighed it.
-        let source = if fused.label == fused.preferred {
+        // `llm` when the model's own favourite won; `graph` when retrieval outweighed it, or
+        // the model had no favourite.
+        let source = if fused.preferred.as_deref() == Some(fused.label.as_str()) {
             Source::Llm
         } else {
             Source::Graph
@@ -158,28 +167,52 @@ impl Engine {
 
     /// `scored` mode: the candidate that maximises retrieval score (relative to the best) plus
     /// `llm_weight` × the LLM's belief; None when the alternatives begin no candidate's name.
+    /// The model's favourite is the candidate its answer `named`, else the one its first token
+    /// favours alone: a first token that begins several names (" computer" for "computer
+    /// vision" and "computer graphics"; "label" for every Reuters label) says nothing of which.
     fn fused_choice(
         &self,
         retrieval: &Retrieval,
         alternatives: &[(String, f64)],
         llm_weight: f64,
+        named: Option<&str>,
     ) -> Option<Fused> {
         let displays = self.candidate_displays(retrieval);
         let belief = choice::belief(&displays, alternatives)?;
         let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
-        let preferred = choice::fuse(&[], &belief.per_candidate, 1.0);
+        let preferred = match named {
+            Some(label) => Some(label.to_string()),
+            None => choice::favourite(&belief.per_candidate)
+                .and_then(|i| retrieval.candidates.get(i).cloned()),
+        };
         Some(Fused {
             label: retrieval.candidates.get(chosen)?.clone(),
-            preferred: retrieval.candidates.get(preferred)?.clone(),
+            preferred,
             on_list: belief.on_list,
         })
     }
 
-    /// Whether a decision is trusted enough to learn from. Ranked strategies: a graph-only
-    /// decision (including a `scored` one where retrieval outweighed the LLM) when retrieval's
-    /// margin reaches `learn_margin`; an LLM decision when it agrees with retrieval's best label
-    /// and the margin reaches `learn_margin_agreeing`; never a hallucination. Strategies without scores (`steiner`, `all`, `naive`) learn from every
-    /// decision, as the paper does.
+    /// Retrieval's own choice, or — should it have been retired while the LLM was answering —
+    /// the best candidate still active (the choice itself when none is).
+    fn graph_label(&self, retrieval: &Retrieval) -> String {
+        if self.is_active(&retrieval.graph_choice) {
+            return retrieval.graph_choice.clone();
+        }
+        retrieval
+            .candidates
+            .iter()
+            .find(|id| self.is_active(id))
+            .unwrap_or(&retrieval.graph_choice)
+            .clone()
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: retrieval's best
+    /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
+    /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
+    /// `learn_margin`; retrieval's best label that is also the model's favourite when the
+    /// margin reaches `learn_margin_agreeing`; never another label, never a hallucination.
+    /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
+    /// answer outside the candidates included, as the paper does.
     pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
         let Some(margin) = retrieval.margin else {
             return true;
@@ -189,7 +222,11 @@ impl Engine {
         }
         let config = &self.config.ranking;
         match decision.source {
-            Source::Graph => margin >= config.learn_margin,
+            // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
+            // margin is evidence for another label.
+            Source::Graph => {
+                decision.label == retrieval.graph_choice && margin >= config.learn_margin
+            }
             Source::Llm => {
                 decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
             }

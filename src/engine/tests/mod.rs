@@ -505,6 +505,7 @@ fn numbered_choice_reads_the_number() {
 }
 
 mod restore;
+mod scored;
 
 #[test]
 fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {

@@ -1,0 +1,123 @@
+//! Reading the LLM's answer in `scored` and `numbered` modes: whose favourite a label is, and
+//! what a label retired while the model answered becomes.
+
+use super::{label, three_topics};
+use crate::engine::prompt::ChoiceMode;
+use crate::engine::rank::RankingConfig;
+use crate::engine::{Basis, Engine, EngineConfig, Retrieval, Source};
+
+/// Two labels whose names begin with the same word, and one apart; learning needs a margin of
+/// 1 unless the model agrees.
+fn shared_first_word() -> (Engine, Retrieval) {
+    let mut engine = Engine::new(EngineConfig {
+        ranking: RankingConfig {
+            learn_margin: 1.0,
+            learn_margin_agreeing: 0.0,
+            ..RankingConfig::default()
+        },
+        ..EngineConfig::default()
+    });
+    engine
+        .apply_round(&[
+            label(
+                "computer_vision",
+                &["camera images segmented and objects detected by a convolutional network"],
+            ),
+            label(
+                "computer_graphics",
+                &["rendering shaded triangles with ray tracing and texture maps"],
+            ),
+            label("cooking", &["bread dough with flour and yeast"]),
+        ])
+        .unwrap();
+    let analysis = engine.analyze("objects detected in camera images, then rendered with texture");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.graph_choice, "computer_vision", "{retrieval:?}");
+    assert!(retrieval
+        .candidates
+        .contains(&"computer_graphics".to_string()));
+    (engine, retrieval)
+}
+
+#[test]
+fn a_first_token_shared_by_two_names_is_not_agreement() {
+    let (engine, retrieval) = shared_first_word();
+    let computer = vec![(" Computer".to_string(), -0.05)];
+    // The answer names the other one: retrieval decided (weight 0), against the model.
+    let other = engine.decide_with_alternatives(&retrieval, Some("Computer graphics"), &computer);
+    assert_eq!(other.label, "computer_vision");
+    assert_eq!(other.source, Source::Graph);
+    assert_eq!(other.hallucination, None);
+    // It names retrieval's best: agreement.
+    let same = engine.decide_with_alternatives(&retrieval, Some("Computer vision"), &computer);
+    assert_eq!(same.source, Source::Llm);
+    // It names neither: the shared token favours no candidate, so no agreement.
+    let neither = engine.decide_with_alternatives(&retrieval, Some("Computer"), &computer);
+    assert_eq!(neither.source, Source::Graph);
+    assert_eq!(neither.hallucination, None, "its first token began names");
+    // Only agreement lowers the margin a decision needs to be learned from.
+    assert!(engine.is_confident(&retrieval, &same));
+    assert!(!engine.is_confident(&retrieval, &other));
+    assert!(!engine.is_confident(&retrieval, &neither));
+}
+
+#[test]
+fn a_blend_that_is_neither_favourite_is_not_learned() {
+    let engine = three_topics(EngineConfig::default());
+    let retrieval = Retrieval {
+        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
+        scores: vec![0.50, 0.44, 0.20],
+        examples: vec![None; 3],
+        margin: Some(0.06),
+        terminals: Vec::new(),
+        basis: Basis::RankedScores,
+        tree_cost: None,
+        graph_choice: "astronomy".into(),
+        discovery_score: None,
+    };
+    // The model prefers football, a little over cooking; at weight 1 cooking wins the blend
+    // (0.88 + 0.45 against 1.0 and 0.4 + 0.55): neither retrieval's best nor the model's.
+    let alternatives = vec![
+        ("cook".to_string(), (0.45f64).ln()),
+        ("foot".to_string(), (0.55f64).ln()),
+    ];
+    let blend = engine.decide_as(
+        &retrieval,
+        Some("football"),
+        &alternatives,
+        ChoiceMode::Scored,
+        1.0,
+    );
+    assert_eq!(
+        (blend.label.as_str(), blend.source),
+        ("cooking", Source::Graph)
+    );
+    assert!(
+        !engine.is_confident(&retrieval, &blend),
+        "margin 0.06 says astronomy"
+    );
+}
+
+#[test]
+fn a_label_retired_while_the_model_answered_is_not_the_prediction() {
+    let mut engine = three_topics(EngineConfig {
+        choice: ChoiceMode::Numbered,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let (best, second) = (
+        retrieval.candidates[0].clone(),
+        retrieval.candidates[1].clone(),
+    );
+    engine.retire_label(&best).unwrap();
+    // No answer, or an answer naming no label: retrieval's choice is gone, the next stands.
+    assert_eq!(engine.decide(&retrieval, None).label, second);
+    assert_eq!(engine.decide(&retrieval, Some("nonsense")).label, second);
+    // The model named the retired label's number: no hallucination, the next candidate.
+    let numbered = engine.decide(&retrieval, Some("1"));
+    assert_eq!(
+        (numbered.label.as_str(), numbered.hallucination),
+        (second.as_str(), None)
+    );
+}
