@@ -54,6 +54,16 @@ impl Stop {
         *self.phase.borrow_and_update()
     }
 
+    /// `work`'s result, or None once the drain has begun (work a stopping instance leaves to
+    /// the next start).
+    pub async fn unless_stopping<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        let mut phase = self.phase.clone();
+        tokio::select! {
+            result = work => Some(result),
+            _ = phase.wait_for(|p| *p != Phase::Running) => None,
+        }
+    }
+
     /// `work`'s result, or None if the drain deadline passes first.
     pub async fn unless_expired<T>(&self, work: impl Future<Output = T>) -> Option<T> {
         let mut phase = self.phase.clone();
@@ -86,5 +96,21 @@ mod tests {
         let never = std::future::pending::<()>();
         assert_eq!(stop.unless_expired(never).await, None);
         assert_eq!(stop.phase(), Phase::Expired);
+    }
+
+    #[tokio::test]
+    async fn work_left_to_the_next_start_is_given_up_when_the_drain_begins() {
+        let (signal, shutdown) = tokio::sync::oneshot::channel::<()>();
+        let stop = Stop::spawn(
+            async move {
+                let _ = shutdown.await;
+            },
+            Duration::from_secs(60),
+        );
+        assert_eq!(stop.unless_stopping(async { 7 }).await, Some(7));
+        let waiting = stop.unless_stopping(std::future::pending::<()>());
+        let _ = signal.send(());
+        assert_eq!(waiting.await, None);
+        assert_eq!(stop.phase(), Phase::Draining, "long before the deadline");
     }
 }

@@ -335,6 +335,7 @@ pub fn llm_task(
     };
     let classifier = classifier.clone();
     let llm_span = tracing::info_span!(parent: &text.span, "llm");
+    let asked_for_keywords = matches!(request, Request::Keywords(_));
     Some(move |slot: SlotId| -> LlmTask {
         let call = tokio::spawn(
             async move {
@@ -351,7 +352,12 @@ pub fn llm_task(
         );
         Box::pin(async move {
             let outcome = call.await.unwrap_or_else(|error| {
-                // A dead task must not leave its text waiting for ever.
+                // A dead task must not leave its text waiting for ever: the outcome its text
+                // waits for, failed (keywords: the engine's own, as when the LLM gives none).
+                if asked_for_keywords {
+                    tracing::error!(%error, "keyword task failed");
+                    return LlmOutcome::Keywords(KeywordAnswer::default());
+                }
                 LlmOutcome::Answer(Answer {
                     failure: Some(LlmFailure {
                         reason: "task_failed".into(),

@@ -21,12 +21,16 @@ use crate::events::LabelEvent;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, LogReader, MetadataClient, Outgoing, Producer};
 use crate::stream::stats::Stats;
-use crate::stream::stop::Stop;
+use crate::stream::stop::{Phase, Stop};
 use crate::stream::ServeError;
 use crate::telemetry::admin::Health;
 
 /// How long the labels or changelog topic may stay silent while we know records are there.
 const STALL_SECS: u64 = 30;
+/// How long describing a round's labels may hold the loop.
+const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
+/// How much of a label event too large for the changelog its dead letter keeps.
+const TOO_LARGE_EXCERPT: usize = 64 * 1024;
 
 /// How long the changelog topic may be missing, after this instance applied records from it,
 /// before that counts as a lost log rather than a broker still loading its metadata.
@@ -278,38 +282,62 @@ impl LogSync {
                     Err(rejection) => reject(RejectStage::Apply, rejection),
                 },
             };
-            let key = message.key().map(<[u8]>::to_vec);
-            let record = ChangeRecord {
-                version: CHANGE_VERSION,
-                origin: replica.instance.clone(),
-                change: Change::Label {
-                    offset: message.offset(),
-                    key: key.clone(),
-                    payload,
-                    outcome,
-                },
-            };
-            let outgoing = Outgoing {
-                topic: replica.topics().changelog.clone(),
-                key,
-                payload: record.encode(),
-                headers: Vec::new(),
-            };
-            match self
-                .stop
-                .unless_expired(kafka::deliver(&self.producer, &outgoing))
-                .await
-            {
-                Some(Ok(())) => {}
+            // Stopping: take nothing new (describing may have been cut short); the next start,
+            // or another replica, forwards it.
+            if self.stop.phase() != Phase::Running {
+                return Ok(forwarded);
+            }
+            let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
+            let size = payload.len();
+            let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
+            let record = label_record(replica, offset, key.clone(), payload, outcome);
+            let delivered = match self.forward(record).await {
                 Some(Err(error)) => {
-                    tracing::error!(%error, offset = message.offset(), "label event too large for the changelog")
+                    // Larger than the changelog takes (it carries the event and its decoded
+                    // update): dead-lettered once, through the log like any rejected event.
+                    tracing::error!(%error, offset, size, "label event too large for the changelog");
+                    let rejection = Rejection::new(
+                        Reason::OutputTooLarge,
+                        format!(
+                            "the label event ({size} bytes) is larger than the changelog accepts"
+                        ),
+                    );
+                    let outcome = reject(RejectStage::Apply, rejection);
+                    let record = label_record(replica, offset, key, excerpt, outcome);
+                    self.forward(record).await
                 }
+                delivered => delivered,
+            };
+            match delivered {
+                Some(Ok(())) => {}
+                Some(Err(error)) => tracing::error!(%error, offset, "label event not forwarded"),
                 // Stopping: the next start forwards it again.
                 None => return Ok(forwarded),
             }
             forwarded = true;
         }
         Ok(forwarded)
+    }
+
+    /// Send a changelog record, unless the drain deadline passes first.
+    async fn forward(&self, record: Outgoing) -> Option<Result<(), KafkaError>> {
+        self.stop
+            .unless_expired(kafka::deliver(&self.producer, &record))
+            .await
+    }
+
+    /// Have the LLM describe a round's labels, within [`DESCRIBE_BUDGET`] and only while the
+    /// service runs: the loop waits for it, and descriptions are optional (labels not described
+    /// in time go without; a stopping instance forwards nothing, see `forward_labels`).
+    async fn describe(&self, labels: &mut [NewLabel]) {
+        let describing =
+            tokio::time::timeout(DESCRIBE_BUDGET, self.classifier.describe_labels(labels));
+        if let Some(Err(_)) = self.stop.unless_stopping(describing).await {
+            tracing::warn!(
+                budget_secs = DESCRIBE_BUDGET.as_secs(),
+                "the round's labels were not all described in time: the rest go without"
+            );
+        }
     }
 
     /// Turn a label event into an engine update, checked before any LLM call.
@@ -335,7 +363,7 @@ impl LogSync {
                     .check_round(&labels)
                     .map_err(|e| engine_rejection(&e))?;
                 if self.describe_labels {
-                    self.classifier.describe_labels(&mut labels).await;
+                    self.describe(&mut labels).await;
                 }
                 Ok(Update::Round { round, labels })
             }
@@ -344,6 +372,32 @@ impl LogSync {
             } => Ok(Update::AddExamples { label, examples }),
             LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
         }
+    }
+}
+
+/// The changelog record forwarding the labels topic's record at `offset`.
+fn label_record(
+    replica: &Replica,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+    outcome: LabelOutcome,
+) -> Outgoing {
+    let record = ChangeRecord {
+        version: CHANGE_VERSION,
+        origin: replica.instance.clone(),
+        change: Change::Label {
+            offset,
+            key: key.clone(),
+            payload,
+            outcome,
+        },
+    };
+    Outgoing {
+        topic: replica.topics().changelog.clone(),
+        key,
+        payload: record.encode(),
+        headers: Vec::new(),
     }
 }
 

@@ -1,11 +1,11 @@
 //! After the loop: commit what is done, read the log to its end, save, flush.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::producer::Producer as _;
 
 use super::way_out::deliver_all;
-use super::{Service, CLOSE_LIMIT};
+use super::{Service, CLOSE_BUDGET, CLOSE_LIMIT};
 use crate::stream::delivery::OutputKind;
 use crate::stream::texts::TextsConsumer;
 use crate::stream::{ServeError, ServeSummary};
@@ -23,6 +23,11 @@ impl Service {
         for task in self.deliveries.iter() {
             task.abort();
         }
+        // Everything below shares one budget, so that drain + close stay inside the pod's grace
+        // period (`drain_timeout_secs` + 15 s): cut short, the state is still saved at a
+        // consistent log position and the next start reads on from there.
+        let deadline = Instant::now() + CLOSE_BUDGET;
+        let left = || deadline.saturating_duration_since(Instant::now());
         // A synchronous commit waits for the group coordinator without a deadline: only with a
         // reachable broker. Otherwise the offsets stay uncommitted (re-read later: duplicates).
         let reachable = self
@@ -32,19 +37,27 @@ impl Service {
         if reachable {
             self.replica.flush()?;
             texts
-                .close(Some(self.intake.tracker.watermarks()), CLOSE_LIMIT)
+                .close(
+                    Some(self.intake.tracker.watermarks()),
+                    CLOSE_LIMIT.min(left()),
+                )
                 .await;
             // Apply what this instance (and others) logged, so the saved state is the log's.
-            if let Err(error) = self.logs.catch_up(&mut self.replica, &mut self.stats).await {
-                tracing::warn!(%error, "changelog not read to its end at shutdown");
+            let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
+            match tokio::time::timeout(left(), catch_up).await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "changelog not read to its end at shutdown")
+                }
+                Err(_) => tracing::warn!("changelog not read to its end at shutdown: out of time"),
             }
-            self.send_final_dead_letters().await;
+            self.send_final_dead_letters(left()).await;
         } else {
             tracing::warn!("broker unreachable at shutdown: offsets not committed");
             texts.close(None, CLOSE_LIMIT).await;
         }
         self.replica.save()?;
-        if let Err(error) = self.producer.flush(Duration::from_secs(10)) {
+        if let Err(error) = self.producer.flush(left().max(Duration::from_secs(1))) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
         let engine = &self.replica.engine;
@@ -62,7 +75,7 @@ impl Service {
 
     /// Dead letters for label events that the final catch-up brought: sent before the cursor
     /// that passes them is saved (bounded: the broker may be going away).
-    async fn send_final_dead_letters(&mut self) {
+    async fn send_final_dead_letters(&mut self, limit: Duration) {
         let letters: Vec<_> = self
             .replica
             .take_outbox()
@@ -70,7 +83,7 @@ impl Service {
             .map(|record| (OutputKind::DeadLetter, record))
             .collect();
         if !letters.is_empty()
-            && tokio::time::timeout(CLOSE_LIMIT, deliver_all(&self.producer, &letters))
+            && tokio::time::timeout(limit, deliver_all(&self.producer, &letters))
                 .await
                 .is_err()
         {

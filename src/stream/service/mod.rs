@@ -45,6 +45,8 @@ use crate::telemetry::metrics::Metrics;
 const STALL_WARN: Duration = Duration::from_secs(60);
 /// How long the final commit and leaving the group may take at shutdown.
 const CLOSE_LIMIT: Duration = Duration::from_secs(10);
+/// What closing may take in all, after the drain (commit, catch-up, dead letters, flush).
+const CLOSE_BUDGET: Duration = Duration::from_secs(12);
 /// Most events of one kind handled in one turn of the loop.
 const DRAIN_AT_ONCE: usize = 256;
 /// A delivery task's report.
@@ -261,8 +263,17 @@ impl Service {
         let Some(pause) = self.intake.pause_change(self.backlog_limit) else {
             return;
         };
-        match texts.pause(&self.intake.tracker.assigned(), pause) {
-            Ok(()) => self.intake.set_paused(pause),
+        let partitions = self.intake.tracker.assigned();
+        match texts.pause(&partitions, pause) {
+            Ok(()) => {
+                tracing::info!(
+                    ?partitions,
+                    backlog = self.intake.backlog(),
+                    "texts partitions {}",
+                    if pause { "paused" } else { "resumed" }
+                );
+                self.intake.set_paused(pause);
+            }
             Err(error) => tracing::warn!(%error, pause, "pausing or resuming the texts partitions"),
         }
     }
@@ -272,11 +283,13 @@ impl Service {
             TextsEvent::Record(message) => self.intake.receive(message),
             TextsEvent::Assigned(partitions) => {
                 self.intake.assign(&partitions);
-                // A new assignment starts unpaused.
-                if self.intake.is_paused() {
-                    if let Err(error) = texts.pause(&partitions, true) {
-                        tracing::warn!(%error, "pausing newly assigned partitions");
-                    }
+                // Said explicitly either way: librdkafka keeps a partition's pause across a
+                // rebalance that gives it back to this consumer, and the intake may have been
+                // resumed (its backlog emptied by the revocation) while the partition was not
+                // assigned — it would stay paused for good.
+                let pause = self.intake.is_paused();
+                if let Err(error) = texts.pause(&partitions, pause) {
+                    tracing::warn!(%error, pause, "pausing or resuming newly assigned partitions");
                 }
             }
             TextsEvent::Revoked { partitions, answer } => {
