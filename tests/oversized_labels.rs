@@ -1,6 +1,8 @@
 //! A label event the changelog cannot carry, against the real broker: dead-lettered once, and
 //! the label events after it still applied.
 
+// Only the broker helpers are used here.
+#[allow(dead_code)]
 mod support;
 
 use std::time::Duration;
