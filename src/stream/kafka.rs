@@ -315,10 +315,25 @@ impl Ordered {
     /// Wait for the record's delivery; if it failed, send it again with [`deliver`] (order is
     /// no longer guaranteed then: a retry after a failure, as librdkafka's own).
     pub async fn confirm(self, producer: &Producer) -> Result<(), KafkaError> {
+        self.confirm_after(None, producer).await
+    }
+
+    /// [`Ordered::confirm`], a retry waiting until `previous` (the record handed over just
+    /// before, confirmed or given up) is settled: records that failed together (a broker away
+    /// longer than librdkafka's delivery timeout) are sent again in their order, not racing.
+    pub async fn confirm_after(
+        self,
+        previous: Option<tokio::sync::oneshot::Receiver<()>>,
+        producer: &Producer,
+    ) -> Result<(), KafkaError> {
         if let Ok(Ok(future)) = self.enqueued.await {
             if let Ok(Ok(_)) = future.await {
                 return Ok(());
             }
+        }
+        if let Some(previous) = previous {
+            // Its sender is dropped when settled either way.
+            let _ = previous.await;
         }
         tracing::warn!(topic = %self.outgoing.topic, "ordered send failed; sending again");
         deliver(producer, &self.outgoing).await

@@ -72,7 +72,12 @@ impl Service {
     /// under the size limit. Each record holds one intake place until it is read back from the
     /// changelog (or refused).
     pub(super) fn send_learns(&mut self) {
+        // Each record's retry waits for the one before it (see `Ordered::confirm_after`): the
+        // replicas skip a learn that arrives after a later one of its partition as a copy.
+        let mut previous = None;
         for record in self.group.take(&self.replica.instance) {
+            let (settled, next) = tokio::sync::oneshot::channel::<()>();
+            let after = previous.replace(next);
             self.replica.pending_learns += 1;
             let ordered = self.ordered.send(Outgoing {
                 topic: self.config.topics.changelog.clone(),
@@ -83,7 +88,7 @@ impl Service {
             let (producer, waiting) = (self.producer.clone(), record.waiting);
             self.deliveries.push(tokio::spawn(async move {
                 let started = Instant::now();
-                let delivered = match ordered.confirm(&producer).await {
+                let delivered = match ordered.confirm_after(after, &producer).await {
                     Ok(()) => true,
                     Err(error) => {
                         let texts = waiting.len();
@@ -91,6 +96,7 @@ impl Service {
                         false
                     }
                 };
+                drop(settled);
                 for text in waiting {
                     // The text's own task may be gone (aborted at shutdown).
                     let _ = text.send(delivered);
