@@ -166,7 +166,8 @@ impl Engine {
     }
 
     /// `scored` mode: the candidate that maximises retrieval score (relative to the best) plus
-    /// `llm_weight` × the LLM's belief; None when the alternatives begin no candidate's name.
+    /// `llm_weight` × the LLM's belief; None without alternatives (an endpoint that gives no
+    /// log-probabilities: the answer is then read as in `free` mode).
     /// The model's favourite is the candidate its answer `named`, else the one its first token
     /// favours alone: a first token that begins several names (" computer" for "computer
     /// vision" and "computer graphics"; "label" for every Reuters label) says nothing of which.
@@ -177,8 +178,23 @@ impl Engine {
         llm_weight: f64,
         named: Option<&str>,
     ) -> Option<Fused> {
+        if alternatives.is_empty() {
+            return None;
+        }
         let displays = self.candidate_displays(retrieval);
-        let belief = choice::belief(&displays, alternatives)?;
+        // No first token began a name (the answer opened with "The", a quote…): the belief is
+        // what the answer's text named, if a candidate, else nothing — so the decision still
+        // fuses, and at weight 0 stays retrieval's.
+        let belief = choice::belief(&displays, alternatives).unwrap_or_else(|| {
+            let named_at =
+                named.and_then(|label| retrieval.candidates.iter().position(|c| c == label));
+            choice::Belief {
+                per_candidate: (0..retrieval.candidates.len())
+                    .map(|i| if Some(i) == named_at { 1.0 } else { 0.0 })
+                    .collect(),
+                on_list: 0.0,
+            }
+        });
         let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
         let preferred = match named {
             Some(label) => Some(label.to_string()),

@@ -121,3 +121,35 @@ fn a_label_retired_while_the_model_answered_is_not_the_prediction() {
         (second.as_str(), None)
     );
 }
+
+#[test]
+fn an_answer_whose_first_token_begins_no_name_still_leaves_the_choice_to_the_weights() {
+    let engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let (best, second) = (&retrieval.candidates[0], &retrieval.candidates[1]);
+    let the = vec![("The".to_string(), -0.1), ("**".to_string(), -2.5)];
+    let answer = format!("The answer is {second}");
+    // Weight 0: retrieval decides, whatever the answer's text named (it used to win here).
+    let at_zero = engine.decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 0.0);
+    assert_eq!(
+        (&at_zero.label, at_zero.source, at_zero.hallucination),
+        (best, Source::Graph, None)
+    );
+    // Weight 1: the named candidate is the model's whole belief.
+    let at_one = engine.decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 1.0);
+    assert_eq!((&at_one.label, at_one.source), (second, Source::Llm));
+    // Naming no label: flagged, and the decision stays among the candidates.
+    let made_up = engine.decide_as(
+        &retrieval,
+        Some("The answer is marine biology"),
+        &the,
+        ChoiceMode::Scored,
+        0.0,
+    );
+    assert_eq!(&made_up.label, best);
+    assert_eq!(
+        made_up.hallucination,
+        Some(crate::engine::HallucinationKind::UnknownLabel)
+    );
+}
