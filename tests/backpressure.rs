@@ -7,19 +7,13 @@ use std::time::Duration;
 
 use support::fake_llm::{FakeLlm, Reply};
 use support::kafka::{predicted_ids, publish_json, read_until, Service, Topics};
-use support::{example, ticket_words, Lcg};
+use support::{example, ticket_texts};
 
 const TEXTS: usize = 80;
 
 /// Texts of about 30 kB each: 80 of them hold more than the 1 MiB backlog allows.
 fn large_texts() -> Vec<String> {
-    let mut rng = Lcg(0x005e_ed0f_bac4);
-    (0..TEXTS)
-        .map(|i| {
-            let text = ticket_words(&mut rng, 4000).join(" ");
-            format!(r#"{{"id":"b{i:03}","text":"{text}"}}"#)
-        })
-        .collect()
+    ticket_texts(0x005e_ed0f_bac4, "b", TEXTS, 4000)
 }
 
 /// librdkafka keeps a partition's pause across a rebalance that hands it back to the same

@@ -11,7 +11,7 @@ use support::kafka::{
     predicted_ids, publish, publish_json, publish_json_to, read_until, state_of, Broker, Record,
     Service, Topics,
 };
-use support::{example, ticket_words, Lcg};
+use support::{example, ticket_texts};
 
 fn llm_url() -> String {
     std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())
@@ -236,13 +236,7 @@ fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
 
 /// Texts drawn from the example round's vocabulary, deterministically.
 fn synthetic_texts(count: usize) -> Vec<String> {
-    let mut rng = Lcg(0x9e37_79b9_7f4a_7c15);
-    (0..count)
-        .map(|i| {
-            let text = ticket_words(&mut rng, 9).join(" ");
-            format!(r#"{{"id":"s{i:05}","text":"{text}"}}"#)
-        })
-        .collect()
+    ticket_texts(0x9e37_79b9_7f4a_7c15, "s", count, 9)
 }
 
 #[test]

@@ -83,6 +83,19 @@ pub fn ticket_words(rng: &mut Lcg, count: usize) -> Vec<&'static str> {
         .collect()
 }
 
+/// `count` text events (ids `{prefix}00000`…) of `words` ticket words each, drawn
+/// deterministically from `seed`.
+#[allow(dead_code)]
+pub fn ticket_texts(seed: u64, prefix: &str, count: usize, words: usize) -> Vec<String> {
+    let mut rng = Lcg(seed);
+    (0..count)
+        .map(|i| {
+            let text = ticket_words(&mut rng, words).join(" ");
+            format!(r#"{{"id":"{prefix}{i:05}","text":"{text}"}}"#)
+        })
+        .collect()
+}
+
 /// A loopback port nothing listens on right now.
 #[allow(dead_code)]
 pub fn free_port() -> u16 {
