@@ -106,8 +106,7 @@ impl Engine {
     }
 
     /// The scored mode's decision: the model's first-token distribution over the list fused
-    /// with retrieval's scores; `None` when there is nothing to fuse (no alternatives, or the
-    /// winner was retired meanwhile).
+    /// with retrieval's scores; `None` when there is nothing to fuse (no alternatives).
     fn scored_decision(
         &self,
         retrieval: &Retrieval,
@@ -119,9 +118,11 @@ impl Engine {
             AnswerMatch::Candidate(label) => Some(label.as_str()),
             _ => None,
         };
-        let fused = self
-            .fused_choice(retrieval, alternatives, llm_weight, named)
-            .filter(|f| self.is_active(&f.label))?;
+        let mut fused = self.fused_choice(retrieval, alternatives, llm_weight, named)?;
+        if !self.is_active(&fused.label) {
+            // Retired while the model answered: retrieval's choice, or the next candidate.
+            fused.label = self.graph_label(retrieval);
+        }
         // The model's answer is its distribution over the list; its text is flagged only when
         // that distribution was mostly off the list too.
         let hallucination = match matched {
@@ -185,16 +186,28 @@ impl Engine {
         // No first token began a name (the answer opened with "The", a quote…): the belief is
         // what the answer's text named, if a candidate, else nothing — so the decision still
         // fuses, and at weight 0 stays retrieval's.
-        let belief = choice::belief(&displays, alternatives).unwrap_or_else(|| {
-            let named_at =
-                named.and_then(|label| retrieval.candidates.iter().position(|c| c == label));
-            choice::Belief {
-                per_candidate: (0..retrieval.candidates.len())
-                    .map(|i| if Some(i) == named_at { 1.0 } else { 0.0 })
-                    .collect(),
-                on_list: 0.0,
+        let belief = match choice::belief(&displays, alternatives) {
+            Some(belief) => belief,
+            None => {
+                // Nothing named either: retrieval's choice (candidates without scores are in
+                // label order, so the fusion would pick an arbitrary first one).
+                let Some(named_at) =
+                    named.and_then(|label| retrieval.candidates.iter().position(|c| c == label))
+                else {
+                    return Some(Fused {
+                        label: self.graph_label(retrieval),
+                        preferred: None,
+                        on_list: 0.0,
+                    });
+                };
+                choice::Belief {
+                    per_candidate: (0..retrieval.candidates.len())
+                        .map(|i| if i == named_at { 1.0 } else { 0.0 })
+                        .collect(),
+                    on_list: 0.0,
+                }
             }
-        });
+        };
         let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
         let preferred = match named {
             Some(label) => Some(label.to_string()),

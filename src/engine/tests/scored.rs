@@ -153,3 +153,43 @@ fn an_answer_whose_first_token_begins_no_name_still_leaves_the_choice_to_the_wei
         Some(crate::engine::HallucinationKind::UnknownLabel)
     );
 }
+
+#[test]
+fn a_scored_winner_retired_meanwhile_gives_way_to_the_next_candidate_not_the_answer() {
+    let mut engine = three_topics(EngineConfig::default());
+    let retrieval = Retrieval {
+        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
+        scores: vec![0.5, 0.4, 0.3],
+        examples: vec![None; 3],
+        margin: Some(0.1),
+        terminals: Vec::new(),
+        basis: Basis::RankedScores,
+        tree_cost: None,
+        graph_choice: "astronomy".into(),
+        discovery_score: None,
+    };
+    engine.retire_label("astronomy").unwrap();
+    let astro = vec![("astro".to_string(), -0.01)];
+    let decision = engine.decide_with_alternatives(&retrieval, Some("football"), &astro);
+    assert_eq!(decision.label, "cooking", "not the answer's text: weight 0");
+    assert!(!engine.is_confident(&retrieval, &decision));
+}
+
+#[test]
+fn an_answer_naming_nothing_leaves_retrieval_s_choice_even_without_scores() {
+    let engine = three_topics(EngineConfig {
+        strategy: crate::engine::Strategy::Naive,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("the striker scored a goal in the match, then baked bread");
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.graph_choice, "football", "{retrieval:?}");
+    assert_ne!(
+        retrieval.candidates[0], "football",
+        "label order: {retrieval:?}"
+    );
+    let the = vec![("The".to_string(), -0.1)];
+    let decision =
+        engine.decide_with_alternatives(&retrieval, Some("The answer is marine biology"), &the);
+    assert_eq!(decision.label, "football");
+}

@@ -21,7 +21,7 @@ use crate::events::LabelEvent;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, LogReader, MetadataClient, Outgoing, Producer};
 use crate::stream::stats::Stats;
-use crate::stream::stop::{Phase, Stop};
+use crate::stream::stop::Stop;
 use crate::stream::ServeError;
 use crate::telemetry::admin::Health;
 
@@ -282,11 +282,6 @@ impl LogSync {
                     Err(rejection) => reject(RejectStage::Apply, rejection),
                 },
             };
-            // Stopping: take nothing new (describing may have been cut short); the next start,
-            // or another replica, forwards it.
-            if self.stop.phase() != Phase::Running {
-                return Ok(forwarded);
-            }
             let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
             let size = payload.len();
             let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
@@ -327,8 +322,9 @@ impl LogSync {
     }
 
     /// Have the LLM describe a round's labels, within [`DESCRIBE_BUDGET`] and only while the
-    /// service runs: the loop waits for it, and descriptions are optional (labels not described
-    /// in time go without; a stopping instance forwards nothing, see `forward_labels`).
+    /// service runs: the loop waits for it, and descriptions are optional — labels not
+    /// described in time, or when the drain began, go without (the record carries what was
+    /// written, so every replica applies the same round, and texts after it still see it).
     async fn describe(&self, labels: &mut [NewLabel]) {
         let describing =
             tokio::time::timeout(DESCRIBE_BUDGET, self.classifier.describe_labels(labels));

@@ -43,8 +43,10 @@ impl Service {
                 )
                 .await;
             // Apply what this instance (and others) logged, so the saved state is the log's.
+            // Two seconds kept back for the dead letters it brings, and the flush.
             let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
-            match tokio::time::timeout(left(), catch_up).await {
+            let reading = left().saturating_sub(Duration::from_secs(2));
+            match tokio::time::timeout(reading, catch_up).await {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "changelog not read to its end at shutdown")
