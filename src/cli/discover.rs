@@ -39,6 +39,9 @@ pub struct DiscoverArgs {
     /// Discovery: weakest similarity that makes an edge.
     #[arg(long, default_value_t = DiscoveryConfig::default().min_similarity)]
     pub discover_min_similarity: f64,
+    /// Discovery: pool a text whose LLM answer named no known label, whatever its score.
+    #[arg(long, default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
+    pub discover_pool_unknown_label: bool,
 }
 
 impl DiscoverArgs {
@@ -51,6 +54,7 @@ impl DiscoverArgs {
             resolution: self.discover_resolution,
             neighbours: self.discover_neighbours,
             min_similarity: self.discover_min_similarity,
+            pool_unknown_label: self.discover_pool_unknown_label,
             ..DiscoveryConfig::default()
         }
     }

@@ -50,6 +50,9 @@ pub struct DiscoveryConfig {
     pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
     pub resolution: f64,
+    /// Pool a text whose LLM answer named no known label (`unknown_label`), whatever its
+    /// retrieval score.
+    pub pool_unknown_label: bool,
 }
 
 impl Default for DiscoveryConfig {
@@ -65,6 +68,7 @@ impl Default for DiscoveryConfig {
             min_cohesion: 0.3,
             max_community_score: 0.08,
             resolution: 8.0,
+            pool_unknown_label: true,
         }
     }
 }
@@ -121,7 +125,8 @@ pub fn unexplained(
     decision: &Decision,
     config: &DiscoveryConfig,
 ) -> Option<Unexplained> {
-    if decision.hallucination == Some(HallucinationKind::UnknownLabel) {
+    if config.pool_unknown_label && decision.hallucination == Some(HallucinationKind::UnknownLabel)
+    {
         return Some(Unexplained::UnknownLabel);
     }
     if retrieval.basis == Basis::NoEvidence {
@@ -237,6 +242,15 @@ mod tests {
         assert_eq!(
             unexplained(&strong, &unknown, &config),
             Some(Unexplained::UnknownLabel)
+        );
+        let scores_only = DiscoveryConfig {
+            pool_unknown_label: false,
+            ..DiscoveryConfig::default()
+        };
+        assert_eq!(unexplained(&strong, &unknown, &scores_only), None);
+        assert_eq!(
+            unexplained(&weak, &unknown, &scores_only),
+            Some(Unexplained::WeakScore)
         );
         // Discovery's score, not the ranked best (which a description may have lifted).
         let described = Retrieval {
