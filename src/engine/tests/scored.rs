@@ -39,6 +39,21 @@ fn shared_first_word() -> (Engine, Retrieval) {
     (engine, retrieval)
 }
 
+/// A ranked retrieval of the three topics, astronomy first, with these scores.
+fn ranked_three(scores: [f64; 3]) -> Retrieval {
+    Retrieval {
+        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
+        scores: scores.to_vec(),
+        examples: vec![None; 3],
+        margin: Some(scores[0] - scores[1]),
+        terminals: Vec::new(),
+        basis: Basis::RankedScores,
+        tree_cost: None,
+        graph_choice: "astronomy".into(),
+        discovery_score: None,
+    }
+}
+
 #[test]
 fn a_first_token_shared_by_two_names_is_not_agreement() {
     let (engine, retrieval) = shared_first_word();
@@ -64,17 +79,7 @@ fn a_first_token_shared_by_two_names_is_not_agreement() {
 #[test]
 fn a_blend_that_is_neither_favourite_is_not_learned() {
     let engine = three_topics(EngineConfig::default());
-    let retrieval = Retrieval {
-        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
-        scores: vec![0.50, 0.44, 0.20],
-        examples: vec![None; 3],
-        margin: Some(0.06),
-        terminals: Vec::new(),
-        basis: Basis::RankedScores,
-        tree_cost: None,
-        graph_choice: "astronomy".into(),
-        discovery_score: None,
-    };
+    let retrieval = ranked_three([0.50, 0.44, 0.20]);
     // The model prefers football, a little over cooking; at weight 1 cooking wins the blend
     // (0.88 + 0.45 against 1.0 and 0.4 + 0.55): neither retrieval's best nor the model's.
     let alternatives = vec![
@@ -157,17 +162,7 @@ fn an_answer_whose_first_token_begins_no_name_still_leaves_the_choice_to_the_wei
 #[test]
 fn a_scored_winner_retired_meanwhile_gives_way_to_the_next_candidate_not_the_answer() {
     let mut engine = three_topics(EngineConfig::default());
-    let retrieval = Retrieval {
-        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
-        scores: vec![0.5, 0.4, 0.3],
-        examples: vec![None; 3],
-        margin: Some(0.1),
-        terminals: Vec::new(),
-        basis: Basis::RankedScores,
-        tree_cost: None,
-        graph_choice: "astronomy".into(),
-        discovery_score: None,
-    };
+    let retrieval = ranked_three([0.5, 0.4, 0.3]);
     engine.retire_label("astronomy").unwrap();
     let astro = vec![("astro".to_string(), -0.01)];
     let decision = engine.decide_with_alternatives(&retrieval, Some("football"), &astro);
