@@ -65,20 +65,23 @@ pub fn belief(displays: &[&str], alternatives: &[(String, f64)]) -> Option<Belie
 /// The candidate the belief favours alone; None when the best is shared (a first token that
 /// begins several names gives each the same mass, and says nothing of which the model meant).
 pub fn favourite(belief: &[f64]) -> Option<usize> {
-    let (mut best, mut runner_up) = (None::<(usize, f64)>, f64::NEG_INFINITY);
-    for (i, &b) in belief.iter().enumerate() {
-        match best {
-            Some((_, top)) if b <= top => runner_up = runner_up.max(b),
-            _ => {
-                if let Some((_, top)) = best {
-                    runner_up = runner_up.max(top);
-                }
-                best = Some((i, b));
-            }
-        }
+    let top = belief.iter().copied().fold(0.0f64, f64::max);
+    let mut best = (0..belief.len()).filter(|&i| top > 0.0 && top - belief[i] <= 1e-9);
+    match (best.next(), best.next()) {
+        (Some(i), None) => Some(i),
+        _ => None,
     }
-    let (i, top) = best?;
-    (top > 0.0 && top - runner_up > 1e-9).then_some(i)
+}
+
+/// A belief wholly on candidate `at` of `count` (an answer that named it, where no first
+/// token began any name).
+pub fn one_hot(count: usize, at: usize) -> Belief {
+    Belief {
+        per_candidate: (0..count)
+            .map(|i| if i == at { 1.0 } else { 0.0 })
+            .collect(),
+        on_list: 0.0,
+    }
 }
 
 /// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).

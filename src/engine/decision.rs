@@ -184,29 +184,19 @@ impl Engine {
         }
         let displays = self.candidate_displays(retrieval);
         // No first token began a name (the answer opened with "The", a quote…): the belief is
-        // what the answer's text named, if a candidate, else nothing — so the decision still
-        // fuses, and at weight 0 stays retrieval's.
-        let belief = match choice::belief(&displays, alternatives) {
-            Some(belief) => belief,
-            None => {
-                // Nothing named either: retrieval's choice (candidates without scores are in
-                // label order, so the fusion would pick an arbitrary first one).
-                let Some(named_at) =
-                    named.and_then(|label| retrieval.candidates.iter().position(|c| c == label))
-                else {
-                    return Some(Fused {
-                        label: self.graph_label(retrieval),
-                        preferred: None,
-                        on_list: 0.0,
-                    });
-                };
-                choice::Belief {
-                    per_candidate: (0..retrieval.candidates.len())
-                        .map(|i| if i == named_at { 1.0 } else { 0.0 })
-                        .collect(),
-                    on_list: 0.0,
-                }
-            }
+        // the candidate the answer's text named — so the decision still fuses, and at weight 0
+        // stays retrieval's. Nothing named either: retrieval's choice (candidates without
+        // scores are in label order, so fusing zeros would pick an arbitrary first one).
+        let named_at =
+            || named.and_then(|label| retrieval.candidates.iter().position(|c| c == label));
+        let Some(belief) = choice::belief(&displays, alternatives)
+            .or_else(|| named_at().map(|at| choice::one_hot(retrieval.candidates.len(), at)))
+        else {
+            return Some(Fused {
+                label: self.graph_label(retrieval),
+                preferred: None,
+                on_list: 0.0,
+            });
         };
         let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
         let preferred = match named {

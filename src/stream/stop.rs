@@ -54,8 +54,8 @@ impl Stop {
         *self.phase.borrow_and_update()
     }
 
-    /// `work`'s result, or None once the drain has begun (work a stopping instance leaves to
-    /// the next start).
+    /// `work`'s result, or None once the drain has begun (optional work a stopping instance
+    /// cuts short).
     pub async fn unless_stopping<T>(&self, work: impl Future<Output = T>) -> Option<T> {
         let mut phase = self.phase.clone();
         tokio::select! {

@@ -283,13 +283,13 @@ impl LogSync {
                 },
             };
             let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
-            let size = payload.len();
-            let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
             let record = label_record(replica, offset, key.clone(), payload, outcome);
             let delivered = match self.forward(record).await {
                 Some(Err(error)) => {
                     // Larger than the changelog takes (it carries the event and its decoded
                     // update): dead-lettered once, through the log like any rejected event.
+                    let payload = message.payload().unwrap_or_default();
+                    let size = payload.len();
                     tracing::error!(%error, offset, size, "label event too large for the changelog");
                     let rejection = Rejection::new(
                         Reason::OutputTooLarge,
@@ -298,6 +298,7 @@ impl LogSync {
                         ),
                     );
                     let outcome = reject(RejectStage::Apply, rejection);
+                    let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
                     let record = label_record(replica, offset, key, excerpt, outcome);
                     self.forward(record).await
                 }
