@@ -54,6 +54,14 @@ pub enum KeywordModeArg {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum OrderArg {
+    /// As the files list them (the paper's protocol).
+    File,
+    /// A seeded shuffle per round (`--seed`).
+    Shuffled,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum HeldOutArg {
     /// test.tsv (dev.tsv where a round has none): for reporting.
     Test,
@@ -223,6 +231,10 @@ pub struct EvalArgs {
     pub limit: Option<usize>,
     #[arg(long, default_value_t = 42)]
     pub seed: u64,
+    /// Order of each round's held-out texts: `file` (the paper's protocol) or `shuffled` (a
+    /// seeded shuffle, with --seed: the classes interleaved, as in a live stream).
+    #[arg(long, value_enum, default_value = "file")]
+    pub order: OrderArg,
     /// Candidate strategies to compare, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "hybrid")]
     pub strategy: Vec<StrategyArg>,
@@ -357,6 +369,7 @@ impl EvalArgs {
             shots: self.shots,
             limit: self.limit,
             seed: self.seed,
+            order: format!("{:?}", self.order).to_lowercase(),
             model: llm.map_or_else(|| "none".into(), |l| l.config().model.clone()),
             keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
             choice: self.engine_config().choice.as_str().to_string(),
@@ -381,6 +394,9 @@ impl EvalArgs {
         let mut rounds = dataset::load(&self.dataset, self.shots, self.rounds, held_out)?;
         if let Some(limit) = self.limit {
             dataset::sample(&mut rounds, limit, self.seed);
+        }
+        if matches!(self.order, OrderArg::Shuffled) {
+            dataset::shuffle(&mut rounds, self.seed);
         }
         let named = dataset::labels_have_names(
             &rounds,

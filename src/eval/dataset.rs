@@ -147,6 +147,19 @@ pub fn sample(rounds: &mut [RoundData], limit: usize, seed: u64) {
     }
 }
 
+/// Stream each round's held-out texts in a seeded shuffle instead of file order. The paper's
+/// files are sorted by label (IFS-Rel, Reuters), so in file order consecutive texts share their
+/// class, which favours learning every decision; a live stream interleaves its classes.
+pub fn shuffle(rounds: &mut [RoundData], seed: u64) {
+    for round in rounds {
+        // A different stream of the generator than `sample`'s, so `--limit` with `--order
+        // shuffled` does not pick and order by the same draw.
+        let mut rng =
+            rand::rngs::StdRng::seed_from_u64(seed.rotate_left(32) ^ (round.number as u64));
+        round.test.shuffle(&mut rng);
+    }
+}
+
 fn looks_unnamed(label: &str) -> bool {
     label
         .strip_prefix("label ")
@@ -231,29 +244,50 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn sampling_is_deterministic_and_ordered() {
-        let samples: Vec<Sample> = (0..100)
+    /// One round of 100 held-out texts "0" … "99".
+    fn hundred_texts() -> Vec<RoundData> {
+        let test = (0..100)
             .map(|i| Sample {
                 label: "l".into(),
                 text: i.to_string(),
             })
             .collect();
-        let make = || {
-            vec![RoundData {
-                number: 1,
-                train: vec![],
-                test: samples.clone(),
-                held_out_file: "test.tsv",
-            }]
-        };
+        vec![RoundData {
+            number: 1,
+            train: vec![],
+            test,
+            held_out_file: "test.tsv",
+        }]
+    }
+
+    fn positions(round: &RoundData) -> Vec<usize> {
+        round.test.iter().map(|s| s.text.parse().unwrap()).collect()
+    }
+
+    #[test]
+    fn sampling_is_deterministic_and_ordered() {
+        let make = hundred_texts;
         let (mut a, mut b) = (make(), make());
         sample(&mut a, 10, 7);
         sample(&mut b, 10, 7);
         assert_eq!(a[0].test, b[0].test);
         assert_eq!(a[0].test.len(), 10);
-        let order: Vec<usize> = a[0].test.iter().map(|s| s.text.parse().unwrap()).collect();
+        let order = positions(&a[0]);
         assert!(order.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn shuffling_is_a_seeded_permutation() {
+        let (mut a, mut b, mut c) = (hundred_texts(), hundred_texts(), hundred_texts());
+        shuffle(&mut a, 7);
+        shuffle(&mut b, 7);
+        shuffle(&mut c, 8);
+        assert_eq!(a[0].test, b[0].test);
+        assert_ne!(positions(&a[0]), positions(&c[0]));
+        assert_ne!(positions(&a[0]), (0..100).collect::<Vec<_>>());
+        let mut sorted = positions(&a[0]);
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..100).collect::<Vec<_>>());
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub struct EvalReport {
     /// Held-out texts per round (None: all).
     pub limit: Option<usize>,
     pub seed: u64,
+    /// Order of each round's held-out texts: `file` or `shuffled` (with `seed`).
+    pub order: String,
     /// `none` for retrieval-only runs.
     pub model: String,
     pub keyword_mode: String,
@@ -42,7 +44,7 @@ pub fn table(report: &EvalReport) -> String {
 /// The run's settings on one line.
 fn heading(report: &EvalReport) -> String {
     format!(
-        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}\n",
+        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}{}\n",
         report.dataset,
         report.shots,
         report.held_out,
@@ -53,6 +55,11 @@ fn heading(report: &EvalReport) -> String {
             .limit
             .map(|l| format!(" · {l} texts/round (seed {})", report.seed))
             .unwrap_or_default(),
+        if report.order == "shuffled" {
+            format!(" · shuffled (seed {})", report.seed)
+        } else {
+            String::new()
+        },
         if report.ablations.is_empty() {
             String::new()
         } else {
@@ -324,6 +331,7 @@ mod tests {
             shots: 1,
             limit: Some(5),
             seed: 1,
+            order: "file".into(),
             model: "none".into(),
             keyword_mode: "tfidf".into(),
             choice: "scored".into(),
