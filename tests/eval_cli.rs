@@ -161,3 +161,35 @@ fn a_csv_laid_out_by_the_script_is_evaluated() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_shuffled_order_is_named_in_the_heading_and_the_report() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let output = gorag()
+        .args([
+            "eval",
+            "examples/tiny",
+            "--llm",
+            "none",
+            "--order",
+            "shuffled",
+            "--seed",
+            "3",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out.path())
+        .output()
+        .expect("run gorag");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("· shuffled (seed 3)"), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("report.json")).expect("report.json"),
+    )
+    .expect("valid JSON");
+    assert_eq!(report["order"], "shuffled");
+    // Every held-out text is still scored, once.
+    assert_eq!(report["runs"][0]["rounds"][1]["texts"], 18);
+    assert!(refused(&["--order", "sorted"]).contains("invalid value 'sorted'"));
+}
