@@ -1,5 +1,6 @@
 //! `gorag eval` as a user runs it: retrieval-only on the built-in example, and bad input.
 
+use std::path::Path;
 use std::process::Command;
 
 fn gorag() -> Command {
@@ -17,28 +18,37 @@ fn refused(extra: &[&str]) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-#[test]
-fn retrieval_only_eval_writes_table_json_and_svg() {
-    let out = tempfile::tempdir().expect("tempdir");
+/// `gorag eval examples/tiny --llm none --quiet --out OUT` plus `extra`, expected to succeed;
+/// its stdout.
+fn eval_tiny(extra: &[&str], out: &Path) -> String {
     let output = gorag()
-        .args([
-            "eval",
-            "examples/tiny",
-            "--llm",
-            "none",
-            "--strategy",
-            "steiner,all,naive,ranked,proximity,hybrid",
-            "--quiet",
-            "--out",
-        ])
-        .arg(out.path())
+        .args(["eval", "examples/tiny", "--llm", "none", "--quiet"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
         .output()
         .expect("run gorag");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// The report.json an eval wrote to `out`.
+fn report_in(out: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).expect("report.json"))
+        .expect("valid JSON")
+}
+
+#[test]
+fn retrieval_only_eval_writes_table_json_and_svg() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let stdout = eval_tiny(
+        &["--strategy", "steiner,all,naive,ranked,proximity,hybrid"],
+        out.path(),
     );
     for strategy in ["steiner", "all", "naive", "ranked", "proximity", "hybrid"] {
         assert_eq!(
@@ -53,10 +63,7 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
             2
         );
     }
-    let report: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("report.json")).expect("report.json"),
-    )
-    .expect("valid JSON");
+    let report = report_in(out.path());
     assert_eq!(report["model"], "none");
     let runs = report["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 6);
@@ -165,29 +172,9 @@ fn a_csv_laid_out_by_the_script_is_evaluated() {
 #[test]
 fn a_shuffled_order_is_named_in_the_heading_and_the_report() {
     let out = tempfile::tempdir().expect("tempdir");
-    let output = gorag()
-        .args([
-            "eval",
-            "examples/tiny",
-            "--llm",
-            "none",
-            "--order",
-            "shuffled",
-            "--seed",
-            "3",
-            "--quiet",
-            "--out",
-        ])
-        .arg(out.path())
-        .output()
-        .expect("run gorag");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
+    let stdout = eval_tiny(&["--order", "shuffled", "--seed", "3"], out.path());
     assert!(stdout.contains("· shuffled (seed 3)"), "{stdout}");
-    let report: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("report.json")).expect("report.json"),
-    )
-    .expect("valid JSON");
+    let report = report_in(out.path());
     assert_eq!(report["order"], "shuffled");
     // Every held-out text is still scored, once.
     assert_eq!(report["runs"][0]["rounds"][1]["texts"], 18);
