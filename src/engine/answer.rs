@@ -2,14 +2,17 @@
 //!
 //! Matching, in order: the normalised answer equals a label's normalised id or name; else the
 //! answer contains label names as whole words (LLMs often wrap the class in a sentence) — the
-//! longest such name wins, candidates before other labels. Only **active** labels match:
+//! longest such name wins, candidates before other labels; else the answer is part of one
+//! candidate's longer name — a run of two or more of its whole words, not all stop words, found
+//! in no other candidate's name (a small model shown "located on terrain feature" answers
+//! "terrain feature"; on IFS-Rel such answers were most of what was flagged). Only **active** labels match:
 //! a retired or never-seen label in the answer is an `unknown_label` hallucination (the paper's
 //! definition). A known active label that retrieval did not offer is accepted, as the reference
 //! code does, but flagged `outside_candidates`.
 
 use serde::{Deserialize, Serialize};
 
-use super::text::normalise_label_text;
+use super::text::{is_stop_word, normalise_label_text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -107,10 +110,32 @@ pub fn match_answer(
             }
         }
     }
-    match best {
-        Some((label, _, _)) => classify(&label.id),
+    if let Some((label, _, _)) = best {
+        return classify(&label.id);
+    }
+    match part_of_one_candidate(&answer, labels, &is_candidate) {
+        Some(label) => classify(&label.id),
         None => AnswerMatch::Unknown,
     }
+}
+
+/// The one candidate whose name holds `answer` (normalised) as a run of whole words — at
+/// least two, not all stop words; None when no candidate or several do.
+fn part_of_one_candidate<'l>(
+    answer: &str,
+    labels: &'l [LabelSpelling],
+    is_candidate: &impl Fn(&str) -> bool,
+) -> Option<&'l LabelSpelling> {
+    let words: Vec<&str> = answer.split(' ').collect();
+    if words.len() < 2 || words.iter().all(|w| is_stop_word(w)) {
+        return None;
+    }
+    let padded = format!(" {answer} ");
+    let mut holders = labels.iter().filter(|l| {
+        is_candidate(&l.id) && l.forms.iter().any(|f| format!(" {f} ").contains(&padded))
+    });
+    let first = holders.next()?;
+    holders.next().is_none().then_some(first)
 }
 
 #[cfg(test)]
@@ -148,6 +173,51 @@ mod tests {
         assert_eq!(
             match_answer("The class is: machine learning", &labels(), |_| true),
             AnswerMatch::Candidate("machine_learning".into())
+        );
+    }
+
+    #[test]
+    fn a_part_of_one_candidate_name_names_it() {
+        let labels = vec![
+            LabelSpelling::new("located_on_terrain_feature", None),
+            LabelSpelling::new("place_served_by_transport_hub", None),
+            LabelSpelling::new("head_of_government", None),
+            LabelSpelling::new("head_of_state", None),
+            LabelSpelling::new("country_of_origin", None),
+        ];
+        let all = |_: &str| true;
+        assert_eq!(
+            match_answer("Terrain feature", &labels, all),
+            AnswerMatch::Candidate("located_on_terrain_feature".into())
+        );
+        assert_eq!(
+            match_answer("transport hub.", &labels, all),
+            AnswerMatch::Candidate("place_served_by_transport_hub".into())
+        );
+        // One word, stop words only, or a run two candidates share: no match.
+        for answer in [
+            "hub",
+            "of the",
+            "head of",
+            "geological formation",
+            "feature terrain",
+        ] {
+            assert_eq!(
+                match_answer(answer, &labels, all),
+                AnswerMatch::Unknown,
+                "{answer}"
+            );
+        }
+        // Only a candidate's name is read so: the model was shown those.
+        assert_eq!(
+            match_answer("terrain feature", &labels, |id| id
+                != "located_on_terrain_feature"),
+            AnswerMatch::Unknown
+        );
+        // Unique among the candidates, even when another label shares the run.
+        assert_eq!(
+            match_answer("head of", &labels, |id| id == "head_of_state"),
+            AnswerMatch::Candidate("head_of_state".into())
         );
     }
 

@@ -35,7 +35,10 @@ pub struct RankingConfig {
     /// Learn from a graph-only decision when its score margin (best − second) reaches this.
     pub learn_margin: f64,
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
-    /// reaches this (a label the LLM chose against retrieval's best is never learned).
+    /// reaches this (a label the LLM chose against retrieval's best is never learned). The
+    /// default equals `learn_margin`: the local 0.5B model's agreement was measured to add
+    /// mostly wrong texts (README, "Learning that does not poison"); a model whose agreement
+    /// is measured to be evidence can be given a lower margin.
     pub learn_margin_agreeing: f64,
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.
@@ -51,7 +54,7 @@ impl Default for RankingConfig {
             proximity_k: 10,
             proximity_weight: 0.1,
             learn_margin: 0.05,
-            learn_margin_agreeing: 0.02,
+            learn_margin_agreeing: 0.05,
             seen_capacity: 20_000,
         }
     }
