@@ -5,9 +5,9 @@
 //! longest such name wins, candidates before other labels; else the answer is part of one
 //! candidate's longer name — a run of two or more of its whole words, not all stop words, found
 //! in no other candidate's name (a small model shown "located on terrain feature" answers
-//! "terrain feature"; on IFS-Rel such answers were most of what was flagged). Only **active** labels match:
-//! a retired or never-seen label in the answer is an `unknown_label` hallucination (the paper's
-//! definition). A known active label that retrieval did not offer is accepted, as the reference
+//! "terrain feature"; on IFS-Rel such answers were most of what was flagged). Only **active**
+//! labels match: a retired or never-seen label in the answer is an `unknown_label`
+//! hallucination (the paper's definition). A known active label that retrieval did not offer is accepted, as the reference
 //! code does, but flagged `outside_candidates`.
 
 use serde::{Deserialize, Serialize};
