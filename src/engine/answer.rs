@@ -7,8 +7,8 @@
 //! in no other candidate's name (a small model shown "located on terrain feature" answers
 //! "terrain feature"; on IFS-Rel such answers were most of what was flagged). Only **active**
 //! labels match: a retired or never-seen label in the answer is an `unknown_label`
-//! hallucination (the paper's definition). A known active label that retrieval did not offer is accepted, as the reference
-//! code does, but flagged `outside_candidates`.
+//! hallucination (the paper's definition). A known active label that retrieval did not offer
+//! is accepted, as the reference code does, but flagged `outside_candidates`.
 
 use serde::{Deserialize, Serialize};
 
