@@ -37,8 +37,8 @@ pub struct RankingConfig {
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
     /// reaches this (a label the LLM chose against retrieval's best is never learned). The
     /// default equals `learn_margin`: the local 0.5B model's agreement was measured to add
-    /// mostly wrong texts (README, "The model's agreement is no evidence"); a model whose agreement
-    /// is measured to be evidence can be given a lower margin.
+    /// mostly wrong texts (README, "The model's agreement is no evidence"); a model whose
+    /// agreement is measured to be evidence can be given a lower margin.
     pub learn_margin_agreeing: f64,
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.
