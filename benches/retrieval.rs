@@ -1,6 +1,7 @@
 //! Retrieval latency per query on a synthetic WOS-scale engine (≈45k keyword nodes, 133
-//! labels, the texts that built them learned into the text graph): Steiner with 5, 10 and 20
-//! terminals, and the ranked strategies (index search + scoring + second hop) on whole texts.
+//! labels, the texts that built them learned into the text graph, half of them as tentative
+//! texts): Steiner with 5, 10 and 20 terminals, and the ranked strategies (index search +
+//! scoring + second hop) on whole texts.
 //! Target: median ≤ 1 ms on the project machine.
 //!
 //!   cargo bench --bench retrieval
@@ -49,13 +50,14 @@ fn retrieval(c: &mut Criterion) {
     let mut engine = engine;
     engine.set_strategy(Strategy::Steiner);
     eprintln!(
-        "graph: {} nodes, {} edges, {} keywords, {} labels, {} texts, {} in the text graph",
+        "graph: {} nodes, {} edges, {} keywords, {} labels, {} texts, {} in the text graph, {} tentative",
         engine.graph().node_count(),
         engine.graph().edge_count(),
         engine.graph().keyword_count(),
         engine.labels().len(),
         engine.stats().documents,
-        engine.index().seen_count()
+        engine.index().seen_count(),
+        engine.index().tentative_count()
     );
     let mut group = c.benchmark_group("retrieve");
     for terminals in [5, 10, 20] {

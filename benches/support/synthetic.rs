@@ -55,7 +55,9 @@ pub fn label_id(label: usize) -> String {
 }
 
 /// An engine with one labelled example per label, then `texts` query texts learned online
-/// (each linked to its true label, as a perfect classifier would).
+/// (each linked to its true label, as a perfect classifier would), every other one with
+/// confidence and the rest as tentative texts (on the WOS stream about half of the decisions
+/// are confident), so the index holds both kinds a query walks.
 pub fn engine(texts: usize, seed: u64) -> (Engine, Corpus) {
     let mut corpus = Corpus::new(seed);
     let mut engine = Engine::new(EngineConfig::default());
@@ -70,10 +72,10 @@ pub fn engine(texts: usize, seed: u64) -> (Engine, Corpus) {
     if engine.apply_round(&labels).is_err() {
         unreachable!("synthetic labels are distinct");
     }
-    for _ in 0..texts {
+    for i in 0..texts {
         let label = corpus.label();
         let analysis = engine.analyze(&corpus.text(label));
-        engine.learn(&analysis, &label_id(label), true);
+        engine.learn(&analysis, &label_id(label), i % 2 == 0);
     }
     (engine, corpus)
 }
@@ -81,10 +83,12 @@ pub fn engine(texts: usize, seed: u64) -> (Engine, Corpus) {
 /// Texts learned online until the graph holds about `keywords` keyword nodes.
 pub fn engine_with_keywords(keywords: usize, seed: u64) -> (Engine, Corpus) {
     let (mut engine, mut corpus) = engine(0, seed);
+    let mut confident = true;
     while engine.graph().keyword_count() < keywords {
         let label = corpus.label();
         let analysis = engine.analyze(&corpus.text(label));
-        engine.learn(&analysis, &label_id(label), true);
+        engine.learn(&analysis, &label_id(label), confident);
+        confident = !confident;
     }
     (engine, corpus)
 }

@@ -1,7 +1,8 @@
 //! The retrieval index: every text ranked retrieval can point to — labelled examples, label
-//! names, label descriptions, and texts already classified with confidence ("seen" texts, the
-//! nodes of TopoRAG's text graph) — as TF-IDF vectors behind an inverted index, so a query costs
-//! the postings of its own terms, not a scan of every text.
+//! names, label descriptions, texts already classified with confidence ("seen" texts, the
+//! nodes of TopoRAG's text graph) and texts classified without it ("tentative" texts, heard
+//! only for a text nothing labelled explains) — as TF-IDF vectors behind an inverted index, so a
+//! query costs the postings of its own terms, not a scan of every text.
 //!
 //! Weights: sublinear term frequency `1 + ln(count)` times the smoothed idf
 //! `ln((1 + N) / (1 + df)) + 1`, L2-normalised; N and df count **labelled examples** only, so
@@ -9,8 +10,9 @@
 //! recomputed when examples arrive (a round, `add_examples`: rare) and never otherwise, which
 //! keeps a restarted or replayed engine bit-for-bit equal to one that ran without stopping.
 //!
-//! Seen texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest is evicted
-//! past the capacity (evicted documents are tombstoned and compacted away in bulk).
+//! Classified texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest of
+//! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
+//! compacted away in bulk).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -34,6 +36,16 @@ pub enum DocKind {
     Description,
     /// A text the engine classified with confidence (online indexing).
     Seen,
+    /// A text the engine classified without confidence: it speaks only for a text that nothing
+    /// labelled explains (see [`super::rank`]), so it never makes a decision confident.
+    Tentative,
+}
+
+/// How many classified texts of each kind the index keeps (the oldest of a kind goes first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Capacity {
+    pub seen: usize,
+    pub tentative: usize,
 }
 
 /// One document as the state stores it: everything else is derived.
@@ -69,21 +81,23 @@ pub struct TextIndex {
     postings: Vec<Vec<(u32, f32)>>,
     /// Alive seen texts, oldest first.
     seen: VecDeque<u32>,
+    /// Alive tentative texts, oldest first.
+    tentative: VecDeque<u32>,
     dead: usize,
-    seen_capacity: usize,
+    capacity: Capacity,
 }
 
 impl TextIndex {
-    pub fn new(seen_capacity: usize) -> Self {
+    pub fn new(capacity: Capacity) -> Self {
         Self {
-            seen_capacity,
+            capacity,
             ..Self::default()
         }
     }
 
     /// Rebuild from stored documents (in their order).
-    pub fn from_docs(docs: Vec<IndexDoc>, seen_capacity: usize) -> Self {
-        let mut index = Self::new(seen_capacity);
+    pub fn from_docs(docs: Vec<IndexDoc>, capacity: Capacity) -> Self {
+        let mut index = Self::new(capacity);
         for doc in docs {
             index.push(doc);
         }
@@ -107,6 +121,10 @@ impl TextIndex {
 
     pub fn seen_count(&self) -> usize {
         self.seen.len()
+    }
+
+    pub fn tentative_count(&self) -> usize {
+        self.tentative.len()
     }
 
     /// Add labelled material (examples, names, descriptions). Call [`TextIndex::reweigh`] after
@@ -137,12 +155,22 @@ impl TextIndex {
 
     /// A text classified with confidence joins the text graph, under its decided label.
     pub fn add_seen(&mut self, label: u32, terms: &TermCounts) {
-        if terms.is_empty() || self.seen_capacity == 0 {
+        self.add_classified(DocKind::Seen, label, terms);
+    }
+
+    /// A text classified without confidence is kept as a tentative text, under its decided
+    /// label.
+    pub fn add_tentative(&mut self, label: u32, terms: &TermCounts) {
+        self.add_classified(DocKind::Tentative, label, terms);
+    }
+
+    fn add_classified(&mut self, kind: DocKind, label: u32, terms: &TermCounts) {
+        if terms.is_empty() || self.capacity_of(kind) == 0 {
             return;
         }
         let kept = self.heaviest_terms(terms);
         let id = self.push(IndexDoc {
-            kind: DocKind::Seen,
+            kind,
             label,
             terms: kept,
             text: None,
@@ -205,8 +233,8 @@ impl TextIndex {
         if doc.kind == DocKind::Example {
             self.examples += 1;
         }
-        if doc.kind == DocKind::Seen {
-            self.seen.push_back(id);
+        if let Some(queue) = self.queue_of(doc.kind) {
+            queue.push_back(id);
         }
         self.docs.push(doc);
         self.alive.push(true);
@@ -274,10 +302,11 @@ impl TextIndex {
                 .map(|(d, _)| d)
                 .collect();
             self.seen.clear();
+            self.tentative.clear();
             self.dead = 0;
             for (id, doc) in kept.iter().enumerate() {
-                if doc.kind == DocKind::Seen {
-                    self.seen.push_back(id as u32);
+                if let Some(queue) = self.queue_of(doc.kind) {
+                    queue.push_back(id as u32);
                 }
             }
             self.alive = vec![true; kept.len()];
@@ -314,9 +343,33 @@ impl TextIndex {
         self.vocabulary.len()
     }
 
+    /// The queue of classified texts of `kind` (labelled material has none).
+    fn queue_of(&mut self, kind: DocKind) -> Option<&mut VecDeque<u32>> {
+        match kind {
+            DocKind::Seen => Some(&mut self.seen),
+            DocKind::Tentative => Some(&mut self.tentative),
+            DocKind::Example | DocKind::Name | DocKind::Description => None,
+        }
+    }
+
+    fn capacity_of(&self, kind: DocKind) -> usize {
+        match kind {
+            DocKind::Seen => self.capacity.seen,
+            DocKind::Tentative => self.capacity.tentative,
+            DocKind::Example | DocKind::Name | DocKind::Description => usize::MAX,
+        }
+    }
+
     fn evict_over_capacity(&mut self) {
-        while self.seen.len() > self.seen_capacity {
-            if let Some(oldest) = self.seen.pop_front() {
+        for kind in [DocKind::Seen, DocKind::Tentative] {
+            let capacity = self.capacity_of(kind);
+            let mut evicted = Vec::new();
+            if let Some(queue) = self.queue_of(kind) {
+                while queue.len() > capacity {
+                    evicted.extend(queue.pop_front());
+                }
+            }
+            for oldest in evicted {
                 self.alive[oldest as usize] = false;
                 self.dead += 1;
             }
@@ -395,7 +448,10 @@ mod tests {
     }
 
     fn index() -> TextIndex {
-        let mut index = TextIndex::new(3);
+        let mut index = TextIndex::new(Capacity {
+            seen: 3,
+            tentative: 2,
+        });
         index.add_labelled(
             DocKind::Example,
             0,
@@ -438,6 +494,24 @@ mod tests {
     }
 
     #[test]
+    fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
+        let mut index = index();
+        index.add_seen(1, &t("oven bread recipe"));
+        for i in 0..4 {
+            index.add_tentative(0, &t(&format!("galaxies survey number{i}")));
+        }
+        assert_eq!((index.seen_count(), index.tentative_count()), (1, 2));
+        // The two newest tentative texts and the seen one answer; the oldest two are gone.
+        let hits = index.search(&t("number0 number1 number2 number3 recipe"));
+        let count = |kind| hits.iter().filter(|h| h.kind == kind).count();
+        assert_eq!(
+            (count(DocKind::Seen), count(DocKind::Tentative)),
+            (1, 2),
+            "{hits:?}"
+        );
+    }
+
+    #[test]
     fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
         let mut index = index();
         for i in 0..7 {
@@ -447,7 +521,7 @@ mod tests {
             index.vocabulary_len() < 40,
             "evicted terms are dropped on compaction"
         );
-        let copy = TextIndex::from_docs(index.docs().cloned().collect(), 3);
+        let copy = TextIndex::from_docs(index.docs().cloned().collect(), index.capacity);
         let query = t("distant galaxies and an oven word5");
         let a: Vec<_> = index
             .search(&query)
@@ -523,7 +597,7 @@ mod tests {
                 seen in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 0..6),
                 query in proptest::collection::vec(0usize..10, 1..8),
             ) {
-                let mut index = TextIndex::new(100);
+                let mut index = TextIndex::new(Capacity { seen: 100, tentative: 0 });
                 let example_terms: Vec<TermCounts> =
                     examples.iter().map(|e| TermCounts::of(&text(e))).collect();
                 for (i, terms) in example_terms.iter().enumerate() {

@@ -284,7 +284,7 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
-            index: TextIndex::new(config.ranking.seen_capacity),
+            index: TextIndex::new(config.ranking.capacity()),
             pool: Pool::new(config.pool_capacity),
             config,
             graph: KeywordGraph::new(),
@@ -521,14 +521,19 @@ impl Engine {
 
     /// Online indexing: the text always joins the statistics; when the decision is
     /// `confident`, its keywords that are not yet nodes are linked to `label` with cost
-    /// `1 − s`, and the text joins the text graph under `label`. Only for active labels, and
-    /// not in the `offline` ablation. Returns the number of keyword nodes added.
+    /// `1 − s`, and the text joins the text graph under `label`; when it is not, the text is
+    /// kept as a tentative text under `label` (heard only by texts nothing labelled explains).
+    /// Only for active labels, and not in the `offline` ablation. Returns the number of keyword
+    /// nodes added.
     pub fn learn(&mut self, analysis: &Analysis, label: &str, confident: bool) -> usize {
         if !self.config.online_indexing || !self.is_active(label) {
             return 0;
         }
         self.stats.add(&analysis.phrases);
         if !confident {
+            if let Some(&position) = self.label_index.get(label) {
+                self.index.add_tentative(position as u32, &analysis.terms);
+            }
             return 0;
         }
         let mut added = 0;

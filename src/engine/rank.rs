@@ -7,7 +7,10 @@
 //!   `description_weight` × cosine with its description;
 //! - **second hop** (`proximity`, TopoRAG's proximity retrieval over a graph of texts): the
 //!   query's `proximity_k` nearest texts — labelled examples and texts already classified with
-//!   confidence — each voting for its label with its similarity.
+//!   confidence — each voting for its label with its similarity. For a text the first hop finds
+//!   nothing for, texts classified *without* confidence (tentative texts) vote too: an unsure
+//!   decision is weak evidence, but better than none, and such a text is never learned from,
+//!   so the unsure decision cannot spread (README, "Texts nothing labelled explains").
 //!
 //! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
 //! distribution, times `proximity_weight` × the best first-hop score; the second hop then
@@ -17,7 +20,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{DocKind, Hit};
+use super::index::{Capacity, DocKind, Hit};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -43,6 +46,20 @@ pub struct RankingConfig {
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.
     pub seen_capacity: usize,
+    /// Texts classified without confidence kept as tentative texts (oldest evicted first; 0
+    /// keeps none). They speak only for a text nothing labelled explains. The same on every
+    /// replica, like `seen_capacity`.
+    pub tentative_capacity: usize,
+}
+
+impl RankingConfig {
+    /// What the retrieval index keeps of each kind of classified text.
+    pub fn capacity(&self) -> Capacity {
+        Capacity {
+            seen: self.seen_capacity,
+            tentative: self.tentative_capacity,
+        }
+    }
 }
 
 impl Default for RankingConfig {
@@ -56,6 +73,7 @@ impl Default for RankingConfig {
             learn_margin: 0.05,
             learn_margin_agreeing: 0.05,
             seen_capacity: 20_000,
+            tentative_capacity: 20_000,
         }
     }
 }
@@ -104,14 +122,19 @@ pub fn score(
     evidence: Evidence,
 ) -> Ranking {
     let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence);
+    let mut total = gathered.first_hop(config, evidence, config.description_weight);
+    let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
     let votes = if evidence.second_hop {
-        let neighbours = std::mem::take(&mut gathered.neighbours);
+        let mut neighbours = std::mem::take(&mut gathered.neighbours);
+        // Nothing labelled explains the text: there is no first hop for an unsure decision to
+        // mislead, and the nearest texts, sure or not, are all the evidence there is.
+        if evidence.first_hop && first_hop_labels == 0 {
+            neighbours.append(&mut gathered.tentative);
+        }
         second_hop_votes(neighbours, &gathered.example, config, evidence.first_hop)
     } else {
         Vec::new()
     };
-    let mut total = gathered.first_hop(config, evidence, config.description_weight);
-    let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
     add_votes(&mut total, &votes, config, evidence.first_hop);
     // Discovery's scale: the same scoring as if no label had a description (the second hop's
     // bound included). Without descriptions among the hits it is the best score itself.
@@ -151,6 +174,7 @@ struct Gathered<'h> {
     name: Vec<f64>,
     description: Vec<f64>,
     neighbours: Vec<&'h Hit>,
+    tentative: Vec<&'h Hit>,
 }
 
 impl<'h> Gathered<'h> {
@@ -185,6 +209,7 @@ impl<'h> Gathered<'h> {
             name: vec![0.0; labels],
             description: vec![0.0; labels],
             neighbours: Vec::new(),
+            tentative: Vec::new(),
         };
         for hit in hits {
             let l = hit.label as usize;
@@ -207,6 +232,7 @@ impl<'h> Gathered<'h> {
                     gathered.description[l] = gathered.description[l].max(hit.similarity)
                 }
                 DocKind::Seen => gathered.neighbours.push(hit),
+                DocKind::Tentative => gathered.tentative.push(hit),
             }
         }
         gathered
@@ -418,6 +444,32 @@ mod tests {
         let near = score(&hits, 2, |_| true, &config, BOTH);
         assert_eq!(near.ranked[0].0, 1);
         assert!((near.ranked[0].1 - (0.29 + 0.5 * 0.30)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn tentative_texts_vote_only_for_a_text_nothing_labelled_explains() {
+        let unsure = [
+            hit(1, DocKind::Seen, 0, 0.10),
+            hit(2, DocKind::Tentative, 1, 0.60),
+            hit(3, DocKind::Tentative, 1, 0.50),
+        ];
+        let config = RankingConfig::default();
+        // No first-hop evidence: the tentative texts are the nearest and outvote the seen one.
+        let blind = score(&unsure, 2, |_| true, &config, BOTH);
+        assert_eq!(blind.first_hop_labels, 0);
+        assert_eq!(blind.ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 0]);
+        // With an example in reach they are not heard, however close.
+        let mut explained = unsure.to_vec();
+        explained.push(hit(0, DocKind::Example, 0, 0.05));
+        let ranking = score(&explained, 2, |_| true, &config, BOTH);
+        assert_eq!(ranking.ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
+        // Nor on their own in `proximity`, which has no first hop to be blind.
+        let alone = Evidence {
+            first_hop: false,
+            second_hop: true,
+        };
+        let ranking = score(&unsure, 2, |_| true, &config, alone);
+        assert_eq!(ranking.ranked, vec![(0, 0.10)]);
     }
 
     #[test]

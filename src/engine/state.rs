@@ -219,7 +219,7 @@ impl Engine {
         {
             return Err(StateError::BadExample(doc.label as usize));
         }
-        let index = TextIndex::from_docs(state.index, config.ranking.seen_capacity);
+        let index = TextIndex::from_docs(state.index, config.ranking.capacity());
         let mut pool = state.pool;
         pool.set_capacity(config.pool_capacity);
         Ok(Self {

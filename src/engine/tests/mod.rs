@@ -440,6 +440,37 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_lea
 }
 
 #[test]
+fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
+    for tentative_capacity in [20_000, 0] {
+        let mut engine = three_topics(EngineConfig {
+            ranking: rank::RankingConfig {
+                tentative_capacity,
+                ..rank::RankingConfig::default()
+            },
+            ..EngineConfig::default()
+        });
+        // An earnings table, decided without confidence as "football".
+        let table = engine.analyze("zzz corp qtr shr 28 cts vs 22 cts");
+        engine.learn(&table, "football", false);
+        let kept = tentative_capacity > 0;
+        assert_eq!(engine.index().tentative_count(), usize::from(kept));
+        // The next table shares no word with any label's material: the unsure decision is the
+        // only evidence, so it leads (unless none is kept); the text is still never confident.
+        let next = engine.analyze("yyy inc qtr shr 40 cts vs 31 cts");
+        let retrieval = engine.retrieve(&next).unwrap();
+        assert_eq!(retrieval.basis, Basis::NoEvidence);
+        assert_eq!(retrieval.graph_choice == "football", kept, "{retrieval:?}");
+        let decision = engine.decide(&retrieval, None);
+        assert!(!engine.is_confident(&retrieval, &decision));
+        // A text its labels' material explains is not moved by it.
+        let explained = engine.analyze("radio telescope survey qtr shr cts");
+        let ranked = engine.retrieve(&explained).unwrap();
+        assert_eq!(ranked.basis, Basis::RankedScores);
+        assert_eq!(ranked.candidates, vec!["astronomy"], "{ranked:?}");
+    }
+}
+
+#[test]
 fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
     let engine = three_topics(EngineConfig {
         llm_weight: 1.0,
