@@ -66,6 +66,7 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
     let config = EngineConfig {
         ranking: rank::RankingConfig {
             seen_capacity: 3,
+            tentative_capacity: 2,
             ..Default::default()
         },
         ..EngineConfig::default()
@@ -90,13 +91,20 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
             let analysis = engine.analyze(text);
             let retrieval = engine.retrieve(&analysis).unwrap();
             let label = retrieval.graph_choice.clone();
-            engine.learn(&analysis, &label, true);
+            // Every third decision unsure: both kinds of classified text are evicted.
+            engine.learn(&analysis, &label, i % 3 != 0);
         }
     }
     let restored = restored.unwrap();
     assert_eq!(restored.digest(), live.digest());
     assert_eq!(live.index().seen_count(), 3);
-    for query in ["comet3 crust1 stadium2", "telescope goal oven"] {
+    assert_eq!(live.index().tentative_count(), 2);
+    // The last query shares words only with classified texts: tentative ones vote.
+    for query in [
+        "comet3 crust1 stadium2",
+        "telescope goal oven",
+        "comet9 crust0",
+    ] {
         let a = live.retrieve(&live.analyze(query)).unwrap();
         let b = restored.retrieve(&restored.analyze(query)).unwrap();
         assert_eq!(a, b);
