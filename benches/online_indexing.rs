@@ -10,19 +10,31 @@
 mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+use gorag::engine::EngineConfig;
 
 fn online_indexing(c: &mut Criterion) {
     let mut group = c.benchmark_group("learn_one_text");
     group.sample_size(30);
-    for texts in [1_000, 10_000, 50_000] {
-        let (mut engine, mut corpus) = synthetic::engine(texts, 11);
+    // The largest corpus without tentative texts (what keeping unsure decisions costs), then
+    // the default as the corpus grows. First, because a run measured after three large engines
+    // were built and dropped in this process read up to 3x slower (the heap, not the engine).
+    let mut without_tentative = EngineConfig::default();
+    without_tentative.ranking.tentative_capacity = 0;
+    let runs = [
+        ("corpus_texts_no_tentative", 50_000, without_tentative),
+        ("corpus_texts", 1_000, EngineConfig::default()),
+        ("corpus_texts", 10_000, EngineConfig::default()),
+        ("corpus_texts", 50_000, EngineConfig::default()),
+    ];
+    for (name, texts, config) in runs {
+        let (mut engine, mut corpus) = synthetic::engine_with_config(config, texts, 11);
         eprintln!(
             "corpus {texts} texts: {} nodes, {} distinct phrases",
             engine.graph().node_count(),
             engine.stats().document_frequency.len()
         );
         let mut confident = false;
-        group.bench_function(BenchmarkId::new("corpus_texts", texts), |b| {
+        group.bench_function(BenchmarkId::new(name, texts), |b| {
             b.iter_batched(
                 || {
                     let label = corpus.label();

@@ -59,8 +59,13 @@ pub fn label_id(label: usize) -> String {
 /// confidence and the rest as tentative texts (on the WOS stream about half of the decisions
 /// are confident), so the index holds both kinds a query walks.
 pub fn engine(texts: usize, seed: u64) -> (Engine, Corpus) {
+    engine_with_config(EngineConfig::default(), texts, seed)
+}
+
+/// [`engine`] under another configuration.
+pub fn engine_with_config(config: EngineConfig, texts: usize, seed: u64) -> (Engine, Corpus) {
     let mut corpus = Corpus::new(seed);
-    let mut engine = Engine::new(EngineConfig::default());
+    let mut engine = Engine::new(config);
     let labels: Vec<NewLabel> = (0..LABELS)
         .map(|l| NewLabel {
             id: label_id(l),
