@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::terms::TermCounts;
 
-/// Terms kept per seen text (the heaviest by weight when it is added).
+/// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
 
 /// Characters of an example's text kept for prompts.
@@ -43,7 +43,7 @@ pub enum DocKind {
 
 /// How many classified texts of each kind the index keeps (the oldest of a kind goes first).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Capacity {
+pub struct ClassifiedCapacity {
     pub seen: usize,
     pub tentative: usize,
 }
@@ -84,11 +84,11 @@ pub struct TextIndex {
     /// Alive tentative texts, oldest first.
     tentative: VecDeque<u32>,
     dead: usize,
-    capacity: Capacity,
+    capacity: ClassifiedCapacity,
 }
 
 impl TextIndex {
-    pub fn new(capacity: Capacity) -> Self {
+    pub fn new(capacity: ClassifiedCapacity) -> Self {
         Self {
             capacity,
             ..Self::default()
@@ -96,7 +96,7 @@ impl TextIndex {
     }
 
     /// Rebuild from stored documents (in their order).
-    pub fn from_docs(docs: Vec<IndexDoc>, capacity: Capacity) -> Self {
+    pub fn from_docs(docs: Vec<IndexDoc>, capacity: ClassifiedCapacity) -> Self {
         let mut index = Self::new(capacity);
         for doc in docs {
             index.push(doc);
@@ -179,8 +179,8 @@ impl TextIndex {
         self.evict_over_capacity();
     }
 
-    /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a seen text
-    /// keeps (and all a learn record needs to carry).
+    /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a classified
+    /// text keeps (and all a learn record needs to carry).
     pub fn heaviest_terms(&self, terms: &TermCounts) -> TermCounts {
         self.heaviest_terms_up_to(terms, SEEN_TERMS)
     }
@@ -448,7 +448,7 @@ mod tests {
     }
 
     fn index() -> TextIndex {
-        let mut index = TextIndex::new(Capacity {
+        let mut index = TextIndex::new(ClassifiedCapacity {
             seen: 3,
             tentative: 2,
         });
@@ -597,7 +597,7 @@ mod tests {
                 seen in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 0..6),
                 query in proptest::collection::vec(0usize..10, 1..8),
             ) {
-                let mut index = TextIndex::new(Capacity { seen: 100, tentative: 0 });
+                let mut index = TextIndex::new(ClassifiedCapacity { seen: 100, tentative: 0 });
                 let example_terms: Vec<TermCounts> =
                     examples.iter().map(|e| TermCounts::of(&text(e))).collect();
                 for (i, terms) in example_terms.iter().enumerate() {

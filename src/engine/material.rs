@@ -5,7 +5,7 @@
 //! and it is owned, so a task off the service loop (a community pass) can score texts with it.
 //! Its weights are the engine's: the index's idf counts labelled examples only.
 
-use super::index::{Capacity, DocKind, IndexDoc, TextIndex};
+use super::index::{ClassifiedCapacity, DocKind, IndexDoc, TextIndex};
 use super::rank::{self, Evidence, RankingConfig};
 use super::terms::TermCounts;
 use super::Engine;
@@ -50,7 +50,7 @@ impl Engine {
             })
             .collect();
         LabelMaterial {
-            index: TextIndex::from_docs(docs, Capacity::default()),
+            index: TextIndex::from_docs(docs, ClassifiedCapacity::default()),
             active: self.labels.iter().map(|label| label.active).collect(),
             ranking: self.config.ranking.clone(),
         }

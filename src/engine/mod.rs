@@ -270,7 +270,7 @@ pub struct Engine {
     stats: CorpusStats,
     labels: Vec<LabelInfo>,
     label_index: HashMap<String, usize>,
-    /// Labelled examples, names, descriptions and confidently classified texts.
+    /// Labelled examples, names, descriptions, and classified texts (confident and tentative).
     index: TextIndex,
     /// Bumped on every change to the label set.
     label_version: u64,

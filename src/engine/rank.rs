@@ -8,9 +8,10 @@
 //! - **second hop** (`proximity`, TopoRAG's proximity retrieval over a graph of texts): the
 //!   query's `proximity_k` nearest texts — labelled examples and texts already classified with
 //!   confidence — each voting for its label with its similarity. For a text the first hop finds
-//!   nothing for, texts classified *without* confidence (tentative texts) vote too: an unsure
-//!   decision is weak evidence, but better than none, and such a text is never learned from,
-//!   so the unsure decision cannot spread (README, "Texts nothing labelled explains").
+//!   nothing for, texts classified *without* confidence (tentative texts) vote too, as much as
+//!   confident ones: an unsure decision is better evidence than none. Such a text is never
+//!   confident, so what it is decided reaches only the tentative texts, never the keyword graph
+//!   or the confident ones (README, "Texts nothing labelled explains").
 //!
 //! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
 //! distribution, times `proximity_weight` × the best first-hop score; the second hop then
@@ -20,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{Capacity, DocKind, Hit};
+use super::index::{ClassifiedCapacity, DocKind, Hit};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -54,8 +55,8 @@ pub struct RankingConfig {
 
 impl RankingConfig {
     /// What the retrieval index keeps of each kind of classified text.
-    pub fn capacity(&self) -> Capacity {
-        Capacity {
+    pub fn capacity(&self) -> ClassifiedCapacity {
+        ClassifiedCapacity {
             seen: self.seen_capacity,
             tentative: self.tentative_capacity,
         }

@@ -115,8 +115,8 @@ impl Engine {
     /// When nothing in the text is known to the labels' own material (a text of numbers and
     /// words no labelled example uses), scores would rank noise: every active label is offered,
     /// as `naive` does, those the second hop voted for first. Retrieval's choice is the second
-    /// hop's best, else the keyword graph's best-connected label. Never confident, so never
-    /// learned from.
+    /// hop's best, else the keyword graph's best-connected label. Never confident, so it never
+    /// reaches the keyword graph or the confident texts (it is kept only as a tentative text).
     fn unranked_retrieval(
         &self,
         ranking: &Ranking,

@@ -423,7 +423,7 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
 }
 
 #[test]
-fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_learned() {
+fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_confident() {
     for strategy in [Strategy::Ranked, Strategy::Hybrid] {
         let engine = three_topics(EngineConfig {
             strategy,
