@@ -530,9 +530,10 @@ impl Engine {
             return 0;
         }
         self.stats.add(&analysis.phrases);
+        let position = self.label_index.get(label).map(|&p| p as u32);
         if !confident {
-            if let Some(&position) = self.label_index.get(label) {
-                self.index.add_tentative(position as u32, &analysis.terms);
+            if let Some(position) = position {
+                self.index.add_tentative(position, &analysis.terms);
             }
             return 0;
         }
@@ -545,8 +546,8 @@ impl Engine {
                 added += 1;
             }
         }
-        if let Some(&position) = self.label_index.get(label) {
-            self.index.add_seen(position as u32, &analysis.terms);
+        if let Some(position) = position {
+            self.index.add_seen(position, &analysis.terms);
         }
         added
     }
