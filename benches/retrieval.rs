@@ -39,6 +39,7 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
                 phrases,
                 keywords,
                 terms: TermCounts::of(&text),
+                embedding: None,
             });
         }
     }

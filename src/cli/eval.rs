@@ -1,12 +1,14 @@
 //! `gorag eval`: the paper's DFSTC protocol (or `--discover`) over a dataset folder.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::discover;
 use crate::classify::Classifier;
+use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
 use crate::engine::prompt::{ChoiceMode, PromptLayout};
 use crate::engine::rank::RankingConfig;
@@ -150,6 +152,12 @@ pub struct RankingArgs {
     /// Score margin above which an LLM decision agreeing with retrieval is learned from.
     #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
     pub learn_margin_agreeing: f64,
+    /// Weight of the embedding signal (with --embedding-model).
+    #[arg(long, default_value_t = RankingConfig::default().embedding_weight)]
+    pub embedding_weight: f64,
+    /// Weight of a label name's cosine within the embedding signal.
+    #[arg(long, default_value_t = RankingConfig::default().embedding_name_weight)]
+    pub embedding_name_weight: f64,
     /// How the LLM chooses: `free` (the paper's: a class name), `numbered`, or `scored` (its
     /// first-token log-probabilities fused with the retrieval scores).
     #[arg(long, value_enum, default_value = "scored")]
@@ -208,6 +216,8 @@ impl RankingArgs {
             proximity_weight: self.proximity_weight,
             learn_margin: self.learn_margin,
             learn_margin_agreeing: self.learn_margin_agreeing,
+            embedding_weight: self.embedding_weight,
+            embedding_name_weight: self.embedding_name_weight,
             ..RankingConfig::default()
         }
     }
@@ -265,6 +275,10 @@ pub struct EvalArgs {
     pub label_names: LabelNamesArg,
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// The embedding signal for the ranked strategies: a model folder from
+    /// scripts/embedding-model.sh (default: off).
+    #[arg(long, env = "GORAG_EMBEDDING_MODEL")]
+    pub embedding_model: Option<PathBuf>,
     /// Folder for report.json and accuracy.svg.
     #[arg(long, default_value = "out/eval")]
     pub out: PathBuf,
@@ -295,10 +309,12 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
         }
         return outcome;
     }
+    let encoder = args.encoder()?;
     let mut runs = Vec::new();
     for engine in engines {
         let options = eval::EvalOptions {
             engine,
+            encoder: encoder.clone(),
             concurrency: args.llm.llm_concurrency,
             progress: !args.quiet,
         };
@@ -328,6 +344,15 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 
 impl EvalArgs {
     /// The classifier (LLM client, when one is configured, and keyword mode).
+    /// The embedding signal's encoder, loaded once and shared by every strategy.
+    fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
+        let Some(dir) = &self.embedding_model else {
+            return Ok(None);
+        };
+        let model = crate::embed::MiniLm::load(dir)?;
+        Ok(Some(Arc::new(crate::embed::Remembering::new(model))))
+    }
+
     fn classifier(&self) -> Result<(Classifier, Option<LlmClient>, KeywordMode)> {
         let llm = self.llm.client()?;
         let keyword_mode = match self.keywords {
@@ -375,6 +400,12 @@ impl EvalArgs {
             choice: self.engine_config().choice.as_str().to_string(),
             held_out: format!("{:?}", self.held_out).to_lowercase(),
             named_labels: named,
+            embedding_model: self.embedding_model.as_ref().map(|dir| {
+                dir.file_name()
+                    .unwrap_or(dir.as_os_str())
+                    .to_string_lossy()
+                    .into_owned()
+            }),
             ablations: self
                 .ablation
                 .iter()

@@ -259,10 +259,26 @@ impl ServeConfig {
                 "engine.ranking.learn_margin_agreeing",
                 r.learn_margin_agreeing,
             ),
+            ("engine.ranking.embedding_weight", r.embedding_weight),
+            (
+                "engine.ranking.embedding_name_weight",
+                r.embedding_name_weight,
+            ),
         ];
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {
                 errors.push(format!("{key}: must be a number ≥ 0"));
+            }
+        }
+        if let Some(dir) = &self.engine.embedding_model {
+            for file in crate::embed::MODEL_FILES {
+                if !dir.join(file).is_file() {
+                    errors.push(format!(
+                        "engine.embedding_model: {} has no {file} (scripts/embedding-model.sh \
+                         fetches the model)",
+                        dir.display()
+                    ));
+                }
             }
         }
         if self.discovery.enabled {

@@ -176,6 +176,9 @@ pub struct EngineSection {
     pub prompt_layout: crate::engine::prompt::PromptLayout,
     /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
     pub ranking: RankingConfig,
+    /// The embedding signal: a sentence-encoder folder from `scripts/embedding-model.sh`
+    /// (all-MiniLM-L6-v2). Unset (the default): off. See README, "The embedding signal".
+    pub embedding_model: Option<std::path::PathBuf>,
 }
 
 impl Default for EngineSection {
@@ -193,6 +196,7 @@ impl Default for EngineSection {
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
+            embedding_model: None,
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::embedding::EncodeError;
 use super::keywords::{self, Keyword};
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
@@ -18,6 +19,10 @@ pub struct Analysis {
     /// The retrieval index's terms of the text (stems, phrases within stop words).
     #[serde(default)]
     pub terms: TermCounts,
+    /// The text's sentence vector, with the embedding signal ([`Engine::embed_query`]). Never
+    /// stored: learn records and the pool carry terms only.
+    #[serde(skip)]
+    pub embedding: Option<Vec<f32>>,
 }
 
 impl Analysis {
@@ -27,6 +32,7 @@ impl Analysis {
             phrases: self.phrases.clone(),
             keywords: self.keywords.clone(),
             terms,
+            embedding: None,
         }
     }
 }
@@ -45,7 +51,17 @@ impl Engine {
             phrases,
             keywords,
             terms: TermCounts::of(text),
+            embedding: None,
         }
+    }
+
+    /// With the embedding signal on, encode the query text into `analysis` (a no-op without
+    /// it). On error the analysis is left without a vector and retrieval is lexical alone.
+    pub fn embed_query(&self, analysis: &mut Analysis, text: &str) -> Result<(), EncodeError> {
+        if let Some(embeddings) = &self.embeddings {
+            analysis.embedding = Some(embeddings.encode(text)?);
+        }
+        Ok(())
     }
 
     /// The analysis as online indexing needs it: the text graph keeps a text's heaviest terms
@@ -76,6 +92,7 @@ impl Engine {
             phrases,
             keywords,
             terms: TermCounts::of(text),
+            embedding: None,
         }
     }
 }

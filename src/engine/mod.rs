@@ -11,6 +11,7 @@ mod analysis;
 pub mod answer;
 pub mod choice;
 mod decision;
+pub mod embedding;
 pub mod graph;
 pub mod index;
 pub mod keywords;
@@ -29,12 +30,14 @@ pub use analysis::{Analysis, POOL_TERMS};
 pub use material::LabelMaterial;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::discovery::Pool;
 use answer::HallucinationKind;
+use embedding::{Embeddings, EncodeError, TextEncoder};
 use graph::KeywordGraph;
 use index::{DocKind, TextIndex};
 use keywords::KeywordSelection;
@@ -167,6 +170,17 @@ pub enum EngineError {
     EmptyLabelId,
     #[error("no active label: a round must be applied before texts can be classified")]
     NoActiveLabels,
+    #[error(transparent)]
+    Encode(#[from] EncodeError),
+}
+
+/// A labelled document ready to index (see [`Engine::prepare_documents`]).
+struct PreparedDocument<'t> {
+    position: usize,
+    text: &'t str,
+    is_example: bool,
+    terms: TermCounts,
+    vector: Option<Vec<f32>>,
 }
 
 /// A label as it is announced in a round.
@@ -279,6 +293,8 @@ pub struct Engine {
     /// Texts the active labels explain poorly, for emerging-class discovery
     /// ([`update::Update::Unexplained`]).
     pool: Pool,
+    /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
+    embeddings: Option<Embeddings>,
 }
 
 impl Engine {
@@ -293,7 +309,32 @@ impl Engine {
             label_index: HashMap::new(),
             label_version: 0,
             last_round: None,
+            embeddings: None,
         }
+    }
+
+    /// Turn the embedding signal on: every label name and labelled example the engine holds is
+    /// encoded now, and what later rounds bring as it arrives.
+    pub fn with_encoder(mut self, encoder: Arc<dyn TextEncoder>) -> Result<Self, EngineError> {
+        let mut embeddings = Embeddings::new(encoder);
+        for (position, label) in self.labels.iter().enumerate() {
+            if let Some(name) = &label.name {
+                let vector = embeddings.encode_name(name)?;
+                embeddings.set_name(position, vector);
+            }
+        }
+        for doc in self.index.docs() {
+            if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
+                let vector = embeddings.encode(text)?;
+                embeddings.push_example(doc.label as usize, vector);
+            }
+        }
+        self.embeddings = Some(embeddings);
+        Ok(self)
+    }
+
+    pub fn embeddings(&self) -> Option<&Embeddings> {
+        self.embeddings.as_ref()
     }
 
     /// The texts the active labels explain poorly, oldest first.
@@ -351,12 +392,26 @@ impl Engine {
         self.label(id).is_some_and(|l| l.active)
     }
 
-    /// Register a round's labels and index their examples and descriptions. Validated as a
-    /// whole first: on error nothing changes.
+    /// Register a round's labels and index their examples and descriptions. Validated (and,
+    /// with the embedding signal, encoded) as a whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
         self.check_round(labels)?;
+        let first = self.labels.len();
         let mut documents = Vec::new();
-        for label in labels {
+        for (i, label) in labels.iter().enumerate() {
+            for example in &label.examples {
+                documents.push((first + i, example.as_str(), true));
+            }
+            if let Some(description) = &label.description {
+                documents.push((first + i, description.as_str(), false));
+            }
+        }
+        let prepared = self.prepare_documents(&documents)?;
+        let name_vectors = labels
+            .iter()
+            .map(|label| self.encode_name(label.name.as_deref()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (label, name_vector) in labels.iter().zip(name_vectors) {
             let position = self.labels.len();
             self.labels.push(LabelInfo {
                 id: label.id.clone(),
@@ -372,15 +427,12 @@ impl Engine {
                 self.index
                     .add_labelled(DocKind::Name, position as u32, terms, None);
             }
-            for example in &label.examples {
-                documents.push((position, example.as_str(), true));
-            }
-            if let Some(description) = &label.description {
-                documents.push((position, description.as_str(), false));
+            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, name_vector) {
+                embeddings.set_name(position, vector);
             }
         }
         self.label_version += 1;
-        let mut report = self.index_documents(&documents);
+        let mut report = self.index_documents(prepared);
         report.labels_added = labels.len();
         Ok(report)
     }
@@ -410,12 +462,13 @@ impl Engine {
         examples: &[String],
     ) -> Result<IndexReport, EngineError> {
         let position = self.active_position(label)?;
-        self.labels[position].examples += examples.len() as u32;
         let documents: Vec<_> = examples
             .iter()
             .map(|e| (position, e.as_str(), true))
             .collect();
-        Ok(self.index_documents(&documents))
+        let prepared = self.prepare_documents(&documents)?;
+        self.labels[position].examples += examples.len() as u32;
+        Ok(self.index_documents(prepared))
     }
 
     /// Stop offering a label. Its graph nodes stay (their keywords still connect the graph).
@@ -437,40 +490,85 @@ impl Engine {
         Ok(position)
     }
 
+    /// What is derived from a batch of labelled material before anything changes: each
+    /// document's retrieval terms and, with the embedding signal, each kept example's vector
+    /// (encoded from the text the index keeps, so a restored engine encodes the same).
+    fn prepare_documents<'t>(
+        &self,
+        documents: &[(usize, &'t str, bool)],
+    ) -> Result<Vec<PreparedDocument<'t>>, EngineError> {
+        documents
+            .iter()
+            .map(|&(position, text, is_example)| {
+                let terms = TermCounts::of(text);
+                let vector = match &self.embeddings {
+                    Some(embeddings) if is_example && !terms.is_empty() => {
+                        Some(embeddings.encode(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))?)
+                    }
+                    _ => None,
+                };
+                Ok(PreparedDocument {
+                    position,
+                    text,
+                    is_example,
+                    terms,
+                    vector,
+                })
+            })
+            .collect()
+    }
+
+    /// A label name's vector, with the embedding signal.
+    fn encode_name(&self, name: Option<&str>) -> Result<Option<Vec<f32>>, EngineError> {
+        match (&self.embeddings, name) {
+            (Some(embeddings), Some(name)) => Ok(Some(embeddings.encode_name(name)?)),
+            _ => Ok(None),
+        }
+    }
+
     /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
     /// statistics first, then each is scored and linked to its label. The retrieval index gets
     /// the examples and descriptions too, and each new label's name, then recomputes its
     /// weights once for the batch.
-    fn index_documents(&mut self, documents: &[(usize, &str, bool)]) -> IndexReport {
-        let analysed: Vec<(usize, &str, PhraseCounts, bool)> = documents
-            .iter()
-            .map(|&(position, text, is_example)| {
-                (position, text, PhraseCounts::of(text), is_example)
+    fn index_documents(&mut self, documents: Vec<PreparedDocument<'_>>) -> IndexReport {
+        let texts_indexed = documents.len();
+        let analysed: Vec<(PreparedDocument<'_>, PhraseCounts)> = documents
+            .into_iter()
+            .map(|document| {
+                let phrases = PhraseCounts::of(document.text);
+                (document, phrases)
             })
             .collect();
-        for (_, _, phrases, _) in &analysed {
+        for (_, phrases) in &analysed {
             self.stats.add(phrases);
         }
         let before = self.graph.keyword_count();
-        for (position, text, phrases, is_example) in analysed {
+        for (document, phrases) in analysed {
             let scores = self.stats.scores(&phrases, true);
-            let label_id = self.labels[position].id.clone();
+            let label_id = self.labels[document.position].id.clone();
             for keyword in keywords::select(scores, &self.config.example_selection) {
                 self.graph
                     .observe(&keyword.phrase, &label_id, 1.0 - keyword.score);
             }
-            let kind = if is_example {
+            let kind = if document.is_example {
                 DocKind::Example
             } else {
                 DocKind::Description
             };
-            self.index
-                .add_labelled(kind, position as u32, TermCounts::of(text), Some(text));
+            self.index.add_labelled(
+                kind,
+                document.position as u32,
+                document.terms,
+                Some(document.text),
+            );
+            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, document.vector) {
+                embeddings.push_example(document.position, vector);
+            }
         }
         self.index.reweigh();
         IndexReport {
             labels_added: 0,
-            texts_indexed: documents.len(),
+            texts_indexed,
             keywords_added: self.graph.keyword_count() - before,
         }
     }

@@ -51,6 +51,10 @@ pub struct RankingConfig {
     /// keeps none). They speak only for a text nothing labelled explains. The same on every
     /// replica, like `seen_capacity`.
     pub tentative_capacity: usize,
+    /// Weight of the embedding signal (used only when a sentence encoder is configured).
+    pub embedding_weight: f64,
+    /// Within the embedding signal, weight of the cosine with a label's name.
+    pub embedding_name_weight: f64,
 }
 
 impl RankingConfig {
@@ -75,6 +79,8 @@ impl Default for RankingConfig {
             learn_margin_agreeing: 0.05,
             seen_capacity: 20_000,
             tentative_capacity: 20_000,
+            embedding_weight: 0.1,
+            embedding_name_weight: 2.0,
         }
     }
 }
@@ -164,6 +170,40 @@ pub fn score(
         first_hop_labels,
         best_without_descriptions,
     }
+}
+
+/// The embedding signal: `weight` × each active label's embedding similarity (one per label
+/// position) added to its score, labels re-ranked; a label without lexical evidence can enter.
+/// `first_hop_labels` and the discovery scale stay lexical: whether anything labelled explains
+/// a text, and how well, is judged on its words.
+pub fn add_embedding(
+    ranking: &mut Ranking,
+    similarity: &[f64],
+    weight: f64,
+    is_active: impl Fn(u32) -> bool,
+) {
+    let mut total = vec![0.0f64; similarity.len()];
+    let mut example = vec![None; similarity.len()];
+    for (&(label, score), best) in ranking.ranked.iter().zip(&ranking.best_example) {
+        if let Some(slot) = total.get_mut(label as usize) {
+            *slot = score;
+            example[label as usize] = *best;
+        }
+    }
+    for (label, (score, similarity)) in total.iter_mut().zip(similarity).enumerate() {
+        if is_active(label as u32) {
+            *score += weight * similarity;
+        }
+    }
+    let mut ranked: Vec<(u32, f64)> = total
+        .into_iter()
+        .enumerate()
+        .filter(|&(_, s)| s > 0.0)
+        .map(|(l, s)| (l as u32, s))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
+    ranking.ranked = ranked;
 }
 
 /// A query's hits sorted by what they say, per active label position: its closest example
@@ -482,5 +522,27 @@ mod tests {
         let ranking = score(&hits, 1, |_| false, &RankingConfig::default(), BOTH);
         assert!(ranking.ranked.is_empty());
         assert_eq!(ranking.margin(), 0.0);
+    }
+
+    #[test]
+    fn the_embedding_signal_adds_to_active_labels_and_reranks() {
+        let mut ranking = Ranking {
+            ranked: vec![(0, 0.5), (1, 0.4)],
+            best_example: vec![Some(7), Some(8)],
+            first_hop_labels: 2,
+            best_without_descriptions: 0.5,
+        };
+        // Label 1 gains most; label 2 had no lexical evidence and enters; label 3 is retired.
+        add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, |l| l != 3);
+        assert_eq!(ranking.ranked.len(), 3);
+        let order: Vec<u32> = ranking.ranked.iter().map(|(l, _)| *l).collect();
+        assert_eq!(order, vec![1, 0, 2]);
+        assert!((ranking.ranked[0].1 - 0.65).abs() < 1e-12);
+        assert_eq!(ranking.best_example, vec![Some(8), Some(7), None]);
+        assert_eq!(
+            ranking.first_hop_labels, 2,
+            "whether words explain the text stays lexical"
+        );
+        assert_eq!(ranking.best_without_descriptions, 0.5);
     }
 }

@@ -79,9 +79,19 @@ impl Engine {
             .iter()
             .map(|(k, _)| k.phrase.clone())
             .collect();
-        let ranking = self.rank(&analysis.terms, evidence);
+        let mut ranking = self.rank(&analysis.terms, evidence);
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
+        }
+        if let (true, Some(embeddings), Some(query)) =
+            (evidence.first_hop, &self.embeddings, &analysis.embedding)
+        {
+            let config = &self.config.ranking;
+            let similarity =
+                embeddings.similarity(query, self.labels.len(), config.embedding_name_weight);
+            rank::add_embedding(&mut ranking, &similarity, config.embedding_weight, |l| {
+                self.labels[l as usize].active
+            });
         }
         let margin = ranking.margin();
         let keep = self.config.ranking.max_candidates.max(1);

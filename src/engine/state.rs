@@ -232,6 +232,7 @@ impl Engine {
             index,
             label_version: state.label_version,
             last_round: state.last_round,
+            embeddings: None,
         })
     }
 

@@ -23,9 +23,11 @@ use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
 use dataset::{RoundData, Sample};
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct EvalOptions {
     pub engine: EngineConfig,
+    /// The embedding signal's encoder, for the ranked strategies (None: off).
+    pub encoder: Option<std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
     /// LLM calls in flight for the texts that are not indexed online.
     pub concurrency: usize,
     pub progress: bool,
@@ -224,6 +226,9 @@ pub async fn run(
     classifier: &Classifier,
 ) -> Result<StrategyRun, EngineError> {
     let mut engine = Engine::new(options.engine.clone());
+    if let (Some(encoder), Some(_)) = (&options.encoder, options.engine.strategy.evidence()) {
+        engine = engine.with_encoder(encoder.clone())?;
+    }
     let strategy = options.engine.strategy.as_str().to_string();
     let total: usize = (1..=rounds.len())
         .map(|r| rounds[..r].iter().map(|d| d.test.len()).sum::<usize>())

@@ -24,6 +24,9 @@ pub struct EvalReport {
     /// `test` or `dev`.
     pub held_out: String,
     pub named_labels: bool,
+    /// The embedding signal's model folder (its last component), for the ranked strategies;
+    /// None when off.
+    pub embedding_model: Option<String>,
     pub ablations: Vec<String>,
     pub runs: Vec<StrategyRun>,
     pub llm_usage: Option<UsageSnapshot>,
@@ -44,13 +47,18 @@ pub fn table(report: &EvalReport) -> String {
 /// The run's settings on one line.
 fn heading(report: &EvalReport) -> String {
     format!(
-        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}{}\n",
+        "dataset {} · {}-shot · {} texts · model {} · choice {} · keywords {}{}{}{}{}\n",
         report.dataset,
         report.shots,
         report.held_out,
         report.model,
         report.choice,
         report.keyword_mode,
+        report
+            .embedding_model
+            .as_ref()
+            .map(|m| format!(" · embedding {m}"))
+            .unwrap_or_default(),
         report
             .limit
             .map(|l| format!(" · {l} texts/round (seed {})", report.seed))
@@ -337,6 +345,7 @@ mod tests {
             choice: "scored".into(),
             held_out: "test".into(),
             named_labels: true,
+            embedding_model: None,
             ablations: vec![],
             runs: vec![StrategyRun {
                 strategy: "steiner".into(),

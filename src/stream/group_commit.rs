@@ -113,6 +113,7 @@ mod tests {
                 phrases: Default::default(),
                 keywords: Vec::new(),
                 terms: Default::default(),
+                embedding: None,
             },
             label: "a".into(),
             confident: true,

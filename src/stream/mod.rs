@@ -80,6 +80,8 @@ pub enum ServeError {
     Restore(#[from] crate::store::RestoreError),
     #[error("LLM client: {0}")]
     Llm(#[from] LlmError),
+    #[error(transparent)]
+    Embedding(crate::embed::LoadError),
     #[error("LLM client: {0}")]
     LlmSetup(#[from] crate::llm::SetupError),
     #[error(

@@ -95,7 +95,22 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let engine = saved.restore(config.engine_config())?;
+    let mut engine = saved.restore(config.engine_config())?;
+    if let Some(dir) = &config.engine.embedding_model {
+        // Every label's examples and names are encoded here, before the first text.
+        let started = std::time::Instant::now();
+        let model = crate::embed::MiniLm::load(dir).map_err(ServeError::Embedding)?;
+        engine = engine
+            .with_encoder(std::sync::Arc::new(model))
+            .map_err(|e| {
+                ServeError::Embedding(crate::embed::LoadError::Read(dir.clone(), e.to_string()))
+            })?;
+        tracing::info!(
+            model = %dir.display(),
+            seconds = started.elapsed().as_secs_f64(),
+            "embedding signal on"
+        );
+    }
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

@@ -535,6 +535,7 @@ fn numbered_choice_reads_the_number() {
     );
 }
 
+mod embedding;
 mod restore;
 mod scored;
 

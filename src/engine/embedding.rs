@@ -1,0 +1,157 @@
+//! The embedding signal (optional): a sentence encoder's cosine between a text and each label's
+//! labelled examples and name, added to the first hop of the ranked strategies (README, "The
+//! embedding signal").
+//!
+//! The engine stays synchronous and free of model code: it holds a [`TextEncoder`] (the shell's
+//! `embed::MiniLm`, or a test's) and keeps one vector per label name and per labelled example.
+//! The vectors are derived state, like the index's weights: an example is encoded from the text
+//! the index keeps of it (clipped to [`super::index::EXAMPLE_TEXT_CHARS`]), so an engine
+//! restored from a snapshot encodes exactly what the live one did. Learned texts are not
+//! encoded: the second hop stays lexical.
+
+use std::fmt;
+use std::sync::Arc;
+
+use thiserror::Error;
+
+/// Encoding failed (the message is the model's or the tokenizer's).
+#[derive(Debug, Clone, Error, PartialEq)]
+#[error("encoding text: {0}")]
+pub struct EncodeError(pub String);
+
+/// A sentence encoder: one unit-length vector per text, all of the same length, the same
+/// vector for the same text every time (replicas must agree).
+pub trait TextEncoder: Send + Sync {
+    fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError>;
+}
+
+/// Per label position: its name's vector and its examples' vectors.
+#[derive(Clone, Default)]
+struct LabelVectors {
+    name: Option<Vec<f32>>,
+    examples: Vec<Vec<f32>>,
+}
+
+/// The encoder and every label's vectors.
+#[derive(Clone)]
+pub struct Embeddings {
+    encoder: Arc<dyn TextEncoder>,
+    labels: Vec<LabelVectors>,
+}
+
+impl fmt::Debug for Embeddings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Embeddings")
+            .field("labels", &self.labels.len())
+            .field(
+                "examples",
+                &self.labels.iter().map(|l| l.examples.len()).sum::<usize>(),
+            )
+            .finish()
+    }
+}
+
+impl Embeddings {
+    pub fn new(encoder: Arc<dyn TextEncoder>) -> Self {
+        Self {
+            encoder,
+            labels: Vec::new(),
+        }
+    }
+
+    pub fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        self.encoder.encode(text)
+    }
+
+    fn label_mut(&mut self, position: usize) -> &mut LabelVectors {
+        if self.labels.len() <= position {
+            self.labels.resize_with(position + 1, LabelVectors::default);
+        }
+        &mut self.labels[position]
+    }
+
+    /// A label name's vector (underscores read as spaces, as the index reads them).
+    pub fn encode_name(&self, name: &str) -> Result<Vec<f32>, EncodeError> {
+        self.encoder.encode(&name.replace('_', " "))
+    }
+
+    pub fn set_name(&mut self, position: usize, vector: Vec<f32>) {
+        self.label_mut(position).name = Some(vector);
+    }
+
+    pub fn push_example(&mut self, position: usize, vector: Vec<f32>) {
+        self.label_mut(position).examples.push(vector);
+    }
+
+    /// Per label position (`labels` of them): the query's best cosine with the label's
+    /// examples plus `name_weight` × its cosine with the name (negative cosines count as 0:
+    /// an unrelated name says nothing).
+    pub fn similarity(&self, query: &[f32], labels: usize, name_weight: f64) -> Vec<f64> {
+        let mut scores = vec![0.0; labels];
+        for (score, label) in scores.iter_mut().zip(&self.labels) {
+            let example = label
+                .examples
+                .iter()
+                .map(|v| cosine(query, v))
+                .fold(0.0f64, f64::max);
+            let name = label
+                .name
+                .as_ref()
+                .map_or(0.0, |v| cosine(query, v).max(0.0));
+            *score = example + name_weight * name;
+        }
+        scores
+    }
+}
+
+/// Dot product of two unit vectors (their cosine).
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum()
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A deterministic encoder for tests: a unit vector over a few topic words, so texts sharing
+    /// a topic word are similar and others orthogonal (a real model is in tests/embedding.rs).
+    pub struct TopicEncoder;
+
+    pub const TOPICS: [&str; 4] = ["space", "food", "sport", "money"];
+
+    impl TextEncoder for TopicEncoder {
+        fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+            let lower = text.to_lowercase();
+            let mut v: Vec<f32> = TOPICS
+                .iter()
+                .map(|t| lower.matches(t).count() as f32)
+                .collect();
+            v.push(0.1); // never the zero vector
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            Ok(v.into_iter().map(|x| x / norm).collect())
+        }
+    }
+
+    #[test]
+    fn a_label_scores_its_closest_example_plus_its_weighted_name() {
+        let mut e = Embeddings::new(Arc::new(TopicEncoder));
+        for (label, text) in [(0, "money money"), (0, "space")] {
+            let vector = e.encode(text).unwrap();
+            e.push_example(label, vector);
+        }
+        let name = e.encode_name("junk_food").unwrap();
+        e.set_name(1, name);
+        let query = TopicEncoder.encode("space").unwrap();
+        let s = e.similarity(&query, 3, 2.0);
+        assert!(
+            (s[0] - 1.0).abs() < 1e-6,
+            "closest example is identical: {s:?}"
+        );
+        // The name is orthogonal but for the shared constant component.
+        assert!(s[1] > 0.0 && s[1] < 0.05, "{s:?}");
+        assert_eq!(s[2], 0.0, "a label without vectors scores nothing");
+    }
+}

@@ -1,0 +1,110 @@
+//! The embedding signal inside the engine, with a deterministic topic encoder (the real model
+//! is tested in tests/embedding.rs).
+
+use std::sync::Arc;
+
+use super::label;
+use crate::engine::embedding::tests::TopicEncoder;
+use crate::engine::embedding::{EncodeError, TextEncoder};
+use crate::engine::{Engine, EngineConfig, EngineError};
+
+/// Two labels whose examples share every word but one topic word each, so the words alone
+/// barely tell them apart; a query naming neither topic word lexically but a synonym topic.
+fn near_twins(config: EngineConfig) -> Engine {
+    let mut engine = Engine::new(config)
+        .with_encoder(Arc::new(TopicEncoder))
+        .unwrap();
+    engine
+        .apply_round(&[
+            label("orbit", &["report of the week about space launches"]),
+            label("market", &["report of the week about money markets"]),
+        ])
+        .unwrap();
+    engine
+}
+
+fn config(weight: f64) -> EngineConfig {
+    let mut config = EngineConfig::default();
+    config.ranking.name_weight = 0.0;
+    config.ranking.embedding_weight = weight;
+    config
+}
+
+fn ranked_labels(engine: &Engine, text: &str) -> Vec<String> {
+    let mut analysis = engine.analyze(text);
+    engine.embed_query(&mut analysis, text).unwrap();
+    engine.retrieve(&analysis).unwrap().candidates
+}
+
+#[test]
+fn the_embedding_signal_ranks_the_label_whose_examples_mean_the_same() {
+    // "report of the week" ties lexically; only "moneylenders", which the encoder reads as
+    // the money topic, says which label it is.
+    let query = "the report of the week on moneylenders";
+    let lexical = ranked_labels(&near_twins(config(0.0)), query);
+    let embedded = ranked_labels(&near_twins(config(1.0)), query);
+    assert_eq!(embedded[0], "market", "{embedded:?}");
+    // The lexical ranking alone puts the other first (label order breaks the tie), so the
+    // signal is what moved it.
+    assert_eq!(lexical[0], "orbit", "{lexical:?}");
+}
+
+#[test]
+fn without_a_query_vector_retrieval_is_lexical() {
+    let engine = near_twins(config(1.0));
+    let query = "the report of the week on moneylenders";
+    let analysis = engine.analyze(query); // never embedded
+    let lexical = ranked_labels(&near_twins(config(0.0)), query);
+    assert_eq!(engine.retrieve(&analysis).unwrap().candidates, lexical);
+}
+
+#[test]
+fn a_restored_engine_given_the_encoder_retrieves_as_the_live_one() {
+    let live = near_twins(config(1.0));
+    let restored = Engine::from_state(config(1.0), live.to_state())
+        .unwrap()
+        .with_encoder(Arc::new(TopicEncoder))
+        .unwrap();
+    for query in [
+        "money talk",
+        "space and the week",
+        "nothing known here at all",
+    ] {
+        let a = {
+            let mut analysis = live.analyze(query);
+            live.embed_query(&mut analysis, query).unwrap();
+            live.retrieve(&analysis).unwrap()
+        };
+        let b = {
+            let mut analysis = restored.analyze(query);
+            restored.embed_query(&mut analysis, query).unwrap();
+            restored.retrieve(&analysis).unwrap()
+        };
+        assert_eq!(a, b, "{query}");
+    }
+}
+
+struct Broken;
+
+impl TextEncoder for Broken {
+    fn encode(&self, _: &str) -> Result<Vec<f32>, EncodeError> {
+        Err(EncodeError("out of memory".into()))
+    }
+}
+
+#[test]
+fn a_round_the_encoder_fails_on_changes_nothing() {
+    let mut engine = Engine::new(EngineConfig::default())
+        .with_encoder(Arc::new(Broken))
+        .unwrap();
+    let before = engine.digest();
+    let error = engine
+        .apply_round(&[label("orbit", &["space launches"])])
+        .unwrap_err();
+    assert_eq!(
+        error,
+        EngineError::Encode(EncodeError("out of memory".into()))
+    );
+    assert_eq!(engine.digest(), before);
+    assert!(engine.labels().is_empty());
+}
