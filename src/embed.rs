@@ -29,7 +29,7 @@ pub enum LoadError {
     Read(PathBuf, String),
 }
 
-/// A loaded model; encoding is synchronous CPU work (≈ 0.1 s for a 256-token text on one
+/// A loaded model; encoding is synchronous CPU work (≈ 0.13 s for a 256-token text on one
 /// 2-core machine; see README, "The embedding signal").
 pub struct MiniLm {
     model: BertModel,
