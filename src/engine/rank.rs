@@ -153,13 +153,7 @@ pub fn score(
     } else {
         total.iter().copied().fold(0.0f64, f64::max)
     };
-    let mut ranked: Vec<(u32, f64)> = total
-        .into_iter()
-        .enumerate()
-        .filter(|&(_, s)| s > 0.0)
-        .map(|(l, s)| (l as u32, s))
-        .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let ranked = best_first(total);
     let best_example = ranked
         .iter()
         .map(|(l, _)| gathered.example_doc[*l as usize])
@@ -195,6 +189,13 @@ pub fn add_embedding(
             *score += weight * similarity;
         }
     }
+    let ranked = best_first(total);
+    ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
+    ranking.ranked = ranked;
+}
+
+/// Labels with a positive score, best first (ties by label position).
+fn best_first(total: Vec<f64>) -> Vec<(u32, f64)> {
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
         .enumerate()
@@ -202,8 +203,7 @@ pub fn add_embedding(
         .map(|(l, s)| (l as u32, s))
         .collect();
     ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
-    ranking.ranked = ranked;
+    ranked
 }
 
 /// A query's hits sorted by what they say, per active label position: its closest example
