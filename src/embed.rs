@@ -90,12 +90,12 @@ impl TextEncoder for MiniLm {
 
 /// An encoder that remembers every text it encoded: `gorag eval` meets each held-out text once
 /// per round and strategy. Unbounded, so not for the service.
-pub struct Remembering<E> {
+pub struct CachedEncoder<E> {
     inner: E,
     seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
 }
 
-impl<E: TextEncoder> Remembering<E> {
+impl<E: TextEncoder> CachedEncoder<E> {
     pub fn new(inner: E) -> Self {
         Self {
             inner,
@@ -104,7 +104,7 @@ impl<E: TextEncoder> Remembering<E> {
     }
 }
 
-impl<E: TextEncoder> TextEncoder for Remembering<E> {
+impl<E: TextEncoder> TextEncoder for CachedEncoder<E> {
     fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         let remembered =
             |seen: &std::collections::HashMap<String, Vec<f32>>| seen.get(text).cloned();

@@ -275,9 +275,9 @@ pub struct EvalArgs {
     pub label_names: LabelNamesArg,
     #[command(flatten)]
     pub llm: LlmArgs,
-    /// The embedding signal for the ranked strategies: a model folder from
+    /// The embedding signal for `ranked` and `hybrid`: a model folder from
     /// scripts/embedding-model.sh (default: off).
-    #[arg(long, env = "GORAG_EMBEDDING_MODEL")]
+    #[arg(long)]
     pub embedding_model: Option<PathBuf>,
     /// Folder for report.json and accuracy.svg.
     #[arg(long, default_value = "out/eval")]
@@ -291,6 +291,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
     let engines = args.engines();
+    // Before any LLM call: a bad model folder fails at once.
+    let encoder = args.encoder()?;
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     if args.discover.discover {
         let outcome = discover::run(
@@ -309,7 +311,6 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
         }
         return outcome;
     }
-    let encoder = args.encoder()?;
     let mut runs = Vec::new();
     for engine in engines {
         let options = eval::EvalOptions {
@@ -343,16 +344,30 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 }
 
 impl EvalArgs {
-    /// The classifier (LLM client, when one is configured, and keyword mode).
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
         let Some(dir) = &self.embedding_model else {
             return Ok(None);
         };
+        if self.discover.discover {
+            bail!("--embedding-model does not apply to --discover (its protocol is lexical)");
+        }
+        for (flag, weight) in [
+            ("--embedding-weight", self.ranking.embedding_weight),
+            (
+                "--embedding-name-weight",
+                self.ranking.embedding_name_weight,
+            ),
+        ] {
+            if !(weight.is_finite() && weight >= 0.0) {
+                bail!("{flag}: must be a number ≥ 0");
+            }
+        }
         let model = crate::embed::MiniLm::load(dir)?;
-        Ok(Some(Arc::new(crate::embed::Remembering::new(model))))
+        Ok(Some(Arc::new(crate::embed::CachedEncoder::new(model))))
     }
 
+    /// The classifier (LLM client, when one is configured, and keyword mode).
     fn classifier(&self) -> Result<(Classifier, Option<LlmClient>, KeywordMode)> {
         let llm = self.llm.client()?;
         let keyword_mode = match self.keywords {

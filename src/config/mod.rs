@@ -271,14 +271,17 @@ impl ServeConfig {
             }
         }
         if let Some(dir) = &self.engine.embedding_model {
-            for file in crate::embed::MODEL_FILES {
-                if !dir.join(file).is_file() {
-                    errors.push(format!(
-                        "engine.embedding_model: {} has no {file} (scripts/embedding-model.sh \
-                         fetches the model)",
-                        dir.display()
-                    ));
-                }
+            let missing: Vec<&str> = crate::embed::MODEL_FILES
+                .into_iter()
+                .filter(|file| !dir.join(file).is_file())
+                .collect();
+            if !missing.is_empty() {
+                errors.push(format!(
+                    "engine.embedding_model: {} lacks {} (scripts/embedding-model.sh fetches \
+                     the model)",
+                    dir.display(),
+                    missing.join(", ")
+                ));
             }
         }
         if self.discovery.enabled {

@@ -55,10 +55,12 @@ impl Engine {
         }
     }
 
-    /// With the embedding signal on, encode the query text into `analysis` (a no-op without
-    /// it). On error the analysis is left without a vector and retrieval is lexical alone.
+    /// With the embedding signal on and a strategy with a first hop (`ranked`, `hybrid`),
+    /// encode the query text into `analysis` (a no-op otherwise). On error the analysis is left
+    /// without a vector and retrieval is lexical alone.
     pub fn embed_query(&self, analysis: &mut Analysis, text: &str) -> Result<(), EncodeError> {
-        if let Some(embeddings) = &self.embeddings {
+        let first_hop = self.config.strategy.evidence().is_some_and(|e| e.first_hop);
+        if let (true, Some(embeddings)) = (first_hop, &self.embeddings) {
             analysis.embedding = Some(embeddings.encode(text)?);
         }
         Ok(())

@@ -170,6 +170,7 @@ pub enum EngineError {
     EmptyLabelId,
     #[error("no active label: a round must be applied before texts can be classified")]
     NoActiveLabels,
+    /// Only from [`Engine::with_encoder`]: rounds and examples never fail on the encoder.
     #[error(transparent)]
     Encode(#[from] EncodeError),
 }
@@ -180,7 +181,8 @@ struct PreparedDocument<'t> {
     text: &'t str,
     is_example: bool,
     terms: TermCounts,
-    vector: Option<Vec<f32>>,
+    /// With the embedding signal, its vector (Some(None): the encoder failed on it).
+    vector: Option<Option<Vec<f32>>>,
 }
 
 /// A label as it is announced in a round.
@@ -216,6 +218,10 @@ pub struct IndexReport {
     pub labels_added: usize,
     pub texts_indexed: usize,
     pub keywords_added: usize,
+    /// Names and examples the embedding signal's encoder failed on: indexed all the same (the
+    /// round is applied as on every replica), without a vector.
+    #[serde(default)]
+    pub unencoded: usize,
 }
 
 /// Why the candidate set is what it is.
@@ -333,10 +339,6 @@ impl Engine {
         Ok(self)
     }
 
-    pub fn embeddings(&self) -> Option<&Embeddings> {
-        self.embeddings.as_ref()
-    }
-
     /// The texts the active labels explain poorly, oldest first.
     pub fn pool(&self) -> &Pool {
         &self.pool
@@ -392,8 +394,8 @@ impl Engine {
         self.label(id).is_some_and(|l| l.active)
     }
 
-    /// Register a round's labels and index their examples and descriptions. Validated (and,
-    /// with the embedding signal, encoded) as a whole first: on error nothing changes.
+    /// Register a round's labels and index their examples and descriptions. Validated as a
+    /// whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
         self.check_round(labels)?;
         let first = self.labels.len();
@@ -406,11 +408,15 @@ impl Engine {
                 documents.push((first + i, description.as_str(), false));
             }
         }
-        let prepared = self.prepare_documents(&documents)?;
-        let name_vectors = labels
+        let prepared = self.prepare_documents(&documents);
+        let name_vectors: Vec<_> = labels
             .iter()
             .map(|label| self.encode_name(label.name.as_deref()))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect();
+        let unencoded_names = name_vectors
+            .iter()
+            .filter(|v| matches!(v, Some(None)))
+            .count();
         for (label, name_vector) in labels.iter().zip(name_vectors) {
             let position = self.labels.len();
             self.labels.push(LabelInfo {
@@ -427,13 +433,14 @@ impl Engine {
                 self.index
                     .add_labelled(DocKind::Name, position as u32, terms, None);
             }
-            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, name_vector) {
+            if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, name_vector) {
                 embeddings.set_name(position, vector);
             }
         }
         self.label_version += 1;
         let mut report = self.index_documents(prepared);
         report.labels_added = labels.len();
+        report.unencoded += unencoded_names;
         Ok(report)
     }
 
@@ -466,7 +473,7 @@ impl Engine {
             .iter()
             .map(|e| (position, e.as_str(), true))
             .collect();
-        let prepared = self.prepare_documents(&documents)?;
+        let prepared = self.prepare_documents(&documents);
         self.labels[position].examples += examples.len() as u32;
         Ok(self.index_documents(prepared))
     }
@@ -490,39 +497,44 @@ impl Engine {
         Ok(position)
     }
 
-    /// What is derived from a batch of labelled material before anything changes: each
-    /// document's retrieval terms and, with the embedding signal, each kept example's vector
-    /// (encoded from the text the index keeps, so a restored engine encodes the same).
+    /// What is derived from a batch of labelled material: each document's retrieval terms and,
+    /// with the embedding signal, each kept example's vector (encoded from the text the index
+    /// keeps, so a restored engine encodes the same). An encoder failure leaves the document
+    /// without a vector rather than refusing it: whether a round applies must depend on the
+    /// round alone, or replicas would disagree.
     fn prepare_documents<'t>(
         &self,
         documents: &[(usize, &'t str, bool)],
-    ) -> Result<Vec<PreparedDocument<'t>>, EngineError> {
+    ) -> Vec<PreparedDocument<'t>> {
         documents
             .iter()
             .map(|&(position, text, is_example)| {
                 let terms = TermCounts::of(text);
                 let vector = match &self.embeddings {
-                    Some(embeddings) if is_example && !terms.is_empty() => {
-                        Some(embeddings.encode(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))?)
-                    }
+                    Some(embeddings) if is_example && !terms.is_empty() => Some(
+                        embeddings
+                            .encode(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
+                            .ok(),
+                    ),
                     _ => None,
                 };
-                Ok(PreparedDocument {
+                PreparedDocument {
                     position,
                     text,
                     is_example,
                     terms,
                     vector,
-                })
+                }
             })
             .collect()
     }
 
-    /// A label name's vector, with the embedding signal.
-    fn encode_name(&self, name: Option<&str>) -> Result<Option<Vec<f32>>, EngineError> {
+    /// A label name's vector with the embedding signal: None without it, Some(None) when the
+    /// encoder failed.
+    fn encode_name(&self, name: Option<&str>) -> Option<Option<Vec<f32>>> {
         match (&self.embeddings, name) {
-            (Some(embeddings), Some(name)) => Ok(Some(embeddings.encode_name(name)?)),
-            _ => Ok(None),
+            (Some(embeddings), Some(name)) => Some(embeddings.encode_name(name).ok()),
+            _ => None,
         }
     }
 
@@ -532,6 +544,10 @@ impl Engine {
     /// weights once for the batch.
     fn index_documents(&mut self, documents: Vec<PreparedDocument<'_>>) -> IndexReport {
         let texts_indexed = documents.len();
+        let unencoded = documents
+            .iter()
+            .filter(|d| matches!(d.vector, Some(None)))
+            .count();
         let analysed: Vec<(PreparedDocument<'_>, PhraseCounts)> = documents
             .into_iter()
             .map(|document| {
@@ -561,7 +577,8 @@ impl Engine {
                 document.terms,
                 Some(document.text),
             );
-            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, document.vector) {
+            if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, document.vector)
+            {
                 embeddings.push_example(document.position, vector);
             }
         }
@@ -570,6 +587,7 @@ impl Engine {
             labels_added: 0,
             texts_indexed,
             keywords_added: self.graph.keyword_count() - before,
+            unencoded,
         }
     }
 

@@ -83,14 +83,19 @@ impl Engine {
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
-        if let (true, Some(embeddings), Some(query)) =
-            (evidence.first_hop, &self.embeddings, &analysis.embedding)
-        {
-            let config = &self.config.ranking;
-            let similarity =
-                embeddings.similarity(query, self.labels.len(), config.embedding_name_weight);
-            rank::add_embedding(&mut ranking, &similarity, config.embedding_weight, |l| {
-                self.labels[l as usize].active
+        let weight = self.config.ranking.embedding_weight;
+        if let (true, true, Some(embeddings), Some(query)) = (
+            evidence.first_hop,
+            weight.is_finite() && weight > 0.0,
+            &self.embeddings,
+            &analysis.embedding,
+        ) {
+            let name_weight = self.config.ranking.embedding_name_weight.max(0.0);
+            let similarity = embeddings.similarity(query, self.labels.len(), name_weight);
+            rank::add_embedding(&mut ranking, &similarity, weight, |l| {
+                self.labels
+                    .get(l as usize)
+                    .is_some_and(|label| label.active)
             });
         }
         let margin = ranking.margin();

@@ -76,6 +76,7 @@ impl Engine {
                     labels_added: 0,
                     texts_indexed: 1,
                     keywords_added,
+                    unencoded: 0,
                 })
             }
         }

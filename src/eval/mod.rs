@@ -26,7 +26,7 @@ use dataset::{RoundData, Sample};
 #[derive(Clone)]
 pub struct EvalOptions {
     pub engine: EngineConfig,
-    /// The embedding signal's encoder, for the ranked strategies (None: off).
+    /// The embedding signal's encoder, for the strategies with a first hop (None: off).
     pub encoder: Option<std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
     /// LLM calls in flight for the texts that are not indexed online.
     pub concurrency: usize,
@@ -226,7 +226,12 @@ pub async fn run(
     classifier: &Classifier,
 ) -> Result<StrategyRun, EngineError> {
     let mut engine = Engine::new(options.engine.clone());
-    if let (Some(encoder), Some(_)) = (&options.encoder, options.engine.strategy.evidence()) {
+    let first_hop = options
+        .engine
+        .strategy
+        .evidence()
+        .is_some_and(|e| e.first_hop);
+    if let (Some(encoder), true) = (&options.encoder, first_hop) {
         engine = engine.with_encoder(encoder.clone())?;
     }
     let strategy = options.engine.strategy.as_str().to_string();

@@ -102,9 +102,7 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         let model = crate::embed::MiniLm::load(dir).map_err(ServeError::Embedding)?;
         engine = engine
             .with_encoder(std::sync::Arc::new(model))
-            .map_err(|e| {
-                ServeError::Embedding(crate::embed::LoadError::Read(dir.clone(), e.to_string()))
-            })?;
+            .map_err(|e| ServeError::EmbeddingStart(dir.clone(), e))?;
         tracing::info!(
             model = %dir.display(),
             seconds = started.elapsed().as_secs_f64(),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::label;
 use crate::engine::embedding::tests::TopicEncoder;
 use crate::engine::embedding::{EncodeError, TextEncoder};
-use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::engine::{Engine, EngineConfig};
 
 /// Two labels whose examples share every word but one topic word each, so the words alone
 /// barely tell them apart; a query naming neither topic word lexically but a synonym topic.
@@ -93,18 +93,36 @@ impl TextEncoder for Broken {
 }
 
 #[test]
-fn a_round_the_encoder_fails_on_changes_nothing() {
+fn a_round_the_encoder_fails_on_is_applied_without_vectors() {
     let mut engine = Engine::new(EngineConfig::default())
         .with_encoder(Arc::new(Broken))
         .unwrap();
-    let before = engine.digest();
-    let error = engine
-        .apply_round(&[label("orbit", &["space launches"])])
-        .unwrap_err();
-    assert_eq!(
-        error,
-        EngineError::Encode(EncodeError("out of memory".into()))
-    );
-    assert_eq!(engine.digest(), before);
-    assert!(engine.labels().is_empty());
+    let mut lexical = Engine::new(EngineConfig::default());
+    let round = [label("orbit", &["space launches"])];
+    let report = engine.apply_round(&round).unwrap();
+    lexical.apply_round(&round).unwrap();
+    // One example and one name without a vector; the state is the lexical engine's, as every
+    // replica's must be whatever its encoder does.
+    assert_eq!(report.unencoded, 2);
+    assert_eq!(engine.digest(), lexical.digest());
+}
+
+#[test]
+fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() {
+    let mut live = near_twins(config(1.0));
+    // Longer than the index keeps (1,000 characters): both engines encode the kept text.
+    let long = format!("{} money at the end", "space ".repeat(400));
+    live.add_examples("market", &[long]).unwrap();
+    let restored = Engine::from_state(config(1.0), live.to_state())
+        .unwrap()
+        .with_encoder(Arc::new(TopicEncoder))
+        .unwrap();
+    for query in ["space", "money report", "the week"] {
+        let retrieve = |engine: &Engine| {
+            let mut analysis = engine.analyze(query);
+            engine.embed_query(&mut analysis, query).unwrap();
+            engine.retrieve(&analysis).unwrap()
+        };
+        assert_eq!(retrieve(&live), retrieve(&restored), "{query}");
+    }
 }

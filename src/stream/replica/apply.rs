@@ -291,9 +291,9 @@ pub fn engine_rejection(error: &EngineError) -> Rejection {
         EngineError::DuplicateLabel(_) | EngineError::RepeatedInRound(_) => Reason::DuplicateLabel,
         EngineError::UnknownLabel(_) => Reason::UnknownLabel,
         EngineError::RetiredLabel(_) => Reason::RetiredLabel,
-        // An encoder failure (embedding signal) is not the round's fault, but it cannot be
-        // applied all the same; the message says which.
-        EngineError::EmptyLabelId | EngineError::Encode(_) => Reason::InvalidRound,
+        EngineError::EmptyLabelId => Reason::InvalidRound,
+        // Only `Engine::with_encoder` fails on the encoder (at startup); a round never does.
+        EngineError::Encode(_) => Reason::InvalidRound,
         EngineError::NoActiveLabels => Reason::NoActiveLabels,
     };
     Rejection::new(reason, error.to_string())

@@ -182,6 +182,14 @@ impl Replica {
                 ..
             } => {
                 stats.label_event();
+                if report.unencoded > 0 {
+                    tracing::warn!(
+                        offset = labels_offset,
+                        unencoded = report.unencoded,
+                        "the embedding model failed on names or examples of this round: indexed \
+                         without their vectors"
+                    );
+                }
                 tracing::info!(
                     offset = labels_offset,
                     labels_added = report.labels_added,
