@@ -1,6 +1,6 @@
 //! The embedding signal (optional): a sentence encoder's cosine between a text and each label's
-//! labelled examples and name, added to the first hop of the ranked strategies (README, "The
-//! embedding signal").
+//! labelled examples and name, added to the label's score in `ranked` and `hybrid` once both
+//! hops have spoken (README, "The embedding signal").
 //!
 //! The engine stays synchronous and free of model code: it holds a [`TextEncoder`] (the shell's
 //! `embed::MiniLm`, or a test's) and keeps one vector per label name and per labelled example.
