@@ -1,0 +1,243 @@
+//! Rounds: registering labels and indexing their own material — examples, descriptions,
+//! names — into the corpus statistics, the keyword graph, the retrieval index and (with the
+//! embedding signal) the labels' vectors; and turning the embedding signal on.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::embedding::{Embeddings, TextEncoder};
+use super::index::{self, DocKind};
+use super::keywords;
+use super::prompt;
+use super::terms::TermCounts;
+use super::text::PhraseCounts;
+use super::{Engine, EngineError, IndexReport, LabelInfo, NewLabel};
+
+/// A labelled document ready to index (see [`Engine::prepare_documents`]).
+struct PreparedDocument<'t> {
+    position: usize,
+    text: &'t str,
+    is_example: bool,
+    terms: TermCounts,
+    /// With the embedding signal, its vector (Some(None): the encoder failed on it).
+    vector: Option<Option<Vec<f32>>>,
+}
+
+impl Engine {
+    /// Turn the embedding signal on: every label name and labelled example the engine holds is
+    /// encoded now, and what later rounds bring as it arrives.
+    pub fn with_encoder(mut self, encoder: Arc<dyn TextEncoder>) -> Result<Self, EngineError> {
+        let mut embeddings = Embeddings::new(encoder);
+        for (position, label) in self.labels.iter().enumerate() {
+            if let Some(name) = &label.name {
+                let vector = embeddings.encode_name(name)?;
+                embeddings.set_name(position, vector);
+            }
+        }
+        for doc in self.index.docs() {
+            if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
+                let vector = embeddings.encode(text)?;
+                embeddings.push_example(doc.label as usize, vector);
+            }
+        }
+        self.embeddings = Some(embeddings);
+        Ok(self)
+    }
+
+    /// Register a round's labels and index their examples and descriptions. Validated as a
+    /// whole first: on error nothing changes.
+    pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
+        self.check_round(labels)?;
+        let first = self.labels.len();
+        let mut documents = Vec::new();
+        for (i, label) in labels.iter().enumerate() {
+            for example in &label.examples {
+                documents.push((first + i, example.as_str(), true));
+            }
+            if let Some(description) = &label.description {
+                documents.push((first + i, description.as_str(), false));
+            }
+        }
+        let prepared = self.prepare_documents(&documents);
+        let name_vectors: Vec<_> = labels
+            .iter()
+            .map(|label| self.encode_name(label.name.as_deref()))
+            .collect();
+        let unencoded_names = name_vectors
+            .iter()
+            .filter(|v| matches!(v, Some(None)))
+            .count();
+        for (label, name_vector) in labels.iter().zip(name_vectors) {
+            let position = self.labels.len();
+            self.labels.push(LabelInfo {
+                id: label.id.clone(),
+                name: label.name.clone(),
+                description: label.description.clone(),
+                active: true,
+                examples: label.examples.len() as u32,
+            });
+            self.label_index.insert(label.id.clone(), position);
+            self.graph.ensure_label(&label.id);
+            if let Some(name) = &label.name {
+                let terms = TermCounts::of(&name.replace('_', " "));
+                self.index
+                    .add_labelled(DocKind::Name, position as u32, terms, None);
+            }
+            if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, name_vector) {
+                embeddings.set_name(position, vector);
+            }
+        }
+        self.label_version += 1;
+        let mut report = self.index_documents(prepared);
+        report.labels_added = labels.len();
+        report.unencoded += unencoded_names;
+        Ok(report)
+    }
+
+    /// Whether [`Engine::apply_round`] would accept `labels` (checked before asking an LLM to
+    /// describe them).
+    pub fn check_round(&self, labels: &[NewLabel]) -> Result<(), EngineError> {
+        let mut in_round = HashSet::new();
+        for label in labels {
+            if label.id.trim().is_empty() {
+                return Err(EngineError::EmptyLabelId);
+            }
+            if self.label_index.contains_key(&label.id) {
+                return Err(EngineError::DuplicateLabel(label.id.clone()));
+            }
+            if !in_round.insert(label.id.as_str()) {
+                return Err(EngineError::RepeatedInRound(label.id.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// More labelled examples for an existing, active label.
+    pub fn add_examples(
+        &mut self,
+        label: &str,
+        examples: &[String],
+    ) -> Result<IndexReport, EngineError> {
+        let position = self.active_position(label)?;
+        let documents: Vec<_> = examples
+            .iter()
+            .map(|e| (position, e.as_str(), true))
+            .collect();
+        let prepared = self.prepare_documents(&documents);
+        self.labels[position].examples += examples.len() as u32;
+        Ok(self.index_documents(prepared))
+    }
+
+    /// Stop offering a label. Its graph nodes stay (their keywords still connect the graph).
+    pub fn retire_label(&mut self, label: &str) -> Result<(), EngineError> {
+        let position = self.active_position(label)?;
+        self.labels[position].active = false;
+        self.label_version += 1;
+        Ok(())
+    }
+
+    fn active_position(&self, label: &str) -> Result<usize, EngineError> {
+        let &position = self
+            .label_index
+            .get(label)
+            .ok_or_else(|| EngineError::UnknownLabel(label.to_string()))?;
+        if !self.labels[position].active {
+            return Err(EngineError::RetiredLabel(label.to_string()));
+        }
+        Ok(position)
+    }
+
+    /// What is derived from a batch of labelled material: each document's retrieval terms and,
+    /// with the embedding signal, each kept example's vector (encoded from the text the index
+    /// keeps, so a restored engine encodes the same). An encoder failure leaves the document
+    /// without a vector rather than refusing it: whether a round applies must depend on the
+    /// round alone, or replicas would disagree.
+    fn prepare_documents<'t>(
+        &self,
+        documents: &[(usize, &'t str, bool)],
+    ) -> Vec<PreparedDocument<'t>> {
+        documents
+            .iter()
+            .map(|&(position, text, is_example)| {
+                let terms = TermCounts::of(text);
+                let vector = match &self.embeddings {
+                    Some(embeddings) if is_example && !terms.is_empty() => Some(
+                        embeddings
+                            .encode(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
+                            .ok(),
+                    ),
+                    _ => None,
+                };
+                PreparedDocument {
+                    position,
+                    text,
+                    is_example,
+                    terms,
+                    vector,
+                }
+            })
+            .collect()
+    }
+
+    /// A label name's vector with the embedding signal: None without it, Some(None) when the
+    /// encoder failed.
+    fn encode_name(&self, name: Option<&str>) -> Option<Option<Vec<f32>>> {
+        match (&self.embeddings, name) {
+            (Some(embeddings), Some(name)) => Some(embeddings.encode_name(name).ok()),
+            _ => None,
+        }
+    }
+
+    /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
+    /// statistics first, then each is scored and linked to its label. The retrieval index gets
+    /// the examples and descriptions too, and each new label's name, then recomputes its
+    /// weights once for the batch.
+    fn index_documents(&mut self, documents: Vec<PreparedDocument<'_>>) -> IndexReport {
+        let texts_indexed = documents.len();
+        let unencoded = documents
+            .iter()
+            .filter(|d| matches!(d.vector, Some(None)))
+            .count();
+        let analysed: Vec<(PreparedDocument<'_>, PhraseCounts)> = documents
+            .into_iter()
+            .map(|document| {
+                let phrases = PhraseCounts::of(document.text);
+                (document, phrases)
+            })
+            .collect();
+        for (_, phrases) in &analysed {
+            self.stats.add(phrases);
+        }
+        let before = self.graph.keyword_count();
+        for (document, phrases) in analysed {
+            let scores = self.stats.scores(&phrases, true);
+            let label_id = self.labels[document.position].id.clone();
+            for keyword in keywords::select(scores, &self.config.example_selection) {
+                self.graph
+                    .observe(&keyword.phrase, &label_id, 1.0 - keyword.score);
+            }
+            let kind = if document.is_example {
+                DocKind::Example
+            } else {
+                DocKind::Description
+            };
+            self.index.add_labelled(
+                kind,
+                document.position as u32,
+                document.terms,
+                Some(document.text),
+            );
+            if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, document.vector)
+            {
+                embeddings.push_example(document.position, vector);
+            }
+        }
+        self.index.reweigh();
+        IndexReport {
+            labels_added: 0,
+            texts_indexed,
+            keywords_added: self.graph.keyword_count() - before,
+            unencoded,
+        }
+    }
+}
