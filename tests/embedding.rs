@@ -1,11 +1,17 @@
 //! The embedding signal with the real model (all-MiniLM-L6-v2 from scripts/embedding-model.sh,
 //! which scripts/test.sh runs and points GORAG_EMBEDDING_MODEL at).
 
+#[allow(dead_code)] // this binary uses the broker helpers only
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
+use std::time::Duration;
 
 use gorag::embed::MiniLm;
 use gorag::engine::embedding::TextEncoder;
+use support::example;
+use support::kafka::{predicted_ids, publish_json, read_until, Service, Topics};
 
 fn model_dir() -> PathBuf {
     let dir = std::env::var_os("GORAG_EMBEDDING_MODEL")
@@ -99,4 +105,50 @@ fn eval_refuses_a_missing_model_folder() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("embedding model folder"), "{stderr}");
+}
+
+/// `gorag serve` with the signal on keeps the labels' vectors in its state: a restart reads
+/// them back instead of encoding every name and example again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_service_reads_the_labels_vectors_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("embedding-restart");
+    let mut sets = topics.sets();
+    sets.extend([
+        format!("state.dir={}", dir.path().join("state").display()),
+        "kafka.commit_interval_ms=200".into(),
+        "llm.url=none".into(),
+        format!("engine.embedding_model={}", model_dir().display()),
+    ]);
+    let mut first = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| first.wait_ready());
+    // Three labels with a name and two examples each, encoded as the round arrives.
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(120), |r| {
+            predicted_ids(r).len() >= 4
+        })
+    });
+    assert_eq!(predicted_ids(&records).len(), 4, "{}", first.log_text());
+    let log = tokio::task::block_in_place(|| first.stop());
+    assert!(
+        signal_on(&log).contains("read_back=0 encoded=0"),
+        "nothing to encode before the first round: {log}"
+    );
+
+    let mut second = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| second.wait_ready());
+    let log = tokio::task::block_in_place(|| second.stop());
+    assert!(
+        signal_on(&log).contains("read_back=9 encoded=0"),
+        "3 names and 6 examples read back, none encoded: {log}"
+    );
+}
+
+/// The startup line that reports the signal on (empty when there is none).
+fn signal_on(log: &str) -> &str {
+    log.lines()
+        .find(|l| l.contains("embedding signal on"))
+        .unwrap_or_default()
 }

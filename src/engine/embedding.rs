@@ -22,7 +22,15 @@ pub struct EncodeError(pub String);
 /// A sentence encoder: one unit-length vector per text, all of the same length, the same
 /// vector for the same text every time (replicas must agree).
 pub trait TextEncoder: Send + Sync {
+    /// A text to classify.
     fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError>;
+
+    /// A label's own material (its name, an example): the same vector as [`Self::encode`]
+    /// gives, but asked for again at every start, so a shell may keep these across restarts
+    /// (queries are not kept: they are unbounded).
+    fn encode_material(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        self.encode(text)
+    }
 }
 
 /// Per label position: its name's vector and its examples' vectors.
@@ -59,8 +67,14 @@ impl Embeddings {
         }
     }
 
+    /// A query's vector.
     pub fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         self.encoder.encode(text)
+    }
+
+    /// A labelled example's vector.
+    pub fn encode_example(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        self.encoder.encode_material(text)
     }
 
     fn label_mut(&mut self, position: usize) -> &mut LabelVectors {
@@ -72,7 +86,7 @@ impl Embeddings {
 
     /// A label name's vector (underscores read as spaces, as the index reads them).
     pub fn encode_name(&self, name: &str) -> Result<Vec<f32>, EncodeError> {
-        self.encoder.encode(&name.replace('_', " "))
+        self.encoder.encode_material(&name.replace('_', " "))
     }
 
     pub fn set_name(&mut self, position: usize, vector: Vec<f32>) {

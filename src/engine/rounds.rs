@@ -36,7 +36,7 @@ impl Engine {
         }
         for doc in self.index.docs() {
             if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
-                let vector = embeddings.encode(text)?;
+                let vector = embeddings.encode_example(text)?;
                 embeddings.push_example(doc.label as usize, vector);
             }
         }
@@ -163,7 +163,7 @@ impl Engine {
                 let vector = match &self.embeddings {
                     Some(embeddings) if is_example && !terms.is_empty() => Some(
                         embeddings
-                            .encode(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
+                            .encode_example(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
                             .ok(),
                     ),
                     _ => None,

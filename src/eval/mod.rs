@@ -153,6 +153,7 @@ impl Scored {
             basis = ?classified.retrieval.basis,
             margin = ?classified.retrieval.margin,
             candidates = ?classified.retrieval.candidates,
+            scores = ?classified.retrieval.scores,
             "text"
         );
         if let Some(kind) = classified.decision.hallucination {

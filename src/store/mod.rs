@@ -18,7 +18,7 @@ use crate::engine::update::Update;
 use crate::engine::{Engine, EngineConfig, EngineError};
 
 pub use memory::MemoryStore;
-pub use sled_store::SledStore;
+pub use sled_store::{SledStore, SledVectors};
 
 /// Next offset to read, per (topic, partition).
 pub type Offsets = BTreeMap<(String, i32), i64>;
@@ -56,6 +56,14 @@ pub trait StateStore: Send {
     fn flush(&self) -> Result<(), StoreError>;
     /// This instance's id, made up on first use and kept.
     fn instance_id(&mut self) -> Result<String, StoreError>;
+}
+
+/// Sentence vectors kept across restarts: the embedding signal's vectors of label names and
+/// examples, which every start would otherwise encode again (README, "The embedding signal").
+/// Keys are digests of the text; a store holds the vectors of one model only.
+pub trait VectorStore: Send + Sync {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError>;
+    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError>;
 }
 
 #[derive(Debug, Error)]

@@ -5,13 +5,16 @@
 //! - `log/<seq u64 BE>` → postcard([`Update`])
 //! - `offset/<topic>\0<partition i32 BE>` → i64 BE, the next offset to read
 //!
+//! and, with the embedding signal, a tree of its own ([`SledVectors`]): `model` → the model's
+//! fingerprint, `<sha256 of a text>` → its vector (f32 little-endian).
+//!
 //! sled is beta software and allows one process per database; see README "State".
 
 use std::path::Path;
 
 use sled::{Batch, Db, IVec};
 
-use super::{Offsets, Saved, StateStore, StoreError};
+use super::{Offsets, Saved, StateStore, StoreError, VectorStore};
 use crate::engine::state::EngineState;
 use crate::engine::update::Update;
 
@@ -21,6 +24,8 @@ const SNAPSHOT_KEY: &[u8] = b"snapshot";
 const LOG_PREFIX: &[u8] = b"log/";
 const OFFSET_PREFIX: &[u8] = b"offset/";
 const INSTANCE_KEY: &[u8] = b"instance";
+const VECTORS_TREE: &[u8] = b"embedding_vectors";
+const VECTORS_MODEL_KEY: &[u8] = b"model";
 
 pub struct SledStore {
     db: Db,
@@ -116,12 +121,51 @@ impl SledStore {
         std::sync::Arc::new(move || db.flush().map(|_| ()).map_err(StoreError::from))
     }
 
+    /// The vectors kept for the model `fingerprint`; those of any other model are dropped (a
+    /// new model is a new cache, and the tree never holds two).
+    pub fn vectors(&self, fingerprint: &str) -> Result<SledVectors, StoreError> {
+        let tree = self.db.open_tree(VECTORS_TREE)?;
+        if tree.get(VECTORS_MODEL_KEY)?.as_deref() != Some(fingerprint.as_bytes()) {
+            tree.clear()?;
+            tree.insert(VECTORS_MODEL_KEY, fingerprint.as_bytes())?;
+        }
+        Ok(SledVectors { tree })
+    }
+
     fn log_keys(&self) -> Result<Vec<IVec>, StoreError> {
         self.db
             .scan_prefix(LOG_PREFIX)
             .keys()
             .map(|k| k.map_err(StoreError::from))
             .collect()
+    }
+}
+
+/// One model's sentence vectors in the state database ([`SledStore::vectors`]).
+pub struct SledVectors {
+    tree: sled::Tree,
+}
+
+impl VectorStore for SledVectors {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
+        let Some(bytes) = self.tree.get(key)? else {
+            return Ok(None);
+        };
+        if bytes.is_empty() || bytes.len() % 4 != 0 {
+            return Err(corrupt(key, format!("a vector of {} bytes", bytes.len())));
+        }
+        Ok(Some(
+            bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        ))
+    }
+
+    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError> {
+        let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        self.tree.insert(key, bytes)?;
+        Ok(())
     }
 }
 
@@ -240,20 +284,53 @@ mod tests {
             assert_eq!(store.log_len(), 1);
             store.flush().unwrap();
         }
-        let store = loop {
+        let store = reopen(dir.path());
+        let saved = store.load().unwrap();
+        assert_eq!(saved.snapshot.as_ref(), Some(&engine.to_state()));
+        assert_eq!(saved.log, vec![round("b")]);
+        assert_eq!(saved.offsets, offsets(3));
+        assert_eq!(store.log_len(), 1);
+    }
+
+    fn reopen(path: &Path) -> SledStore {
+        loop {
             // sled releases its lock a moment after the Db is dropped.
-            match SledStore::open(dir.path()) {
+            match SledStore::open(path) {
                 Ok(store) => break store,
                 Err(StoreError::Locked { .. }) => {
                     std::thread::sleep(std::time::Duration::from_millis(20))
                 }
                 Err(other) => panic!("{other}"),
             }
-        };
-        let saved = store.load().unwrap();
-        assert_eq!(saved.snapshot.as_ref(), Some(&engine.to_state()));
-        assert_eq!(saved.log, vec![round("b")]);
-        assert_eq!(saved.offsets, offsets(3));
-        assert_eq!(store.log_len(), 1);
+        }
+    }
+
+    #[test]
+    fn vectors_survive_reopen_for_their_model_only() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = SledStore::open(dir.path()).unwrap();
+            let vectors = store.vectors("model-a").unwrap();
+            vectors.put(b"k1", &[0.5, -0.25, 1.0]).unwrap();
+            assert_eq!(vectors.get(b"k2").unwrap(), None);
+            store.flush().unwrap();
+        }
+        let store = reopen(dir.path());
+        let kept = store.vectors("model-a").unwrap();
+        assert_eq!(kept.get(b"k1").unwrap(), Some(vec![0.5, -0.25, 1.0]));
+        // Another model's cache starts empty, and the first model's vectors are gone for good.
+        assert_eq!(store.vectors("model-b").unwrap().get(b"k1").unwrap(), None);
+        assert_eq!(store.vectors("model-a").unwrap().get(b"k1").unwrap(), None);
+        // The snapshot and log keys live in the default tree, untouched.
+        assert!(store.load().unwrap().snapshot.is_none());
+    }
+
+    #[test]
+    fn a_vector_of_broken_length_is_an_error_not_a_vector() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path()).unwrap();
+        let vectors = store.vectors("m").unwrap();
+        vectors.tree.insert(b"k", &[1u8, 2, 3][..]).unwrap();
+        assert!(matches!(vectors.get(b"k"), Err(StoreError::Corrupt { .. })));
     }
 }

