@@ -72,9 +72,44 @@ impl Embeddings {
         self.encoder.encode(text)
     }
 
-    /// A labelled example's vector.
-    pub fn encode_example(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
-        self.encoder.encode_material(text)
+    /// Labelled material's vectors (examples, or names given by [`Self::encode_name`]'s
+    /// reading), in order, encoded on every core: a round's examples, or every example at
+    /// startup, are the bulk of what the encoder is asked (the model itself runs mostly on one).
+    pub fn encode_material(&self, texts: &[&str]) -> Vec<Result<Vec<f32>, EncodeError>> {
+        let encode = |part: &[&str]| -> Vec<_> {
+            part.iter()
+                .map(|text| self.encoder.encode_material(text))
+                .collect()
+        };
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if threads < 2 || texts.len() < 2 {
+            return encode(texts);
+        }
+        let encode = &encode;
+        let parts: Vec<&[&str]> = texts.chunks(texts.len().div_ceil(threads)).collect();
+        std::thread::scope(|scope| {
+            let running: Vec<_> = parts
+                .iter()
+                .map(|part| std::thread::Builder::new().spawn_scoped(scope, move || encode(part)))
+                .collect();
+            running
+                .into_iter()
+                .zip(&parts)
+                .flat_map(|(thread, part)| match thread {
+                    Ok(thread) => match thread.join() {
+                        Ok(vectors) => vectors,
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    },
+                    // No thread to be had: this one encodes the part.
+                    Err(_) => encode(part),
+                })
+                .collect()
+        })
+    }
+
+    /// A label name as the encoder reads it (underscores as spaces, as the index reads them).
+    pub fn name_text(name: &str) -> String {
+        name.replace('_', " ")
     }
 
     fn label_mut(&mut self, position: usize) -> &mut LabelVectors {
@@ -84,9 +119,9 @@ impl Embeddings {
         &mut self.labels[position]
     }
 
-    /// A label name's vector (underscores read as spaces, as the index reads them).
+    /// A label name's vector.
     pub fn encode_name(&self, name: &str) -> Result<Vec<f32>, EncodeError> {
-        self.encoder.encode_material(&name.replace('_', " "))
+        self.encoder.encode_material(&Self::name_text(name))
     }
 
     pub fn set_name(&mut self, position: usize, vector: Vec<f32>) {
@@ -147,6 +182,18 @@ pub(crate) mod tests {
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
             Ok(v.into_iter().map(|x| x / norm).collect())
         }
+    }
+
+    #[test]
+    fn material_encoded_on_every_core_comes_back_in_order() {
+        let e = Embeddings::new(Arc::new(TopicEncoder));
+        let texts: Vec<String> = (0..9)
+            .map(|i| format!("{} {}", TOPICS[i % 4], TOPICS[(i * 3) % 4].repeat(i)))
+            .collect();
+        let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let one_by_one: Vec<_> = texts.iter().map(|t| TopicEncoder.encode(t)).collect();
+        assert_eq!(e.encode_material(&texts), one_by_one);
+        assert!(e.encode_material(&[]).is_empty());
     }
 
     #[test]

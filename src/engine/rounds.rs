@@ -28,17 +28,34 @@ impl Engine {
     /// encoded now, and what later rounds bring as it arrives.
     pub fn with_encoder(mut self, encoder: Arc<dyn TextEncoder>) -> Result<Self, EngineError> {
         let mut embeddings = Embeddings::new(encoder);
-        for (position, label) in self.labels.iter().enumerate() {
-            if let Some(name) = &label.name {
-                let vector = embeddings.encode_name(name)?;
-                embeddings.set_name(position, vector);
-            }
+        let names: Vec<(usize, String)> = self
+            .labels
+            .iter()
+            .enumerate()
+            .filter_map(|(position, label)| {
+                let name = label.name.as_deref()?;
+                Some((position, Embeddings::name_text(name)))
+            })
+            .collect();
+        let examples: Vec<(usize, &str)> = self
+            .index
+            .docs()
+            .filter_map(|doc| match (doc.kind, &doc.text) {
+                (DocKind::Example, Some(text)) => Some((doc.label as usize, text.as_str())),
+                _ => None,
+            })
+            .collect();
+        let texts: Vec<&str> = names
+            .iter()
+            .map(|(_, name)| name.as_str())
+            .chain(examples.iter().map(|&(_, text)| text))
+            .collect();
+        let mut vectors = embeddings.encode_material(&texts).into_iter();
+        for (&(position, _), vector) in names.iter().zip(vectors.by_ref()) {
+            embeddings.set_name(position, vector?);
         }
-        for doc in self.index.docs() {
-            if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
-                let vector = embeddings.encode_example(text)?;
-                embeddings.push_example(doc.label as usize, vector);
-            }
+        for (&(position, _), vector) in examples.iter().zip(vectors) {
+            embeddings.push_example(position, vector?);
         }
         self.embeddings = Some(embeddings);
         Ok(self)
@@ -156,27 +173,31 @@ impl Engine {
         &self,
         documents: &[(usize, &'t str, bool)],
     ) -> Vec<PreparedDocument<'t>> {
-        documents
+        let mut prepared: Vec<PreparedDocument<'t>> = documents
             .iter()
-            .map(|&(position, text, is_example)| {
-                let terms = TermCounts::of(text);
-                let vector = match &self.embeddings {
-                    Some(embeddings) if is_example && !terms.is_empty() => Some(
-                        embeddings
-                            .encode_example(prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
-                            .ok(),
-                    ),
-                    _ => None,
-                };
-                PreparedDocument {
-                    position,
-                    text,
-                    is_example,
-                    terms,
-                    vector,
-                }
+            .map(|&(position, text, is_example)| PreparedDocument {
+                position,
+                text,
+                is_example,
+                terms: TermCounts::of(text),
+                vector: None,
             })
-            .collect()
+            .collect();
+        let Some(embeddings) = &self.embeddings else {
+            return prepared;
+        };
+        let encoded: Vec<&mut PreparedDocument<'t>> = prepared
+            .iter_mut()
+            .filter(|d| d.is_example && !d.terms.is_empty())
+            .collect();
+        let texts: Vec<&str> = encoded
+            .iter()
+            .map(|d| prompt::clip(d.text, index::EXAMPLE_TEXT_CHARS))
+            .collect();
+        for (document, vector) in encoded.into_iter().zip(embeddings.encode_material(&texts)) {
+            document.vector = Some(vector.ok());
+        }
+        prepared
     }
 
     /// A label name's vector with the embedding signal: None without it, Some(None) when the
