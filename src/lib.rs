@@ -29,3 +29,4 @@ pub mod llm;
 pub mod store;
 pub mod stream;
 pub mod telemetry;
+pub mod threads;

@@ -76,34 +76,8 @@ impl Embeddings {
     /// reading), in order, encoded on every core: a round's examples, or every example at
     /// startup, are the bulk of what the encoder is asked (the model itself runs mostly on one).
     pub fn encode_material(&self, texts: &[&str]) -> Vec<Result<Vec<f32>, EncodeError>> {
-        let encode = |part: &[&str]| -> Vec<_> {
-            part.iter()
-                .map(|text| self.encoder.encode_material(text))
-                .collect()
-        };
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if threads < 2 || texts.len() < 2 {
-            return encode(texts);
-        }
-        let encode = &encode;
-        let parts: Vec<&[&str]> = texts.chunks(texts.len().div_ceil(threads)).collect();
-        std::thread::scope(|scope| {
-            let running: Vec<_> = parts
-                .iter()
-                .map(|part| std::thread::Builder::new().spawn_scoped(scope, move || encode(part)))
-                .collect();
-            running
-                .into_iter()
-                .zip(&parts)
-                .flat_map(|(thread, part)| match thread {
-                    Ok(thread) => match thread.join() {
-                        Ok(vectors) => vectors,
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    },
-                    // No thread to be had: this one encodes the part.
-                    Err(_) => encode(part),
-                })
-                .collect()
+        crate::threads::in_threads(texts.to_vec(), crate::threads::cores(), |text| {
+            self.encoder.encode_material(text)
         })
     }
 
