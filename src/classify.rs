@@ -5,8 +5,12 @@
 //! graph-only prediction and says why. Online indexing is left to the caller (the evaluation
 //! protocol turns it off for earlier rounds' texts; the service applies it in log order).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
+use crate::engine::embedding::{EncodeError, TextEncoder};
 use crate::engine::keywords::KeywordMode;
 use crate::engine::prompt::{self, Prompt};
 use crate::engine::{Analysis, Decision, Engine, EngineError, NewLabel, Retrieval};
@@ -91,6 +95,40 @@ impl Classifier {
         self.keyword_mode == KeywordMode::Llm && self.llm.is_some()
     }
 
+    /// Whether a text has a [`Preliminary`] step before [`Self::prepare`]: the LLM's keywords,
+    /// the query's sentence vector, or both.
+    pub fn has_preliminary(&self, engine: &Engine) -> bool {
+        self.asks_for_keywords() || engine.query_encoder().is_some()
+    }
+
+    /// Step 1: what may take a while before the candidates — the LLM's keywords (LLM keyword
+    /// mode) and the query's sentence vector (the embedding signal, on a blocking thread), side
+    /// by side. No engine borrowed: the service runs it as a task, off its loop.
+    pub async fn preliminary(
+        &self,
+        text: String,
+        max_chars: usize,
+        encoder: Option<Arc<dyn TextEncoder>>,
+    ) -> Preliminary {
+        let started = Instant::now();
+        let encoding = async {
+            let encoder = encoder?;
+            let text = text.clone();
+            let encoded = tokio::task::spawn_blocking(move || encoder.encode(&text))
+                .instrument(tracing::info_span!("embed"))
+                .await;
+            Some(encoded.unwrap_or_else(|error| {
+                Err(EncodeError(format!("the encoding task failed: {error}")))
+            }))
+        };
+        let (keywords, vector) = tokio::join!(self.llm_keywords(&text, max_chars), encoding);
+        Preliminary {
+            keywords,
+            vector,
+            elapsed: started.elapsed(),
+        }
+    }
+
     /// Step 1, LLM keyword mode only: the LLM's keywords for `text` (clipped to
     /// `max_chars`). No engine needed, so the service runs it as a task.
     pub async fn llm_keywords(&self, text: &str, max_chars: usize) -> KeywordAnswer {
@@ -124,22 +162,26 @@ impl Classifier {
         &self,
         engine: &Engine,
         text: &str,
-        keywords: &KeywordAnswer,
+        preliminary: &Preliminary,
     ) -> Result<Prepared, EngineError> {
         // Spans of the caller's current span (the service's text span).
         let started = Instant::now();
+        let keywords = &preliminary.keywords;
         let mut analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
             Some(answer) => engine.analyze_with_llm_keywords(text, answer),
             None => engine.analyze(text),
         });
         // The embedding signal (when on) is part of the text's analysis; without a vector the
         // text is still classified, on lexical evidence alone.
-        if let Err(error) =
-            tracing::info_span!("embed").in_scope(|| engine.embed_query(&mut analysis, text))
-        {
-            tracing::warn!(%error, "no sentence vector for this text; lexical retrieval only");
+        match &preliminary.vector {
+            Some(Ok(vector)) => analysis.embedding = Some(vector.clone()),
+            Some(Err(error)) => {
+                tracing::warn!(%error, "no sentence vector for this text; lexical retrieval only")
+            }
+            None => {}
         }
-        let keywords_time = keywords.elapsed + started.elapsed();
+        // The preliminary step's time (LLM keywords, encoding) counts as the keywords stage.
+        let keywords_time = preliminary.elapsed + started.elapsed();
         let started = Instant::now();
         let retrieval = tracing::info_span!("retrieve").in_scope(|| engine.retrieve(&analysis))?;
         let prompt = self
@@ -235,10 +277,11 @@ impl Classifier {
     /// The four steps in a row (`gorag eval`; the service runs them apart, the LLM steps as
     /// tasks).
     pub async fn classify(&self, engine: &Engine, text: &str) -> Result<Classified, EngineError> {
-        let keywords = self
-            .llm_keywords(text, engine.config().max_prompt_chars)
+        let max_chars = engine.config().max_prompt_chars;
+        let preliminary = self
+            .preliminary(text.to_string(), max_chars, engine.query_encoder())
             .await;
-        let prepared = self.prepare(engine, text, &keywords)?;
+        let prepared = self.prepare(engine, text, &preliminary)?;
         let answer = self.answer(prepared.prompt.as_ref()).await;
         Ok(Self::conclude(engine, prepared, answer))
     }
@@ -251,6 +294,16 @@ pub struct KeywordAnswer {
     pub calls: u32,
     pub prompt_tokens: u32,
     pub completion_tokens: u32,
+    pub elapsed: Duration,
+}
+
+/// What a text needs before its candidates that may take a while ([`Classifier::preliminary`]).
+#[derive(Debug, Clone, Default)]
+pub struct Preliminary {
+    pub keywords: KeywordAnswer,
+    /// The query's sentence vector; None without the embedding signal.
+    pub vector: Option<Result<Vec<f32>, EncodeError>>,
+    /// Wall time of the whole step.
     pub elapsed: Duration,
 }
 

@@ -2,10 +2,11 @@
 //! the cut-down forms the learn record and the discovery pool keep.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::embedding::EncodeError;
+use super::embedding::{EncodeError, TextEncoder};
 use super::keywords::{self, Keyword};
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
@@ -55,13 +56,22 @@ impl Engine {
         }
     }
 
-    /// With the embedding signal on and a strategy with a first hop (`ranked`, `hybrid`),
-    /// encode the query text into `analysis` (a no-op otherwise). On error the analysis is left
-    /// without a vector and retrieval is lexical alone.
-    pub fn embed_query(&self, analysis: &mut Analysis, text: &str) -> Result<(), EncodeError> {
+    /// The encoder a query's text goes through, with the embedding signal on and a strategy
+    /// with a first hop (`ranked`, `hybrid`); None otherwise. Its vector goes in
+    /// [`Analysis::embedding`] (the shell encodes off its loop: `classify::Preliminary`).
+    pub fn query_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
         let first_hop = self.config.strategy.evidence().is_some_and(|e| e.first_hop);
-        if let (true, Some(embeddings)) = (first_hop, &self.embeddings) {
-            analysis.embedding = Some(embeddings.encode(text)?);
+        self.embeddings
+            .as_ref()
+            .filter(|_| first_hop)
+            .map(|embeddings| embeddings.encoder())
+    }
+
+    /// Encode the query text into `analysis` here and now, when [`Self::query_encoder`] says
+    /// so (a no-op otherwise). On error the analysis is left without a vector.
+    pub fn embed_query(&self, analysis: &mut Analysis, text: &str) -> Result<(), EncodeError> {
+        if let Some(encoder) = self.query_encoder() {
+            analysis.embedding = Some(encoder.encode(text)?);
         }
         Ok(())
     }

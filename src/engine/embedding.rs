@@ -72,6 +72,10 @@ impl Embeddings {
         self.encoder.encode(text)
     }
 
+    pub fn encoder(&self) -> Arc<dyn TextEncoder> {
+        self.encoder.clone()
+    }
+
     /// Labelled material's vectors (examples, or names given by [`Self::encode_name`]'s
     /// reading), in order, encoded on every core: a round's examples, or every example at
     /// startup, are the bulk of what the encoder is asked (the model itself runs mostly on one).

@@ -220,8 +220,11 @@ fn final_answer(
 ) -> Result<(Box<Pending>, Answer, bool), (&'static str, Rejection)> {
     let (pending, answer) = match work {
         Work::Rejected { stage, rejection } => return Err((stage, rejection)),
-        Work::Keywords { .. } => {
-            return Err(("classify", Rejection::new(Reason::LlmFailed, "no keywords")))
+        Work::Preliminary { .. } => {
+            return Err((
+                "classify",
+                Rejection::new(Reason::LlmFailed, "its preliminary step never came back"),
+            ))
         }
         // Finished only once final; were it not, its answer is unknown: treat it as an LLM
         // failure rather than stall or panic.

@@ -13,6 +13,7 @@ mod slots;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
@@ -21,7 +22,8 @@ pub use slots::{SlotId, Slots};
 
 use super::replica::engine_rejection;
 use super::stats::Stats;
-use crate::classify::{Answer, Classifier, KeywordAnswer, LlmFailure, Prepared};
+use crate::classify::{Answer, Classifier, LlmFailure, Preliminary, Prepared};
+use crate::engine::embedding::TextEncoder;
 use crate::engine::prompt::Prompt;
 use crate::engine::Engine;
 use crate::events::decode::Rejection;
@@ -41,8 +43,9 @@ pub enum Work {
         stage: &'static str,
         rejection: Rejection,
     },
-    /// LLM keyword mode: waiting for the LLM's keywords.
-    Keywords { event: TextEvent, decode_ms: f64 },
+    /// Waiting for its preliminary step, off the loop: the LLM's keywords (LLM keyword mode),
+    /// its sentence vector (the embedding signal).
+    Preliminary { event: TextEvent, decode_ms: f64 },
     /// Candidates known; `answer` once the LLM answered (at once without an LLM).
     Classify {
         pending: Box<Pending>,
@@ -89,18 +92,20 @@ pub struct LlmDone {
     pub outcome: LlmOutcome,
 }
 
-/// What an LLM task brings back.
+/// What a task brings back: a text's preliminary step, or the LLM's answer.
 pub enum LlmOutcome {
-    Keywords(KeywordAnswer),
+    Preliminary(Preliminary),
     Answer(Answer),
 }
 
 impl LlmOutcome {
-    /// How long the call took, and whether it succeeded.
-    pub fn elapsed(&self) -> (Duration, bool) {
+    /// How long the LLM call took, and whether it succeeded; None when no LLM was called (a
+    /// preliminary step that only encoded the text).
+    pub fn llm_elapsed(&self) -> Option<(Duration, bool)> {
         match self {
-            LlmOutcome::Keywords(k) => (k.elapsed, k.text.is_some()),
-            LlmOutcome::Answer(a) => (a.elapsed, a.failure.is_none()),
+            LlmOutcome::Preliminary(p) if p.keywords.calls == 0 => None,
+            LlmOutcome::Preliminary(p) => Some((p.keywords.elapsed, p.keywords.text.is_some())),
+            LlmOutcome::Answer(a) => Some((a.elapsed, a.failure.is_none())),
         }
     }
 }
@@ -109,8 +114,8 @@ fn ms(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1000.0
 }
 
-/// The first step of a decoded (or rejected) text: its candidates, or a wait for the LLM's
-/// keywords in LLM keyword mode.
+/// The first step of a decoded (or rejected) text: its candidates, or a wait for its
+/// preliminary step (the LLM's keywords, its sentence vector).
 pub fn begin(
     classifier: &Classifier,
     engine: &Engine,
@@ -124,14 +129,14 @@ pub fn begin(
             stage: "decode",
             rejection,
         },
-        Ok(event) if classifier.asks_for_keywords() => Work::Keywords { event, decode_ms },
+        Ok(event) if classifier.has_preliminary(engine) => Work::Preliminary { event, decode_ms },
         Ok(event) => prepare(
             classifier,
             engine,
             stats,
             span,
             event,
-            &KeywordAnswer::default(),
+            &Preliminary::default(),
             decode_ms,
         ),
     }
@@ -179,10 +184,10 @@ fn prepare(
     stats: &Stats,
     span: &tracing::Span,
     event: TextEvent,
-    keywords: &KeywordAnswer,
+    preliminary: &Preliminary,
     decode_ms: f64,
 ) -> Work {
-    let prepared = span.in_scope(|| classifier.prepare(engine, &event.text, keywords));
+    let prepared = span.in_scope(|| classifier.prepare(engine, &event.text, preliminary));
     let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(error) => {
@@ -233,10 +238,16 @@ pub fn advance(
     outcome: LlmOutcome,
 ) -> Advanced {
     match (outcome, &mut text.work) {
-        (LlmOutcome::Keywords(keywords), Work::Keywords { event, decode_ms }) => {
+        (LlmOutcome::Preliminary(preliminary), Work::Preliminary { event, decode_ms }) => {
             let (event, decode_ms) = (event.clone(), *decode_ms);
             text.work = prepare(
-                classifier, engine, stats, &text.span, event, &keywords, decode_ms,
+                classifier,
+                engine,
+                stats,
+                &text.span,
+                event,
+                &preliminary,
+                decode_ms,
             );
             if text.work.is_final() {
                 Advanced::Ready
@@ -259,48 +270,60 @@ pub fn advance(
     }
 }
 
-/// The LLM call `text` waits for, as a task to start once its slot is known.
+/// The task `text` waits for (its preliminary step, or the LLM's answer), to start once its
+/// slot is known.
 pub fn llm_task(
     classifier: &Classifier,
-    max_prompt_chars: usize,
+    engine: &Engine,
     text: &Text,
 ) -> Option<impl FnOnce(SlotId) -> LlmTask> {
     enum Request {
-        Keywords(String),
+        Preliminary(String, Option<Arc<dyn TextEncoder>>),
         Answer(Option<Prompt>),
     }
     let request = match &text.work {
-        Work::Keywords { event, .. } => Request::Keywords(event.text.clone()),
+        Work::Preliminary { event, .. } => {
+            Request::Preliminary(event.text.clone(), engine.query_encoder())
+        }
         Work::Classify {
             pending,
             answer: None,
         } => Request::Answer(pending.prepared.prompt.clone()),
         _ => return None,
     };
+    let max_prompt_chars = engine.config().max_prompt_chars;
     let classifier = classifier.clone();
-    let llm_span = tracing::info_span!(parent: &text.span, "llm");
-    let asked_for_keywords = matches!(request, Request::Keywords(_));
+    let span = match &request {
+        Request::Preliminary(..) if !classifier.asks_for_keywords() => {
+            tracing::info_span!(parent: &text.span, "preliminary")
+        }
+        _ => tracing::info_span!(parent: &text.span, "llm"),
+    };
+    let preliminary = matches!(request, Request::Preliminary(..));
     Some(move |slot: SlotId| -> LlmTask {
         let call = tokio::spawn(
             async move {
                 match request {
-                    Request::Keywords(text) => {
-                        LlmOutcome::Keywords(classifier.llm_keywords(&text, max_prompt_chars).await)
-                    }
+                    Request::Preliminary(text, encoder) => LlmOutcome::Preliminary(
+                        classifier
+                            .preliminary(text, max_prompt_chars, encoder)
+                            .await,
+                    ),
                     Request::Answer(prompt) => {
                         LlmOutcome::Answer(classifier.answer(prompt.as_ref()).await)
                     }
                 }
             }
-            .instrument(llm_span),
+            .instrument(span),
         );
         Box::pin(async move {
             let outcome = call.await.unwrap_or_else(|error| {
                 // A dead task must not leave its text waiting for ever: the outcome its text
-                // waits for, failed (keywords: the engine's own, as when the LLM gives none).
-                if asked_for_keywords {
-                    tracing::error!(%error, "keyword task failed");
-                    return LlmOutcome::Keywords(KeywordAnswer::default());
+                // waits for, failed (a preliminary step: no LLM keywords and no vector, as
+                // when each fails on its own — the engine's keywords, lexical retrieval).
+                if preliminary {
+                    tracing::error!(%error, "preliminary task failed");
+                    return LlmOutcome::Preliminary(Preliminary::default());
                 }
                 LlmOutcome::Answer(Answer {
                     failure: Some(LlmFailure {
@@ -375,8 +398,78 @@ mod tests {
                     assert_eq!(pending.event.id, format!("t{i}"));
                     assert!(answer.is_some(), "no LLM: answered at once");
                 }
-                Work::Keywords { .. } => panic!("TF-IDF keywords"),
+                Work::Preliminary { .. } => panic!("no preliminary step without an encoder"),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn with_the_embedding_signal_a_text_is_encoded_off_the_loop_then_prepared() {
+        use crate::engine::embedding::tests::TopicEncoder;
+        let mut engine = Engine::new(EngineConfig::default());
+        let labels = [
+            ("astronomy", "space rocket orbit"),
+            ("cooking", "food recipe oven"),
+        ]
+        .map(|(id, example)| NewLabel {
+            id: id.into(),
+            name: None,
+            description: None,
+            examples: vec![example.into()],
+        });
+        engine
+            .apply(&Update::Round {
+                round: "r1".into(),
+                labels: labels.to_vec(),
+            })
+            .unwrap();
+        let engine = engine.with_encoder(Arc::new(TopicEncoder)).unwrap();
+        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let stats = Stats::new(Arc::new(Metrics::new()));
+        let event = TextEvent {
+            version: 1,
+            id: "t1".into(),
+            text: "a rocket to space".into(),
+            metadata: None,
+            gold_label: None,
+        };
+        // The loop only notes that the text waits: the encoding is a task's.
+        let work = begin(
+            &classifier,
+            &engine,
+            &stats,
+            &tracing::Span::none(),
+            Ok(event.clone()),
+            0.0,
+        );
+        assert!(matches!(work, Work::Preliminary { .. }));
+        let mut text = Text {
+            span: tracing::Span::none(),
+            source: Source {
+                position: InputPosition {
+                    topic: "texts".into(),
+                    partition: 0,
+                    offset: 0,
+                },
+                key: None,
+                payload: Vec::new(),
+            },
+            received: Instant::now(),
+            work,
+        };
+        assert!(llm_task(&classifier, &engine, &text).is_some());
+        let preliminary = classifier
+            .preliminary(event.text.clone(), 1000, engine.query_encoder())
+            .await;
+        assert!(matches!(preliminary.vector, Some(Ok(_))));
+        let outcome = LlmOutcome::Preliminary(preliminary);
+        assert_eq!(outcome.llm_elapsed(), None, "no LLM was called");
+        let advanced = advance(&classifier, &engine, &stats, &mut text, outcome);
+        assert_eq!(advanced, Advanced::Ready, "no LLM: answered at once");
+        let Work::Classify { pending, .. } = &text.work else {
+            panic!("prepared after its preliminary step");
+        };
+        assert!(pending.prepared.analysis.embedding.is_some());
+        assert_eq!(pending.prepared.retrieval.candidates[0], "astronomy");
     }
 }

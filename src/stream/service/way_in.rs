@@ -74,7 +74,6 @@ impl Service {
             &self.stats,
             arriving,
         );
-        let max_chars = self.replica.engine.config().max_prompt_chars;
         let mut partitions = Vec::new();
         for ((source, (span, received)), work) in sources.into_iter().zip(started).zip(works) {
             let (partition, offset) = (source.position.partition, source.position.offset);
@@ -84,7 +83,7 @@ impl Service {
                 received,
                 work,
             };
-            let task = pipeline::llm_task(&self.classifier, max_chars, &text);
+            let task = pipeline::llm_task(&self.classifier, &self.replica.engine, &text);
             let ready = text.work.is_final();
             let id = self.slots.push(partition, offset, text, ready);
             if let Some(task) = task {
@@ -138,13 +137,14 @@ impl Service {
     }
 
     pub(super) fn on_llm_done(&mut self, done: LlmDone) {
-        let (elapsed, succeeded) = done.outcome.elapsed();
-        self.stats
-            .metrics()
-            .llm_seconds
-            .observe(elapsed.as_secs_f64());
-        self.stats.stage("llm", elapsed.as_secs_f64());
-        Health::set(&self.health.llm_reachable, succeeded);
+        if let Some((elapsed, succeeded)) = done.outcome.llm_elapsed() {
+            self.stats
+                .metrics()
+                .llm_seconds
+                .observe(elapsed.as_secs_f64());
+            self.stats.stage("llm", elapsed.as_secs_f64());
+            Health::set(&self.health.llm_reachable, succeeded);
+        }
         // None: the text was finished or revoked meanwhile; its answer is not needed.
         let Some(text) = self.slots.get_mut(done.slot) else {
             return;
@@ -153,8 +153,7 @@ impl Service {
         match pipeline::advance(&self.classifier, engine, &self.stats, text, done.outcome) {
             Advanced::Stale => {}
             Advanced::Waiting => {
-                let max_chars = engine.config().max_prompt_chars;
-                if let Some(task) = pipeline::llm_task(&self.classifier, max_chars, text) {
+                if let Some(task) = pipeline::llm_task(&self.classifier, engine, text) {
                     self.llm_tasks.push(task(done.slot));
                 }
             }
