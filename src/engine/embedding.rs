@@ -76,9 +76,9 @@ impl Embeddings {
         self.encoder.clone()
     }
 
-    /// Labelled material's vectors (examples, or names given by [`Self::encode_name`]'s
-    /// reading), in order, encoded on every core: a round's examples, or every example at
-    /// startup, are the bulk of what the encoder is asked (the model itself runs mostly on one).
+    /// Labelled material's vectors (examples; names as [`Self::name_text`] reads them), in
+    /// order, encoded on every core: a round's examples, or every example at startup, are the
+    /// bulk of what the encoder is asked (the model itself runs mostly on one core).
     pub fn encode_material(&self, texts: &[&str]) -> Vec<Result<Vec<f32>, EncodeError>> {
         crate::threads::in_threads(texts.to_vec(), crate::threads::cores(), |text| {
             self.encoder.encode_material(text)
