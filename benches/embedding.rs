@@ -51,13 +51,7 @@ fn embedding(c: &mut Criterion) {
     group.sample_size(10);
     group.bench_function("encode/256-tokens", |b| b.iter(|| model.encode(&long_text)));
 
-    let mut engine = match engine.with_encoder(model.clone()) {
-        Ok(engine) => engine,
-        Err(error) => {
-            eprintln!("{error}");
-            return;
-        }
-    };
+    let (mut engine, _) = engine.with_encoder(model.clone());
     engine.set_strategy(Strategy::Hybrid);
     let queries: Vec<_> = (0..32)
         .map(|_| {

@@ -48,16 +48,14 @@ log "helm lint --strict"
 # The embedding signal from a volume; the model folder is this machine's when there is one
 # (scripts/test.sh exports it), so that `gorag serve --print-config` below can check it exists.
 model_dir="${GORAG_EMBEDDING_MODEL:-/models/all-MiniLM-L6-v2}"
-renders=(default production embedding)
-values_args() {
-  case "$1" in
-    production) echo "-f helm/gorag/ci/production-values.yaml" ;;
-    embedding) echo "--set embedding.modelDir=$model_dir --set embedding.mountPath=$(dirname "$model_dir")" \
-      "--set embedding.volume.persistentVolumeClaim.claimName=gorag-models" ;;
+for values in default production embedding; do
+  args=()
+  case "$values" in
+    production) args=(-f helm/gorag/ci/production-values.yaml) ;;
+    embedding) args=(--set-string "embedding.modelDir=$model_dir"
+      --set-string "embedding.mountPath=$(dirname "$model_dir")"
+      --set embedding.volume.persistentVolumeClaim.claimName=gorag-models) ;;
   esac
-}
-for values in "${renders[@]}"; do
-  read -r -a args <<<"$(values_args "$values")"
   log "helm template ($values values) + kubernetes-validate --strict -k $K8S_VERSION"
   "$helm" template gorag helm/gorag "${args[@]}" >"$out/$values.yaml"
   # ServiceMonitor is a CRD (Prometheus operator): no bundled schema, validated by helm lint only.
@@ -111,6 +109,10 @@ if "$helm" template gorag helm/gorag --set config.llm.on_failure=retry >/dev/nul
 fi
 if "$helm" template gorag helm/gorag --set embedding.modelDir=models/minilm >/dev/null 2>&1; then
   echo "values.schema.json accepted a relative embedding.modelDir" >&2
+  exit 1
+fi
+if "$helm" template gorag helm/gorag --set embedding.mountPath=/var/lib/gorag >/dev/null 2>&1; then
+  echo "values.schema.json accepted the state volume's path as embedding.mountPath" >&2
   exit 1
 fi
 if ! grep -q 'embedding_model = "/opt/gorag/embedding/all-MiniLM-L6-v2"' \

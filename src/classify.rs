@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use crate::engine::embedding::{EncodeError, TextEncoder};
@@ -50,12 +51,19 @@ pub struct Classified {
 pub struct Classifier {
     llm: Option<LlmClient>,
     keyword_mode: KeywordMode,
+    /// One sentence encoding per core at a time (shared by the clones): texts beyond that wait
+    /// for a permit holding no thread, and are dropped with their task.
+    encodings: Arc<Semaphore>,
 }
 
 impl Classifier {
     /// `llm: None` gives retrieval-only (graph) predictions.
     pub fn new(llm: Option<LlmClient>, keyword_mode: KeywordMode) -> Self {
-        Self { llm, keyword_mode }
+        Self {
+            llm,
+            keyword_mode,
+            encodings: Arc::new(Semaphore::new(crate::threads::cores())),
+        }
     }
 
     pub fn llm(&self) -> Option<&LlmClient> {
@@ -114,9 +122,14 @@ impl Classifier {
         let encoding = async {
             let encoder = encoder?;
             let text = text.clone();
-            let encoded = tokio::task::spawn_blocking(move || encoder.encode(&text))
-                .instrument(tracing::info_span!("embed"))
-                .await;
+            // Never closed; were it, the text would be classified on its words alone.
+            let permit = self.encodings.clone().acquire_owned().await.ok()?;
+            let encoded = tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                encoder.encode(&text)
+            })
+            .instrument(tracing::info_span!("embed"))
+            .await;
             Some(encoded.unwrap_or_else(|error| {
                 Err(EncodeError(format!("the encoding task failed: {error}")))
             }))

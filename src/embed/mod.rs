@@ -24,6 +24,11 @@ pub use remembered::RememberingEncoder;
 /// Tokens read of a text (all-MiniLM-L6-v2 was trained on 256 at most).
 pub const MAX_TOKENS: usize = 256;
 
+/// The revision of how gorag turns a text into a vector (tokenizer settings, pooling,
+/// normalisation): part of the fingerprint that keys kept vectors, so vectors an older way made
+/// are never read back. Raise it whenever encoding changes.
+const ENCODING_REVISION: u32 = 1;
+
 /// The files a model folder must hold.
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
 
@@ -41,6 +46,7 @@ pub struct MiniLm {
     model: BertModel,
     tokenizer: Tokenizer,
     fingerprint: String,
+    dimension: usize,
 }
 
 impl MiniLm {
@@ -75,12 +81,19 @@ impl MiniLm {
             model,
             tokenizer,
             fingerprint,
+            dimension: config.hidden_size,
         })
     }
 
-    /// A digest of the model's files: vectors kept for one model are never read for another.
+    /// A digest of the model's files and of how gorag encodes with them: vectors kept for one
+    /// model (or one way of encoding) are never read for another.
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint
+    }
+
+    /// The length of every vector it gives.
+    pub fn dimension(&self) -> usize {
+        self.dimension
     }
 
     fn forward(&self, text: &str) -> candle_core::Result<Vec<f32>> {
@@ -102,9 +115,12 @@ impl MiniLm {
     }
 }
 
-/// sha256 over each file's length and bytes, in [`MODEL_FILES`] order, as hex.
+/// sha256 over the encoding's revision and token limit, then each file's length and bytes, in
+/// [`MODEL_FILES`] order, as hex.
 fn fingerprint(files: &[Vec<u8>]) -> String {
     let mut hash = Sha256::new();
+    hash.update(ENCODING_REVISION.to_be_bytes());
+    hash.update((MAX_TOKENS as u64).to_be_bytes());
     for bytes in files {
         hash.update((bytes.len() as u64).to_be_bytes());
         hash.update(bytes);
@@ -114,7 +130,11 @@ fn fingerprint(files: &[Vec<u8>]) -> String {
 
 impl TextEncoder for MiniLm {
     fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
-        self.forward(text).map_err(|e| EncodeError(e.to_string()))
+        // A panic in the model or tokenizer code is one text's failure, never the service's: a
+        // round's examples are encoded while it is applied, and every replica applies it.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.forward(text)))
+            .map_err(|_| EncodeError("the model panicked on this text".into()))?
+            .map_err(|e| EncodeError(e.to_string()))
     }
 }
 

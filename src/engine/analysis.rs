@@ -20,8 +20,9 @@ pub struct Analysis {
     /// The retrieval index's terms of the text (stems, phrases within stop words).
     #[serde(default)]
     pub terms: TermCounts,
-    /// The text's sentence vector, with the embedding signal ([`Engine::embed_query`]). Never
-    /// stored: learn records and the pool carry terms only.
+    /// The text's sentence vector, with the embedding signal (the shell's
+    /// `classify::Preliminary`, or [`Engine::embed_query`]). Never stored: learn records and the
+    /// pool carry terms only.
     #[serde(skip)]
     pub embedding: Option<Vec<f32>>,
 }

@@ -37,7 +37,7 @@ use thiserror::Error;
 
 use crate::discovery::Pool;
 use answer::HallucinationKind;
-use embedding::{Embeddings, EncodeError};
+use embedding::Embeddings;
 use graph::KeywordGraph;
 use index::TextIndex;
 use keywords::KeywordSelection;
@@ -168,9 +168,6 @@ pub enum EngineError {
     EmptyLabelId,
     #[error("no active label: a round must be applied before texts can be classified")]
     NoActiveLabels,
-    /// Only from [`Engine::with_encoder`]: rounds and examples never fail on the encoder.
-    #[error(transparent)]
-    Encode(#[from] EncodeError),
 }
 
 /// A label as it is announced in a round.

@@ -25,8 +25,10 @@ struct PreparedDocument<'t> {
 
 impl Engine {
     /// Turn the embedding signal on: every label name and labelled example the engine holds is
-    /// encoded now, and what later rounds bring as it arrives.
-    pub fn with_encoder(mut self, encoder: Arc<dyn TextEncoder>) -> Result<Self, EngineError> {
+    /// encoded now, and what later rounds bring as it arrives. Material the encoder fails on is
+    /// left without a vector, as a round leaves it, so a restarted instance is the one that ran
+    /// (the count is returned).
+    pub fn with_encoder(mut self, encoder: Arc<dyn TextEncoder>) -> (Self, usize) {
         let mut embeddings = Embeddings::new(encoder);
         let names: Vec<(usize, String)> = self
             .labels
@@ -51,14 +53,21 @@ impl Engine {
             .chain(examples.iter().map(|&(_, text)| text))
             .collect();
         let mut vectors = embeddings.encode_material(&texts).into_iter();
+        let mut unencoded = 0;
         for (&(position, _), vector) in names.iter().zip(vectors.by_ref()) {
-            embeddings.set_name(position, vector?);
+            match vector {
+                Ok(vector) => embeddings.set_name(position, vector),
+                Err(_) => unencoded += 1,
+            }
         }
         for (&(position, _), vector) in examples.iter().zip(vectors) {
-            embeddings.push_example(position, vector?);
+            match vector {
+                Ok(vector) => embeddings.push_example(position, vector),
+                Err(_) => unencoded += 1,
+            }
         }
         self.embeddings = Some(embeddings);
-        Ok(self)
+        (self, unencoded)
     }
 
     /// Register a round's labels and index their examples and descriptions. Validated as a

@@ -233,7 +233,11 @@ pub async fn run(
         .evidence()
         .is_some_and(|e| e.first_hop);
     if let (Some(encoder), true) = (&options.encoder, first_hop) {
-        engine = engine.with_encoder(encoder.clone())?;
+        let unencoded;
+        (engine, unencoded) = engine.with_encoder(encoder.clone());
+        if unencoded > 0 {
+            tracing::warn!(unencoded, "the encoder failed on some labelled material");
+        }
     }
     let strategy = options.engine.strategy.as_str().to_string();
     let total: usize = (1..=rounds.len())

@@ -64,6 +64,24 @@ pub trait StateStore: Send {
 pub trait VectorStore: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError>;
     fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError>;
+    /// Drop every vector whose key `keep` refuses; how many were dropped.
+    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError>;
+}
+
+/// A store that keeps nothing: every start encodes again (when the state's own cannot be
+/// opened).
+pub struct NoVectorStore;
+
+impl VectorStore for NoVectorStore {
+    fn get(&self, _: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
+        Ok(None)
+    }
+    fn put(&self, _: &[u8], _: &[f32]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
+        Ok(0)
+    }
 }
 
 #[derive(Debug, Error)]

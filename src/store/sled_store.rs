@@ -167,6 +167,20 @@ impl VectorStore for SledVectors {
         self.tree.insert(key, bytes)?;
         Ok(())
     }
+
+    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
+        let mut dropped = Batch::default();
+        let mut count = 0;
+        for key in self.tree.iter().keys() {
+            let key = key?;
+            if key.as_ref() != VECTORS_MODEL_KEY && !keep(&key) {
+                dropped.remove(key);
+                count += 1;
+            }
+        }
+        self.tree.apply_batch(dropped)?;
+        Ok(count)
+    }
 }
 
 impl StateStore for SledStore {
@@ -318,6 +332,20 @@ mod tests {
         let store = reopen(dir.path());
         let kept = store.vectors("model-a").unwrap();
         assert_eq!(kept.get(b"k1").unwrap(), Some(vec![0.5, -0.25, 1.0]));
+        kept.put(b"k2", &[1.0]).unwrap();
+        assert_eq!(kept.retain(&|key| key == b"k1").unwrap(), 1);
+        assert_eq!(kept.get(b"k2").unwrap(), None);
+        assert!(
+            kept.get(b"k1").unwrap().is_some(),
+            "kept, and the model key with it"
+        );
+        drop(kept);
+        assert!(store
+            .vectors("model-a")
+            .unwrap()
+            .get(b"k1")
+            .unwrap()
+            .is_some());
         // Another model's cache starts empty, and the first model's vectors are gone for good.
         assert_eq!(store.vectors("model-b").unwrap().get(b"k1").unwrap(), None);
         assert_eq!(store.vectors("model-a").unwrap().get(b"k1").unwrap(), None);

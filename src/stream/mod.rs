@@ -82,8 +82,6 @@ pub enum ServeError {
     Llm(#[from] LlmError),
     #[error(transparent)]
     Embedding(crate::embed::LoadError),
-    #[error("embedding model {0}: encoding the labels' names and examples: {1}")]
-    EmbeddingStart(std::path::PathBuf, crate::engine::EngineError),
     #[error("LLM client: {0}")]
     LlmSetup(#[from] crate::llm::SetupError),
     #[error(

@@ -15,7 +15,8 @@ use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
-use crate::store::{SledStore, StateStore};
+use crate::embed::RememberingEncoder;
+use crate::store::{NoVectorStore, SledStore, StateStore, VectorStore};
 use crate::telemetry::admin::Health;
 
 /// What the loop starts with.
@@ -101,17 +102,29 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         let started = std::time::Instant::now();
         let model = crate::embed::MiniLm::load(dir).map_err(ServeError::Embedding)?;
         // The labels' vectors of earlier starts are read back, not encoded again.
-        let kept = store.vectors(model.fingerprint())?;
-        let encoder = Arc::new(crate::embed::RememberingEncoder::new(model, Box::new(kept)));
-        engine = engine
-            .with_encoder(encoder.clone())
-            .map_err(|e| ServeError::EmbeddingStart(dir.clone(), e))?;
+        let kept: Box<dyn VectorStore> = match store.vectors(model.fingerprint()) {
+            Ok(kept) => Box::new(kept),
+            Err(error) => {
+                tracing::warn!(%error, "no kept sentence vectors: every label's material is encoded");
+                Box::new(NoVectorStore)
+            }
+        };
+        let dimension = model.dimension();
+        let encoder = Arc::new(RememberingEncoder::new(model, kept, dimension));
+        let unencoded;
+        (engine, unencoded) = engine.with_encoder(encoder.clone());
         let (read_back, encoded) = encoder.material_counts();
+        let forgotten = encoder.forget_unasked().unwrap_or_else(|error| {
+            tracing::warn!(%error, "dropping unused kept sentence vectors");
+            0
+        });
         tracing::info!(
             model = %dir.display(),
             seconds = started.elapsed().as_secs_f64(),
             read_back,
             encoded,
+            forgotten,
+            unencoded,
             "embedding signal on"
         );
     }

@@ -11,9 +11,7 @@ use crate::engine::{Engine, EngineConfig};
 /// Two labels whose examples share every word but one topic word each, so the words alone
 /// barely tell them apart; a query naming neither topic word lexically but a synonym topic.
 fn near_twins(config: EngineConfig) -> Engine {
-    let mut engine = Engine::new(config)
-        .with_encoder(Arc::new(TopicEncoder))
-        .unwrap();
+    let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
         .apply_round(&[
             label("orbit", &["report of the week about space launches"]),
@@ -64,7 +62,7 @@ fn a_restored_engine_given_the_encoder_retrieves_as_the_live_one() {
     let restored = Engine::from_state(config(1.0), live.to_state())
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
-        .unwrap();
+        .0;
     for query in [
         "money talk",
         "space and the week",
@@ -96,7 +94,7 @@ impl TextEncoder for Broken {
 fn a_round_the_encoder_fails_on_is_applied_without_vectors() {
     let mut engine = Engine::new(EngineConfig::default())
         .with_encoder(Arc::new(Broken))
-        .unwrap();
+        .0;
     let mut lexical = Engine::new(EngineConfig::default());
     let round = [label("orbit", &["space launches"])];
     let report = engine.apply_round(&round).unwrap();
@@ -116,7 +114,7 @@ fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() 
     let restored = Engine::from_state(config(1.0), live.to_state())
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
-        .unwrap();
+        .0;
     for query in ["space", "money report", "the week"] {
         let retrieve = |engine: &Engine| {
             let mut analysis = engine.analyze(query);

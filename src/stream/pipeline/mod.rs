@@ -1,12 +1,15 @@
 //! A text's way through the service, from the record read to the records to deliver:
 //!
 //! ```text
-//! begin (decode → keywords → retrieve) ─▶ [LLM task: keywords, then the choice] ─▶ advance
-//!   ─▶ slot ready ─▶ in order per partition (slots.rs) ─▶ finish (finish.rs) ─▶ records
+//! begin (decode → keywords → retrieve) ─▶ [task: the LLM's choice] ─▶ advance ─▶ slot ready
+//!   ─▶ in order per partition (slots.rs) ─▶ finish (finish.rs) ─▶ records
 //! ```
 //!
-//! Everything here is synchronous except the LLM task, which runs on its own and reports back
-//! with the slot it was for; the loop owns the slots.
+//! With LLM keywords or the embedding signal, a text first waits for its preliminary step
+//! (`Work::Preliminary`: the LLM's keywords and its sentence vector, computed by a task off the
+//! loop), and `advance` then keywords and retrieves it. Everything here is synchronous except
+//! those tasks, which run on their own and report back with the slot they were for; the loop
+//! owns the slots. (The tasks carry the name of their first purpose: `LlmTask`, `llm_task`.)
 
 pub mod finish;
 mod slots;
@@ -316,8 +319,11 @@ pub fn llm_task(
             }
             .instrument(span),
         );
+        // Dropped (the service closing), the task stops: its LLM call or its wait for an
+        // encoding permit goes with it.
+        let mut call = AbortOnDrop(call);
         Box::pin(async move {
-            let outcome = call.await.unwrap_or_else(|error| {
+            let outcome = (&mut call.0).await.unwrap_or_else(|error| {
                 // A dead task must not leave its text waiting for ever: the outcome its text
                 // waits for, failed (a preliminary step: no LLM keywords and no vector, as
                 // when each fails on its own — the engine's keywords, lexical retrieval).
@@ -336,6 +342,15 @@ pub fn llm_task(
             LlmDone { slot, outcome }
         })
     })
+}
+
+/// A spawned task that is stopped when its handle is dropped (a no-op once it has finished).
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 #[cfg(test)]
@@ -404,12 +419,15 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn with_the_embedding_signal_a_text_is_encoded_off_the_loop_then_prepared() {
+    async fn with_the_embedding_signal_a_text_is_encoded_by_its_task_then_prepared() {
         use crate::engine::embedding::tests::TopicEncoder;
-        let mut engine = Engine::new(EngineConfig::default());
+        // The signal weighs as much as the words, so that it decides this text.
+        let mut config = EngineConfig::default();
+        config.ranking.embedding_weight = 1.0;
+        let mut lexical = Engine::new(config);
         let labels = [
             ("astronomy", "space rocket orbit"),
-            ("cooking", "food recipe oven"),
+            ("cooking", "recipe oven stove"),
         ]
         .map(|(id, example)| NewLabel {
             id: id.into(),
@@ -417,34 +435,37 @@ mod tests {
             description: None,
             examples: vec![example.into()],
         });
-        engine
+        lexical
             .apply(&Update::Round {
                 round: "r1".into(),
                 labels: labels.to_vec(),
             })
             .unwrap();
-        let engine = engine.with_encoder(Arc::new(TopicEncoder)).unwrap();
+        let (engine, _) = lexical.clone().with_encoder(Arc::new(TopicEncoder));
         let classifier = Classifier::new(None, KeywordMode::Tfidf);
         let stats = Stats::new(Arc::new(Metrics::new()));
+        // Its words lean to cooking; only the encoder hears "space" in "spacecraft".
         let event = TextEvent {
             version: 1,
             id: "t1".into(),
-            text: "a rocket to space".into(),
+            text: "a recipe and an oven aboard the rocket spacecraft".into(),
             metadata: None,
             gold_label: None,
         };
-        // The loop only notes that the text waits: the encoding is a task's.
-        let work = begin(
-            &classifier,
-            &engine,
-            &stats,
-            &tracing::Span::none(),
-            Ok(event.clone()),
-            0.0,
-        );
+        let first = |engine: &Engine| {
+            let preliminary = Preliminary::default();
+            let prepared = classifier
+                .prepare(engine, &event.text, &preliminary)
+                .unwrap();
+            prepared.retrieval.candidates[0].clone()
+        };
+        assert_eq!(first(&lexical), "cooking");
+        // The loop only notes that the text waits: its task encodes it.
+        let span = tracing::Span::none();
+        let work = begin(&classifier, &engine, &stats, &span, Ok(event.clone()), 0.0);
         assert!(matches!(work, Work::Preliminary { .. }));
-        let mut text = Text {
-            span: tracing::Span::none(),
+        let text = Text {
+            span,
             source: Source {
                 position: InputPosition {
                     topic: "texts".into(),
@@ -457,14 +478,14 @@ mod tests {
             received: Instant::now(),
             work,
         };
-        assert!(llm_task(&classifier, &engine, &text).is_some());
-        let preliminary = classifier
-            .preliminary(event.text.clone(), 1000, engine.query_encoder())
-            .await;
-        assert!(matches!(preliminary.vector, Some(Ok(_))));
-        let outcome = LlmOutcome::Preliminary(preliminary);
-        assert_eq!(outcome.llm_elapsed(), None, "no LLM was called");
-        let advanced = advance(&classifier, &engine, &stats, &mut text, outcome);
+        let task = llm_task(&classifier, &engine, &text).expect("a task for its preliminary step");
+        let mut slots = Slots::default();
+        let slot = slots.push(0, 0, text, false);
+        let done = task(slot).await;
+        assert_eq!(done.slot, slot);
+        assert_eq!(done.outcome.llm_elapsed(), None, "no LLM was called");
+        let text = slots.get_mut(slot).unwrap();
+        let advanced = advance(&classifier, &engine, &stats, text, done.outcome);
         assert_eq!(advanced, Advanced::Ready, "no LLM: answered at once");
         let Work::Classify { pending, .. } = &text.work else {
             panic!("prepared after its preliminary step");

@@ -292,8 +292,6 @@ pub fn engine_rejection(error: &EngineError) -> Rejection {
         EngineError::UnknownLabel(_) => Reason::UnknownLabel,
         EngineError::RetiredLabel(_) => Reason::RetiredLabel,
         EngineError::EmptyLabelId => Reason::InvalidRound,
-        // Only `Engine::with_encoder` fails on the encoder (at startup); a round never does.
-        EngineError::Encode(_) => Reason::InvalidRound,
         EngineError::NoActiveLabels => Reason::NoActiveLabels,
     };
     Rejection::new(reason, error.to_string())
