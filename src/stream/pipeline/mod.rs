@@ -441,7 +441,21 @@ mod tests {
                 labels: labels.to_vec(),
             })
             .unwrap();
-        let (engine, _) = lexical.clone().with_encoder(Arc::new(TopicEncoder));
+        /// Counts the texts it encodes.
+        struct Counting(std::sync::atomic::AtomicUsize);
+        impl TextEncoder for Counting {
+            fn encode(
+                &self,
+                text: &str,
+            ) -> Result<Vec<f32>, crate::engine::embedding::EncodeError> {
+                self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                TopicEncoder.encode(text)
+            }
+        }
+        let encoder = Arc::new(Counting(Default::default()));
+        let (engine, _) = lexical.clone().with_encoder(encoder.clone());
+        let encoded = || encoder.0.load(std::sync::atomic::Ordering::SeqCst);
+        let material = encoded();
         let classifier = Classifier::new(None, KeywordMode::Tfidf);
         let stats = Stats::new(Arc::new(Metrics::new()));
         // Its words lean to cooking; only the encoder hears "space" in "spacecraft".
@@ -464,6 +478,7 @@ mod tests {
         let span = tracing::Span::none();
         let work = begin(&classifier, &engine, &stats, &span, Ok(event.clone()), 0.0);
         assert!(matches!(work, Work::Preliminary { .. }));
+        assert_eq!(encoded(), material, "nothing encoded on the loop");
         let text = Text {
             span,
             source: Source {
@@ -484,6 +499,7 @@ mod tests {
         let done = task(slot).await;
         assert_eq!(done.slot, slot);
         assert_eq!(done.outcome.llm_elapsed(), None, "no LLM was called");
+        assert_eq!(encoded(), material + 1, "the task encoded the text");
         let text = slots.get_mut(slot).unwrap();
         let advanced = advance(&classifier, &engine, &stats, text, done.outcome);
         assert_eq!(advanced, Advanced::Ready, "no LLM: answered at once");
