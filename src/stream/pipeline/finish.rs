@@ -314,31 +314,19 @@ fn output_records(
 mod tests {
     use super::*;
     use crate::engine::keywords::KeywordMode;
-    use crate::engine::update::Update;
-    use crate::engine::{EngineConfig, NewLabel};
+    use crate::engine::EngineConfig;
     use crate::events::{InputPosition, Prediction};
     use crate::stream::pipeline::begin;
     use crate::telemetry::metrics::Metrics;
 
     fn engine() -> Engine {
-        let mut engine = Engine::new(EngineConfig::default());
-        let labels = [
-            ("billing", "invoice charged twice refund payment card"),
-            ("shipping", "parcel courier delivery late tracking box"),
-        ]
-        .map(|(id, example)| NewLabel {
-            id: id.into(),
-            name: None,
-            description: None,
-            examples: vec![example.into()],
-        });
-        engine
-            .apply(&Update::Round {
-                round: "r1".into(),
-                labels: labels.to_vec(),
-            })
-            .unwrap();
-        engine
+        crate::stream::pipeline::one_round_engine(
+            EngineConfig::default(),
+            &[
+                ("billing", "invoice charged twice refund payment card"),
+                ("shipping", "parcel courier delivery late tracking box"),
+            ],
+        )
     }
 
     fn text(engine: &Engine, payload: &str) -> Text {

@@ -353,32 +353,47 @@ impl<T> Drop for AbortOnDrop<T> {
     }
 }
 
+/// For tests: an engine after one round of labels with one example each.
+#[cfg(test)]
+pub(crate) fn one_round_engine(
+    config: crate::engine::EngineConfig,
+    labels: &[(&str, &str)],
+) -> Engine {
+    let mut engine = Engine::new(config);
+    let labels = labels
+        .iter()
+        .map(|(id, example)| crate::engine::NewLabel {
+            id: id.to_string(),
+            name: None,
+            description: None,
+            examples: vec![example.to_string()],
+        })
+        .collect();
+    engine
+        .apply(&crate::engine::update::Update::Round {
+            round: "r1".into(),
+            labels,
+        })
+        .expect("a valid round");
+    engine
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::engine::keywords::KeywordMode;
-    use crate::engine::update::Update;
-    use crate::engine::{EngineConfig, NewLabel};
+    use crate::engine::EngineConfig;
     use crate::events::decode::Reason;
     use crate::telemetry::metrics::Metrics;
 
     #[test]
     fn texts_begun_together_keep_their_order() {
-        let mut engine = Engine::new(EngineConfig::default());
-        let label = NewLabel {
-            id: "shipping".into(),
-            name: None,
-            description: None,
-            examples: vec!["parcel courier delivery late tracking".into()],
-        };
-        engine
-            .apply(&Update::Round {
-                round: "r1".into(),
-                labels: vec![label],
-            })
-            .unwrap();
+        let engine = one_round_engine(
+            EngineConfig::default(),
+            &[("shipping", "parcel courier delivery late tracking")],
+        );
         let classifier = Classifier::new(None, KeywordMode::Tfidf);
         let stats = Stats::new(Arc::new(Metrics::new()));
         // Every third text is bad: the results must line up with the inputs.
@@ -424,23 +439,13 @@ mod tests {
         // The signal weighs as much as the words, so that it decides this text.
         let mut config = EngineConfig::default();
         config.ranking.embedding_weight = 1.0;
-        let mut lexical = Engine::new(config);
-        let labels = [
-            ("astronomy", "space rocket orbit"),
-            ("cooking", "recipe oven stove"),
-        ]
-        .map(|(id, example)| NewLabel {
-            id: id.into(),
-            name: None,
-            description: None,
-            examples: vec![example.into()],
-        });
-        lexical
-            .apply(&Update::Round {
-                round: "r1".into(),
-                labels: labels.to_vec(),
-            })
-            .unwrap();
+        let lexical = one_round_engine(
+            config,
+            &[
+                ("astronomy", "space rocket orbit"),
+                ("cooking", "recipe oven stove"),
+            ],
+        );
         /// Counts the texts it encodes.
         struct Counting(std::sync::atomic::AtomicUsize);
         impl TextEncoder for Counting {
