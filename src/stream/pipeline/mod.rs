@@ -273,6 +273,59 @@ pub fn advance(
     }
 }
 
+/// What a text's task is to do.
+enum Request {
+    /// The LLM's keywords and the text's sentence vector (either may be off).
+    Preliminary(String, Option<Arc<dyn TextEncoder>>),
+    /// The LLM's choice.
+    Answer(Option<Prompt>),
+}
+
+impl Request {
+    /// What `work` waits for; None when it waits for nothing.
+    fn of(work: &Work, engine: &Engine) -> Option<Self> {
+        match work {
+            Work::Preliminary { event, .. } => Some(Request::Preliminary(
+                event.text.clone(),
+                engine.query_encoder(),
+            )),
+            Work::Classify {
+                pending,
+                answer: None,
+            } => Some(Request::Answer(pending.prepared.prompt.clone())),
+            _ => None,
+        }
+    }
+
+    async fn run(self, classifier: Classifier, max_prompt_chars: usize) -> LlmOutcome {
+        match self {
+            Request::Preliminary(text, encoder) => LlmOutcome::Preliminary(
+                classifier
+                    .preliminary(text, max_prompt_chars, encoder)
+                    .await,
+            ),
+            Request::Answer(prompt) => LlmOutcome::Answer(classifier.answer(prompt.as_ref()).await),
+        }
+    }
+
+    /// What the text gets when its task died: the outcome it waits for, failed (a preliminary
+    /// step: no LLM keywords and no vector, as when each fails on its own — the engine's
+    /// keywords, lexical retrieval), so that it never waits for ever.
+    fn failed(preliminary: bool, error: &tokio::task::JoinError) -> LlmOutcome {
+        if preliminary {
+            tracing::error!(%error, "preliminary task failed");
+            return LlmOutcome::Preliminary(Preliminary::default());
+        }
+        LlmOutcome::Answer(Answer {
+            failure: Some(LlmFailure {
+                reason: "task_failed".into(),
+                detail: error.to_string(),
+            }),
+            ..Answer::default()
+        })
+    }
+}
+
 /// The task `text` waits for (its preliminary step, or the LLM's answer), to start once its
 /// slot is known.
 pub fn llm_task(
@@ -280,65 +333,24 @@ pub fn llm_task(
     engine: &Engine,
     text: &Text,
 ) -> Option<impl FnOnce(SlotId) -> LlmTask> {
-    enum Request {
-        Preliminary(String, Option<Arc<dyn TextEncoder>>),
-        Answer(Option<Prompt>),
-    }
-    let request = match &text.work {
-        Work::Preliminary { event, .. } => {
-            Request::Preliminary(event.text.clone(), engine.query_encoder())
-        }
-        Work::Classify {
-            pending,
-            answer: None,
-        } => Request::Answer(pending.prepared.prompt.clone()),
-        _ => return None,
-    };
-    let max_prompt_chars = engine.config().max_prompt_chars;
-    let classifier = classifier.clone();
-    let span = match &request {
-        Request::Preliminary(..) if !classifier.asks_for_keywords() => {
-            tracing::info_span!(parent: &text.span, "preliminary")
-        }
-        _ => tracing::info_span!(parent: &text.span, "llm"),
-    };
+    let request = Request::of(&text.work, engine)?;
     let preliminary = matches!(request, Request::Preliminary(..));
+    let span = if preliminary && !classifier.asks_for_keywords() {
+        tracing::info_span!(parent: &text.span, "preliminary")
+    } else {
+        tracing::info_span!(parent: &text.span, "llm")
+    };
+    let run = request
+        .run(classifier.clone(), engine.config().max_prompt_chars)
+        .instrument(span);
     Some(move |slot: SlotId| -> LlmTask {
-        let call = tokio::spawn(
-            async move {
-                match request {
-                    Request::Preliminary(text, encoder) => LlmOutcome::Preliminary(
-                        classifier
-                            .preliminary(text, max_prompt_chars, encoder)
-                            .await,
-                    ),
-                    Request::Answer(prompt) => {
-                        LlmOutcome::Answer(classifier.answer(prompt.as_ref()).await)
-                    }
-                }
-            }
-            .instrument(span),
-        );
         // Dropped (the service closing), the task stops: its LLM call or its wait for an
         // encoding permit goes with it.
-        let mut call = AbortOnDrop(call);
+        let mut call = AbortOnDrop(tokio::spawn(run));
         Box::pin(async move {
-            let outcome = (&mut call.0).await.unwrap_or_else(|error| {
-                // A dead task must not leave its text waiting for ever: the outcome its text
-                // waits for, failed (a preliminary step: no LLM keywords and no vector, as
-                // when each fails on its own — the engine's keywords, lexical retrieval).
-                if preliminary {
-                    tracing::error!(%error, "preliminary task failed");
-                    return LlmOutcome::Preliminary(Preliminary::default());
-                }
-                LlmOutcome::Answer(Answer {
-                    failure: Some(LlmFailure {
-                        reason: "task_failed".into(),
-                        detail: error.to_string(),
-                    }),
-                    ..Answer::default()
-                })
-            });
+            let outcome = (&mut call.0)
+                .await
+                .unwrap_or_else(|error| Request::failed(preliminary, &error));
             LlmDone { slot, outcome }
         })
     })
