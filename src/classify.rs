@@ -175,7 +175,7 @@ impl Classifier {
         &self,
         engine: &Engine,
         text: &str,
-        preliminary: &Preliminary,
+        preliminary: Preliminary,
     ) -> Result<Prepared, EngineError> {
         // Spans of the caller's current span (the service's text span).
         let started = Instant::now();
@@ -186,8 +186,8 @@ impl Classifier {
         });
         // The embedding signal (when on) is part of the text's analysis; without a vector the
         // text is still classified, on lexical evidence alone.
-        match &preliminary.vector {
-            Some(Ok(vector)) => analysis.embedding = Some(vector.clone()),
+        match preliminary.vector {
+            Some(Ok(vector)) => analysis.embedding = Some(vector),
             Some(Err(error)) => {
                 tracing::warn!(%error, "no sentence vector for this text; lexical retrieval only")
             }
@@ -294,7 +294,7 @@ impl Classifier {
         let preliminary = self
             .preliminary(text.to_string(), max_chars, engine.query_encoder())
             .await;
-        let prepared = self.prepare(engine, text, &preliminary)?;
+        let prepared = self.prepare(engine, text, preliminary)?;
         let answer = self.answer(prepared.prompt.as_ref()).await;
         Ok(Self::conclude(engine, prepared, answer))
     }

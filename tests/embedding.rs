@@ -113,10 +113,8 @@ fn eval_refuses_a_missing_model_folder() {
 async fn a_restarted_service_reads_the_labels_vectors_back() {
     let dir = tempfile::tempdir().unwrap();
     let topics = Topics::new("embedding-restart");
-    let mut sets = topics.sets();
+    let mut sets = topics.service_sets(&dir.path().join("state"));
     sets.extend([
-        format!("state.dir={}", dir.path().join("state").display()),
-        "kafka.commit_interval_ms=200".into(),
         "llm.url=none".into(),
         format!("engine.embedding_model={}", model_dir().display()),
     ]);

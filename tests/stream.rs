@@ -18,10 +18,7 @@ fn llm_url() -> String {
 }
 
 fn base_sets(topics: &Topics, state: &std::path::Path) -> Vec<String> {
-    let mut sets = topics.sets();
-    sets.push(format!("state.dir={}", state.display()));
-    sets.push("kafka.commit_interval_ms=200".into());
-    sets
+    topics.service_sets(state)
 }
 
 fn by_text_id(records: &[Record]) -> HashMap<String, serde_json::Value> {

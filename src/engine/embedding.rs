@@ -67,11 +67,7 @@ impl Embeddings {
         }
     }
 
-    /// A query's vector.
-    pub fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
-        self.encoder.encode(text)
-    }
-
+    /// The encoder queries go through ([`super::Engine::query_encoder`]).
     pub fn encoder(&self) -> Arc<dyn TextEncoder> {
         self.encoder.clone()
     }
@@ -178,7 +174,7 @@ pub(crate) mod tests {
     fn a_label_scores_its_closest_example_plus_its_weighted_name() {
         let mut e = Embeddings::new(Arc::new(TopicEncoder));
         for (label, text) in [(0, "money money"), (0, "space")] {
-            let vector = e.encode(text).unwrap();
+            let vector = TopicEncoder.encode(text).unwrap();
             e.push_example(label, vector);
         }
         let name = e.encode_name("junk_food").unwrap();

@@ -68,6 +68,14 @@ impl Topics {
         self.sets_with(&brokers())
     }
 
+    /// [`Self::sets`] plus a state directory and a short commit interval: a service of its own.
+    pub fn service_sets(&self, state: &Path) -> Vec<String> {
+        let mut sets = self.sets();
+        sets.push(format!("state.dir={}", state.display()));
+        sets.push("kafka.commit_interval_ms=200".into());
+        sets
+    }
+
     /// The same, for a broker other than the shared one (a test's own [`Broker`]).
     pub fn sets_with(&self, brokers: &str) -> Vec<String> {
         vec![

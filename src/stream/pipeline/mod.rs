@@ -139,7 +139,7 @@ pub fn begin(
             stats,
             span,
             event,
-            &Preliminary::default(),
+            Preliminary::default(),
             decode_ms,
         ),
     }
@@ -187,7 +187,7 @@ fn prepare(
     stats: &Stats,
     span: &tracing::Span,
     event: TextEvent,
-    preliminary: &Preliminary,
+    preliminary: Preliminary,
     decode_ms: f64,
 ) -> Work {
     let prepared = span.in_scope(|| classifier.prepare(engine, &event.text, preliminary));
@@ -249,7 +249,7 @@ pub fn advance(
                 stats,
                 &text.span,
                 event,
-                &preliminary,
+                preliminary,
                 decode_ms,
             );
             if text.work.is_final() {
@@ -484,9 +484,8 @@ mod tests {
             gold_label: None,
         };
         let first = |engine: &Engine| {
-            let preliminary = Preliminary::default();
             let prepared = classifier
-                .prepare(engine, &event.text, &preliminary)
+                .prepare(engine, &event.text, Preliminary::default())
                 .unwrap();
             prepared.retrieval.candidates[0].clone()
         };
