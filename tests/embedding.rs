@@ -134,6 +134,13 @@ async fn a_restarted_service_reads_the_labels_vectors_back() {
         signal_on(&log).contains("read_back=0 encoded=0"),
         "nothing to encode before the first round: {log}"
     );
+    // The round's material went through the model on the blocking pool, before the loop
+    // applied the round (reading the vectors back).
+    assert!(
+        log.lines()
+            .any(|l| l.contains("encoded ahead") && l.contains("texts=9 encoded=9")),
+        "{log}"
+    );
 
     let mut second = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| second.wait_ready());

@@ -81,6 +81,27 @@ impl Embeddings {
         })
     }
 
+    /// Encode `texts` as label material on every core, ahead of applying the update they
+    /// belong to (see [`super::Engine::material_of`]), until `cancelled` is set: texts not
+    /// reached by then are skipped. How many were encoded (failures included).
+    pub fn encode_ahead(
+        encoder: &dyn TextEncoder,
+        texts: Vec<String>,
+        cancelled: &std::sync::atomic::AtomicBool,
+    ) -> usize {
+        use std::sync::atomic::Ordering;
+        let done = crate::threads::in_threads(texts, crate::threads::cores(), |text| {
+            if cancelled.load(Ordering::Relaxed) {
+                return false;
+            }
+            // The vector is kept by the encoder (that is the point); a failure is met again,
+            // and reported, when the update is applied.
+            let _ = encoder.encode_material(&text);
+            true
+        });
+        done.into_iter().filter(|&encoded| encoded).count()
+    }
+
     /// A label name as the encoder reads it (underscores as spaces, as the index reads them).
     pub fn name_text(name: &str) -> String {
         name.replace('_', " ")
@@ -168,6 +189,33 @@ pub(crate) mod tests {
         let one_by_one: Vec<_> = texts.iter().map(|t| TopicEncoder.encode(t)).collect();
         assert_eq!(e.encode_material(&texts), one_by_one);
         assert!(e.encode_material(&[]).is_empty());
+    }
+
+    /// Counts the texts it encodes.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    impl TextEncoder for Counting {
+        fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            TopicEncoder.encode(text)
+        }
+    }
+
+    #[test]
+    fn encoding_ahead_encodes_every_text_until_cancelled() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let texts: Vec<String> = (0..7).map(|i| format!("space {i}")).collect();
+        let counting = Counting::default();
+        let running = AtomicBool::new(false);
+        assert_eq!(
+            Embeddings::encode_ahead(&counting, texts.clone(), &running),
+            7
+        );
+        assert_eq!(counting.0.load(Ordering::SeqCst), 7);
+        let cancelled = AtomicBool::new(true);
+        assert_eq!(Embeddings::encode_ahead(&counting, texts, &cancelled), 0);
+        assert_eq!(counting.0.load(Ordering::SeqCst), 7, "nothing more encoded");
     }
 
     #[test]

@@ -11,7 +11,14 @@ use super::keywords;
 use super::prompt;
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
+use super::update::Update;
 use super::{Engine, EngineError, IndexReport, LabelInfo, NewLabel};
+
+/// What of a labelled document the encoder reads: an example's text as the index keeps it
+/// (clipped), when it has any term at all; descriptions are not encoded.
+fn example_to_encode<'t>(text: &'t str, is_example: bool, terms: &TermCounts) -> Option<&'t str> {
+    (is_example && !terms.is_empty()).then(|| prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
+}
 
 /// A labelled document ready to index (see [`Engine::prepare_documents`]).
 struct PreparedDocument<'t> {
@@ -195,18 +202,51 @@ impl Engine {
         let Some(embeddings) = &self.embeddings else {
             return prepared;
         };
-        let encoded: Vec<&mut PreparedDocument<'t>> = prepared
+        let encoded: Vec<(&mut PreparedDocument<'t>, &'t str)> = prepared
             .iter_mut()
-            .filter(|d| d.is_example && !d.terms.is_empty())
+            .filter_map(|d| {
+                let text = example_to_encode(d.text, d.is_example, &d.terms)?;
+                Some((d, text))
+            })
             .collect();
-        let texts: Vec<&str> = encoded
-            .iter()
-            .map(|d| prompt::clip(d.text, index::EXAMPLE_TEXT_CHARS))
-            .collect();
+        let (encoded, texts): (Vec<_>, Vec<&str>) = encoded.into_iter().unzip();
         for (document, vector) in encoded.into_iter().zip(embeddings.encode_material(&texts)) {
             document.vector = Some(vector.ok());
         }
         prepared
+    }
+
+    /// The labelled texts applying `update` asks the encoder for (a round's names and
+    /// examples, added examples), as [`Engine::apply`] asks for them: a shell may encode them
+    /// ahead, off its loop, with an encoder that keeps material (`embed::RememberingEncoder`),
+    /// so that applying reads the vectors back. Empty without the embedding signal.
+    pub fn material_of(&self, update: &Update) -> Vec<String> {
+        if self.embeddings.is_none() {
+            return Vec::new();
+        }
+        let examples = |examples: &[String]| -> Vec<String> {
+            examples
+                .iter()
+                .filter_map(|e| example_to_encode(e, true, &TermCounts::of(e)))
+                .map(str::to_string)
+                .collect()
+        };
+        match update {
+            Update::Round { labels, .. } => labels
+                .iter()
+                .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
+                .chain(labels.iter().flat_map(|label| examples(&label.examples)))
+                .collect(),
+            Update::AddExamples {
+                examples: added, ..
+            } => examples(added),
+            _ => Vec::new(),
+        }
+    }
+
+    /// The encoder a label's material goes through (None without the embedding signal).
+    pub fn material_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
+        self.embeddings.as_ref().map(Embeddings::encoder)
     }
 
     /// A label name's vector with the embedding signal: None without it, Some(None) when the

@@ -98,6 +98,8 @@ pub enum ServeError {
     Admin(String, std::io::Error),
     #[error("topic {0}: no record arrived within {1} s while catching up to its end")]
     Stalled(String, u64),
+    #[error("stopped while {0}: the next start takes it up")]
+    StoppedWhile(&'static str),
     #[error("starting the texts poll thread: {0}")]
     PollThread(std::io::Error),
     #[error("a blocking broker query died: {0}")]

@@ -124,3 +124,65 @@ fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() 
         assert_eq!(retrieve(&live), retrieve(&restored), "{query}");
     }
 }
+
+/// Records the label material it is asked to encode.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<String>>);
+
+impl TextEncoder for Recording {
+    fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        TopicEncoder.encode(text)
+    }
+
+    fn encode_material(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+        self.0.lock().unwrap().push(text.to_string());
+        self.encode(text)
+    }
+}
+
+#[test]
+fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
+    use crate::engine::update::Update;
+    let recording = Arc::new(Recording::default());
+    let mut engine = Engine::new(EngineConfig::default())
+        .with_encoder(recording.clone())
+        .0;
+    let long = format!("{} money at the end", "space ".repeat(400));
+    let mut described = label("junk_food", &["fries and food", "the and of", &long]);
+    described.description = Some("food that is not good for you".into());
+    let unnamed = crate::engine::NewLabel {
+        name: None,
+        ..label("sport", &["sport results"])
+    };
+    let round = Update::Round {
+        round: "r1".into(),
+        labels: vec![described, unnamed],
+    };
+    let added = Update::AddExamples {
+        label: "sport".into(),
+        examples: vec!["a sport match".into(), String::new()],
+    };
+    for update in [round, added] {
+        let mut ahead = engine.material_of(&update);
+        recording.0.lock().unwrap().clear();
+        engine.apply(&update).unwrap();
+        let mut asked = recording.0.lock().unwrap().clone();
+        ahead.sort();
+        asked.sort();
+        assert!(!asked.is_empty());
+        assert_eq!(ahead, asked, "{update:?}");
+    }
+    let lexical = Engine::new(EngineConfig::default());
+    let retire = Update::RetireLabel {
+        label: "sport".into(),
+    };
+    assert!(engine.material_of(&retire).is_empty());
+    let round = Update::Round {
+        round: "r2".into(),
+        labels: vec![label("orbit", &["space"])],
+    };
+    assert!(
+        lexical.material_of(&round).is_empty(),
+        "no signal, no material"
+    );
+}

@@ -6,6 +6,7 @@
 mod apply;
 pub mod sync;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use apply::{apply, engine_rejection, Cursor, Effect, LogTopics};
@@ -14,6 +15,7 @@ use super::changelog::{Change, ChangeRecord, LabelOutcome};
 use super::kafka::Outgoing;
 use super::outputs;
 use super::stats::Stats;
+use crate::engine::embedding::TextEncoder;
 use crate::engine::update::Update;
 use crate::engine::Engine;
 use crate::events::InputPosition;
@@ -98,6 +100,30 @@ impl Replica {
         &self.topics
     }
 
+    /// With the embedding signal, what the changelog record `payload` will ask the encoder
+    /// for when applied — a round's names and examples, added examples — if it is a label
+    /// event this replica has not applied yet (see [`Engine::material_of`]).
+    pub fn material_ahead(&self, payload: &[u8]) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
+        let encoder = self.engine.material_encoder()?;
+        let Ok(ChangeRecord {
+            change:
+                Change::Label {
+                    offset,
+                    outcome: LabelOutcome::Apply(update),
+                    ..
+                },
+            ..
+        }) = ChangeRecord::decode(payload)
+        else {
+            return None;
+        };
+        if offset < self.cursor.labels_next {
+            return None; // a copy: applying it changes nothing
+        }
+        let texts = self.engine.material_of(&update);
+        (!texts.is_empty()).then_some((encoder, texts))
+    }
+
     /// Apply the changelog record at `offset` (see [`apply`]), save it with its offsets in one
     /// batch, and count, log and dead-letter what it asks for.
     pub fn apply_change(
@@ -110,6 +136,7 @@ impl Replica {
         let record = ChangeRecord::decode(payload);
         let span = label_span(&record);
         let pooled_before = self.engine.pool().pushed();
+        let started = Instant::now();
         let applied = span.in_scope(|| {
             apply(
                 &mut self.cursor,
@@ -128,7 +155,8 @@ impl Replica {
             self.own_record_applied(&applied.effect, pooled_before, created_ms, stats);
         }
         let _entered = span.enter();
-        self.report(offset, applied.effect, applied.mine, stats);
+        let held = started.elapsed();
+        self.report(offset, applied.effect, applied.mine, held, stats);
         self.maybe_snapshot()
     }
 
@@ -159,8 +187,16 @@ impl Replica {
         }
     }
 
-    /// Count, log and dead-letter what an applied record asks for.
-    fn report(&mut self, offset: i64, effect: Effect, mine: bool, stats: &mut Stats) {
+    /// Count, log and dead-letter what an applied record asks for (`held`: how long applying
+    /// it held the loop).
+    fn report(
+        &mut self,
+        offset: i64,
+        effect: Effect,
+        mine: bool,
+        held: Duration,
+        stats: &mut Stats,
+    ) {
         match effect {
             Effect::Behind | Effect::Copy => {}
             Effect::Unreadable(error) => {
@@ -195,6 +231,7 @@ impl Replica {
                     labels_added = report.labels_added,
                     texts_indexed = report.texts_indexed,
                     label_version = self.engine.label_version(),
+                    apply_ms = held.as_millis() as u64,
                     "label event applied"
                 );
                 self.gauges(stats.metrics());
@@ -368,6 +405,30 @@ mod tests {
 
     fn stats() -> Stats {
         Stats::new(Arc::new(Metrics::new()))
+    }
+
+    #[test]
+    fn a_round_not_yet_applied_is_encoded_ahead_once() {
+        let mut replica = replica(100);
+        let record = label("other", 0, round("astronomy"));
+        assert!(
+            replica.material_ahead(&record).is_none(),
+            "without the embedding signal there is nothing to encode"
+        );
+        let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
+        let encoder = Arc::new(crate::engine::embedding::tests::TopicEncoder);
+        replica.engine = engine.with_encoder(encoder).0;
+        let (_, texts) = replica.material_ahead(&record).unwrap();
+        assert_eq!(texts, ["astronomy words about astronomy"]);
+        replica
+            .apply_change(0, &record, None, &mut stats())
+            .unwrap();
+        let copy = label("me", 0, round("astronomy"));
+        assert!(
+            replica.material_ahead(&copy).is_none(),
+            "a copy changes nothing"
+        );
+        assert!(replica.material_ahead(b"not a record").is_none());
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Watermark queries are blocking librdkafka calls: they run on tokio's blocking pool, so the
 //! loop's thread never waits on the broker.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -14,6 +15,7 @@ use rdkafka::Offset;
 
 use super::{engine_rejection, Replica};
 use crate::classify::Classifier;
+use crate::engine::embedding::Embeddings;
 use crate::engine::update::Update;
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
@@ -178,7 +180,7 @@ impl LogSync {
     /// what this instance has applied, or gone altogether for `LOG_MISSING_GRACE`, is not
     /// transient: the broker lost the log (a restarted memory-storage broker has no topics at
     /// all), and going on would let the replicas diverge silently, so the service stops and
-    /// says how to recover.
+    /// says how to recover. A catch-up the drain cut short is no trouble at all.
     fn tolerate(
         &mut self,
         error: ServeError,
@@ -188,6 +190,10 @@ impl LogSync {
     ) -> Result<(), ServeError> {
         if matches!(error, ServeError::ChangelogBehind { .. }) {
             return Err(error);
+        }
+        if matches!(error, ServeError::StoppedWhile(_)) {
+            tracing::info!(%error, "changelog left unapplied");
+            return Ok(());
         }
         if applied > 0 && topic_missing(&error) {
             let since = *self.log_missing_since.get_or_insert_with(Instant::now);
@@ -247,6 +253,8 @@ impl LogSync {
             let message =
                 next_record(&self.changelog, &topic, next, "reading the changelog").await?;
             let created = message.timestamp().to_millis();
+            self.encode_ahead(replica, message.payload().unwrap_or_default())
+                .await?;
             replica.apply_change(
                 message.offset(),
                 message.payload().unwrap_or_default(),
@@ -255,6 +263,40 @@ impl LogSync {
             )?;
         }
         Ok(())
+    }
+
+    /// With the embedding signal, encode the labelled material of the next record to apply
+    /// (a round's names and examples: ≈ 0.1 s of CPU each) on the blocking pool, into the
+    /// encoder that keeps material, so that applying the record on the loop reads the vectors
+    /// back rather than running the model there. The loop waits for it as it waits for the
+    /// log, without holding a runtime thread, and only while the service runs: once the drain
+    /// begins (or whoever waits gives up) the encoding stops after the texts in hand and the
+    /// record stays unapplied, for the next start to apply from the changelog.
+    async fn encode_ahead(&self, replica: &Replica, payload: &[u8]) -> Result<(), ServeError> {
+        let Some((encoder, texts)) = replica.material_ahead(payload) else {
+            return Ok(());
+        };
+        let cancelled = CancelOnDrop::default();
+        let flag = cancelled.0.clone();
+        let started = Instant::now();
+        let count = texts.len();
+        let encoding = tokio::task::spawn_blocking(move || {
+            Embeddings::encode_ahead(encoder.as_ref(), texts, &flag)
+        });
+        match self.stop.unless_stopping(encoding).await {
+            Some(encoded) => {
+                tracing::info!(
+                    texts = count,
+                    encoded = encoded?,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "labelled material encoded ahead of applying it"
+                );
+                Ok(())
+            }
+            None => Err(ServeError::StoppedWhile(
+                "encoding a round's labelled material ahead of applying it",
+            )),
+        }
     }
 
     /// Forward labels-topic records not yet in the changelog. Returns whether any was.
@@ -369,6 +411,17 @@ impl LogSync {
             } => Ok(Update::AddExamples { label, examples }),
             LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
         }
+    }
+}
+
+/// Set when dropped: tells encoding ahead on the blocking pool to stop once whoever waited
+/// for it is gone.
+#[derive(Default)]
+struct CancelOnDrop(Arc<AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
     }
 }
 
