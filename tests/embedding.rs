@@ -138,7 +138,7 @@ async fn a_restarted_service_reads_the_labels_vectors_back() {
     // applied the round (reading the vectors back).
     assert!(
         log.lines()
-            .any(|l| l.contains("encoded ahead") && l.contains("texts=9 encoded=9")),
+            .any(|l| l.contains("encoded ahead") && l.contains("texts=9 reached=9")),
         "{log}"
     );
 
@@ -156,4 +156,65 @@ fn signal_on(log: &str) -> &str {
     log.lines()
         .find(|l| l.contains("embedding signal on"))
         .unwrap_or_default()
+}
+
+/// A round whose encoding takes seconds: `labels` labels, each with four examples of distinct
+/// words (≈ 200 tokens each).
+fn slow_round(round: &str, labels: usize) -> String {
+    let labels: Vec<serde_json::Value> = (0..labels)
+        .map(|l| {
+            let examples: Vec<String> = (0..4)
+                .map(|e| {
+                    (0..150)
+                        .map(|w| format!("w{l}x{e}y{w}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .collect();
+            serde_json::json!({"id": format!("{round}-label-{l}"), "examples": examples})
+        })
+        .collect();
+    serde_json::json!({"type": "round", "round": round, "labels": labels}).to_string()
+}
+
+/// SIGTERM while a round is encoded ahead of being applied: the service stops at once, and
+/// neither that round nor the one after it is lost — the next start applies both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("embedding-cut-short");
+    let mut sets = topics.service_sets(&dir.path().join("state"));
+    sets.extend([
+        "llm.url=none".into(),
+        format!("engine.embedding_model={}", model_dir().display()),
+    ]);
+    let mut first = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| first.wait_ready());
+    // Nothing to encode in the second round: were the first skipped, it would be applied.
+    let small = serde_json::json!({"type": "round", "round": "r2",
+        "labels": [{"id": "r2-label", "description": "a label known by its description"}]});
+    publish_json(&topics.labels, &[slow_round("r1", 20), small.to_string()]).await;
+    let (status, log) = tokio::task::block_in_place(|| {
+        first.wait_for_log("encoding labelled material ahead");
+        first.terminate_within(Duration::from_secs(20))
+    });
+    assert!(status.success(), "{log}");
+    assert!(log.contains("stopped while encoding"), "{log}");
+    assert!(
+        !log.contains("label event applied"),
+        "nothing applied: {log}"
+    );
+
+    let mut second = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| {
+        second.wait_ready();
+        second.wait_for_log_count("label event applied", 2);
+    });
+    let log = tokio::task::block_in_place(|| second.stop());
+    let applied: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("label event applied"))
+        .collect();
+    assert!(applied[0].contains("labels_added=20"), "{log}");
+    assert!(applied[1].contains("labels_added=1"), "{log}");
 }

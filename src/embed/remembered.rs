@@ -63,6 +63,10 @@ impl<E: TextEncoder> TextEncoder for RememberingEncoder<E> {
         self.inner.encode(text)
     }
 
+    fn keeps_material(&self) -> bool {
+        self.store.keeps()
+    }
+
     fn encode_material(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         let key = Sha256::digest(text.as_bytes());
         self.asked
@@ -164,6 +168,11 @@ mod tests {
         second.encode("a query").unwrap();
         assert_eq!(counting.0.load(Ordering::SeqCst), 3);
         assert_eq!(store.0.lock().unwrap().len(), 1);
+        // Only a store that keeps makes encoding material ahead worth it.
+        assert!(second.keeps_material());
+        let forgetful =
+            RememberingEncoder::new(&counting, Box::new(crate::store::NoVectorStore), 2);
+        assert!(!forgetful.keeps_material());
     }
 
     #[test]

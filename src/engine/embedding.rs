@@ -31,6 +31,12 @@ pub trait TextEncoder: Send + Sync {
     fn encode_material(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         self.encode(text)
     }
+
+    /// Whether material encoded once is read back rather than encoded again the next time it
+    /// is asked for: only then is encoding it ahead worth anything.
+    fn keeps_material(&self) -> bool {
+        false
+    }
 }
 
 /// Per label position: its name's vector and its examples' vectors.
@@ -83,14 +89,14 @@ impl Embeddings {
 
     /// Encode `texts` as label material on every core, ahead of applying the update they
     /// belong to (see [`super::Engine::material_of`]), until `cancelled` is set: texts not
-    /// reached by then are skipped. How many were encoded (failures included).
+    /// reached by then are skipped. How many were reached (read back, encoded or failed).
     pub fn encode_ahead(
         encoder: &dyn TextEncoder,
         texts: Vec<String>,
         cancelled: &std::sync::atomic::AtomicBool,
     ) -> usize {
         use std::sync::atomic::Ordering;
-        let done = crate::threads::in_threads(texts, crate::threads::cores(), |text| {
+        let reached = crate::threads::in_threads(texts, crate::threads::cores(), |text| {
             if cancelled.load(Ordering::Relaxed) {
                 return false;
             }
@@ -99,7 +105,7 @@ impl Embeddings {
             let _ = encoder.encode_material(&text);
             true
         });
-        done.into_iter().filter(|&encoded| encoded).count()
+        reached.into_iter().filter(|&reached| reached).count()
     }
 
     /// A label name as the encoder reads it (underscores as spaces, as the index reads them).

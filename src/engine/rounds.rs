@@ -219,7 +219,8 @@ impl Engine {
     /// The labelled texts applying `update` asks the encoder for (a round's names and
     /// examples, added examples), as [`Engine::apply`] asks for them: a shell may encode them
     /// ahead, off its loop, with an encoder that keeps material (`embed::RememberingEncoder`),
-    /// so that applying reads the vectors back. Empty without the embedding signal.
+    /// so that applying reads the vectors back. Empty without the embedding signal, and for an
+    /// update the engine would refuse (it encodes nothing then).
     pub fn material_of(&self, update: &Update) -> Vec<String> {
         if self.embeddings.is_none() {
             return Vec::new();
@@ -232,15 +233,21 @@ impl Engine {
                 .collect()
         };
         match update {
-            Update::Round { labels, .. } => labels
+            Update::Round { labels, .. } if self.check_round(labels).is_ok() => labels
                 .iter()
                 .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
                 .chain(labels.iter().flat_map(|label| examples(&label.examples)))
                 .collect(),
             Update::AddExamples {
-                examples: added, ..
-            } => examples(added),
-            _ => Vec::new(),
+                label,
+                examples: added,
+            } if self.active_position(label).is_ok() => examples(added),
+            Update::Round { .. }
+            | Update::AddExamples { .. }
+            | Update::RetireLabel { .. }
+            | Update::Learn { .. }
+            | Update::Unexplained { .. }
+            | Update::Pooled { .. } => Vec::new(),
         }
     }
 

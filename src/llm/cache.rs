@@ -129,7 +129,16 @@ mod tests {
             cache.put(&key, &answer).unwrap();
             cache.tree.flush().unwrap();
         }
-        let cache = ResponseCache::open(dir.path()).unwrap();
+        // sled releases its file lock a moment after the last handle is dropped.
+        let mut reopened = ResponseCache::open(dir.path());
+        for _ in 0..250 {
+            if reopened.is_ok() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            reopened = ResponseCache::open(dir.path());
+        }
+        let cache = reopened.unwrap();
         assert_eq!(cache.get(&key).unwrap(), Some(answer));
     }
 }

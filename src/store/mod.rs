@@ -66,6 +66,10 @@ pub trait VectorStore: Send + Sync {
     fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError>;
     /// Drop every vector whose key `keep` refuses; how many were dropped.
     fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError>;
+    /// Whether what is put can be got back (false for [`NoVectorStore`]).
+    fn keeps(&self) -> bool {
+        true
+    }
 }
 
 /// A store that keeps nothing: every start encodes again (when the state's own cannot be
@@ -81,6 +85,9 @@ impl VectorStore for NoVectorStore {
     }
     fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
         Ok(0)
+    }
+    fn keeps(&self) -> bool {
+        false
     }
 }
 

@@ -100,9 +100,14 @@ pub enum ServeError {
     Stalled(String, u64),
     #[error("stopped while {0}: the next start takes it up")]
     StoppedWhile(&'static str),
+    #[error(
+        "the changelog reader could not be pointed back at record {0}, left unapplied: {1} \
+         (a restart resumes from the saved state)"
+    )]
+    ChangelogReader(i64, KafkaError),
     #[error("starting the texts poll thread: {0}")]
     PollThread(std::io::Error),
-    #[error("a blocking broker query died: {0}")]
+    #[error("a task on the blocking pool (a broker query, an encoding) died: {0}")]
     BlockingTask(#[from] tokio::task::JoinError),
 }
 

@@ -177,6 +177,23 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
         label: "sport".into(),
     };
     assert!(engine.material_of(&retire).is_empty());
+    // Updates the engine refuses encode nothing.
+    let to_unknown = Update::AddExamples {
+        label: "nobody".into(),
+        examples: vec!["space money".into()],
+    };
+    let repeated = Update::Round {
+        round: "r1 again".into(),
+        labels: vec![label("sport", &["space money"])],
+    };
+    assert!(engine.material_of(&to_unknown).is_empty());
+    assert!(engine.material_of(&repeated).is_empty());
+    engine.apply(&retire).unwrap();
+    let to_retired = Update::AddExamples {
+        label: "sport".into(),
+        examples: vec!["space money".into()],
+    };
+    assert!(engine.material_of(&to_retired).is_empty());
     let round = Update::Round {
         round: "r2".into(),
         labels: vec![label("orbit", &["space"])],

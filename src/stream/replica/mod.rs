@@ -3,6 +3,7 @@
 //! its offsets in one store batch; [`sync`] keeps it up to date with the labels topic and the
 //! changelog.
 
+mod ahead;
 mod apply;
 pub mod sync;
 
@@ -100,11 +101,15 @@ impl Replica {
         &self.topics
     }
 
-    /// With the embedding signal, what the changelog record `payload` will ask the encoder
-    /// for when applied — a round's names and examples, added examples — if it is a label
-    /// event this replica has not applied yet (see [`Engine::material_of`]).
+    /// With the embedding signal and an encoder that keeps material, what the changelog
+    /// record `payload` will ask the encoder for when applied — a round's names and examples,
+    /// added examples — if it is a label event this replica has not applied yet (see
+    /// [`Engine::material_of`]).
     pub fn material_ahead(&self, payload: &[u8]) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
-        let encoder = self.engine.material_encoder()?;
+        let encoder = self
+            .engine
+            .material_encoder()
+            .filter(|encoder| encoder.keeps_material())?;
         let Ok(ChangeRecord {
             change:
                 Change::Label {
@@ -351,6 +356,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::engine::embedding::tests::TopicEncoder;
     use crate::engine::{EngineConfig, NewLabel};
     use crate::events::decode::Reason;
     use crate::store::MemoryStore;
@@ -407,6 +413,18 @@ mod tests {
         Stats::new(Arc::new(Metrics::new()))
     }
 
+    /// The topic encoder, as if it kept what it encodes.
+    struct Keeping;
+
+    impl TextEncoder for Keeping {
+        fn encode(&self, text: &str) -> Result<Vec<f32>, crate::engine::embedding::EncodeError> {
+            TopicEncoder.encode(text)
+        }
+        fn keeps_material(&self) -> bool {
+            true
+        }
+    }
+
     #[test]
     fn a_round_not_yet_applied_is_encoded_ahead_once() {
         let mut replica = replica(100);
@@ -416,8 +434,13 @@ mod tests {
             "without the embedding signal there is nothing to encode"
         );
         let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
-        let encoder = Arc::new(crate::engine::embedding::tests::TopicEncoder);
-        replica.engine = engine.with_encoder(encoder).0;
+        replica.engine = engine.with_encoder(Arc::new(TopicEncoder)).0;
+        assert!(
+            replica.material_ahead(&record).is_none(),
+            "an encoder that keeps nothing would encode it twice"
+        );
+        let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
+        replica.engine = engine.with_encoder(Arc::new(Keeping)).0;
         let (_, texts) = replica.material_ahead(&record).unwrap();
         assert_eq!(texts, ["astronomy words about astronomy"]);
         replica

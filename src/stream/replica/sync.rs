@@ -4,18 +4,16 @@
 //! Watermark queries are blocking librdkafka calls: they run on tokio's blocking pool, so the
 //! loop's thread never waits on the broker.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::Message;
+use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::Offset;
 
-use super::{engine_rejection, Replica};
+use super::{ahead, engine_rejection, Replica};
 use crate::classify::Classifier;
-use crate::engine::embedding::Embeddings;
 use crate::engine::update::Update;
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
@@ -159,18 +157,25 @@ impl LogSync {
         Ok(())
     }
 
-    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`LogSync::tolerate`]).
+    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`LogSync::tolerate`]):
+    /// false when the drain cut it short (a round's encoding ahead), so that texts after it
+    /// are not begun without it.
     pub async fn sync_or_tolerate(
         &mut self,
         replica: &mut Replica,
         stats: &mut Stats,
         context: &str,
-    ) -> Result<(), ServeError> {
+    ) -> Result<bool, ServeError> {
         match self.sync(replica, stats).await {
-            Ok(()) => Ok(()),
+            Ok(()) => Ok(true),
+            Err(error @ ServeError::StoppedWhile(_)) => {
+                tracing::info!(%error, "changelog left unapplied");
+                Ok(false)
+            }
             Err(error) => {
                 let log = &replica.topics().changelog;
-                self.tolerate(error, log, replica.cursor.changelog_next, context)
+                self.tolerate(error, log, replica.cursor.changelog_next, context)?;
+                Ok(true)
             }
         }
     }
@@ -180,7 +185,8 @@ impl LogSync {
     /// what this instance has applied, or gone altogether for `LOG_MISSING_GRACE`, is not
     /// transient: the broker lost the log (a restarted memory-storage broker has no topics at
     /// all), and going on would let the replicas diverge silently, so the service stops and
-    /// says how to recover. A catch-up the drain cut short is no trouble at all.
+    /// says how to recover; so does a changelog reader that cannot be pointed back at a
+    /// record it left unapplied.
     fn tolerate(
         &mut self,
         error: ServeError,
@@ -188,12 +194,11 @@ impl LogSync {
         applied: i64,
         context: &str,
     ) -> Result<(), ServeError> {
-        if matches!(error, ServeError::ChangelogBehind { .. }) {
+        if matches!(
+            error,
+            ServeError::ChangelogBehind { .. } | ServeError::ChangelogReader(..)
+        ) {
             return Err(error);
-        }
-        if matches!(error, ServeError::StoppedWhile(_)) {
-            tracing::info!(%error, "changelog left unapplied");
-            return Ok(());
         }
         if applied > 0 && topic_missing(&error) {
             let since = *self.log_missing_since.get_or_insert_with(Instant::now);
@@ -252,51 +257,33 @@ impl LogSync {
             let next = replica.cursor.changelog_next.max(low);
             let message =
                 next_record(&self.changelog, &topic, next, "reading the changelog").await?;
-            let created = message.timestamp().to_millis();
-            self.encode_ahead(replica, message.payload().unwrap_or_default())
-                .await?;
-            replica.apply_change(
-                message.offset(),
-                message.payload().unwrap_or_default(),
-                created,
-                stats,
-            )?;
+            self.apply_record(replica, &message, stats).await?;
         }
         Ok(())
     }
 
-    /// With the embedding signal, encode the labelled material of the next record to apply
-    /// (a round's names and examples: ≈ 0.1 s of CPU each) on the blocking pool, into the
-    /// encoder that keeps material, so that applying the record on the loop reads the vectors
-    /// back rather than running the model there. The loop waits for it as it waits for the
-    /// log, without holding a runtime thread, and only while the service runs: once the drain
-    /// begins (or whoever waits gives up) the encoding stops after the texts in hand and the
-    /// record stays unapplied, for the next start to apply from the changelog.
-    async fn encode_ahead(&self, replica: &Replica, payload: &[u8]) -> Result<(), ServeError> {
-        let Some((encoder, texts)) = replica.material_ahead(payload) else {
-            return Ok(());
-        };
-        let cancelled = CancelOnDrop::default();
-        let flag = cancelled.0.clone();
-        let started = Instant::now();
-        let count = texts.len();
-        let encoding = tokio::task::spawn_blocking(move || {
-            Embeddings::encode_ahead(encoder.as_ref(), texts, &flag)
-        });
-        match self.stop.unless_stopping(encoding).await {
-            Some(encoded) => {
-                tracing::info!(
-                    texts = count,
-                    encoded = encoded?,
-                    seconds = started.elapsed().as_secs_f64(),
-                    "labelled material encoded ahead of applying it"
-                );
-                Ok(())
+    /// Apply a changelog record the reader handed out, its labelled material encoded ahead
+    /// first (see [`ahead::encode_ahead`]). When that is cut short the reader is pointed back
+    /// at the record, which stays unapplied: the next catch-up, or the next start, applies it
+    /// (reading on would apply the records after it and skip it for good).
+    pub async fn apply_record(
+        &self,
+        replica: &mut Replica,
+        message: &OwnedMessage,
+        stats: &mut Stats,
+    ) -> Result<(), ServeError> {
+        let payload = message.payload().unwrap_or_default();
+        if let Err(error) = ahead::encode_ahead(&self.stop, replica, payload).await {
+            let topic = &replica.topics().changelog;
+            let back = Offset::Offset(message.offset());
+            if let Err(seek) = self.changelog.seek(topic, 0, back, Duration::from_secs(5)) {
+                return Err(ServeError::ChangelogReader(message.offset(), seek));
             }
-            None => Err(ServeError::StoppedWhile(
-                "encoding a round's labelled material ahead of applying it",
-            )),
+            return Err(error);
         }
+        let created = message.timestamp().to_millis();
+        replica.apply_change(message.offset(), payload, created, stats)?;
+        Ok(())
     }
 
     /// Forward labels-topic records not yet in the changelog. Returns whether any was.
@@ -411,17 +398,6 @@ impl LogSync {
             } => Ok(Update::AddExamples { label, examples }),
             LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
         }
-    }
-}
-
-/// Set when dropped: tells encoding ahead on the blocking pool to stop once whoever waited
-/// for it is gone.
-#[derive(Default)]
-struct CancelOnDrop(Arc<AtomicBool>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
     }
 }
 

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use rdkafka::message::Message;
 use tokio::task::JoinHandle;
 
 use super::delivery::OutputKind;
@@ -184,6 +183,9 @@ impl Service {
                     return Ok(false);
                 }
             }
+            // Draining reads no more of the changelog here: close() catches up (and a round
+            // whose encoding the drain cut short would otherwise be read again and again).
+            let running = stop.phase() == Phase::Running;
             tokio::select! {
                 phase = stop.changed() => {
                     if phase == Phase::Draining {
@@ -210,11 +212,16 @@ impl Service {
                         Err(error) => tracing::error!(%error, "delivery task cancelled"),
                     }
                 }
-                message = self.logs.changelog().recv() => match message {
+                message = self.logs.changelog().recv(), if running => match message {
                     Ok(message) => {
-                        let (offset, payload) = (message.offset(), message.payload().unwrap_or_default());
-                        let created = message.timestamp().to_millis();
-                        self.replica.apply_change(offset, payload, created, &mut self.stats)?;
+                        let message = message.detach();
+                        let applied = self.logs.apply_record(&mut self.replica, &message, &mut self.stats).await;
+                        match applied {
+                            Err(error @ ServeError::StoppedWhile(_)) => {
+                                tracing::info!(%error, "changelog left unapplied")
+                            }
+                            other => other?,
+                        }
                         self.start_pass_if_due();
                     }
                     Err(error) => tracing::warn!(%error, "changelog consumer error"),
@@ -235,7 +242,7 @@ impl Service {
         let context = "labels or changelog topic unreachable";
         self.logs
             .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
-            .await?;
+            .await?; // cut short by the drain: the next start goes on from there
         self.measure(texts);
         Ok(())
     }
