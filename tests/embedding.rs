@@ -107,17 +107,23 @@ fn eval_refuses_a_missing_model_folder() {
     assert!(stderr.contains("embedding model folder"), "{stderr}");
 }
 
+/// A service's topics and settings: no LLM, the embedding signal on, state under `dir`.
+fn graph_only_with_signal(dir: &std::path::Path, test: &str) -> (Topics, Vec<String>) {
+    let topics = Topics::new(test);
+    let mut sets = topics.service_sets(&dir.join("state"));
+    sets.extend([
+        "llm.url=none".into(),
+        format!("engine.embedding_model={}", model_dir().display()),
+    ]);
+    (topics, sets)
+}
+
 /// `gorag serve` with the signal on keeps the labels' vectors in its state: a restart reads
 /// them back instead of encoding every name and example again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restarted_service_reads_the_labels_vectors_back() {
     let dir = tempfile::tempdir().unwrap();
-    let topics = Topics::new("embedding-restart");
-    let mut sets = topics.service_sets(&dir.path().join("state"));
-    sets.extend([
-        "llm.url=none".into(),
-        format!("engine.embedding_model={}", model_dir().display()),
-    ]);
+    let (topics, sets) = graph_only_with_signal(dir.path(), "embedding-restart");
     let mut first = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| first.wait_ready());
     // Three labels with a name and two examples each, encoded as the round arrives.
@@ -182,12 +188,7 @@ fn slow_round(round: &str, labels: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
-    let topics = Topics::new("embedding-cut-short");
-    let mut sets = topics.service_sets(&dir.path().join("state"));
-    sets.extend([
-        "llm.url=none".into(),
-        format!("engine.embedding_model={}", model_dir().display()),
-    ]);
+    let (topics, sets) = graph_only_with_signal(dir.path(), "embedding-cut-short");
     let mut first = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| first.wait_ready());
     // Nothing to encode in the second round: were the first skipped, it would be applied.
