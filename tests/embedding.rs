@@ -195,6 +195,8 @@ async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_star
     let small = serde_json::json!({"type": "round", "round": "r2",
         "labels": [{"id": "r2-label", "description": "a label known by its description"}]});
     publish_json(&topics.labels, &[slow_round("r1", 20), small.to_string()]).await;
+    // Texts published after the rounds: they must not be classified without them.
+    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
     let (status, log) = tokio::task::block_in_place(|| {
         first.wait_for_log("encoding labelled material ahead");
         first.terminate_within(Duration::from_secs(20))
@@ -211,6 +213,13 @@ async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_star
         second.wait_ready();
         second.wait_for_log_count("label event applied", 2);
     });
+    // Each text predicted once, by the start that had both rounds.
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= 4
+        })
+    });
+    assert_eq!(records.len(), 4, "{}", second.log_text());
     let log = tokio::task::block_in_place(|| second.stop());
     let applied: Vec<&str> = log
         .lines()

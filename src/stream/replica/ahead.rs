@@ -17,7 +17,8 @@ use crate::stream::ServeError;
 /// there. The loop waits for it as it waits for the log — without holding a runtime thread, but
 /// committing, answering rebalances and finishing texts only afterwards — and only while the
 /// service runs: once the drain begins (or whoever waits gives up) the encoding stops after the
-/// texts in hand and this returns [`ServeError::StoppedWhile`].
+/// texts in hand and this returns [`ServeError::StoppedWhile`]. A task that died is no error:
+/// applying encodes whatever was not kept.
 pub async fn encode_ahead(
     stop: &Stop,
     replica: &Replica,
@@ -42,7 +43,14 @@ pub async fn encode_ahead(
     let encoding = tokio::task::spawn_blocking(move || {
         Embeddings::encode_ahead(encoder.as_ref(), texts, &flag)
     });
-    let reached = stop.unless_stopping(encoding).await.ok_or_else(stopped)??;
+    let reached = match stop.unless_stopping(encoding).await.ok_or_else(stopped)? {
+        Ok(reached) => reached,
+        Err(error) => {
+            // Encoding ahead only saves the loop the work: applying encodes what is not kept.
+            tracing::warn!(%error, "encoding ahead failed; the round is encoded as it is applied");
+            return Ok(());
+        }
+    };
     tracing::info!(
         texts = count,
         reached,

@@ -9,6 +9,7 @@ use super::Service;
 use crate::events::decode;
 use crate::events::InputPosition;
 use crate::stream::pipeline::{self, Advanced, LlmDone, Source, Text};
+use crate::stream::stop::Phase;
 use crate::stream::ServeError;
 use crate::telemetry::admin::Health;
 
@@ -25,6 +26,10 @@ impl Service {
         // be begun one at a time).
         let batch_min = (capacity / 4).max(1);
         loop {
+            // The phase may change while a batch waits for the labels ahead of it.
+            if self.stop.phase() != Phase::Running {
+                return Ok(());
+            }
             let gathering = usize::from(self.group.gathered() > 0);
             let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
             let room = capacity
@@ -39,13 +44,16 @@ impl Service {
             if batch.is_empty() {
                 return Ok(());
             }
-            self.on_texts(batch).await?;
+            if !self.on_texts(batch).await? {
+                return Ok(());
+            }
         }
     }
 
     /// Texts taken in together: decoded, brought up to date with the label events published
-    /// before them, then begun side by side (see [`pipeline::begin_all`]).
-    pub(super) async fn on_texts(&mut self, batch: Vec<OwnedMessage>) -> Result<(), ServeError> {
+    /// before them, then begun side by side (see [`pipeline::begin_all`]). False when the drain
+    /// cut the labels' catch-up short and they were left unbegun.
+    pub(super) async fn on_texts(&mut self, batch: Vec<OwnedMessage>) -> Result<bool, ServeError> {
         let mut sources = Vec::with_capacity(batch.len());
         let mut arriving = Vec::with_capacity(batch.len());
         let mut newest = Some(i64::MIN);
@@ -68,7 +76,7 @@ impl Service {
                 // Stopping before the label events ahead of them were applied: never begun,
                 // their offsets stay uncommitted and the next start reads them again.
                 tracing::info!(texts = batch.len(), "texts left for the next start");
-                return Ok(());
+                return Ok(false);
             }
         }
         let started: Vec<(tracing::Span, Instant)> = arriving
@@ -103,7 +111,7 @@ impl Service {
         for partition in partitions {
             self.finish_ready(partition);
         }
-        Ok(())
+        Ok(true)
     }
 
     /// A text as read: its source record, its span, and its event decoded.
