@@ -183,8 +183,9 @@ fn slow_round(round: &str, labels: usize) -> String {
     serde_json::json!({"type": "round", "round": round, "labels": labels}).to_string()
 }
 
-/// SIGTERM while a round is encoded ahead of being applied: the service stops at once, and
-/// neither that round nor the one after it is lost — the next start applies both.
+/// SIGTERM while a round is encoded ahead of being applied — serving, then while the next
+/// start catches up: the service stops at once, cleanly, and neither that round nor the one
+/// after it is lost — the start that is let finish applies both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_start() {
     let dir = tempfile::tempdir().unwrap();
@@ -203,6 +204,19 @@ async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_star
     });
     assert!(status.success(), "{log}");
     assert!(log.contains("stopped while encoding"), "{log}");
+    assert!(
+        !log.contains("label event applied"),
+        "nothing applied: {log}"
+    );
+
+    // Stopped again while the next start catches up: a clean stop before serving.
+    let mut second = Service::start(dir.path(), &sets);
+    let (status, log) = tokio::task::block_in_place(|| {
+        second.wait_for_log("encoding labelled material ahead");
+        second.terminate_within(Duration::from_secs(20))
+    });
+    assert!(status.success(), "{log}");
+    assert!(log.contains("stopped before serving"), "{log}");
     assert!(
         !log.contains("label event applied"),
         "nothing applied: {log}"

@@ -62,6 +62,23 @@ impl Service {
         if let Err(error) = self.producer.flush(left().max(Duration::from_secs(1))) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
+        Ok(self.summary(drained))
+    }
+
+    /// Stopped during the startup catch-up (a round's encoding cut short): no text was taken
+    /// in, so there is nothing to commit; what the catch-up applied is saved and its dead
+    /// letters sent.
+    pub(super) async fn close_before_serving(mut self) -> Result<ServeSummary, ServeError> {
+        self.send_final_dead_letters(CLOSE_LIMIT).await;
+        self.replica.save()?;
+        if let Err(error) = self.producer.flush(CLOSE_LIMIT) {
+            tracing::warn!(%error, "producer flush at shutdown");
+        }
+        Ok(self.summary(true))
+    }
+
+    /// What this run did, logged as it stops.
+    fn summary(&self, drained: bool) -> ServeSummary {
         let engine = &self.replica.engine;
         let summary = ServeSummary {
             graph_nodes: engine.graph().node_count(),
@@ -72,7 +89,7 @@ impl Service {
             ..self.stats.summary().clone()
         };
         tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
-        Ok(summary)
+        summary
     }
 
     /// Dead letters for label events that the final catch-up brought: sent before the cursor

@@ -138,10 +138,18 @@ pub(super) async fn run(
         lag,
         last_progress: Instant::now(),
     };
-    service
+    match service
         .logs
         .sync(&mut service.replica, &mut service.stats)
-        .await?;
+        .await
+    {
+        Ok(()) => {}
+        Err(error @ ServeError::StoppedWhile(_)) => {
+            tracing::info!(%error, "stopped before serving");
+            return service.close_before_serving().await;
+        }
+        Err(error) => return Err(error),
+    }
     service.replica.gauges(service.stats.metrics());
     let mut texts = TextsConsumer::start(&service.config, service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);
