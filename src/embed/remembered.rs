@@ -2,8 +2,9 @@
 //! examples again (the engine keeps vectors as derived state, never in its snapshot): ≈ 0.1 s
 //! each, ≈ 1 min for WOS's 798 names and examples at 5-shot even on both cores. The state
 //! store keeps them instead, keyed by the sha256 of the text, for one model (and one way of
-//! encoding, [`super::MiniLm::fingerprint`]) at a time; a restart reads them back, then drops
-//! the vectors no label's material asked for (retired labels' examples). Texts to classify are
+//! encoding, [`super::MiniLm::fingerprint`]) at a time; a restart reads them back, then, once
+//! caught up with the log, drops the vectors no label's material asked for (retired labels'
+//! examples). Texts to classify are
 //! encoded as they come and never kept.
 //!
 //! The store is a cache: when it cannot be read or written, the text is encoded and the
@@ -42,8 +43,8 @@ impl<E: TextEncoder> RememberingEncoder<E> {
     }
 
     /// Drop the kept vectors of material nobody asked for since this encoder was made: called
-    /// once the engine has asked for every label's material (at startup), it leaves exactly
-    /// the live labels' vectors. How many were dropped.
+    /// once the engine has asked for every label's material (after a start's first
+    /// catch-up), it leaves exactly the live labels' vectors. How many were dropped.
     pub fn forget_unasked(&self) -> Result<usize, StoreError> {
         let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
         self.store.retain(&|key| asked.contains(key))

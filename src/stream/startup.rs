@@ -15,7 +15,7 @@ use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
-use crate::embed::RememberingEncoder;
+use crate::embed::{MiniLm, RememberingEncoder};
 use crate::store::{NoVectorStore, SledStore, StateStore, VectorStore};
 use crate::telemetry::admin::Health;
 
@@ -26,6 +26,24 @@ pub struct Started {
     pub classifier: Classifier,
     pub producer: Producer,
     pub watermarks: Arc<MetadataClient>,
+    /// With the embedding signal, the encoder that keeps the labels' vectors (see
+    /// [`forget_unasked_vectors`]).
+    pub kept_vectors: Option<KeptVectors>,
+}
+
+/// The encoder that keeps the labels' vectors in the state store.
+pub type KeptVectors = Arc<RememberingEncoder<MiniLm>>;
+
+/// Drop the kept vectors no label asked for: called after the first catch-up, so that a round
+/// a stop cut short keeps what was encoded of it for the start that applies it.
+pub fn forget_unasked_vectors(encoder: &RememberingEncoder<MiniLm>) {
+    match encoder.forget_unasked() {
+        Ok(forgotten) => tracing::info!(
+            forgotten,
+            "kept sentence vectors no label asked for dropped"
+        ),
+        Err(error) => tracing::warn!(%error, "dropping unused kept sentence vectors"),
+    }
 }
 
 pub async fn start(
@@ -33,7 +51,7 @@ pub async fn start(
     stop: Stop,
     health: Arc<Health>,
 ) -> Result<Started, ServeError> {
-    let replica = restore(config)?;
+    let (replica, kept_vectors) = restore(config)?;
     let watermarks: MetadataClient = kafka::client_config(config)
         .set("group.id", format!("{}-watermarks", config.kafka.group_id))
         .set("enable.auto.commit", "false")
@@ -85,11 +103,12 @@ pub async fn start(
         classifier,
         producer,
         watermarks,
+        kept_vectors,
     })
 }
 
-/// The replica as this instance's store left it.
-fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
+/// The replica as this instance's store left it, and the encoder keeping its labels' vectors.
+fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), ServeError> {
     let mut store = SledStore::open_with_cache(
         &config.state.dir,
         config.state.cache_mb.saturating_mul(1 << 20),
@@ -97,6 +116,7 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
     let mut engine = saved.restore(config.engine_config())?;
+    let mut kept_vectors = None;
     if let Some(dir) = &config.engine.embedding_model {
         // Every label's examples and names get their vectors here, before the first text.
         let started = std::time::Instant::now();
@@ -114,19 +134,15 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         let unencoded;
         (engine, unencoded) = engine.with_encoder(encoder.clone());
         let (read_back, encoded) = encoder.material_counts();
-        let forgotten = encoder.forget_unasked().unwrap_or_else(|error| {
-            tracing::warn!(%error, "dropping unused kept sentence vectors");
-            0
-        });
         tracing::info!(
             model = %dir.display(),
             seconds = started.elapsed().as_secs_f64(),
             read_back,
             encoded,
-            forgotten,
             unencoded,
             "embedding signal on"
         );
+        kept_vectors = Some(encoder);
     }
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
@@ -147,7 +163,7 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         every: config.state.snapshot_every,
         min_interval: Duration::from_secs_f64(config.state.snapshot_min_interval_secs),
     };
-    Ok(Replica::new(
+    let replica = Replica::new(
         engine,
         Box::new(store),
         cursor,
@@ -156,7 +172,8 @@ fn restore(config: &ServeConfig) -> Result<Replica, ServeError> {
         policy,
         config.topics.dead_letter.clone(),
     )
-    .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled)))
+    .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled));
+    Ok((replica, kept_vectors))
 }
 
 /// How long one metadata request of the wait may take.

@@ -112,6 +112,7 @@ pub(super) async fn run(
         classifier,
         producer,
         watermarks,
+        kept_vectors,
     } = startup::start(&config, stop.clone(), health.clone()).await?;
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let backlog_limit = BacklogLimit::of(&config.input);
@@ -143,7 +144,11 @@ pub(super) async fn run(
         .sync(&mut service.replica, &mut service.stats)
         .await
     {
-        Ok(()) => {}
+        Ok(()) => {
+            if let Some(encoder) = &kept_vectors {
+                startup::forget_unasked_vectors(encoder);
+            }
+        }
         Err(error @ ServeError::StoppedWhile(_)) => {
             tracing::info!(%error, "stopped before serving");
             return service.close_before_serving().await;
