@@ -183,6 +183,20 @@ fn slow_round(round: &str, labels: usize) -> String {
     serde_json::json!({"type": "round", "round": round, "labels": labels}).to_string()
 }
 
+/// SIGTERM once `service` encodes a round ahead: a clean exit that says `said`, nothing applied.
+fn stop_while_encoding_ahead(service: &mut Service, said: &str) {
+    let (status, log) = tokio::task::block_in_place(|| {
+        service.wait_for_log("encoding labelled material ahead");
+        service.terminate_within(Duration::from_secs(20))
+    });
+    assert!(status.success(), "{log}");
+    assert!(log.contains(said), "{log}");
+    assert!(
+        !log.contains("label event applied"),
+        "nothing applied: {log}"
+    );
+}
+
 /// SIGTERM while a round is encoded ahead of being applied — serving, then while the next
 /// start catches up: the service stops at once, cleanly, and neither that round nor the one
 /// after it is lost — the start that is let finish applies both.
@@ -198,29 +212,11 @@ async fn a_round_whose_encoding_the_drain_cuts_short_is_applied_by_the_next_star
     publish_json(&topics.labels, &[slow_round("r1", 20), small.to_string()]).await;
     // Texts published after the rounds: they must not be classified without them.
     publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    let (status, log) = tokio::task::block_in_place(|| {
-        first.wait_for_log("encoding labelled material ahead");
-        first.terminate_within(Duration::from_secs(20))
-    });
-    assert!(status.success(), "{log}");
-    assert!(log.contains("stopped while encoding"), "{log}");
-    assert!(
-        !log.contains("label event applied"),
-        "nothing applied: {log}"
-    );
+    stop_while_encoding_ahead(&mut first, "stopped while encoding");
 
     // Stopped again while the next start catches up: a clean stop before serving.
     let mut second = Service::start(dir.path(), &sets);
-    let (status, log) = tokio::task::block_in_place(|| {
-        second.wait_for_log("encoding labelled material ahead");
-        second.terminate_within(Duration::from_secs(20))
-    });
-    assert!(status.success(), "{log}");
-    assert!(log.contains("stopped before serving"), "{log}");
-    assert!(
-        !log.contains("label event applied"),
-        "nothing applied: {log}"
-    );
+    stop_while_encoding_ahead(&mut second, "stopped before serving");
 
     let mut second = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| {
