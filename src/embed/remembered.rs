@@ -4,8 +4,7 @@
 //! store keeps them instead, keyed by the sha256 of the text, for one model (and one way of
 //! encoding, [`super::MiniLm::fingerprint`]) at a time; a restart reads them back, then, once
 //! caught up with the log, drops the vectors no label's material asked for (retired labels'
-//! examples). Texts to classify are
-//! encoded as they come and never kept.
+//! examples). Texts to classify are encoded as they come and never kept.
 //!
 //! The store is a cache: when it cannot be read or written, the text is encoded and the
 //! service goes on (with a warning), since the vector is the same either way.

@@ -8,10 +8,11 @@ use std::time::Instant;
 
 use super::Replica;
 use crate::engine::embedding::Embeddings;
+use crate::stream::changelog::ChangeRecord;
 use crate::stream::stop::{Phase, Stop};
 use crate::stream::ServeError;
 
-/// Encode the labelled material of the changelog record `payload` (see
+/// Encode the labelled material of the changelog record `record` (see
 /// [`Replica::material_ahead`]) on the blocking pool, into the encoder that keeps material, so
 /// that applying the record on the loop reads the vectors back instead of running the model
 /// there. The loop waits for it as it waits for the log — without holding a runtime thread, but
@@ -22,9 +23,9 @@ use crate::stream::ServeError;
 pub async fn encode_ahead(
     stop: &Stop,
     replica: &Replica,
-    payload: &[u8],
+    record: &Result<ChangeRecord, String>,
 ) -> Result<(), ServeError> {
-    let Some((encoder, texts)) = replica.material_ahead(payload) else {
+    let Some((encoder, texts)) = replica.material_ahead(record) else {
         return Ok(());
     };
     let stopped =

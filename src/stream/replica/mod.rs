@@ -105,7 +105,10 @@ impl Replica {
     /// record `payload` will ask the encoder for when applied — a round's names and examples,
     /// added examples — if it is a label event this replica has not applied yet (see
     /// [`Engine::material_of`]).
-    pub fn material_ahead(&self, payload: &[u8]) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
+    pub fn material_ahead(
+        &self,
+        record: &Result<ChangeRecord, String>,
+    ) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
         let encoder = self
             .engine
             .material_encoder()
@@ -118,19 +121,19 @@ impl Replica {
                     ..
                 },
             ..
-        }) = ChangeRecord::decode(payload)
+        }) = record
         else {
             return None;
         };
-        if offset < self.cursor.labels_next {
+        if *offset < self.cursor.labels_next {
             return None; // a copy: applying it changes nothing
         }
-        let texts = self.engine.material_of(&update);
+        let texts = self.engine.material_of(update);
         (!texts.is_empty()).then_some((encoder, texts))
     }
 
-    /// Apply the changelog record at `offset` (see [`apply`]), save it with its offsets in one
-    /// batch, and count, log and dead-letter what it asks for.
+    /// [`Replica::apply_decoded`] of the record's bytes.
+    #[cfg(test)]
     pub fn apply_change(
         &mut self,
         offset: i64,
@@ -138,7 +141,19 @@ impl Replica {
         created_ms: Option<i64>,
         stats: &mut Stats,
     ) -> Result<(), StoreError> {
-        let record = ChangeRecord::decode(payload);
+        self.apply_decoded(offset, ChangeRecord::decode(payload), created_ms, stats)
+    }
+
+    /// Apply the changelog record at `offset`, as decoded (or found unreadable) (see
+    /// [`apply`]), save it with its offsets in one batch, and count, log and dead-letter what
+    /// it asks for.
+    pub fn apply_decoded(
+        &mut self,
+        offset: i64,
+        record: Result<ChangeRecord, String>,
+        created_ms: Option<i64>,
+        stats: &mut Stats,
+    ) -> Result<(), StoreError> {
         let span = label_span(&record);
         let pooled_before = self.engine.pool().pushed();
         let started = Instant::now();
@@ -430,28 +445,38 @@ mod tests {
         let mut replica = replica(100);
         let record = label("other", 0, round("astronomy"));
         assert!(
-            replica.material_ahead(&record).is_none(),
+            replica
+                .material_ahead(&ChangeRecord::decode(&record))
+                .is_none(),
             "without the embedding signal there is nothing to encode"
         );
         let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
         replica.engine = engine.with_encoder(Arc::new(TopicEncoder)).0;
         assert!(
-            replica.material_ahead(&record).is_none(),
+            replica
+                .material_ahead(&ChangeRecord::decode(&record))
+                .is_none(),
             "an encoder that keeps nothing would encode it twice"
         );
         let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
         replica.engine = engine.with_encoder(Arc::new(Keeping)).0;
-        let (_, texts) = replica.material_ahead(&record).unwrap();
+        let (_, texts) = replica
+            .material_ahead(&ChangeRecord::decode(&record))
+            .unwrap();
         assert_eq!(texts, ["astronomy words about astronomy"]);
         replica
             .apply_change(0, &record, None, &mut stats())
             .unwrap();
         let copy = label("me", 0, round("astronomy"));
         assert!(
-            replica.material_ahead(&copy).is_none(),
+            replica
+                .material_ahead(&ChangeRecord::decode(&copy))
+                .is_none(),
             "a copy changes nothing"
         );
-        assert!(replica.material_ahead(b"not a record").is_none());
+        assert!(replica
+            .material_ahead(&ChangeRecord::decode(b"not a record"))
+            .is_none());
     }
 
     #[test]

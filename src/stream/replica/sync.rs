@@ -272,8 +272,9 @@ impl LogSync {
         message: &OwnedMessage,
         stats: &mut Stats,
     ) -> Result<(), ServeError> {
-        let payload = message.payload().unwrap_or_default();
-        if let Err(error) = ahead::encode_ahead(&self.stop, replica, payload).await {
+        // Decoded once, for the encoding ahead and for applying.
+        let record = ChangeRecord::decode(message.payload().unwrap_or_default());
+        if let Err(error) = ahead::encode_ahead(&self.stop, replica, &record).await {
             let topic = &replica.topics().changelog;
             let back = Offset::Offset(message.offset());
             if let Err(seek) = self.changelog.seek(topic, 0, back, Duration::from_secs(5)) {
@@ -282,7 +283,7 @@ impl LogSync {
             return Err(error);
         }
         let created = message.timestamp().to_millis();
-        replica.apply_change(message.offset(), payload, created, stats)?;
+        replica.apply_decoded(message.offset(), record, created, stats)?;
         Ok(())
     }
 
