@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
@@ -70,31 +71,37 @@ impl Classifier {
         self.llm.as_ref()
     }
 
-    /// Ask the LLM for a short description of every named label that has none. A failed call
-    /// leaves that label without a description (its examples still index it). Returns the
-    /// number of LLM calls made.
+    /// Ask the LLM for a short description of every named label that has none, all asked at
+    /// once (the client's `concurrency` bounds the calls in flight: a round's descriptions
+    /// take its share of the time, not one call after another). Each description is written
+    /// as it arrives, so a caller that stops waiting keeps those already written. A failed
+    /// call leaves that label without a description (its examples still index it). Returns
+    /// the number of LLM calls made.
     pub async fn describe_labels(&self, labels: &mut [NewLabel]) -> u32 {
         let Some(llm) = &self.llm else {
             return 0;
         };
-        let mut calls = 0;
-        for label in labels.iter_mut() {
-            let Some(name) = &label.name else { continue };
-            if label.description.is_some() {
-                continue;
-            }
-            calls += 1;
-            match llm.complete(&prompt::label_description(name)).await {
-                Ok(answer) => {
-                    let text = prompt::clip(answer.text.trim(), MAX_DESCRIPTION_CHARS);
-                    label.description = Some(text.to_string());
-                }
-                Err(error) => {
-                    tracing::warn!(label = %label.id, %error, "no description for label");
-                }
-            }
-        }
-        calls
+        let mut calls: FuturesUnordered<_> = labels
+            .iter_mut()
+            .filter(|label| label.description.is_none())
+            .filter_map(|label| {
+                let prompt = prompt::label_description(label.name.as_deref()?);
+                Some(async move {
+                    match llm.complete(&prompt).await {
+                        Ok(answer) => {
+                            let text = prompt::clip(answer.text.trim(), MAX_DESCRIPTION_CHARS);
+                            label.description = Some(text.to_string());
+                        }
+                        Err(error) => {
+                            tracing::warn!(label = %label.id, %error, "no description for label");
+                        }
+                    }
+                })
+            })
+            .collect();
+        let made = calls.len() as u32;
+        while calls.next().await.is_some() {}
+        made
     }
 
     /// Whether the keywords come from the LLM (`--keywords llm`): then [`Self::llm_keywords`]

@@ -307,6 +307,34 @@ async fn descriptions_are_requested_for_named_labels_only() {
 }
 
 #[tokio::test]
+async fn a_rounds_descriptions_are_asked_side_by_side_and_kept_as_they_arrive() {
+    // The first request hangs (until the 5 s client timeout); the client has two calls in
+    // flight at most. Asked one after another, no label would be described within a second
+    // and a half; side by side, the two others are, and a caller that stops waiting then (the
+    // service's budget for a round) keeps their descriptions.
+    let fake = FakeLlm::start(Reply::Answer("A field of study.".into())).await;
+    fake.push([Reply::Hang]);
+    let classifier = classifier(&fake.url, 0, KeywordMode::Tfidf);
+    let named = |id: &str| NewLabel {
+        id: id.into(),
+        name: Some(id.into()),
+        description: None,
+        examples: vec![],
+    };
+    let mut labels = vec![named("astronomy"), named("botany"), named("chemistry")];
+    let describing = classifier.describe_labels(&mut labels);
+    let cut = tokio::time::timeout(Duration::from_millis(1500), describing).await;
+    assert!(cut.is_err(), "the hanging call outlasts the wait");
+    let described: Vec<&str> = labels
+        .iter()
+        .filter(|l| l.description.is_some())
+        .map(|l| l.id.as_str())
+        .collect();
+    assert_eq!(described.len(), 2, "described: {described:?}");
+    assert_eq!(fake.requests().len(), 3);
+}
+
+#[tokio::test]
 async fn llm_keyword_mode_keeps_only_phrases_of_the_text() {
     let fake = FakeLlm::start(Reply::Answer("astronomy".into())).await;
     fake.push([Reply::Answer("1. Telescope\n2. galaxies, unicorn".into())]);
