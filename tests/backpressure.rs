@@ -1,5 +1,6 @@
-//! Back-pressure across a rebalance, against the real broker: partitions paused because the
-//! backlog filled must flow again once they come back to the same instance.
+//! Rebalances against the real broker: partitions paused because the backlog filled must flow
+//! again once they come back to the same instance; a round being prepared must not hold up a
+//! revocation.
 
 mod support;
 
@@ -62,5 +63,72 @@ async fn partitions_paused_before_a_rebalance_flow_again_after_it() {
         predicted_ids(&records).len(),
         TEXTS,
         "first:\n{log_a}\nsecond:\n{log_b}"
+    );
+}
+
+/// A round whose labels the LLM is describing does not hold the loop: the instance describing
+/// it (its LLM hangs) still answers a revocation at once, committing what it finished, and
+/// stops cleanly with the round unforwarded. Before, the loop waited for the descriptions and
+/// the revocation went unanswered for 30 s, then gave the partitions up with nothing committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_being_described_does_not_hold_up_a_rebalance() {
+    let llm = FakeLlm::start(Reply::FirstCandidate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("describing-rebalance");
+    let sets_for = |state: &str, describe: bool| {
+        let mut sets = topics.sets();
+        sets.extend([
+            format!("state.dir={}", dir.path().join(state).display()),
+            "kafka.commit_interval_ms=200".into(),
+            "kafka.partitions=2".into(),
+            format!("llm.url={}", llm.url),
+            "llm.model=fake-model".into(),
+            format!("llm.describe_labels={describe}"),
+            "llm.timeout_secs=90".into(),
+            "llm.retries=0".into(),
+            "discovery.enabled=false".into(),
+        ]);
+        sets
+    };
+    let mut first = Service::start(dir.path(), &sets_for("state-a", true));
+    tokio::task::block_in_place(|| first.wait_ready());
+    // Round 1 is described at once (the fake's default answer); its texts are predicted.
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    let texts = example("texts-1.jsonl");
+    publish_json(&topics.texts, &texts).await;
+    tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= texts.len()
+        })
+    });
+    // Round 2's two descriptions hang.
+    llm.push([Reply::Hang, Reply::Hang]);
+    publish_json(&topics.labels, &example("round-2.jsonl")).await;
+    // Until the first instance is asking for them (round 1 took three requests).
+    let asked = || {
+        let requests = llm.requests();
+        requests
+            .iter()
+            .filter(|r| r.contains("Describe the category"))
+            .count()
+    };
+    let waiting = std::time::Instant::now();
+    while asked() < 4 {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "round 2 never described"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    let mut second = Service::start(dir.path(), &sets_for("state-b", false));
+    tokio::task::block_in_place(|| second.wait_for_log("partitions assigned"));
+    tokio::task::block_in_place(|| first.wait_for_log("partitions revoked"));
+    let (log_a, _) = tokio::task::block_in_place(|| (first.stop(), second.stop()));
+    assert!(!log_a.contains("no answer to a revocation"), "{log_a}");
+    assert_eq!(
+        log_a.matches("the round's labels described").count(),
+        1,
+        "round 2's descriptions were still hanging: {log_a}"
     );
 }

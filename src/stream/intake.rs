@@ -71,6 +71,17 @@ impl Intake {
         Some(message)
     }
 
+    /// The latest broker timestamp among the next `count` texts (None when one has none; the
+    /// smallest value when there are none): whether a sync must come before they are taken in.
+    pub fn newest_of_next(&self, count: usize) -> Option<i64> {
+        self.backlog
+            .iter()
+            .take(count)
+            .try_fold(i64::MIN, |newest, message| {
+                Some(newest.max(message.timestamp().to_millis()?))
+            })
+    }
+
     pub fn backlog(&self) -> usize {
         self.backlog.len()
     }

@@ -3,8 +3,8 @@
 //! its offsets in one store batch; [`sync`] keeps it up to date with the labels topic and the
 //! changelog.
 
-mod ahead;
 mod apply;
+pub mod job;
 pub mod sync;
 
 use std::sync::Arc;

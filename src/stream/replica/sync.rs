@@ -12,7 +12,8 @@ use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::Offset;
 
-use super::{ahead, engine_rejection, Replica};
+use super::job::{Job, Prepared, Then};
+use super::{engine_rejection, Replica};
 use crate::classify::Classifier;
 use crate::engine::update::Update;
 use crate::engine::NewLabel;
@@ -21,14 +22,12 @@ use crate::events::LabelEvent;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, LogReader, MetadataClient, Outgoing, Producer};
 use crate::stream::stats::Stats;
-use crate::stream::stop::Stop;
+use crate::stream::stop::{Phase, Stop};
 use crate::stream::ServeError;
 use crate::telemetry::admin::Health;
 
 /// How long the labels or changelog topic may stay silent while we know records are there.
 const STALL_SECS: u64 = 30;
-/// How long describing a round's labels may hold the loop.
-const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
 /// How much of a label event too large for the changelog its dead letter keeps.
 const TOO_LARGE_EXCERPT: usize = 64 * 1024;
 
@@ -55,6 +54,9 @@ pub struct LogSync {
     labels_forward_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
     labels_synced_at: i64,
+    /// When the sync under way (waiting for a [`Job`]) began: what `labels_synced_at` becomes
+    /// once it is done.
+    sync_started: Option<i64>,
     /// Since when the changelog topic has been reported missing (see [`LogSync::tolerate`]).
     log_missing_since: Option<Instant>,
     /// When a sync failure was last logged (they repeat every tick while the broker is away).
@@ -125,6 +127,7 @@ impl LogSync {
             describe_labels,
             labels_forward_next: labels_next,
             labels_synced_at: 0,
+            sync_started: None,
             log_missing_since: None,
             warned_at: None,
         }
@@ -142,42 +145,132 @@ impl LogSync {
 
     /// Bring `replica` up to date with every label event published so far: apply the changelog
     /// to its end, forward labels-topic records nobody forwarded yet, and apply the changelog to
-    /// its end again.
+    /// its end again. A record that needs a [`Job`] first (a round to describe, material to
+    /// encode) stops the sync there and hands the job back: [`LogSync::finish`] with its
+    /// result, then sync again to go on.
     pub async fn sync(
         &mut self,
         replica: &mut Replica,
         stats: &mut Stats,
-    ) -> Result<(), ServeError> {
-        let started = now_ms();
-        self.catch_up(replica, stats).await?;
-        if self.forward_labels(replica).await? {
-            self.catch_up(replica, stats).await?;
+    ) -> Result<Synced, ServeError> {
+        let synced = self.sync_from(replica, stats).await;
+        if !matches!(synced, Ok(Synced::Waiting(_))) {
+            self.sync_started = None;
         }
-        self.labels_synced_at = started;
-        Ok(())
+        synced
     }
 
-    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`LogSync::tolerate`]):
-    /// false when the drain cut it short (a round's encoding ahead), so that texts after it
-    /// are not begun without it.
+    async fn sync_from(
+        &mut self,
+        replica: &mut Replica,
+        stats: &mut Stats,
+    ) -> Result<Synced, ServeError> {
+        let started = *self.sync_started.get_or_insert_with(now_ms);
+        if let Some(job) = self.catch_up(replica, stats).await? {
+            return Ok(Synced::Waiting(job));
+        }
+        match self.forward_labels(replica).await? {
+            Forwarded::Waiting(job) => return Ok(Synced::Waiting(job)),
+            Forwarded::Some => {
+                if let Some(job) = self.catch_up(replica, stats).await? {
+                    return Ok(Synced::Waiting(job));
+                }
+            }
+            Forwarded::Nothing => {}
+        }
+        self.labels_synced_at = started;
+        Ok(Synced::Done)
+    }
+
+    /// [`LogSync::sync`] to the end, waiting for its jobs in place (startup: there is nothing
+    /// else to do), unless the service stops first ([`ServeError::StoppedWhile`]).
+    pub async fn sync_to_end(
+        &mut self,
+        replica: &mut Replica,
+        stats: &mut Stats,
+    ) -> Result<(), ServeError> {
+        loop {
+            let Synced::Waiting(mut job) = self.sync(replica, stats).await? else {
+                return Ok(());
+            };
+            let Some(prepared) = self.stop.unless_stopping(job.prepared()).await else {
+                self.abandon(&job)?;
+                return Err(ServeError::StoppedWhile("preparing a label event"));
+            };
+            self.finish(replica, stats, job, prepared).await?;
+        }
+    }
+
+    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`LogSync::tolerate`]).
     pub async fn sync_or_tolerate(
         &mut self,
         replica: &mut Replica,
         stats: &mut Stats,
         context: &str,
-    ) -> Result<bool, ServeError> {
+    ) -> Result<Synced, ServeError> {
         match self.sync(replica, stats).await {
-            Ok(()) => Ok(true),
+            Ok(synced) => Ok(synced),
             Err(error @ ServeError::StoppedWhile(_)) => {
                 tracing::info!(%error, "changelog left unapplied");
-                Ok(false)
+                Ok(Synced::Stopped)
             }
             Err(error) => {
                 let log = &replica.topics().changelog;
                 self.tolerate(error, log, replica.cursor.changelog_next, context)?;
-                Ok(true)
+                Ok(Synced::Done)
             }
         }
+    }
+
+    /// Finish what `job` was started for, with its result: apply the changelog record whose
+    /// material it encoded, or forward the round it described.
+    pub async fn finish(
+        &mut self,
+        replica: &mut Replica,
+        stats: &mut Stats,
+        job: Box<Job>,
+        prepared: Prepared,
+    ) -> Result<(), ServeError> {
+        let Job {
+            then, undescribed, ..
+        } = *job;
+        match then {
+            Then::Apply { message, record } => {
+                let created = message.timestamp().to_millis();
+                replica.apply_decoded(message.offset(), *record, created, stats)?;
+            }
+            Then::Forward { message, round } => {
+                let labels = match prepared {
+                    Prepared::Described(labels) => labels,
+                    Prepared::Encoded { .. } | Prepared::Lost => undescribed,
+                };
+                let outcome = LabelOutcome::Apply(Update::Round { round, labels });
+                // Stopping: the next start forwards it again.
+                self.forward_outcome(replica, &message, outcome).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Give `job` up (the service is stopping; dropping the job stops its task): a changelog
+    /// record it was for is left unapplied, the reader pointed back at it so that the next
+    /// catch-up (or start) applies it (reading on would apply the records after it and skip it
+    /// for good); a round it described is not forwarded (the next start forwards it).
+    pub fn abandon(&mut self, job: &Job) -> Result<(), ServeError> {
+        if let Then::Apply { message, .. } = &job.then {
+            self.point_back(message)?;
+        }
+        self.sync_started = None;
+        Ok(())
+    }
+
+    /// Point the changelog reader back at `message`, which stays unapplied.
+    fn point_back(&self, message: &OwnedMessage) -> Result<(), ServeError> {
+        let topic = message.topic();
+        let back = Offset::Offset(message.offset());
+        self.changelog
+            .seek(topic, 0, back, Duration::from_secs(5))
+            .map_err(|seek| ServeError::ChangelogReader(message.offset(), seek))
     }
 
     /// Trouble reaching the labels or changelog topic is logged (at most every 10 s) and
@@ -236,12 +329,13 @@ impl LogSync {
         bounds
     }
 
-    /// Apply changelog records up to the log's current end.
+    /// Apply changelog records up to the log's current end, or up to one that needs a [`Job`]
+    /// first (returned).
     pub async fn catch_up(
         &mut self,
         replica: &mut Replica,
         stats: &mut Stats,
-    ) -> Result<(), ServeError> {
+    ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
@@ -257,41 +351,47 @@ impl LogSync {
             let next = replica.cursor.changelog_next.max(low);
             let message =
                 next_record(&self.changelog, &topic, next, "reading the changelog").await?;
-            self.apply_record(replica, &message, stats).await?;
+            if let Some(job) = self.apply_record(replica, message, stats)? {
+                return Ok(Some(job));
+            }
         }
-        Ok(())
+        Ok(None)
     }
 
-    /// Apply a changelog record the reader handed out, its labelled material encoded ahead
-    /// first (see [`ahead::encode_ahead`]). When that is cut short the reader is pointed back
-    /// at the record, which stays unapplied: the next catch-up, or the next start, applies it
-    /// (reading on would apply the records after it and skip it for good).
-    pub async fn apply_record(
+    /// Apply a changelog record the reader handed out — unless its labelled material is to be
+    /// encoded first, off the loop (see [`Replica::material_ahead`]): then the job that
+    /// encodes it is returned, and [`LogSync::finish`] applies it. Once the drain has begun no
+    /// job starts: the reader is pointed back at the record, which stays unapplied
+    /// ([`ServeError::StoppedWhile`]).
+    pub fn apply_record(
         &self,
         replica: &mut Replica,
-        message: &OwnedMessage,
+        message: OwnedMessage,
         stats: &mut Stats,
-    ) -> Result<(), ServeError> {
+    ) -> Result<Option<Box<Job>>, ServeError> {
         // Decoded once, for the encoding ahead and for applying.
         let record = ChangeRecord::decode(message.payload().unwrap_or_default());
-        if let Err(error) = ahead::encode_ahead(&self.stop, replica, &record).await {
-            let topic = &replica.topics().changelog;
-            let back = Offset::Offset(message.offset());
-            if let Err(seek) = self.changelog.seek(topic, 0, back, Duration::from_secs(5)) {
-                return Err(ServeError::ChangelogReader(message.offset(), seek));
+        if let Some((encoder, texts)) = replica.material_ahead(&record) {
+            if self.stop.phase() != Phase::Running {
+                self.point_back(&message)?;
+                return Err(ServeError::StoppedWhile(
+                    "encoding a round's labelled material ahead of applying it",
+                ));
             }
-            return Err(error);
+            return Ok(Some(Job::encode(encoder, texts, message, record)));
         }
         let created = message.timestamp().to_millis();
         replica.apply_decoded(message.offset(), record, created, stats)?;
-        Ok(())
+        Ok(None)
     }
 
-    /// Forward labels-topic records not yet in the changelog. Returns whether any was.
-    async fn forward_labels(&mut self, replica: &Replica) -> Result<bool, ServeError> {
+    /// Forward labels-topic records not yet in the changelog, up to a round whose labels the
+    /// LLM is to describe first (the job that describes them is returned; [`LogSync::finish`]
+    /// forwards the round).
+    async fn forward_labels(&mut self, replica: &Replica) -> Result<Forwarded, ServeError> {
         let topic = replica.topics().labels.clone();
         let (low, high) = self.log_bounds(&topic).await?;
-        let mut forwarded = false;
+        let mut forwarded = Forwarded::Nothing;
         self.labels_forward_next = self
             .labels_forward_next
             .max(replica.cursor.labels_next)
@@ -304,45 +404,64 @@ impl LogSync {
             if message.offset() < replica.cursor.labels_next {
                 continue; // someone forwarded it already
             }
-            let payload = message.payload().unwrap_or_default().to_vec();
-            let outcome = match decode::label_event(&payload) {
+            let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
-                Ok(event) => match self.label_update(replica, event).await {
+                Ok(event) => match label_update(replica, event) {
+                    Ok(Update::Round { round, labels })
+                        if self.describe_labels && Job::describes(&self.classifier, &labels) =>
+                    {
+                        let job = Job::describe(&self.classifier, labels, message, round);
+                        return Ok(Forwarded::Waiting(job));
+                    }
                     Ok(update) => LabelOutcome::Apply(update),
                     Err(rejection) => reject(RejectStage::Apply, rejection),
                 },
             };
-            let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
-            let record = label_record(replica, offset, key.clone(), payload, outcome);
-            let delivered = match self.forward(record).await {
-                Some(Err(error)) => {
-                    // Larger than the changelog takes (it carries the event and its decoded
-                    // update): dead-lettered once, through the log like any rejected event.
-                    let payload = message.payload().unwrap_or_default();
-                    let size = payload.len();
-                    tracing::error!(%error, offset, size, "label event too large for the changelog");
-                    let rejection = Rejection::new(
-                        Reason::OutputTooLarge,
-                        format!(
-                            "the label event ({size} bytes) is larger than the changelog accepts"
-                        ),
-                    );
-                    let outcome = reject(RejectStage::Apply, rejection);
-                    let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
-                    let record = label_record(replica, offset, key, excerpt, outcome);
-                    self.forward(record).await
-                }
-                delivered => delivered,
-            };
-            match delivered {
-                Some(Ok(())) => {}
-                Some(Err(error)) => tracing::error!(%error, offset, "label event not forwarded"),
-                // Stopping: the next start forwards it again.
-                None => return Ok(forwarded),
+            if self
+                .forward_outcome(replica, &message, outcome)
+                .await
+                .is_none()
+            {
+                return Ok(forwarded); // stopping: the next start forwards it again
             }
-            forwarded = true;
+            forwarded = Forwarded::Some;
         }
         Ok(forwarded)
+    }
+
+    /// Send the changelog record forwarding the labels-topic record `message` with `outcome`;
+    /// one too large for the changelog is dead-lettered through it instead. None when the
+    /// drain deadline passed first.
+    async fn forward_outcome(
+        &self,
+        replica: &Replica,
+        message: &OwnedMessage,
+        outcome: LabelOutcome,
+    ) -> Option<()> {
+        let payload = message.payload().unwrap_or_default();
+        let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
+        let record = label_record(replica, offset, key.clone(), payload.to_vec(), outcome);
+        let delivered = match self.forward(record).await {
+            Some(Err(error)) => {
+                // Larger than the changelog takes (it carries the event and its decoded
+                // update): dead-lettered once, through the log like any rejected event.
+                let size = payload.len();
+                tracing::error!(%error, offset, size, "label event too large for the changelog");
+                let rejection = Rejection::new(
+                    Reason::OutputTooLarge,
+                    format!("the label event ({size} bytes) is larger than the changelog accepts"),
+                );
+                let outcome = reject(RejectStage::Apply, rejection);
+                let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
+                let record = label_record(replica, offset, key, excerpt, outcome);
+                self.forward(record).await
+            }
+            delivered => delivered,
+        };
+        if let Err(error) = delivered? {
+            tracing::error!(%error, offset, "label event not forwarded");
+        }
+        Some(())
     }
 
     /// Send a changelog record, unless the drain deadline passes first.
@@ -351,54 +470,49 @@ impl LogSync {
             .unless_expired(kafka::deliver(&self.producer, &record))
             .await
     }
+}
 
-    /// Have the LLM describe a round's labels, within [`DESCRIBE_BUDGET`] and only while the
-    /// service runs: the loop waits for it, and descriptions are optional — labels not
-    /// described in time, or when the drain began, go without (the record carries what was
-    /// written, so every replica applies the same round, and texts after it still see it).
-    async fn describe(&self, labels: &mut [NewLabel]) {
-        let describing =
-            tokio::time::timeout(DESCRIBE_BUDGET, self.classifier.describe_labels(labels));
-        if let Some(Err(_)) = self.stop.unless_stopping(describing).await {
-            tracing::warn!(
-                budget_secs = DESCRIBE_BUDGET.as_secs(),
-                "the round's labels were not all described in time: the rest go without"
-            );
-        }
-    }
+/// Where a sync stands.
+pub enum Synced {
+    /// Every label event published before it began is applied.
+    Done,
+    /// Stopped at a record that needs this job first.
+    Waiting(Box<Job>),
+    /// Cut short by the drain.
+    Stopped,
+}
 
-    /// Turn a label event into an engine update, checked before any LLM call.
-    async fn label_update(
-        &self,
-        replica: &Replica,
-        event: LabelEvent,
-    ) -> Result<Update, Rejection> {
-        match event {
-            LabelEvent::Round { round, labels, .. } => {
-                if labels.is_empty() {
-                    return Err(Rejection::new(
-                        Reason::InvalidRound,
-                        "a round needs at least one label",
-                    ));
-                }
-                if round.trim().is_empty() {
-                    return Err(Rejection::new(Reason::InvalidRound, "round id is empty"));
-                }
-                let mut labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-                replica
-                    .engine
-                    .check_round(&labels)
-                    .map_err(|e| engine_rejection(&e))?;
-                if self.describe_labels {
-                    self.describe(&mut labels).await;
-                }
-                Ok(Update::Round { round, labels })
+/// What forwarding the labels topic did.
+enum Forwarded {
+    Nothing,
+    Some,
+    Waiting(Box<Job>),
+}
+
+/// Turn a label event into an engine update, checked before any LLM call.
+fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejection> {
+    match event {
+        LabelEvent::Round { round, labels, .. } => {
+            if labels.is_empty() {
+                return Err(Rejection::new(
+                    Reason::InvalidRound,
+                    "a round needs at least one label",
+                ));
             }
-            LabelEvent::AddExamples {
-                label, examples, ..
-            } => Ok(Update::AddExamples { label, examples }),
-            LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
+            if round.trim().is_empty() {
+                return Err(Rejection::new(Reason::InvalidRound, "round id is empty"));
+            }
+            let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+            replica
+                .engine
+                .check_round(&labels)
+                .map_err(|e| engine_rejection(&e))?;
+            Ok(Update::Round { round, labels })
         }
+        LabelEvent::AddExamples {
+            label, examples, ..
+        } => Ok(Update::AddExamples { label, examples }),
+        LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
     }
 }
 

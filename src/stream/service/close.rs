@@ -19,6 +19,7 @@ impl Service {
     ) -> Result<ServeSummary, ServeError> {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.llm_tasks.clear();
+        self.abandon_job()?;
         self.abort_pass();
         for task in self.deliveries.iter() {
             task.abort();
@@ -47,7 +48,9 @@ impl Service {
             let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
             let reading = left().saturating_sub(Duration::from_secs(2));
             match tokio::time::timeout(reading, catch_up).await {
-                Ok(Ok(())) => {}
+                Ok(Ok(None)) => {}
+                // Not while draining (the record is left unapplied); but should one start:
+                Ok(Ok(Some(job))) => self.logs.abandon(&job)?,
                 Ok(Err(error)) => {
                     tracing::warn!(%error, "changelog not read to its end at shutdown")
                 }

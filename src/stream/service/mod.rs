@@ -28,7 +28,8 @@ use super::intake::{BacklogLimit, Intake};
 use super::kafka::{OrderedSender, Producer};
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
-use super::replica::sync::LogSync;
+use super::replica::job::{self, Job, Prepared};
+use super::replica::sync::{LogSync, Synced};
 use super::replica::Replica;
 use super::startup::{self, Started};
 use super::stats::Stats;
@@ -90,6 +91,10 @@ struct Service {
     pass_settings: Option<PassSettings>,
     pass: Option<JoinHandle<Result<PassReport, PassError>>>,
     pass_waiting: bool,
+    /// What the sync under way waits for (a round to describe, material to encode), if any:
+    /// until it reports, texts newer than the last sync wait in the backlog and the changelog
+    /// is not read on; everything else goes on.
+    job: Option<Box<Job>>,
 }
 
 pub(super) async fn run(
@@ -121,6 +126,7 @@ pub(super) async fn run(
         pass_settings,
         pass: None,
         pass_waiting: false,
+        job: None,
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
         config,
@@ -141,7 +147,7 @@ pub(super) async fn run(
     };
     match service
         .logs
-        .sync(&mut service.replica, &mut service.stats)
+        .sync_to_end(&mut service.replica, &mut service.stats)
         .await
     {
         Ok(()) => {
@@ -203,7 +209,11 @@ impl Service {
                 phase = stop.changed() => {
                     if phase == Phase::Draining {
                         tracing::info!(in_flight = self.slots.len(), "shutting down: draining");
+                        self.abandon_job()?;
                     }
+                }
+                prepared = job::wait(&mut self.job), if self.job.is_some() => {
+                    self.on_job_done(prepared).await?;
                 }
                 Some(done) = self.llm_tasks.next(), if !self.llm_tasks.is_empty() => {
                     self.on_llm_done(done);
@@ -225,15 +235,16 @@ impl Service {
                         Err(error) => tracing::error!(%error, "delivery task cancelled"),
                     }
                 }
-                message = self.logs.changelog().recv(), if running => match message {
+                // Not read on while a record waits for its job.
+                message = self.logs.changelog().recv(), if running && self.job.is_none() => match message {
                     Ok(message) => {
-                        let message = message.detach();
-                        let applied = self.logs.apply_record(&mut self.replica, &message, &mut self.stats).await;
+                        let applied = self.logs.apply_record(&mut self.replica, message.detach(), &mut self.stats);
                         match applied {
+                            Ok(job) => self.job = job,
                             Err(error @ ServeError::StoppedWhile(_)) => {
                                 tracing::info!(%error, "changelog left unapplied")
                             }
-                            other => other?,
+                            Err(error) => return Err(error),
                         }
                         self.start_pass_if_due();
                     }
@@ -252,12 +263,56 @@ impl Service {
         if phase != Phase::Running {
             return Ok(());
         }
-        let context = "labels or changelog topic unreachable";
-        self.logs
-            .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
-            .await?; // cut short by the drain: the next start goes on from there
+        // Cut short by the drain, or waiting for a job: the job's report (or the next start)
+        // goes on from there.
+        self.sync_logs("labels or changelog topic unreachable")
+            .await?;
         self.measure(texts);
         Ok(())
+    }
+
+    /// Sync with the logs, unless a sync already waits for its job. True when every label
+    /// event published before it began is applied; false when it waits for a job (kept in
+    /// `self.job`) or the drain cut it short.
+    async fn sync_logs(&mut self, context: &str) -> Result<bool, ServeError> {
+        if self.job.is_some() {
+            return Ok(false);
+        }
+        let synced = self
+            .logs
+            .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
+            .await?;
+        Ok(match synced {
+            Synced::Done => true,
+            Synced::Waiting(job) => {
+                self.job = Some(job);
+                false
+            }
+            Synced::Stopped => false,
+        })
+    }
+
+    /// The job a sync waited for reported: finish what it was for, and go on syncing.
+    async fn on_job_done(&mut self, prepared: Prepared) -> Result<(), ServeError> {
+        let Some(job) = self.job.take() else {
+            return Ok(());
+        };
+        self.logs
+            .finish(&mut self.replica, &mut self.stats, job, prepared)
+            .await?;
+        self.sync_logs("labels or changelog topic unreachable")
+            .await?;
+        self.start_pass_if_due();
+        Ok(())
+    }
+
+    /// The drain began (or the loop ended) with a job under way: stop it, and leave what it
+    /// was for to the next start.
+    fn abandon_job(&mut self) -> Result<(), ServeError> {
+        match self.job.take() {
+            Some(job) => self.logs.abandon(&job),
+            None => Ok(()),
+        }
     }
 
     /// Flush the state, then commit (without waiting) every partition's done prefix that

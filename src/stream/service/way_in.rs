@@ -38,46 +38,34 @@ impl Service {
             if room == 0 || (room < batch_min && self.intake.backlog() > room && in_flight > 0) {
                 return Ok(());
             }
+            if self.intake.backlog() == 0 {
+                return Ok(());
+            }
+            // Label events published before a text must be applied first. Still waiting for
+            // them (a round being prepared), or stopping: the texts stay in the backlog.
+            let newest = self.intake.newest_of_next(room);
+            if self.logs.older_than(newest) {
+                let context = "labels topic unreachable; classifying with the labels known";
+                if !self.sync_logs(context).await? {
+                    return Ok(());
+                }
+            }
             let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next())
                 .take(room)
                 .collect();
-            if batch.is_empty() {
-                return Ok(());
-            }
-            if !self.on_texts(batch).await? {
-                return Ok(());
-            }
+            self.on_texts(batch);
         }
     }
 
-    /// Texts taken in together: decoded, brought up to date with the label events published
-    /// before them, then begun side by side (see [`pipeline::begin_all`]). False when the drain
-    /// cut the labels' catch-up short and they were left unbegun.
-    pub(super) async fn on_texts(&mut self, batch: Vec<OwnedMessage>) -> Result<bool, ServeError> {
+    /// Texts taken in together (the label events published before them applied): decoded,
+    /// then begun side by side (see [`pipeline::begin_all`]).
+    pub(super) fn on_texts(&mut self, batch: Vec<OwnedMessage>) {
         let mut sources = Vec::with_capacity(batch.len());
         let mut arriving = Vec::with_capacity(batch.len());
-        let mut newest = Some(i64::MIN);
         for message in &batch {
             let (source, text) = self.arrive(message);
-            // Label events published before a text must be applied first.
-            newest = newest
-                .zip(message.timestamp().to_millis())
-                .map(|(a, b)| a.max(b));
             sources.push(source);
             arriving.push(text);
-        }
-        if self.logs.older_than(newest) {
-            let context = "labels topic unreachable; classifying with the labels known";
-            let synced = self
-                .logs
-                .sync_or_tolerate(&mut self.replica, &mut self.stats, context)
-                .await?;
-            if !synced {
-                // Stopping before the label events ahead of them were applied: never begun,
-                // their offsets stay uncommitted and the next start reads them again.
-                tracing::info!(texts = batch.len(), "texts left for the next start");
-                return Ok(false);
-            }
         }
         let started: Vec<(tracing::Span, Instant)> = arriving
             .iter()
@@ -111,7 +99,6 @@ impl Service {
         for partition in partitions {
             self.finish_ready(partition);
         }
-        Ok(true)
     }
 
     /// A text as read: its source record, its span, and its event decoded.
