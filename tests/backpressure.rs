@@ -12,6 +12,28 @@ use support::{example, ticket_texts};
 
 const TEXTS: usize = 80;
 
+/// Settings of one of two replicas sharing a two-partition texts topic, a fake LLM at
+/// `llm_url` and state folder `state` under `dir`; `extra` settings last.
+fn replica_sets(
+    topics: &Topics,
+    dir: &std::path::Path,
+    state: &str,
+    llm_url: &str,
+    extra: &[&str],
+) -> Vec<String> {
+    let mut sets = topics.sets();
+    sets.extend([
+        format!("state.dir={}", dir.join(state).display()),
+        "kafka.commit_interval_ms=200".into(),
+        "kafka.partitions=2".into(),
+        format!("llm.url={llm_url}"),
+        "llm.model=fake-model".into(),
+        "discovery.enabled=false".into(),
+    ]);
+    sets.extend(extra.iter().map(|s| s.to_string()));
+    sets
+}
+
 /// Texts of about 30 kB each: 80 of them hold more than the 1 MiB backlog allows.
 fn large_texts() -> Vec<String> {
     ticket_texts(0x005e_ed0f_bac4, "b", TEXTS, 4000)
@@ -29,20 +51,13 @@ async fn partitions_paused_before_a_rebalance_flow_again_after_it() {
     let dir = tempfile::tempdir().unwrap();
     let topics = Topics::new("paused-rebalance");
     let sets_for = |state: &str| {
-        let mut sets = topics.sets();
-        sets.extend([
-            format!("state.dir={}", dir.path().join(state).display()),
-            "kafka.commit_interval_ms=200".into(),
-            "kafka.partitions=2".into(),
-            format!("llm.url={}", llm.url),
-            "llm.model=fake-model".into(),
-            "llm.describe_labels=false".into(),
-            "llm.timeout_secs=30".into(),
-            "input.max_in_flight=1".into(),
-            "input.backlog_mb=1".into(),
-            "discovery.enabled=false".into(),
-        ]);
-        sets
+        let extra = [
+            "llm.describe_labels=false",
+            "llm.timeout_secs=30",
+            "input.max_in_flight=1",
+            "input.backlog_mb=1",
+        ];
+        replica_sets(&topics, dir.path(), state, &llm.url, &extra)
     };
     let mut first = Service::start(dir.path(), &sets_for("state-a"));
     tokio::task::block_in_place(|| first.wait_ready());
@@ -75,22 +90,11 @@ async fn a_round_being_described_does_not_hold_up_a_rebalance() {
     let llm = FakeLlm::start(Reply::FirstCandidate).await;
     let dir = tempfile::tempdir().unwrap();
     let topics = Topics::new("describing-rebalance");
-    let sets_for = |state: &str, describe: bool| {
-        let mut sets = topics.sets();
-        sets.extend([
-            format!("state.dir={}", dir.path().join(state).display()),
-            "kafka.commit_interval_ms=200".into(),
-            "kafka.partitions=2".into(),
-            format!("llm.url={}", llm.url),
-            "llm.model=fake-model".into(),
-            format!("llm.describe_labels={describe}"),
-            "llm.timeout_secs=90".into(),
-            "llm.retries=0".into(),
-            "discovery.enabled=false".into(),
-        ]);
-        sets
+    let sets_for = |state: &str, describe: &str| {
+        let extra = [describe, "llm.timeout_secs=90", "llm.retries=0"];
+        replica_sets(&topics, dir.path(), state, &llm.url, &extra)
     };
-    let mut first = Service::start(dir.path(), &sets_for("state-a", true));
+    let mut first = Service::start(dir.path(), &sets_for("state-a", "llm.describe_labels=true"));
     tokio::task::block_in_place(|| first.wait_ready());
     // Round 1 is described at once (the fake's default answer); its texts are predicted.
     publish_json(&topics.labels, &example("round-1.jsonl")).await;
@@ -121,7 +125,10 @@ async fn a_round_being_described_does_not_hold_up_a_rebalance() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let mut second = Service::start(dir.path(), &sets_for("state-b", false));
+    let mut second = Service::start(
+        dir.path(),
+        &sets_for("state-b", "llm.describe_labels=false"),
+    );
     tokio::task::block_in_place(|| second.wait_for_log("partitions assigned"));
     tokio::task::block_in_place(|| first.wait_for_log("partitions revoked"));
     let (log_a, _) = tokio::task::block_in_place(|| (first.stop(), second.stop()));
