@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::stream::{FuturesUnordered, StreamExt};
+use futures::stream::StreamExt;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
@@ -71,17 +71,17 @@ impl Classifier {
         self.llm.as_ref()
     }
 
-    /// Ask the LLM for a short description of every named label that has none, all asked at
-    /// once (the client's `concurrency` bounds the calls in flight: a round's descriptions
-    /// take its share of the time, not one call after another). Each description is written
-    /// as it arrives, so a caller that stops waiting keeps those already written. A failed
-    /// call leaves that label without a description (its examples still index it). Returns
-    /// the number of LLM calls made.
-    pub async fn describe_labels(&self, labels: &mut [NewLabel]) -> u32 {
+    /// Ask the LLM for a short description of every named label that has none, `at_once` at a
+    /// time (and never more than the client's `concurrency`): a round's descriptions take its
+    /// share of the time, not one call after another. Each description is written as it
+    /// arrives, so a caller that stops waiting keeps those already written. A failed call
+    /// leaves that label without a description (its examples still index it). Returns the
+    /// number of LLM calls made.
+    pub async fn describe_labels(&self, labels: &mut [NewLabel], at_once: usize) -> u32 {
         let Some(llm) = &self.llm else {
             return 0;
         };
-        let mut calls: FuturesUnordered<_> = labels
+        let calls: Vec<_> = labels
             .iter_mut()
             .filter(|label| label.description.is_none())
             .filter_map(|label| {
@@ -100,8 +100,18 @@ impl Classifier {
             })
             .collect();
         let made = calls.len() as u32;
+        let mut calls = futures::stream::iter(calls).buffer_unordered(at_once.max(1));
         while calls.next().await.is_some() {}
         made
+    }
+
+    /// How many of a round's descriptions the service asks at once: the client's
+    /// `concurrency` less one, so that the texts already begun keep a call of their own (the
+    /// client serves its calls first come, first served).
+    pub fn describing_beside_texts(&self) -> usize {
+        self.llm
+            .as_ref()
+            .map_or(1, |llm| llm.config().concurrency.saturating_sub(1).max(1))
     }
 
     /// Whether the keywords come from the LLM (`--keywords llm`): then [`Self::llm_keywords`]

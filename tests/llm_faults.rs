@@ -296,7 +296,7 @@ async fn descriptions_are_requested_for_named_labels_only() {
             examples: vec![],
         },
     ];
-    assert_eq!(classifier.describe_labels(&mut labels).await, 1);
+    assert_eq!(classifier.describe_labels(&mut labels, 2).await, 1);
     assert_eq!(
         labels[0].description.as_deref(),
         Some("Studies of the sky and stars.")
@@ -308,10 +308,10 @@ async fn descriptions_are_requested_for_named_labels_only() {
 
 #[tokio::test]
 async fn a_rounds_descriptions_are_asked_side_by_side_and_kept_as_they_arrive() {
-    // The first request hangs (until the 5 s client timeout); the client has two calls in
-    // flight at most. Asked one after another, no label would be described within a second
-    // and a half; side by side, the two others are, and a caller that stops waiting then (the
-    // service's budget for a round) keeps their descriptions.
+    // The first request hangs (until the 5 s client timeout). Asked one after another, no
+    // label would be described within a second and a half; two at a time, the two others
+    // are, and a caller that stops waiting then (the service's budget for a round) keeps
+    // their descriptions.
     let fake = FakeLlm::start(Reply::Answer("A field of study.".into())).await;
     fake.push([Reply::Hang]);
     let classifier = classifier(&fake.url, 0, KeywordMode::Tfidf);
@@ -322,7 +322,7 @@ async fn a_rounds_descriptions_are_asked_side_by_side_and_kept_as_they_arrive() 
         examples: vec![],
     };
     let mut labels = vec![named("astronomy"), named("botany"), named("chemistry")];
-    let describing = classifier.describe_labels(&mut labels);
+    let describing = classifier.describe_labels(&mut labels, 2);
     let cut = tokio::time::timeout(Duration::from_millis(1500), describing).await;
     assert!(cut.is_err(), "the hanging call outlasts the wait");
     let described: Vec<&str> = labels
@@ -332,6 +332,16 @@ async fn a_rounds_descriptions_are_asked_side_by_side_and_kept_as_they_arrive() 
         .collect();
     assert_eq!(described.len(), 2, "described: {described:?}");
     assert_eq!(fake.requests().len(), 3);
+
+    // One at a time (what the service asks beside texts with two calls allowed), the hanging
+    // call holds the rest back.
+    fake.push([Reply::Hang]);
+    let mut labels = vec![named("geology"), named("zoology")];
+    let describing = classifier.describe_labels(&mut labels, 1);
+    let cut = tokio::time::timeout(Duration::from_millis(1500), describing).await;
+    assert!(cut.is_err());
+    assert!(labels.iter().all(|l| l.description.is_none()));
+    assert_eq!(fake.requests().len(), 4, "one call at a time");
 }
 
 #[tokio::test]

@@ -49,7 +49,7 @@ async fn two_round_stream_with_the_real_model() {
     let (mut total, mut correct, mut inside) = (0, 0, 0);
     for round in &rounds {
         let mut labels = dataset::round_labels(round, true);
-        let described = classifier.describe_labels(&mut labels).await;
+        let described = classifier.describe_labels(&mut labels, 2).await;
         assert_eq!(
             described as usize,
             labels.len(),

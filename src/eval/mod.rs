@@ -208,7 +208,8 @@ pub async fn prepare_rounds(
     for round in rounds {
         let mut labels = dataset::round_labels(round, named_labels);
         let started = Instant::now();
-        let description_calls = classifier.describe_labels(&mut labels).await;
+        // No text waits for the LLM meanwhile: as many at once as the client allows.
+        let description_calls = classifier.describe_labels(&mut labels, usize::MAX).await;
         prepared.push(PreparedRound {
             labels,
             description_calls,

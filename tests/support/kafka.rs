@@ -76,6 +76,21 @@ impl Topics {
         sets
     }
 
+    /// [`Self::service_sets`] for one of the replicas of a two-partition texts topic, with a
+    /// fake LLM at `llm_url`, discovery off, and `extra` settings last.
+    #[allow(dead_code)] // each test binary uses its own subset
+    pub fn replica_sets(&self, state: &Path, llm_url: &str, extra: &[&str]) -> Vec<String> {
+        let mut sets = self.service_sets(state);
+        sets.extend([
+            "kafka.partitions=2".into(),
+            format!("llm.url={llm_url}"),
+            "llm.model=fake-model".into(),
+            "discovery.enabled=false".into(),
+        ]);
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        sets
+    }
+
     /// The same, for a broker other than the shared one (a test's own [`Broker`]).
     pub fn sets_with(&self, brokers: &str) -> Vec<String> {
         vec![

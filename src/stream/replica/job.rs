@@ -4,9 +4,11 @@
 //!
 //! A [`Job`] is a task the loop does not await in place: it goes on committing, answering
 //! rebalances, finishing texts and taking in texts older than the last sync while the job runs,
-//! and finishes the sync when the job reports (see [`super::sync::LogSync::finish`]). Startup
-//! and shutdown, which have nothing else to do, wait for it directly. Dropping a job stops it:
-//! the encoding after the texts in hand, the describing at once.
+//! and finishes the sync when the job reports (see [`super::sync::LogSync::finish`]). Startup,
+//! which has nothing else to do, waits for it directly; shutdown gives it up (see
+//! [`super::sync::LogSync::abandon`]). Dropping a job stops it: the encoding after the texts in
+//! hand, the describing at once. A job's task that panics is a bug: the panic surfaces in the
+//! loop, as a delivery task's does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -43,15 +45,13 @@ pub enum Prepared {
     Encoded { texts: usize, reached: usize },
     /// The round's labels, with the descriptions written in time.
     Described(Vec<NewLabel>),
-    /// The task died: applying encodes what was not kept; the round goes undescribed.
-    Lost,
+    /// The task was cancelled (the runtime going away): the job is given up.
+    Cancelled,
 }
 
 pub struct Job {
     pub then: Then,
     task: JoinHandle<Prepared>,
-    /// The labels as they were, for a describing task that died.
-    pub undescribed: Vec<NewLabel>,
     started: Instant,
     _stop: StopOnDrop,
 }
@@ -84,20 +84,21 @@ impl Job {
                 record: Box::new(record),
             },
             task,
-            undescribed: Vec::new(),
             started: Instant::now(),
             _stop: stop,
         })
     }
 
-    /// Have the LLM describe the round's `labels`, within [`DESCRIBE_BUDGET`], then forward it.
+    /// Have the LLM describe the round's `labels`, within [`DESCRIBE_BUDGET`] and `at_once` at
+    /// a time, then forward it.
     pub fn describe(
         classifier: &Classifier,
         labels: Vec<NewLabel>,
+        at_once: usize,
         message: OwnedMessage,
         round: String,
     ) -> Box<Self> {
-        let (classifier, undescribed) = (classifier.clone(), labels.clone());
+        let classifier = classifier.clone();
         tracing::info!(
             %round,
             labels = labels.len(),
@@ -105,7 +106,7 @@ impl Job {
         );
         let task = tokio::spawn(async move {
             let mut labels = labels;
-            let describing = classifier.describe_labels(&mut labels);
+            let describing = classifier.describe_labels(&mut labels, at_once);
             if tokio::time::timeout(DESCRIBE_BUDGET, describing)
                 .await
                 .is_err()
@@ -124,14 +125,13 @@ impl Job {
         Box::new(Self {
             then: Then::Forward { message, round },
             task,
-            undescribed,
             started: Instant::now(),
             _stop: stop,
         })
     }
 
-    /// Whether the job would describe labels: an LLM, and a named label without a description.
-    pub fn describes(classifier: &Classifier, labels: &[NewLabel]) -> bool {
+    /// Whether a round's labels need describing: an LLM, and a named label without one.
+    pub fn needs_describing(classifier: &Classifier, labels: &[NewLabel]) -> bool {
         classifier.llm().is_some()
             && labels
                 .iter()
@@ -142,14 +142,15 @@ impl Job {
     pub async fn prepared(&mut self) -> Prepared {
         let prepared = match (&mut self.task).await {
             Ok(prepared) => prepared,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(error) => {
-                tracing::warn!(%error, "a round's preparation failed; it goes on without");
-                Prepared::Lost
+                tracing::warn!(%error, "a round's preparation was cancelled");
+                return Prepared::Cancelled;
             }
         };
         let seconds = self.started.elapsed().as_secs_f64();
-        match &prepared {
-            Prepared::Encoded { texts, reached } => {
+        match (&prepared, &self.then) {
+            (Prepared::Encoded { texts, reached }, _) => {
                 tracing::info!(
                     texts,
                     reached,
@@ -157,22 +158,84 @@ impl Job {
                     "labelled material encoded ahead of applying it"
                 )
             }
-            Prepared::Described(labels) => {
+            (Prepared::Cancelled, _) => {}
+            (Prepared::Described(labels), then) => {
+                let round = match then {
+                    Then::Forward { round, .. } => round.as_str(),
+                    Then::Apply { .. } => "",
+                };
                 let described = labels.iter().filter(|l| l.description.is_some()).count();
-                tracing::info!(described, seconds, "the round's labels described")
+                tracing::info!(
+                    round,
+                    labels = labels.len(),
+                    described,
+                    seconds,
+                    "the round's labels described"
+                )
             }
-            Prepared::Lost => {}
         }
         prepared
     }
 }
 
-/// The loop's job, if any: its result, or never (a `select!` branch while there is none).
-pub async fn wait(job: &mut Option<Box<Job>>) -> Prepared {
-    match job {
-        Some(job) => job.prepared().await,
-        None => std::future::pending().await,
+/// The loop's jobs: at most a round being described (the labels topic is not read on
+/// meanwhile) and a changelog record being encoded ahead (the changelog is not read on
+/// meanwhile). The changelog goes on being applied while a round is described: this instance's
+/// own learn records, read back, give their intake places back.
+#[derive(Default)]
+pub struct Jobs {
+    describing: Option<Box<Job>>,
+    encoding: Option<Box<Job>>,
+}
+
+impl Jobs {
+    /// Whether a sync waits for a job.
+    pub fn any(&self) -> bool {
+        self.describing.is_some() || self.encoding.is_some()
     }
+
+    /// Whether a changelog record waits for its encoding.
+    pub fn encoding(&self) -> bool {
+        self.encoding.is_some()
+    }
+
+    /// Keep `job` until it reports. Its kind's slot is free: a sync waiting for a job does not
+    /// start another, and the changelog is not read on while a record is being encoded.
+    pub fn hold(&mut self, job: Box<Job>) {
+        let slot = match job.then {
+            Then::Apply { .. } => &mut self.encoding,
+            Then::Forward { .. } => &mut self.describing,
+        };
+        debug_assert!(slot.is_none(), "one job of a kind at a time");
+        *slot = Some(job);
+    }
+
+    /// The first job to report, taken out, with its result; never while there is none.
+    /// Cancel-safe: dropped before a job reports, the jobs stay.
+    pub async fn next(&mut self) -> (Box<Job>, Prepared) {
+        tokio::select! {
+            reported = take_when_done(&mut self.describing) => reported,
+            reported = take_when_done(&mut self.encoding) => reported,
+        }
+    }
+
+    /// Every job, taken out (to give them up).
+    pub fn take_all(&mut self) -> impl Iterator<Item = Box<Job>> {
+        [self.describing.take(), self.encoding.take()]
+            .into_iter()
+            .flatten()
+    }
+}
+
+/// The job in `slot` once it reports, taken out, with its result; never while there is none.
+async fn take_when_done(slot: &mut Option<Box<Job>>) -> (Box<Job>, Prepared) {
+    if let Some(job) = slot.as_mut() {
+        let prepared = job.prepared().await;
+        if let Some(job) = slot.take() {
+            return (job, prepared);
+        }
+    }
+    std::future::pending().await
 }
 
 /// Stops the job's task when the job is dropped: the encoding on the blocking pool after the

@@ -171,7 +171,7 @@ impl LogSync {
         }
         match self.forward_labels(replica).await? {
             Forwarded::Waiting(job) => return Ok(Synced::Waiting(job)),
-            Forwarded::Some => {
+            Forwarded::Records => {
                 if let Some(job) = self.catch_up(replica, stats).await? {
                     return Ok(Synced::Waiting(job));
                 }
@@ -190,8 +190,10 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<(), ServeError> {
         loop {
-            let Synced::Waiting(mut job) = self.sync(replica, stats).await? else {
-                return Ok(());
+            let mut job = match self.sync(replica, stats).await? {
+                Synced::Done => return Ok(()),
+                Synced::Stopped => return Err(ServeError::StoppedWhile("syncing with the logs")),
+                Synced::Waiting(job) => job,
             };
             let Some(prepared) = self.stop.unless_stopping(job.prepared()).await else {
                 self.abandon(&job)?;
@@ -223,7 +225,8 @@ impl LogSync {
     }
 
     /// Finish what `job` was started for, with its result: apply the changelog record whose
-    /// material it encoded, or forward the round it described.
+    /// material it encoded, or forward the round it described. Not once the drain has begun
+    /// (nor for a cancelled job): then it is given up, as [`LogSync::abandon`] says.
     pub async fn finish(
         &mut self,
         replica: &mut Replica,
@@ -231,45 +234,54 @@ impl LogSync {
         job: Box<Job>,
         prepared: Prepared,
     ) -> Result<(), ServeError> {
-        let Job {
-            then, undescribed, ..
-        } = *job;
-        match then {
-            Then::Apply { message, record } => {
+        let reported = matches!(
+            (&job.then, &prepared),
+            (Then::Apply { .. }, Prepared::Encoded { .. })
+                | (Then::Forward { .. }, Prepared::Described(_))
+        );
+        if self.stop.phase() != Phase::Running || !reported {
+            return self.abandon(&job);
+        }
+        match (job.then, prepared) {
+            (Then::Apply { message, record }, _) => {
                 let created = message.timestamp().to_millis();
                 replica.apply_decoded(message.offset(), *record, created, stats)?;
             }
-            Then::Forward { message, round } => {
-                let labels = match prepared {
-                    Prepared::Described(labels) => labels,
-                    Prepared::Encoded { .. } | Prepared::Lost => undescribed,
-                };
+            (Then::Forward { message, round }, Prepared::Described(labels)) => {
                 let outcome = LabelOutcome::Apply(Update::Round { round, labels });
                 // Stopping: the next start forwards it again.
                 self.forward_outcome(replica, &message, outcome).await;
             }
+            _ => {} // not reported: given up above
         }
         Ok(())
     }
 
-    /// Give `job` up (the service is stopping; dropping the job stops its task): a changelog
-    /// record it was for is left unapplied, the reader pointed back at it so that the next
-    /// catch-up (or start) applies it (reading on would apply the records after it and skip it
-    /// for good); a round it described is not forwarded (the next start forwards it).
+    /// Give `job` up (the service is stopping, or its task was cancelled; dropping the job
+    /// stops its task): the record it was for is left as if never read — the changelog
+    /// reader pointed back at a record it was to apply (reading on would apply the records
+    /// after it and skip it for good), the labels reader at a round it was to forward — so
+    /// that the next sync, or the next start, takes it up again.
     pub fn abandon(&mut self, job: &Job) -> Result<(), ServeError> {
-        if let Then::Apply { message, .. } = &job.then {
-            self.point_back(message)?;
-        }
         self.sync_started = None;
-        Ok(())
+        match &job.then {
+            Then::Apply { message, .. } => {
+                tracing::info!(offset = message.offset(), "changelog record left unapplied");
+                self.point_back(&self.changelog, message)
+            }
+            Then::Forward { message, round } => {
+                tracing::info!(offset = message.offset(), %round, "round left unforwarded");
+                self.labels_forward_next = self.labels_forward_next.min(message.offset());
+                self.point_back(&self.labels, message)
+            }
+        }
     }
 
-    /// Point the changelog reader back at `message`, which stays unapplied.
-    fn point_back(&self, message: &OwnedMessage) -> Result<(), ServeError> {
-        let topic = message.topic();
+    /// Point `reader` back at `message`, which it is to hand out again.
+    fn point_back(&self, reader: &LogReader, message: &OwnedMessage) -> Result<(), ServeError> {
         let back = Offset::Offset(message.offset());
-        self.changelog
-            .seek(topic, 0, back, Duration::from_secs(5))
+        reader
+            .seek(message.topic(), 0, back, Duration::from_secs(5))
             .map_err(|seek| ServeError::ChangelogReader(message.offset(), seek))
     }
 
@@ -373,7 +385,7 @@ impl LogSync {
         let record = ChangeRecord::decode(message.payload().unwrap_or_default());
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
-                self.point_back(&message)?;
+                self.point_back(&self.changelog, &message)?;
                 return Err(ServeError::StoppedWhile(
                     "encoding a round's labelled material ahead of applying it",
                 ));
@@ -408,9 +420,17 @@ impl LogSync {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
                 Ok(event) => match label_update(replica, event) {
                     Ok(Update::Round { round, labels })
-                        if self.describe_labels && Job::describes(&self.classifier, &labels) =>
+                        if self.describe_labels
+                            && Job::needs_describing(&self.classifier, &labels) =>
                     {
-                        let job = Job::describe(&self.classifier, labels, message, round);
+                        if self.stop.phase() != Phase::Running {
+                            // The next start describes and forwards it.
+                            self.labels_forward_next = message.offset();
+                            self.point_back(&self.labels, &message)?;
+                            return Ok(forwarded);
+                        }
+                        let at_once = self.classifier.describing_beside_texts();
+                        let job = Job::describe(&self.classifier, labels, at_once, message, round);
                         return Ok(Forwarded::Waiting(job));
                     }
                     Ok(update) => LabelOutcome::Apply(update),
@@ -424,7 +444,7 @@ impl LogSync {
             {
                 return Ok(forwarded); // stopping: the next start forwards it again
             }
-            forwarded = Forwarded::Some;
+            forwarded = Forwarded::Records;
         }
         Ok(forwarded)
     }
@@ -474,7 +494,8 @@ impl LogSync {
 
 /// Where a sync stands.
 pub enum Synced {
-    /// Every label event published before it began is applied.
+    /// Every label event published before the sync began is applied (or, from
+    /// [`LogSync::sync_or_tolerate`], the logs were out of reach: the labels known are used).
     Done,
     /// Stopped at a record that needs this job first.
     Waiting(Box<Job>),
@@ -485,7 +506,9 @@ pub enum Synced {
 /// What forwarding the labels topic did.
 enum Forwarded {
     Nothing,
-    Some,
+    /// Some records, whose changelog copies are still to apply.
+    Records,
+    /// Up to a round that waits for this job.
     Waiting(Box<Job>),
 }
 

@@ -19,7 +19,7 @@ impl Service {
     ) -> Result<ServeSummary, ServeError> {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.llm_tasks.clear();
-        self.abandon_job()?;
+        self.abandon_jobs();
         self.abort_pass();
         for task in self.deliveries.iter() {
             task.abort();
@@ -45,16 +45,23 @@ impl Service {
                 .await;
             // Apply what this instance (and others) logged, so the saved state is the log's.
             // Two seconds kept back for the dead letters it brings, and the flush.
-            let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
-            let reading = left().saturating_sub(Duration::from_secs(2));
-            match tokio::time::timeout(reading, catch_up).await {
-                Ok(Ok(None)) => {}
-                // Not while draining (the record is left unapplied); but should one start:
-                Ok(Ok(Some(job))) => self.logs.abandon(&job)?,
-                Ok(Err(error)) => {
-                    tracing::warn!(%error, "changelog not read to its end at shutdown")
+            if !self.reader_ahead {
+                let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
+                let reading = left().saturating_sub(Duration::from_secs(2));
+                match tokio::time::timeout(reading, catch_up).await {
+                    Ok(Ok(None)) => {}
+                    // Not while draining (the record is left unapplied); but should one start:
+                    Ok(Ok(Some(job))) => self.logs.abandon(&job)?,
+                    Ok(Err(error @ ServeError::StoppedWhile(_))) => {
+                        tracing::info!(%error, "changelog not read to its end at shutdown")
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!(%error, "changelog not read to its end at shutdown")
+                    }
+                    Err(_) => {
+                        tracing::warn!("changelog not read to its end at shutdown: out of time")
+                    }
                 }
-                Err(_) => tracing::warn!("changelog not read to its end at shutdown: out of time"),
             }
             self.send_final_dead_letters(left()).await;
         } else {
@@ -68,8 +75,8 @@ impl Service {
         Ok(self.summary(drained))
     }
 
-    /// Stopped during the startup catch-up (a round's encoding cut short): no text was taken
-    /// in, so there is nothing to commit; what the catch-up applied is saved and its dead
+    /// Stopped during the startup sync (a round being described or encoded ahead): no text was
+    /// taken in, so there is nothing to commit; what the sync applied is saved and its dead
     /// letters sent.
     pub(super) async fn close_before_serving(mut self) -> Result<ServeSummary, ServeError> {
         self.send_final_dead_letters(CLOSE_LIMIT).await;

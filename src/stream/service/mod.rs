@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
+use rdkafka::error::KafkaResult;
+use rdkafka::message::OwnedMessage;
 use tokio::task::JoinHandle;
 
 use super::delivery::OutputKind;
@@ -28,7 +30,7 @@ use super::intake::{BacklogLimit, Intake};
 use super::kafka::{OrderedSender, Producer};
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
-use super::replica::job::{self, Job, Prepared};
+use super::replica::job::{Job, Jobs, Prepared};
 use super::replica::sync::{LogSync, Synced};
 use super::replica::Replica;
 use super::startup::{self, Started};
@@ -92,9 +94,11 @@ struct Service {
     pass: Option<JoinHandle<Result<PassReport, PassError>>>,
     pass_waiting: bool,
     /// What the sync under way waits for (a round to describe, material to encode), if any:
-    /// until it reports, texts newer than the last sync wait in the backlog and the changelog
-    /// is not read on; everything else goes on.
-    job: Option<Box<Job>>,
+    /// until they report, texts newer than the last sync wait in the backlog; everything else
+    /// goes on (see [`Jobs`]).
+    jobs: Jobs,
+    /// A job given up at shutdown could not point its reader back: closing must not read on.
+    reader_ahead: bool,
 }
 
 pub(super) async fn run(
@@ -126,7 +130,8 @@ pub(super) async fn run(
         pass_settings,
         pass: None,
         pass_waiting: false,
-        job: None,
+        jobs: Jobs::default(),
+        reader_ahead: false,
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
         config,
@@ -209,11 +214,11 @@ impl Service {
                 phase = stop.changed() => {
                     if phase == Phase::Draining {
                         tracing::info!(in_flight = self.slots.len(), "shutting down: draining");
-                        self.abandon_job()?;
+                        self.abandon_jobs();
                     }
                 }
-                prepared = job::wait(&mut self.job), if self.job.is_some() => {
-                    self.on_job_done(prepared).await?;
+                (job, prepared) = self.jobs.next(), if self.jobs.any() => {
+                    self.on_job_done(job, prepared).await?;
                 }
                 Some(done) = self.llm_tasks.next(), if !self.llm_tasks.is_empty() => {
                     self.on_llm_done(done);
@@ -235,21 +240,11 @@ impl Service {
                         Err(error) => tracing::error!(%error, "delivery task cancelled"),
                     }
                 }
-                // Not read on while a record waits for its job.
-                message = self.logs.changelog().recv(), if running && self.job.is_none() => match message {
-                    Ok(message) => {
-                        let applied = self.logs.apply_record(&mut self.replica, message.detach(), &mut self.stats);
-                        match applied {
-                            Ok(job) => self.job = job,
-                            Err(error @ ServeError::StoppedWhile(_)) => {
-                                tracing::info!(%error, "changelog left unapplied")
-                            }
-                            Err(error) => return Err(error),
-                        }
-                        self.start_pass_if_due();
-                    }
-                    Err(error) => tracing::warn!(%error, "changelog consumer error"),
-                },
+                // Not read on while a record waits for its encoding.
+                message = self.logs.changelog().recv(), if running && !self.jobs.encoding() => {
+                    let message = message.map(|message| message.detach());
+                    self.on_changelog(message)?
+                }
                 _ = commit_tick.tick() => self.on_tick(texts, stop.phase()).await?,
                 Some(event) = texts.recv() => self.on_texts_event(event, texts),
             }
@@ -271,11 +266,37 @@ impl Service {
         Ok(())
     }
 
-    /// Sync with the logs, unless a sync already waits for its job. True when every label
-    /// event published before it began is applied; false when it waits for a job (kept in
-    /// `self.job`) or the drain cut it short.
+    /// A changelog record as it arrives (others' learn records and label events, this
+    /// instance's read back): applied, or held until its material is encoded.
+    fn on_changelog(&mut self, message: KafkaResult<OwnedMessage>) -> Result<(), ServeError> {
+        let message = match message {
+            Ok(message) => message,
+            Err(error) => {
+                tracing::warn!(%error, "changelog consumer error");
+                return Ok(());
+            }
+        };
+        match self
+            .logs
+            .apply_record(&mut self.replica, message, &mut self.stats)
+        {
+            Ok(Some(job)) => self.jobs.hold(job),
+            Ok(None) => {}
+            Err(error @ ServeError::StoppedWhile(_)) => {
+                tracing::info!(%error, "changelog left unapplied")
+            }
+            Err(error) => return Err(error),
+        }
+        self.start_pass_if_due();
+        Ok(())
+    }
+
+    /// Sync with the logs, unless a sync already waits for a job. True when the sync is done
+    /// (every label event published before it began applied, or the logs out of reach and
+    /// the labels known used); false when it waits for a job (held in `self.jobs`) or the
+    /// drain cut it short.
     async fn sync_logs(&mut self, context: &str) -> Result<bool, ServeError> {
-        if self.job.is_some() {
+        if self.jobs.any() {
             return Ok(false);
         }
         let synced = self
@@ -285,18 +306,15 @@ impl Service {
         Ok(match synced {
             Synced::Done => true,
             Synced::Waiting(job) => {
-                self.job = Some(job);
+                self.jobs.hold(job);
                 false
             }
             Synced::Stopped => false,
         })
     }
 
-    /// The job a sync waited for reported: finish what it was for, and go on syncing.
-    async fn on_job_done(&mut self, prepared: Prepared) -> Result<(), ServeError> {
-        let Some(job) = self.job.take() else {
-            return Ok(());
-        };
+    /// A job a sync waited for reported: finish what it was for, and go on syncing.
+    async fn on_job_done(&mut self, job: Box<Job>, prepared: Prepared) -> Result<(), ServeError> {
         self.logs
             .finish(&mut self.replica, &mut self.stats, job, prepared)
             .await?;
@@ -306,12 +324,15 @@ impl Service {
         Ok(())
     }
 
-    /// The drain began (or the loop ended) with a job under way: stop it, and leave what it
-    /// was for to the next start.
-    fn abandon_job(&mut self) -> Result<(), ServeError> {
-        match self.job.take() {
-            Some(job) => self.logs.abandon(&job),
-            None => Ok(()),
+    /// The drain began (or the loop ended) with jobs under way: stop them, and leave what they
+    /// were for to the next start. A reader that cannot be pointed back keeps closing from
+    /// reading on (the state saved stays at the record before).
+    fn abandon_jobs(&mut self) {
+        for job in self.jobs.take_all().collect::<Vec<_>>() {
+            if let Err(error) = self.logs.abandon(&job) {
+                tracing::error!(%error, "the changelog is not read on at shutdown");
+                self.reader_ahead = true;
+            }
         }
     }
 

@@ -46,7 +46,8 @@ impl Service {
             let newest = self.intake.newest_of_next(room);
             if self.logs.older_than(newest) {
                 let context = "labels topic unreachable; classifying with the labels known";
-                if !self.sync_logs(context).await? {
+                let synced = self.sync_logs(context).await?;
+                if !synced || self.stop.phase() != Phase::Running {
                     return Ok(());
                 }
             }
@@ -57,8 +58,8 @@ impl Service {
         }
     }
 
-    /// Texts taken in together (the label events published before them applied): decoded,
-    /// then begun side by side (see [`pipeline::begin_all`]).
+    /// Texts taken in together, once synced with the labels (see [`Service::take_in`]):
+    /// decoded, then begun side by side (see [`pipeline::begin_all`]).
     pub(super) fn on_texts(&mut self, batch: Vec<OwnedMessage>) {
         let mut sources = Vec::with_capacity(batch.len());
         let mut arriving = Vec::with_capacity(batch.len());

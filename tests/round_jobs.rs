@@ -1,0 +1,121 @@
+//! A round being prepared — its labels described by the LLM before it is forwarded — and the
+//! service loop, against the real broker and a scripted LLM: the loop goes on meanwhile, and
+//! texts published after the round still wait for it.
+
+mod support;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use support::example;
+use support::fake_llm::{FakeLlm, Reply};
+use support::kafka::{predicted_ids, publish_json, read_until, Service, Topics};
+
+/// Until the fake LLM has been asked to describe the category `name`.
+async fn wait_for_request(llm: &FakeLlm, name: &str) {
+    let asked = format!("Describe the category \\\"{name}\\\"");
+    let waiting = std::time::Instant::now();
+    while !llm.requests().iter().any(|r| r.contains(&asked)) {
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "{name} never described"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Texts published after a round whose labels are being described wait for it, and are
+/// classified with it, described: nothing of the new path lets a text overtake its round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_after_a_round_being_described_are_classified_with_it() {
+    let llm = FakeLlm::start(Reply::FirstCandidate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("describing-order");
+    let sets = topics.replica_sets(&dir.path().join("state"), &llm.url, &["llm.retries=0"]);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
+    tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= 4
+        })
+    });
+    // Round 2's two descriptions take two seconds each, one after the other.
+    let slow = Reply::FirstCandidateAfter(Duration::from_secs(2));
+    llm.push([slow.clone(), slow]);
+    publish_json(&topics.labels, &example("round-2.jsonl")).await;
+    publish_json(&topics.texts, &example("texts-2.jsonl")).await;
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= 8
+        })
+    });
+    let log = tokio::task::block_in_place(|| service.stop());
+    let predictions: HashMap<String, serde_json::Value> = records
+        .iter()
+        .map(|r| {
+            (
+                r.json()["text_id"].as_str().unwrap_or_default().into(),
+                r.json(),
+            )
+        })
+        .collect();
+    for id in ["t-201", "t-202", "t-203", "t-204"] {
+        let p = &predictions[id];
+        assert_eq!(p["round"], "r2", "{id}: {p}\n{log}");
+        assert_eq!(p["label_version"], 2, "{id}: {p}");
+    }
+    assert_eq!(predictions["t-201"]["label"], "product_defect");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("the round's labels described") && l.contains("described=2")),
+        "round 2 went without its descriptions: {log}"
+    );
+}
+
+/// A round whose labels the LLM is describing does not hold the loop: the instance describing
+/// it (its LLM hangs) still answers a revocation when a second replica joins, and stops
+/// cleanly, the round given up. Before, the loop waited for the descriptions: the revocation
+/// went unanswered for 30 s, then the partitions were given up with nothing committed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_being_described_does_not_hold_up_a_rebalance() {
+    let llm = FakeLlm::start(Reply::FirstCandidate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("describing-rebalance");
+    let sets_for = |state: &str, describe: &str| {
+        let extra = [describe, "llm.timeout_secs=90", "llm.retries=0"];
+        topics.replica_sets(&dir.path().join(state), &llm.url, &extra)
+    };
+    let mut first = Service::start(dir.path(), &sets_for("state-a", "llm.describe_labels=true"));
+    tokio::task::block_in_place(|| first.wait_ready());
+    // Round 1 is described at once (the fake's default answer); its texts are predicted.
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    let texts = example("texts-1.jsonl");
+    publish_json(&topics.texts, &texts).await;
+    tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= texts.len()
+        })
+    });
+    // Round 2's first description hangs (they are asked one at a time beside the texts).
+    llm.push([Reply::Hang]);
+    publish_json(&topics.labels, &example("round-2.jsonl")).await;
+    wait_for_request(&llm, "product defect").await;
+
+    let mut second = Service::start(
+        dir.path(),
+        &sets_for("state-b", "llm.describe_labels=false"),
+    );
+    tokio::task::block_in_place(|| second.wait_for_log("partitions assigned"));
+    tokio::task::block_in_place(|| first.wait_for_log("partitions revoked"));
+    let (log_a, _) = tokio::task::block_in_place(|| (first.stop(), second.stop()));
+    assert!(!log_a.contains("no answer to a revocation"), "{log_a}");
+    // Still describing when it stopped: given up, the round not forwarded by it.
+    assert!(log_a.contains("round left unforwarded"), "{log_a}");
+    assert_eq!(
+        log_a.matches("the round's labels described").count(),
+        1,
+        "{log_a}"
+    );
+}
