@@ -155,6 +155,15 @@ impl Replica {
         stats: &mut Stats,
     ) -> Result<(), StoreError> {
         let span = label_span(&record);
+        if offset > self.cursor.changelog_next {
+            // Only retention removing records may do this; anything else skipping one is a bug
+            // this line makes visible.
+            tracing::warn!(
+                from = self.cursor.changelog_next,
+                to = offset,
+                "changelog records skipped"
+            );
+        }
         let pooled_before = self.engine.pool().pushed();
         let started = Instant::now();
         let applied = span.in_scope(|| {
