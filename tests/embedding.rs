@@ -11,7 +11,9 @@ use std::time::Duration;
 use gorag::embed::MiniLm;
 use gorag::engine::embedding::TextEncoder;
 use support::example;
-use support::kafka::{predicted_ids, publish_json, read_until, Service, Topics};
+use support::kafka::{
+    predict_the_first_round, predicted_ids, publish_json, read_until, Service, Topics,
+};
 
 fn model_dir() -> PathBuf {
     let dir = std::env::var_os("GORAG_EMBEDDING_MODEL")
@@ -127,13 +129,7 @@ async fn a_restarted_service_reads_the_labels_vectors_back() {
     let mut first = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| first.wait_ready());
     // Three labels with a name and two examples each, encoded as the round arrives.
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    let records = tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(120), |r| {
-            predicted_ids(r).len() >= 4
-        })
-    });
+    let records = predict_the_first_round(&topics, Duration::from_secs(120)).await;
     assert_eq!(predicted_ids(&records).len(), 4, "{}", first.log_text());
     let log = tokio::task::block_in_place(|| first.stop());
     assert!(

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use support::example;
 use support::fake_llm::{FakeLlm, Reply};
-use support::kafka::{predicted_ids, publish_json, read_until, Service, Topics};
+use support::kafka::{
+    predict_the_first_round, predicted_ids, publish_json, read_until, Service, Topics,
+};
 
 /// Until the fake LLM has been asked to describe the category `name`.
 async fn wait_for_request(llm: &FakeLlm, name: &str) {
@@ -34,13 +36,7 @@ async fn texts_after_a_round_being_described_are_classified_with_it() {
     let sets = topics.replica_sets(&dir.path().join("state"), &llm.url, &["llm.retries=0"]);
     let mut service = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| service.wait_ready());
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(60), |r| {
-            predicted_ids(r).len() >= 4
-        })
-    });
+    predict_the_first_round(&topics, Duration::from_secs(60)).await;
     // Round 2's two descriptions take two seconds each, one after the other.
     let slow = Reply::FirstCandidateAfter(Duration::from_secs(2));
     llm.push([slow.clone(), slow]);
@@ -90,14 +86,7 @@ async fn a_round_being_described_does_not_hold_up_a_rebalance() {
     let mut first = Service::start(dir.path(), &sets_for("state-a", "llm.describe_labels=true"));
     tokio::task::block_in_place(|| first.wait_ready());
     // Round 1 is described at once (the fake's default answer); its texts are predicted.
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    let texts = example("texts-1.jsonl");
-    publish_json(&topics.texts, &texts).await;
-    tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(60), |r| {
-            predicted_ids(r).len() >= texts.len()
-        })
-    });
+    predict_the_first_round(&topics, Duration::from_secs(60)).await;
     // Round 2's first description hangs (they are asked one at a time beside the texts).
     llm.push([Reply::Hang]);
     publish_json(&topics.labels, &example("round-2.jsonl")).await;

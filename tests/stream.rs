@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use support::fake_llm::{FakeLlm, Reply};
 use support::kafka::{
-    predicted_ids, publish, publish_json, publish_json_to, read_until, state_of, Broker, Record,
-    Service, Topics,
+    predict_the_first_round, predicted_ids, publish, publish_json, publish_json_to, read_until,
+    state_of, Broker, Record, Service, Topics,
 };
 use support::{example, ticket_texts};
 
@@ -321,13 +321,7 @@ async fn llm_keyword_mode_asks_for_keywords_then_the_class() {
     ]);
     let mut service = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| service.wait_ready());
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    let records = tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(120), |r| {
-            predicted_ids(r).len() >= 4
-        })
-    });
+    let records = predict_the_first_round(&topics, Duration::from_secs(120)).await;
     let predictions = by_text_id(&records);
     assert_eq!(predictions.len(), 4, "{}", service.log_text());
     for p in predictions.values() {
@@ -592,13 +586,7 @@ async fn an_llm_slower_than_the_poll_interval_keeps_the_instance_in_its_group() 
     ]);
     let mut service = Service::start(dir.path(), &sets);
     tokio::task::block_in_place(|| service.wait_ready());
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    let records = tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(180), |r| {
-            predicted_ids(r).len() >= 4
-        })
-    });
+    let records = predict_the_first_round(&topics, Duration::from_secs(180)).await;
     let log = tokio::task::block_in_place(|| service.stop());
     assert_eq!(predicted_ids(&records).len(), 4, "{log}");
     assert_eq!(records.len(), 4, "each text predicted once:\n{log}");

@@ -9,7 +9,10 @@ use std::time::{Duration, Instant};
 use support::example;
 use support::fake_llm::{FakeLlm, Reply};
 use support::http::{get, OtlpReceiver};
-use support::kafka::{predicted_ids, publish, publish_json, read_until, Broker, Service, Topics};
+use support::kafka::{
+    predict_the_first_round, predicted_ids, publish, publish_json, read_until, Broker, Service,
+    Topics,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_stage_of_a_text_reaches_a_real_otlp_receiver() {
@@ -30,13 +33,7 @@ async fn every_stage_of_a_text_reaches_a_real_otlp_receiver() {
     ];
     let mut service = Service::start_with_env(dir.path(), &sets, &env);
     tokio::task::block_in_place(|| service.wait_ready());
-    publish_json(&topics.labels, &example("round-1.jsonl")).await;
-    publish_json(&topics.texts, &example("texts-1.jsonl")).await;
-    tokio::task::block_in_place(|| {
-        read_until(&topics.predictions, Duration::from_secs(60), |r| {
-            predicted_ids(r).len() >= 4
-        })
-    });
+    predict_the_first_round(&topics, Duration::from_secs(60)).await;
     // SIGTERM: the exporter is flushed before the process exits.
     tokio::task::block_in_place(|| service.stop());
 

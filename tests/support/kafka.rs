@@ -397,6 +397,17 @@ pub fn read_until_from(
     records
 }
 
+/// Publish the example round 1 and its four texts, and read the predictions until the four
+/// are in (for at most `limit`).
+#[allow(dead_code)] // each test binary uses its own subset
+pub async fn predict_the_first_round(topics: &Topics, limit: Duration) -> Vec<Record> {
+    publish_json(&topics.labels, &super::example("round-1.jsonl")).await;
+    publish_json(&topics.texts, &super::example("texts-1.jsonl")).await;
+    tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, limit, |r| predicted_ids(r).len() >= 4)
+    })
+}
+
 /// Distinct `text_id`s among prediction records.
 pub fn predicted_ids(records: &[Record]) -> std::collections::HashSet<String> {
     records
