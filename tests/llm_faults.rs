@@ -344,6 +344,17 @@ async fn a_rounds_descriptions_are_asked_side_by_side_and_kept_as_they_arrive() 
     assert_eq!(fake.requests().len(), 4, "one call at a time");
 }
 
+#[test]
+fn the_service_describes_a_round_leaving_the_texts_a_call() {
+    let with = |concurrency: usize| {
+        let mut config = LlmConfig::new("http://127.0.0.1:9/v1", "fake-model");
+        config.concurrency = concurrency;
+        let client = LlmClient::new(config).expect("client");
+        Classifier::new(Some(client), KeywordMode::Tfidf).describing_beside_texts()
+    };
+    assert_eq!([with(1), with(2), with(4)], [1, 1, 3]);
+}
+
 #[tokio::test]
 async fn llm_keyword_mode_keeps_only_phrases_of_the_text() {
     let fake = FakeLlm::start(Reply::Answer("astronomy".into())).await;

@@ -13,11 +13,16 @@ use support::kafka::{
     predict_the_first_round, predicted_ids, publish_json, read_until, Service, Topics,
 };
 
+/// How often the fake LLM was asked to describe the category `name`.
+fn describe_requests(llm: &FakeLlm, name: &str) -> usize {
+    let asked = format!("Describe the category \\\"{name}\\\"");
+    llm.requests().iter().filter(|r| r.contains(&asked)).count()
+}
+
 /// Until the fake LLM has been asked to describe the category `name`.
 async fn wait_for_request(llm: &FakeLlm, name: &str) {
-    let asked = format!("Describe the category \\\"{name}\\\"");
     let waiting = std::time::Instant::now();
-    while !llm.requests().iter().any(|r| r.contains(&asked)) {
+    while describe_requests(llm, name) == 0 {
         assert!(
             waiting.elapsed() < Duration::from_secs(60),
             "{name} never described"
@@ -102,6 +107,8 @@ async fn a_round_being_described_does_not_hold_up_a_rebalance() {
     assert!(!log_a.contains("no answer to a revocation"), "{log_a}");
     // Still describing when it stopped: given up, the round not forwarded by it.
     assert!(log_a.contains("round left unforwarded"), "{log_a}");
+    // One label at a time beside the texts (two calls allowed): the second never asked.
+    assert_eq!(describe_requests(&llm, "feature request"), 0);
     assert_eq!(
         log_a.matches("the round's labels described").count(),
         1,

@@ -101,10 +101,10 @@ pub enum ServeError {
     #[error("stopped while {0}: the next start takes it up")]
     StoppedWhile(&'static str),
     #[error(
-        "the changelog reader could not be pointed back at record {0}, left unapplied: {1} \
+        "the reader of {0} could not be pointed back at record {1}, left unprocessed \
          (a restart resumes from the saved state)"
     )]
-    ChangelogReader(i64, KafkaError),
+    ReaderAhead(String, i64),
     #[error("starting the texts poll thread: {0}")]
     PollThread(std::io::Error),
     #[error("a task on the blocking pool (a broker query, an encoding) died: {0}")]

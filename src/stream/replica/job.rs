@@ -148,40 +148,39 @@ impl Job {
                 return Prepared::Cancelled;
             }
         };
+        self.log_report(&prepared);
+        prepared
+    }
+
+    fn log_report(&self, prepared: &Prepared) {
         let seconds = self.started.elapsed().as_secs_f64();
-        match (&prepared, &self.then) {
-            (Prepared::Encoded { texts, reached }, _) => {
-                tracing::info!(
-                    texts,
-                    reached,
-                    seconds,
-                    "labelled material encoded ahead of applying it"
-                )
-            }
-            (Prepared::Cancelled, _) => {}
-            (Prepared::Described(labels), then) => {
-                let round = match then {
-                    Then::Forward { round, .. } => round.as_str(),
-                    Then::Apply { .. } => "",
-                };
+        match (prepared, &self.then) {
+            (Prepared::Encoded { texts, reached }, _) => tracing::info!(
+                texts,
+                reached,
+                seconds,
+                "labelled material encoded ahead of applying it"
+            ),
+            (Prepared::Described(labels), Then::Forward { round, .. }) => {
                 let described = labels.iter().filter(|l| l.description.is_some()).count();
                 tracing::info!(
-                    round,
+                    %round,
                     labels = labels.len(),
                     described,
                     seconds,
                     "the round's labels described"
                 )
             }
+            _ => {}
         }
-        prepared
     }
 }
 
-/// The loop's jobs: at most a round being described (the labels topic is not read on
-/// meanwhile) and a changelog record being encoded ahead (the changelog is not read on
-/// meanwhile). The changelog goes on being applied while a round is described: this instance's
-/// own learn records, read back, give their intake places back.
+/// The loop's jobs: at most a round being described, for the sync that came upon it (no sync
+/// goes on meanwhile), and a changelog record being encoded ahead, for a sync or for the
+/// loop's own reading of the changelog (the changelog is not read on meanwhile). The changelog
+/// goes on being applied while a round is described: this instance's own learn records, read
+/// back, give their intake places back.
 #[derive(Default)]
 pub struct Jobs {
     describing: Option<Box<Job>>,
@@ -195,7 +194,7 @@ impl Jobs {
     }
 
     /// Whether a changelog record waits for its encoding.
-    pub fn encoding(&self) -> bool {
+    pub fn is_encoding(&self) -> bool {
         self.encoding.is_some()
     }
 

@@ -57,6 +57,17 @@ pub struct LogSync {
     /// When the sync under way (waiting for a [`Job`]) began: what `labels_synced_at` becomes
     /// once it is done.
     sync_started: Option<i64>,
+    /// The labels topic's end when the sync under way first read it: a sync resumed after a
+    /// job forwards no further (rounds published since wait for the next sync, so that steady
+    /// label traffic cannot keep one sync, and the texts behind it, going for ever).
+    sync_labels_end: Option<i64>,
+    /// A record a reader could not be pointed back at (changelog, labels): that reader must
+    /// not be read on — the record would be skipped.
+    changelog_ahead: Option<i64>,
+    labels_ahead: Option<i64>,
+    /// Whether texts are being served (not the startup sync): then a round's descriptions
+    /// leave the texts a call of the LLM's.
+    serving: bool,
     /// Since when the changelog topic has been reported missing (see [`LogSync::tolerate`]).
     log_missing_since: Option<Instant>,
     /// When a sync failure was last logged (they repeat every tick while the broker is away).
@@ -128,6 +139,10 @@ impl LogSync {
             labels_forward_next: labels_next,
             labels_synced_at: 0,
             sync_started: None,
+            sync_labels_end: None,
+            changelog_ahead: None,
+            labels_ahead: None,
+            serving: false,
             log_missing_since: None,
             warned_at: None,
         }
@@ -153,14 +168,22 @@ impl LogSync {
         replica: &mut Replica,
         stats: &mut Stats,
     ) -> Result<Synced, ServeError> {
-        let synced = self.sync_from(replica, stats).await;
+        let synced = self.resume_sync(replica, stats).await;
         if !matches!(synced, Ok(Synced::Waiting(_))) {
             self.sync_started = None;
+            self.sync_labels_end = None;
         }
         synced
     }
 
-    async fn sync_from(
+    /// Texts are served from now on (see `serving`).
+    pub fn begin_serving(&mut self) {
+        self.serving = true;
+    }
+
+    /// The sync under way, from where it stands (a sync resumed after a job starts over from
+    /// the changelog's catch-up, which skips what it applied already).
+    async fn resume_sync(
         &mut self,
         replica: &mut Replica,
         stats: &mut Stats,
@@ -196,7 +219,7 @@ impl LogSync {
                 Synced::Waiting(job) => job,
             };
             let Some(prepared) = self.stop.unless_stopping(job.prepared()).await else {
-                self.abandon(&job)?;
+                self.abandon(&job);
                 return Err(ServeError::StoppedWhile("preparing a label event"));
             };
             self.finish(replica, stats, job, prepared).await?;
@@ -225,8 +248,9 @@ impl LogSync {
     }
 
     /// Finish what `job` was started for, with its result: apply the changelog record whose
-    /// material it encoded, or forward the round it described. Not once the drain has begun
-    /// (nor for a cancelled job): then it is given up, as [`LogSync::abandon`] says.
+    /// material it encoded, or forward the round it described (unless another instance's copy
+    /// of it was applied meanwhile). Not once the drain has begun, nor for a cancelled job:
+    /// then it is given up ([`LogSync::abandon`]).
     pub async fn finish(
         &mut self,
         replica: &mut Replica,
@@ -234,55 +258,85 @@ impl LogSync {
         job: Box<Job>,
         prepared: Prepared,
     ) -> Result<(), ServeError> {
-        let reported = matches!(
-            (&job.then, &prepared),
-            (Then::Apply { .. }, Prepared::Encoded { .. })
-                | (Then::Forward { .. }, Prepared::Described(_))
-        );
-        if self.stop.phase() != Phase::Running || !reported {
-            return self.abandon(&job);
+        if self.stop.phase() != Phase::Running {
+            self.abandon(&job);
+            return Ok(());
         }
         match (job.then, prepared) {
-            (Then::Apply { message, record }, _) => {
+            (Then::Apply { message, record }, Prepared::Encoded { .. }) => {
                 let created = message.timestamp().to_millis();
                 replica.apply_decoded(message.offset(), *record, created, stats)?;
             }
+            (Then::Forward { message, .. }, _) if message.offset() < replica.cursor.labels_next => {
+                tracing::info!(
+                    offset = message.offset(),
+                    "round forwarded by another instance"
+                );
+            }
             (Then::Forward { message, round }, Prepared::Described(labels)) => {
                 let outcome = LabelOutcome::Apply(Update::Round { round, labels });
-                // Stopping: the next start forwards it again.
-                self.forward_outcome(replica, &message, outcome).await;
+                if self
+                    .forward_outcome(replica, &message, outcome)
+                    .await
+                    .is_none()
+                {
+                    return Err(ServeError::StoppedWhile("forwarding a round"));
+                }
             }
-            _ => {} // not reported: given up above
+            (then, _) => self.give_up(&then),
         }
         Ok(())
     }
 
     /// Give `job` up (the service is stopping, or its task was cancelled; dropping the job
-    /// stops its task): the record it was for is left as if never read — the changelog
-    /// reader pointed back at a record it was to apply (reading on would apply the records
-    /// after it and skip it for good), the labels reader at a round it was to forward — so
-    /// that the next sync, or the next start, takes it up again.
-    pub fn abandon(&mut self, job: &Job) -> Result<(), ServeError> {
+    /// stops its task): its record is left as if never read, so that the next sync, or the
+    /// next start, takes it up again.
+    pub fn abandon(&mut self, job: &Job) {
+        self.give_up(&job.then);
+    }
+
+    fn give_up(&mut self, then: &Then) {
         self.sync_started = None;
-        match &job.then {
+        self.sync_labels_end = None;
+        match then {
             Then::Apply { message, .. } => {
                 tracing::info!(offset = message.offset(), "changelog record left unapplied");
-                self.point_back(&self.changelog, message)
+                self.changelog_back(message);
             }
             Then::Forward { message, round } => {
                 tracing::info!(offset = message.offset(), %round, "round left unforwarded");
-                self.labels_forward_next = self.labels_forward_next.min(message.offset());
-                self.point_back(&self.labels, message)
+                self.labels_back(message);
             }
         }
     }
 
-    /// Point `reader` back at `message`, which it is to hand out again.
-    fn point_back(&self, reader: &LogReader, message: &OwnedMessage) -> Result<(), ServeError> {
-        let back = Offset::Offset(message.offset());
-        reader
-            .seek(message.topic(), 0, back, Duration::from_secs(5))
-            .map_err(|seek| ServeError::ChangelogReader(message.offset(), seek))
+    /// Point the changelog reader back at `message`, left unapplied (reading on would apply
+    /// the records after it and skip it for good). If it cannot be, the changelog is not read
+    /// on (see `changelog_ahead`).
+    fn changelog_back(&mut self, message: &OwnedMessage) {
+        if !point_back(&self.changelog, message) {
+            self.changelog_ahead = Some(message.offset());
+        }
+    }
+
+    /// Point the labels reader back at `message`, not forwarded; the same for the labels.
+    fn labels_back(&mut self, message: &OwnedMessage) {
+        self.labels_forward_next = self.labels_forward_next.min(message.offset());
+        if !point_back(&self.labels, message) {
+            self.labels_ahead = Some(message.offset());
+        }
+    }
+
+    /// Refuse to read a log whose reader is ahead of a record it left: while stopping, a stop;
+    /// while serving, fatal (a restart resumes from the saved state).
+    fn check_reader(&self, ahead: Option<i64>, topic: &str) -> Result<(), ServeError> {
+        match ahead {
+            None => Ok(()),
+            Some(_) if self.stop.phase() != Phase::Running => Err(ServeError::StoppedWhile(
+                "a reader could not be pointed back",
+            )),
+            Some(offset) => Err(ServeError::ReaderAhead(topic.to_string(), offset)),
+        }
     }
 
     /// Trouble reaching the labels or changelog topic is logged (at most every 10 s) and
@@ -290,8 +344,8 @@ impl LogSync {
     /// what this instance has applied, or gone altogether for `LOG_MISSING_GRACE`, is not
     /// transient: the broker lost the log (a restarted memory-storage broker has no topics at
     /// all), and going on would let the replicas diverge silently, so the service stops and
-    /// says how to recover; so does a changelog reader that cannot be pointed back at a
-    /// record it left unapplied.
+    /// says how to recover; so does a reader that cannot be pointed back at a record it left
+    /// unprocessed.
     fn tolerate(
         &mut self,
         error: ServeError,
@@ -301,7 +355,7 @@ impl LogSync {
     ) -> Result<(), ServeError> {
         if matches!(
             error,
-            ServeError::ChangelogBehind { .. } | ServeError::ChangelogReader(..)
+            ServeError::ChangelogBehind { .. } | ServeError::ReaderAhead(..)
         ) {
             return Err(error);
         }
@@ -349,6 +403,7 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
+        self.check_reader(self.changelog_ahead, &topic)?;
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
         Health::set(&self.health.changelog_consistent, consistent);
@@ -376,7 +431,7 @@ impl LogSync {
     /// job starts: the reader is pointed back at the record, which stays unapplied
     /// ([`ServeError::StoppedWhile`]).
     pub fn apply_record(
-        &self,
+        &mut self,
         replica: &mut Replica,
         message: OwnedMessage,
         stats: &mut Stats,
@@ -385,7 +440,7 @@ impl LogSync {
         let record = ChangeRecord::decode(message.payload().unwrap_or_default());
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
-                self.point_back(&self.changelog, &message)?;
+                self.changelog_back(&message);
                 return Err(ServeError::StoppedWhile(
                     "encoding a round's labelled material ahead of applying it",
                 ));
@@ -402,13 +457,15 @@ impl LogSync {
     /// forwards the round).
     async fn forward_labels(&mut self, replica: &Replica) -> Result<Forwarded, ServeError> {
         let topic = replica.topics().labels.clone();
+        self.check_reader(self.labels_ahead, &topic)?;
         let (low, high) = self.log_bounds(&topic).await?;
+        let end = *self.sync_labels_end.get_or_insert(high);
         let mut forwarded = Forwarded::Nothing;
         self.labels_forward_next = self
             .labels_forward_next
             .max(replica.cursor.labels_next)
             .max(low);
-        while self.labels_forward_next < high {
+        while self.labels_forward_next < end {
             let next = self.labels_forward_next;
             let message =
                 next_record(&self.labels, &topic, next, "reading the labels topic").await?;
@@ -419,19 +476,8 @@ impl LogSync {
             let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
                 Ok(event) => match label_update(replica, event) {
-                    Ok(Update::Round { round, labels })
-                        if self.describe_labels
-                            && Job::needs_describing(&self.classifier, &labels) =>
-                    {
-                        if self.stop.phase() != Phase::Running {
-                            // The next start describes and forwards it.
-                            self.labels_forward_next = message.offset();
-                            self.point_back(&self.labels, &message)?;
-                            return Ok(forwarded);
-                        }
-                        let at_once = self.classifier.describing_beside_texts();
-                        let job = Job::describe(&self.classifier, labels, at_once, message, round);
-                        return Ok(Forwarded::Waiting(job));
+                    Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
+                        return self.describe_first(message, round, labels);
                     }
                     Ok(update) => LabelOutcome::Apply(update),
                     Err(rejection) => reject(RejectStage::Apply, rejection),
@@ -442,11 +488,39 @@ impl LogSync {
                 .await
                 .is_none()
             {
-                return Ok(forwarded); // stopping: the next start forwards it again
+                // The drain deadline passed: the next start forwards it again.
+                return Err(ServeError::StoppedWhile("forwarding label events"));
             }
             forwarded = Forwarded::Records;
         }
         Ok(forwarded)
+    }
+
+    /// Whether a round's labels are described before it is forwarded.
+    fn to_describe(&self, labels: &[NewLabel]) -> bool {
+        self.describe_labels && Job::needs_describing(&self.classifier, labels)
+    }
+
+    /// The job that describes the round in `message`, to forward it once described: the
+    /// service asks a call fewer than the LLM allows, leaving one to the texts begun; startup
+    /// asks them all. Not once the drain has begun: the next start describes and forwards it.
+    fn describe_first(
+        &mut self,
+        message: OwnedMessage,
+        round: String,
+        labels: Vec<NewLabel>,
+    ) -> Result<Forwarded, ServeError> {
+        if self.stop.phase() != Phase::Running {
+            self.labels_back(&message);
+            return Err(ServeError::StoppedWhile("describing a round's labels"));
+        }
+        let at_once = if self.serving {
+            self.classifier.describing_beside_texts()
+        } else {
+            usize::MAX
+        };
+        let job = Job::describe(&self.classifier, labels, at_once, message, round);
+        Ok(Forwarded::Waiting(job))
     }
 
     /// Send the changelog record forwarding the labels-topic record `message` with `outcome`;
@@ -570,6 +644,20 @@ fn reject(stage: RejectStage, rejection: Rejection) -> LabelOutcome {
         stage,
         reason: rejection.reason,
         message: rejection.message,
+    }
+}
+
+/// Point `reader` back at `message`, for it to hand the record out again; false (logged) when
+/// it cannot be.
+fn point_back(reader: &LogReader, message: &OwnedMessage) -> bool {
+    let back = Offset::Offset(message.offset());
+    match reader.seek(message.topic(), 0, back, Duration::from_secs(5)) {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::error!(%error, topic = message.topic(), offset = message.offset(),
+                "a reader could not be pointed back at a record it left; it is not read on");
+            false
+        }
     }
 }
 

@@ -45,23 +45,19 @@ impl Service {
                 .await;
             // Apply what this instance (and others) logged, so the saved state is the log's.
             // Two seconds kept back for the dead letters it brings, and the flush.
-            if !self.reader_ahead {
-                let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
-                let reading = left().saturating_sub(Duration::from_secs(2));
-                match tokio::time::timeout(reading, catch_up).await {
-                    Ok(Ok(None)) => {}
-                    // Not while draining (the record is left unapplied); but should one start:
-                    Ok(Ok(Some(job))) => self.logs.abandon(&job)?,
-                    Ok(Err(error @ ServeError::StoppedWhile(_))) => {
-                        tracing::info!(%error, "changelog not read to its end at shutdown")
-                    }
-                    Ok(Err(error)) => {
-                        tracing::warn!(%error, "changelog not read to its end at shutdown")
-                    }
-                    Err(_) => {
-                        tracing::warn!("changelog not read to its end at shutdown: out of time")
-                    }
+            let catch_up = self.logs.catch_up(&mut self.replica, &mut self.stats);
+            let reading = left().saturating_sub(Duration::from_secs(2));
+            match tokio::time::timeout(reading, catch_up).await {
+                Ok(Ok(None)) => {}
+                // Not while draining (the record is left unapplied); but should one start:
+                Ok(Ok(Some(job))) => self.logs.abandon(&job),
+                Ok(Err(error @ ServeError::StoppedWhile(_))) => {
+                    tracing::info!(%error, "changelog not read to its end at shutdown")
                 }
+                Ok(Err(error)) => {
+                    tracing::warn!(%error, "changelog not read to its end at shutdown")
+                }
+                Err(_) => tracing::warn!("changelog not read to its end at shutdown: out of time"),
             }
             self.send_final_dead_letters(left()).await;
         } else {

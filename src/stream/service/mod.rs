@@ -93,12 +93,10 @@ struct Service {
     pass_settings: Option<PassSettings>,
     pass: Option<JoinHandle<Result<PassReport, PassError>>>,
     pass_waiting: bool,
-    /// What the sync under way waits for (a round to describe, material to encode), if any:
-    /// until they report, texts newer than the last sync wait in the backlog; everything else
-    /// goes on (see [`Jobs`]).
+    /// A round being described, a changelog record's material being encoded, if any: until
+    /// they report, texts newer than the last sync wait in the backlog; everything else goes
+    /// on (see [`Jobs`]).
     jobs: Jobs,
-    /// A job given up at shutdown could not point its reader back: closing must not read on.
-    reader_ahead: bool,
 }
 
 pub(super) async fn run(
@@ -131,7 +129,6 @@ pub(super) async fn run(
         pass: None,
         pass_waiting: false,
         jobs: Jobs::default(),
-        reader_ahead: false,
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
         config,
@@ -167,6 +164,7 @@ pub(super) async fn run(
         Err(error) => return Err(error),
     }
     service.replica.gauges(service.stats.metrics());
+    service.logs.begin_serving();
     let mut texts = TextsConsumer::start(&service.config, service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);
     tracing::info!(
@@ -241,7 +239,7 @@ impl Service {
                     }
                 }
                 // Not read on while a record waits for its encoding.
-                message = self.logs.changelog().recv(), if running && !self.jobs.encoding() => {
+                message = self.logs.changelog().recv(), if running && !self.jobs.is_encoding() => {
                     let message = message.map(|message| message.detach());
                     self.on_changelog(message)?
                 }
@@ -313,11 +311,23 @@ impl Service {
         })
     }
 
-    /// A job a sync waited for reported: finish what it was for, and go on syncing.
+    /// A job reported: finish what it was for, and go on syncing (not once the drain has
+    /// begun: `finish` gives the job up then, and the logs are not read on).
     async fn on_job_done(&mut self, job: Box<Job>, prepared: Prepared) -> Result<(), ServeError> {
-        self.logs
+        let finished = self
+            .logs
             .finish(&mut self.replica, &mut self.stats, job, prepared)
-            .await?;
+            .await;
+        match finished {
+            Err(error @ ServeError::StoppedWhile(_)) => {
+                tracing::info!(%error, "label events left for the next start");
+                return Ok(());
+            }
+            other => other?,
+        }
+        if self.stop.phase() != Phase::Running {
+            return Ok(());
+        }
         self.sync_logs("labels or changelog topic unreachable")
             .await?;
         self.start_pass_if_due();
@@ -325,14 +335,10 @@ impl Service {
     }
 
     /// The drain began (or the loop ended) with jobs under way: stop them, and leave what they
-    /// were for to the next start. A reader that cannot be pointed back keeps closing from
-    /// reading on (the state saved stays at the record before).
+    /// were for to the next start.
     fn abandon_jobs(&mut self) {
         for job in self.jobs.take_all().collect::<Vec<_>>() {
-            if let Err(error) = self.logs.abandon(&job) {
-                tracing::error!(%error, "the changelog is not read on at shutdown");
-                self.reader_ahead = true;
-            }
+            self.logs.abandon(&job);
         }
     }
 
