@@ -115,3 +115,50 @@ async fn a_round_being_described_does_not_hold_up_a_rebalance() {
         "{log_a}"
     );
 }
+
+/// While a round is described, texts published before it go on being classified, one at a
+/// time (`input.max_in_flight=1`): the changelog is still applied meanwhile, so each text's
+/// learn record, read back, gives its intake place to the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn texts_before_a_round_being_described_go_on() {
+    // Descriptions hang, except round 1's three; texts take 200 ms each.
+    let llm = FakeLlm::start(Reply::HangOnDescriptions(Duration::from_millis(200))).await;
+    llm.push(vec![Reply::FirstCandidate; 3]);
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("describing-older");
+    let extra = [
+        "input.max_in_flight=1",
+        "llm.timeout_secs=90",
+        "llm.retries=0",
+    ];
+    let sets = topics.replica_sets(&dir.path().join("state"), &llm.url, &extra);
+    let mut service = Service::start(dir.path(), &sets);
+    tokio::task::block_in_place(|| service.wait_ready());
+    publish_json(&topics.labels, &example("round-1.jsonl")).await;
+    tokio::task::block_in_place(|| service.wait_for_log("label event applied"));
+    // Twelve texts of round 1's classes (texts-1's, under new ids), then — once a sync has
+    // seen them all — round 2, while most of them still wait their turn.
+    let texts: Vec<String> = (0..12)
+        .map(|i| {
+            let mut text: serde_json::Value =
+                serde_json::from_str(&example("texts-1.jsonl")[i % 4]).unwrap();
+            text["id"] = format!("before-{i}").into();
+            text.to_string()
+        })
+        .collect();
+    publish_json(&topics.texts, &texts).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    publish_json(&topics.labels, &example("round-2.jsonl")).await;
+    wait_for_request(&llm, "product defect").await;
+    let records = tokio::task::block_in_place(|| {
+        read_until(&topics.predictions, Duration::from_secs(60), |r| {
+            predicted_ids(r).len() >= texts.len()
+        })
+    });
+    let log = tokio::task::block_in_place(|| service.stop());
+    assert_eq!(predicted_ids(&records).len(), texts.len(), "{log}");
+    assert!(
+        log.contains("round left unforwarded"),
+        "round 2 still described: {log}"
+    );
+}

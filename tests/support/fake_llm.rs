@@ -28,6 +28,9 @@ pub enum Reply {
     FirstCandidate,
     /// The same after a fixed delay: an LLM endpoint with a known latency.
     FirstCandidateAfter(Duration),
+    /// A request for a label's description hangs; any other is answered as
+    /// `FirstCandidateAfter` this delay.
+    HangOnDescriptions(Duration),
     /// A misbehaving endpoint, the same way every run: request n gets `CHAOS[n % 20]`, mostly
     /// good answers with bursts of 429 (retry-after 1 s), 500s, hangs, malformed JSON, empty
     /// answers and answers naming no label.
@@ -189,6 +192,7 @@ async fn serve(
     // Keep-alive: answer requests on this connection until the client closes it.
     while let Some(body) = read_request(&mut stream).await {
         let first = first_candidate(&body);
+        let describing = body.contains("Describe the category");
         let n = {
             let mut requests = requests.lock().expect("lock");
             // Long runs keep only a count, not every body.
@@ -222,6 +226,13 @@ async fn serve(
                 _ => Reply::FirstCandidate,
             };
         }
+        if let Reply::HangOnDescriptions(delay) = reply {
+            reply = if describing {
+                Reply::Hang
+            } else {
+                Reply::FirstCandidateAfter(delay)
+            };
+        }
         let (status, extra, body) = match reply {
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),
@@ -239,7 +250,7 @@ async fn serve(
                 serde_json::json!({"error": {"message": format!("scripted {code}"), "type": "fake"}})
                     .to_string(),
             ),
-            Reply::Hang => {
+            Reply::Hang | Reply::HangOnDescriptions(_) => {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
             }
