@@ -1,0 +1,209 @@
+//! Forwarding the labels topic to the changelog: each label event, decoded and checked, goes
+//! to the changelog as the update every replica applies (or as a rejection, dead-lettered
+//! through it); a round whose labels the LLM is to describe waits for a [`Job`] first.
+
+use rdkafka::error::KafkaError;
+use rdkafka::message::{Message, OwnedMessage};
+
+use super::{next_record, LogSync};
+use crate::engine::update::Update;
+use crate::engine::NewLabel;
+use crate::events::decode::{self, Reason, Rejection};
+use crate::events::LabelEvent;
+use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
+use crate::stream::kafka::{self, Outgoing};
+use crate::stream::replica::job::Job;
+use crate::stream::replica::{engine_rejection, Replica};
+use crate::stream::stop::Phase;
+use crate::stream::ServeError;
+
+/// How much of a label event too large for the changelog its dead letter keeps.
+const TOO_LARGE_EXCERPT: usize = 64 * 1024;
+
+impl LogSync {
+    /// Forward labels-topic records not yet in the changelog, up to a round whose labels the
+    /// LLM is to describe first (the job that describes them is returned; [`LogSync::finish`]
+    /// forwards the round).
+    pub(super) async fn forward_labels(
+        &mut self,
+        replica: &Replica,
+    ) -> Result<Forwarded, ServeError> {
+        let topic = replica.topics().labels.clone();
+        self.check_reader(self.labels_ahead, &topic)?;
+        let (low, high) = self.log_bounds(&topic).await?;
+        let end = *self.sync_labels_end.get_or_insert(high);
+        let mut forwarded = Forwarded::Nothing;
+        self.labels_forward_next = self
+            .labels_forward_next
+            .max(replica.cursor.labels_next)
+            .max(low);
+        while self.labels_forward_next < end {
+            let next = self.labels_forward_next;
+            let message =
+                next_record(&self.labels, &topic, next, "reading the labels topic").await?;
+            self.labels_forward_next = message.offset() + 1;
+            if message.offset() < replica.cursor.labels_next {
+                continue; // someone forwarded it already
+            }
+            let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
+                Err(rejection) => reject(RejectStage::Decode, rejection),
+                Ok(event) => match label_update(replica, event) {
+                    Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
+                        return self.describe_first(message, round, labels);
+                    }
+                    Ok(update) => LabelOutcome::Apply(update),
+                    Err(rejection) => reject(RejectStage::Apply, rejection),
+                },
+            };
+            if self
+                .forward_outcome(replica, &message, outcome)
+                .await
+                .is_none()
+            {
+                // The drain deadline passed: the next start forwards it again.
+                return Err(ServeError::StoppedWhile("forwarding label events"));
+            }
+            forwarded = Forwarded::Records;
+        }
+        Ok(forwarded)
+    }
+
+    /// Whether a round's labels are described before it is forwarded.
+    fn to_describe(&self, labels: &[NewLabel]) -> bool {
+        self.describe_labels && Job::needs_describing(&self.classifier, labels)
+    }
+
+    /// The job that describes the round in `message`, to forward it once described: the
+    /// service asks a call fewer than the LLM allows, leaving one to the texts begun; startup
+    /// asks them all. Not once the drain has begun: the next start describes and forwards it.
+    fn describe_first(
+        &mut self,
+        message: OwnedMessage,
+        round: String,
+        labels: Vec<NewLabel>,
+    ) -> Result<Forwarded, ServeError> {
+        if self.stop.phase() != Phase::Running {
+            self.labels_back(&message);
+            return Err(ServeError::StoppedWhile("describing a round's labels"));
+        }
+        let at_once = if self.serving {
+            self.classifier.describing_beside_texts()
+        } else {
+            usize::MAX
+        };
+        let job = Job::describe(&self.classifier, labels, at_once, message, round);
+        Ok(Forwarded::Waiting(job))
+    }
+
+    /// Send the changelog record forwarding the labels-topic record `message` with `outcome`;
+    /// one too large for the changelog is dead-lettered through it instead. None when the
+    /// drain deadline passed first.
+    pub(super) async fn forward_outcome(
+        &self,
+        replica: &Replica,
+        message: &OwnedMessage,
+        outcome: LabelOutcome,
+    ) -> Option<()> {
+        let payload = message.payload().unwrap_or_default();
+        let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
+        let record = label_record(replica, offset, key.clone(), payload.to_vec(), outcome);
+        let delivered = match self.forward(record).await {
+            Some(Err(error)) => {
+                // Larger than the changelog takes (it carries the event and its decoded
+                // update): dead-lettered once, through the log like any rejected event.
+                let size = payload.len();
+                tracing::error!(%error, offset, size, "label event too large for the changelog");
+                let rejection = Rejection::new(
+                    Reason::OutputTooLarge,
+                    format!("the label event ({size} bytes) is larger than the changelog accepts"),
+                );
+                let outcome = reject(RejectStage::Apply, rejection);
+                let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
+                let record = label_record(replica, offset, key, excerpt, outcome);
+                self.forward(record).await
+            }
+            delivered => delivered,
+        };
+        if let Err(error) = delivered? {
+            tracing::error!(%error, offset, "label event not forwarded");
+        }
+        Some(())
+    }
+
+    /// Send a changelog record, unless the drain deadline passes first.
+    async fn forward(&self, record: Outgoing) -> Option<Result<(), KafkaError>> {
+        self.stop
+            .unless_expired(kafka::deliver(&self.producer, &record))
+            .await
+    }
+}
+
+/// What forwarding the labels topic did.
+pub(super) enum Forwarded {
+    Nothing,
+    /// Some records, whose changelog copies are still to apply.
+    Records,
+    /// Up to a round that waits for this job.
+    Waiting(Box<Job>),
+}
+
+/// Turn a label event into an engine update, checked before any LLM call.
+fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejection> {
+    match event {
+        LabelEvent::Round { round, labels, .. } => {
+            if labels.is_empty() {
+                return Err(Rejection::new(
+                    Reason::InvalidRound,
+                    "a round needs at least one label",
+                ));
+            }
+            if round.trim().is_empty() {
+                return Err(Rejection::new(Reason::InvalidRound, "round id is empty"));
+            }
+            let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+            replica
+                .engine
+                .check_round(&labels)
+                .map_err(|e| engine_rejection(&e))?;
+            Ok(Update::Round { round, labels })
+        }
+        LabelEvent::AddExamples {
+            label, examples, ..
+        } => Ok(Update::AddExamples { label, examples }),
+        LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
+    }
+}
+
+/// The changelog record forwarding the labels topic's record at `offset`.
+fn label_record(
+    replica: &Replica,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Vec<u8>,
+    outcome: LabelOutcome,
+) -> Outgoing {
+    let record = ChangeRecord {
+        version: CHANGE_VERSION,
+        origin: replica.instance.clone(),
+        change: Change::Label {
+            offset,
+            key: key.clone(),
+            payload,
+            outcome,
+        },
+    };
+    Outgoing {
+        topic: replica.topics().changelog.clone(),
+        key,
+        payload: record.encode(),
+        headers: Vec::new(),
+    }
+}
+
+fn reject(stage: RejectStage, rejection: Rejection) -> LabelOutcome {
+    LabelOutcome::Reject {
+        stage,
+        reason: rejection.reason,
+        message: rejection.message,
+    }
+}
