@@ -23,7 +23,7 @@ use crate::engine::NewLabel;
 use crate::stream::changelog::ChangeRecord;
 
 /// How long describing a round's labels may take; labels not described by then go without.
-pub const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
+const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
 
 /// What the sync does once the job is done.
 pub enum Then {
