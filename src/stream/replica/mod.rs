@@ -453,25 +453,23 @@ mod tests {
     fn a_round_not_yet_applied_is_encoded_ahead_once() {
         let mut replica = replica(100);
         let record = label("other", 0, round("astronomy"));
+        let ahead = |replica: &Replica| replica.material_ahead(&ChangeRecord::decode(&record));
+        let signal = |replica: &mut Replica, encoder: Arc<dyn TextEncoder>| {
+            let engine =
+                std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
+            replica.engine = engine.with_encoder(encoder).0;
+        };
         assert!(
-            replica
-                .material_ahead(&ChangeRecord::decode(&record))
-                .is_none(),
+            ahead(&replica).is_none(),
             "without the embedding signal there is nothing to encode"
         );
-        let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
-        replica.engine = engine.with_encoder(Arc::new(TopicEncoder)).0;
+        signal(&mut replica, Arc::new(TopicEncoder));
         assert!(
-            replica
-                .material_ahead(&ChangeRecord::decode(&record))
-                .is_none(),
+            ahead(&replica).is_none(),
             "an encoder that keeps nothing would encode it twice"
         );
-        let engine = std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
-        replica.engine = engine.with_encoder(Arc::new(Keeping)).0;
-        let (_, texts) = replica
-            .material_ahead(&ChangeRecord::decode(&record))
-            .unwrap();
+        signal(&mut replica, Arc::new(Keeping));
+        let (_, texts) = ahead(&replica).unwrap();
         assert_eq!(texts, ["astronomy words about astronomy"]);
         replica
             .apply_change(0, &record, None, &mut stats())
