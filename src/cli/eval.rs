@@ -11,6 +11,7 @@ use crate::classify::Classifier;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
 use crate::engine::prompt::{ChoiceMode, PromptLayout};
+use crate::engine::index::TermWeighting;
 use crate::engine::rank::RankingConfig;
 use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
@@ -158,6 +159,10 @@ pub struct RankingArgs {
     /// Weight of a label name's cosine within the embedding signal.
     #[arg(long, default_value_t = RankingConfig::default().embedding_name_weight)]
     pub embedding_name_weight: f64,
+    /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
+    /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
+    #[arg(long, value_enum, default_value = "label-spread")]
+    pub term_weighting: TermWeightingArg,
     /// How the LLM chooses: `free` (the paper's: a class name), `numbered`, or `scored` (its
     /// first-token log-probabilities fused with the retrieval scores).
     #[arg(long, value_enum, default_value = "scored")]
@@ -185,6 +190,21 @@ impl From<PromptLayoutArg> for PromptLayout {
         match value {
             PromptLayoutArg::ListFirst => PromptLayout::ListFirst,
             PromptLayoutArg::TextFirst => PromptLayout::TextFirst,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum TermWeightingArg {
+    LabelSpread,
+    Idf,
+}
+
+impl From<TermWeightingArg> for TermWeighting {
+    fn from(value: TermWeightingArg) -> Self {
+        match value {
+            TermWeightingArg::LabelSpread => TermWeighting::LabelSpread,
+            TermWeightingArg::Idf => TermWeighting::Idf,
         }
     }
 }
@@ -218,6 +238,7 @@ impl RankingArgs {
             learn_margin_agreeing: self.learn_margin_agreeing,
             embedding_weight: self.embedding_weight,
             embedding_name_weight: self.embedding_name_weight,
+            term_weighting: self.term_weighting.into(),
             ..RankingConfig::default()
         }
     }

@@ -3,9 +3,9 @@
 //! out: an LLM may have written them for some labels and not others, and they would move the
 //! scale discovery's thresholds were set on. It holds no seen texts, so it is cheap to build,
 //! and it is owned, so a task off the service loop (a community pass) can score texts with it.
-//! Its weights are the engine's: the index's idf counts labelled examples only.
+//! Its weights are the engine's (the label spread as of the engine's last fold).
 
-use super::index::{ClassifiedCapacity, DocKind, IndexDoc, TextIndex};
+use super::index::{DocKind, IndexDoc, TextIndex};
 use super::rank::{self, Evidence, RankingConfig};
 use super::terms::TermCounts;
 use super::Engine;
@@ -50,7 +50,7 @@ impl Engine {
             })
             .collect();
         LabelMaterial {
-            index: TextIndex::from_docs(docs, ClassifiedCapacity::default()),
+            index: self.index.detached(docs),
             active: self.labels.iter().map(|label| label.active).collect(),
             ranking: self.config.ranking.clone(),
         }

@@ -39,7 +39,7 @@ use crate::discovery::Pool;
 use answer::HallucinationKind;
 use embedding::Embeddings;
 use graph::KeywordGraph;
-use index::TextIndex;
+use index::{TermWeighting, TextIndex};
 use keywords::KeywordSelection;
 use prompt::{ChoiceMode, ClassChoice, Prompt, PromptLayout};
 use rank::{Evidence, RankingConfig};
@@ -150,6 +150,17 @@ impl Default for EngineConfig {
             example_chars: 150,
             prompt_layout: PromptLayout::default(),
             pool_capacity: 5_000,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// How the index weighs terms: `naive` is the published baseline and keeps plain idf over
+    /// the labelled examples whatever `ranking.term_weighting` says.
+    pub fn term_weighting(&self) -> TermWeighting {
+        match self.strategy {
+            Strategy::Naive => TermWeighting::Idf,
+            _ => self.ranking.term_weighting,
         }
     }
 }
@@ -291,7 +302,7 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
-            index: TextIndex::new(config.ranking.capacity()),
+            index: TextIndex::new(config.ranking.capacity(), config.term_weighting()),
             pool: Pool::new(config.pool_capacity),
             config,
             graph: KeywordGraph::new(),

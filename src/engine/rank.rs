@@ -21,7 +21,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{ClassifiedCapacity, DocKind, Hit};
+use super::index::{ClassifiedCapacity, DocKind, Hit, TermWeighting};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -55,6 +55,9 @@ pub struct RankingConfig {
     pub embedding_weight: f64,
     /// Within the embedding signal, weight of the cosine with a label's name.
     pub embedding_name_weight: f64,
+    /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
+    /// makes replicas equal, like `seen_capacity`.
+    pub term_weighting: TermWeighting,
 }
 
 impl RankingConfig {
@@ -81,6 +84,7 @@ impl Default for RankingConfig {
             tentative_capacity: 20_000,
             embedding_weight: 0.1,
             embedding_name_weight: 2.0,
+            term_weighting: TermWeighting::LabelSpread,
         }
     }
 }

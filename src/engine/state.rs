@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use super::graph::{EdgeCost, KeywordGraph, Node};
-use super::index::{IndexDoc, TextIndex};
+use super::index::{IndexDoc, SpreadState, TextIndex};
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
 use crate::discovery::{Pool, PoolV1};
@@ -37,9 +37,25 @@ pub struct EngineState {
     pub index: Vec<IndexDoc>,
     pub label_version: u64,
     pub last_round: Option<String>,
-    /// Texts the active labels explain poorly (emerging-class discovery). Last, so a snapshot
-    /// written before it existed is this state's prefix (see [`EngineState::decode`]).
+    /// Texts the active labels explain poorly (emerging-class discovery). After the fields
+    /// above, so a snapshot written before it existed is this state's prefix (see
+    /// [`EngineState::decode`]).
     pub pool: Pool,
+    /// What classified texts taught the index's term weights (its label spread). Last, for the
+    /// same reason.
+    pub spread: SpreadState,
+}
+
+/// A snapshot as builds before the label spread wrote it.
+#[derive(Deserialize)]
+struct EngineStateWithoutSpread {
+    graph: GraphState,
+    stats: CorpusStats,
+    labels: Vec<LabelInfo>,
+    index: Vec<IndexDoc>,
+    label_version: u64,
+    last_round: Option<String>,
+    pool: Pool,
 }
 
 /// A snapshot as builds before the discovery pool wrote it. Followed by a [`PoolV1`], it is
@@ -65,12 +81,14 @@ impl EngineStateWithoutPool {
             label_version: self.label_version,
             last_round: self.last_round,
             pool,
+            spread: SpreadState::default(),
         }
     }
 }
 
 impl EngineState {
-    /// Decode a postcard snapshot: this build's, one written before arrival scores (its pooled
+    /// Decode a postcard snapshot: this build's, one written before the label spread (then
+    /// with nothing learned into the weights), one written before arrival scores (its pooled
     /// texts without them), or one written before the pool existed (then with an empty pool).
     /// Each older layout is a prefix of the next, so a snapshot decodes as one layout only.
     pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
@@ -78,6 +96,18 @@ impl EngineState {
             Ok(state) => return Ok(state),
             Err(error) => error,
         };
+        if let Ok(old) = postcard::from_bytes::<EngineStateWithoutSpread>(bytes) {
+            return Ok(Self {
+                graph: old.graph,
+                stats: old.stats,
+                labels: old.labels,
+                index: old.index,
+                label_version: old.label_version,
+                last_round: old.last_round,
+                pool: old.pool,
+                spread: SpreadState::default(),
+            });
+        }
         if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, PoolV1)>(bytes) {
             return Ok(old.with_pool(Pool::from_v1(pool)));
         }
@@ -198,6 +228,7 @@ impl Engine {
             label_version: self.label_version,
             last_round: self.last_round.clone(),
             pool: self.pool.clone(),
+            spread: self.index.spread_state(),
         }
     }
 
@@ -219,7 +250,12 @@ impl Engine {
         {
             return Err(StateError::BadExample(doc.label as usize));
         }
-        let index = TextIndex::from_docs(state.index, config.ranking.capacity());
+        let index = TextIndex::from_docs(
+            state.index,
+            state.spread,
+            config.ranking.capacity(),
+            config.term_weighting(),
+        );
         let mut pool = state.pool;
         pool.set_capacity(config.pool_capacity);
         Ok(Self {
@@ -313,6 +349,19 @@ impl Engine {
                 None => hash.update([0]),
             }
         }
+        let spread = self.index.spread_state();
+        for part in [&spread.folded, &spread.pending] {
+            hash.update((part.len() as u64).to_le_bytes());
+            for (term, labels) in part {
+                hash_str(&mut hash, term);
+                hash.update((labels.len() as u64).to_le_bytes());
+                for label in labels {
+                    hash.update(label.to_le_bytes());
+                }
+            }
+        }
+        hash.update(spread.folded_texts.to_le_bytes());
+        hash.update(spread.pending_texts.to_le_bytes());
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }

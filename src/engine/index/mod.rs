@@ -4,21 +4,29 @@
 //! only for a text nothing labelled explains) — as TF-IDF vectors behind an inverted index, so a
 //! query costs the postings of its own terms, not a scan of every text.
 //!
-//! Weights: sublinear term frequency `1 + ln(count)` times the smoothed idf
-//! `ln((1 + N) / (1 + df)) + 1`, L2-normalised; N and df count **labelled examples** only, so
-//! every weight is a pure function of the labelled corpus and a text's terms. The weights are
-//! recomputed when examples arrive (a round, `add_examples`: rare) and never otherwise, which
-//! keeps a restarted or replayed engine bit-for-bit equal to one that ran without stopping.
+//! Weights: sublinear term frequency `1 + ln(count)` times a smoothed inverse frequency
+//! `ln((1 + N) / (1 + n)) + 1`, L2-normalised. By default ([`TermWeighting::LabelSpread`]) N
+//! counts the labels with examples and n the labels a term occurs under — in their examples or
+//! in texts classified under them, as of the last fold ([`spread`]); with
+//! [`TermWeighting::Idf`] (the `naive` baseline) N and df count labelled examples. The weights
+//! are recomputed when examples arrive (a round: rare) and at folds, fixed points of the log,
+//! and never otherwise, which keeps a restarted or replayed engine bit-for-bit equal to one
+//! that ran without stopping.
 //!
 //! Classified texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest of
 //! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
 //! compacted away in bulk).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use super::terms::TermCounts;
+
+mod spread;
+
+use spread::{insert_sorted, union_len, LearnedSpread};
+pub use spread::{SpreadState, TermWeighting};
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
@@ -70,11 +78,21 @@ pub struct Hit {
 
 #[derive(Debug, Clone, Default)]
 pub struct TextIndex {
+    weighting: TermWeighting,
     vocabulary: HashMap<String, u32>,
     /// Labelled examples containing each term.
     df: Vec<u32>,
     /// Labelled examples indexed (N).
     examples: u32,
+    /// Per term, the labels (ascending) whose examples hold it.
+    example_labels: Vec<Vec<u32>>,
+    /// Labels with at least one example.
+    labels_with_examples: HashSet<u32>,
+    /// Per term, the labels it occurs under (examples and folded classified texts): the
+    /// weights' label spread, refreshed with them.
+    spread: Vec<u32>,
+    /// Per term, the labels classified texts holding it were decided under.
+    learned: LearnedSpread,
     docs: Vec<IndexDoc>,
     alive: Vec<bool>,
     /// Per term: (document, weight).
@@ -88,22 +106,47 @@ pub struct TextIndex {
 }
 
 impl TextIndex {
-    pub fn new(capacity: ClassifiedCapacity) -> Self {
+    pub fn new(capacity: ClassifiedCapacity, weighting: TermWeighting) -> Self {
         Self {
             capacity,
+            weighting,
             ..Self::default()
         }
     }
 
-    /// Rebuild from stored documents (in their order).
-    pub fn from_docs(docs: Vec<IndexDoc>, capacity: ClassifiedCapacity) -> Self {
-        let mut index = Self::new(capacity);
+    /// Rebuild from stored documents (in their order) and what classified texts taught the
+    /// weights, exactly as they were when stored: nothing is folded here.
+    pub fn from_docs(
+        docs: Vec<IndexDoc>,
+        spread: SpreadState,
+        capacity: ClassifiedCapacity,
+        weighting: TermWeighting,
+    ) -> Self {
+        let mut index = Self::new(capacity, weighting);
+        index.learned = LearnedSpread::from_state(spread);
         for doc in docs {
             index.push(doc);
         }
-        index.reweigh();
+        index.recompute();
         index.evict_over_capacity();
         index
+    }
+
+    /// An index of `docs` weighed as this one is now (what classified texts taught included),
+    /// which never learns: discovery's copy of the labels' material.
+    pub fn detached(&self, docs: Vec<IndexDoc>) -> Self {
+        let mut index = Self::new(ClassifiedCapacity::default(), self.weighting);
+        index.learned = self.learned.folded_only();
+        for doc in docs {
+            index.push(doc);
+        }
+        index.recompute();
+        index
+    }
+
+    /// What classified texts taught the weights, as a snapshot stores it.
+    pub fn spread_state(&self) -> SpreadState {
+        self.learned.to_state()
     }
 
     /// The alive documents, in order: what a snapshot stores.
@@ -128,7 +171,7 @@ impl TextIndex {
     }
 
     /// Add labelled material (examples, names, descriptions). Call [`TextIndex::reweigh`] after
-    /// the batch: examples change the idf of every weight.
+    /// the batch: examples change every weight.
     pub fn add_labelled(
         &mut self,
         kind: DocKind,
@@ -169,6 +212,7 @@ impl TextIndex {
             return;
         }
         let kept = self.heaviest_terms(terms);
+        let fold_due = self.learned.record(label, &kept);
         let id = self.push(IndexDoc {
             kind,
             label,
@@ -177,6 +221,9 @@ impl TextIndex {
         });
         self.post(id);
         self.evict_over_capacity();
+        if fold_due {
+            self.reweigh();
+        }
     }
 
     /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a classified
@@ -225,13 +272,15 @@ impl TextIndex {
     fn push(&mut self, doc: IndexDoc) -> u32 {
         let id = self.docs.len() as u32;
         for (term, _) in &doc.terms.counts {
-            let term_id = self.term_id(term);
+            let term_id = self.term_id(term) as usize;
             if doc.kind == DocKind::Example {
-                self.df[term_id as usize] += 1;
+                self.df[term_id] += 1;
+                insert_sorted(&mut self.example_labels[term_id], doc.label);
             }
         }
         if doc.kind == DocKind::Example {
             self.examples += 1;
+            self.labels_with_examples.insert(doc.label);
         }
         if let Some(queue) = self.queue_of(doc.kind) {
             queue.push_back(id);
@@ -248,22 +297,24 @@ impl TextIndex {
         let id = self.df.len() as u32;
         self.vocabulary.insert(term.to_string(), id);
         self.df.push(0);
+        self.example_labels.push(Vec::new());
+        self.spread.push(self.learned.labels(term).len() as u32);
         self.postings.push(Vec::new());
         id
     }
 
-    fn idf(&self, df: u32) -> f64 {
-        let n = f64::from(self.examples);
-        ((1.0 + n) / (1.0 + f64::from(df))).ln() + 1.0
-    }
-
     fn term_weight(&self, term: &str, count: u32) -> f64 {
-        let df = self
-            .vocabulary
-            .get(term)
-            .map(|&id| self.df[id as usize])
-            .unwrap_or(0);
-        (1.0 + f64::from(count.max(1)).ln()) * self.idf(df)
+        let known = self.vocabulary.get(term).map(|&id| id as usize);
+        let (n, occurrences) = match self.weighting {
+            TermWeighting::Idf => (self.examples as usize, known.map_or(0, |id| self.df[id])),
+            // A term no live document holds may still have been learned (its documents
+            // evicted since the last compaction): the same answer before and after a restart.
+            TermWeighting::LabelSpread => (
+                self.labels_with_examples.len(),
+                known.map_or(self.learned.labels(term).len() as u32, |id| self.spread[id]),
+            ),
+        };
+        (1.0 + f64::from(count.max(1)).ln()) * smoothed_inverse(n, occurrences)
     }
 
     /// Post one document's normalised weights.
@@ -289,9 +340,23 @@ impl TextIndex {
         }
     }
 
-    /// Recompute every weight (after examples changed the idf), dropping evicted documents and
-    /// the terms only they had (term ids never affect results, so renumbering is safe).
+    /// Fold what classified texts taught into the weights and recompute them all: after
+    /// examples arrive, and when a fold is due.
     pub fn reweigh(&mut self) {
+        let live: HashSet<&str> = self
+            .docs
+            .iter()
+            .zip(&self.alive)
+            .filter(|(_, alive)| **alive)
+            .flat_map(|(doc, _)| doc.terms.counts.iter().map(|(term, _)| term.as_str()))
+            .collect();
+        self.learned.fold(&live);
+        self.recompute();
+    }
+
+    /// Recompute every weight from the folded state, dropping evicted documents and the terms
+    /// only they had (term ids never affect results, so renumbering is safe).
+    fn recompute(&mut self) {
         if self.dead > 0 {
             let docs = std::mem::take(&mut self.docs);
             let alive = std::mem::take(&mut self.alive);
@@ -313,6 +378,10 @@ impl TextIndex {
             self.docs = kept;
             self.rebuild_vocabulary();
         }
+        for (term, &id) in &self.vocabulary {
+            let id = id as usize;
+            self.spread[id] = union_len(&self.example_labels[id], self.learned.labels(term)) as u32;
+        }
         for list in &mut self.postings {
             list.clear();
         }
@@ -324,13 +393,16 @@ impl TextIndex {
     fn rebuild_vocabulary(&mut self) {
         self.vocabulary.clear();
         self.df.clear();
+        self.example_labels.clear();
+        self.spread.clear();
         self.postings.clear();
         let docs = std::mem::take(&mut self.docs);
         for doc in &docs {
             for (term, _) in &doc.terms.counts {
-                let id = self.term_id(term);
+                let id = self.term_id(term) as usize;
                 if doc.kind == DocKind::Example {
-                    self.df[id as usize] += 1;
+                    self.df[id] += 1;
+                    insert_sorted(&mut self.example_labels[id], doc.label);
                 }
             }
         }
@@ -376,7 +448,7 @@ impl TextIndex {
         }
         // Compact once the tombstones are a quarter of what the postings walk over.
         if self.dead > 0 && self.dead * 4 > self.docs.len() {
-            self.reweigh();
+            self.recompute();
         }
     }
 
@@ -426,6 +498,11 @@ impl TextIndex {
         hits.dedup_by_key(|h| h.doc);
         hits
     }
+}
+
+/// `ln((1 + n) / (1 + k)) + 1`: the smoothed inverse frequency of something `k` of `n` hold.
+fn smoothed_inverse(n: usize, k: u32) -> f64 {
+    ((1.0 + n as f64) / (1.0 + f64::from(k))).ln() + 1.0
 }
 
 fn word_count(term: &str) -> usize {
