@@ -1,3 +1,4 @@
+use super::spread::FOLD_AT_LEAST;
 use super::*;
 
 fn t(text: &str) -> TermCounts {
@@ -5,10 +6,13 @@ fn t(text: &str) -> TermCounts {
 }
 
 fn index() -> TextIndex {
-    let mut index = TextIndex::new(ClassifiedCapacity {
-        seen: 3,
-        tentative: 2,
-    });
+    let mut index = TextIndex::new(
+        ClassifiedCapacity {
+            seen: 3,
+            tentative: 2,
+        },
+        TermWeighting::LabelSpread,
+    );
     index.add_labelled(
         DocKind::Example,
         0,
@@ -68,6 +72,14 @@ fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
     );
 }
 
+fn similarities(index: &TextIndex, query: &TermCounts) -> Vec<(u32, f64)> {
+    index
+        .search(query)
+        .iter()
+        .map(|h| (h.label, h.similarity))
+        .collect()
+}
+
 #[test]
 fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     let mut index = index();
@@ -78,24 +90,82 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
         index.vocabulary_len() < 40,
         "evicted terms are dropped on compaction"
     );
-    let copy = TextIndex::from_docs(index.docs().cloned().collect(), index.capacity);
+    let copy = TextIndex::from_docs(
+        index.docs().cloned().collect(),
+        index.spread_state(),
+        index.capacity,
+        index.weighting,
+    );
     let query = t("distant galaxies and an oven word5");
-    let a: Vec<_> = index
-        .search(&query)
-        .iter()
-        .map(|h| (h.label, h.similarity))
-        .collect();
-    let b: Vec<_> = copy
-        .search(&query)
-        .iter()
-        .map(|h| (h.label, h.similarity))
-        .collect();
-    assert_eq!(a, b);
+    assert_eq!(similarities(&index, &query), similarities(&copy, &query));
+}
+
+/// Through folds, pending learning and evicted documents not yet compacted away, an index
+/// rebuilt from what a snapshot stores answers bit for bit as the one that kept running.
+#[test]
+fn a_rebuilt_index_weighs_terms_as_the_running_one_at_every_point() {
+    let mut index = index();
+    let query = t("distant galaxies observed near the oven word3 word150");
+    let mut folds = 0;
+    for i in 0..200u32 {
+        let before = index.spread_state().folded_texts;
+        let text = format!("distant oven galaxies word{} word{}", i % 17, i);
+        if i % 3 == 0 {
+            index.add_tentative(i % 2, &t(&text));
+        } else {
+            index.add_seen((i + 1) % 2, &t(&text));
+        }
+        folds += usize::from(index.spread_state().folded_texts != before);
+        let copy = TextIndex::from_docs(
+            index.docs().cloned().collect(),
+            index.spread_state(),
+            index.capacity,
+            index.weighting,
+        );
+        assert_eq!(
+            similarities(&index, &query),
+            similarities(&copy, &query),
+            "after text {i}"
+        );
+    }
+    assert_eq!(folds, 2, "folds after 64 and 128 texts");
+}
+
+#[test]
+fn a_term_learned_under_every_label_weighs_least_once_folded() {
+    let mut index = index();
+    let weight = |index: &TextIndex, term: &str| index.term_weight(term, 1);
+    let (galaxies, oven) = (weight(&index, "galaxi"), weight(&index, "oven"));
+    assert_eq!(galaxies, oven, "each under one label of two");
+    // "galaxi" is learned under label 1 too; "oven" stays under label 1 alone.
+    for i in 0..FOLD_AT_LEAST - 1 {
+        index.add_seen(1, &t(&format!("galaxies bread word{i}")));
+    }
+    assert_eq!(weight(&index, "galaxi"), galaxies, "not folded yet");
+    index.add_seen(1, &t("galaxies bread last"));
+    assert!(weight(&index, "galaxi") < galaxies);
+    assert_eq!(weight(&index, "oven"), oven);
+}
+
+#[test]
+fn idf_counts_examples_whatever_classified_texts_say() {
+    let mut index = TextIndex::new(ClassifiedCapacity { seen: 100, tentative: 0 }, TermWeighting::Idf);
+    for (label, text) in [(0, "galaxies survey"), (0, "galaxies telescope"), (1, "oven bread")] {
+        index.add_labelled(DocKind::Example, label, t(text), None);
+    }
+    index.reweigh();
+    let galaxies = index.term_weight("galaxi", 1);
+    assert!(galaxies < index.term_weight("survey", 1), "two examples hold it");
+    for i in 0..2 * FOLD_AT_LEAST {
+        index.add_seen(1, &t(&format!("galaxies bread word{i}")));
+    }
+    assert_eq!(index.term_weight("galaxi", 1), galaxies);
 }
 
 mod against_brute_force {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::HashSet;
 
     const WORDS: &[&str] = &[
         "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta",
@@ -109,16 +179,36 @@ mod against_brute_force {
             .join(" ")
     }
 
-    /// Cosine computed from scratch: idf from the examples, `(1 + ln tf)·idf`, L2 norms.
-    fn brute_force(examples: &[TermCounts], docs: &[TermCounts], query: &TermCounts) -> Vec<f64> {
-        let n = examples.len() as f64;
+    /// Cosine computed from scratch, `(1 + ln tf)·w`, L2 norms, with `w` the smoothed inverse
+    /// frequency of the term: among the examples (`idf`), or among the labels of the examples
+    /// and of the classified texts (label spread; all folded here).
+    fn brute_force(
+        weighting: TermWeighting,
+        examples: &[(u32, TermCounts)],
+        classified: &[(u32, TermCounts)],
+        query: &TermCounts,
+    ) -> Vec<f64> {
+        let holds = |t: &TermCounts, term: &str| t.counts.iter().any(|(u, _)| u == term);
         let idf = |term: &str| {
-            let df = examples
-                .iter()
-                .filter(|e| e.counts.iter().any(|(t, _)| t == term))
-                .count() as f64;
-            ((1.0 + n) / (1.0 + df)).ln() + 1.0
+            let (n, k) = match weighting {
+                TermWeighting::Idf => (
+                    examples.len(),
+                    examples.iter().filter(|(_, e)| holds(e, term)).count(),
+                ),
+                TermWeighting::LabelSpread => {
+                    let labels: HashSet<u32> = examples.iter().map(|(l, _)| *l).collect();
+                    let under: HashSet<u32> = examples
+                        .iter()
+                        .chain(classified)
+                        .filter(|(_, d)| holds(d, term))
+                        .map(|(l, _)| *l)
+                        .collect();
+                    (labels.len(), under.len())
+                }
+            };
+            ((1.0 + n as f64) / (1.0 + k as f64)).ln() + 1.0
         };
+        let docs: Vec<&TermCounts> = examples.iter().chain(classified).map(|(_, d)| d).collect();
         let vector = |t: &TermCounts| -> Vec<(String, f64)> {
             t.counts
                 .iter()
@@ -127,7 +217,7 @@ mod against_brute_force {
         };
         let norm = |v: &[(String, f64)]| v.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
         let q = vector(query);
-        docs.iter()
+        docs.into_iter()
             .map(|d| {
                 let v = vector(d);
                 let dot: f64 = q
@@ -146,25 +236,28 @@ mod against_brute_force {
         /// shares a term with the query, and nothing else.
         #[test]
         fn search_equals_brute_force_cosine(
-            examples in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 1..8),
-            seen in proptest::collection::vec(proptest::collection::vec(0usize..10, 1..8), 0..6),
+            examples in proptest::collection::vec((0u32..4, proptest::collection::vec(0usize..10, 1..8)), 1..8),
+            seen in proptest::collection::vec((0u32..4, proptest::collection::vec(0usize..10, 1..8)), 0..6),
             query in proptest::collection::vec(0usize..10, 1..8),
+            spread in any::<bool>(),
         ) {
-            let mut index = TextIndex::new(ClassifiedCapacity { seen: 100, tentative: 0 });
-            let example_terms: Vec<TermCounts> =
-                examples.iter().map(|e| TermCounts::of(&text(e))).collect();
-            for (i, terms) in example_terms.iter().enumerate() {
-                index.add_labelled(DocKind::Example, i as u32, terms.clone(), None);
+            let weighting = if spread { TermWeighting::LabelSpread } else { TermWeighting::Idf };
+            let mut index = TextIndex::new(ClassifiedCapacity { seen: 100, tentative: 0 }, weighting);
+            let terms_of = |docs: &[(u32, Vec<usize>)]| -> Vec<(u32, TermCounts)> {
+                docs.iter().map(|(l, d)| (*l, TermCounts::of(&text(d)))).collect()
+            };
+            let (examples, seen) = (terms_of(&examples), terms_of(&seen));
+            for (label, terms) in &examples {
+                index.add_labelled(DocKind::Example, *label, terms.clone(), None);
             }
             index.reweigh();
-            let mut all_docs = example_terms.clone();
-            for s in &seen {
-                let terms = TermCounts::of(&text(s));
-                index.add_seen(0, &terms);
-                all_docs.push(terms);
+            for (label, terms) in &seen {
+                index.add_seen(*label, terms);
             }
+            // Folds what the seen texts taught (the weights know nothing of them before).
+            index.reweigh();
             let query = TermCounts::of(&text(&query));
-            let expected = brute_force(&example_terms, &all_docs, &query);
+            let expected = brute_force(weighting, &examples, &seen, &query);
             let hits = index.search(&query);
             for (doc, want) in expected.iter().enumerate() {
                 let got = hits.iter().find(|h| h.doc as usize == doc).map(|h| h.similarity);

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::three_topics;
 use crate::discovery::{PooledText, Unexplained};
 use crate::engine::graph;
-use crate::engine::index::IndexDoc;
+use crate::engine::index::{IndexDoc, SpreadState};
 use crate::engine::rank;
 use crate::engine::state::{self, EngineState, GraphState};
 use crate::engine::tfidf::CorpusStats;
@@ -224,4 +224,40 @@ fn the_digest_covers_the_pool_and_survives_a_snapshot() {
     assert_ne!(engine.digest(), unpooled.digest());
     assert_ne!(engine.digest(), rescored.digest());
     assert_eq!(state.pool.len(), 1);
+}
+
+/// The layout of snapshots written before the label spread existed.
+#[derive(Serialize)]
+struct SnapshotV3<'a> {
+    graph: &'a GraphState,
+    stats: &'a CorpusStats,
+    labels: &'a [LabelInfo],
+    index: &'a [IndexDoc],
+    label_version: u64,
+    last_round: &'a Option<String>,
+    pool: &'a crate::discovery::Pool,
+}
+
+#[test]
+fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
+    let mut engine = engine_with_a_pooled_text();
+    let analysis = engine.analyze("the volcano erupted near the village");
+    engine.learn(&analysis, "geology", true);
+    let state = engine.to_state();
+    assert_eq!(state.spread.pending_texts, 1);
+    let decoded = EngineState::decode(&postcard::to_stdvec(&state).unwrap()).unwrap();
+    assert_eq!(decoded, state);
+
+    let old = SnapshotV3 {
+        graph: &state.graph,
+        stats: &state.stats,
+        labels: &state.labels,
+        index: &state.index,
+        label_version: state.label_version,
+        last_round: &state.last_round,
+        pool: &state.pool,
+    };
+    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
+    assert_eq!(decoded.spread, SpreadState::default());
+    assert_eq!((decoded.index, decoded.pool), (state.index, state.pool));
 }
