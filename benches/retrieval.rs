@@ -99,6 +99,13 @@ fn retrieval(c: &mut Criterion) {
         );
     }
     group.finish();
+    // A fold of the label spread reweighs the whole index (after a round, and after 64, 128, …
+    // and then every 8,192 texts learned): a pause of the service loop, not a per-query cost.
+    let mut index = engine.index().clone();
+    let mut group = c.benchmark_group("index");
+    group.sample_size(10);
+    group.bench_function("reweigh_whole_index", |b| b.iter(|| index.reweigh()));
+    group.finish();
 }
 
 criterion_group!(benches, retrieval);

@@ -331,6 +331,7 @@ impl Engine {
     /// Switch the candidate strategy (the graph and statistics are shared by all strategies).
     pub fn set_strategy(&mut self, strategy: Strategy) {
         self.config.strategy = strategy;
+        self.index.set_weighting(self.config.term_weighting());
     }
 
     pub fn graph(&self) -> &KeywordGraph {

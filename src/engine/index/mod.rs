@@ -144,6 +144,14 @@ impl TextIndex {
         index
     }
 
+    /// Weigh terms another way from now on (nothing is folded).
+    pub fn set_weighting(&mut self, weighting: TermWeighting) {
+        if weighting != self.weighting {
+            self.weighting = weighting;
+            self.recompute();
+        }
+    }
+
     /// What classified texts taught the weights, as a snapshot stores it.
     pub fn spread_state(&self) -> SpreadState {
         self.learned.to_state()
