@@ -175,9 +175,8 @@ mod tests {
     fn folds_come_after_as_many_texts_as_were_folded_within_bounds() {
         let mut spread = LearnedSpread::default();
         let terms = TermCounts::of("oven bread");
-        let due_at = |spread: &mut LearnedSpread| {
-            (1..).find(|_| spread.record(0, &terms)).unwrap_or(0)
-        };
+        let due_at =
+            |spread: &mut LearnedSpread| (1..).find(|_| spread.record(0, &terms)).unwrap_or(0);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
         spread.fold(&HashSet::new());
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);

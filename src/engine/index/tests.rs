@@ -149,13 +149,26 @@ fn a_term_learned_under_every_label_weighs_least_once_folded() {
 
 #[test]
 fn idf_counts_examples_whatever_classified_texts_say() {
-    let mut index = TextIndex::new(ClassifiedCapacity { seen: 100, tentative: 0 }, TermWeighting::Idf);
-    for (label, text) in [(0, "galaxies survey"), (0, "galaxies telescope"), (1, "oven bread")] {
+    let mut index = TextIndex::new(
+        ClassifiedCapacity {
+            seen: 100,
+            tentative: 0,
+        },
+        TermWeighting::Idf,
+    );
+    for (label, text) in [
+        (0, "galaxies survey"),
+        (0, "galaxies telescope"),
+        (1, "oven bread"),
+    ] {
         index.add_labelled(DocKind::Example, label, t(text), None);
     }
     index.reweigh();
     let galaxies = index.term_weight("galaxi", 1);
-    assert!(galaxies < index.term_weight("survey", 1), "two examples hold it");
+    assert!(
+        galaxies < index.term_weight("survey", 1),
+        "two examples hold it"
+    );
     for i in 0..2 * FOLD_AT_LEAST {
         index.add_seen(1, &t(&format!("galaxies bread word{i}")));
     }
