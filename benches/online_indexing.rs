@@ -26,6 +26,7 @@ fn online_indexing(c: &mut Criterion) {
         ("corpus_texts", 10_000, EngineConfig::default()),
         ("corpus_texts", 50_000, EngineConfig::default()),
     ];
+    let mut largest = None;
     for (name, texts, config) in runs {
         let (mut engine, mut corpus) = synthetic::engine_with_config(config, texts, 11);
         eprintln!(
@@ -33,6 +34,9 @@ fn online_indexing(c: &mut Criterion) {
             engine.graph().node_count(),
             engine.stats().document_frequency.len()
         );
+        if texts == 50_000 && name == "corpus_texts" {
+            largest = Some(engine.index().clone());
+        }
         let mut confident = false;
         group.bench_function(BenchmarkId::new(name, texts), |b| {
             b.iter_batched(
@@ -53,6 +57,21 @@ fn online_indexing(c: &mut Criterion) {
         });
     }
     group.finish();
+    // A fold of the label spread reweighs the whole index, on the service loop: its pause at
+    // the largest corpus (the index full: `seen_capacity` and `tentative_capacity` reached).
+    if let Some(mut index) = largest {
+        eprintln!(
+            "index: {} classified texts, {} terms",
+            index.seen_count() + index.tentative_count(),
+            index.vocabulary_len()
+        );
+        let mut group = c.benchmark_group("reweigh_whole_index");
+        group.sample_size(10);
+        group.bench_function(BenchmarkId::new("corpus_texts", 50_000), |b| {
+            b.iter(|| index.reweigh())
+        });
+        group.finish();
+    }
 }
 
 criterion_group!(benches, online_indexing);

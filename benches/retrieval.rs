@@ -10,6 +10,7 @@
 mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use gorag::engine::index::TermWeighting;
 use gorag::engine::keywords::{self, KeywordSelection};
 use gorag::engine::terms::TermCounts;
 use gorag::engine::text::PhraseCounts;
@@ -101,10 +102,13 @@ fn retrieval(c: &mut Criterion) {
     group.finish();
     // A fold of the label spread reweighs the whole index (after a round, and after 64, 128, …
     // and then every 8,192 texts learned): a pause of the service loop, not a per-query cost.
-    let mut index = engine.index().clone();
-    let mut group = c.benchmark_group("index");
+    let mut group = c.benchmark_group("reweigh_whole_index");
     group.sample_size(10);
-    group.bench_function("reweigh_whole_index", |b| b.iter(|| index.reweigh()));
+    for weighting in [TermWeighting::LabelSpread, TermWeighting::Idf] {
+        let mut index = engine.index().clone();
+        index.set_weighting(weighting);
+        group.bench_function(weighting.name(), |b| b.iter(|| index.reweigh()));
+    }
     group.finish();
 }
 

@@ -16,7 +16,7 @@
 //! live document holds any more are forgotten, which bounds this state by the index's own
 //! vocabulary.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::HashMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -108,8 +108,8 @@ impl LearnedSpread {
     }
 
     /// Move what was learned since the last fold into the weights' view, keeping only the
-    /// terms `live` holds (the terms of the index's live documents).
-    pub fn fold(&mut self, live: &HashSet<&str>) {
+    /// terms `live` says the index's live documents hold.
+    pub fn fold(&mut self, live: impl Fn(&str) -> bool) {
         let folded = Arc::make_mut(&mut self.folded);
         for (term, labels) in self.pending.drain() {
             let entry = folded.entry(term).or_default();
@@ -117,7 +117,7 @@ impl LearnedSpread {
                 insert_sorted(entry, label);
             }
         }
-        folded.retain(|term, _| live.contains(term.as_str()));
+        folded.retain(|term, _| live(term));
         self.folded_texts += std::mem::take(&mut self.pending_texts);
     }
 
@@ -178,9 +178,9 @@ mod tests {
         let due_at =
             |spread: &mut LearnedSpread| (1..).find(|_| spread.record(0, &terms)).unwrap_or(0);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
-        spread.fold(&HashSet::new());
+        spread.fold(|_| false);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
-        spread.fold(&HashSet::new());
+        spread.fold(|_| false);
         assert_eq!(due_at(&mut spread), 2 * FOLD_AT_LEAST);
     }
 
@@ -190,7 +190,7 @@ mod tests {
         spread.record(2, &TermCounts::of("oven bread"));
         spread.record(0, &TermCounts::of("oven"));
         assert!(spread.labels("oven").is_empty(), "pending is not yet seen");
-        spread.fold(&HashSet::from(["oven"]));
+        spread.fold(|term| term == "oven");
         assert_eq!(spread.labels("oven"), &[0, 2]);
         assert!(spread.labels("bread").is_empty());
         let state = spread.to_state();
