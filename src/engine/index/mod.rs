@@ -28,7 +28,7 @@ use super::terms::TermCounts;
 mod spread;
 
 use spread::{insert_sorted, union_len, LearnedSpread};
-pub use spread::{SpreadState, TermWeighting};
+pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;

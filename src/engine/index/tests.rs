@@ -1,4 +1,3 @@
-use super::spread::FOLD_AT_LEAST;
 use super::*;
 
 fn t(text: &str) -> TermCounts {

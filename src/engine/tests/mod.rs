@@ -560,3 +560,37 @@ fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
         .all(|entry| long.terms.counts.contains(entry)));
     assert_eq!(engine.poolable(&long).terms, kept);
 }
+
+#[test]
+fn naive_keeps_idf_whatever_the_configured_weighting() {
+    assert_eq!(
+        EngineConfig::default().term_weighting(),
+        TermWeighting::LabelSpread
+    );
+    let naive = EngineConfig {
+        strategy: Strategy::Naive,
+        ..EngineConfig::default()
+    };
+    assert_eq!(naive.term_weighting(), TermWeighting::Idf);
+    // An engine switched to `naive` weighs its examples as one built for it, though it has
+    // folded "bread" under astronomy into its label spread.
+    let mut engine = three_topics(EngineConfig::default());
+    let built = three_topics(naive);
+    let examples = |engine: &Engine, text: &str| -> Vec<(u32, f64)> {
+        let query = engine.analyze(text);
+        let hits = engine.index().search(&query.terms);
+        hits.iter()
+            .filter(|h| h.kind == index::DocKind::Example)
+            .map(|h| (h.label, h.similarity))
+            .collect()
+    };
+    let before = examples(&engine, "a galaxy of bread");
+    assert_eq!(before, examples(&built, "a galaxy of bread"));
+    for i in 0..index::FOLD_AT_LEAST {
+        let analysis = engine.analyze(&format!("a comet, a galaxy and a bread recipe {i}"));
+        engine.learn(&analysis, "astronomy", false);
+    }
+    assert_ne!(examples(&engine, "a galaxy of bread"), before);
+    engine.set_strategy(Strategy::Naive);
+    assert_eq!(examples(&engine, "a galaxy of bread"), before);
+}
