@@ -46,21 +46,10 @@ pub struct EngineState {
     pub spread: SpreadState,
 }
 
-/// A snapshot as builds before the label spread wrote it.
-#[derive(Deserialize)]
-struct EngineStateWithoutSpread {
-    graph: GraphState,
-    stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    index: Vec<IndexDoc>,
-    label_version: u64,
-    last_round: Option<String>,
-    pool: Pool,
-}
-
-/// A snapshot as builds before the discovery pool wrote it. Followed by a [`PoolV1`], it is
-/// also the layout of snapshots written before arrival scores (postcard writes a struct as
-/// its fields in order, so a pair of structs reads as one with both sets of fields).
+/// A snapshot as builds before the discovery pool wrote it. Followed by a [`Pool`], it is the
+/// layout of snapshots written before the label spread, and followed by a [`PoolV1`], that of
+/// snapshots written before arrival scores (postcard writes a struct as its fields in order,
+/// so a pair of structs reads as one with both sets of fields).
 #[derive(Deserialize)]
 struct EngineStateWithoutPool {
     graph: GraphState,
@@ -96,17 +85,8 @@ impl EngineState {
             Ok(state) => return Ok(state),
             Err(error) => error,
         };
-        if let Ok(old) = postcard::from_bytes::<EngineStateWithoutSpread>(bytes) {
-            return Ok(Self {
-                graph: old.graph,
-                stats: old.stats,
-                labels: old.labels,
-                index: old.index,
-                label_version: old.label_version,
-                last_round: old.last_round,
-                pool: old.pool,
-                spread: SpreadState::default(),
-            });
+        if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, Pool)>(bytes) {
+            return Ok(old.with_pool(pool));
         }
         if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, PoolV1)>(bytes) {
             return Ok(old.with_pool(Pool::from_v1(pool)));

@@ -172,17 +172,33 @@ fn engine_with_a_pooled_text() -> Engine {
     engine_pooling_at(0.07)
 }
 
-/// The layout of snapshots written before arrival scores existed.
+/// The fields every snapshot layout begins with; followed by its pool as it was written
+/// (postcard writes a pair of structs as one with both sets of fields).
 #[derive(Serialize)]
-struct SnapshotV2<'a> {
+struct SnapshotBase<'a> {
     graph: &'a GraphState,
     stats: &'a CorpusStats,
     labels: &'a [LabelInfo],
     index: &'a [IndexDoc],
     label_version: u64,
     last_round: &'a Option<String>,
-    pool: (&'a VecDeque<PooledText>, usize, u64),
 }
+
+impl<'a> SnapshotBase<'a> {
+    fn of(state: &'a EngineState) -> Self {
+        Self {
+            graph: &state.graph,
+            stats: &state.stats,
+            labels: &state.labels,
+            index: &state.index,
+            label_version: state.label_version,
+            last_round: &state.last_round,
+        }
+    }
+}
+
+/// The pool of snapshots written before arrival scores existed.
+type PoolV1<'a> = (&'a VecDeque<PooledText>, usize, u64);
 
 #[test]
 fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
@@ -193,15 +209,8 @@ fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
     assert_eq!(decoded.pool.texts()[0].arrival_score, Some(0.07));
     assert_eq!(decoded, state);
 
-    let old = SnapshotV2 {
-        graph: &state.graph,
-        stats: &state.stats,
-        labels: &state.labels,
-        index: &state.index,
-        label_version: state.label_version,
-        last_round: &state.last_round,
-        pool: (state.pool.texts(), 5_000, state.pool.pushed()),
-    };
+    let pool: PoolV1 = (state.pool.texts(), 5_000, state.pool.pushed());
+    let old = (SnapshotBase::of(&state), pool);
     let old_bytes = postcard::to_stdvec(&old).unwrap();
     let decoded = EngineState::decode(&old_bytes).unwrap();
     assert_eq!(decoded.pool.len(), 1);
@@ -226,18 +235,6 @@ fn the_digest_covers_the_pool_and_survives_a_snapshot() {
     assert_eq!(state.pool.len(), 1);
 }
 
-/// The layout of snapshots written before the label spread existed.
-#[derive(Serialize)]
-struct SnapshotV3<'a> {
-    graph: &'a GraphState,
-    stats: &'a CorpusStats,
-    labels: &'a [LabelInfo],
-    index: &'a [IndexDoc],
-    label_version: u64,
-    last_round: &'a Option<String>,
-    pool: &'a crate::discovery::Pool,
-}
-
 #[test]
 fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
     let mut engine = engine_with_a_pooled_text();
@@ -248,15 +245,8 @@ fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
     let decoded = EngineState::decode(&postcard::to_stdvec(&state).unwrap()).unwrap();
     assert_eq!(decoded, state);
 
-    let old = SnapshotV3 {
-        graph: &state.graph,
-        stats: &state.stats,
-        labels: &state.labels,
-        index: &state.index,
-        label_version: state.label_version,
-        last_round: &state.last_round,
-        pool: &state.pool,
-    };
+    // The layout before the label spread: everything up to the pool.
+    let old = (SnapshotBase::of(&state), &state.pool);
     let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
     assert_eq!(decoded.spread, SpreadState::default());
     assert_eq!((decoded.index, decoded.pool), (state.index, state.pool));
