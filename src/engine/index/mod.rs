@@ -6,20 +6,18 @@
 //!
 //! Weights: sublinear term frequency `1 + ln(count)` times a smoothed inverse frequency
 //! `ln((1 + N) / (1 + n)) + 1`, L2-normalised. By default ([`TermWeighting::LabelSpread`]) N
-//! counts the labels with examples and n the labels a term occurs under — in their examples or
-//! in texts classified under them, as of the last fold ([`spread`]); with
-//! [`TermWeighting::Idf`] (the `naive` baseline) N and df count labelled examples. The weights
-//! are recomputed when examples arrive (a round: rare) and at folds, fixed points of the log,
-//! and never otherwise, which keeps a restarted or replayed engine bit-for-bit equal to one
-//! that ran without stopping.
+//! counts the labels with examples or classified texts and n the labels a term occurs under —
+//! in their examples or in texts classified under them, as of the last fold ([`spread`]); with
+//! [`TermWeighting::Idf`] (the `naive` baseline) N and n count labelled examples. What the
+//! weights depend on changes only when examples arrive (a round: rare) and at folds, fixed
+//! points of the log (compactions recompute the same weights), which keeps a restarted or
+//! replayed engine bit-for-bit equal to one that ran without stopping.
 //!
 //! Classified texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest of
 //! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
 //! compacted away in bulk).
 
-use std::collections::{HashSet, VecDeque};
-
-use foldhash::HashMap;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -81,8 +79,6 @@ pub struct Hit {
 #[derive(Debug, Clone, Default)]
 pub struct TextIndex {
     weighting: TermWeighting,
-    /// foldhash: a reweigh looks every term up, ≈ 2× faster than std's SipHash here, and
-    /// seeded per process like it (texts choose the terms).
     vocabulary: HashMap<String, u32>,
     /// Labelled examples containing each term.
     df: Vec<u32>,
@@ -91,7 +87,10 @@ pub struct TextIndex {
     /// Per term, the labels (ascending) whose examples hold it.
     example_labels: Vec<Vec<u32>>,
     /// Labels with at least one example.
-    labels_with_examples: HashSet<u32>,
+    labels_with_examples: BTreeSet<u32>,
+    /// Labels with examples or with classified texts folded in (the label spread's N), as of
+    /// the last recompute.
+    label_count: usize,
     /// Per term, its weights' inverse-frequency factor (label spread or idf), refreshed with
     /// them.
     inverse: Vec<f64>,
@@ -235,9 +234,18 @@ impl TextIndex {
             text: None,
         });
         self.post(id);
-        self.evict_over_capacity();
-        if fold_due {
+        let compaction_due = self.tombstone_over_capacity();
+        if fold_due && self.weighting == TermWeighting::LabelSpread {
+            // Compacts too: one recompute, not two.
             self.reweigh();
+        } else {
+            if fold_due {
+                // Idf never reads the spread: keep it folded for a switch, skip the recompute.
+                self.fold();
+            }
+            if compaction_due {
+                self.recompute();
+            }
         }
     }
 
@@ -255,7 +263,8 @@ impl TextIndex {
             kept.sort_unstable();
             return TermCounts { counts: kept };
         }
-        // Heaviest first. Many terms tie (every phrase no example has gets the top idf):
+        // Heaviest first. Many terms tie (every phrase nothing labelled has gets the top
+        // weight):
         // shorter phrases first (more likely to recur), then a fixed hash of the term rather
         // than the alphabet, so the kept set is canonical without favouring "a…" terms. The
         // keys are computed once per term, not per comparison.
@@ -338,7 +347,7 @@ impl TextIndex {
             // A term no live document holds may still have been learned (its documents
             // evicted since the last compaction): the same answer before and after a restart.
             TermWeighting::LabelSpread => smoothed_inverse(
-                self.labels_with_examples.len(),
+                self.label_count,
                 union_len(example_labels, self.learned.labels(term)) as u32,
             ),
         }
@@ -374,6 +383,13 @@ impl TextIndex {
     /// Fold what classified texts taught into the weights and recompute them all: after
     /// examples arrive, and when a fold is due.
     pub fn reweigh(&mut self) {
+        self.fold();
+        self.recompute();
+    }
+
+    /// Fold what classified texts taught since the last fold, forgetting the terms no live
+    /// document holds (weights unchanged until the next recompute).
+    fn fold(&mut self) {
         let mut live = vec![false; self.vocabulary.len()];
         for (terms, _) in self.doc_terms.iter().zip(&self.alive).filter(|(_, a)| **a) {
             for &id in terms {
@@ -383,7 +399,6 @@ impl TextIndex {
         let vocabulary = &self.vocabulary;
         self.learned
             .fold(|term| vocabulary.get(term).is_some_and(|&id| live[id as usize]));
-        self.recompute();
     }
 
     /// Recompute every weight from the folded state, dropping evicted documents and the terms
@@ -410,6 +425,10 @@ impl TextIndex {
             self.docs = kept;
             self.rebuild_vocabulary();
         }
+        self.label_count = self
+            .labels_with_examples
+            .union(self.learned.folded_labels())
+            .count();
         for (term, &id) in &self.vocabulary {
             let id = id as usize;
             self.inverse[id] = self.inverse_of(&self.example_labels[id], self.df[id], term);
@@ -456,7 +475,9 @@ impl TextIndex {
         }
     }
 
-    fn evict_over_capacity(&mut self) {
+    /// Tombstone the oldest classified texts past their kind's capacity; true once the
+    /// tombstones are a quarter of what the postings walk over (time to compact).
+    fn tombstone_over_capacity(&mut self) -> bool {
         for kind in [DocKind::Seen, DocKind::Tentative] {
             let capacity = self.capacity_of(kind);
             let mut evicted = Vec::new();
@@ -470,8 +491,11 @@ impl TextIndex {
                 self.dead += 1;
             }
         }
-        // Compact once the tombstones are a quarter of what the postings walk over.
-        if self.dead > 0 && self.dead * 4 > self.docs.len() {
+        self.dead > 0 && self.dead * 4 > self.docs.len()
+    }
+
+    fn evict_over_capacity(&mut self) {
+        if self.tombstone_over_capacity() {
             self.recompute();
         }
     }

@@ -5,18 +5,21 @@
 //! counted five times, as if it were common; and with one example per label (a few dozen
 //! documents) it cannot tell a generic word from a rare one. The label spread counts *labels*
 //! (inverse class frequency): the labels among the labelled examples holding the term, and the
-//! labels every classified text was decided under (confident or not — a wrong decision only
-//! makes a term look more generic, it never makes a label look more likely). Measured in the
-//! README ("Term weighting"): better on the tuning streams of all three datasets than idf.
+//! labels every classified text the index keeps was decided under (confident or not — a wrong
+//! decision only makes a term look more generic, it never makes a label look more likely; a
+//! kind of text kept with capacity 0 teaches nothing). Out of how many labels: those with
+//! examples or with classified texts folded in, so a term is never under more labels than that.
+//! Measured in the README ("Term weighting"): better on the tuning streams of all three datasets
+//! than idf.
 //!
 //! What classified texts teach is *folded* into the weights at fixed points of the log — when a
 //! round brings examples, and each time the texts learned since the last fold reach as many as
 //! were folded before (within [`FOLD_AT_LEAST`]..=[`FOLD_AT_MOST`]) — so weights stay a pure
 //! function of the log and a query never sees a half-updated index. At a fold, terms that no
 //! live document holds any more are forgotten, which bounds this state by the index's own
-//! vocabulary.
+//! vocabulary (and what was learned since the last fold: at most [`FOLD_AT_MOST`] texts).
 
-use foldhash::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -26,8 +29,8 @@ use super::super::terms::TermCounts;
 /// Fewest texts learned between two folds (the first folds come quickly, while the labels'
 /// own material is all the weights know).
 pub const FOLD_AT_LEAST: u64 = 64;
-/// Most texts learned between two folds (a fold reweighs the whole index: ≈ 0.1–0.3 s at its
-/// capacity, benches/retrieval.rs).
+/// Most texts learned between two folds (a fold reweighs the whole index, on the service loop:
+/// README, "Known limits"; `benches/online_indexing.rs` measures it at capacity).
 pub const FOLD_AT_MOST: u64 = 8192;
 
 /// How the index weighs a term.
@@ -68,16 +71,32 @@ pub struct LearnedSpread {
     /// Shared with detached copies of the index (discovery's label material); copied on the
     /// next fold only if one is still alive.
     folded: Arc<HashMap<String, Vec<u32>>>,
+    /// Every label in `folded` (derived from it).
+    folded_labels: BTreeSet<u32>,
     pending: HashMap<String, Vec<u32>>,
     folded_texts: u64,
     pending_texts: u64,
 }
 
 impl LearnedSpread {
+    /// From a snapshot's state; label lists are put back in order (a snapshot is read, not
+    /// trusted).
     pub fn from_state(state: SpreadState) -> Self {
+        let normalised = |entries: Vec<(String, Vec<u32>)>| -> HashMap<String, Vec<u32>> {
+            entries
+                .into_iter()
+                .map(|(term, mut labels)| {
+                    labels.sort_unstable();
+                    labels.dedup();
+                    (term, labels)
+                })
+                .collect()
+        };
+        let folded = normalised(state.folded);
         Self {
-            folded: Arc::new(state.folded.into_iter().collect()),
-            pending: state.pending.into_iter().collect(),
+            folded_labels: labels_in(&folded),
+            folded: Arc::new(folded),
+            pending: normalised(state.pending),
             folded_texts: state.folded_texts,
             pending_texts: state.pending_texts,
         }
@@ -103,7 +122,7 @@ impl LearnedSpread {
         for (term, _) in &terms.counts {
             insert_sorted(self.pending.entry(term.clone()).or_default(), label);
         }
-        self.pending_texts += 1;
+        self.pending_texts = self.pending_texts.saturating_add(1);
         self.pending_texts >= self.folded_texts.clamp(FOLD_AT_LEAST, FOLD_AT_MOST)
     }
 
@@ -118,7 +137,15 @@ impl LearnedSpread {
             }
         }
         folded.retain(|term, _| live(term));
-        self.folded_texts += std::mem::take(&mut self.pending_texts);
+        self.folded_labels = labels_in(folded);
+        self.folded_texts = self
+            .folded_texts
+            .saturating_add(std::mem::take(&mut self.pending_texts));
+    }
+
+    /// The labels classified texts were decided under, as of the last fold.
+    pub fn folded_labels(&self) -> &BTreeSet<u32> {
+        &self.folded_labels
     }
 
     /// What the weights know, without what was learned since the last fold (a detached copy
@@ -126,6 +153,7 @@ impl LearnedSpread {
     pub fn folded_only(&self) -> Self {
         Self {
             folded: Arc::clone(&self.folded),
+            folded_labels: self.folded_labels.clone(),
             ..Self::default()
         }
     }
@@ -134,6 +162,10 @@ impl LearnedSpread {
     pub fn labels(&self, term: &str) -> &[u32] {
         self.folded.get(term).map(Vec::as_slice).unwrap_or(&[])
     }
+}
+
+fn labels_in(map: &HashMap<String, Vec<u32>>) -> BTreeSet<u32> {
+    map.values().flatten().copied().collect()
 }
 
 /// Insert into an ascending list of distinct labels.

@@ -99,35 +99,83 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     assert_eq!(similarities(&index, &query), similarities(&copy, &query));
 }
 
-/// Through folds, pending learning and evicted documents not yet compacted away, an index
-/// rebuilt from what a snapshot stores answers bit for bit as the one that kept running.
+fn restored(index: &TextIndex) -> TextIndex {
+    TextIndex::from_docs(
+        index.docs().cloned().collect(),
+        index.spread_state(),
+        index.capacity,
+        index.weighting,
+    )
+}
+
+/// Through folds, pending learning, evicted documents not yet compacted away and compactions,
+/// an index rebuilt from what a snapshot stores answers bit for bit as the one that kept
+/// running — when rebuilt, and as both go on learning the same texts.
 #[test]
 fn a_rebuilt_index_weighs_terms_as_the_running_one_at_every_point() {
     let mut index = index();
-    let query = t("distant galaxies observed near the oven word3 word150");
+    let queries = [
+        t("distant galaxies observed near the oven word3 word150"),
+        t("bread rises word16"),
+    ];
+    let mut copies: Vec<(u32, TextIndex)> = Vec::new();
     let mut folds = 0;
-    for i in 0..200u32 {
+    for i in 0..300u32 {
         let before = index.spread_state().folded_texts;
-        let text = format!("distant oven galaxies word{} word{}", i % 17, i);
-        if i % 3 == 0 {
-            index.add_tentative(i % 2, &t(&text));
-        } else {
-            index.add_seen((i + 1) % 2, &t(&text));
+        let text = t(&format!("distant oven galaxies word{} word{}", i % 17, i));
+        for target in std::iter::once(&mut index).chain(copies.iter_mut().map(|(_, c)| c)) {
+            if i % 3 == 0 {
+                target.add_tentative(i % 2, &text);
+            } else {
+                target.add_seen((i + 1) % 2, &text);
+            }
         }
         folds += usize::from(index.spread_state().folded_texts != before);
-        let copy = TextIndex::from_docs(
-            index.docs().cloned().collect(),
-            index.spread_state(),
-            index.capacity,
-            index.weighting,
-        );
-        assert_eq!(
-            similarities(&index, &query),
-            similarities(&copy, &query),
-            "after text {i}"
-        );
+        if [5, 63, 64, 100, 190].contains(&i) {
+            copies.push((i, restored(&index)));
+        }
+        for query in &queries {
+            let running = similarities(&index, query);
+            assert_eq!(
+                running,
+                similarities(&restored(&index), query),
+                "after text {i}"
+            );
+            for (at, copy) in &copies {
+                assert_eq!(
+                    running,
+                    similarities(copy, query),
+                    "after text {i}, copy at {at}"
+                );
+            }
+        }
     }
-    assert_eq!(folds, 2, "folds after 64 and 128 texts");
+    assert_eq!(folds, 3, "folds after 64, 128 and 256 texts");
+}
+
+/// Texts learned under labels that have no example (a round of names only) count in the
+/// spread's N too: a term under every label weighs least, never less than nothing.
+#[test]
+fn labels_without_examples_keep_weights_positive_and_generic_terms_lightest() {
+    let mut index = TextIndex::new(
+        ClassifiedCapacity {
+            seen: 1000,
+            tentative: 0,
+        },
+        TermWeighting::LabelSpread,
+    );
+    for label in 0..3 {
+        index.add_labelled(DocKind::Name, label, t(&format!("name{label}")), None);
+    }
+    index.reweigh();
+    for i in 0..FOLD_AT_LEAST as u32 {
+        index.add_seen(i % 3, &t(&format!("report rare{}", i % 3)));
+    }
+    let (generic, rare) = (
+        index.term_weight("report", 1),
+        index.term_weight("rare0", 1),
+    );
+    assert!(generic > 0.0 && generic < rare, "{generic} vs {rare}");
 }
 
 #[test]
@@ -193,7 +241,7 @@ mod against_brute_force {
 
     /// Cosine computed from scratch, `(1 + ln tf)·w`, L2 norms, with `w` the smoothed inverse
     /// frequency of the term: among the examples (`idf`), or among the labels of the examples
-    /// and of the classified texts (label spread; all folded here).
+    /// and of the classified texts, out of all their labels (label spread; all folded here).
     fn brute_force(
         weighting: TermWeighting,
         examples: &[(u32, TermCounts)],
@@ -208,7 +256,8 @@ mod against_brute_force {
                     examples.iter().filter(|(_, e)| holds(e, term)).count(),
                 ),
                 TermWeighting::LabelSpread => {
-                    let labels: HashSet<u32> = examples.iter().map(|(l, _)| *l).collect();
+                    let labels: HashSet<u32> =
+                        examples.iter().chain(classified).map(|(l, _)| *l).collect();
                     let under: HashSet<u32> = examples
                         .iter()
                         .chain(classified)

@@ -251,3 +251,24 @@ fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
     assert_eq!(decoded.spread, SpreadState::default());
     assert_eq!((decoded.index, decoded.pool), (state.index, state.pool));
 }
+
+#[test]
+fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
+    let mut engine = Engine::new(EngineConfig::default());
+    engine.apply(&state_round()).unwrap();
+    for i in 0..crate::engine::index::FOLD_AT_LEAST + 3 {
+        let analysis = engine.analyze(&format!("lava and ash over the village {i}"));
+        engine.learn(&analysis, "geology", i % 2 == 0);
+    }
+    let state = engine.to_state();
+    assert!(!state.spread.folded.is_empty() && state.spread.pending_texts == 3);
+    let restored = Engine::from_state(EngineConfig::default(), state.clone()).unwrap();
+    assert_eq!(restored.digest(), engine.digest());
+    let query = engine.analyze("ash over a village");
+    assert_eq!(restored.retrieve(&query), engine.retrieve(&query));
+    // The same documents with another spread are another state.
+    let mut other = state;
+    other.spread.pending_texts += 1;
+    let other = Engine::from_state(EngineConfig::default(), other).unwrap();
+    assert_ne!(other.digest(), engine.digest());
+}
