@@ -235,17 +235,13 @@ impl TextIndex {
         });
         self.post(id);
         let compaction_due = self.tombstone_over_capacity();
-        if fold_due && self.weighting == TermWeighting::LabelSpread {
-            // Compacts too: one recompute, not two.
-            self.reweigh();
-        } else {
-            if fold_due {
-                // Idf never reads the spread: keep it folded for a switch, skip the recompute.
-                self.fold();
-            }
-            if compaction_due {
-                self.recompute();
-            }
+        if fold_due {
+            self.fold();
+        }
+        // One recompute compacts and reweighs alike; idf never reads the spread (it is kept
+        // folded for a switch of weighting), so a fold alone does not need one.
+        if compaction_due || (fold_due && self.weighting == TermWeighting::LabelSpread) {
+            self.recompute();
         }
     }
 
