@@ -9,7 +9,11 @@
 #[path = "support/synthetic.rs"]
 mod synthetic;
 
+use std::time::Instant;
+
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
+use gorag::engine::index::TextIndex;
+use gorag::engine::terms::TermCounts;
 use gorag::engine::EngineConfig;
 
 fn online_indexing(c: &mut Criterion) {
@@ -57,21 +61,53 @@ fn online_indexing(c: &mut Criterion) {
         });
     }
     group.finish();
-    // A fold of the label spread reweighs the whole index, on the service loop: its pause at
-    // the largest corpus (the index full: `seen_capacity` and `tentative_capacity` reached).
-    if let Some(mut index) = largest {
-        eprintln!(
-            "index: {} classified texts, {} terms",
-            index.seen_count() + index.tentative_count(),
-            index.vocabulary_len()
-        );
-        let mut group = c.benchmark_group("reweigh_whole_index");
-        group.sample_size(10);
-        group.bench_function(BenchmarkId::new("corpus_texts", 50_000), |b| {
-            b.iter(|| index.reweigh())
-        });
-        group.finish();
+    if let Some(index) = largest {
+        pauses_at_capacity(c, index, synthetic::Corpus::new(12));
     }
+}
+
+/// The pauses a learned text can cause once the index is full (`seen_capacity` and
+/// `tentative_capacity` reached), each on the service loop: a round's reweigh (every weight),
+/// a fold of the label spread (the documents holding a term whose labels changed; at most
+/// every 8,192 texts at capacity) and a compaction (evicted documents dropped; about every
+/// 13,000 texts at capacity).
+fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synthetic::Corpus) {
+    eprintln!(
+        "index: {} classified texts, {} terms",
+        index.seen_count() + index.tentative_count(),
+        index.vocabulary_len()
+    );
+    let mut group = c.benchmark_group("index_pause_at_capacity");
+    group.sample_size(10);
+    group.bench_function("reweigh_after_a_round", |b| b.iter(|| index.reweigh()));
+    // The text whose learning folds (or compacts) is timed alone; the texts before it, which
+    // bring the fold (or compaction) due, are not.
+    let mut learn_until = |index: &mut TextIndex, done: &dyn Fn(&TextIndex, u64, usize) -> bool| loop {
+        let label = corpus.label();
+        let terms = TermCounts::of(&corpus.text(label));
+        let (folded, tombstones) = (index.folded_texts(), index.tombstones());
+        let start = Instant::now();
+        index.add_seen(label as u32, &terms);
+        let took = start.elapsed();
+        if done(index, folded, tombstones) {
+            return took;
+        }
+    };
+    group.bench_function("fold", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| learn_until(&mut index, &|i, folded, _| i.folded_texts() != folded))
+                .sum()
+        })
+    });
+    group.bench_function("compaction", |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| learn_until(&mut index, &|i, _, dead| dead > 0 && i.tombstones() == 0))
+                .sum()
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, online_indexing);

@@ -3,7 +3,8 @@
 //! out: an LLM may have written them for some labels and not others, and they would move the
 //! scale discovery's thresholds were set on. It holds no seen texts, so it is cheap to build,
 //! and it is owned, so a task off the service loop (a community pass) can score texts with it.
-//! Its weights are the engine's (the label spread as of the engine's last fold).
+//! Its weights are the engine's (the label spread as of the engine's last fold) for the texts
+//! it is made to score: the copy carries what classified texts taught of their terms only.
 
 use super::index::{DocKind, IndexDoc, TextIndex};
 use super::rank::{self, Evidence, RankingConfig};
@@ -34,8 +35,13 @@ impl LabelMaterial {
 }
 
 impl Engine {
-    /// A copy of the labels' own material, as it stands now.
-    pub fn label_material(&self) -> LabelMaterial {
+    /// A copy of the labels' own material, as it stands now, to score texts made of the
+    /// `scored` texts' terms (others are scored as if nothing had been learned of the terms only
+    /// this engine's classified texts hold).
+    pub fn label_material<'a>(
+        &self,
+        scored: impl IntoIterator<Item = &'a TermCounts>,
+    ) -> LabelMaterial {
         let docs: Vec<IndexDoc> = self
             .index
             .docs()
@@ -50,7 +56,7 @@ impl Engine {
             })
             .collect();
         LabelMaterial {
-            index: self.index.detached(docs),
+            index: self.index.detached(docs, scored),
             active: self.labels.iter().map(|label| label.active).collect(),
             ranking: self.config.ranking.clone(),
         }
@@ -109,23 +115,27 @@ mod tests {
         engine
             .add_examples("cooking", &["a stew of beans simmered slowly".into()])
             .unwrap();
-        let material = engine.label_material();
         let first_hop = Evidence {
             first_hop: true,
             second_hop: false,
         };
-        for text in [
-            "stars and galaxies",
+        let scored: Vec<TermCounts> = [
+            "stars and galaxies seen",
             "oven baked bread",
             "yacht race in a breeze",
             "nothing known here",
             "lava and ash over the crater",
             "bean stew",
-        ] {
-            let terms = engine.analyze(text).terms;
+        ]
+        .iter()
+        .map(|text| engine.analyze(text).terms)
+        .collect();
+        let material = engine.label_material(&scored);
+        for terms in &scored {
+            let text = &terms.counts[0].0;
             // The engine's first hop on discovery's scale: descriptions left out.
-            let expected = engine.rank(&terms, first_hop).best_without_descriptions;
-            let got = material.best_score(&terms);
+            let expected = engine.rank(terms, first_hop).best_without_descriptions;
+            let got = material.best_score(terms);
             assert!(
                 (got - expected).abs() < 1e-12,
                 "{text}: {got} vs {expected}"

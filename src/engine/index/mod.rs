@@ -10,20 +10,22 @@
 //! in their examples or in texts classified under them, as of the last fold ([`spread`]); with
 //! [`TermWeighting::Idf`] (the `naive` baseline) N and n count labelled examples. What the
 //! weights depend on changes only when examples arrive (a round: rare) and at folds, fixed
-//! points of the log (compactions recompute the same weights), which keeps a restarted or
+//! points of the log (compactions keep the weights), which keeps a restarted or
 //! replayed engine bit-for-bit equal to one that ran without stopping.
 //!
 //! Classified texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest of
 //! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
-//! compacted away in bulk).
+//! compacted away in bulk, see [`upkeep`]).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::terms::TermCounts;
 
 mod spread;
+mod upkeep;
 
 use spread::{insert_sorted, union_len, LearnedSpread};
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
@@ -79,7 +81,11 @@ pub struct Hit {
 #[derive(Debug, Clone, Default)]
 pub struct TextIndex {
     weighting: TermWeighting,
-    vocabulary: HashMap<String, u32>,
+    vocabulary: HashMap<Arc<str>, u32>,
+    /// Per term id, the term (shared with `vocabulary`).
+    names: Vec<Arc<str>>,
+    /// Per term, the live documents holding it.
+    live_docs: Vec<u32>,
     /// Labelled examples containing each term.
     df: Vec<u32>,
     /// Labelled examples indexed (N).
@@ -129,23 +135,69 @@ impl TextIndex {
         weighting: TermWeighting,
     ) -> Self {
         let mut index = Self::new(capacity, weighting);
-        index.learned = LearnedSpread::from_state(spread);
         for doc in docs {
             index.push(doc);
         }
+        // Learned terms no live document holds join the vocabulary without postings, unheld:
+        // as in the running index, the next fold forgets them unless one holds them again.
+        for (term, labels) in spread.folded {
+            let id = index.learned_term_id(&term);
+            index.learned.restore_folded(id, labels);
+        }
+        for (term, labels) in spread.pending {
+            let id = index.learned_term_id(&term);
+            index.learned.restore_pending(id, &labels);
+        }
+        index
+            .learned
+            .restore_counters(spread.folded_texts, spread.pending_texts);
         index.recompute();
         index.evict_over_capacity();
         index
     }
 
+    /// The id of a term a snapshot says was learned (unheld when no live document holds it).
+    fn learned_term_id(&mut self, term: &str) -> u32 {
+        let id = self.term_id(term);
+        if self.live_docs[id as usize] == 0 {
+            self.learned.unheld(id);
+        }
+        id
+    }
+
     /// An index of `docs` weighed as this one is now (what classified texts taught included),
-    /// which never learns: discovery's copy of the labels' material.
-    pub fn detached(&self, docs: Vec<IndexDoc>) -> Self {
+    /// which never learns: discovery's copy of the labels' material. Queries made of the
+    /// `scored` texts' terms are weighed exactly as here; in other queries, a term only this
+    /// index knows counts as one nothing was learned of.
+    pub fn detached<'a>(
+        &self,
+        docs: Vec<IndexDoc>,
+        scored: impl IntoIterator<Item = &'a TermCounts>,
+    ) -> Self {
         let mut index = Self::new(ClassifiedCapacity::default(), self.weighting);
-        index.learned = self.learned.folded_only();
         for doc in docs {
             index.push(doc);
         }
+        for terms in scored {
+            for (term, _) in &terms.counts {
+                let learned = self.vocabulary.get(term.as_str());
+                if learned.is_some_and(|&id| self.learned.has_folded(id)) {
+                    index.term_id(term);
+                }
+            }
+        }
+        let known: Vec<(Arc<str>, u32)> = index
+            .vocabulary
+            .iter()
+            .map(|(term, &id)| (Arc::clone(term), id))
+            .collect();
+        for (term, id) in known {
+            if let Some(&here) = self.vocabulary.get(&term) {
+                let labels = self.learned.labels(here).to_vec();
+                index.learned.restore_folded(id, labels);
+            }
+        }
+        index.learned.count_labels_as(&self.learned);
         index.recompute();
         index
     }
@@ -160,7 +212,7 @@ impl TextIndex {
 
     /// What classified texts taught the weights, as a snapshot stores it.
     pub fn spread_state(&self) -> SpreadState {
-        self.learned.to_state()
+        self.learned.to_state(&self.names)
     }
 
     /// The alive documents, in order: what a snapshot stores.
@@ -226,22 +278,20 @@ impl TextIndex {
             return;
         }
         let kept = self.heaviest_terms(terms);
-        let fold_due = self.learned.record(label, &kept);
         let id = self.push(IndexDoc {
             kind,
             label,
             terms: kept,
             text: None,
         });
+        let fold_due = self.learned.record(label, &self.doc_terms[id as usize]);
         self.post(id);
-        let compaction_due = self.tombstone_over_capacity();
-        if fold_due {
-            self.fold();
+        if self.tombstone_over_capacity() {
+            self.compact();
         }
-        // One recompute compacts and reweighs alike; idf never reads the spread (it is kept
-        // folded for a switch of weighting), so a fold alone does not need one.
-        if compaction_due || (fold_due && self.weighting == TermWeighting::LabelSpread) {
-            self.recompute();
+        if fold_due {
+            let changed = self.fold();
+            self.reweigh_terms(&changed);
         }
     }
 
@@ -311,6 +361,7 @@ impl TextIndex {
         let mut ids = Vec::with_capacity(doc.terms.counts.len());
         for (term, _) in &doc.terms.counts {
             let term_id = self.term_id(term);
+            self.live_docs[term_id as usize] += 1;
             if doc.kind == DocKind::Example {
                 self.df[term_id as usize] += 1;
                 insert_sorted(&mut self.example_labels[term_id as usize], doc.label);
@@ -325,127 +376,55 @@ impl TextIndex {
             return id;
         }
         let id = self.df.len() as u32;
-        self.vocabulary.insert(term.to_string(), id);
+        let name: Arc<str> = Arc::from(term);
+        self.vocabulary.insert(Arc::clone(&name), id);
+        self.names.push(name);
+        self.live_docs.push(0);
         self.df.push(0);
         self.example_labels.push(Vec::new());
+        self.learned.push_term();
+        self.postings.push(Vec::new());
         // What a recompute would give a term no example holds (an example's terms are
         // recomputed before any weight is read).
-        self.inverse.push(self.inverse_of(&[], 0, term));
-        self.postings.push(Vec::new());
+        self.inverse.push(self.inverse_of(None));
         id
     }
 
-    /// The inverse-frequency factor of `term`, from the labels and the number of examples
-    /// holding it.
-    fn inverse_of(&self, example_labels: &[u32], df: u32, term: &str) -> f64 {
+    /// The inverse-frequency factor of a term (by id; `None`: one the index does not know),
+    /// from the labels and the number of examples holding it.
+    fn inverse_of(&self, term: Option<u32>) -> f64 {
+        let (example_labels, df, learned) = match term {
+            Some(id) => (
+                self.example_labels[id as usize].as_slice(),
+                self.df[id as usize],
+                self.learned.labels(id),
+            ),
+            None => (&[][..], 0, &[][..]),
+        };
         match self.weighting {
             TermWeighting::Idf => smoothed_inverse(self.examples as usize, df),
-            // A term no live document holds may still have been learned (its documents
-            // evicted since the last compaction): the same answer before and after a restart.
-            TermWeighting::LabelSpread => smoothed_inverse(
-                self.label_count,
-                union_len(example_labels, self.learned.labels(term)) as u32,
-            ),
+            TermWeighting::LabelSpread => {
+                smoothed_inverse(self.label_count, union_len(example_labels, learned) as u32)
+            }
         }
     }
 
     fn term_weight(&self, term: &str, count: u32) -> f64 {
         let inverse = match self.vocabulary.get(term) {
             Some(&id) => self.inverse[id as usize],
-            None => self.inverse_of(&[], 0, term),
+            None => self.inverse_of(None),
         };
         tf_weight(count) * inverse
     }
 
-    /// Post one document's normalised weights.
-    fn post(&mut self, id: u32) {
-        let doc = &self.docs[id as usize];
-        let weights: Vec<(u32, f64)> = self.doc_terms[id as usize]
-            .iter()
-            .zip(&doc.terms.counts)
-            .map(|(&term_id, (_, count))| {
-                (term_id, tf_weight(*count) * self.inverse[term_id as usize])
-            })
-            .collect();
-        let norm = weights.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
-        if norm == 0.0 {
-            return;
-        }
-        for (term_id, weight) in weights {
-            self.postings[term_id as usize].push((id, (weight / norm) as f32));
-        }
+    /// Classified texts folded into the weights so far.
+    pub fn folded_texts(&self) -> u64 {
+        self.learned.folded_texts()
     }
 
-    /// Fold what classified texts taught into the weights and recompute them all: after
-    /// examples arrive, and when a fold is due.
-    pub fn reweigh(&mut self) {
-        self.fold();
-        self.recompute();
-    }
-
-    /// Fold what classified texts taught since the last fold, forgetting the terms no live
-    /// document holds (weights unchanged until the next recompute).
-    fn fold(&mut self) {
-        let mut live = vec![false; self.vocabulary.len()];
-        for (terms, _) in self.doc_terms.iter().zip(&self.alive).filter(|(_, a)| **a) {
-            for &id in terms {
-                live[id as usize] = true;
-            }
-        }
-        let vocabulary = &self.vocabulary;
-        self.learned
-            .fold(|term| vocabulary.get(term).is_some_and(|&id| live[id as usize]));
-    }
-
-    /// Recompute every weight from the folded state, dropping evicted documents and the terms
-    /// only they had (term ids never affect results, so renumbering is safe).
-    fn recompute(&mut self) {
-        if self.dead > 0 {
-            let docs = std::mem::take(&mut self.docs);
-            let alive = std::mem::take(&mut self.alive);
-            let kept: Vec<IndexDoc> = docs
-                .into_iter()
-                .zip(alive)
-                .filter(|(_, a)| *a)
-                .map(|(d, _)| d)
-                .collect();
-            self.seen.clear();
-            self.tentative.clear();
-            self.dead = 0;
-            for (id, doc) in kept.iter().enumerate() {
-                if let Some(queue) = self.queue_of(doc.kind) {
-                    queue.push_back(id as u32);
-                }
-            }
-            self.alive = vec![true; kept.len()];
-            self.docs = kept;
-            self.rebuild_vocabulary();
-        }
-        self.label_count = self
-            .labels_with_examples
-            .union(self.learned.folded_labels())
-            .count();
-        for (term, &id) in &self.vocabulary {
-            let id = id as usize;
-            self.inverse[id] = self.inverse_of(&self.example_labels[id], self.df[id], term);
-        }
-        for list in &mut self.postings {
-            list.clear();
-        }
-        for id in 0..self.docs.len() as u32 {
-            self.post(id);
-        }
-    }
-
-    fn rebuild_vocabulary(&mut self) {
-        self.vocabulary.clear();
-        self.df.clear();
-        self.example_labels.clear();
-        self.inverse.clear();
-        self.postings.clear();
-        let docs = std::mem::take(&mut self.docs);
-        self.doc_terms = docs.iter().map(|doc| self.register_terms(doc)).collect();
-        self.docs = docs;
+    /// Evicted documents not yet compacted away.
+    pub fn tombstones(&self) -> usize {
+        self.dead
     }
 
     /// Distinct terms known to the index (bounded by the live documents' terms, plus those of
@@ -485,6 +464,13 @@ impl TextIndex {
             for oldest in evicted {
                 self.alive[oldest as usize] = false;
                 self.dead += 1;
+                for &term in &self.doc_terms[oldest as usize] {
+                    let held_by = &mut self.live_docs[term as usize];
+                    *held_by -= 1;
+                    if *held_by == 0 {
+                        self.learned.unheld(term);
+                    }
+                }
             }
         }
         self.dead > 0 && self.dead * 4 > self.docs.len()
@@ -492,7 +478,7 @@ impl TextIndex {
 
     fn evict_over_capacity(&mut self) {
         if self.tombstone_over_capacity() {
-            self.recompute();
+            self.compact();
         }
     }
 
@@ -504,7 +490,7 @@ impl TextIndex {
         for (term, count) in &query.counts {
             let weight = self.term_weight(term, *count);
             norm += weight * weight;
-            if let Some(&id) = self.vocabulary.get(term) {
+            if let Some(&id) = self.vocabulary.get(term.as_str()) {
                 weights.push((id, weight));
             }
         }

@@ -17,20 +17,20 @@
 //! were folded before (within [`FOLD_AT_LEAST`]..=[`FOLD_AT_MOST`]) — so weights stay a pure
 //! function of the log and a query never sees a half-updated index. At a fold, terms that no
 //! live document holds any more are forgotten, which bounds this state by the index's own
-//! vocabulary (and what was learned since the last fold: at most [`FOLD_AT_MOST`] texts).
+//! vocabulary (and what was learned since the last fold: at most [`FOLD_AT_MOST`] texts). A
+//! fold touches only what changed: the terms learned since the last one and those whose last
+//! document went (the index tells it which), never the whole vocabulary.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::super::terms::TermCounts;
-
 /// Fewest texts learned between two folds (the first folds come quickly, while the labels'
 /// own material is all the weights know).
 pub const FOLD_AT_LEAST: u64 = 64;
-/// Most texts learned between two folds (a fold reweighs the whole index, on the service loop:
-/// README, "Known limits"; `benches/online_indexing.rs` measures it at capacity).
+/// Most texts learned between two folds (a fold reweighs the documents holding a term whose
+/// labels changed, on the service loop; `benches/online_indexing.rs` measures it at capacity).
 pub const FOLD_AT_MOST: u64 = 8192;
 
 /// How the index weighs a term.
@@ -65,113 +65,196 @@ pub struct SpreadState {
     pub pending_texts: u64,
 }
 
-/// The labels classified texts were decided under, per term.
+/// The labels classified texts were decided under, per term id of the index's vocabulary
+/// (which keeps a term with learned labels until a fold forgets them, even when no live
+/// document holds it any more: ids, not strings, so a fold costs no hashing).
 #[derive(Debug, Clone, Default)]
 pub struct LearnedSpread {
-    /// Shared with detached copies of the index (discovery's label material); copied on the
-    /// next fold only if one is still alive.
-    folded: Arc<HashMap<String, Vec<u32>>>,
-    /// Every label in `folded` (derived from it).
-    folded_labels: BTreeSet<u32>,
-    pending: HashMap<String, Vec<u32>>,
+    /// Per term id, the labels (ascending) as of the last fold.
+    folded: Vec<Vec<u32>>,
+    /// Per label, how many terms it is folded under (N counts the labels with one).
+    label_terms: BTreeMap<u32, usize>,
+    /// (term id, label) learned since the last fold, in learning order.
+    pending: Vec<(u32, u32)>,
+    /// Terms whose last live document went since the last fold, and, in an index rebuilt from
+    /// a snapshot, learned terms no live document held then: the only terms a fold can forget.
+    unheld: Vec<u32>,
     folded_texts: u64,
     pending_texts: u64,
 }
 
 impl LearnedSpread {
-    /// From a snapshot's state; label lists are put back in order (a snapshot is read, not
-    /// trusted).
-    pub fn from_state(state: SpreadState) -> Self {
-        let normalised = |entries: Vec<(String, Vec<u32>)>| -> HashMap<String, Vec<u32>> {
-            entries
-                .into_iter()
-                .map(|(term, mut labels)| {
-                    labels.sort_unstable();
-                    labels.dedup();
-                    (term, labels)
-                })
-                .collect()
-        };
-        let folded = normalised(state.folded);
-        Self {
-            folded_labels: labels_in(&folded),
-            folded: Arc::new(folded),
-            pending: normalised(state.pending),
-            folded_texts: state.folded_texts,
-            pending_texts: state.pending_texts,
-        }
+    /// A new term id (the next one).
+    pub fn push_term(&mut self) {
+        self.folded.push(Vec::new());
     }
 
-    pub fn to_state(&self) -> SpreadState {
-        let sorted = |map: &HashMap<String, Vec<u32>>| {
-            let mut entries: Vec<(String, Vec<u32>)> =
-                map.iter().map(|(t, l)| (t.clone(), l.clone())).collect();
-            entries.sort_unstable();
-            entries
-        };
+    /// Restore `term`'s folded labels (a snapshot is read, not trusted: put in order).
+    pub fn restore_folded(&mut self, term: u32, mut labels: Vec<u32>) {
+        labels.sort_unstable();
+        labels.dedup();
+        for &label in &labels {
+            *self.label_terms.entry(label).or_default() += 1;
+        }
+        self.forget(term);
+        self.folded[term as usize] = labels;
+    }
+
+    /// Restore what was learned of `term` since the last fold.
+    pub fn restore_pending(&mut self, term: u32, labels: &[u32]) {
+        self.pending
+            .extend(labels.iter().map(|&label| (term, label)));
+    }
+
+    pub fn restore_counters(&mut self, folded_texts: u64, pending_texts: u64) {
+        self.folded_texts = folded_texts;
+        self.pending_texts = pending_texts;
+    }
+
+    /// N as another index counts it (a detached copy holds the folded labels of only some
+    /// terms, and never folds).
+    pub fn count_labels_as(&mut self, other: &Self) {
+        self.label_terms = other.label_terms.clone();
+    }
+
+    /// As a snapshot stores it, with `names` the terms by id.
+    pub fn to_state(&self, names: &[Arc<str>]) -> SpreadState {
+        let mut folded: Vec<(String, Vec<u32>)> = self
+            .folded
+            .iter()
+            .enumerate()
+            .filter(|(_, labels)| !labels.is_empty())
+            .map(|(term, labels)| (names[term].to_string(), labels.clone()))
+            .collect();
+        folded.sort_unstable();
+        let mut by_term: HashMap<u32, Vec<u32>> = HashMap::new();
+        for &(term, label) in &self.pending {
+            insert_sorted(by_term.entry(term).or_default(), label);
+        }
+        let mut pending: Vec<(String, Vec<u32>)> = by_term
+            .into_iter()
+            .map(|(term, labels)| (names[term as usize].to_string(), labels))
+            .collect();
+        pending.sort_unstable();
         SpreadState {
-            folded: sorted(self.folded.as_ref()),
-            pending: sorted(&self.pending),
+            folded,
+            pending,
             folded_texts: self.folded_texts,
             pending_texts: self.pending_texts,
         }
     }
 
     /// A text classified under `label` held these terms. True when a fold is due.
-    pub fn record(&mut self, label: u32, terms: &TermCounts) -> bool {
-        for (term, _) in &terms.counts {
-            insert_sorted(self.pending.entry(term.clone()).or_default(), label);
-        }
+    pub fn record(&mut self, label: u32, terms: &[u32]) -> bool {
+        self.pending.extend(terms.iter().map(|&term| (term, label)));
         self.pending_texts = self.pending_texts.saturating_add(1);
         self.pending_texts >= self.folded_texts.clamp(FOLD_AT_LEAST, FOLD_AT_MOST)
     }
 
-    /// Move what was learned since the last fold into the weights' view, keeping only the
-    /// terms `live` says the index's live documents hold.
-    pub fn fold(&mut self, live: impl Fn(&str) -> bool) {
-        let folded = Arc::make_mut(&mut self.folded);
-        for (term, labels) in self.pending.drain() {
-            let entry = folded.entry(term).or_default();
-            for label in labels {
-                insert_sorted(entry, label);
+    /// `term`'s last live document went (or, rebuilding, no live document holds it): a fold
+    /// forgets it unless one holds it again by then.
+    pub fn unheld(&mut self, term: u32) {
+        self.unheld.push(term);
+    }
+
+    /// Whether the index must keep `term` in its vocabulary: it has folded labels (pending
+    /// ones are in `pending_terms`).
+    pub fn has_folded(&self, term: u32) -> bool {
+        !self.folded[term as usize].is_empty()
+    }
+
+    /// Per term id, whether something was learned of it since the last fold.
+    pub fn pending_terms(&self) -> Vec<bool> {
+        let mut marks = vec![false; self.folded.len()];
+        for &(term, _) in &self.pending {
+            marks[term as usize] = true;
+        }
+        marks
+    }
+
+    /// Move what was learned since the last fold into the weights' view, then forget the
+    /// unheld terms `held` says no live document holds. Returns the terms whose labels changed
+    /// (each once).
+    pub fn fold(&mut self, held: impl Fn(u32) -> bool) -> Vec<u32> {
+        let mut changed = Vec::new();
+        for (term, label) in std::mem::take(&mut self.pending) {
+            let labels = &mut self.folded[term as usize];
+            if insert_sorted(labels, label) {
+                *self.label_terms.entry(label).or_default() += 1;
+                changed.push(term);
             }
         }
-        folded.retain(|term, _| live(term));
-        self.folded_labels = labels_in(folded);
+        for term in std::mem::take(&mut self.unheld) {
+            if !held(term) && !self.folded[term as usize].is_empty() {
+                self.forget(term);
+                changed.push(term);
+            }
+        }
+        changed.sort_unstable();
+        changed.dedup();
         self.folded_texts = self
             .folded_texts
             .saturating_add(std::mem::take(&mut self.pending_texts));
+        changed
     }
 
-    /// The labels classified texts were decided under, as of the last fold.
-    pub fn folded_labels(&self) -> &BTreeSet<u32> {
-        &self.folded_labels
-    }
-
-    /// What the weights know, without what was learned since the last fold (a detached copy
-    /// never folds).
-    pub fn folded_only(&self) -> Self {
-        Self {
-            folded: Arc::clone(&self.folded),
-            folded_labels: self.folded_labels.clone(),
-            ..Self::default()
+    fn forget(&mut self, term: u32) {
+        for label in std::mem::take(&mut self.folded[term as usize]) {
+            if let Some(count) = self.label_terms.get_mut(&label) {
+                *count -= 1;
+                if *count == 0 {
+                    self.label_terms.remove(&label);
+                }
+            }
         }
     }
 
+    /// Renumber terms as the index compacts its vocabulary (`None`: dropped; only terms with
+    /// nothing learned are).
+    pub fn compact(&mut self, term_ids: &[Option<u32>]) {
+        let folded = std::mem::take(&mut self.folded);
+        self.folded = folded
+            .into_iter()
+            .zip(term_ids)
+            .filter(|(_, id)| id.is_some())
+            .map(|(labels, _)| labels)
+            .collect();
+        let renumber = |term: u32| term_ids[term as usize];
+        self.pending = self
+            .pending
+            .iter()
+            .filter_map(|&(term, label)| renumber(term).map(|term| (term, label)))
+            .collect();
+        self.unheld = self.unheld.iter().filter_map(|&t| renumber(t)).collect();
+    }
+
+    /// Texts folded into the weights so far.
+    pub fn folded_texts(&self) -> u64 {
+        self.folded_texts
+    }
+
+    /// The labels classified texts were decided under, as of the last fold.
+    pub fn folded_labels(&self) -> impl Iterator<Item = u32> + '_ {
+        self.label_terms.keys().copied()
+    }
+
     /// The labels texts holding `term` were decided under, as of the last fold.
-    pub fn labels(&self, term: &str) -> &[u32] {
-        self.folded.get(term).map(Vec::as_slice).unwrap_or(&[])
+    pub fn labels(&self, term: u32) -> &[u32] {
+        self.folded
+            .get(term as usize)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
     }
 }
 
-fn labels_in(map: &HashMap<String, Vec<u32>>) -> BTreeSet<u32> {
-    map.values().flatten().copied().collect()
-}
-
-/// Insert into an ascending list of distinct labels.
-pub fn insert_sorted(labels: &mut Vec<u32>, label: u32) {
-    if let Err(at) = labels.binary_search(&label) {
-        labels.insert(at, label);
+/// Insert into an ascending list of distinct labels; false when it was there.
+pub fn insert_sorted(labels: &mut Vec<u32>, label: u32) -> bool {
+    match labels.binary_search(&label) {
+        Ok(_) => false,
+        Err(at) => {
+            labels.insert(at, label);
+            true
+        }
     }
 }
 
@@ -206,9 +289,9 @@ mod tests {
     #[test]
     fn folds_come_after_as_many_texts_as_were_folded_within_bounds() {
         let mut spread = LearnedSpread::default();
-        let terms = TermCounts::of("oven bread");
+        spread.push_term();
         let due_at =
-            |spread: &mut LearnedSpread| (1..).find(|_| spread.record(0, &terms)).unwrap_or(0);
+            |spread: &mut LearnedSpread| (1..).find(|_| spread.record(0, &[0])).unwrap_or(0);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
         spread.fold(|_| false);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
@@ -217,15 +300,51 @@ mod tests {
     }
 
     #[test]
-    fn a_fold_unites_labels_and_forgets_terms_no_live_document_holds() {
+    fn a_fold_unites_labels_and_forgets_only_unheld_terms_no_live_document_holds() {
+        let (oven, bread, dough) = (0, 1, 2);
+        let names: Vec<Arc<str>> = ["oven", "bread", "dough"].map(Arc::from).to_vec();
         let mut spread = LearnedSpread::default();
-        spread.record(2, &TermCounts::of("oven bread"));
-        spread.record(0, &TermCounts::of("oven"));
-        assert!(spread.labels("oven").is_empty(), "pending is not yet seen");
-        spread.fold(|term| term == "oven");
-        assert_eq!(spread.labels("oven"), &[0, 2]);
-        assert!(spread.labels("bread").is_empty());
-        let state = spread.to_state();
-        assert_eq!(LearnedSpread::from_state(state.clone()).to_state(), state);
+        for _ in &names {
+            spread.push_term();
+        }
+        spread.record(2, &[oven, bread, dough]);
+        spread.record(0, &[oven]);
+        assert!(spread.labels(oven).is_empty(), "pending is not yet seen");
+        assert_eq!(spread.to_state(&names).pending.len(), 3);
+        for term in [oven, bread] {
+            spread.unheld(term);
+        }
+        // "dough" is held by no document either, but its last one did not go: kept.
+        assert_eq!(spread.fold(|term| term == oven), [oven, bread, dough]);
+        assert_eq!(spread.labels(oven), &[0, 2]);
+        assert!(spread.labels(bread).is_empty());
+        assert_eq!(spread.labels(dough), &[2]);
+        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), [0, 2]);
+        let state = spread.to_state(&names);
+        assert_eq!(state.folded.len(), 2);
+        spread.unheld(oven);
+        assert_eq!(spread.fold(|_| false), [oven]);
+        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), [2]);
+        assert!(
+            spread.fold(|_| false).is_empty(),
+            "nothing learned, nothing unheld"
+        );
+    }
+
+    #[test]
+    fn compaction_renumbers_terms_and_what_was_learned_of_them() {
+        let names: Vec<Arc<str>> = ["gone", "oven"].map(Arc::from).to_vec();
+        let mut spread = LearnedSpread::default();
+        spread.push_term();
+        spread.push_term();
+        spread.record(1, &[1]);
+        spread.unheld(1);
+        spread.compact(&[None, Some(0)]);
+        assert_eq!(spread.pending_terms(), [true]);
+        assert_eq!(spread.fold(|_| true), [0], "held again");
+        assert_eq!(
+            spread.to_state(&names[1..]).folded,
+            [("oven".to_string(), vec![1])]
+        );
     }
 }

@@ -171,7 +171,8 @@ fn community_pass(
 ) -> Result<(Vec<Proposal>, f64), DiscoverError> {
     let started = Instant::now();
     let texts: Vec<&PooledText> = pool.texts().iter().collect();
-    let found = communities::find(&texts, config, &engine.label_material())?.communities;
+    let material = engine.label_material(texts.iter().map(|text| &text.terms));
+    let found = communities::find(&texts, config, &material)?.communities;
     let proposals = found.iter().map(|c| proposal::propose(&texts, c)).collect();
     Ok((proposals, started.elapsed().as_secs_f64()))
 }

@@ -24,7 +24,10 @@ impl Service {
         self.pass_waiting = false;
         let texts: Vec<_> = self.replica.engine.pool().texts().iter().cloned().collect();
         tracing::debug!(pooled = texts.len(), "community pass started");
-        let material = self.replica.engine.label_material();
+        let material = self
+            .replica
+            .engine
+            .label_material(texts.iter().map(|text| &text.terms));
         self.pass = Some(tokio::spawn(discovery_pass::run(
             texts,
             material,
