@@ -100,8 +100,8 @@ fn retrieval(c: &mut Criterion) {
         );
     }
     group.finish();
-    // A fold of the label spread reweighs the whole index (after a round, and after 64, 128, …
-    // and then every 8,192 texts learned): a pause of the service loop, not a per-query cost.
+    // A round reweighs the whole index (a fold only the documents holding a changed term:
+    // `benches/online_indexing.rs`): a pause of the service loop, not a per-query cost.
     let mut group = c.benchmark_group("reweigh_whole_index");
     group.sample_size(10);
     for weighting in [TermWeighting::LabelSpread, TermWeighting::Idf] {

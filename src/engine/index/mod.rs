@@ -427,8 +427,9 @@ impl TextIndex {
         self.dead
     }
 
-    /// Distinct terms known to the index (bounded by the live documents' terms, plus those of
-    /// documents evicted since the last compaction).
+    /// Distinct terms known to the index: the live documents' terms, those of documents evicted
+    /// since the last compaction, learned terms a fold has not forgotten yet (kept across
+    /// compactions and restores), and in a detached copy the scored texts' learned terms.
     pub fn vocabulary_len(&self) -> usize {
         self.vocabulary.len()
     }

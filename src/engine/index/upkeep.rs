@@ -1,6 +1,7 @@
 //! Keeping the index's weights and postings current: posting a document, reweighing after a
-//! round (everything) or a fold (only the documents holding a term whose weight changed), and
-//! compacting evicted documents away (no weight changes: nothing they held counts in a weight).
+//! round (everything) or a fold (only the documents holding a term whose weight changed, or
+//! everything when the number of labels changes), and compacting evicted documents away (no
+//! weight changes: what evicted documents taught stays, by term id, until a fold forgets it).
 //!
 //! Every path gives the weights a full recompute from the same state would give, bit for bit:
 //! a document's weights are always computed by [`TextIndex::doc_weights`], and a term's inverse
