@@ -119,20 +119,17 @@ mod tests {
             first_hop: true,
             second_hop: false,
         };
-        let scored: Vec<TermCounts> = [
+        let texts = [
             "stars and galaxies seen",
             "oven baked bread",
             "yacht race in a breeze",
             "nothing known here",
             "lava and ash over the crater",
             "bean stew",
-        ]
-        .iter()
-        .map(|text| engine.analyze(text).terms)
-        .collect();
+        ];
+        let scored: Vec<TermCounts> = texts.iter().map(|t| engine.analyze(t).terms).collect();
         let material = engine.label_material(&scored);
-        for terms in &scored {
-            let text = &terms.counts[0].0;
+        for (text, terms) in texts.iter().zip(&scored) {
             // The engine's first hop on discovery's scale: descriptions left out.
             let expected = engine.rank(terms, first_hop).best_without_descriptions;
             let got = material.best_score(terms);

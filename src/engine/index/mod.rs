@@ -186,16 +186,17 @@ impl TextIndex {
                 }
             }
         }
-        let known: Vec<(Arc<str>, u32)> = index
-            .vocabulary
+        // The copy's terms by id, with what this index folded of each.
+        let learned: Vec<Vec<u32>> = index
+            .names
             .iter()
-            .map(|(term, &id)| (Arc::clone(term), id))
+            .map(|term| match self.vocabulary.get(term) {
+                Some(&here) => self.learned.labels(here).to_vec(),
+                None => Vec::new(),
+            })
             .collect();
-        for (term, id) in known {
-            if let Some(&here) = self.vocabulary.get(&term) {
-                let labels = self.learned.labels(here).to_vec();
-                index.learned.restore_folded(id, labels);
-            }
+        for (id, labels) in learned.into_iter().enumerate() {
+            index.learned.restore_folded(id as u32, labels);
         }
         index.learned.count_labels_as(&self.learned);
         index.recompute();

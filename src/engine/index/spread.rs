@@ -26,6 +26,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::upkeep::keep_where;
+
 /// Fewest texts learned between two folds (the first folds come quickly, while the labels'
 /// own material is all the weights know).
 pub const FOLD_AT_LEAST: u64 = 64;
@@ -212,13 +214,9 @@ impl LearnedSpread {
     /// Renumber terms as the index compacts its vocabulary (`None`: dropped; only terms with
     /// nothing learned are).
     pub fn compact(&mut self, term_ids: &[Option<u32>]) {
-        let folded = std::mem::take(&mut self.folded);
-        self.folded = folded
-            .into_iter()
-            .zip(term_ids)
-            .filter(|(_, id)| id.is_some())
-            .map(|(labels, _)| labels)
-            .collect();
+        self.folded = keep_where(std::mem::take(&mut self.folded), |term| {
+            term_ids[term].is_some()
+        });
         let renumber = |term: u32| term_ids[term as usize];
         self.pending = self
             .pending

@@ -48,14 +48,11 @@ impl TextIndex {
         for (term_id, weight) in weights {
             let list = &mut self.postings[term_id as usize];
             let at = list.partition_point(|&(doc, _)| doc < id);
-            match list.get(at..at + 2) {
-                Some([(first, _), (second, _)]) if *first == id && *second == id => return false,
-                _ => {}
+            let posted = list[at..].iter().take_while(|(doc, _)| *doc == id).count();
+            if posted != 1 {
+                return false;
             }
-            match list.get_mut(at) {
-                Some(entry) if entry.0 == id => entry.1 = weight,
-                _ => return false,
-            }
+            list[at].1 = weight;
         }
         true
     }
@@ -201,7 +198,7 @@ fn renumbering(kept: impl Iterator<Item = bool>) -> Vec<Option<u32>> {
 }
 
 /// The items whose position `keep` accepts, in order.
-fn keep_where<T>(items: Vec<T>, keep: impl Fn(usize) -> bool) -> Vec<T> {
+pub(super) fn keep_where<T>(items: Vec<T>, keep: impl Fn(usize) -> bool) -> Vec<T> {
     items
         .into_iter()
         .enumerate()
