@@ -138,6 +138,10 @@ pub struct RankingArgs {
     /// Weight of the similarity with a label's name.
     #[arg(long, default_value_t = RankingConfig::default().name_weight)]
     pub name_weight: f64,
+    /// A label's examples count best first, each weighted this times the one before (0: the
+    /// best example alone).
+    #[arg(long, default_value_t = RankingConfig::default().example_decay)]
+    pub example_decay: f64,
     /// Weight of the similarity with a label's description.
     #[arg(long, default_value_t = RankingConfig::default().description_weight)]
     pub description_weight: f64,
@@ -230,6 +234,7 @@ impl RankingArgs {
     pub fn config(&self) -> RankingConfig {
         RankingConfig {
             max_candidates: self.max_candidates.max(1),
+            example_decay: self.example_decay,
             name_weight: self.name_weight,
             description_weight: self.description_weight,
             proximity_k: self.proximity_k,

@@ -252,6 +252,7 @@ impl ServeConfig {
         let weights = [
             ("engine.llm_weight", self.engine.llm_weight),
             ("engine.ranking.name_weight", r.name_weight),
+            ("engine.ranking.example_decay", r.example_decay),
             ("engine.ranking.description_weight", r.description_weight),
             ("engine.ranking.proximity_weight", r.proximity_weight),
             ("engine.ranking.learn_margin", r.learn_margin),
@@ -269,6 +270,9 @@ impl ServeConfig {
             if !(value.is_finite() && value >= 0.0) {
                 errors.push(format!("{key}: must be a number ≥ 0"));
             }
+        }
+        if r.example_decay > 1.0 {
+            errors.push("engine.ranking.example_decay: must be at most 1".into());
         }
         if let Some(dir) = &self.engine.embedding_model {
             let missing: Vec<&str> = crate::embed::MODEL_FILES

@@ -2,8 +2,9 @@
 //! ranked and capped.
 //!
 //! Two kinds of evidence, measured separately (`gorag eval --strategy ranked,proximity,hybrid`):
-//! - **first hop** (`ranked`): how close the query is to the label's own material — the best
-//!   cosine over its labelled examples, plus `name_weight` × cosine with its name and
+//! - **first hop** (`ranked`): how close the query is to the label's own material — its
+//!   labelled examples' cosines, best first, each weighted `example_decay` times the one before
+//!   (the best example alone with one shot), plus `name_weight` × cosine with its name and
 //!   `description_weight` × cosine with its description;
 //! - **second hop** (`proximity`, TopoRAG's proximity retrieval over a graph of texts): the
 //!   query's `proximity_k` nearest texts — labelled examples and texts already classified with
@@ -28,6 +29,10 @@ use super::index::{ClassifiedCapacity, DocKind, Hit, TermWeighting};
 pub struct RankingConfig {
     /// Candidates offered to the LLM, best first.
     pub max_candidates: usize,
+    /// A label's examples count best first, each weighted this times the one before (0: its
+    /// best example alone, the nearest-example rule). With several shots a label whose
+    /// examples agree beats one with a single lucky match (README, "Several examples").
+    pub example_decay: f64,
     /// Weight of the cosine with a label's name.
     pub name_weight: f64,
     /// Weight of the cosine with a label's description.
@@ -74,6 +79,7 @@ impl Default for RankingConfig {
     fn default() -> Self {
         Self {
             max_candidates: 5,
+            example_decay: 0.25,
             name_weight: 1.0,
             description_weight: 0.5,
             proximity_k: 10,
@@ -132,7 +138,7 @@ pub fn score(
     config: &RankingConfig,
     evidence: Evidence,
 ) -> Ranking {
-    let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence);
+    let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence, config.example_decay);
     let mut total = gathered.first_hop(config, evidence, config.description_weight);
     let first_hop_labels = total.iter().filter(|&&s| s > 0.0).count();
     let votes = if evidence.second_hop {
@@ -211,10 +217,11 @@ fn best_first(total: Vec<f64>) -> Vec<(u32, f64)> {
 }
 
 /// A query's hits sorted by what they say, per active label position: its closest example
-/// (and which document that is), its name's and description's similarity; and the texts that
-/// may vote in the second hop.
+/// (and which document that is), its examples' combined evidence, its name's and description's
+/// similarity; and the texts that may vote in the second hop.
 struct Gathered<'h> {
     example: Vec<f64>,
+    examples_combined: Vec<f64>,
     example_doc: Vec<Option<u32>>,
     name: Vec<f64>,
     description: Vec<f64>,
@@ -234,7 +241,7 @@ impl<'h> Gathered<'h> {
         let mut total = vec![0.0f64; self.example.len()];
         if evidence.first_hop {
             for (l, score) in total.iter_mut().enumerate() {
-                *score = self.example[l]
+                *score = self.examples_combined[l]
                     + config.name_weight * self.name[l]
                     + description_weight * self.description[l];
             }
@@ -247,9 +254,12 @@ impl<'h> Gathered<'h> {
         labels: usize,
         is_active: impl Fn(u32) -> bool,
         evidence: Evidence,
+        example_decay: f64,
     ) -> Self {
+        let mut example_hits: Vec<(u32, f64)> = Vec::new();
         let mut gathered = Gathered {
             example: vec![0.0; labels],
+            examples_combined: Vec::new(),
             example_doc: vec![None; labels],
             name: vec![0.0; labels],
             description: vec![0.0; labels],
@@ -263,6 +273,7 @@ impl<'h> Gathered<'h> {
             }
             match hit.kind {
                 DocKind::Example => {
+                    example_hits.push((hit.label, hit.similarity));
                     if hit.similarity > gathered.example[l] {
                         gathered.example[l] = hit.similarity;
                         gathered.example_doc[l] = Some(hit.doc);
@@ -280,8 +291,27 @@ impl<'h> Gathered<'h> {
                 DocKind::Tentative => gathered.tentative.push(hit),
             }
         }
+        gathered.examples_combined = combine_examples(example_hits, labels, example_decay);
         gathered
     }
+}
+
+/// Per label position, its examples' cosines best first, each weighted `decay` times the one
+/// before: `s₁ + decay·s₂ + decay²·s₃ + …` (with one example, or `decay` 0, the best alone).
+fn combine_examples(mut hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {
+    hits.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut combined = vec![0.0f64; labels];
+    let mut factor = 1.0;
+    let mut previous = None;
+    for (label, similarity) in hits {
+        if previous != Some(label) {
+            factor = 1.0;
+            previous = Some(label);
+        }
+        combined[label as usize] += factor * similarity;
+        factor *= decay;
+    }
+    combined
 }
 
 /// TopoRAG's second hop: the nearest texts that may vote, each voting its similarity for its
@@ -384,12 +414,39 @@ mod tests {
             second_hop: false,
         };
         let ranking = score(&hits, 3, |_| true, &config, first);
-        // label 1: 0.25 + 1.0 * 0.20 = 0.45 > label 0: 0.30 (its best example, not the sum)
+        // label 1: 0.25 + 1.0 * 0.20 = 0.45 > label 0: 0.30 + 0.25 * 0.10 (its examples best
+        // first, decayed)
         assert_eq!(ranking.ranked[0].0, 1);
         assert!((ranking.ranked[0].1 - 0.45).abs() < 1e-9);
-        assert!((ranking.ranked[1].1 - 0.30).abs() < 1e-9);
+        assert!((ranking.ranked[1].1 - 0.325).abs() < 1e-9);
         assert_eq!(ranking.best_example, vec![Some(2), Some(0)]);
-        assert!((ranking.margin() - 0.15).abs() < 1e-9);
+        assert!((ranking.margin() - 0.125).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_label_whose_examples_agree_beats_one_lucky_match() {
+        let hits = [
+            hit(0, DocKind::Example, 0, 0.20),
+            hit(1, DocKind::Example, 1, 0.35),
+            hit(2, DocKind::Example, 0, 0.30),
+            hit(3, DocKind::Example, 0, 0.28),
+        ];
+        let first = Evidence {
+            first_hop: true,
+            second_hop: false,
+        };
+        let decayed = score(&hits, 2, |_| true, &RankingConfig::default(), first);
+        // label 0: 0.30 + 0.25 * 0.28 + 0.0625 * 0.20 = 0.3825 (best first, whatever the order
+        // of the hits) > label 1: 0.35
+        assert_eq!(decayed.ranked[0].0, 0);
+        assert!((decayed.ranked[0].1 - 0.3825).abs() < 1e-9);
+        assert_eq!(decayed.best_example, vec![Some(2), Some(1)]);
+        let nearest = RankingConfig {
+            example_decay: 0.0,
+            ..RankingConfig::default()
+        };
+        let best_alone = score(&hits, 2, |_| true, &nearest, first);
+        assert_eq!(best_alone.ranked, vec![(1, 0.35), (0, 0.30)]);
     }
 
     #[test]
