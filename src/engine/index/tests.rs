@@ -1,3 +1,5 @@
+use std::collections::HashSet;
+
 use super::*;
 
 fn t(text: &str) -> TermCounts {
@@ -109,9 +111,9 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     assert_eq!(similarities(&index, &query), similarities(&copy, &query));
 }
 
-/// Every live document's posted weights (by term, bit for bit) and every held term's inverse
-/// factor: what a full recompute would give, whatever the ids.
-type Posted = (Vec<Vec<(String, u32)>>, Vec<(String, u64)>);
+/// Every live document's posted weights (by term, every posting of it, bit for bit) and every
+/// held term's inverse factor: what a full recompute would give, whatever the ids.
+type Posted = (Vec<Vec<(String, Vec<u32>)>>, Vec<(String, u64)>);
 
 fn posted(index: &TextIndex) -> Posted {
     let docs = (0..index.docs.len() as u32)
@@ -120,10 +122,12 @@ fn posted(index: &TextIndex) -> Posted {
             index.doc_terms[id as usize]
                 .iter()
                 .map(|&term| {
-                    let list = &index.postings[term as usize];
-                    let weight = list.iter().find(|(doc, _)| *doc == id).map(|p| p.1);
-                    let name = index.names[term as usize].to_string();
-                    (name, weight.map_or(u32::MAX, f32::to_bits))
+                    let weights = index.postings[term as usize]
+                        .iter()
+                        .filter(|(doc, _)| *doc == id)
+                        .map(|(_, weight)| weight.to_bits())
+                        .collect();
+                    (index.names[term as usize].to_string(), weights)
                 })
                 .collect()
         })
@@ -195,6 +199,91 @@ fn a_rebuilt_index_weighs_terms_as_the_running_one_at_every_point() {
         }
     }
     assert_eq!(folds, 3, "folds after 64, 128 and 256 texts");
+}
+
+/// The paths the test above does not take, driven in lockstep the same way, under both
+/// weightings: a label known only by its name learning texts (the spread's N changes at a fold:
+/// everything is recomputed), a document holding a term twice (a stored document is read, not
+/// trusted: the in-place repost gives up and everything is recomputed), and a round arriving
+/// mid-stream.
+#[test]
+fn a_rebuilt_index_keeps_in_lockstep_through_new_labels_rounds_and_odd_documents() {
+    for weighting in [TermWeighting::LabelSpread, TermWeighting::Idf] {
+        let mut index = index();
+        index.set_weighting(weighting);
+        index.add_labelled(DocKind::Name, 2, t("astronomy"), None);
+        index.reweigh();
+        let mut copies: Vec<(u32, TextIndex)> = Vec::new();
+        for i in 0..200u32 {
+            let mut text = t(&format!("distant oven galaxies word{} word{i}", i % 13));
+            // From text 100 on, so the fold after 64 texts reposts in place (the number of
+            // labels aside) and the one after 128 meets such a document.
+            if i > 100 && i % 5 == 2 {
+                let first = text.counts[0].clone();
+                text.counts.push(first);
+            }
+            // Label 2 has a name and no example: what it learns from text 21 on makes it count
+            // in N at the fold after 64 texts; the fold after 128 is incremental.
+            let label = if i > 20 && i % 3 == 0 { 2 } else { i % 2 };
+            for target in std::iter::once(&mut index).chain(copies.iter_mut().map(|(_, c)| c)) {
+                if i == 150 {
+                    target.add_labelled(DocKind::Example, 3, t("quasar spectra"), None);
+                    target.reweigh();
+                }
+                target.add_seen(label, &text);
+            }
+            if [30, 90, 151].contains(&i) {
+                copies.push((i, restored(&index)));
+            }
+            let weights = posted(&index);
+            let context = format!("{} after text {i}", weighting.name());
+            assert_eq!(weights, posted(&restored(&index)), "{context}");
+            for (at, copy) in &copies {
+                assert_eq!(weights, posted(copy), "{context}, copy at {at}");
+            }
+        }
+        // Folds after 64 and 128 texts, and at the round (150 texts).
+        assert_eq!(index.folded_texts(), 150, "{}", weighting.name());
+    }
+}
+
+/// Over a long stream of texts whose words are all new, the vocabulary stays bounded by the
+/// live documents' terms and what was learned since the last fold (with the terms of the texts
+/// live at that fold, evicted since): a fold forgets, a compaction drops.
+#[test]
+fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
+    let mut index = index();
+    let mut since_fold: HashSet<String> = HashSet::new();
+    let mut live_at_fold: Vec<TermCounts> = Vec::new();
+    let mut largest = 0;
+    for i in 0..3000u32 {
+        let text = t(&format!("fresh{i} words{i} only{i} here{i}"));
+        let folded = index.folded_texts();
+        index.add_seen(i % 2, &text);
+        since_fold.extend(text.counts.into_iter().map(|(term, _)| term));
+        if index.folded_texts() != folded {
+            since_fold.clear();
+            live_at_fold = index.docs().map(|doc| doc.terms.clone()).collect();
+        }
+        if index.tombstones() == 0 {
+            let live = index.docs().map(|doc| &doc.terms);
+            let others: HashSet<&str> = live
+                .chain(&live_at_fold)
+                .flat_map(|terms| terms.counts.iter().map(|(term, _)| term.as_str()))
+                .filter(|term| !since_fold.contains(*term))
+                .collect();
+            let bound = since_fold.len() + others.len();
+            assert!(
+                index.vocabulary_len() <= bound,
+                "after text {i}: {} terms, bound {bound}",
+                index.vocabulary_len()
+            );
+        }
+        largest = largest.max(index.vocabulary_len());
+    }
+    // Folds after 64, 128, …, 2048 texts: at most the 2,048 texts learned since the last one
+    // are held for what they taught (every text brings 4 terms and their 2- and 3-grams).
+    assert!(largest < 2048 * 9 + 100, "{largest}");
 }
 
 /// Texts learned under labels that have no example (a round of names only) count in the
