@@ -314,6 +314,10 @@ pub struct EvalArgs {
 }
 
 pub async fn eval(args: EvalArgs) -> Result<()> {
+    let decay = args.ranking.example_decay;
+    if !(0.0..1.0).contains(&decay) {
+        bail!("--example-decay: must be at least 0 and below 1 (got {decay})");
+    }
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
     let engines = args.engines();

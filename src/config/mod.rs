@@ -271,8 +271,10 @@ impl ServeConfig {
                 errors.push(format!("{key}: must be a number ≥ 0"));
             }
         }
-        if r.example_decay > 1.0 {
-            errors.push("engine.ranking.example_decay: must be at most 1".into());
+        if r.example_decay >= 1.0 {
+            // At 1 a label's score would be the sum of its examples' cosines: it would grow
+            // with every example, and every threshold on scores with it.
+            errors.push("engine.ranking.example_decay: must be below 1".into());
         }
         if let Some(dir) = &self.engine.embedding_model {
             let missing: Vec<&str> = crate::embed::MODEL_FILES
@@ -529,6 +531,23 @@ mod tests {
             assert!(all.contains(expected), "missing {expected:?} in:\n{all}");
         }
         assert_eq!(errors.len(), 7, "{all}");
+    }
+
+    #[test]
+    fn example_decay_must_be_a_fraction() {
+        for (value, error) in [
+            ("1.5", "engine.ranking.example_decay: must be below 1"),
+            ("1", "engine.ranking.example_decay: must be below 1"),
+            ("-0.1", "engine.ranking.example_decay: must be a number ≥ 0"),
+        ] {
+            let set = format!("engine.ranking.example_decay={value}");
+            let errors = load("", &[], &[set.as_str()]).unwrap_err().0;
+            assert!(
+                errors.iter().any(|e| e.contains(error)),
+                "{value}: {errors:?}"
+            );
+        }
+        assert!(load("", &[], &["engine.ranking.example_decay=0"]).is_ok());
     }
 
     #[test]

@@ -281,9 +281,10 @@ fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
         }
         largest = largest.max(index.vocabulary_len());
     }
-    // Folds after 64, 128, …, 2048 texts: at most the 2,048 texts learned since the last one
-    // are held for what they taught (every text brings 4 terms and their 2- and 3-grams).
-    assert!(largest < 2048 * 9 + 100, "{largest}");
+    // Folds after 64, 128, …, 1024 and 2048 texts: at most the 1,024 texts learned between the
+    // last two are held for what they taught (every text brings at most 9 terms: 4 words and
+    // their 2- and 3-grams).
+    assert!(largest < 1024 * 9 + 100, "{largest}");
 }
 
 /// Texts learned under labels that have no example (a round of names only) count in the

@@ -1,0 +1,250 @@
+use super::*;
+
+fn hit(doc: u32, kind: DocKind, label: u32, similarity: f64) -> Hit {
+    Hit {
+        doc,
+        kind,
+        label,
+        similarity,
+    }
+}
+
+fn weighted(proximity_weight: f64) -> RankingConfig {
+    RankingConfig {
+        proximity_weight,
+        ..RankingConfig::default()
+    }
+}
+
+const BOTH: Evidence = Evidence {
+    first_hop: true,
+    second_hop: true,
+};
+
+#[test]
+fn examples_best_first_and_name_decide_the_first_hop() {
+    let hits = [
+        hit(0, DocKind::Example, 0, 0.30),
+        hit(1, DocKind::Example, 0, 0.10),
+        hit(2, DocKind::Example, 1, 0.25),
+        hit(3, DocKind::Name, 1, 0.20),
+    ];
+    let config = RankingConfig::default();
+    let first = Evidence {
+        first_hop: true,
+        second_hop: false,
+    };
+    let ranking = score(&hits, 3, |_| true, &config, first);
+    // label 1: 0.25 + 1.0 * 0.20 = 0.45 > label 0: 0.30 + 0.25 * 0.10 (its examples best
+    // first, decayed)
+    assert_eq!(ranking.ranked[0].0, 1);
+    assert!((ranking.ranked[0].1 - 0.45).abs() < 1e-9);
+    assert!((ranking.ranked[1].1 - 0.325).abs() < 1e-9);
+    assert_eq!(ranking.best_example, vec![Some(2), Some(0)]);
+    assert!((ranking.margin() - 0.125).abs() < 1e-9);
+}
+
+#[test]
+fn a_label_whose_examples_agree_beats_one_lucky_match() {
+    let hits = [
+        hit(0, DocKind::Example, 0, 0.20),
+        hit(1, DocKind::Example, 1, 0.35),
+        hit(2, DocKind::Example, 0, 0.30),
+        hit(3, DocKind::Example, 0, 0.28),
+    ];
+    let first = Evidence {
+        first_hop: true,
+        second_hop: false,
+    };
+    let decayed = score(&hits, 2, |_| true, &RankingConfig::default(), first);
+    // label 0: 0.30 + 0.25 * 0.28 + 0.0625 * 0.20 = 0.3825 (best first, whatever the order
+    // of the hits) > label 1: 0.35
+    assert_eq!(decayed.ranked[0].0, 0);
+    assert!((decayed.ranked[0].1 - 0.3825).abs() < 1e-9);
+    assert_eq!(decayed.best_example, vec![Some(2), Some(1)]);
+    let nearest = RankingConfig {
+        example_decay: 0.0,
+        ..RankingConfig::default()
+    };
+    let best_alone = score(&hits, 2, |_| true, &nearest, first);
+    assert_eq!(best_alone.ranked, vec![(1, 0.35), (0, 0.30)]);
+}
+
+#[test]
+fn discovery_scale_leaves_descriptions_out() {
+    let first = Evidence {
+        first_hop: true,
+        second_hop: false,
+    };
+    let config = RankingConfig::default();
+    let plain = [
+        hit(0, DocKind::Example, 0, 0.08),
+        hit(1, DocKind::Example, 1, 0.06),
+    ];
+    let ranking = score(&plain, 2, |_| true, &config, first);
+    // Without descriptions, the same number as the best score.
+    assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
+    // A description (weight 0.5) lifts label 1 above label 0 and over a 0.1 threshold; the
+    // discovery scale stays at the examples' 0.08.
+    let described = [plain[0], plain[1], hit(2, DocKind::Description, 1, 0.2)];
+    let ranking = score(&described, 2, |_| true, &config, first);
+    assert_eq!(ranking.ranked[0].0, 1);
+    assert!((ranking.ranked[0].1 - 0.16).abs() < 1e-9);
+    assert!((ranking.best_without_descriptions - 0.08).abs() < 1e-12);
+    // Without the first hop (`proximity`), a description was never part of the score.
+    let seen = [
+        hit(3, DocKind::Seen, 1, 0.3),
+        hit(2, DocKind::Description, 1, 0.2),
+    ];
+    let alone = Evidence {
+        first_hop: false,
+        second_hop: true,
+    };
+    let ranking = score(&seen, 2, |_| true, &config, alone);
+    assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
+    // In `hybrid` the second hop's bound is scaled as if no label had a description: the
+    // same number as scoring hits without the description at all.
+    let close_seen = hit(3, DocKind::Seen, 0, 0.5);
+    let with = [
+        plain[0],
+        plain[1],
+        hit(2, DocKind::Description, 1, 0.2),
+        close_seen,
+    ];
+    let without = [plain[0], plain[1], close_seen];
+    let hybrid_with = score(&with, 2, |_| true, &config, BOTH);
+    let hybrid_without = score(&without, 2, |_| true, &config, BOTH);
+    assert_eq!(
+        hybrid_with.best_without_descriptions,
+        hybrid_without.ranked[0].1
+    );
+    assert!(hybrid_with.ranked[0].1 > hybrid_with.best_without_descriptions);
+}
+
+#[test]
+fn seen_texts_vote_in_the_second_hop_and_only_the_k_nearest_count() {
+    let hits = [
+        hit(0, DocKind::Example, 0, 0.20),
+        hit(1, DocKind::Seen, 1, 0.50),
+        hit(2, DocKind::Seen, 1, 0.40),
+        hit(3, DocKind::Seen, 0, 0.01),
+    ];
+    let config = RankingConfig {
+        proximity_k: 3,
+        ..RankingConfig::default()
+    };
+    let alone = Evidence {
+        first_hop: false,
+        second_hop: true,
+    };
+    let ranking = score(&hits, 2, |_| true, &config, alone);
+    assert_eq!(ranking.ranked, vec![(1, 0.9), (0, 0.2)]);
+    let config = RankingConfig {
+        proximity_weight: 0.3,
+        ..config
+    };
+    let hybrid = score(&hits, 2, |_| true, &config, BOTH);
+    // Votes as a distribution (label 1: 0.9/0.9; label 0's seen text, at 0.01, is farther
+    // than the closest example and does not vote), scaled by 0.3 × the best first-hop
+    // score (0.2).
+    assert_eq!(hybrid.ranked[0], (0, 0.2));
+    assert!((hybrid.ranked[1].1 - 0.06).abs() < 1e-9);
+}
+
+#[test]
+fn in_hybrid_only_seen_texts_as_close_as_the_closest_example_vote() {
+    let mut hits = vec![
+        hit(0, DocKind::Example, 0, 0.30),
+        hit(1, DocKind::Example, 1, 0.29),
+    ];
+    // Many seen texts of label 1, each farther than label 0's example.
+    hits.extend((2..5).map(|doc| hit(doc, DocKind::Seen, 1, 0.29 - 0.04 * f64::from(doc - 2))));
+    let config = weighted(0.5);
+    let far = score(&hits, 2, |_| true, &config, BOTH);
+    assert_eq!(far.ranked, vec![(0, 0.30), (1, 0.29)]);
+    // One seen text closer than every example: it alone votes.
+    hits.push(hit(5, DocKind::Seen, 1, 0.40));
+    let near = score(&hits, 2, |_| true, &config, BOTH);
+    assert_eq!(near.ranked[0].0, 1);
+    assert!((near.ranked[0].1 - (0.29 + 0.5 * 0.30)).abs() < 1e-9);
+}
+
+/// The second hop's bar is the closest single example, not a label's combined examples (the
+/// nudge is bounded by the best combined score); a retired label's examples count for nothing.
+#[test]
+fn the_second_hop_bar_is_the_closest_example_not_a_combined_score() {
+    let hits = [
+        hit(0, DocKind::Example, 0, 0.30),
+        hit(1, DocKind::Example, 0, 0.28),
+        hit(2, DocKind::Example, 1, 0.20),
+        hit(3, DocKind::Seen, 1, 0.31),
+        hit(4, DocKind::Example, 2, 0.50),
+    ];
+    let ranking = score(&hits, 3, |label| label != 2, &weighted(0.5), BOTH);
+    // label 0: 0.30 + 0.25 * 0.28 = 0.37. The seen text (0.31) is closer than the closest
+    // example (0.30, label 2 retired) though not than label 0's combined 0.37: it votes, and
+    // label 1 gets 0.20 + 0.5 * 0.37.
+    assert_eq!(ranking.ranked.len(), 2, "{:?}", ranking.ranked);
+    assert_eq!(ranking.ranked[0].0, 1);
+    assert!((ranking.ranked[0].1 - (0.20 + 0.5 * 0.37)).abs() < 1e-9);
+    assert!((ranking.ranked[1].1 - 0.37).abs() < 1e-9);
+}
+
+#[test]
+fn tentative_texts_vote_only_for_a_text_nothing_labelled_explains() {
+    let unsure = [
+        hit(1, DocKind::Seen, 0, 0.10),
+        hit(2, DocKind::Tentative, 1, 0.60),
+        hit(3, DocKind::Tentative, 1, 0.50),
+    ];
+    let config = RankingConfig::default();
+    // No first-hop evidence: the tentative texts are the nearest and outvote the seen one.
+    let blind = score(&unsure, 2, |_| true, &config, BOTH);
+    assert_eq!(blind.first_hop_labels, 0);
+    assert_eq!(blind.ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [1, 0]);
+    // With an example in reach they are not heard, however close.
+    let mut explained = unsure.to_vec();
+    explained.push(hit(0, DocKind::Example, 0, 0.05));
+    let ranking = score(&explained, 2, |_| true, &config, BOTH);
+    assert_eq!(ranking.ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
+    // Nor on their own in `proximity`, which has no first hop to be blind.
+    let alone = Evidence {
+        first_hop: false,
+        second_hop: true,
+    };
+    let ranking = score(&unsure, 2, |_| true, &config, alone);
+    assert_eq!(ranking.ranked, vec![(0, 0.10)]);
+}
+
+#[test]
+fn retired_labels_and_empty_evidence_give_nothing() {
+    let hits = [
+        hit(0, DocKind::Example, 0, 0.9),
+        hit(1, DocKind::Seen, 0, 0.9),
+    ];
+    let ranking = score(&hits, 1, |_| false, &RankingConfig::default(), BOTH);
+    assert!(ranking.ranked.is_empty());
+    assert_eq!(ranking.margin(), 0.0);
+}
+
+#[test]
+fn the_embedding_signal_adds_to_active_labels_and_reranks() {
+    let mut ranking = Ranking {
+        ranked: vec![(0, 0.5), (1, 0.4)],
+        best_example: vec![Some(7), Some(8)],
+        first_hop_labels: 2,
+        best_without_descriptions: 0.5,
+    };
+    // Label 1 gains most; label 2 had no lexical evidence and enters; label 3 is retired.
+    add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, |l| l != 3);
+    assert_eq!(ranking.ranked.len(), 3);
+    let order: Vec<u32> = ranking.ranked.iter().map(|(l, _)| *l).collect();
+    assert_eq!(order, vec![1, 0, 2]);
+    assert!((ranking.ranked[0].1 - 0.65).abs() < 1e-12);
+    assert_eq!(ranking.best_example, vec![Some(8), Some(7), None]);
+    assert_eq!(
+        ranking.first_hop_labels, 2,
+        "whether words explain the text stays lexical"
+    );
+    assert_eq!(ranking.best_without_descriptions, 0.5);
+}
