@@ -67,6 +67,10 @@ fn online_indexing(c: &mut Criterion) {
     }
 }
 
+/// Whether the text just learned caused the pause timed, from the index after it and the
+/// folded texts and tombstones before it.
+type PauseDone<'a> = dyn Fn(&TextIndex, u64, usize) -> bool + 'a;
+
 /// The pauses a learned text can cause once the index is full (`seen_capacity` and
 /// `tentative_capacity` reached), each on the service loop: a round's reweigh (every weight),
 /// a fold of the label spread (the documents holding a term whose labels changed; at most
@@ -83,7 +87,7 @@ fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synth
     group.bench_function("reweigh_after_a_round", |b| b.iter(|| index.reweigh()));
     // The text whose learning folds (or compacts) is timed alone; the texts before it, which
     // bring the fold (or compaction) due, are not, nor one that does both.
-    let mut learn_until = |index: &mut TextIndex, done: &dyn Fn(&TextIndex, u64, usize) -> bool| loop {
+    let mut learn_until = |index: &mut TextIndex, done: &PauseDone<'_>| loop {
         let label = corpus.label();
         let terms = TermCounts::of(&corpus.text(label));
         let (folded, tombstones) = (index.folded_texts(), index.tombstones());
@@ -96,28 +100,19 @@ fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synth
     };
     let folds = |i: &TextIndex, folded: u64| i.folded_texts() != folded;
     let compacts = |i: &TextIndex, dead: usize| dead > 0 && i.tombstones() == 0;
-    group.bench_function("fold", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| {
-                    learn_until(&mut index, &|i, folded, dead| {
-                        folds(i, folded) && !compacts(i, dead)
-                    })
-                })
-                .sum()
-        })
-    });
-    group.bench_function("compaction", |b| {
-        b.iter_custom(|iters| {
-            (0..iters)
-                .map(|_| {
-                    learn_until(&mut index, &|i, folded, dead| {
-                        compacts(i, dead) && !folds(i, folded)
-                    })
-                })
-                .sum()
-        })
-    });
+    let pauses: [(&str, &PauseDone<'_>); 2] = [
+        ("fold", &|i, folded, dead| {
+            folds(i, folded) && !compacts(i, dead)
+        }),
+        ("compaction", &|i, folded, dead| {
+            compacts(i, dead) && !folds(i, folded)
+        }),
+    ];
+    for (name, done) in pauses {
+        group.bench_function(name, |b| {
+            b.iter_custom(|iters| (0..iters).map(|_| learn_until(&mut index, done)).sum())
+        });
+    }
     group.finish();
 }
 

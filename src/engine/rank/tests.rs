@@ -21,6 +21,16 @@ const BOTH: Evidence = Evidence {
     second_hop: true,
 };
 
+const FIRST_HOP: Evidence = Evidence {
+    first_hop: true,
+    second_hop: false,
+};
+
+const SECOND_HOP: Evidence = Evidence {
+    first_hop: false,
+    second_hop: true,
+};
+
 #[test]
 fn examples_best_first_and_name_decide_the_first_hop() {
     let hits = [
@@ -30,11 +40,7 @@ fn examples_best_first_and_name_decide_the_first_hop() {
         hit(3, DocKind::Name, 1, 0.20),
     ];
     let config = RankingConfig::default();
-    let first = Evidence {
-        first_hop: true,
-        second_hop: false,
-    };
-    let ranking = score(&hits, 3, |_| true, &config, first);
+    let ranking = score(&hits, 3, |_| true, &config, FIRST_HOP);
     // label 1: 0.25 + 1.0 * 0.20 = 0.45 > label 0: 0.30 + 0.25 * 0.10 (its examples best
     // first, decayed)
     assert_eq!(ranking.ranked[0].0, 1);
@@ -52,11 +58,7 @@ fn a_label_whose_examples_agree_beats_one_lucky_match() {
         hit(2, DocKind::Example, 0, 0.30),
         hit(3, DocKind::Example, 0, 0.28),
     ];
-    let first = Evidence {
-        first_hop: true,
-        second_hop: false,
-    };
-    let decayed = score(&hits, 2, |_| true, &RankingConfig::default(), first);
+    let decayed = score(&hits, 2, |_| true, &RankingConfig::default(), FIRST_HOP);
     // label 0: 0.30 + 0.25 * 0.28 + 0.0625 * 0.20 = 0.3825 (best first, whatever the order
     // of the hits) > label 1: 0.35
     assert_eq!(decayed.ranked[0].0, 0);
@@ -66,28 +68,24 @@ fn a_label_whose_examples_agree_beats_one_lucky_match() {
         example_decay: 0.0,
         ..RankingConfig::default()
     };
-    let best_alone = score(&hits, 2, |_| true, &nearest, first);
+    let best_alone = score(&hits, 2, |_| true, &nearest, FIRST_HOP);
     assert_eq!(best_alone.ranked, vec![(1, 0.35), (0, 0.30)]);
 }
 
 #[test]
 fn discovery_scale_leaves_descriptions_out() {
-    let first = Evidence {
-        first_hop: true,
-        second_hop: false,
-    };
     let config = RankingConfig::default();
     let plain = [
         hit(0, DocKind::Example, 0, 0.08),
         hit(1, DocKind::Example, 1, 0.06),
     ];
-    let ranking = score(&plain, 2, |_| true, &config, first);
+    let ranking = score(&plain, 2, |_| true, &config, FIRST_HOP);
     // Without descriptions, the same number as the best score.
     assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
     // A description (weight 0.5) lifts label 1 above label 0 and over a 0.1 threshold; the
     // discovery scale stays at the examples' 0.08.
     let described = [plain[0], plain[1], hit(2, DocKind::Description, 1, 0.2)];
-    let ranking = score(&described, 2, |_| true, &config, first);
+    let ranking = score(&described, 2, |_| true, &config, FIRST_HOP);
     assert_eq!(ranking.ranked[0].0, 1);
     assert!((ranking.ranked[0].1 - 0.16).abs() < 1e-9);
     assert!((ranking.best_without_descriptions - 0.08).abs() < 1e-12);
@@ -96,11 +94,7 @@ fn discovery_scale_leaves_descriptions_out() {
         hit(3, DocKind::Seen, 1, 0.3),
         hit(2, DocKind::Description, 1, 0.2),
     ];
-    let alone = Evidence {
-        first_hop: false,
-        second_hop: true,
-    };
-    let ranking = score(&seen, 2, |_| true, &config, alone);
+    let ranking = score(&seen, 2, |_| true, &config, SECOND_HOP);
     assert_eq!(ranking.best_without_descriptions, ranking.ranked[0].1);
     // In `hybrid` the second hop's bound is scaled as if no label had a description: the
     // same number as scoring hits without the description at all.
@@ -133,11 +127,7 @@ fn seen_texts_vote_in_the_second_hop_and_only_the_k_nearest_count() {
         proximity_k: 3,
         ..RankingConfig::default()
     };
-    let alone = Evidence {
-        first_hop: false,
-        second_hop: true,
-    };
-    let ranking = score(&hits, 2, |_| true, &config, alone);
+    let ranking = score(&hits, 2, |_| true, &config, SECOND_HOP);
     assert_eq!(ranking.ranked, vec![(1, 0.9), (0, 0.2)]);
     let config = RankingConfig {
         proximity_weight: 0.3,
@@ -208,11 +198,7 @@ fn tentative_texts_vote_only_for_a_text_nothing_labelled_explains() {
     let ranking = score(&explained, 2, |_| true, &config, BOTH);
     assert_eq!(ranking.ranked.iter().map(|r| r.0).collect::<Vec<_>>(), [0]);
     // Nor on their own in `proximity`, which has no first hop to be blind.
-    let alone = Evidence {
-        first_hop: false,
-        second_hop: true,
-    };
-    let ranking = score(&unsure, 2, |_| true, &config, alone);
+    let ranking = score(&unsure, 2, |_| true, &config, SECOND_HOP);
     assert_eq!(ranking.ranked, vec![(0, 0.10)]);
 }
 
