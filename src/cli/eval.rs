@@ -293,6 +293,9 @@ pub struct EvalArgs {
     /// k of the `naive` strategy.
     #[arg(long, default_value_t = EngineConfig::default().naive_k)]
     pub naive_k: usize,
+    /// Distinct phrases the keyword statistics keep (the rarest forgotten past it).
+    #[arg(long, default_value_t = EngineConfig::default().phrase_capacity)]
+    pub phrase_capacity: usize,
     /// Ablations, comma-separated.
     #[arg(long, value_delimiter = ',')]
     pub ablation: Vec<Ablation>,
@@ -317,6 +320,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     let decay = args.ranking.example_decay;
     if !(0.0..1.0).contains(&decay) {
         bail!("--example-decay: must be at least 0 and below 1 (got {decay})");
+    }
+    let least = crate::engine::MIN_PHRASE_CAPACITY;
+    if args.phrase_capacity < least {
+        bail!("--phrase-capacity: must be at least {least}");
     }
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
@@ -493,6 +500,7 @@ impl EvalArgs {
         base.example_selection.top_k = self.example_top_k;
         base.example_selection.min_score = self.min_score;
         base.naive_k = self.naive_k;
+        base.phrase_capacity = self.phrase_capacity;
         base.online_indexing = !self.ablation.contains(&Ablation::Offline);
         base.unit_costs = self.ablation.contains(&Ablation::Unit);
         base.keyword_input = self.ablation.contains(&Ablation::KeywordInput);

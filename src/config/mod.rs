@@ -245,6 +245,10 @@ impl ServeConfig {
         if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
             errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
         }
+        let least = crate::engine::MIN_PHRASE_CAPACITY;
+        if self.engine.phrase_capacity < least {
+            errors.push(format!("engine.phrase_capacity: must be at least {least}"));
+        }
         let r = &self.engine.ranking;
         if r.max_candidates == 0 {
             errors.push("engine.ranking.max_candidates: must be at least 1".into());
@@ -548,6 +552,21 @@ mod tests {
             );
         }
         assert!(load("", &[], &["engine.ranking.example_decay=0"]).is_ok());
+    }
+
+    #[test]
+    fn phrase_capacity_has_a_floor() {
+        let errors = load("", &[], &["engine.phrase_capacity=999"])
+            .unwrap_err()
+            .0;
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("engine.phrase_capacity: must be at least 1000")),
+            "{errors:?}"
+        );
+        let config = load("", &[], &["engine.phrase_capacity=1000"]).unwrap();
+        assert_eq!(config.engine_config().phrase_capacity, 1000);
     }
 
     #[test]

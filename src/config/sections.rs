@@ -164,6 +164,9 @@ pub struct EngineSection {
     /// Keywords per labelled example or description.
     pub example_top_k: usize,
     pub online_indexing: bool,
+    /// Distinct phrases the keyword statistics keep (the rarest forgotten past it); the same
+    /// on every replica.
+    pub phrase_capacity: usize,
     pub max_prompt_chars: usize,
     /// How the LLM chooses among the candidates: `free`, `numbered` or `scored`.
     pub choice: ChoiceMode,
@@ -190,6 +193,7 @@ impl Default for EngineSection {
             top_k: defaults.selection.top_k,
             example_top_k: defaults.example_selection.top_k,
             online_indexing: defaults.online_indexing,
+            phrase_capacity: defaults.phrase_capacity,
             max_prompt_chars: defaults.max_prompt_chars,
             choice: defaults.choice,
             llm_weight: defaults.llm_weight,
@@ -206,6 +210,7 @@ impl EngineSection {
         let mut config = crate::engine::EngineConfig {
             strategy: self.strategy,
             online_indexing: self.online_indexing,
+            phrase_capacity: self.phrase_capacity,
             max_prompt_chars: self.max_prompt_chars,
             choice: self.choice,
             llm_weight: self.llm_weight,

@@ -127,6 +127,9 @@ pub struct EngineConfig {
     pub prompt_layout: PromptLayout,
     /// Poorly explained texts kept for emerging-class discovery (oldest dropped first).
     pub pool_capacity: usize,
+    /// Distinct phrases the keyword statistics keep; past it the rarest are forgotten
+    /// ([`tfidf::CorpusStats::bound`]). Part of what makes replicas equal.
+    pub phrase_capacity: usize,
 }
 
 impl Default for EngineConfig {
@@ -150,9 +153,19 @@ impl Default for EngineConfig {
             example_chars: 150,
             prompt_layout: PromptLayout::default(),
             pool_capacity: 5_000,
+            phrase_capacity: DEFAULT_PHRASE_CAPACITY,
         }
     }
 }
+
+/// The keyword statistics' default capacity: above every paper dataset (WOS, all splits
+/// together: 1.53 M distinct phrases), so the paper's figures are untouched, and about
+/// 0.2 GB of memory at its fullest (README, "Bounded keyword statistics").
+pub const DEFAULT_PHRASE_CAPACITY: usize = 2_000_000;
+
+/// The smallest `phrase_capacity` accepted: below it a fold of the statistics would forget
+/// phrases a single long text brings.
+pub const MIN_PHRASE_CAPACITY: usize = 1_000;
 
 impl EngineConfig {
     /// How the index weighs terms: `naive` is the published baseline and keeps plain idf over
@@ -426,6 +439,7 @@ impl Engine {
             return 0;
         }
         self.stats.add(&analysis.phrases);
+        self.stats.bound(self.config.phrase_capacity);
         let position = self.label_index.get(label).map(|&p| p as u32);
         if !confident {
             if let Some(position) = position {

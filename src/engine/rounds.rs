@@ -309,6 +309,8 @@ impl Engine {
                 embeddings.push_example(document.position, vector);
             }
         }
+        // After the batch's keywords were chosen: they were scored with every text counted.
+        self.stats.bound(self.config.phrase_capacity);
         self.index.reweigh();
         IndexReport {
             labels_added: 0,

@@ -4,8 +4,12 @@
 //! `idf = ln((N + 1) / (df + 1))`, N = texts seen so far (labelled and query texts), df = texts
 //! containing the phrase. Adding a text costs O(its distinct phrases): document frequencies are
 //! kept as counts, never re-derived from a document matrix.
+//!
+//! Bounded: past a capacity of distinct phrases the rarest are forgotten ([`CorpusStats::bound`]),
+//! so a stream that keeps bringing new words does not grow memory, or the cost of a lookup,
+//! without end.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -26,6 +30,36 @@ impl CorpusStats {
         for phrase in phrases.counts.keys() {
             *self.document_frequency.entry(phrase.clone()).or_insert(0) += 1;
         }
+    }
+
+    /// Past `capacity` distinct phrases, forget the rarest: every phrase whose document
+    /// frequency is at most the smallest `t` that leaves at most half the capacity (on real text
+    /// almost always `t` = 1: most phrases occur in one text only — 93 % on WOS). A forgotten
+    /// phrase counts as never seen (df 0) until it occurs again; N keeps counting every text.
+    /// Halving keeps the cost amortised: one pass over the table per `capacity / 2` new
+    /// phrases. A pure function of the texts added and their order, so replicas and restarts
+    /// that add the same texts agree. Returns the phrases forgotten.
+    pub fn bound(&mut self, capacity: usize) -> usize {
+        let before = self.document_frequency.len();
+        if before <= capacity {
+            return 0;
+        }
+        let mut phrases_by_df: BTreeMap<u64, usize> = BTreeMap::new();
+        for &df in self.document_frequency.values() {
+            *phrases_by_df.entry(df).or_insert(0) += 1;
+        }
+        let keep_at_most = capacity / 2;
+        let mut left = before;
+        let mut threshold = 0;
+        for (df, phrases) in phrases_by_df {
+            if left <= keep_at_most {
+                break;
+            }
+            left -= phrases;
+            threshold = df;
+        }
+        self.document_frequency.retain(|_, df| *df > threshold);
+        before - self.document_frequency.len()
     }
 
     pub fn df(&self, phrase: &str) -> u64 {
@@ -130,5 +164,69 @@ mod tests {
         assert_eq!(stats.documents, 1);
         assert_eq!(stats.df("echo"), 1);
         assert_eq!(stats.df("echo echo"), 1);
+    }
+
+    fn stats_of(texts: &[&str]) -> CorpusStats {
+        let mut stats = CorpusStats::default();
+        for text in texts {
+            stats.add(&PhraseCounts::of(text));
+        }
+        stats
+    }
+
+    #[test]
+    fn within_capacity_nothing_is_forgotten() {
+        let mut stats = stats_of(&["alpha beta", "alpha gamma"]);
+        let before = stats.clone();
+        // alpha, beta, gamma, alpha beta, alpha gamma: five phrases.
+        assert_eq!(stats.bound(5), 0);
+        assert_eq!(stats, before);
+    }
+
+    #[test]
+    fn past_capacity_the_rarest_are_forgotten_and_the_rest_kept_exactly() {
+        // alpha in 3 texts, beta in 2, every other phrase in 1.
+        let mut stats = stats_of(&["alpha beta", "alpha beta", "alpha"]);
+        stats.add(&PhraseCounts::of("delta"));
+        stats.add(&PhraseCounts::of("epsilon"));
+        // alpha, beta, alpha beta (2), delta, epsilon: 5 phrases, capacity 4 → keep at most 2.
+        assert_eq!(stats.document_frequency.len(), 5);
+        let forgotten = stats.bound(4);
+        // df ≤ 1 goes (delta, epsilon) and leaves 3 > 2, so df ≤ 2 goes too: alpha stays.
+        assert_eq!(forgotten, 4);
+        assert_eq!(stats.df("alpha"), 3);
+        assert_eq!(stats.df("beta"), 0);
+        assert_eq!(stats.df("delta"), 0);
+        assert_eq!(stats.documents, 5, "N keeps counting every text");
+    }
+
+    #[test]
+    fn a_forgotten_phrase_counts_again_from_its_next_text() {
+        let mut stats = stats_of(&["common", "common", "common rare"]);
+        // common (3), rare (1), common rare (1): capacity 2 keeps at most 1.
+        stats.bound(2);
+        assert_eq!(stats.df("rare"), 0);
+        assert_eq!(stats.df("common"), 3);
+        stats.add(&PhraseCounts::of("rare"));
+        assert_eq!(stats.df("rare"), 1);
+        // A forgotten phrase scores as the rare phrase it was, never as a common one.
+        let scores = stats.scores(&PhraseCounts::of("common rare"), false);
+        assert!(score_of(&scores, "rare") > score_of(&scores, "common"));
+    }
+
+    #[test]
+    fn bounding_keeps_at_most_half_the_capacity_whatever_the_spread() {
+        // Every phrase equally frequent: the only way under half is to forget them all.
+        let mut stats = stats_of(&["kiwi mango", "kiwi mango"]);
+        stats.bound(2);
+        assert!(stats.document_frequency.is_empty());
+        // A long stream of new words stays between half and full capacity.
+        let mut stats = CorpusStats::default();
+        for i in 0..2_000 {
+            stats.add(&PhraseCounts::of(&format!("shared word{i}x")));
+            stats.bound(100);
+            assert!(stats.document_frequency.len() <= 100);
+        }
+        assert_eq!(stats.df("shared"), 2_000);
     }
 }
