@@ -114,6 +114,25 @@ fn llm_keywords_without_an_llm_is_refused() {
 }
 
 #[test]
+fn out_of_range_numbers_are_refused() {
+    for (flag, value, message) in [
+        (
+            "--example-decay",
+            "1",
+            "--example-decay: must be at least 0 and below 1",
+        ),
+        (
+            "--phrase-capacity",
+            "999",
+            "--phrase-capacity: must be at least 1000",
+        ),
+    ] {
+        let stderr = refused(&[flag, value]);
+        assert!(stderr.contains(message), "{flag} {value}: {stderr}");
+    }
+}
+
+#[test]
 fn tuning_on_dev_texts_needs_dev_files() {
     let stderr = refused(&["--held-out", "dev"]);
     assert!(

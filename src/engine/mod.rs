@@ -160,11 +160,12 @@ impl Default for EngineConfig {
 
 /// The keyword statistics' default capacity: above every paper dataset (WOS, all splits
 /// together: 1.53 M distinct phrases), so the paper's figures are untouched, and about
-/// 0.2 GB of memory at its fullest (README, "Bounded keyword statistics").
+/// 0.2 GB of memory once full (a table that was full keeps its allocation: README, "Bounded
+/// keyword statistics").
 pub const DEFAULT_PHRASE_CAPACITY: usize = 2_000_000;
 
-/// The smallest `phrase_capacity` accepted: below it a fold of the statistics would forget
-/// phrases a single long text brings.
+/// The smallest `phrase_capacity` accepted: a sanity floor (a table of a few hundred phrases
+/// would forget a text's phrases almost as soon as it had counted them).
 pub const MIN_PHRASE_CAPACITY: usize = 1_000;
 
 impl EngineConfig {

@@ -536,6 +536,7 @@ fn numbered_choice_reads_the_number() {
 }
 
 mod embedding;
+mod phrase_bound;
 mod restore;
 mod scored;
 

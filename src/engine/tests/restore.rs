@@ -112,44 +112,6 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
 }
 
 #[test]
-fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
-    let config = EngineConfig {
-        phrase_capacity: 60,
-        ..EngineConfig::default()
-    };
-    let mut live = three_topics(config.clone());
-    let mut restored: Option<Engine> = None;
-    for i in 0..40 {
-        if i == 17 {
-            restored = Some(Engine::from_state(config.clone(), live.to_state()).unwrap());
-        }
-        // Shared words, and words no other text has: the statistics keep outgrowing 60.
-        let text = format!("telescope comet orbit{i} nebula{i} galaxy{}", i % 5);
-        for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
-            let analysis = engine.analyze(&text);
-            let label = engine.retrieve(&analysis).unwrap().graph_choice;
-            engine.learn(&analysis, &label, i % 2 == 0);
-        }
-        assert!(live.stats().document_frequency.len() <= 60);
-    }
-    let restored = restored.unwrap();
-    assert_eq!(restored.digest(), live.digest());
-    // Every text and the astronomy example: a common phrase keeps its exact count.
-    assert_eq!(live.stats().df("telescope"), 41);
-    assert_eq!(
-        live.stats().df("orbit3"),
-        0,
-        "a phrase of one text is forgotten"
-    );
-    let query = "comet orbit39 galaxy4";
-    assert_eq!(
-        live.analyze(query),
-        restored.analyze(query),
-        "the same keywords after the restore"
-    );
-}
-
-#[test]
 fn digest_tells_states_apart() {
     let engine = three_topics(EngineConfig::default());
     let mut other = engine.clone();
