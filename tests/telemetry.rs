@@ -141,6 +141,8 @@ fn metrics_count_what_the_service_did() {
     }
     assert!(metric(&body, "gorag_graph_nodes") > 100.0, "{body}");
     assert!(metric(&body, "gorag_graph_edges") > 100.0, "{body}");
+    // Below the default capacity nothing is forgotten: every phrase of the examples and texts.
+    assert!(metric(&body, "gorag_keyword_phrases") > 100.0, "{body}");
     assert!(body.contains("gorag_consumer_lag{partition="), "{body}");
     every_dashboard_metric_is_exported(&body);
     let (status, body) = get(&admin, "/readyz");

@@ -70,6 +70,8 @@ pub struct Metrics {
     pub in_flight: Gauge,
     pub graph_nodes: Gauge,
     pub graph_edges: Gauge,
+    /// Distinct phrases in the keyword statistics (bounded by `engine.phrase_capacity`).
+    pub keyword_phrases: Gauge,
     pub labels: Family<StateLabel, Gauge>,
     pub discovery_pool: Gauge,
     pub discovery_passes: Family<OutcomeLabel, Counter>,
@@ -106,6 +108,7 @@ impl Metrics {
             in_flight: Gauge::default(),
             graph_nodes: Gauge::default(),
             graph_edges: Gauge::default(),
+            keyword_phrases: Gauge::default(),
             labels: Family::default(),
             discovery_pool: Gauge::default(),
             discovery_passes: Family::default(),
@@ -215,6 +218,11 @@ impl Metrics {
             "graph_edges",
             "Keyword-label graph edges",
             self.graph_edges.clone(),
+        );
+        r.register(
+            "keyword_phrases",
+            "Distinct phrases in the keyword statistics (the rarest forgotten past engine.phrase_capacity)",
+            self.keyword_phrases.clone(),
         );
         r.register(
             "labels",
@@ -380,6 +388,7 @@ mod tests {
             "in_flight",
             "graph_nodes",
             "graph_edges",
+            "keyword_phrases",
             "labels",
             "discovery_pool_texts",
             "discovery_passes",

@@ -326,11 +326,13 @@ impl Replica {
         self.store.flush()
     }
 
-    /// Graph size and labels, as gauges.
+    /// Graph size, the keyword statistics' size and labels, as gauges.
     pub fn gauges(&self, metrics: &Metrics) {
         let graph = self.engine.graph();
         metrics.graph_nodes.set(graph.node_count() as i64);
         metrics.graph_edges.set(graph.edge_count() as i64);
+        let phrases = self.engine.stats().document_frequency.len();
+        metrics.keyword_phrases.set(phrases as i64);
         let active = self.engine.active_labels().count();
         let total = self.engine.labels().len();
         for (state, count) in [("active", active), ("retired", total - active)] {
