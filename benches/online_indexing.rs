@@ -37,7 +37,7 @@ fn online_indexing(c: &mut Criterion) {
         eprintln!(
             "corpus {texts} texts: {} nodes, {} distinct phrases",
             engine.graph().node_count(),
-            engine.stats().document_frequency.len()
+            engine.stats().phrase_count()
         );
         if texts == 100_000 {
             largest = Some(engine.index().clone());

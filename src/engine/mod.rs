@@ -429,7 +429,8 @@ impl Engine {
         )
     }
 
-    /// Online indexing: the text always joins the statistics; when the decision is
+    /// Online indexing: the text always joins the statistics (which then forget their rarest
+    /// phrases if it took them past `phrase_capacity`); when the decision is
     /// `confident`, its keywords that are not yet nodes are linked to `label` with cost
     /// `1 − s`, and the text joins the text graph under `label`; when it is not, the text is
     /// kept as a tentative text under `label` (heard only by texts nothing labelled explains).

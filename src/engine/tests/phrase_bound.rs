@@ -33,7 +33,7 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
             };
             replica.apply(&update).unwrap();
         }
-        assert!(live.stats().document_frequency.len() <= 60);
+        assert!(live.stats().phrase_count() <= 60);
     }
     let restored = restored.unwrap();
     assert_eq!(restored.digest(), live.digest());
@@ -79,8 +79,8 @@ fn a_round_past_the_capacity_chooses_its_keywords_before_forgetting() {
     let mut unbounded = Engine::new(EngineConfig::default());
     bounded.apply_round(&round).unwrap();
     unbounded.apply_round(&round).unwrap();
-    assert_eq!(unbounded.stats().document_frequency.len(), 351);
-    assert!(bounded.stats().document_frequency.len() <= 100);
+    assert_eq!(unbounded.stats().phrase_count(), 351);
+    assert!(bounded.stats().phrase_count() <= 100);
     // The examples' keywords, and their costs, as if nothing had been forgotten.
     assert!(!keyword_edges(&unbounded).is_empty());
     assert_eq!(keyword_edges(&bounded), keyword_edges(&unbounded));

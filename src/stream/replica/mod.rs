@@ -331,7 +331,7 @@ impl Replica {
         let graph = self.engine.graph();
         metrics.graph_nodes.set(graph.node_count() as i64);
         metrics.graph_edges.set(graph.edge_count() as i64);
-        let phrases = self.engine.stats().document_frequency.len();
+        let phrases = self.engine.stats().phrase_count();
         metrics.keyword_phrases.set(phrases as i64);
         let active = self.engine.active_labels().count();
         let total = self.engine.labels().len();
