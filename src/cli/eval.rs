@@ -321,9 +321,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     if !(0.0..1.0).contains(&decay) {
         bail!("--example-decay: must be at least 0 and below 1 (got {decay})");
     }
-    let least = crate::engine::MIN_PHRASE_CAPACITY;
-    if args.phrase_capacity < least {
-        bail!("--phrase-capacity: must be at least {least}");
+    if let Some(problem) = crate::engine::phrase_capacity_problem(args.phrase_capacity) {
+        bail!("--phrase-capacity: {problem}");
     }
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;

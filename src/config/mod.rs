@@ -245,9 +245,8 @@ impl ServeConfig {
         if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
             errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
         }
-        let least = crate::engine::MIN_PHRASE_CAPACITY;
-        if self.engine.phrase_capacity < least {
-            errors.push(format!("engine.phrase_capacity: must be at least {least}"));
+        if let Some(problem) = crate::engine::phrase_capacity_problem(self.engine.phrase_capacity) {
+            errors.push(format!("engine.phrase_capacity: {problem}"));
         }
         let r = &self.engine.ranking;
         if r.max_candidates == 0 {

@@ -168,6 +168,12 @@ pub const DEFAULT_PHRASE_CAPACITY: usize = 2_000_000;
 /// would forget a text's phrases almost as soon as it had counted them).
 pub const MIN_PHRASE_CAPACITY: usize = 1_000;
 
+/// What is wrong with a `phrase_capacity` (the service's config and `gorag eval` each name the
+/// setting their own way in front of it), or None.
+pub fn phrase_capacity_problem(capacity: usize) -> Option<String> {
+    (capacity < MIN_PHRASE_CAPACITY).then(|| format!("must be at least {MIN_PHRASE_CAPACITY}"))
+}
+
 impl EngineConfig {
     /// How the index weighs terms: `naive` is the published baseline and keeps plain idf over
     /// the labelled examples whatever `ranking.term_weighting` says.
