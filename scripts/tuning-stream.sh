@@ -5,10 +5,11 @@
 #   scripts/tuning-stream.sh ../shared/data/paper/wos out/wos-dev
 #   gorag eval out/wos-dev --held-out dev --llm none --strategy ranked,hybrid
 #
-# For each round and shot count k: train.tsv is the k-shot train file; dev.tsv is the k-shot
-# dev file, the other shot count's dev file and the other shot count's train texts that are not
-# in this train file, less any text of any test file, deduplicated and shuffled with a fixed
-# seed. WOS has dev files (32–53 texts a round at 1-shot); Reuters and IFS-Rel have none, so
+# For each round and shot count k (1, 5 and, where the dataset has it, 10): train.tsv is the
+# k-shot train file; dev.tsv is the k-shot dev file, the other shot counts' dev files and the
+# other shot counts' train texts that are not in this train file, less any text of any test
+# file, deduplicated and shuffled with a fixed seed. Before 10-shot splits were added, the
+# streams used 1- and 5-shot alone; with them, every stream below a 10-shot one is longer. WOS has dev files (32–53 texts a round at 1-shot); Reuters and IFS-Rel have none, so
 # their streams are the other shot count's train texts alone (Reuters 1-shot: 124 texts, none
 # at 5-shot — its 5-shot train files hold every 1-shot one; IFS-Rel 320 at 1-shot, 64 at
 # 5-shot). A shot count with no tuning text at some round is not written. The result stays
@@ -23,14 +24,15 @@ def lines(path):
     return [l for l in open(path, encoding="utf-8").read().split("\n") if l.strip()] if os.path.exists(path) else []
 def text(line):
     return line.split("\t", 1)[-1]
-tests = {text(l) for k in (1, 5) for r in range(1, 5) for l in lines(f"{src}/{k}shot/r{r}/test.tsv")}
-streams = {1: {}, 5: {}}
+shots = [k for k in (1, 5, 10) if os.path.isdir(f"{src}/{k}shot")]
+tests = {text(l) for k in shots for r in range(1, 5) for l in lines(f"{src}/{k}shot/r{r}/test.tsv")}
+streams = {k: {} for k in shots}
 for r in range(1, 5):
-    train = {k: lines(f"{src}/{k}shot/r{r}/train.tsv") for k in (1, 5)}
-    dev = {k: lines(f"{src}/{k}shot/r{r}/dev.tsv") for k in (1, 5)}
-    for k, other in ((1, 5), (5, 1)):
+    train = {k: lines(f"{src}/{k}shot/r{r}/train.tsv") for k in shots}
+    dev = {k: lines(f"{src}/{k}shot/r{r}/dev.tsv") for k in shots}
+    for k in shots:
         own = {text(l) for l in train[k]}
-        candidates = dev[k] + dev[other] + [l for l in train[other] if text(l) not in own]
+        candidates = dev[k] + [l for o in shots if o != k for l in dev[o] + train[o] if text(l) not in own]
         stream = list(dict.fromkeys(l for l in candidates if text(l) not in tests))
         random.Random(r * 10 + k).shuffle(stream)
         streams[k][r] = (train[k], stream)

@@ -47,6 +47,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let telemetry = gorag::telemetry::init(default)?;
     let result = match cli.command {
         Command::Eval(args) => cli::eval(*args).await,
+        Command::Calibrate(args) => cli::calibrate::calibrate(args),
         Command::Serve(args) => cli::serve::serve(args).await,
         Command::Publish(args) => cli::topics::publish(args).await,
         Command::Tail(args) => cli::topics::tail(args).await,

@@ -308,7 +308,7 @@ pub struct EvalArgs {
     /// scripts/embedding-model.sh (default: off).
     #[arg(long)]
     pub embedding_model: Option<PathBuf>,
-    /// Folder for report.json and accuracy.svg.
+    /// Folder for report.json, accuracy.svg and each text's prediction (texts-STRATEGY.jsonl).
     #[arg(long, default_value = "out/eval")]
     pub out: PathBuf,
     /// No progress bar.
@@ -531,6 +531,14 @@ fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>>
         Ok(())
     };
     write("report.json", serde_json::to_string_pretty(report)?)?;
+    for run in &report.runs {
+        let mut lines = String::new();
+        for text in &run.texts {
+            lines.push_str(&serde_json::to_string(text)?);
+            lines.push('\n');
+        }
+        write(&format!("texts-{}.jsonl", run.strategy), lines)?;
+    }
     if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
         let title = format!("{} labels after the last round", report.dataset);
         write(

@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
+pub mod calibrate;
 pub mod discover;
 pub mod eval;
 pub mod failure;
@@ -27,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the paper's DFSTC protocol on a dataset folder (`<k>shot/r<n>/{train,test}.tsv`).
     Eval(Box<eval::EvalArgs>),
+    /// Fit the confidence calibrator on the per-text files of `gorag eval` runs on tuning data.
+    Calibrate(calibrate::CalibrateArgs),
     /// Run the streaming service: labels and texts from Kafka, predictions to Kafka.
     Serve(serve::ServeArgs),
     /// Publish JSONL lines to a topic (rounds, texts).

@@ -171,6 +171,9 @@ mod tests {
             basis,
             tree_cost: None,
             graph_choice: "l".into(),
+            parts: Vec::new(),
+            first_hop_labels: 0,
+            active_labels: 0,
         }
     }
 
@@ -179,6 +182,7 @@ mod tests {
             label: "l".into(),
             source: Source::Graph,
             hallucination,
+            confidence: 0.5,
         }
     }
 

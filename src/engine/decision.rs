@@ -2,6 +2,7 @@
 //! is trusted enough for online indexing to learn from it.
 
 use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
+use super::confidence::{LlmOpinion, Signals};
 use super::prompt::ChoiceMode;
 use super::{choice, Basis, Decision, Engine, Retrieval, Source, SCORED_ON_LIST};
 
@@ -55,10 +56,71 @@ impl Engine {
         mode: ChoiceMode,
         llm_weight: f64,
     ) -> Decision {
+        let mut decision = self.choose(retrieval, answer, alternatives, mode, llm_weight);
+        let signals = self.signals(retrieval, &decision.label, answer, alternatives);
+        decision.confidence = self.calibrator.confidence(&signals);
+        decision
+    }
+
+    /// The evidence for deciding `label`: retrieval's, and the LLM's belief when it answered.
+    pub fn signals(
+        &self,
+        retrieval: &Retrieval,
+        label: &str,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+    ) -> Signals {
+        let mut signals = Signals::of(retrieval, label);
+        signals.llm = answer.map(|answer| LlmOpinion {
+            belief: self.belief_in(retrieval, label, answer, alternatives),
+        });
+        signals
+    }
+
+    /// The LLM's belief in `label`: its first-token belief when the endpoint gave
+    /// log-probabilities that begin some candidate's name, else 1 when its answer named the
+    /// label and 0 when it did not.
+    fn belief_in(
+        &self,
+        retrieval: &Retrieval,
+        label: &str,
+        answer: &str,
+        alternatives: &[(String, f64)],
+    ) -> f64 {
+        let at = retrieval.candidates.iter().position(|c| c == label);
+        let displays = self.candidate_displays(retrieval);
+        if let (Some(at), Some(belief)) = (at, choice::belief(&displays, alternatives)) {
+            return belief.per_candidate.get(at).copied().unwrap_or(0.0);
+        }
+        let spellings: Vec<LabelSpelling> = self
+            .active_labels()
+            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
+            .collect();
+        let named = match match_answer(answer, &spellings, |_| true) {
+            AnswerMatch::Candidate(named) | AnswerMatch::OutsideCandidates(named) => named == label,
+            AnswerMatch::Unknown => false,
+        };
+        if named {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The decision under a choice mode and weight, its confidence not yet read.
+    fn choose(
+        &self,
+        retrieval: &Retrieval,
+        answer: Option<&str>,
+        alternatives: &[(String, f64)],
+        mode: ChoiceMode,
+        llm_weight: f64,
+    ) -> Decision {
         let graph = |hallucination| Decision {
             label: self.graph_label(retrieval),
             source: Source::Graph,
             hallucination,
+            confidence: 0.0,
         };
         let Some(answer) = answer else {
             return graph(None);
@@ -74,6 +136,7 @@ impl Engine {
                     label: retrieval.candidates[i].clone(),
                     source: Source::Llm,
                     hallucination: None,
+                    confidence: 0.0,
                 };
             }
         }
@@ -95,11 +158,13 @@ impl Engine {
                 label,
                 source: Source::Llm,
                 hallucination: None,
+                confidence: 0.0,
             },
             AnswerMatch::OutsideCandidates(label) => Decision {
                 label,
                 source: Source::Llm,
                 hallucination: Some(HallucinationKind::OutsideCandidates),
+                confidence: 0.0,
             },
             AnswerMatch::Unknown => graph(Some(HallucinationKind::UnknownLabel)),
         }
@@ -142,6 +207,7 @@ impl Engine {
             label: fused.label,
             source,
             hallucination,
+            confidence: 0.0,
         })
     }
 

@@ -10,6 +10,7 @@
 mod analysis;
 pub mod answer;
 pub mod choice;
+pub mod confidence;
 mod decision;
 pub mod embedding;
 pub mod graph;
@@ -283,6 +284,12 @@ pub struct Retrieval {
     /// Ranked strategies, when the text had evidence: the best score with label descriptions
     /// left out, what emerging-class discovery judges a text by; None otherwise.
     pub discovery_score: Option<f64>,
+    /// Ranked strategies: what each candidate's score is made of (same order); empty otherwise.
+    pub parts: Vec<confidence::CandidateParts>,
+    /// Labels the first hop found evidence for (0 for the strategies without scores).
+    pub first_hop_labels: usize,
+    /// Active labels when the text was retrieved.
+    pub active_labels: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -297,6 +304,8 @@ pub struct Decision {
     pub label: String,
     pub source: Source,
     pub hallucination: Option<HallucinationKind>,
+    /// The probability that `label` is right ([`confidence`]).
+    pub confidence: f64,
 }
 
 #[derive(Debug, Clone)]
@@ -317,6 +326,8 @@ pub struct Engine {
     pool: Pool,
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
+    /// Reads a decision's evidence into its confidence.
+    calibrator: confidence::Calibrator,
 }
 
 impl Engine {
@@ -332,7 +343,18 @@ impl Engine {
             label_version: 0,
             last_round: None,
             embeddings: None,
+            calibrator: confidence::Calibrator::default(),
         }
+    }
+
+    /// The calibrator that reads decisions' confidence.
+    pub fn calibrator(&self) -> &confidence::Calibrator {
+        &self.calibrator
+    }
+
+    /// Read confidence with another calibrator (a refit, or one fitted for an LLM endpoint).
+    pub fn set_calibrator(&mut self, calibrator: confidence::Calibrator) {
+        self.calibrator = calibrator;
     }
 
     /// The texts the active labels explain poorly, oldest first.

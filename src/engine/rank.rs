@@ -116,6 +116,26 @@ pub struct Ranking {
     /// discovery judges by, which must not move when an LLM writes descriptions for some
     /// labels (see `discovery::unexplained`).
     pub best_without_descriptions: f64,
+    /// Per label position, what its score is made of (confidence reads it).
+    pub parts: ScoreParts,
+}
+
+/// Per label position, the parts of its score that say how sure a decision for it is: the
+/// cosine with its closest labelled example, with its name, and its share of the second hop's
+/// votes (0 when no text voted). Empty when nothing scored.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScoreParts {
+    pub example: Vec<f64>,
+    pub name: Vec<f64>,
+    pub vote_share: Vec<f64>,
+}
+
+impl ScoreParts {
+    /// The parts of one label position (zeros for a position out of range).
+    pub fn of(&self, label: u32) -> (f64, f64, f64) {
+        let at = |v: &Vec<f64>| v.get(label as usize).copied().unwrap_or(0.0);
+        (at(&self.example), at(&self.name), at(&self.vote_share))
+    }
 }
 
 impl Ranking {
@@ -153,6 +173,7 @@ pub fn score(
         Vec::new()
     };
     add_votes(&mut total, &votes, config, evidence.first_hop);
+    let parts = score_parts(&gathered, &votes);
     // Discovery's scale: the same scoring as if no label had a description (the second hop's
     // bound included). Without descriptions among the hits it is the best score itself.
     let described = evidence.first_hop && gathered.description.iter().any(|&d| d > 0.0);
@@ -173,6 +194,24 @@ pub fn score(
         best_example,
         first_hop_labels,
         best_without_descriptions,
+        parts,
+    }
+}
+
+fn score_parts(gathered: &Gathered<'_>, votes: &[(usize, f64)]) -> ScoreParts {
+    let all_votes: f64 = votes.iter().map(|(_, v)| v).sum();
+    let mut vote_share = vec![0.0f64; gathered.example.len()];
+    if all_votes > 0.0 {
+        for &(l, vote) in votes {
+            if let Some(share) = vote_share.get_mut(l) {
+                *share = vote / all_votes;
+            }
+        }
+    }
+    ScoreParts {
+        example: gathered.example.clone(),
+        name: gathered.name.clone(),
+        vote_share,
     }
 }
 

@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 
+use super::confidence::CandidateParts;
 use super::graph::{self, Node};
 use super::index::DocKind;
 use super::keywords::Keyword;
@@ -64,6 +65,9 @@ impl Engine {
             tree_cost,
             graph_choice,
             discovery_score: None,
+            parts: Vec::new(),
+            first_hop_labels: 0,
+            active_labels: self.active_labels().count(),
         })
     }
 
@@ -103,11 +107,13 @@ impl Engine {
         let mut candidates = Vec::with_capacity(keep);
         let mut scores = Vec::with_capacity(keep);
         let mut examples = Vec::with_capacity(keep);
+        let mut parts = Vec::with_capacity(keep);
         for (&(label, score), example) in
             ranking.ranked.iter().zip(&ranking.best_example).take(keep)
         {
             candidates.push(self.labels[label as usize].id.clone());
             scores.push(score);
+            parts.push(CandidateParts::from(ranking.parts.of(label)));
             examples.push(
                 example
                     .and_then(|doc| self.index.doc(doc))
@@ -124,6 +130,9 @@ impl Engine {
             basis: Basis::RankedScores,
             tree_cost: None,
             discovery_score: Some(ranking.best_without_descriptions),
+            parts,
+            first_hop_labels: ranking.first_hop_labels,
+            active_labels: self.active_labels().count(),
         }
     }
 
@@ -163,6 +172,9 @@ impl Engine {
             basis: Basis::NoEvidence,
             tree_cost: None,
             discovery_score: None,
+            parts: Vec::new(),
+            first_hop_labels: ranking.first_hop_labels,
+            active_labels: self.active_labels().count(),
         }
     }
 

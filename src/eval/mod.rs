@@ -5,6 +5,7 @@
 //! in file order; then the held-out texts of rounds < r **without** it; report metrics over all
 //! held-out texts seen so far.
 
+pub mod calibration;
 pub mod dataset;
 pub mod discover;
 pub mod report;
@@ -78,6 +79,8 @@ pub struct RoundMetrics {
     /// texts under 0.9 — how closely the model kept to the list, short of hallucinating.
     pub on_list_mass: Option<f64>,
     pub wavering_answers: usize,
+    /// How well the predictions' confidence is calibrated and ranks them.
+    pub calibration: calibration::Calibration,
     pub description_calls: u32,
     pub graph_nodes: usize,
     pub graph_edges: usize,
@@ -89,6 +92,9 @@ pub struct RoundMetrics {
 pub struct StrategyRun {
     pub strategy: String,
     pub rounds: Vec<RoundMetrics>,
+    /// Every text's prediction, round by round (written as `texts-<strategy>.jsonl`).
+    #[serde(skip)]
+    pub texts: Vec<TextRecord>,
     /// The label space after the last round (`labels.html`): labels joined by shared keywords
     /// and by the confusions of the last round's predictions, with their volume.
     pub label_map: Option<LabelMap>,
@@ -102,8 +108,31 @@ pub const READINGS: [(&str, ChoiceMode, f64); 4] = [
     ("llm_only", ChoiceMode::Scored, 1e6),
 ];
 
+/// One text's prediction in one round, as `texts-<strategy>.jsonl` has it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TextRecord {
+    /// The round after which the text was classified.
+    pub round: usize,
+    /// The round whose held-out texts it is of: this round's are classified with online
+    /// indexing, earlier rounds' without.
+    pub text_round: usize,
+    /// Its position among that round's held-out texts (1-based; after `--limit` and `--order`).
+    pub line: usize,
+    pub gold: String,
+    pub label: String,
+    pub right: bool,
+    pub confidence: f64,
+    pub graph_choice: String,
+    pub candidates: Vec<String>,
+    pub scores: Vec<f64>,
+    /// What each candidate's score is made of, in the candidates' order.
+    pub parts: Vec<crate::engine::confidence::CandidateParts>,
+    pub signals: crate::engine::confidence::Signals,
+}
+
 /// One text's result, as the metrics need it.
 struct Scored {
+    record: TextRecord,
     /// Per reading of [`READINGS`], whether it would have been right (empty without an LLM).
     readings: Vec<bool>,
     gold: String,
@@ -120,7 +149,7 @@ struct Scored {
 }
 
 impl Scored {
-    fn new(engine: &Engine, sample: &Sample, classified: &Classified) -> Self {
+    fn new(engine: &Engine, sample: &Sample, classified: &Classified, at: Where) -> Self {
         let readings = match &classified.raw_answer {
             // No answer (the LLM failed): every reading falls back to retrieval, like the
             // decision itself.
@@ -167,7 +196,29 @@ impl Scored {
                 "hallucination"
             );
         }
+        let decision = &classified.decision;
+        let signals = engine.signals(
+            &classified.retrieval,
+            &decision.label,
+            classified.raw_answer.as_deref(),
+            &classified.alternatives,
+        );
+        let record = TextRecord {
+            round: at.round,
+            text_round: at.text_round,
+            line: at.line,
+            gold: sample.label.clone(),
+            label: decision.label.clone(),
+            right: decision.label == sample.label,
+            confidence: decision.confidence,
+            graph_choice: classified.retrieval.graph_choice.clone(),
+            candidates: classified.retrieval.candidates.clone(),
+            scores: classified.retrieval.scores.clone(),
+            parts: classified.retrieval.parts.clone(),
+            signals,
+        };
         Self {
+            record,
             readings,
             gold: sample.label.clone(),
             label: classified.decision.label.clone(),
@@ -181,6 +232,14 @@ impl Scored {
             on_list: engine.on_list_mass(&classified.retrieval, &classified.alternatives),
         }
     }
+}
+
+/// Where a text was classified: the round, the round it is of, its position there.
+#[derive(Debug, Clone, Copy)]
+struct Where {
+    round: usize,
+    text_round: usize,
+    line: usize,
 }
 
 fn add_times(seconds: &mut StageSeconds, classified: &Classified) {
@@ -247,7 +306,8 @@ pub async fn run(
     let progress = progress_bar(total, &strategy, options.progress);
 
     let mut metrics = Vec::new();
-    let mut last_scored = Vec::new();
+    let mut texts = Vec::new();
+    let mut last_scored: Vec<Scored> = Vec::new();
     for (r, (round, setup)) in rounds.iter().zip(prepared).enumerate() {
         let round_started = Instant::now();
         let mut seconds = StageSeconds {
@@ -260,13 +320,26 @@ pub async fn run(
 
         let (mut scored, learning) = classify_and_learn(
             &mut engine,
+            round.number,
             &round.test,
             classifier,
             &mut seconds,
             &progress,
         )
         .await?;
-        let earlier: Vec<&Sample> = rounds[..r].iter().flat_map(|d| d.test.iter()).collect();
+        let earlier: Vec<(Where, &Sample)> = rounds[..r]
+            .iter()
+            .flat_map(|d| {
+                d.test.iter().enumerate().map(|(i, sample)| {
+                    let at = Where {
+                        round: round.number,
+                        text_round: d.number,
+                        line: i + 1,
+                    };
+                    (at, sample)
+                })
+            })
+            .collect();
         let earlier_scored = classify_earlier(
             &engine,
             &earlier,
@@ -287,12 +360,14 @@ pub async fn run(
             learning,
             seconds,
         ));
+        texts.extend(scored.iter().map(|s| s.record.clone()));
         last_scored = scored;
     }
     progress.finish_and_clear();
     Ok(StrategyRun {
         strategy,
         rounds: metrics,
+        texts,
         label_map: map_of(&engine, &last_scored),
     })
 }
@@ -315,6 +390,7 @@ fn progress_bar(total: usize, strategy: &str, shown: bool) -> ProgressBar {
 /// learned: (keywords added online, texts learned confidently, of which right).
 async fn classify_and_learn(
     engine: &mut Engine,
+    round: usize,
     texts: &[Sample],
     classifier: &Classifier,
     seconds: &mut StageSeconds,
@@ -322,8 +398,13 @@ async fn classify_and_learn(
 ) -> Result<(Vec<Scored>, (usize, usize, usize)), EngineError> {
     let mut scored = Vec::with_capacity(texts.len());
     let (mut keywords_added_online, mut learned_confidently, mut learned_correct) = (0, 0, 0);
-    for sample in texts {
+    for (i, sample) in texts.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
+        let at = Where {
+            round,
+            text_round: round,
+            line: i + 1,
+        };
         add_times(seconds, &classified);
         let started = Instant::now();
         let confident = engine.is_confident(&classified.retrieval, &classified.decision);
@@ -332,7 +413,7 @@ async fn classify_and_learn(
         keywords_added_online +=
             engine.learn(&classified.analysis, &classified.decision.label, confident);
         seconds.online_index += started.elapsed().as_secs_f64();
-        scored.push(Scored::new(engine, sample, &classified));
+        scored.push(Scored::new(engine, sample, &classified, at));
         progress.inc(1);
     }
     let learning = (keywords_added_online, learned_confidently, learned_correct);
@@ -343,16 +424,16 @@ async fn classify_and_learn(
 /// (`concurrency` LLM calls at a time).
 async fn classify_earlier(
     engine: &Engine,
-    texts: &[&Sample],
+    texts: &[(Where, &Sample)],
     classifier: &Classifier,
     seconds: &mut StageSeconds,
     concurrency: usize,
     progress: &ProgressBar,
 ) -> Result<Vec<Scored>, EngineError> {
     let results: Vec<Result<(Scored, Classified), EngineError>> =
-        stream::iter(texts.iter().map(|sample| async move {
+        stream::iter(texts.iter().map(|&(at, sample)| async move {
             let classified = classifier.classify(engine, &sample.text).await?;
-            Ok((Scored::new(engine, sample, &classified), classified))
+            Ok((Scored::new(engine, sample, &classified, at), classified))
         }))
         .buffered(concurrency.max(1))
         .inspect(|_| progress.inc(1))
@@ -471,6 +552,12 @@ fn summarise(
             / n,
         on_list_mass: mean(scored.iter().filter_map(|s| s.on_list)),
         wavering_answers: count(&|s| s.on_list.is_some_and(|m| m < 0.9)),
+        calibration: calibration::calibration(
+            &scored
+                .iter()
+                .map(|s| (s.record.confidence, s.record.right))
+                .collect::<Vec<_>>(),
+        ),
         description_calls,
         graph_nodes: engine.graph().node_count(),
         graph_edges: engine.graph().edge_count(),

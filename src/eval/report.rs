@@ -36,6 +36,7 @@ pub struct EvalReport {
 pub fn table(report: &EvalReport) -> String {
     let mut out = heading(report);
     out.push_str(&rows(report));
+    out.push_str(&calibration_rows(report));
     for run in &report.runs {
         for m in &run.rounds {
             out.push_str(&round_details(&run.strategy, m));
@@ -130,6 +131,39 @@ fn rows(report: &EvalReport) -> String {
         "acc: final label correct · gacc: retrieval's own prediction correct · strict: unknown-label answers count wrong (the paper's rule) · \
          mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
          the candidates · cands: mean candidate-set size · learned: this round's texts learned from · ptok/t: prompt tokens per text"
+    );
+    out
+}
+
+/// Per strategy and round: how well confidence is calibrated and how well it ranks.
+fn calibration_rows(report: &EvalReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<9} {:>2} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8}",
+        "strategy", "r", "conf", "ece", "acc@50", "acc@80", "acc@90", "cov@.9"
+    );
+    for run in &report.runs {
+        for m in &run.rounds {
+            let c = &m.calibration;
+            let at = |i: usize| c.accuracy_at.get(i).map_or(0.0, |&(_, a)| a);
+            let _ = writeln!(
+                out,
+                "{:<9} {:>2} {:>6.3} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>8.4}",
+                run.strategy,
+                m.round,
+                c.mean_confidence,
+                c.ece,
+                at(0),
+                at(1),
+                at(2),
+                c.coverage_at_target,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "conf: mean confidence · ece: expected calibration error (10 equal-width bins) · acc@N: accuracy of the N % most confident texts · cov@.9: the largest share of the texts, most confident first, with accuracy ≥ 0.9"
     );
     out
 }
@@ -350,6 +384,7 @@ mod tests {
             runs: vec![StrategyRun {
                 strategy: "steiner".into(),
                 rounds,
+                texts: Vec::new(),
                 label_map: None,
             }],
             llm_usage: None,

@@ -220,6 +220,7 @@ fn the_embedding_signal_adds_to_active_labels_and_reranks() {
         best_example: vec![Some(7), Some(8)],
         first_hop_labels: 2,
         best_without_descriptions: 0.5,
+        ..Ranking::default()
     };
     // Label 1 gains most; label 2 had no lexical evidence and enters; label 3 is retired.
     add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, |l| l != 3);

@@ -51,6 +51,9 @@ fn ranked_three(scores: [f64; 3]) -> Retrieval {
         tree_cost: None,
         graph_choice: "astronomy".into(),
         discovery_score: None,
+        parts: Vec::new(),
+        first_hop_labels: 3,
+        active_labels: 3,
     }
 }
 

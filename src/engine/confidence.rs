@@ -1,0 +1,350 @@
+//! Confidence: the probability that a decision's label is right, read from the decision's
+//! evidence by a small logistic calibrator.
+//!
+//! A decision's [`Signals`] (its label's score against the best other candidate's, how close its
+//! closest labelled example and its name are, its share of the second hop's votes, how many
+//! labels are active and how many the first hop found, the LLM's belief when it was asked) become
+//! a few [`FEATURES`]; the [`Calibrator`] weighs them into a log-odds. The default weights are
+//! fitted on the tuning streams ([`Calibrator::default`]); [`fit`] refits them from labelled
+//! outcomes, pulled towards the weights it starts from, deterministically (same outcomes in the
+//! same order, same weights), so replicas that refit from the same log agree.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Basis, Retrieval};
+
+/// What a candidate's score is made of (see [`super::rank::ScoreParts`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CandidateParts {
+    /// Cosine with the label's closest labelled example.
+    pub example: f64,
+    /// Cosine with the label's name.
+    pub name: f64,
+    /// The label's share of the second hop's votes.
+    pub vote_share: f64,
+}
+
+impl From<(f64, f64, f64)> for CandidateParts {
+    fn from((example, name, vote_share): (f64, f64, f64)) -> Self {
+        Self {
+            example,
+            name,
+            vote_share,
+        }
+    }
+}
+
+/// What the LLM said of the decided label, when it was asked.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LlmOpinion {
+    /// Its first-token belief in the label (1 or 0 from the answer's text when the endpoint
+    /// gave no log-probabilities).
+    pub belief: f64,
+}
+
+/// The evidence for one decided label.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Signals {
+    /// Whether the label was ranked by score among the candidates (a ranked strategy with
+    /// evidence); false for a text with no evidence and the strategies without scores.
+    pub scored: bool,
+    /// The label's score (0 when not scored).
+    pub score: f64,
+    /// The best score of the other candidates.
+    pub best_other: f64,
+    pub parts: CandidateParts,
+    /// The largest closest-example and name cosines among the other candidates.
+    pub other_example: f64,
+    pub other_name: f64,
+    pub first_hop_labels: usize,
+    pub active_labels: usize,
+    pub llm: Option<LlmOpinion>,
+}
+
+impl Signals {
+    /// The signals of `label` in `retrieval` (the LLM's opinion is added by the caller).
+    pub fn of(retrieval: &Retrieval, label: &str) -> Self {
+        let at = retrieval.candidates.iter().position(|c| c == label);
+        let scored = retrieval.basis == Basis::RankedScores
+            && at.is_some_and(|i| i < retrieval.scores.len());
+        let score = at
+            .and_then(|i| retrieval.scores.get(i))
+            .copied()
+            .unwrap_or(0.0);
+        let best_other = retrieval
+            .scores
+            .iter()
+            .enumerate()
+            .filter(|&(i, _)| Some(i) != at)
+            .map(|(_, &s)| s)
+            .fold(0.0f64, f64::max);
+        let parts = at
+            .and_then(|i| retrieval.parts.get(i))
+            .copied()
+            .unwrap_or_default();
+        let others = || {
+            retrieval
+                .parts
+                .iter()
+                .enumerate()
+                .filter(move |&(i, _)| Some(i) != at)
+                .map(|(_, p)| p)
+        };
+        Self {
+            scored,
+            score,
+            best_other,
+            parts,
+            other_example: others().map(|p| p.example).fold(0.0, f64::max),
+            other_name: others().map(|p| p.name).fold(0.0, f64::max),
+            first_hop_labels: retrieval.first_hop_labels,
+            active_labels: retrieval.active_labels,
+            llm: None,
+        }
+    }
+
+    /// The calibrator's inputs.
+    pub fn features(&self) -> [f64; FEATURES] {
+        let labels = (self.active_labels.max(1) as f64).ln();
+        if !self.scored {
+            // Nothing ranked the label: only how many labels there were to guess from.
+            let mut x = [0.0; FEATURES];
+            x[0] = 1.0;
+            x[1] = 1.0;
+            x[9] = labels;
+            return x;
+        }
+        let relative_margin = if self.score > 0.0 {
+            ((self.score - self.best_other) / self.score).clamp(-1.0, 1.0)
+        } else {
+            -1.0
+        };
+        let crowd = (self.first_hop_labels.max(1) as f64).ln();
+        let (asked, belief) = match self.llm {
+            Some(opinion) => (1.0, opinion.belief.clamp(0.0, 1.0)),
+            None => (0.0, 0.0),
+        };
+        [
+            1.0,
+            0.0,
+            relative_margin,
+            self.score.sqrt(),
+            self.parts.example,
+            self.parts.name,
+            self.parts.vote_share,
+            self.parts.example - self.other_example,
+            self.parts.name - self.other_name,
+            labels,
+            crowd,
+            asked * (belief - 0.5),
+        ]
+    }
+}
+
+/// How many inputs the calibrator weighs (the first is the constant 1).
+pub const FEATURES: usize = 12;
+
+/// The inputs' names, for reports and the fitted weights' file.
+pub const FEATURE_NAMES: [&str; FEATURES] = [
+    "bias",
+    "no_evidence",
+    "relative_margin",
+    "sqrt_score",
+    "example_cosine",
+    "name_cosine",
+    "vote_share",
+    "example_margin",
+    "name_margin",
+    "ln_active_labels",
+    "ln_first_hop_labels",
+    "llm_belief",
+];
+
+/// A logistic calibrator: confidence = σ(w · features).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibrator {
+    pub weights: [f64; FEATURES],
+}
+
+impl Default for Calibrator {
+    /// The weights fitted on the tuning streams (docs/confidence.md says how to refit them).
+    fn default() -> Self {
+        Self {
+            weights: DEFAULT_WEIGHTS,
+        }
+    }
+}
+
+/// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
+/// text); see docs/confidence.md.
+const DEFAULT_WEIGHTS: [f64; FEATURES] = [
+    -3.4146, 0.0, 2.6887, 6.3543, -3.1828, -2.4486, 0.6419, 0.1958, 3.9174, -0.2753, 0.3866, 0.0,
+];
+
+impl Calibrator {
+    /// The probability that a decision with these signals is right.
+    pub fn confidence(&self, signals: &Signals) -> f64 {
+        sigmoid(dot(&self.weights, &signals.features()))
+    }
+}
+
+fn dot(a: &[f64; FEATURES], b: &[f64; FEATURES]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn sigmoid(z: f64) -> f64 {
+    if z >= 0.0 {
+        1.0 / (1.0 + (-z).exp())
+    } else {
+        let e = z.exp();
+        e / (1.0 + e)
+    }
+}
+
+/// One labelled outcome: a decision's features and whether its label was right.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub features: [f64; FEATURES],
+    pub right: bool,
+}
+
+/// Logistic regression by Newton's method, with a Gaussian prior of strength `pull` centred on
+/// `prior`'s weights (the bias included): with few outcomes the fit stays near the prior, with
+/// many it follows the data. Deterministic: a fixed number of steps, no randomness.
+pub fn fit(outcomes: &[Outcome], prior: &Calibrator, pull: f64) -> Calibrator {
+    let mut w = prior.weights;
+    for _ in 0..NEWTON_STEPS {
+        let mut gradient = [0.0f64; FEATURES];
+        let mut hessian = [[0.0f64; FEATURES]; FEATURES];
+        for (g, (wi, pi)) in gradient.iter_mut().zip(w.iter().zip(&prior.weights)) {
+            *g = pull * (wi - pi);
+        }
+        for (i, row) in hessian.iter_mut().enumerate() {
+            row[i] = pull.max(1e-6);
+        }
+        for outcome in outcomes {
+            let x = &outcome.features;
+            let p = sigmoid(dot(&w, x));
+            let y = if outcome.right { 1.0 } else { 0.0 };
+            let curvature = (p * (1.0 - p)).max(1e-9);
+            for i in 0..FEATURES {
+                gradient[i] += (p - y) * x[i];
+                for j in 0..FEATURES {
+                    hessian[i][j] += curvature * x[i] * x[j];
+                }
+            }
+        }
+        let Some(step) = solve(hessian, gradient) else {
+            break;
+        };
+        let mut largest = 0.0f64;
+        for (wi, si) in w.iter_mut().zip(step) {
+            *wi -= si;
+            largest = largest.max(si.abs());
+        }
+        if largest < 1e-9 {
+            break;
+        }
+    }
+    Calibrator { weights: w }
+}
+
+const NEWTON_STEPS: usize = 50;
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting; None when `a` is singular.
+fn solve(mut a: [[f64; FEATURES]; FEATURES], mut b: [f64; FEATURES]) -> Option<[f64; FEATURES]> {
+    for col in 0..FEATURES {
+        let pivot = (col..FEATURES).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
+        if a[pivot][col].abs() < 1e-12 {
+            return None;
+        }
+        a.swap(col, pivot);
+        b.swap(col, pivot);
+        for row in col + 1..FEATURES {
+            let factor = a[row][col] / a[col][col];
+            for k in col..FEATURES {
+                a[row][k] -= factor * a[col][k];
+            }
+            b[row] -= factor * b[col];
+        }
+    }
+    let mut x = [0.0f64; FEATURES];
+    for row in (0..FEATURES).rev() {
+        let rest: f64 = (row + 1..FEATURES).map(|k| a[row][k] * x[k]).sum();
+        x[row] = (b[row] - rest) / a[row][row];
+    }
+    Some(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn features(margin: f64) -> [f64; FEATURES] {
+        let mut x = [0.0; FEATURES];
+        x[0] = 1.0;
+        x[2] = margin;
+        x
+    }
+
+    #[test]
+    fn a_fit_follows_outcomes_that_a_larger_margin_is_right_more_often() {
+        // Right with probability σ(-1 + 4·margin): the fit should find weights near (-1, 4).
+        let mut outcomes = Vec::new();
+        for i in 0..200 {
+            let margin = f64::from(i) / 200.0;
+            let p = sigmoid(-1.0 + 4.0 * margin);
+            // Deterministic share of rights per margin: 20 outcomes, round(20 p) of them right.
+            let rights = (20.0 * p).round() as usize;
+            for k in 0..20 {
+                outcomes.push(Outcome {
+                    features: features(margin),
+                    right: k < rights,
+                });
+            }
+        }
+        let fitted = fit(
+            &outcomes,
+            &Calibrator {
+                weights: [0.0; FEATURES],
+            },
+            1e-3,
+        );
+        assert!(
+            (fitted.weights[0] + 1.0).abs() < 0.1,
+            "{:?}",
+            fitted.weights
+        );
+        assert!(
+            (fitted.weights[2] - 4.0).abs() < 0.2,
+            "{:?}",
+            fitted.weights
+        );
+    }
+
+    #[test]
+    fn with_no_outcomes_the_fit_is_the_prior() {
+        let prior = Calibrator::default();
+        assert_eq!(fit(&[], &prior, 1.0), prior);
+    }
+
+    #[test]
+    fn confidence_is_a_probability_even_for_extreme_inputs() {
+        let calibrator = Calibrator {
+            weights: [1e6; FEATURES],
+        };
+        let signals = Signals {
+            scored: true,
+            score: 1e9,
+            best_other: 0.0,
+            parts: CandidateParts::default(),
+            other_example: 0.0,
+            other_name: 0.0,
+            first_hop_labels: 1,
+            active_labels: 1,
+            llm: None,
+        };
+        let c = calibrator.confidence(&signals);
+        assert!((0.0..=1.0).contains(&c));
+    }
+}
