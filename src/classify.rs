@@ -33,6 +33,10 @@ pub struct Classified {
     pub analysis: Analysis,
     pub retrieval: Retrieval,
     pub decision: Decision,
+    /// Whether the LLM was asked to choose (retrieval's own confidence was below `ask_below`).
+    pub llm_asked: bool,
+    /// Whether its answer changed the label from retrieval's own decision.
+    pub llm_changed: bool,
     /// The LLM's raw answer, when it gave one.
     pub raw_answer: Option<String>,
     /// Its first token's alternatives with log-probabilities (`scored` choice).
@@ -214,9 +218,11 @@ impl Classifier {
         let keywords_time = preliminary.elapsed + started.elapsed();
         let started = Instant::now();
         let retrieval = tracing::info_span!("retrieve").in_scope(|| engine.retrieve(&analysis))?;
+        // The LLM is asked only where retrieval alone is not confident enough.
         let prompt = self
             .llm
             .as_ref()
+            .filter(|_| engine.should_ask(&retrieval))
             .map(|_| engine.classification_prompt(&retrieval, text, &analysis));
         Ok(Prepared {
             analysis,
@@ -273,7 +279,8 @@ impl Classifier {
             mut prompt_tokens,
             mut completion_tokens,
         } = prepared;
-        if prompt.is_some() && (answer.completion.is_some() || answer.failure.is_some()) {
+        let llm_asked = prompt.is_some();
+        if llm_asked && (answer.completion.is_some() || answer.failure.is_some()) {
             llm_calls += 1;
             times.llm = answer.elapsed;
         }
@@ -287,10 +294,13 @@ impl Classifier {
         };
         let decision =
             engine.decide_with_alternatives(&retrieval, raw_answer.as_deref(), &alternatives);
+        let llm_changed = raw_answer.is_some() && decision.label != retrieval.graph_choice;
         Classified {
             analysis,
             retrieval,
             decision,
+            llm_asked,
+            llm_changed,
             raw_answer,
             alternatives,
             llm_failure: answer.failure.as_ref().map(|f| f.reason.clone()),

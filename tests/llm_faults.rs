@@ -48,7 +48,11 @@ fn prompt() -> Prompt {
 }
 
 fn engine() -> Engine {
-    let mut engine = Engine::new(EngineConfig::default());
+    let mut engine = Engine::new(EngineConfig {
+        // Every text is asked: these tests are about the LLM's answers.
+        ask_below: 1.0,
+        ..EngineConfig::default()
+    });
     let label = |id: &str, text: &str| NewLabel {
         id: id.into(),
         name: Some(id.into()),

@@ -45,7 +45,11 @@ async fn two_round_stream_with_the_real_model() {
     let rounds = dataset::load(Path::new("examples/tiny"), 1, None, dataset::HeldOut::Test)
         .expect("tiny dataset");
     assert_eq!(rounds.len(), 2);
-    let mut engine = Engine::new(EngineConfig::default());
+    let mut engine = Engine::new(EngineConfig {
+        // Every text is asked: these tests are about the LLM's answers.
+        ask_below: 1.0,
+        ..EngineConfig::default()
+    });
     let (mut total, mut correct, mut inside) = (0, 0, 0);
     for round in &rounds {
         let mut labels = dataset::round_labels(round, true);

@@ -40,6 +40,7 @@ fn rounds_and_texts_flow_to_predictions_with_the_real_llm() {
     let topics = Topics::new("e2e");
     let mut sets = base_sets(&topics, &dir.path().join("state"));
     sets.push(format!("llm.url={}", llm_url()));
+    sets.push("llm.ask_below=1".into());
     sets.push("input.max_in_flight=4".into());
     let mut service = Service::start(dir.path(), &sets);
     service.wait_ready();
@@ -316,6 +317,7 @@ async fn llm_keyword_mode_asks_for_keywords_then_the_class() {
     sets.extend([
         format!("llm.url={}", llm.url),
         "llm.model=fake-model".into(),
+        "llm.ask_below=1".into(),
         "llm.describe_labels=false".into(),
         "engine.keywords=llm".into(),
     ]);
@@ -356,6 +358,7 @@ async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
         sets.extend([
             format!("llm.url={}", llm.url),
             "llm.model=fake-model".into(),
+            "llm.ask_below=1".into(),
             "llm.retries=1".into(),
             "llm.timeout_secs=5".into(),
             format!("llm.on_failure={on_failure}"),
@@ -544,6 +547,7 @@ async fn a_drain_that_cannot_deliver_still_ends_at_its_deadline() {
         format!("kafka.brokers={}", broker.address),
         format!("llm.url={}", llm.url),
         "llm.model=fake-model".into(),
+        "llm.ask_below=1".into(),
         "llm.describe_labels=false".into(),
         "state.drain_timeout_secs=3".into(),
     ]);
@@ -578,6 +582,7 @@ async fn an_llm_slower_than_the_poll_interval_keeps_the_instance_in_its_group() 
     sets.extend([
         format!("llm.url={}", llm.url),
         "llm.model=fake-model".into(),
+        "llm.ask_below=1".into(),
         "llm.describe_labels=false".into(),
         "llm.timeout_secs=30".into(),
         "input.max_in_flight=1".into(),

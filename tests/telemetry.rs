@@ -25,6 +25,7 @@ async fn every_stage_of_a_text_reaches_a_real_otlp_receiver() {
         format!("state.dir={}", dir.path().join("state").display()),
         format!("llm.url={}", llm.url),
         "llm.model=fake-model".into(),
+        "llm.ask_below=1".into(),
     ]);
     let env = [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.clone()),

@@ -547,5 +547,6 @@ fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>>
         )?;
     }
     write("accuracy.svg", report::svg(report))?;
+    write("confidence.svg", report::confidence_svg(report))?;
     Ok(written)
 }

@@ -120,10 +120,12 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
-    /// The engine's configuration (`[engine]`, and the pool's capacity from `[discovery]`).
+    /// The engine's configuration (`[engine]`, the pool's capacity from `[discovery]`, and
+    /// when to ask the LLM from `[llm]`).
     pub fn engine_config(&self) -> crate::engine::EngineConfig {
         crate::engine::EngineConfig {
             pool_capacity: self.discovery.pool_capacity,
+            ask_below: self.llm.ask_below,
             ..self.engine.engine_config()
         }
     }
@@ -238,6 +240,9 @@ impl ServeConfig {
         if self.llm.concurrency == 0 {
             errors.push("llm.concurrency: must be at least 1".into());
         }
+        if !(0.0..=1.0).contains(&self.llm.ask_below) {
+            errors.push("llm.ask_below: must be a confidence from 0 to 1".into());
+        }
     }
 
     /// Keyword counts, candidate cap, weights and discovery.
@@ -249,6 +254,9 @@ impl ServeConfig {
             errors.push(format!("engine.phrase_capacity: {problem}"));
         }
         let r = &self.engine.ranking;
+        if !(0.0..=1.0).contains(&self.engine.abstain_below) {
+            errors.push("engine.abstain_below: must be a confidence from 0 to 1".into());
+        }
         if r.max_candidates == 0 {
             errors.push("engine.ranking.max_candidates: must be at least 1".into());
         }

@@ -113,6 +113,10 @@ pub struct LlmSection {
     pub concurrency: usize,
     pub cache_dir: Option<PathBuf>,
     pub on_failure: OnLlmFailure,
+    /// Ask the LLM to choose only for texts whose retrieval-only confidence is below this
+    /// (0: never, the default — the local model was measured to help nowhere; 1: every text).
+    /// `gorag eval --ask-below 1` measures an endpoint (docs/decisions.md).
+    pub ask_below: f64,
     /// Ask the LLM to describe named labels that come without a description.
     pub describe_labels: bool,
 }
@@ -128,6 +132,7 @@ impl Default for LlmSection {
             concurrency: 2,
             cache_dir: None,
             on_failure: OnLlmFailure::Graph,
+            ask_below: crate::engine::DEFAULT_ASK_BELOW,
             describe_labels: true,
         }
     }
@@ -172,6 +177,9 @@ pub struct EngineSection {
     pub choice: ChoiceMode,
     /// `scored`: weight of the LLM's belief against the retrieval scores.
     pub llm_weight: f64,
+    /// Predictions whose confidence is below this are published as `needs_review` and not
+    /// learned from (docs/decisions.md).
+    pub abstain_below: f64,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
     /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
@@ -197,6 +205,7 @@ impl Default for EngineSection {
             max_prompt_chars: defaults.max_prompt_chars,
             choice: defaults.choice,
             llm_weight: defaults.llm_weight,
+            abstain_below: defaults.abstain_below,
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
@@ -214,6 +223,7 @@ impl EngineSection {
             max_prompt_chars: self.max_prompt_chars,
             choice: self.choice,
             llm_weight: self.llm_weight,
+            abstain_below: self.abstain_below,
             example_chars: self.example_chars,
             prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),

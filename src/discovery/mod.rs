@@ -117,12 +117,17 @@ pub enum Unexplained {
     NoEvidence,
     /// Retrieval's best label scored below `max_score` (descriptions left out).
     WeakScore,
+    /// The decision's confidence was below `engine.abstain_below`: published as needing
+    /// review. (Last, so that notes written before it keep their numbers.)
+    NeedsReview,
 }
 
-/// Whether (and why) a classified text is poorly explained by the active labels.
+/// Whether (and why) a classified text is poorly explained by the active labels;
+/// `needs_review`: whether its decision was published as needing review.
 pub fn unexplained(
     retrieval: &Retrieval,
     decision: &Decision,
+    needs_review: bool,
     config: &DiscoveryConfig,
 ) -> Option<Unexplained> {
     if config.pool_unknown_label && decision.hallucination == Some(HallucinationKind::UnknownLabel)
@@ -132,7 +137,10 @@ pub fn unexplained(
     if retrieval.basis == Basis::NoEvidence {
         return Some(Unexplained::NoEvidence);
     }
-    weak_score(retrieval, config).then_some(Unexplained::WeakScore)
+    if weak_score(retrieval, config) {
+        return Some(Unexplained::WeakScore);
+    }
+    needs_review.then_some(Unexplained::NeedsReview)
 }
 
 /// Whether retrieval's best score on discovery's scale (descriptions left out) is below
@@ -166,6 +174,7 @@ mod tests {
             discovery_score: scores.first().copied(),
             scores,
             examples: Vec::new(),
+            example_matches: Vec::new(),
             margin: None,
             terminals: Vec::new(),
             basis,
@@ -233,27 +242,27 @@ mod tests {
         let strong = retrieval(Basis::RankedScores, vec![0.8, 0.1]);
         let weak = retrieval(Basis::RankedScores, vec![0.05, 0.01]);
         let nothing = retrieval(Basis::NoEvidence, Vec::new());
-        assert_eq!(unexplained(&strong, &decision(None), &config), None);
+        assert_eq!(unexplained(&strong, &decision(None), false, &config), None);
         assert_eq!(
-            unexplained(&weak, &decision(None), &config),
+            unexplained(&weak, &decision(None), false, &config),
             Some(Unexplained::WeakScore)
         );
         assert_eq!(
-            unexplained(&nothing, &decision(None), &config),
+            unexplained(&nothing, &decision(None), false, &config),
             Some(Unexplained::NoEvidence)
         );
         let unknown = decision(Some(HallucinationKind::UnknownLabel));
         assert_eq!(
-            unexplained(&strong, &unknown, &config),
+            unexplained(&strong, &unknown, false, &config),
             Some(Unexplained::UnknownLabel)
         );
         let scores_only = DiscoveryConfig {
             pool_unknown_label: false,
             ..DiscoveryConfig::default()
         };
-        assert_eq!(unexplained(&strong, &unknown, &scores_only), None);
+        assert_eq!(unexplained(&strong, &unknown, false, &scores_only), None);
         assert_eq!(
-            unexplained(&weak, &unknown, &scores_only),
+            unexplained(&weak, &unknown, false, &scores_only),
             Some(Unexplained::WeakScore)
         );
         // Discovery's score, not the ranked best (which a description may have lifted).
@@ -262,12 +271,18 @@ mod tests {
             ..retrieval(Basis::RankedScores, vec![0.3])
         };
         assert_eq!(
-            unexplained(&described, &decision(None), &config),
+            unexplained(&described, &decision(None), false, &config),
             Some(Unexplained::WeakScore)
         );
         assert_eq!(arrival_score(&described), Some(0.05));
+        // A well-scored text whose decision needs review is pooled for that alone.
+        assert_eq!(
+            unexplained(&strong, &decision(None), true, &config),
+            Some(Unexplained::NeedsReview)
+        );
+        assert_eq!(unexplained(&strong, &decision(None), false, &config), None);
         // Strategies without scores judge only by evidence and the LLM's answer.
         let steiner = retrieval(Basis::SteinerTree, Vec::new());
-        assert_eq!(unexplained(&steiner, &decision(None), &config), None);
+        assert_eq!(unexplained(&steiner, &decision(None), false, &config), None);
     }
 }

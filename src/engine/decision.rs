@@ -291,7 +291,20 @@ impl Engine {
             .clone()
     }
 
-    /// Whether a decision is trusted enough to learn from. Ranked strategies: retrieval's best
+    /// Whether the decision needs a person's review: its confidence is below `abstain_below`.
+    pub fn needs_review(&self, decision: &Decision) -> bool {
+        decision.confidence < self.config.abstain_below
+    }
+
+    /// Whether to ask the LLM about a text: retrieval's own decision has a confidence below
+    /// `ask_below` (1 asks about every text, 0 about none). What the answer can then change
+    /// is the choice mode's and `llm_weight`'s to say; `gorag eval` measures both.
+    pub fn should_ask(&self, retrieval: &Retrieval) -> bool {
+        self.decide(retrieval, None).confidence < self.config.ask_below
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
+    /// needs review; retrieval's best
     /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
     /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
     /// `learn_margin`; retrieval's best label that is also the model's favourite when the
@@ -302,6 +315,9 @@ impl Engine {
         let Some(margin) = retrieval.margin else {
             return true;
         };
+        if self.needs_review(decision) {
+            return false;
+        }
         if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
             return false;
         }

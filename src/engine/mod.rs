@@ -131,6 +131,12 @@ pub struct EngineConfig {
     /// Distinct phrases the keyword statistics keep; past it the rarest are forgotten
     /// ([`tfidf::CorpusStats::bound`]). Part of what makes replicas equal.
     pub phrase_capacity: usize,
+    /// A decision whose confidence is below this needs review: published as such, never
+    /// learned as a confident text, pooled for discovery (docs/decisions.md).
+    pub abstain_below: f64,
+    /// The LLM is asked about a text only when retrieval's own decision has a confidence below
+    /// this, and only when its answer can change the decision (docs/decisions.md).
+    pub ask_below: f64,
 }
 
 impl Default for EngineConfig {
@@ -155,9 +161,19 @@ impl Default for EngineConfig {
             prompt_layout: PromptLayout::default(),
             pool_capacity: 5_000,
             phrase_capacity: DEFAULT_PHRASE_CAPACITY,
+            abstain_below: DEFAULT_ABSTAIN_BELOW,
+            ask_below: DEFAULT_ASK_BELOW,
         }
     }
 }
+
+/// `abstain_below`'s default: a decision more likely wrong than right needs review
+/// (docs/decisions.md has the coverage and accuracy it gives on every dataset).
+pub const DEFAULT_ABSTAIN_BELOW: f64 = 0.5;
+
+/// `ask_below`'s default: measured with the local model, whose answers did not raise accuracy
+/// at any weight and threshold (docs/decisions.md), so it is not asked about texts.
+pub const DEFAULT_ASK_BELOW: f64 = 0.0;
 
 /// The keyword statistics' default capacity: above every paper dataset (WOS, all splits
 /// together: 1.53 M distinct phrases), so the paper's figures are untouched, and about
@@ -271,6 +287,8 @@ pub struct Retrieval {
     pub scores: Vec<f64>,
     /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
     pub examples: Vec<Option<String>>,
+    /// Ranked strategies: why each candidate's most similar example matched (same order).
+    pub example_matches: Vec<Option<index::ExampleMatch>>,
     /// Ranked strategies: best score minus second best (0 when nothing scored); None for the
     /// strategies without scores (`steiner`, `all`, `naive`).
     pub margin: Option<f64>,

@@ -17,6 +17,9 @@ use super::steiner;
 use super::terms::TermCounts;
 use super::{Analysis, Basis, Engine, EngineError, Retrieval, Strategy};
 
+/// Shared terms a prediction's rationale names.
+const MATCHED_TERMS: usize = 5;
+
 impl Engine {
     fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
         if self.config.unit_costs {
@@ -59,6 +62,7 @@ impl Engine {
             candidates: ordered,
             scores: Vec::new(),
             examples: Vec::new(),
+            example_matches: Vec::new(),
             margin: None,
             terminals: terminal_names(),
             basis,
@@ -108,12 +112,17 @@ impl Engine {
         let mut scores = Vec::with_capacity(keep);
         let mut examples = Vec::with_capacity(keep);
         let mut parts = Vec::with_capacity(keep);
+        let mut example_matches = Vec::with_capacity(keep);
         for (&(label, score), example) in
             ranking.ranked.iter().zip(&ranking.best_example).take(keep)
         {
             candidates.push(self.labels[label as usize].id.clone());
             scores.push(score);
             parts.push(CandidateParts::from(ranking.parts.of(label)));
+            example_matches.push(example.and_then(|doc| {
+                self.index
+                    .example_match(doc, &analysis.terms, MATCHED_TERMS)
+            }));
             examples.push(
                 example
                     .and_then(|doc| self.index.doc(doc))
@@ -125,6 +134,7 @@ impl Engine {
             candidates,
             scores,
             examples,
+            example_matches,
             margin: Some(margin),
             terminals,
             basis: Basis::RankedScores,
@@ -167,6 +177,7 @@ impl Engine {
             candidates,
             scores: Vec::new(),
             examples: Vec::new(),
+            example_matches: Vec::new(),
             margin: Some(0.0),
             terminals,
             basis: Basis::NoEvidence,

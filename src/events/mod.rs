@@ -20,6 +20,11 @@ use crate::engine::{Basis, NewLabel, Source};
 /// The only event version this build reads and writes.
 pub const EVENT_VERSION: u32 = 1;
 
+/// The version of the prediction events this build writes. Version 2 added `confidence`,
+/// `status`, `llm_asked`, `llm_changed` and `rationale`, all optional to a reader: a consumer of
+/// version 1 reads version 2 unchanged (schemas/README.md).
+pub const PREDICTION_VERSION: u32 = 2;
+
 fn version_one() -> u32 {
     EVENT_VERSION
 }
@@ -151,6 +156,25 @@ pub struct Prediction {
     /// margin, agreement of the LLM with retrieval; see README).
     #[serde(default)]
     pub confident: bool,
+    /// The probability that `label` is right, from the decision's evidence (version 2;
+    /// docs/decisions.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<f64>,
+    /// `decided`, or `needs_review` when `confidence` is below `engine.abstain_below`: `label`
+    /// is then only the best guess, and gorag did not learn from it (version 2; absent means
+    /// `decided`).
+    #[serde(default)]
+    pub status: PredictionStatus,
+    /// Whether the LLM was asked to choose (only texts below `llm.ask_below` are; version 2).
+    #[serde(default)]
+    pub llm_asked: bool,
+    /// Whether the LLM's answer changed the label from retrieval's own choice (version 2).
+    #[serde(default)]
+    pub llm_changed: bool,
+    /// Why `label`, without an LLM: its closest labelled example and the terms they share
+    /// (version 2; absent for the strategies without scores and texts with no evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rationale: Option<Rationale>,
     /// The text's keywords, best first.
     pub keywords: Vec<String>,
     /// True when the LLM answered outside the candidates or with no known label.
@@ -174,6 +198,38 @@ pub struct Prediction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Value>,
     pub input: InputPosition,
+}
+
+/// Whether a prediction can be acted on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PredictionStatus {
+    /// Confident enough to apply (confidence at or above `engine.abstain_below`).
+    #[default]
+    Decided,
+    /// Below `engine.abstain_below`: a person should look; `label` is the best guess.
+    NeedsReview,
+}
+
+impl PredictionStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Decided => "decided",
+            Self::NeedsReview => "needs_review",
+        }
+    }
+}
+
+/// The evidence for a prediction's label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Rationale {
+    /// The label's labelled example most similar to the text: `LABEL#N`, its N-th example in
+    /// the order the labels topic gave them (from 1).
+    pub example_id: String,
+    /// The example's first characters.
+    pub excerpt: String,
+    /// The (stemmed) terms of the text that matched that example most, heaviest first.
+    pub terms: Vec<String>,
 }
 
 /// A flagged prediction with the LLM's raw answer (hallucinations topic, keyed by text id).

@@ -3,8 +3,8 @@
 use crate::engine::{Analysis, Decision, Engine, Retrieval};
 use crate::events::decode::Rejection;
 use crate::events::{
-    DeadLetterHeaders, HallucinationReport, InputPosition, Prediction, StageLatency, TextEvent,
-    DEAD_LETTER_MAX_VALUE_BYTES, EVENT_VERSION,
+    DeadLetterHeaders, HallucinationReport, InputPosition, Prediction, PredictionStatus, Rationale,
+    StageLatency, TextEvent, DEAD_LETTER_MAX_VALUE_BYTES, EVENT_VERSION, PREDICTION_VERSION,
 };
 
 use super::kafka::Outgoing;
@@ -45,6 +45,8 @@ pub struct Classification<'a> {
     pub decision: &'a Decision,
     /// Whether online indexing may learn from the decision (decided once, by the service).
     pub confident: bool,
+    pub llm_asked: bool,
+    pub llm_changed: bool,
     pub raw_answer: Option<&'a str>,
     pub llm_error: Option<&'a str>,
     pub model: Option<&'a str>,
@@ -54,7 +56,7 @@ pub struct Classification<'a> {
 
 pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
     Prediction {
-        version: EVENT_VERSION,
+        version: PREDICTION_VERSION,
         text_id: c.event.id.clone(),
         label: c.decision.label.clone(),
         label_name: engine.label(&c.decision.label).and_then(|l| l.name.clone()),
@@ -68,6 +70,15 @@ pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .collect(),
         basis: c.retrieval.basis,
         confident: c.confident,
+        confidence: Some((c.decision.confidence * 10_000.0).round() / 10_000.0),
+        status: if engine.needs_review(c.decision) {
+            PredictionStatus::NeedsReview
+        } else {
+            PredictionStatus::Decided
+        },
+        llm_asked: c.llm_asked,
+        llm_changed: c.llm_changed,
+        rationale: rationale(c.retrieval, &c.decision.label),
         keywords: c
             .analysis
             .keywords
@@ -85,6 +96,22 @@ pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
         metadata: c.event.metadata.clone(),
         input: c.position.clone(),
     }
+}
+
+/// Characters of an example shown in a rationale.
+const EXCERPT_CHARS: usize = 160;
+
+/// The decided label's closest example and the terms it shares with the text, when retrieval
+/// ranked the label.
+pub fn rationale(retrieval: &Retrieval, label: &str) -> Option<Rationale> {
+    let at = retrieval.candidates.iter().position(|c| c == label)?;
+    let matched = retrieval.example_matches.get(at)?.as_ref()?;
+    let text = retrieval.examples.get(at)?.as_deref()?;
+    Some(Rationale {
+        example_id: format!("{label}#{}", matched.number),
+        excerpt: crate::engine::prompt::clip(text, EXCERPT_CHARS).to_string(),
+        terms: matched.terms.clone(),
+    })
 }
 
 pub fn hallucination(engine: &Engine, c: &Classification<'_>) -> Option<HallucinationReport> {

@@ -84,6 +84,7 @@ impl Topics {
         sets.extend([
             "kafka.partitions=2".into(),
             format!("llm.url={llm_url}"),
+            "llm.ask_below=1".into(),
             "llm.model=fake-model".into(),
             "discovery.enabled=false".into(),
         ]);

@@ -45,6 +45,7 @@ fn ranked_three(scores: [f64; 3]) -> Retrieval {
         candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
         scores: scores.to_vec(),
         examples: vec![None; 3],
+        example_matches: Vec::new(),
         margin: Some(scores[0] - scores[1]),
         terminals: Vec::new(),
         basis: Basis::RankedScores,

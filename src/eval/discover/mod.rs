@@ -231,7 +231,12 @@ async fn stream_and_pool(
         // Learned from what the service's learn record carries (a text's heaviest terms), and
         // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.learnable(&classified.analysis);
-        let why = discovery::unexplained(&classified.retrieval, &classified.decision, config);
+        let why = discovery::unexplained(
+            &classified.retrieval,
+            &classified.decision,
+            engine.needs_review(&classified.decision),
+            config,
+        );
         let poolable = why.map(|_| engine.poolable(&classified.analysis));
         engine.learn(&learnable, &classified.decision.label, confident);
         let best_score = classified.retrieval.discovery_score;

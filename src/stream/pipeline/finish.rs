@@ -165,6 +165,8 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         retrieval: &classified.retrieval,
         decision,
         confident,
+        llm_asked: classified.llm_asked,
+        llm_changed: classified.llm_changed,
         raw_answer: classified.raw_answer.as_deref(),
         llm_error: classified.llm_error.as_deref(),
         model: finishing.model,
@@ -261,7 +263,12 @@ fn learn_record(
     let note = finishing
         .discovery
         .and_then(|config| {
-            discovery::unexplained(&classified.retrieval, &classified.decision, config)
+            discovery::unexplained(
+                &classified.retrieval,
+                &classified.decision,
+                engine.needs_review(&classified.decision),
+                config,
+            )
         })
         .map(|why| {
             PoolNote::new(
