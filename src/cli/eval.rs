@@ -304,6 +304,14 @@ pub struct EvalArgs {
     pub label_names: LabelNamesArg,
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// Ask the LLM only about texts whose retrieval-only confidence is below this (1: every
+    /// text, which also prints the curve of accuracy against calls for other weights and
+    /// thresholds, and writes the chosen ones to llm-calibration.toml).
+    #[arg(long, default_value_t = EngineConfig::default().ask_below)]
+    pub ask_below: f64,
+    /// Predictions under this confidence need review (not learned from).
+    #[arg(long, default_value_t = EngineConfig::default().abstain_below)]
+    pub abstain_below: f64,
     /// The embedding signal for `ranked` and `hybrid`: a model folder from
     /// scripts/embedding-model.sh (default: off).
     #[arg(long)]
@@ -323,6 +331,14 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     }
     if let Some(problem) = crate::engine::phrase_capacity_problem(args.phrase_capacity) {
         bail!("--phrase-capacity: {problem}");
+    }
+    for (flag, value) in [
+        ("--ask-below", args.ask_below),
+        ("--abstain-below", args.abstain_below),
+    ] {
+        if !(0.0..=1.0).contains(&value) {
+            bail!("{flag}: must be a confidence from 0 to 1 (got {value})");
+        }
     }
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
@@ -508,6 +524,8 @@ impl EvalArgs {
         base.llm_weight = self.ranking.llm_weight;
         base.example_chars = self.ranking.example_chars;
         base.prompt_layout = self.ranking.prompt_layout.into();
+        base.ask_below = self.ask_below;
+        base.abstain_below = self.abstain_below;
         base
     }
 
@@ -547,6 +565,9 @@ fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>>
         )?;
     }
     write("accuracy.svg", report::svg(report))?;
+    if let Some(toml) = report::llm_calibration_toml(report) {
+        write("llm-calibration.toml", toml)?;
+    }
     write("confidence.svg", report::confidence_svg(report))?;
     Ok(written)
 }

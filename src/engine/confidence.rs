@@ -260,12 +260,14 @@ fn solve(mut a: [[f64; FEATURES]; FEATURES], mut b: [f64; FEATURES]) -> Option<[
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for row in col + 1..FEATURES {
-            let factor = a[row][col] / a[col][col];
-            for k in col..FEATURES {
-                a[row][k] -= factor * a[col][k];
+        let (upper, lower) = a.split_at_mut(col + 1);
+        let pivot_row = &upper[col];
+        for (offset, row) in lower.iter_mut().enumerate() {
+            let factor = row[col] / pivot_row[col];
+            for (cell, above) in row.iter_mut().zip(pivot_row).skip(col) {
+                *cell -= factor * above;
             }
-            b[row] -= factor * b[col];
+            b[col + 1 + offset] -= factor * b[col];
         }
     }
     let mut x = [0.0f64; FEATURES];

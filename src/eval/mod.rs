@@ -8,6 +8,7 @@
 pub mod calibration;
 pub mod dataset;
 pub mod discover;
+pub mod llm_curve;
 pub mod report;
 
 use std::collections::{BTreeMap, HashMap};
@@ -81,6 +82,13 @@ pub struct RoundMetrics {
     pub wavering_answers: usize,
     /// How well the predictions' confidence is calibrated and ranks them.
     pub calibration: calibration::Calibration,
+    /// Share of the texts whose prediction needs review (confidence below `abstain_below`).
+    pub review_share: f64,
+    /// Accuracy of the others, the predictions published as decided.
+    pub decided_accuracy: f64,
+    /// When the LLM was asked about every text: accuracy against LLM calls per text for other
+    /// weights and thresholds ([`llm_curve`]).
+    pub llm_curve: Vec<llm_curve::CurvePoint>,
     pub description_calls: u32,
     pub graph_nodes: usize,
     pub graph_edges: usize,
@@ -92,6 +100,9 @@ pub struct RoundMetrics {
 pub struct StrategyRun {
     pub strategy: String,
     pub rounds: Vec<RoundMetrics>,
+    /// When the LLM was asked about every text: the weight and threshold chosen over the
+    /// rounds ([`llm_curve::choose`]).
+    pub llm_choice: Option<llm_curve::CurvePoint>,
     /// Every text's prediction, round by round (written as `texts-<strategy>.jsonl`).
     #[serde(skip)]
     pub texts: Vec<TextRecord>,
@@ -133,6 +144,9 @@ pub struct TextRecord {
 /// One text's result, as the metrics need it.
 struct Scored {
     record: TextRecord,
+    needs_review: bool,
+    /// How the LLM's answer reads at other weights (None when it was not asked).
+    llm_readings: Option<llm_curve::Readings>,
     /// Per reading of [`READINGS`], whether it would have been right (empty without an LLM).
     readings: Vec<bool>,
     gold: String,
@@ -203,6 +217,29 @@ impl Scored {
             classified.raw_answer.as_deref(),
             &classified.alternatives,
         );
+        let retrieval_only = engine.decide(&classified.retrieval, None);
+        let llm_readings = classified.llm_asked.then(|| llm_curve::Readings {
+            retrieval_confidence: retrieval_only.confidence,
+            retrieval_right: retrieval_only.label == sample.label,
+            fused_right: llm_curve::WEIGHTS
+                .iter()
+                .map(|&weight| match &classified.raw_answer {
+                    Some(answer) => {
+                        engine
+                            .decide_as(
+                                &classified.retrieval,
+                                Some(answer),
+                                &classified.alternatives,
+                                ChoiceMode::Scored,
+                                weight,
+                            )
+                            .label
+                            == sample.label
+                    }
+                    None => retrieval_only.label == sample.label,
+                })
+                .collect(),
+        });
         let record = TextRecord {
             round: at.round,
             text_round: at.text_round,
@@ -218,6 +255,8 @@ impl Scored {
             signals,
         };
         Self {
+            needs_review: engine.needs_review(decision),
+            llm_readings,
             record,
             readings,
             gold: sample.label.clone(),
@@ -364,9 +403,19 @@ pub async fn run(
         last_scored = scored;
     }
     progress.finish_and_clear();
+    let llm_choice = metrics
+        .iter()
+        .all(|m| !m.llm_curve.is_empty())
+        .then(|| {
+            let curves: Vec<_> = metrics.iter().map(|m| m.llm_curve.clone()).collect();
+            let retrieval: Vec<f64> = metrics.iter().map(|m| m.graph_accuracy).collect();
+            llm_curve::choose(&curves, &retrieval)
+        })
+        .filter(|_| !metrics.is_empty());
     Ok(StrategyRun {
         strategy,
         rounds: metrics,
+        llm_choice,
         texts,
         label_map: map_of(&engine, &last_scored),
     })
@@ -552,6 +601,27 @@ fn summarise(
             / n,
         on_list_mass: mean(scored.iter().filter_map(|s| s.on_list)),
         wavering_answers: count(&|s| s.on_list.is_some_and(|m| m < 0.9)),
+        review_share: count(&|s| s.needs_review) as f64 / n,
+        decided_accuracy: {
+            let decided = count(&|s| !s.needs_review);
+            let right = count(&|s| !s.needs_review && s.record.right);
+            if decided == 0 {
+                0.0
+            } else {
+                right as f64 / decided as f64
+            }
+        },
+        llm_curve: {
+            let readings: Vec<llm_curve::Readings> = scored
+                .iter()
+                .filter_map(|s| s.llm_readings.clone())
+                .collect();
+            if readings.len() == scored.len() {
+                llm_curve::curve(&readings)
+            } else {
+                Vec::new()
+            }
+        },
         calibration: calibration::calibration(
             &scored
                 .iter()

@@ -37,6 +37,7 @@ pub fn table(report: &EvalReport) -> String {
     let mut out = heading(report);
     out.push_str(&rows(report));
     out.push_str(&calibration_rows(report));
+    out.push_str(&llm_curve_rows(report));
     for run in &report.runs {
         for m in &run.rounds {
             out.push_str(&round_details(&run.strategy, m));
@@ -166,6 +167,92 @@ fn calibration_rows(report: &EvalReport) -> String {
         "conf: mean confidence · ece: expected calibration error (10 equal-width bins) · acc@N: accuracy of the N % most confident texts · cov@.9: the largest share of the texts, most confident first, with accuracy ≥ 0.9"
     );
     out
+}
+
+/// When the LLM was asked about every text: the settings that beat retrieval alone (and the
+/// chosen one) for each strategy.
+fn llm_curve_rows(report: &EvalReport) -> String {
+    let mut out = String::new();
+    for run in &report.runs {
+        let Some(chosen) = run.llm_choice else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "{}: accuracy (mean over rounds) against LLM calls per text, by weight × ask_below; retrieval alone {:.4}",
+            run.strategy,
+            mean_of(run.rounds.iter().map(|m| m.graph_accuracy)),
+        );
+        let settings = run.rounds.first().map_or(0, |m| m.llm_curve.len());
+        for i in 0..settings {
+            let points: Vec<_> = run
+                .rounds
+                .iter()
+                .filter_map(|m| m.llm_curve.get(i))
+                .collect();
+            let Some(first) = points.first() else {
+                continue;
+            };
+            let _ = writeln!(
+                out,
+                "  weight {:>7} ask_below {:.1}: accuracy {:.4} at {:.2} calls/text",
+                if first.llm_weight >= 1e5 {
+                    "llm".to_string()
+                } else {
+                    format!("{:.2}", first.llm_weight)
+                },
+                first.ask_below,
+                mean_of(points.iter().map(|p| p.accuracy)),
+                mean_of(points.iter().map(|p| p.calls_per_text)),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  chosen: llm_weight {} ask_below {:.1} (accuracy {:.4} at {:.2} calls/text){}",
+            chosen.llm_weight,
+            chosen.ask_below,
+            chosen.accuracy,
+            chosen.calls_per_text,
+            if chosen.ask_below == 0.0 {
+                " — this endpoint does not beat retrieval alone: not asked"
+            } else {
+                ""
+            },
+        );
+    }
+    out
+}
+
+fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
+    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        sum / n as f64
+    }
+}
+
+/// The chosen LLM settings of the first strategy that has them, as configuration lines for
+/// `gorag serve`.
+pub fn llm_calibration_toml(report: &EvalReport) -> Option<String> {
+    let (run, chosen) = report
+        .runs
+        .iter()
+        .find_map(|run| run.llm_choice.map(|c| (run, c)))?;
+    Some(format!(
+        "# Chosen by `gorag eval --ask-below 1` on {} ({}-shot, {} texts, strategy {}, model {}):\n\
+         # mean accuracy {:.4} at {:.2} LLM calls per text.\n\
+         [llm]\nask_below = {}\n\n[engine]\nchoice = \"scored\"\nllm_weight = {}\n",
+        report.dataset,
+        report.shots,
+        report.held_out,
+        run.strategy,
+        report.model,
+        chosen.accuracy,
+        chosen.calls_per_text,
+        chosen.ask_below,
+        chosen.llm_weight,
+    ))
 }
 
 /// What a round learned, where its time went, its hallucinations and LLM failures.
@@ -546,6 +633,7 @@ mod tests {
                 strategy: "steiner".into(),
                 rounds,
                 texts: Vec::new(),
+                llm_choice: None,
                 label_map: None,
             }],
             llm_usage: None,

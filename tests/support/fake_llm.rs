@@ -31,6 +31,15 @@ pub enum Reply {
     /// A request for a label's description hangs; any other is answered as
     /// `FirstCandidateAfter` this delay.
     HangOnDescriptions(Duration),
+    /// An endpoint of known quality: a classification prompt about one of these texts (text →
+    /// its gold class's name) is answered with the gold class with probability `right` (the
+    /// same draw for the same text every run), else with another listed class; the answer's
+    /// first token carries log-probabilities, 0.8 on the answer. `right: None` answers a
+    /// listed class uniformly at random.
+    Oracle {
+        gold: Arc<std::collections::HashMap<String, String>>,
+        right: Option<f64>,
+    },
     /// A misbehaving endpoint, the same way every run: request n gets `CHAOS[n % 20]`, mostly
     /// good answers with bursts of 429 (retry-after 1 s), 500s, hangs, malformed JSON, empty
     /// answers and answers naming no label.
@@ -166,6 +175,65 @@ pub async fn read_request(stream: &mut TcpStream) -> Option<String> {
     }
 }
 
+/// The classes a classification prompt lists, in order.
+fn listed_classes(body: &str) -> Vec<String> {
+    let value: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let user = value["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    user.lines()
+        .map(str::trim_start)
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(|entry| entry.split(": ").next().unwrap_or(entry).trim().to_string())
+        .collect()
+}
+
+/// A deterministic draw in [0, 1) from a text (FNV-1a).
+fn draw(text: &str, salt: u64) -> f64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325 ^ salt;
+    for byte in text.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// The oracle's answer to a request body, with its first token's alternatives.
+fn oracle_answer(
+    body: &str,
+    gold: &std::collections::HashMap<String, String>,
+    right: Option<f64>,
+) -> String {
+    let classes = listed_classes(body);
+    let known = gold.iter().find(|(text, _)| body.contains(text.as_str()));
+    let (Some((text, label)), false) = (known, classes.is_empty()) else {
+        return completion("A category of documents.");
+    };
+    let others: Vec<&String> = classes.iter().filter(|c| *c != label).collect();
+    let answer = match right {
+        Some(p) if draw(text, 1) < p || others.is_empty() => label.clone(),
+        Some(_) => others[(draw(text, 2) * others.len() as f64) as usize].clone(),
+        None => classes[(draw(text, 3) * classes.len() as f64) as usize].clone(),
+    };
+    let rest = 0.2 / (classes.len().max(2) - 1) as f64;
+    let alternatives: Vec<serde_json::Value> = classes
+        .iter()
+        .map(|c| {
+            let p = if *c == answer { 0.8 } else { rest };
+            serde_json::json!({"token": c, "logprob": p.ln(), "bytes": null})
+        })
+        .collect();
+    let mut reply: serde_json::Value =
+        serde_json::from_str(&completion(&answer)).unwrap_or_default();
+    reply["choices"][0]["logprobs"] = serde_json::json!({
+        "content": [{"token": answer, "logprob": (0.8f64).ln(), "bytes": null, "top_logprobs": alternatives}]
+    });
+    reply.to_string()
+}
+
 fn completion(answer: &str) -> String {
     serde_json::json!({
         "id": "chatcmpl-fake",
@@ -197,7 +265,7 @@ async fn serve(
             let mut requests = requests.lock().expect("lock");
             // Long runs keep only a count, not every body.
             if requests.len() < 10_000 {
-                requests.push(body);
+                requests.push(body.clone());
             }
             served.lock().expect("lock").values().sum::<u64>()
         };
@@ -234,6 +302,7 @@ async fn serve(
             };
         }
         let (status, extra, body) = match reply {
+            Reply::Oracle { gold, right } => (200, String::new(), oracle_answer(&body, &gold, right)),
             Reply::Answer(text) => (200, String::new(), completion(&text)),
             Reply::Empty => (200, String::new(), completion("")),
             Reply::FirstCandidate | Reply::Chaos => (200, String::new(), completion(&first)),
