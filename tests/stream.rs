@@ -657,3 +657,64 @@ fn a_learn_record_the_broker_refuses_gives_its_place_back_and_says_why() {
     assert!(log.contains("\"learns_refused\":1"), "{log}");
     assert!(log.contains("\"drained\":true"), "{log}");
 }
+
+#[test]
+fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("review");
+    let mut sets = base_sets(&topics, &dir.path().join("state"));
+    sets.push("llm.url=none".into());
+    sets.push("kafka.partitions=1".into());
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+
+    rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+    rt.block_on(publish_json(&topics.labels, &example("round-2.jsonl")));
+    let mut texts = example("texts-2.jsonl");
+    // The data-privacy requests: no class covers them.
+    texts.extend(example("texts-3.jsonl"));
+    rt.block_on(publish_json(&topics.texts, &texts));
+    let predictions = read_until(&topics.predictions, Duration::from_secs(120), |r| {
+        predicted_ids(r).len() >= texts.len()
+    });
+    let predictions = by_text_id(&predictions);
+    assert_eq!(predictions.len(), texts.len(), "{}", service.log_text());
+    for (id, p) in &predictions {
+        assert_eq!(p["version"], 2, "{id}: {p}");
+        let confidence = p["confidence"].as_f64().expect("a confidence");
+        assert!((0.0..=1.0).contains(&confidence), "{id}: {p}");
+        let needs_review = p["status"] == "needs_review";
+        assert_eq!(needs_review, confidence < 0.5, "{id}: {p}");
+        assert_eq!(p["llm_asked"], false, "{id}: {p}");
+        if needs_review {
+            assert_eq!(p["confident"], false, "never learned as confident: {id}: {p}");
+        }
+    }
+    let privacy: Vec<&serde_json::Value> = predictions
+        .iter()
+        .filter(|(id, _)| id.starts_with("t-3"))
+        .map(|(_, p)| p)
+        .collect();
+    let reviewed = privacy.iter().filter(|p| p["status"] == "needs_review").count();
+    assert!(
+        reviewed >= privacy.len() - 1,
+        "privacy requests decided as known classes: {privacy:?}"
+    );
+    // A text of a known class is decided, and says why.
+    let decided: Vec<&serde_json::Value> = predictions
+        .iter()
+        .filter(|(id, p)| id.starts_with("t-2") && p["status"] == "decided")
+        .map(|(_, p)| p)
+        .collect();
+    assert!(!decided.is_empty(), "{predictions:?}");
+    for p in decided {
+        let rationale = &p["rationale"];
+        let example_id = rationale["example_id"].as_str().expect("an example id");
+        assert!(example_id.starts_with(p["label"].as_str().unwrap()), "{p}");
+        assert!(!rationale["excerpt"].as_str().unwrap().is_empty(), "{p}");
+        assert!(!rationale["terms"].as_array().unwrap().is_empty(), "{p}");
+    }
+    let log = service.stop();
+    assert!(log.contains("\"drained\":true"), "{log}");
+}

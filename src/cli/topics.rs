@@ -13,6 +13,7 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
+use crate::events::PredictionStatus;
 use crate::events::Prediction;
 use crate::stream::kafka::header_pairs;
 
@@ -225,22 +226,25 @@ fn json_line(message: &impl Message, value: String) -> String {
     .to_string()
 }
 
-/// "id → label (source[, hallucination]) candidates: …".
+/// "id → label  0.93 decided (llm asked[, hallucination])  candidates: …".
 fn prediction_line(p: &Prediction) -> String {
-    let how = format!(
-        "({}{})",
-        format!("{:?}", p.source).to_lowercase(),
-        if p.hallucination {
-            ", hallucination"
-        } else {
-            ""
-        }
-    );
+    let status = match p.status {
+        PredictionStatus::Decided => "decided",
+        PredictionStatus::NeedsReview => "needs review",
+    };
+    let confidence = p.confidence.map_or("    ".to_string(), |c| format!("{c:.2}"));
+    let llm = match (p.llm_asked, p.llm_changed, p.hallucination) {
+        (false, _, _) => "",
+        (true, _, true) => "llm asked, hallucination",
+        (true, true, false) => "llm changed it",
+        (true, false, false) => "llm asked",
+    };
     format!(
-        "{:<10} → {:<22} {:<22} candidates: {}",
+        "{:<10} → {:<22} {confidence} {:<13}{:<25} candidates: {}",
         p.text_id,
         p.label_name.as_deref().unwrap_or(&p.label),
-        how,
+        status,
+        llm,
         candidate_list(&p.candidates, &p.candidate_scores)
     )
 }
