@@ -60,7 +60,8 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
                         && fields.next().is_some_and(|r| r.parse::<u32>().is_ok())
                 })
                 .count(),
-            2
+            4,
+            "a row per round in the accuracy table and in the confidence table"
         );
     }
     let report = report_in(out.path());
@@ -82,7 +83,36 @@ fn retrieval_only_eval_writes_table_json_and_svg() {
         // Easy topics: retrieval alone gets most of them.
         assert!(accuracy >= 0.6, "{} accuracy {accuracy}", run["strategy"]);
         assert_eq!(rounds[1]["hallucination_rate"], 0.0);
+        let calibration = &rounds[1]["calibration"];
+        let ece = calibration["ece"].as_f64().expect("ece");
+        assert!((0.0..=1.0).contains(&ece), "{calibration}");
+        assert_eq!(
+            calibration["accuracy_at"]
+                .as_array()
+                .expect("coverages")
+                .len(),
+            3
+        );
+        // Every text's prediction, round by round: 9 after round 1, 18 after round 2.
+        let texts = std::fs::read_to_string(out.path().join(format!(
+            "texts-{}.jsonl",
+            run["strategy"].as_str().expect("name")
+        )))
+        .expect("texts file");
+        let lines: Vec<serde_json::Value> = texts
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        assert_eq!(lines.len(), 27);
+        assert!(lines.iter().all(|l| l["confidence"].as_f64().is_some()));
     }
+    let confidence_svg =
+        std::fs::read_to_string(out.path().join("confidence.svg")).expect("confidence.svg");
+    assert_eq!(
+        confidence_svg.matches("<polyline").count(),
+        12,
+        "two panels per strategy"
+    );
     assert_eq!(
         runs[1]["rounds"][1]["mean_candidates"], 6.0,
         "`all` offers every label"

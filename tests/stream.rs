@@ -688,7 +688,10 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
         assert_eq!(needs_review, confidence < 0.5, "{id}: {p}");
         assert_eq!(p["llm_asked"], false, "{id}: {p}");
         if needs_review {
-            assert_eq!(p["confident"], false, "never learned as confident: {id}: {p}");
+            assert_eq!(
+                p["confident"], false,
+                "never learned as confident: {id}: {p}"
+            );
         }
     }
     let privacy: Vec<&serde_json::Value> = predictions
@@ -696,7 +699,10 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
         .filter(|(id, _)| id.starts_with("t-3"))
         .map(|(_, p)| p)
         .collect();
-    let reviewed = privacy.iter().filter(|p| p["status"] == "needs_review").count();
+    let reviewed = privacy
+        .iter()
+        .filter(|p| p["status"] == "needs_review")
+        .count();
     assert!(
         reviewed >= privacy.len() - 1,
         "privacy requests decided as known classes: {privacy:?}"

@@ -13,8 +13,8 @@ use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
-use crate::events::PredictionStatus;
 use crate::events::Prediction;
+use crate::events::PredictionStatus;
 use crate::stream::kafka::header_pairs;
 
 #[derive(Debug, Args)]
@@ -232,7 +232,9 @@ fn prediction_line(p: &Prediction) -> String {
         PredictionStatus::Decided => "decided",
         PredictionStatus::NeedsReview => "needs review",
     };
-    let confidence = p.confidence.map_or("    ".to_string(), |c| format!("{c:.2}"));
+    let confidence = p
+        .confidence
+        .map_or("    ".to_string(), |c| format!("{c:.2}"));
     let llm = match (p.llm_asked, p.llm_changed, p.hallucination) {
         (false, _, _) => "",
         (true, _, true) => "llm asked, hallucination",
