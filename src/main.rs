@@ -56,6 +56,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Proposals(args) => cli::proposals::proposals(args).await,
         Command::Schemas(args) => cli::serve::schemas(args),
         Command::Labels(args) => cli::labels::labels(args).await,
+        Command::Correct(args) => cli::correct::correct(args).await,
     };
     // Export buffered spans before exiting (also after an error).
     tokio::task::spawn_blocking(move || telemetry.shutdown())

@@ -724,3 +724,117 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
     let log = service.stop();
     assert!(log.contains("\"drained\":true"), "{log}");
 }
+
+#[test]
+fn a_correction_is_learned_by_every_replica_and_bad_ones_are_dead_lettered() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("corrections");
+    let sets_for = |state: &str| {
+        let mut sets = base_sets(&topics, &dir.path().join(state));
+        sets.push("llm.url=none".into());
+        sets.push("kafka.partitions=2".into());
+        sets
+    };
+    let mut a = Service::start(dir.path(), &sets_for("state-a"));
+    let mut b = Service::start(dir.path(), &sets_for("state-b"));
+    a.wait_ready();
+    b.wait_ready();
+    // Round 1, and a data-privacy class announced with no example: only its name speaks.
+    let mut labels = example("round-1.jsonl");
+    labels.push(
+        r#"{"type":"round","round":"r-privacy","labels":[{"id":"data_privacy","name":"data privacy"}]}"#
+            .into(),
+    );
+    rt.block_on(publish_json(&topics.labels, &labels));
+    let privacy = example("texts-3.jsonl");
+    let text_of = |line: &str| -> String {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        value["text"].as_str().unwrap().to_string()
+    };
+    // t-303 (withdrawn consent, delete my personal data) before any correction.
+    rt.block_on(publish_json(&topics.texts, &[privacy[2].clone()]));
+    let before = read_until(&topics.predictions, Duration::from_secs(60), |r| {
+        predicted_ids(r).contains("t-303")
+    });
+    let before = by_text_id(&before);
+    assert_ne!(
+        before["t-303"]["label"], "data_privacy",
+        "{:?}",
+        before["t-303"]
+    );
+
+    // An operator corrects t-301 (erase my personal data, under GDPR) with the CLI.
+    let correct = |id: &str, label: &str, text: &str| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args([
+                "correct",
+                id,
+                label,
+                "--text",
+                text,
+                "--topic",
+                &topics.labels,
+            ])
+            .args(["--brokers", &support::kafka::brokers()])
+            .output()
+            .expect("gorag correct");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    correct("t-301", "data_privacy", &text_of(&privacy[0]));
+    // Bad ones: an unknown label, and a correction without its text (published by hand).
+    correct("t-302", "nope", &text_of(&privacy[1]));
+    rt.block_on(publish_json(
+        &topics.labels,
+        &[r#"{"type":"correct","text_id":"t-305","label":"data_privacy","text":"  "}"#.into()],
+    ));
+    a.wait_for_log("correction applied");
+    b.wait_for_log("correction applied");
+
+    // The next text of that kind, t-308 (delete my personal data), is now data privacy.
+    rt.block_on(publish_json(&topics.texts, &[privacy[7].clone()]));
+    let after = read_until(&topics.predictions, Duration::from_secs(60), |r| {
+        predicted_ids(r).contains("t-308")
+    });
+    let after = by_text_id(&after);
+    assert_eq!(
+        after["t-308"]["label"], "data_privacy",
+        "{:?}",
+        after["t-308"]
+    );
+
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(60), |r| {
+        r.len() >= 2
+    });
+    let reasons: HashSet<(String, String)> = dead
+        .iter()
+        .map(|r| {
+            (
+                r.key.clone().unwrap_or_default(),
+                r.headers["gorag.reason"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        HashSet::from([
+            // `gorag correct` keys a correction by its text id; the hand-published one is
+            // keyed by its label (publish_json's rule).
+            ("t-302".to_string(), "unknown_label".to_string()),
+            ("data_privacy".to_string(), "empty_text".to_string()),
+        ]),
+        "{dead:?}"
+    );
+    let (log_a, log_b) = (a.stop(), b.stop());
+    assert!(log_a.contains("\"drained\":true"), "{log_a}");
+    assert!(log_b.contains("\"drained\":true"), "{log_b}");
+    let (state_a, state_b) = (
+        state_of(&dir.path().join("state-a")),
+        state_of(&dir.path().join("state-b")),
+    );
+    assert_eq!(state_a["digest"], state_b["digest"], "{state_a}\n{state_b}");
+}

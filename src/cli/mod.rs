@@ -3,6 +3,7 @@
 use clap::{Parser, Subcommand};
 
 pub mod calibrate;
+pub mod correct;
 pub mod discover;
 pub mod eval;
 pub mod failure;
@@ -45,6 +46,9 @@ pub enum Command {
     Report(label_report::ReportArgs),
     /// List the proposed classes (the proposals topic); accept or reject one.
     Proposals(proposals::ProposalsArgs),
+    /// Correct a prediction: the text becomes an example of LABEL, and what gorag learned from
+    /// its wrong prediction is taken back.
+    Correct(correct::CorrectArgs),
     /// Manage labels: import a taxonomy file (CSV, JSONL) as round events.
     Labels(labels::LabelsArgs),
 }

@@ -11,6 +11,7 @@ mod analysis;
 pub mod answer;
 pub mod choice;
 pub mod confidence;
+pub mod correct;
 mod decision;
 pub mod embedding;
 pub mod graph;
@@ -255,6 +256,9 @@ pub struct IndexReport {
     /// round is applied as on every replica), without a vector.
     #[serde(default)]
     pub unencoded: usize,
+    /// A correction's findings ([`Engine::correct`]).
+    #[serde(default)]
+    pub correction: Option<correct::CorrectionReport>,
 }
 
 /// Why the candidate set is what it is.

@@ -169,7 +169,7 @@ impl Engine {
         Ok(())
     }
 
-    fn active_position(&self, label: &str) -> Result<usize, EngineError> {
+    pub(super) fn active_position(&self, label: &str) -> Result<usize, EngineError> {
         let &position = self
             .label_index
             .get(label)
@@ -242,8 +242,12 @@ impl Engine {
                 label,
                 examples: added,
             } if self.active_position(label).is_ok() => examples(added),
+            Update::Correct { label, text, .. } if self.active_position(label).is_ok() => {
+                examples(std::slice::from_ref(text))
+            }
             Update::Round { .. }
             | Update::AddExamples { .. }
+            | Update::Correct { .. }
             | Update::RetireLabel { .. }
             | Update::Learn { .. }
             | Update::Unexplained { .. }
@@ -317,6 +321,7 @@ impl Engine {
             texts_indexed,
             keywords_added: self.graph.keyword_count() - before,
             unencoded,
+            correction: None,
         }
     }
 }

@@ -36,6 +36,14 @@ pub enum Update {
         text: PooledText,
         arrival_score: Option<f64>,
     },
+    /// An operator's label for a text: learned as a labelled example, its learned copy under
+    /// another label taken back ([`Engine::correct`]). Last, so that earlier variants keep
+    /// their postcard numbers.
+    Correct {
+        text_id: String,
+        label: String,
+        text: String,
+    },
 }
 
 impl Engine {
@@ -66,6 +74,13 @@ impl Engine {
                 });
                 Ok(IndexReport::default())
             }
+            Update::Correct { label, text, .. } => {
+                let (report, correction) = self.correct(label, text)?;
+                Ok(IndexReport {
+                    correction: Some(correction),
+                    ..report
+                })
+            }
             Update::Learn {
                 analysis,
                 label,
@@ -76,7 +91,7 @@ impl Engine {
                     labels_added: 0,
                     texts_indexed: 1,
                     keywords_added,
-                    unencoded: 0,
+                    ..IndexReport::default()
                 })
             }
         }

@@ -107,7 +107,7 @@ impl Rejection {
     }
 }
 
-const LABEL_EVENT_TYPES: [&str; 3] = ["round", "add_examples", "retire_label"];
+const LABEL_EVENT_TYPES: [&str; 4] = ["round", "add_examples", "retire_label", "correct"];
 
 fn json(bytes: &[u8]) -> Result<Value, Rejection> {
     let text = std::str::from_utf8(bytes)

@@ -54,6 +54,19 @@ pub enum LabelEvent {
         version: u32,
         label: String,
     },
+    /// An operator's (or a review tool's) label for a text gorag classified: the text becomes
+    /// a labelled example of `label`, and what gorag had learned from its own decision for it,
+    /// under another label, is taken back (docs/decisions.md, "Corrections").
+    Correct {
+        #[serde(default = "version_one")]
+        version: u32,
+        /// The text's id, as its prediction gave it.
+        text_id: String,
+        /// The right label: an active label.
+        label: String,
+        /// The text, as it was sent.
+        text: String,
+    },
 }
 
 impl LabelEvent {
@@ -61,7 +74,8 @@ impl LabelEvent {
         match self {
             Self::Round { version, .. }
             | Self::AddExamples { version, .. }
-            | Self::RetireLabel { version, .. } => *version,
+            | Self::RetireLabel { version, .. }
+            | Self::Correct { version, .. } => *version,
         }
     }
 }

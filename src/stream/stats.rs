@@ -74,6 +74,24 @@ impl Stats {
         self.metrics.llm_fallbacks.inc();
     }
 
+    /// A correction applied: whether gorag's own decision for the text agreed with it, and
+    /// that decision's confidence.
+    pub fn correction(&mut self, agreed: bool, confidence: f64) {
+        let bucket = match confidence {
+            c if c < 0.5 => "0-0.5",
+            c if c < 0.8 => "0.5-0.8",
+            c if c < 0.9 => "0.8-0.9",
+            _ => "0.9-1",
+        };
+        self.metrics
+            .corrections
+            .get_or_create(&crate::telemetry::metrics::CorrectionLabel {
+                agreed: agreed.to_string(),
+                confidence: bucket.to_string(),
+            })
+            .inc();
+    }
+
     pub fn label_event(&mut self) {
         self.summary.label_events += 1;
         self.metrics.label_events.inc();

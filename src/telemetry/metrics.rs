@@ -20,6 +20,14 @@ pub struct KindLabel {
     pub kind: String,
 }
 
+/// A correction: whether gorag's own decision for the text agreed with it, and that
+/// decision's confidence bucket.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CorrectionLabel {
+    pub agreed: String,
+    pub confidence: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SourceLabel {
     pub source: String,
@@ -60,6 +68,7 @@ pub struct Metrics {
     pub hallucinations: Family<KindLabel, Counter>,
     pub llm_fallbacks: Counter,
     pub label_events: Counter,
+    pub corrections: Family<CorrectionLabel, Counter>,
     pub llm_calls: Counter,
     pub llm_retries: Counter,
     pub llm_failures: Counter,
@@ -98,6 +107,7 @@ impl Metrics {
             hallucinations: Family::default(),
             llm_fallbacks: Counter::default(),
             label_events: Counter::default(),
+            corrections: Family::default(),
             llm_calls: Counter::default(),
             llm_retries: Counter::default(),
             llm_failures: Counter::default(),
@@ -148,6 +158,12 @@ impl Metrics {
             "label_events",
             "Records read from the labels topic",
             self.label_events.clone(),
+        );
+        r.register(
+            "corrections",
+            "Corrections applied, by whether gorag's own decision for the text agreed and its \
+             confidence bucket (0-0.5, 0.5-0.8, 0.8-0.9, 0.9-1)",
+            self.corrections.clone(),
         );
         r.register(
             "stage_seconds",

@@ -505,18 +505,49 @@ impl TextIndex {
                 }
             }
             for oldest in evicted {
-                self.alive[oldest as usize] = false;
-                self.dead += 1;
-                for &term in &self.doc_terms[oldest as usize] {
-                    let held_by = &mut self.live_docs[term as usize];
-                    *held_by -= 1;
-                    if *held_by == 0 {
-                        self.learned.unheld(term);
-                    }
-                }
+                self.tombstone(oldest);
             }
         }
         self.dead > 0 && self.dead * 4 > self.docs.len()
+    }
+
+    /// Mark a document dead, as eviction does: what it taught the term weights stays until a
+    /// fold forgets it.
+    fn tombstone(&mut self, id: u32) {
+        self.alive[id as usize] = false;
+        self.dead += 1;
+        for &term in &self.doc_terms[id as usize] {
+            let held_by = &mut self.live_docs[term as usize];
+            *held_by -= 1;
+            if *held_by == 0 {
+                self.learned.unheld(term);
+            }
+        }
+    }
+
+    /// Take back a classified text (a seen or tentative document) as eviction would; false when
+    /// `id` is no live classified text.
+    pub fn remove_classified(&mut self, id: u32) -> bool {
+        let Some(kind) = self
+            .docs
+            .get(id as usize)
+            .filter(|_| self.alive[id as usize])
+            .map(|d| d.kind)
+        else {
+            return false;
+        };
+        let Some(queue) = self.queue_of(kind) else {
+            return false;
+        };
+        let Some(at) = queue.iter().position(|&d| d == id) else {
+            return false;
+        };
+        queue.remove(at);
+        self.tombstone(id);
+        if self.dead * 4 > self.docs.len() {
+            self.compact();
+        }
+        true
     }
 
     fn evict_over_capacity(&mut self) {

@@ -244,9 +244,22 @@ impl Replica {
             Effect::Label {
                 labels_offset,
                 report,
-                ..
+                update,
             } => {
                 stats.label_event();
+                if let (Update::Correct { label, text_id, .. }, Some(correction)) =
+                    (update.as_ref(), &report.correction)
+                {
+                    if let Some((decided, confidence)) = &correction.decided {
+                        stats.correction(decided == label, *confidence);
+                    }
+                    tracing::info!(
+                        text_id = text_id.as_str(),
+                        label = label.as_str(),
+                        took_back = correction.took_back,
+                        "correction applied"
+                    );
+                }
                 if report.unencoded > 0 {
                     tracing::warn!(
                         offset = labels_offset,
@@ -368,6 +381,7 @@ fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
         LabelOutcome::Apply(Update::Round { round, .. }) => ("round", round.as_str()),
         LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
         LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
+        LabelOutcome::Apply(Update::Correct { text_id, .. }) => ("correct", text_id.as_str()),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
         LabelOutcome::Apply(Update::Unexplained { .. } | Update::Pooled { .. }) => {
             ("unexplained", "")

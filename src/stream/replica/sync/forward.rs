@@ -171,6 +171,30 @@ fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejectio
             label, examples, ..
         } => Ok(Update::AddExamples { label, examples }),
         LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
+        LabelEvent::Correct {
+            text_id,
+            label,
+            text,
+            ..
+        } => {
+            if text_id.trim().is_empty() {
+                return Err(Rejection::new(
+                    Reason::InvalidEvent,
+                    "a correction needs the text's id",
+                ));
+            }
+            if text.trim().is_empty() {
+                return Err(Rejection::new(
+                    Reason::EmptyText,
+                    "a correction needs the text it corrects",
+                ));
+            }
+            Ok(Update::Correct {
+                text_id,
+                label,
+                text,
+            })
+        }
     }
 }
 

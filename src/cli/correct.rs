@@ -1,0 +1,50 @@
+//! `gorag correct`: an operator's label for a text gorag classified, published to the labels
+//! topic as a `correct` event (every replica applies it in the log's order, like any label
+//! event; a bad one goes to the dead-letter topic with its reason).
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use super::labels_topic::{producer, send};
+use crate::events::{LabelEvent, EVENT_VERSION};
+
+#[derive(Debug, Args)]
+pub struct CorrectArgs {
+    /// The text's id, as its prediction gave it.
+    pub text_id: String,
+    /// The right label (an active label id).
+    pub label: String,
+    /// The text itself, as it was sent (gorag does not keep texts).
+    #[arg(long)]
+    pub text: String,
+    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
+    pub brokers: String,
+    /// The labels topic of the service to correct.
+    #[arg(long, default_value = "gorag.labels")]
+    pub topic: String,
+}
+
+pub async fn correct(args: CorrectArgs) -> Result<()> {
+    if args.text.trim().is_empty() {
+        bail!("--text: the text to correct is empty");
+    }
+    let event = LabelEvent::Correct {
+        version: EVENT_VERSION,
+        text_id: args.text_id.clone(),
+        label: args.label.clone(),
+        text: args.text,
+    };
+    let payload = serde_json::to_vec(&event)?;
+    send(
+        &producer(&args.brokers)?,
+        &args.topic,
+        &args.text_id,
+        &payload,
+    )
+    .await?;
+    println!(
+        "sent: {} is {} ({} at {})",
+        args.text_id, args.label, args.topic, args.brokers
+    );
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! Corrections: the corrected text becomes an example of its label, and its learned copy under
+//! the wrong label is taken back.
+
+use super::*;
+use crate::engine::update::Update;
+
+/// A text about baking that also mentions the sky: learned (wrongly, and with confidence) as
+/// astronomy in these tests.
+const MIXED: &str = "bread dough rising under the stars of the night sky, telescope nearby";
+
+fn learned_wrongly() -> Engine {
+    let mut engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze(MIXED);
+    let learnable = engine.learnable(&analysis);
+    engine.learn(&learnable, "astronomy", true);
+    assert_eq!(engine.index().seen_count(), 1);
+    engine
+}
+
+#[test]
+fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
+    let mut engine = learned_wrongly();
+    let examples_before = engine.label("cooking").unwrap().examples;
+    let (report, correction) = engine.correct("cooking", MIXED).unwrap();
+    assert!(correction.took_back, "{correction:?}");
+    assert_eq!(engine.index().seen_count(), 0);
+    assert_eq!(report.texts_indexed, 1);
+    assert_eq!(
+        engine.label("cooking").unwrap().examples,
+        examples_before + 1
+    );
+    // The same text again is now what the operator said.
+    let retrieval = engine.retrieve(&engine.analyze(MIXED)).unwrap();
+    assert_eq!(retrieval.graph_choice, "cooking");
+    let (label, _) = correction
+        .decided
+        .expect("a decision before the correction");
+    assert_eq!(label, "astronomy");
+}
+
+#[test]
+fn a_correction_of_a_text_never_learned_takes_nothing_back() {
+    let mut engine = three_topics(EngineConfig::default());
+    let (_, correction) = engine
+        .correct("football", "the referee gave a penalty in the match")
+        .unwrap();
+    assert!(!correction.took_back);
+}
+
+#[test]
+fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
+    let mut engine = learned_wrongly();
+    let digest = engine.digest();
+    assert_eq!(
+        engine.correct("physics", MIXED).unwrap_err(),
+        EngineError::UnknownLabel("physics".into())
+    );
+    assert_eq!(engine.digest(), digest);
+    engine.retire_label("football").unwrap();
+    let digest = engine.digest();
+    assert_eq!(
+        engine.correct("football", MIXED).unwrap_err(),
+        EngineError::RetiredLabel("football".into())
+    );
+    assert_eq!(engine.digest(), digest);
+    assert_eq!(engine.index().seen_count(), 1);
+}
+
+#[test]
+fn replicas_applying_the_same_correction_agree() {
+    let update = Update::Correct {
+        text_id: "t-9".into(),
+        label: "cooking".into(),
+        text: MIXED.into(),
+    };
+    let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
+    a.apply(&update).unwrap();
+    b.apply(&update).unwrap();
+    assert_eq!(a.digest(), b.digest());
+    // And a restart from a snapshot holds the same state.
+    let restored = Engine::from_state(EngineConfig::default(), a.to_state()).unwrap();
+    assert_eq!(restored.digest(), a.digest());
+}
