@@ -92,10 +92,7 @@ impl Engine {
         if let (Some(at), Some(belief)) = (at, choice::belief(&displays, alternatives)) {
             return belief.per_candidate.get(at).copied().unwrap_or(0.0);
         }
-        let spellings: Vec<LabelSpelling> = self
-            .active_labels()
-            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
-            .collect();
+        let spellings = self.spellings();
         let named = match match_answer(answer, &spellings, |_| true) {
             AnswerMatch::Candidate(named) | AnswerMatch::OutsideCandidates(named) => named == label,
             AnswerMatch::Unknown => false,
@@ -140,10 +137,7 @@ impl Engine {
                 };
             }
         }
-        let spellings: Vec<LabelSpelling> = self
-            .active_labels()
-            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
-            .collect();
+        let spellings = self.spellings();
         let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
         let matched = match_answer(answer, &spellings, is_candidate);
         if mode == ChoiceMode::Scored {
@@ -209,6 +203,13 @@ impl Engine {
             hallucination,
             confidence: 0.0,
         })
+    }
+
+    /// How an answer may name each active label.
+    fn spellings(&self) -> Vec<LabelSpelling> {
+        self.active_labels()
+            .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
+            .collect()
     }
 
     /// How each candidate is shown to the LLM, in order.

@@ -79,7 +79,7 @@ pub fn curve(texts: &[Readings]) -> Vec<CurvePoint> {
 /// fewest calls per text within [`MIN_GAIN`] of the best mean accuracy; never asking (weight
 /// 0, threshold 0) unless the best beats retrieval alone by [`MIN_GAIN`].
 pub fn choose(rounds: &[Vec<CurvePoint>], retrieval_accuracy: &[f64]) -> CurvePoint {
-    let baseline = mean(retrieval_accuracy.iter().copied());
+    let baseline = super::mean_or_zero(retrieval_accuracy.iter().copied());
     let never = CurvePoint {
         llm_weight: 0.0,
         ask_below: 0.0,
@@ -97,8 +97,8 @@ pub fn choose(rounds: &[Vec<CurvePoint>], retrieval_accuracy: &[f64]) -> CurvePo
         .map(|(i, setting)| {
             let at = || rounds.iter().filter_map(move |r| r.get(i));
             CurvePoint {
-                accuracy: mean(at().map(|p| p.accuracy)),
-                calls_per_text: mean(at().map(|p| p.calls_per_text)),
+                accuracy: super::mean_or_zero(at().map(|p| p.accuracy)),
+                calls_per_text: super::mean_or_zero(at().map(|p| p.calls_per_text)),
                 fixed: at().map(|p| p.fixed).sum(),
                 broken: at().map(|p| p.broken).sum(),
                 ..*setting
@@ -126,15 +126,6 @@ pub fn choose(rounds: &[Vec<CurvePoint>], retrieval_accuracy: &[f64]) -> CurvePo
 fn significant(point: &CurvePoint) -> bool {
     let (fixed, broken) = (point.fixed as f64, point.broken as f64);
     fixed - broken >= SIGN_TEST_SIGMAS * (fixed + broken).sqrt() && fixed > broken
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
 }
 
 #[cfg(test)]

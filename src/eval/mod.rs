@@ -524,6 +524,11 @@ fn map_of(engine: &Engine, scored: &[Scored]) -> Option<LabelMap> {
     }
 }
 
+/// The mean of `values`, 0 when there are none.
+pub(crate) fn mean_or_zero(values: impl Iterator<Item = f64>) -> f64 {
+    mean(values).unwrap_or(0.0)
+}
+
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
     let (sum, n) = values.fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
     (n > 0).then(|| sum / n as f64)

@@ -181,7 +181,7 @@ fn llm_curve_rows(report: &EvalReport) -> String {
             out,
             "{}: accuracy (mean over rounds) against LLM calls per text, by weight × ask_below; retrieval alone {:.4}",
             run.strategy,
-            mean_of(run.rounds.iter().map(|m| m.graph_accuracy)),
+            super::mean_or_zero(run.rounds.iter().map(|m| m.graph_accuracy)),
         );
         let settings = run.rounds.first().map_or(0, |m| m.llm_curve.len());
         for i in 0..settings {
@@ -202,8 +202,8 @@ fn llm_curve_rows(report: &EvalReport) -> String {
                     format!("{:.2}", first.llm_weight)
                 },
                 first.ask_below,
-                mean_of(points.iter().map(|p| p.accuracy)),
-                mean_of(points.iter().map(|p| p.calls_per_text)),
+                super::mean_or_zero(points.iter().map(|p| p.accuracy)),
+                super::mean_or_zero(points.iter().map(|p| p.calls_per_text)),
             );
         }
         let _ = writeln!(
@@ -221,15 +221,6 @@ fn llm_curve_rows(report: &EvalReport) -> String {
         );
     }
     out
-}
-
-fn mean_of(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
 }
 
 /// The chosen LLM settings of the first strategy that has them, as configuration lines for

@@ -154,7 +154,7 @@ pub async fn run(
         signals: count_signals(&streamed),
         recovered,
         recovered_share: recovered as f64 / held_classes.len().max(1) as f64,
-        mean_purity: mean(scored.iter().map(|p| p.purity)),
+        mean_purity: crate::eval::mean_or_zero(scored.iter().map(|p| p.purity)),
         known_member_share: known_members as f64 / members.max(1) as f64,
         proposals: scored,
         accepted_accuracy,
@@ -362,15 +362,6 @@ async fn accuracy(
         correct += usize::from(right(&classified.decision.label, &sample.label));
     }
     Ok(correct as f64 / texts.len().max(1) as f64)
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> f64 {
-    let (sum, n) = values.fold((0.0, 0usize), |(s, n), v| (s + v, n + 1));
-    if n == 0 {
-        0.0
-    } else {
-        sum / n as f64
-    }
 }
 
 #[cfg(test)]
