@@ -294,7 +294,8 @@ impl Classifier {
         };
         let decision =
             engine.decide_with_alternatives(&retrieval, raw_answer.as_deref(), &alternatives);
-        let llm_changed = raw_answer.is_some() && decision.label != retrieval.graph_choice;
+        let llm_changed =
+            raw_answer.is_some() && decision.label != engine.decide(&retrieval, None).label;
         Classified {
             analysis,
             retrieval,

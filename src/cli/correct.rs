@@ -25,8 +25,14 @@ pub struct CorrectArgs {
 }
 
 pub async fn correct(args: CorrectArgs) -> Result<()> {
-    if args.text.trim().is_empty() {
-        bail!("--text: the text to correct is empty");
+    for (what, value) in [
+        ("TEXT_ID", &args.text_id),
+        ("LABEL", &args.label),
+        ("--text", &args.text),
+    ] {
+        if value.trim().is_empty() {
+            bail!("{what}: must not be empty");
+        }
     }
     let event = LabelEvent::Correct {
         version: EVENT_VERSION,

@@ -565,7 +565,12 @@ fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>>
         )?;
     }
     write("accuracy.svg", report::svg(report))?;
-    if let Some(toml) = report::llm_calibration_toml(report) {
+    // Chosen on test texts, a setting would be tuned on what it is judged by: only dev runs
+    // write one (the curve is printed either way).
+    if let (Some(toml), "dev") = (
+        report::llm_calibration_toml(report),
+        report.held_out.as_str(),
+    ) {
         write("llm-calibration.toml", toml)?;
     }
     write("confidence.svg", report::confidence_svg(report))?;

@@ -232,17 +232,18 @@ fn prediction_line(p: &Prediction) -> String {
         PredictionStatus::Decided => "decided",
         PredictionStatus::NeedsReview => "needs review",
     };
+    let status = format!("{status} ({})", format!("{:?}", p.source).to_lowercase());
     let confidence = p
         .confidence
         .map_or("    ".to_string(), |c| format!("{c:.2}"));
     let llm = match (p.llm_asked, p.llm_changed, p.hallucination) {
-        (false, _, _) => "",
-        (true, _, true) => "llm asked, hallucination",
+        (_, _, true) => "llm: hallucination",
         (true, true, false) => "llm changed it",
         (true, false, false) => "llm asked",
+        (false, _, false) => "",
     };
     format!(
-        "{:<10} → {:<22} {confidence} {:<13}{:<25} candidates: {}",
+        "{:<10} → {:<22} {confidence} {:<21}{:<20} candidates: {}",
         p.text_id,
         p.label_name.as_deref().unwrap_or(&p.label),
         status,

@@ -121,8 +121,8 @@ impl Signals {
         };
         let crowd = (self.first_hop_labels.max(1) as f64).ln();
         let (asked, belief) = match self.llm {
-            Some(opinion) => (1.0, opinion.belief.clamp(0.0, 1.0)),
-            None => (0.0, 0.0),
+            Some(opinion) if opinion.belief.is_finite() => (1.0, opinion.belief.clamp(0.0, 1.0)),
+            Some(_) | None => (0.0, 0.0),
         };
         [
             1.0,
@@ -167,7 +167,7 @@ pub struct Calibrator {
 }
 
 impl Default for Calibrator {
-    /// The weights fitted on the tuning streams (docs/confidence.md says how to refit them).
+    /// The weights fitted on the tuning streams (docs/decisions.md says how to refit them).
     fn default() -> Self {
         Self {
             weights: DEFAULT_WEIGHTS,
@@ -176,15 +176,22 @@ impl Default for Calibrator {
 }
 
 /// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
-/// text); see docs/confidence.md.
+/// text), with the default ranking weights: the scores it reads change scale with them
+/// (docs/decisions.md). `no_evidence` and `llm_belief` stay 0: the tuning runs had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
     -3.4146, 0.0, 2.6887, 6.3543, -3.1828, -2.4486, 0.6419, 0.1958, 3.9174, -0.2753, 0.3866, 0.0,
 ];
 
 impl Calibrator {
-    /// The probability that a decision with these signals is right.
+    /// The probability that a decision with these signals is right; 0 when the signals make
+    /// no number (an endpoint's log-probabilities can overflow): an unknown is no confidence.
     pub fn confidence(&self, signals: &Signals) -> f64 {
-        sigmoid(dot(&self.weights, &signals.features()))
+        let p = sigmoid(dot(&self.weights, &signals.features()));
+        if p.is_nan() {
+            0.0
+        } else {
+            p
+        }
     }
 }
 

@@ -14,18 +14,21 @@ pub const SAME_TEXT: f64 = 0.9;
 /// What a correction found and changed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CorrectionReport {
-    /// What gorag would have decided for the text just before the correction (retrieval
-    /// alone): the label and its confidence. None when no label was active to decide.
+    /// What gorag decides for the text just before the correction is applied (retrieval alone,
+    /// on its words: not necessarily what it published when the text came, which the engine
+    /// does not keep): the label and its confidence. None when no label was active.
     pub decided: Option<(String, f64)>,
     /// Whether a learned copy of the text under another label was taken back.
     pub took_back: bool,
 }
 
 impl Engine {
-    /// Learn `text` as a labelled example of `label`, taking back its learned copy under
-    /// another label if there is one. Errors for an unknown or retired label, changing nothing.
+    /// Learn `text` as a labelled example of `label`, taking back its learned copies under
+    /// other labels and its place in the discovery pool (by `text_id`). Errors for an unknown
+    /// or retired label, changing nothing.
     pub fn correct(
         &mut self,
+        text_id: &str,
         label: &str,
         text: &str,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
@@ -36,18 +39,18 @@ impl Engine {
             (decision.label, decision.confidence)
         });
         let learned = self.learnable(&analysis);
-        let copy = self
+        // Every copy (a text sent twice was learned twice), taken back at once.
+        let copies: Vec<u32> = self
             .index
             .search(&learned.terms)
             .into_iter()
             .filter(|hit| matches!(hit.kind, DocKind::Seen | DocKind::Tentative))
             .filter(|hit| hit.label != position && hit.similarity >= SAME_TEXT)
-            .max_by(|a, b| {
-                a.similarity
-                    .total_cmp(&b.similarity)
-                    .then(b.doc.cmp(&a.doc))
-            });
-        let took_back = copy.is_some_and(|hit| self.index.remove_classified(hit.doc));
+            .map(|hit| hit.doc)
+            .collect();
+        let took_back = self.index.remove_classified(&copies) > 0;
+        // A pooled copy would keep proposing a class for a text now labelled.
+        self.pool.retain(|pooled| pooled.id != text_id);
         let report = self.add_examples(label, &[text.to_string()])?;
         Ok((report, CorrectionReport { decided, took_back }))
     }

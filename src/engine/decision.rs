@@ -58,7 +58,9 @@ impl Engine {
     ) -> Decision {
         let mut decision = self.choose(retrieval, answer, alternatives, mode, llm_weight);
         let signals = self.signals(retrieval, &decision.label, answer, alternatives);
-        decision.confidence = self.calibrator.confidence(&signals);
+        // Rounded as it is published, so the published status and the published confidence
+        // never disagree at the threshold.
+        decision.confidence = (self.calibrator.confidence(&signals) * 10_000.0).round() / 10_000.0;
         decision
     }
 
@@ -292,16 +294,30 @@ impl Engine {
             .clone()
     }
 
-    /// Whether the decision needs a person's review: its confidence is below `abstain_below`.
-    pub fn needs_review(&self, decision: &Decision) -> bool {
-        decision.confidence < self.config.abstain_below
+    /// Whether the decision needs a person's review: its confidence is below `abstain_below`
+    /// (a confidence that is no number counts as below). Only for the ranked strategies: the
+    /// calibrator reads retrieval scores, which the strategies without scores (`steiner`,
+    /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
+    /// neither reviewed nor gated, as in the paper.
+    pub fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        retrieval.margin.is_some()
+            && (decision.confidence.is_nan() || decision.confidence < self.config.abstain_below)
     }
 
     /// Whether to ask the LLM about a text: retrieval's own decision has a confidence below
     /// `ask_below` (1 asks about every text, 0 about none). What the answer can then change
     /// is the choice mode's and `llm_weight`'s to say; `gorag eval` measures both.
     pub fn should_ask(&self, retrieval: &Retrieval) -> bool {
-        self.decide(retrieval, None).confidence < self.config.ask_below
+        if retrieval.margin.is_none() {
+            // The strategies without scores decide by the LLM, as the paper does.
+            return true;
+        }
+        self.retrieval_confidence(retrieval) < self.config.ask_below
+    }
+
+    /// The confidence of retrieval's own decision (no LLM).
+    pub fn retrieval_confidence(&self, retrieval: &Retrieval) -> f64 {
+        self.decide(retrieval, None).confidence
     }
 
     /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
@@ -316,7 +332,7 @@ impl Engine {
         let Some(margin) = retrieval.margin else {
             return true;
         };
-        if self.needs_review(decision) {
+        if self.needs_review(retrieval, decision) {
             return false;
         }
         if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {

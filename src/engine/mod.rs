@@ -136,7 +136,7 @@ pub struct EngineConfig {
     /// learned as a confident text, pooled for discovery (docs/decisions.md).
     pub abstain_below: f64,
     /// The LLM is asked about a text only when retrieval's own decision has a confidence below
-    /// this, and only when its answer can change the decision (docs/decisions.md).
+    /// this (docs/decisions.md); the strategies without scores always ask it.
     pub ask_below: f64,
 }
 

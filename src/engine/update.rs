@@ -74,8 +74,12 @@ impl Engine {
                 });
                 Ok(IndexReport::default())
             }
-            Update::Correct { label, text, .. } => {
-                let (report, correction) = self.correct(label, text)?;
+            Update::Correct {
+                text_id,
+                label,
+                text,
+            } => {
+                let (report, correction) = self.correct(text_id, label, text)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report

@@ -255,7 +255,7 @@ impl Scored {
             signals,
         };
         Self {
-            needs_review: engine.needs_review(decision),
+            needs_review: engine.needs_review(&classified.retrieval, decision),
             llm_readings,
             record,
             readings,

@@ -5,10 +5,11 @@
 //! online-indexing steps are appended here; every instance — including the one that wrote a
 //! record — changes its engine only by applying this log, in order. Equal logs make equal
 //! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 5, postcard behind a one-byte marker
+//! contract like `schemas/`: this build writes version 6, postcard behind a one-byte marker
 //! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
 //! learn records whose texts may carry a discovery note with the text's terms and its arrival
-//! score. It reads versions 1 (JSON), 2, 3 and 4 too.
+//! score; version 6 added corrections (`Update::Correct`) and the `needs_review` pooling
+//! reason. It reads versions 1 (JSON) to 5 too.
 //! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 
-pub const CHANGE_VERSION: u32 = 5;
+pub const CHANGE_VERSION: u32 = 6;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
 const LEARNED_VARIANT: u32 = 5;
 /// First byte of a postcard record (a JSON record starts with `{`).
@@ -467,8 +468,9 @@ mod tests {
         );
         let (payload, _) =
             learn_records("i1", &[learned(Some(note))], usize::MAX).unwrap()[0].clone();
-        // marker, version, origin ("i1": length and two bytes), then the variant.
-        assert_eq!((payload[1], payload[5]), (5, 5));
+        // marker, version (6 since corrections: learn records are laid out as in 5), origin
+        // ("i1": length and two bytes), then the variant.
+        assert_eq!((payload[1], payload[5]), (CHANGE_VERSION as u8, 5));
         let Change::Learned { texts } = ChangeRecord::decode(&payload).unwrap().change else {
             panic!("not a learn record");
         };

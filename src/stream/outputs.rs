@@ -70,8 +70,8 @@ pub fn prediction(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .collect(),
         basis: c.retrieval.basis,
         confident: c.confident,
-        confidence: Some((c.decision.confidence * 10_000.0).round() / 10_000.0),
-        status: if engine.needs_review(c.decision) {
+        confidence: Some(c.decision.confidence),
+        status: if engine.needs_review(c.retrieval, c.decision) {
             PredictionStatus::NeedsReview
         } else {
             PredictionStatus::Decided

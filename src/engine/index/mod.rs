@@ -525,29 +525,34 @@ impl TextIndex {
         }
     }
 
-    /// Take back a classified text (a seen or tentative document) as eviction would; false when
-    /// `id` is no live classified text.
-    pub fn remove_classified(&mut self, id: u32) -> bool {
-        let Some(kind) = self
-            .docs
-            .get(id as usize)
-            .filter(|_| self.alive[id as usize])
-            .map(|d| d.kind)
-        else {
-            return false;
-        };
-        let Some(queue) = self.queue_of(kind) else {
-            return false;
-        };
-        let Some(at) = queue.iter().position(|&d| d == id) else {
-            return false;
-        };
-        queue.remove(at);
-        self.tombstone(id);
+    /// Take back classified texts (seen or tentative documents) as eviction would: tombstoned
+    /// all, then compacted if that is due (which renumbers documents, so `ids` are all read
+    /// first). Returns how many were live classified texts.
+    pub fn remove_classified(&mut self, ids: &[u32]) -> usize {
+        let mut removed = 0;
+        for &id in ids {
+            let Some(kind) = self
+                .docs
+                .get(id as usize)
+                .filter(|_| self.alive[id as usize])
+                .map(|d| d.kind)
+            else {
+                continue;
+            };
+            let Some(queue) = self.queue_of(kind) else {
+                continue;
+            };
+            let Some(at) = queue.iter().position(|&d| d == id) else {
+                continue;
+            };
+            queue.remove(at);
+            self.tombstone(id);
+            removed += 1;
+        }
         if self.dead * 4 > self.docs.len() {
             self.compact();
         }
-        true
+        removed
     }
 
     fn evict_over_capacity(&mut self) {

@@ -234,7 +234,7 @@ async fn stream_and_pool(
         let why = discovery::unexplained(
             &classified.retrieval,
             &classified.decision,
-            engine.needs_review(&classified.decision),
+            engine.needs_review(&classified.retrieval, &classified.decision),
             config,
         );
         let poolable = why.map(|_| engine.poolable(&classified.analysis));

@@ -266,7 +266,7 @@ fn learn_record(
             discovery::unexplained(
                 &classified.retrieval,
                 &classified.decision,
-                engine.needs_review(&classified.decision),
+                engine.needs_review(&classified.retrieval, &classified.decision),
                 config,
             )
         })
