@@ -312,6 +312,9 @@ pub struct EvalArgs {
     /// Predictions under this confidence need review (not learned from).
     #[arg(long, default_value_t = EngineConfig::default().abstain_below)]
     pub abstain_below: f64,
+    /// A calibrator from `gorag calibrate --out` instead of the shipped one.
+    #[arg(long)]
+    pub calibrator: Option<PathBuf>,
     /// The embedding signal for `ranked` and `hybrid`: a model folder from
     /// scripts/embedding-model.sh (default: off).
     #[arg(long)]
@@ -342,7 +345,18 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     }
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
-    let engines = args.engines();
+    let calibrator = args
+        .calibrator
+        .as_deref()
+        .map(crate::engine::confidence::Calibrator::read)
+        .transpose()
+        .context("--calibrator")?;
+    let mut engines = args.engines();
+    if let Some(calibrator) = calibrator {
+        for engine in &mut engines {
+            engine.calibrator = calibrator.clone();
+        }
+    }
     // Before any LLM call: a bad model folder fails at once.
     let encoder = args.encoder()?;
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;

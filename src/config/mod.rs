@@ -158,9 +158,17 @@ impl ServeConfig {
             origin,
             mut errors,
         } = merged;
-        let config = deserialize_reporting_all(root, &origin, &mut errors);
-        if let Some(config) = &config {
+        let mut config = deserialize_reporting_all(root, &origin, &mut errors);
+        if let Some(config) = &mut config {
             config.check(&mut errors);
+            if let Some(path) = &config.engine.calibrator {
+                match crate::engine::confidence::Calibrator::read(path) {
+                    Ok(calibrator) => config.engine.loaded_calibrator = Some(calibrator),
+                    Err(error) => errors.push(format!(
+                        "engine.calibrator: {error} (gorag calibrate --out writes one)"
+                    )),
+                }
+            }
         }
         match config {
             Some(config) if errors.is_empty() => Ok(config),
@@ -559,6 +567,33 @@ mod tests {
             );
         }
         assert!(load("", &[], &["engine.ranking.example_decay=0"]).is_ok());
+    }
+
+    #[test]
+    fn a_calibrator_file_is_read_at_load_and_a_bad_one_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = dir.path().join("calibrator.json");
+        let mut weights = crate::engine::confidence::Calibrator::default();
+        weights.weights[0] = 1.5;
+        std::fs::write(&good, serde_json::to_string(&weights).unwrap()).unwrap();
+        let set = format!("engine.calibrator={}", good.display());
+        let config = load("", &[], &[set.as_str()]).unwrap();
+        assert_eq!(config.engine_config().calibrator, weights);
+        assert_eq!(
+            load("", &[], &[]).unwrap().engine_config().calibrator,
+            crate::engine::confidence::Calibrator::default()
+        );
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, r#"{"weights": [1, 2]}"#).unwrap();
+        for path in [bad, dir.path().join("missing.json")] {
+            let set = format!("engine.calibrator={}", path.display());
+            let errors = load("", &[], &[set.as_str()]).unwrap_err().0;
+            assert!(
+                errors.iter().any(|e| e.starts_with("engine.calibrator: ")
+                    && e.contains(&path.display().to_string())),
+                "{errors:?}"
+            );
+        }
     }
 
     #[test]

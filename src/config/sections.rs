@@ -180,6 +180,12 @@ pub struct EngineSection {
     /// Predictions whose confidence is below this are published as `needs_review` and not
     /// learned from (docs/decisions.md).
     pub abstain_below: f64,
+    /// A calibrator fitted where gorag runs (`gorag calibrate --out FILE`); unset: the shipped
+    /// fit. The same on every replica.
+    pub calibrator: Option<std::path::PathBuf>,
+    /// The calibrator read from `calibrator` when the configuration was loaded.
+    #[serde(skip)]
+    pub loaded_calibrator: Option<crate::engine::confidence::Calibrator>,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
     /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
@@ -206,6 +212,8 @@ impl Default for EngineSection {
             choice: defaults.choice,
             llm_weight: defaults.llm_weight,
             abstain_below: defaults.abstain_below,
+            calibrator: None,
+            loaded_calibrator: None,
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
@@ -224,6 +232,7 @@ impl EngineSection {
             choice: self.choice,
             llm_weight: self.llm_weight,
             abstain_below: self.abstain_below,
+            calibrator: self.loaded_calibrator.clone().unwrap_or_default(),
             example_chars: self.example_chars,
             prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),

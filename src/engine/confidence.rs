@@ -182,7 +182,23 @@ const DEFAULT_WEIGHTS: [f64; FEATURES] = [
     -3.4146, 0.0, 2.6887, 6.3543, -3.1828, -2.4486, 0.6419, 0.1958, 3.9174, -0.2753, 0.3866, 0.0,
 ];
 
+/// Why a calibrator file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibratorFileError {
+    #[error("reading {0}: {1}")]
+    Read(std::path::PathBuf, std::io::Error),
+    #[error("{0} is not a calibrator ({FEATURES} weights): {1}")]
+    Parse(std::path::PathBuf, serde_json::Error),
+}
+
 impl Calibrator {
+    /// A calibrator written by `gorag calibrate --out`.
+    pub fn read(path: &std::path::Path) -> Result<Self, CalibratorFileError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| CalibratorFileError::Read(path.to_path_buf(), e))?;
+        serde_json::from_str(&text).map_err(|e| CalibratorFileError::Parse(path.to_path_buf(), e))
+    }
+
     /// The probability that a decision with these signals is right; 0 when the signals make
     /// no number (an endpoint's log-probabilities can overflow): an unknown is no confidence.
     pub fn confidence(&self, signals: &Signals) -> f64 {

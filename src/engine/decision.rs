@@ -60,7 +60,8 @@ impl Engine {
         let signals = self.signals(retrieval, &decision.label, answer, alternatives);
         // Rounded as it is published, so the published status and the published confidence
         // never disagree at the threshold.
-        decision.confidence = (self.calibrator.confidence(&signals) * 10_000.0).round() / 10_000.0;
+        decision.confidence =
+            (self.config.calibrator.confidence(&signals) * 10_000.0).round() / 10_000.0;
         decision
     }
 

@@ -138,6 +138,9 @@ pub struct EngineConfig {
     /// The LLM is asked about a text only when retrieval's own decision has a confidence below
     /// this (docs/decisions.md); the strategies without scores always ask it.
     pub ask_below: f64,
+    /// Reads a decision's evidence into its confidence: the shipped fit, or one fitted where
+    /// gorag runs (`gorag calibrate`). The same on every replica.
+    pub calibrator: confidence::Calibrator,
 }
 
 impl Default for EngineConfig {
@@ -164,6 +167,7 @@ impl Default for EngineConfig {
             phrase_capacity: DEFAULT_PHRASE_CAPACITY,
             abstain_below: DEFAULT_ABSTAIN_BELOW,
             ask_below: DEFAULT_ASK_BELOW,
+            calibrator: confidence::Calibrator::default(),
         }
     }
 }
@@ -348,8 +352,6 @@ pub struct Engine {
     pool: Pool,
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
-    /// Reads a decision's evidence into its confidence.
-    calibrator: confidence::Calibrator,
 }
 
 impl Engine {
@@ -365,18 +367,12 @@ impl Engine {
             label_version: 0,
             last_round: None,
             embeddings: None,
-            calibrator: confidence::Calibrator::default(),
         }
     }
 
     /// The calibrator that reads decisions' confidence.
     pub fn calibrator(&self) -> &confidence::Calibrator {
-        &self.calibrator
-    }
-
-    /// Read confidence with another calibrator (a refit, or one fitted for an LLM endpoint).
-    pub fn set_calibrator(&mut self, calibrator: confidence::Calibrator) {
-        self.calibrator = calibrator;
+        &self.config.calibrator
     }
 
     /// The texts the active labels explain poorly, oldest first.

@@ -249,7 +249,6 @@ impl Engine {
             label_version: state.label_version,
             last_round: state.last_round,
             embeddings: None,
-            calibrator: super::confidence::Calibrator::default(),
         })
     }
 
