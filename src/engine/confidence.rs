@@ -114,11 +114,11 @@ impl Signals {
             x[9] = labels;
             return x;
         }
-        let relative_margin = if self.score > 0.0 {
-            ((self.score - self.best_other) / self.score).clamp(-1.0, 1.0)
-        } else {
-            -1.0
-        };
+        // The margin over the best other candidate, square-rooted like the score (signed: a
+        // label the LLM chose below another is behind). Not relative to the score: a weak
+        // match that is the only one would otherwise look as sure as a strong one.
+        let margin = self.score - self.best_other;
+        let root_margin = margin.signum() * margin.abs().sqrt();
         let crowd = (self.first_hop_labels.max(1) as f64).ln();
         let (asked, belief) = match self.llm {
             Some(opinion) if opinion.belief.is_finite() => (1.0, opinion.belief.clamp(0.0, 1.0)),
@@ -127,7 +127,7 @@ impl Signals {
         [
             1.0,
             0.0,
-            relative_margin,
+            root_margin,
             self.score.sqrt(),
             self.parts.example,
             self.parts.name,
@@ -148,7 +148,7 @@ pub const FEATURES: usize = 12;
 pub const FEATURE_NAMES: [&str; FEATURES] = [
     "bias",
     "no_evidence",
-    "relative_margin",
+    "sqrt_margin",
     "sqrt_score",
     "example_cosine",
     "name_cosine",
@@ -179,7 +179,7 @@ impl Default for Calibrator {
 /// text), with the default ranking weights: the scores it reads change scale with them
 /// (docs/decisions.md). `no_evidence` and `llm_belief` stay 0: the tuning runs had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
-    -3.4146, 0.0, 2.6887, 6.3543, -3.1828, -2.4486, 0.6419, 0.1958, 3.9174, -0.2753, 0.3866, 0.0,
+    -2.8511, 0.0, 7.3198, 3.9640, -5.1419, -4.0392, 0.6391, -0.5741, 3.3096, 0.0099, 0.0847, 0.0,
 ];
 
 /// Why a calibrator file could not be read.
