@@ -50,7 +50,7 @@ for _ in $(seq 1 600); do
 done
 grep -q "serving" "$out/serve.log" || { cat "$out/serve.log"; echo "gorag serve not ready" >&2; exit 1; }
 
-echo "== predictions, as they arrive (text → label (source) candidates, best first, with their scores)"
+echo "== predictions, as they arrive (text → label, confidence, status (source), candidates best first with their scores)"
 "$gorag" tail --topic "$run.predictions" --from-beginning --count 16 --idle-timeout 600 \
   --format prediction | tee "$out/predictions.txt" &
 tail_pid=$!
