@@ -88,7 +88,8 @@ fn eval_with_the_embedding_signal_reports_every_round() {
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .filter(|cells| cells.first() == Some(&"hybrid") && cells[1].parse::<u32>().is_ok())
         .count();
-    assert_eq!(rounds, 2, "{stdout}");
+    // A row per round in the accuracy table and in the confidence table.
+    assert_eq!(rounds, 4, "{stdout}");
     assert!(stdout.contains("embedding all-MiniLM-L6-v2"), "{stdout}");
     let report = std::fs::read_to_string(out.path().join("report.json")).unwrap();
     assert!(
