@@ -42,6 +42,9 @@ pub struct DiscoverArgs {
     /// Discovery: pool a text whose LLM answer named no known label, whatever its score.
     #[arg(long, default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
     pub discover_pool_unknown_label: bool,
+    /// Discovery: pool a text whose prediction needs review, whatever its score.
+    #[arg(long, default_value_t = DiscoveryConfig::default().pool_needs_review, action = clap::ArgAction::Set)]
+    pub discover_pool_needs_review: bool,
 }
 
 impl DiscoverArgs {
@@ -55,6 +58,7 @@ impl DiscoverArgs {
             neighbours: self.discover_neighbours,
             min_similarity: self.discover_min_similarity,
             pool_unknown_label: self.discover_pool_unknown_label,
+            pool_needs_review: self.discover_pool_needs_review,
             ..DiscoveryConfig::default()
         }
     }

@@ -53,6 +53,10 @@ pub struct DiscoveryConfig {
     /// Pool a text whose LLM answer named no known label (`unknown_label`), whatever its
     /// retrieval score.
     pub pool_unknown_label: bool,
+    /// Pool a text whose prediction needs review (confidence below `engine.abstain_below`),
+    /// whatever its score. Off: measured, it pools three times as many known classes' texts
+    /// and recovers fewer new classes (docs/decisions.md).
+    pub pool_needs_review: bool,
 }
 
 impl Default for DiscoveryConfig {
@@ -69,6 +73,7 @@ impl Default for DiscoveryConfig {
             max_community_score: 0.08,
             resolution: 8.0,
             pool_unknown_label: true,
+            pool_needs_review: false,
         }
     }
 }
@@ -140,7 +145,7 @@ pub fn unexplained(
     if weak_score(retrieval, config) {
         return Some(Unexplained::WeakScore);
     }
-    needs_review.then_some(Unexplained::NeedsReview)
+    (needs_review && config.pool_needs_review).then_some(Unexplained::NeedsReview)
 }
 
 /// Whether retrieval's best score on discovery's scale (descriptions left out) is below
@@ -275,9 +280,15 @@ mod tests {
             Some(Unexplained::WeakScore)
         );
         assert_eq!(arrival_score(&described), Some(0.05));
-        // A well-scored text whose decision needs review is pooled for that alone.
+        // A well-scored text whose decision needs review is pooled for that alone, when
+        // `pool_needs_review` says so.
+        assert_eq!(unexplained(&strong, &decision(None), true, &config), None);
+        let reviewed = DiscoveryConfig {
+            pool_needs_review: true,
+            ..config.clone()
+        };
         assert_eq!(
-            unexplained(&strong, &decision(None), true, &config),
+            unexplained(&strong, &decision(None), true, &reviewed),
             Some(Unexplained::NeedsReview)
         );
         assert_eq!(unexplained(&strong, &decision(None), false, &config), None);
