@@ -199,6 +199,11 @@ impl Calibrator {
         serde_json::from_str(&text).map_err(|e| CalibratorFileError::Parse(path.to_path_buf(), e))
     }
 
+    /// Whether the LLM's belief moves the confidence (its weight is not 0).
+    pub fn reads_llm(&self) -> bool {
+        self.weights[FEATURES - 1] != 0.0
+    }
+
     /// The probability that a decision with these signals is right; 0 when the signals make
     /// no number (an endpoint's log-probabilities can overflow): an unknown is no confidence.
     pub fn confidence(&self, signals: &Signals) -> f64 {
@@ -345,6 +350,16 @@ mod tests {
             "{:?}",
             fitted.weights
         );
+    }
+
+    #[test]
+    fn the_shipped_fit_does_not_weigh_the_llm_s_belief() {
+        // It was fitted without LLM answers (docs/decisions.md); the service warns when that
+        // leaves every text it asks the LLM about under review.
+        assert!(!Calibrator::default().reads_llm());
+        let mut weights = [0.0; FEATURES];
+        weights[FEATURES - 1] = 1.0;
+        assert!(Calibrator { weights }.reads_llm());
     }
 
     #[test]

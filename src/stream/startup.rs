@@ -65,6 +65,7 @@ pub async fn start(
         check_topics_exist(config, &watermarks).await?;
     }
     let llm = config.llm.settings().client()?;
+    warn_about_asking(config, llm.is_some());
     let classifier = Classifier::new(llm, config.engine.keywords);
     let producer = kafka::producer(config)?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
@@ -314,4 +315,23 @@ async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Resul
         )));
     }
     Ok(())
+}
+
+/// Settings of `llm.ask_below` that cannot do what an operator likely meant.
+fn warn_about_asking(config: &ServeConfig, llm: bool) {
+    let engine = config.engine_config();
+    if !llm || engine.ask_below <= 0.0 {
+        return;
+    }
+    if !engine.calibrator.reads_llm() && engine.ask_below <= engine.abstain_below {
+        // The LLM is asked only below `ask_below`, and a calibrator that does not weigh its
+        // belief leaves the confidence there: every such text stays under review.
+        tracing::warn!(
+            ask_below = engine.ask_below,
+            abstain_below = engine.abstain_below,
+            "texts the LLM is asked about will all need review: the calibrator does not weigh \
+             the LLM's answer (fit one on a `gorag eval --ask-below 1` run with `gorag \
+             calibrate` and set engine.calibrator; docs/decisions.md)"
+        );
+    }
 }
