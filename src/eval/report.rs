@@ -7,6 +7,13 @@ use serde::Serialize;
 use super::{RoundMetrics, StrategyRun};
 use crate::llm::UsageSnapshot;
 
+mod confidence;
+mod llm_curve;
+
+pub use confidence::confidence_svg;
+pub use llm_curve::llm_calibration_toml;
+use llm_curve::llm_curve_rows;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct EvalReport {
     pub dataset: String,
@@ -169,83 +176,6 @@ fn calibration_rows(report: &EvalReport) -> String {
     out
 }
 
-/// When the LLM was asked about every text: the settings that beat retrieval alone (and the
-/// chosen one) for each strategy.
-fn llm_curve_rows(report: &EvalReport) -> String {
-    let mut out = String::new();
-    for run in &report.runs {
-        let Some(chosen) = run.llm_choice else {
-            continue;
-        };
-        let _ = writeln!(
-            out,
-            "{}: accuracy (mean over rounds) against LLM calls per text, by weight × ask_below; retrieval alone {:.4}",
-            run.strategy,
-            super::mean_or_zero(run.rounds.iter().map(|m| m.graph_accuracy)),
-        );
-        let settings = run.rounds.first().map_or(0, |m| m.llm_curve.len());
-        for i in 0..settings {
-            let points: Vec<_> = run
-                .rounds
-                .iter()
-                .filter_map(|m| m.llm_curve.get(i))
-                .collect();
-            let Some(first) = points.first() else {
-                continue;
-            };
-            let _ = writeln!(
-                out,
-                "  weight {:>7} ask_below {:.1}: accuracy {:.4} at {:.2} calls/text",
-                if first.llm_weight >= 1e5 {
-                    "llm".to_string()
-                } else {
-                    format!("{:.2}", first.llm_weight)
-                },
-                first.ask_below,
-                super::mean_or_zero(points.iter().map(|p| p.accuracy)),
-                super::mean_or_zero(points.iter().map(|p| p.calls_per_text)),
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  chosen: llm_weight {} ask_below {:.1} (accuracy {:.4} at {:.2} calls/text){}",
-            chosen.llm_weight,
-            chosen.ask_below,
-            chosen.accuracy,
-            chosen.calls_per_text,
-            if chosen.ask_below == 0.0 {
-                " — this endpoint does not beat retrieval alone: not asked"
-            } else {
-                ""
-            },
-        );
-    }
-    out
-}
-
-/// The chosen LLM settings of the first strategy that has them, as configuration lines for
-/// `gorag serve`.
-pub fn llm_calibration_toml(report: &EvalReport) -> Option<String> {
-    let (run, chosen) = report
-        .runs
-        .iter()
-        .find_map(|run| run.llm_choice.map(|c| (run, c)))?;
-    Some(format!(
-        "# Chosen by `gorag eval --ask-below 1` on {} ({}-shot, {} texts, strategy {}, model {}):\n\
-         # mean accuracy {:.4} at {:.2} LLM calls per text.\n\
-         [llm]\nask_below = {}\n\n[engine]\nchoice = \"scored\"\nllm_weight = {}\n",
-        report.dataset,
-        report.shots,
-        report.held_out,
-        run.strategy,
-        report.model,
-        chosen.accuracy,
-        chosen.calls_per_text,
-        chosen.ask_below,
-        chosen.llm_weight,
-    ))
-}
-
 /// What a round learned, where its time went, its hallucinations and LLM failures.
 fn round_details(strategy: &str, m: &RoundMetrics) -> String {
     let s = &m.seconds;
@@ -325,164 +255,6 @@ fn svg_open(width: f64, height: f64) -> String {
 <rect width="100%" height="100%" fill="white"/>
 "#
     )
-}
-
-/// The last round's calibration per strategy, as a self-contained SVG: a reliability diagram
-/// and the accuracy of the most confident texts by coverage, side by side.
-pub fn confidence_svg(report: &EvalReport) -> String {
-    let reliability = Panel::new(60.0, "reliability (last round)");
-    let coverage = Panel::new(470.0, "accuracy by coverage (most confident first)");
-    let height = Panel::TOP + Panel::SIZE + 62.0 + 18.0 * report.runs.len() as f64;
-    let mut out = svg_open(800.0, height);
-    let _ = writeln!(
-        out,
-        r#"<text x="400" y="20" text-anchor="middle" font-size="14">{} {}-shot: confidence ({})</text>"#,
-        escape(&report.dataset),
-        report.shots,
-        escape(&report.model)
-    );
-    reliability.axes(&mut out, "mean confidence");
-    reliability.diagonal(&mut out);
-    coverage.axes(&mut out, "coverage");
-    for (i, run) in report.runs.iter().enumerate() {
-        let Some(m) = run.rounds.last() else { continue };
-        let colour = COLOURS[i % COLOURS.len()];
-        let c = &m.calibration;
-        let name = escape(&run.strategy);
-        reliability.series(&mut out, colour, &name, &reliability_points(&c.bins));
-        reliability.legend(&mut out, i, colour, &format!("{name} (ECE {:.3})", c.ece));
-        coverage.series(&mut out, colour, &name, &coverage_points(&c.curve));
-        coverage.legend(&mut out, i, colour, &name);
-    }
-    out.push_str("</svg>\n");
-    out
-}
-
-/// (mean confidence, accuracy) of the bins that hold texts.
-fn reliability_points(bins: &[(usize, f64, f64)]) -> Vec<(f64, f64)> {
-    bins.iter()
-        .filter(|b| b.0 > 0)
-        .map(|&(_, confidence, accuracy)| (confidence, accuracy))
-        .collect()
-}
-
-/// (coverage i/n, accuracy of the most confident share) for i = 1..=n.
-fn coverage_points(curve: &[f64]) -> Vec<(f64, f64)> {
-    let n = curve.len() as f64;
-    curve
-        .iter()
-        .enumerate()
-        .map(|(i, &accuracy)| ((i + 1) as f64 / n, accuracy))
-        .collect()
-}
-
-/// One square panel of the confidence chart: 0–1 on both axes, its title above, its legend
-/// below.
-struct Panel {
-    left: f64,
-    title: &'static str,
-}
-
-impl Panel {
-    const TOP: f64 = 60.0;
-    const SIZE: f64 = 300.0;
-
-    fn new(left: f64, title: &'static str) -> Self {
-        Self { left, title }
-    }
-
-    fn x(&self, value: f64) -> f64 {
-        self.left + Self::SIZE * value.clamp(0.0, 1.0)
-    }
-
-    fn y(&self, value: f64) -> f64 {
-        Self::TOP + Self::SIZE * (1.0 - value.clamp(0.0, 1.0))
-    }
-
-    /// The title, grid lines with ticks at 0, 0.5 and 1 on both axes, and the axes' titles.
-    fn axes(&self, out: &mut String, x_title: &str) {
-        let (left, top, size) = (self.left, Self::TOP, Self::SIZE);
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle" font-size="13">{}</text>"#,
-            left + size / 2.0,
-            top - 12.0,
-            self.title
-        );
-        for value in [0.0, 0.5, 1.0] {
-            let (x, y) = (self.x(value), self.y(value));
-            let _ = writeln!(
-                out,
-                r##"<line x1="{left}" x2="{}" y1="{y}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" text-anchor="end">{value:.1}</text>"##,
-                left + size,
-                left - 6.0,
-                y + 4.0,
-            );
-            let _ = writeln!(
-                out,
-                r##"<line x1="{x}" x2="{x}" y1="{top}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" text-anchor="middle">{value:.1}</text>"##,
-                top + size,
-                top + size + 16.0,
-            );
-        }
-        let (mid_y, label_x) = (top + size / 2.0, left - 40.0);
-        let _ = writeln!(
-            out,
-            r#"<text x="{}" y="{}" text-anchor="middle">{x_title}</text><text x="{label_x}" y="{mid_y}" transform="rotate(-90 {label_x} {mid_y})" text-anchor="middle">accuracy</text>"#,
-            left + size / 2.0,
-            top + size + 34.0,
-        );
-    }
-
-    /// Perfect calibration, y = x, dashed grey.
-    fn diagonal(&self, out: &mut String) {
-        let _ = writeln!(
-            out,
-            r##"<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="#999" stroke-dasharray="5,4"/>"##,
-            self.x(0.0),
-            self.x(1.0),
-            self.y(0.0),
-            self.y(1.0)
-        );
-    }
-
-    /// One strategy's line and its points (with their values as tooltips); nothing without
-    /// points. `name` is already escaped.
-    fn series(&self, out: &mut String, colour: &str, name: &str, points: &[(f64, f64)]) {
-        if points.is_empty() {
-            return;
-        }
-        let coords: Vec<String> = points
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", self.x(x), self.y(y)))
-            .collect();
-        let _ = writeln!(
-            out,
-            r#"<polyline fill="none" stroke="{colour}" stroke-width="2" points="{}"/>"#,
-            coords.join(" ")
-        );
-        for &(x, y) in points {
-            let _ = writeln!(
-                out,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{colour}"><title>{name}: {x:.3} → {y:.4}</title></circle>"#,
-                self.x(x),
-                self.y(y),
-            );
-        }
-    }
-
-    /// The `i`th legend entry below the panel; `text` is already escaped.
-    fn legend(&self, out: &mut String, i: usize, colour: &str, text: &str) {
-        let ly = Self::TOP + Self::SIZE + 56.0 + 18.0 * i as f64;
-        let _ = writeln!(
-            out,
-            r#"<line x1="{}" x2="{}" y1="{ly}" y2="{ly}" stroke="{colour}" stroke-width="2"/><text x="{}" y="{}">{text}</text>"#,
-            self.left,
-            self.left + 25.0,
-            self.left + 31.0,
-            ly + 4.0,
-        );
-    }
 }
 
 /// The accuracy chart's geometry: a plot area with room for the axes' labels and a legend on
@@ -599,7 +371,7 @@ mod tests {
     use super::*;
     use crate::eval::RoundMetrics;
 
-    fn report() -> EvalReport {
+    pub(super) fn report() -> EvalReport {
         let rounds = (1..=3)
             .map(|round| RoundMetrics {
                 round,
@@ -650,34 +422,5 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 3);
         // round 3 accuracy 0.75 → y = 40 + 310 * 0.25
         assert!(svg.contains("cy=\"117.5\""));
-    }
-
-    #[test]
-    fn confidence_svg_draws_both_panels_per_strategy() {
-        let mut report = report();
-        let last = report.runs[0].rounds.last_mut().unwrap();
-        let mut bins = vec![(0, 0.0, 0.0); 10];
-        bins[5] = (2, 0.55, 0.5);
-        bins[9] = (3, 0.95, 1.0);
-        last.calibration = crate::eval::calibration::Calibration {
-            ece: 0.0433,
-            bins,
-            curve: (1..=20).map(|i| 1.0 - i as f64 / 40.0).collect(),
-            ..Default::default()
-        };
-        let mut second = report.runs[0].clone();
-        second.strategy = "flat<1>".into();
-        report.runs.push(second);
-        let svg = confidence_svg(&report);
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
-        assert!(svg.contains("toy&lt;&amp;&gt;") && svg.contains("flat&lt;1&gt; (ECE 0.043)"));
-        assert!(svg.contains("reliability (last round)"));
-        assert!(svg.contains("accuracy by coverage (most confident first)"));
-        // Two strategies × two panels; points: two non-empty bins and 20 coverages each.
-        assert_eq!(svg.matches("<polyline").count(), 4);
-        assert_eq!(svg.matches("<circle").count(), 2 * (2 + 20));
-        assert!(svg.contains("stroke-dasharray"));
-        // Bin (0.95, 1.0) in the left panel: x = 60 + 300 * 0.95, y = 60.
-        assert!(svg.contains("cx=\"345.0\" cy=\"60.0\""));
     }
 }
