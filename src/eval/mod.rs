@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod discover;
 pub mod llm_curve;
 pub mod report;
+mod scored;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
@@ -24,6 +25,8 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
 use dataset::{RoundData, Sample};
+pub use scored::TextRecord;
+use scored::{Scored, Where};
 
 #[derive(Clone)]
 pub struct EvalOptions {
@@ -118,168 +121,6 @@ pub const READINGS: [(&str, ChoiceMode, f64); 4] = [
     ("scored_w1", ChoiceMode::Scored, 1.0),
     ("llm_only", ChoiceMode::Scored, 1e6),
 ];
-
-/// One text's prediction in one round, as `texts-<strategy>.jsonl` has it.
-#[derive(Debug, Clone, Serialize)]
-pub struct TextRecord {
-    /// The round after which the text was classified.
-    pub round: usize,
-    /// The round whose held-out texts it is of: this round's are classified with online
-    /// indexing, earlier rounds' without.
-    pub text_round: usize,
-    /// Its position among that round's held-out texts (1-based; after `--limit` and `--order`).
-    pub line: usize,
-    pub gold: String,
-    pub label: String,
-    pub right: bool,
-    pub confidence: f64,
-    pub graph_choice: String,
-    pub candidates: Vec<String>,
-    pub scores: Vec<f64>,
-    /// What each candidate's score is made of, in the candidates' order.
-    pub parts: Vec<crate::engine::confidence::CandidateParts>,
-    pub signals: crate::engine::confidence::Signals,
-}
-
-/// One text's result, as the metrics need it.
-struct Scored {
-    record: TextRecord,
-    needs_review: bool,
-    /// How the LLM's answer reads at other weights (None when it was not asked).
-    llm_readings: Option<llm_curve::Readings>,
-    /// Per reading of [`READINGS`], whether it would have been right (empty without an LLM).
-    readings: Vec<bool>,
-    gold: String,
-    label: String,
-    graph_choice: String,
-    hallucination: Option<HallucinationKind>,
-    gold_in_candidates: bool,
-    candidates: usize,
-    llm_failed: bool,
-    llm_calls: u32,
-    prompt_tokens: u32,
-    /// First-token mass on the candidates' names (`scored` answers only).
-    on_list: Option<f64>,
-}
-
-impl Scored {
-    fn new(engine: &Engine, sample: &Sample, classified: &Classified, at: Where) -> Self {
-        let readings = match &classified.raw_answer {
-            // No answer (the LLM failed): every reading falls back to retrieval, like the
-            // decision itself.
-            None if classified.llm_failure.is_some() => {
-                vec![classified.decision.label == sample.label; READINGS.len()]
-            }
-            None => Vec::new(),
-            Some(answer) => READINGS
-                .iter()
-                .map(|&(_, mode, weight)| {
-                    engine
-                        .decide_as(
-                            &classified.retrieval,
-                            Some(answer),
-                            &classified.alternatives,
-                            mode,
-                            weight,
-                        )
-                        .label
-                        == sample.label
-                })
-                .collect(),
-        };
-        // Every text's outcome, for studying a strategy text by text
-        // (`GORAG_LOG=gorag::eval=trace`).
-        tracing::trace!(
-            gold = %sample.label,
-            label = %classified.decision.label,
-            graph_choice = %classified.retrieval.graph_choice,
-            basis = ?classified.retrieval.basis,
-            margin = ?classified.retrieval.margin,
-            candidates = ?classified.retrieval.candidates,
-            scores = ?classified.retrieval.scores,
-            "text"
-        );
-        if let Some(kind) = classified.decision.hallucination {
-            // What the model said, for studying the flag (`GORAG_LOG=gorag::eval=debug`).
-            tracing::debug!(
-                ?kind,
-                gold = %sample.label,
-                answer = classified.raw_answer.as_deref().unwrap_or_default(),
-                alternatives = ?classified.alternatives,
-                candidates = ?classified.retrieval.candidates,
-                "hallucination"
-            );
-        }
-        let decision = &classified.decision;
-        let signals = engine.signals(
-            &classified.retrieval,
-            &decision.label,
-            classified.raw_answer.as_deref(),
-            &classified.alternatives,
-        );
-        let retrieval_only = engine.decide(&classified.retrieval, None);
-        let llm_readings = classified.llm_asked.then(|| llm_curve::Readings {
-            retrieval_confidence: retrieval_only.confidence,
-            retrieval_right: retrieval_only.label == sample.label,
-            fused_right: llm_curve::WEIGHTS
-                .iter()
-                .map(|&weight| match &classified.raw_answer {
-                    Some(answer) => {
-                        engine
-                            .decide_as(
-                                &classified.retrieval,
-                                Some(answer),
-                                &classified.alternatives,
-                                ChoiceMode::Scored,
-                                weight,
-                            )
-                            .label
-                            == sample.label
-                    }
-                    None => retrieval_only.label == sample.label,
-                })
-                .collect(),
-        });
-        let record = TextRecord {
-            round: at.round,
-            text_round: at.text_round,
-            line: at.line,
-            gold: sample.label.clone(),
-            label: decision.label.clone(),
-            right: decision.label == sample.label,
-            confidence: decision.confidence,
-            graph_choice: classified.retrieval.graph_choice.clone(),
-            candidates: classified.retrieval.candidates.clone(),
-            scores: classified.retrieval.scores.clone(),
-            parts: classified.retrieval.parts.clone(),
-            signals,
-        };
-        Self {
-            needs_review: engine.needs_review(&classified.retrieval, decision),
-            llm_readings,
-            record,
-            readings,
-            gold: sample.label.clone(),
-            label: classified.decision.label.clone(),
-            graph_choice: classified.retrieval.graph_choice.clone(),
-            hallucination: classified.decision.hallucination,
-            gold_in_candidates: classified.retrieval.candidates.contains(&sample.label),
-            candidates: classified.retrieval.candidates.len(),
-            llm_failed: classified.llm_failure.is_some(),
-            llm_calls: classified.llm_calls,
-            prompt_tokens: classified.prompt_tokens,
-            on_list: engine.on_list_mass(&classified.retrieval, &classified.alternatives),
-        }
-    }
-}
-
-/// Where a text was classified: the round, the round it is of, its position there.
-#[derive(Debug, Clone, Copy)]
-struct Where {
-    round: usize,
-    text_round: usize,
-    line: usize,
-}
 
 fn add_times(seconds: &mut StageSeconds, classified: &Classified) {
     seconds.keywords += classified.times.keywords.as_secs_f64();
