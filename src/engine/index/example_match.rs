@@ -1,0 +1,47 @@
+//! A prediction's rationale, from the index: which of its label's examples matched a text, and
+//! on which terms.
+
+use super::{DocKind, TermCounts, TextIndex};
+
+/// Why a labelled example matched a query ([`TextIndex::example_match`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExampleMatch {
+    /// Its number among its label's examples, from 1 in the order they were indexed.
+    pub number: u32,
+    /// The shared terms that added most to the similarity, heaviest first.
+    pub terms: Vec<String>,
+}
+
+impl TextIndex {
+    /// Why a labelled example matched a query: its number among its label's examples (1 for
+    /// the first indexed) and the `n` shared terms that added most to the cosine, heaviest
+    /// first. None when `id` is no labelled example.
+    pub fn example_match(&self, id: u32, query: &TermCounts, n: usize) -> Option<ExampleMatch> {
+        let doc = self
+            .docs
+            .get(id as usize)
+            .filter(|d| d.kind == DocKind::Example)?;
+        let number = 1 + self.docs[..id as usize]
+            .iter()
+            .filter(|d| d.kind == DocKind::Example && d.label == doc.label)
+            .count();
+        let mut shared: Vec<(f64, &str)> = query
+            .counts
+            .iter()
+            .filter_map(|(term, count)| {
+                let (_, in_doc) = doc.terms.counts.iter().find(|(t, _)| t == term)?;
+                let weight = self.term_weight(term, *count) * self.term_weight(term, *in_doc);
+                Some((weight, term.as_str()))
+            })
+            .collect();
+        shared.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+        Some(ExampleMatch {
+            number: number as u32,
+            terms: shared
+                .into_iter()
+                .take(n)
+                .map(|(_, t)| t.to_string())
+                .collect(),
+        })
+    }
+}
