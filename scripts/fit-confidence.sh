@@ -23,7 +23,7 @@ for dataset in wos ifs_rel reuters cad; do
   for k in $shots; do
     # --abstain-below 0: what is learned must not depend on the calibrator being fitted.
     "$gorag" eval "$work/streams/$dataset" --shots "$k" --held-out dev --llm none --quiet \
-      --abstain-below 0 \
+      --abstain-below 0 --refit-confidence false \
       --out "$work/runs/$dataset-$k" >/dev/null
     files+=("$work/runs/$dataset-$k/texts-hybrid.jsonl")
   done

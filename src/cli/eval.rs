@@ -315,6 +315,14 @@ pub struct EvalArgs {
     /// A calibrator from `gorag calibrate --out` instead of the shipped one.
     #[arg(long)]
     pub calibrator: Option<PathBuf>,
+    /// Simulate a reviewer who corrects, as they come, texts that need review — at most this
+    /// share of each round's texts — to their gold label (0: none; docs/decisions.md).
+    #[arg(long, default_value_t = 0.0)]
+    pub review_share: f64,
+    /// Refit the confidence from each round's examples (labels with several) as the service
+    /// does (`engine.refit_confidence`).
+    #[arg(long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
+    pub refit_confidence: bool,
     /// The embedding signal for `ranked` and `hybrid`: a model folder from
     /// scripts/embedding-model.sh (default: off).
     #[arg(long)]
@@ -338,9 +346,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     for (flag, value) in [
         ("--ask-below", args.ask_below),
         ("--abstain-below", args.abstain_below),
+        ("--review-share", args.review_share),
     ] {
         if !(0.0..=1.0).contains(&value) {
-            bail!("{flag}: must be a confidence from 0 to 1 (got {value})");
+            bail!("{flag}: must be from 0 to 1 (got {value})");
         }
     }
     let (rounds, named) = args.rounds()?;
@@ -384,6 +393,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             encoder: encoder.clone(),
             concurrency: args.llm.llm_concurrency,
             progress: !args.quiet,
+            review_share: args.review_share,
         };
         runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);
     }
@@ -540,6 +550,7 @@ impl EvalArgs {
         base.prompt_layout = self.ranking.prompt_layout.into();
         base.ask_below = self.ask_below;
         base.abstain_below = self.abstain_below;
+        base.refit_confidence = self.refit_confidence;
         base
     }
 

@@ -186,6 +186,9 @@ pub struct EngineSection {
     /// The calibrator read from `calibrator` when the configuration was loaded.
     #[serde(skip)]
     pub loaded_calibrator: Option<crate::engine::confidence::Calibrator>,
+    /// Refit the confidence from the labelled texts the log brings (examples of labels with
+    /// several, corrections); the same on every replica (docs/decisions.md).
+    pub refit_confidence: bool,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
     /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
@@ -214,6 +217,7 @@ impl Default for EngineSection {
             abstain_below: defaults.abstain_below,
             calibrator: None,
             loaded_calibrator: None,
+            refit_confidence: defaults.refit_confidence,
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
@@ -233,6 +237,7 @@ impl EngineSection {
             llm_weight: self.llm_weight,
             abstain_below: self.abstain_below,
             calibrator: self.loaded_calibrator.clone().unwrap_or_default(),
+            refit_confidence: self.refit_confidence,
             example_chars: self.example_chars,
             prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),

@@ -207,12 +207,20 @@ impl Calibrator {
     /// The probability that a decision with these signals is right; 0 when the signals make
     /// no number (an endpoint's log-probabilities can overflow): an unknown is no confidence.
     pub fn confidence(&self, signals: &Signals) -> f64 {
-        let p = sigmoid(dot(&self.weights, &signals.features()));
+        let p = sigmoid(self.log_odds(&signals.features()));
         if p.is_nan() {
             0.0
         } else {
             p
         }
+    }
+}
+
+impl Calibrator {
+    /// The log-odds that a decision with these features is right (before any recalibration:
+    /// [`super::refit`]).
+    pub fn log_odds(&self, features: &[f64; FEATURES]) -> f64 {
+        dot(&self.weights, features)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::confidence::Outcome;
 use super::index::DocKind;
 use super::{Engine, EngineError, IndexReport};
 
@@ -34,8 +35,17 @@ impl Engine {
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
         let position = self.active_position(label)? as u32;
         let analysis = self.analyze(text);
+        let mut outcome = None;
         let decided = self.retrieve(&analysis).ok().map(|retrieval| {
             let decision = self.decide(&retrieval, None);
+            if retrieval.margin.is_some() {
+                // Only the ranked strategies have a confidence to refit.
+                let signals = self.signals(&retrieval, &decision.label, None, &[]);
+                outcome = Some(Outcome {
+                    features: signals.features(),
+                    right: decision.label == label,
+                });
+            }
             (decision.label, decision.confidence)
         });
         let learned = self.learnable(&analysis);
@@ -51,7 +61,9 @@ impl Engine {
         let took_back = self.index.remove_classified(&copies) > 0;
         // A pooled copy would keep proposing a class for a text now labelled.
         self.pool.retain(|pooled| pooled.id != text_id);
-        let report = self.add_examples(label, &[text.to_string()])?;
+        // Its outcome is the decision it corrects, not how it fares as an example.
+        let (report, _) = self.index_examples(label, &[text.to_string()])?;
+        self.record_outcomes(outcome.into_iter().collect());
         Ok((report, CorrectionReport { decided, took_back }))
     }
 }

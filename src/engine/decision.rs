@@ -60,8 +60,7 @@ impl Engine {
         let signals = self.signals(retrieval, &decision.label, answer, alternatives);
         // Rounded as it is published, so the published status and the published confidence
         // never disagree at the threshold.
-        decision.confidence =
-            (self.config.calibrator.confidence(&signals) * 10_000.0).round() / 10_000.0;
+        decision.confidence = (self.confidence_of(&signals) * 10_000.0).round() / 10_000.0;
         decision
     }
 

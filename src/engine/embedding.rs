@@ -137,11 +137,25 @@ impl Embeddings {
     /// examples plus `name_weight` × its cosine with the name (negative cosines count as 0:
     /// an unrelated name says nothing).
     pub fn similarity(&self, query: &[f32], labels: usize, name_weight: f64) -> Vec<f64> {
+        self.similarity_without(query, labels, name_weight, None)
+    }
+
+    /// [`Self::similarity`] as if the example vector `held_out.1` of label position
+    /// `held_out.0` were not there (an example scored against its label's other examples).
+    pub fn similarity_without(
+        &self,
+        query: &[f32],
+        labels: usize,
+        name_weight: f64,
+        held_out: Option<(usize, &[f32])>,
+    ) -> Vec<f64> {
         let mut scores = vec![0.0; labels];
-        for (score, label) in scores.iter_mut().zip(&self.labels) {
+        for (position, (score, label)) in scores.iter_mut().zip(&self.labels).enumerate() {
+            let skipped = held_out.filter(|&(at, _)| at == position).map(|(_, v)| v);
             let example = label
                 .examples
                 .iter()
+                .filter(|v| skipped != Some(v.as_slice()))
                 .map(|v| cosine(query, v))
                 .fold(0.0f64, f64::max);
             let name = label

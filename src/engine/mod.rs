@@ -20,6 +20,7 @@ pub mod keywords;
 mod material;
 pub mod prompt;
 pub mod rank;
+pub mod refit;
 mod retrieve;
 mod rounds;
 pub mod state;
@@ -141,6 +142,9 @@ pub struct EngineConfig {
     /// Reads a decision's evidence into its confidence: the shipped fit, or one fitted where
     /// gorag runs (`gorag calibrate`). The same on every replica.
     pub calibrator: confidence::Calibrator,
+    /// Refit the confidence from the labelled texts the log brings: examples of labels that
+    /// have several, and corrections ([`refit`]).
+    pub refit_confidence: bool,
 }
 
 impl Default for EngineConfig {
@@ -168,6 +172,7 @@ impl Default for EngineConfig {
             abstain_below: DEFAULT_ABSTAIN_BELOW,
             ask_below: DEFAULT_ASK_BELOW,
             calibrator: confidence::Calibrator::default(),
+            refit_confidence: DEFAULT_REFIT_CONFIDENCE,
         }
     }
 }
@@ -175,6 +180,9 @@ impl Default for EngineConfig {
 /// `abstain_below`'s default: a decision more likely wrong than right needs review
 /// (docs/decisions.md has the coverage and accuracy it gives on every dataset).
 pub const DEFAULT_ABSTAIN_BELOW: f64 = 0.5;
+
+/// `refit_confidence`'s default (docs/decisions.md, "Refitting where gorag runs").
+pub const DEFAULT_REFIT_CONFIDENCE: bool = true;
 
 /// `ask_below`'s default: measured with the local model, whose answers did not raise accuracy
 /// at any weight and threshold (docs/decisions.md), so it is not asked about texts.
@@ -352,6 +360,8 @@ pub struct Engine {
     pool: Pool,
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
+    /// Labelled outcomes from the log and the confidence's recalibration ([`refit`]).
+    calibration: refit::Calibration,
 }
 
 impl Engine {
@@ -367,6 +377,7 @@ impl Engine {
             label_version: 0,
             last_round: None,
             embeddings: None,
+            calibration: refit::Calibration::default(),
         }
     }
 

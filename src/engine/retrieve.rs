@@ -10,9 +10,10 @@ use petgraph::visit::EdgeRef;
 
 use super::confidence::CandidateParts;
 use super::graph::{self, Node};
-use super::index::DocKind;
+use super::index::{DocKind, Hit};
 use super::keywords::Keyword;
 use super::rank::{self, Evidence, Ranking};
+use super::refit::HeldOut;
 use super::steiner;
 use super::terms::TermCounts;
 use super::{Analysis, Basis, Engine, EngineError, Retrieval, Strategy};
@@ -41,7 +42,7 @@ impl Engine {
             .collect();
         let terminal_names = || terminals.iter().map(|(k, _)| k.phrase.clone()).collect();
         if let Some(evidence) = self.config.strategy.evidence() {
-            return Ok(self.ranked_retrieval(analysis, evidence, &terminals));
+            return Ok(self.ranked_retrieval(analysis, evidence, &terminals, None));
         }
         let (candidates, basis, tree_cost) = match self.config.strategy {
             Strategy::Naive => match self.similar_example_labels(analysis) {
@@ -75,6 +76,24 @@ impl Engine {
         })
     }
 
+    /// Retrieval for a labelled example as if it were not indexed (its document and its vector
+    /// left out): how the engine would decide a text like it, for refitting confidence. None
+    /// under the strategies without scores or with no active label.
+    pub(super) fn retrieve_held_out(
+        &self,
+        analysis: &Analysis,
+        held_out: &HeldOut,
+    ) -> Option<Retrieval> {
+        let evidence = self.config.strategy.evidence()?;
+        self.active_labels().next()?;
+        let terminals: Vec<(&Keyword, NodeIndex)> = analysis
+            .keywords
+            .iter()
+            .filter_map(|k| self.graph.keyword(&k.phrase).map(|node| (k, node)))
+            .collect();
+        Some(self.ranked_retrieval(analysis, evidence, &terminals, Some(held_out)))
+    }
+
     /// The ranked strategies: label scores from the retrieval index, best first, capped at
     /// `max_candidates`.
     fn ranked_retrieval(
@@ -82,12 +101,17 @@ impl Engine {
         analysis: &Analysis,
         evidence: Evidence,
         terminal_nodes: &[(&Keyword, NodeIndex)],
+        held_out: Option<&HeldOut>,
     ) -> Retrieval {
         let terminals = terminal_nodes
             .iter()
             .map(|(k, _)| k.phrase.clone())
             .collect();
-        let mut ranking = self.rank(&analysis.terms, evidence);
+        let mut hits = self.index.search(&analysis.terms);
+        if let Some(held_out) = held_out {
+            hits.retain(|hit| hit.doc != held_out.doc);
+        }
+        let mut ranking = self.rank_hits(&hits, evidence);
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
@@ -99,7 +123,9 @@ impl Engine {
             &analysis.embedding,
         ) {
             let name_weight = self.config.ranking.embedding_name_weight.max(0.0);
-            let similarity = embeddings.similarity(query, self.labels.len(), name_weight);
+            let skipped = held_out.and_then(|h| Some((h.label as usize, h.vector.as_deref()?)));
+            let similarity =
+                embeddings.similarity_without(query, self.labels.len(), name_weight, skipped);
             rank::add_embedding(&mut ranking, &similarity, weight, |l| {
                 self.labels
                     .get(l as usize)
@@ -191,9 +217,12 @@ impl Engine {
 
     /// Per-label scores of a text (active labels only), best first.
     pub fn rank(&self, terms: &TermCounts, evidence: Evidence) -> Ranking {
-        let hits = self.index.search(terms);
+        self.rank_hits(&self.index.search(terms), evidence)
+    }
+
+    fn rank_hits(&self, hits: &[Hit], evidence: Evidence) -> Ranking {
         rank::score(
-            &hits,
+            hits,
             self.labels.len(),
             |l| {
                 self.labels

@@ -9,6 +9,7 @@ use super::embedding::{Embeddings, TextEncoder};
 use super::index::{self, DocKind};
 use super::keywords;
 use super::prompt;
+use super::refit::IndexedExample;
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
 use super::update::Update;
@@ -121,7 +122,8 @@ impl Engine {
             }
         }
         self.label_version += 1;
-        let mut report = self.index_documents(prepared);
+        let (mut report, indexed) = self.index_documents(prepared);
+        self.score_held_out(&indexed);
         report.labels_added = labels.len();
         report.unencoded += unencoded_names;
         Ok(report)
@@ -145,12 +147,24 @@ impl Engine {
         Ok(())
     }
 
-    /// More labelled examples for an existing, active label.
+    /// More labelled examples for an existing, active label (each scored against the label's
+    /// other examples for the confidence's refit, as a round's are).
     pub fn add_examples(
         &mut self,
         label: &str,
         examples: &[String],
     ) -> Result<IndexReport, EngineError> {
+        let (report, indexed) = self.index_examples(label, examples)?;
+        self.score_held_out(&indexed);
+        Ok(report)
+    }
+
+    /// Index more examples of an active label; the examples indexed come back with the report.
+    pub(super) fn index_examples<'t>(
+        &mut self,
+        label: &str,
+        examples: &'t [String],
+    ) -> Result<(IndexReport, Vec<IndexedExample<'t>>), EngineError> {
         let position = self.active_position(label)?;
         let documents: Vec<_> = examples
             .iter()
@@ -273,7 +287,10 @@ impl Engine {
     /// statistics first, then each is scored and linked to its label. The retrieval index gets
     /// the examples and descriptions too, and each new label's name, then recomputes its
     /// weights once for the batch.
-    fn index_documents(&mut self, documents: Vec<PreparedDocument<'_>>) -> IndexReport {
+    fn index_documents<'t>(
+        &mut self,
+        documents: Vec<PreparedDocument<'t>>,
+    ) -> (IndexReport, Vec<IndexedExample<'t>>) {
         let texts_indexed = documents.len();
         let unencoded = documents
             .iter()
@@ -290,6 +307,7 @@ impl Engine {
             self.stats.add(phrases);
         }
         let before = self.graph.keyword_count();
+        let mut indexed = Vec::new();
         for (document, phrases) in analysed {
             let scores = self.stats.scores(&phrases, true);
             let label_id = self.labels[document.position].id.clone();
@@ -302,26 +320,35 @@ impl Engine {
             } else {
                 DocKind::Description
             };
-            self.index.add_labelled(
+            let doc = self.index.add_labelled(
                 kind,
                 document.position as u32,
                 document.terms,
                 Some(document.text),
             );
-            if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, document.vector)
-            {
-                embeddings.push_example(document.position, vector);
+            let vector = document.vector.flatten();
+            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, &vector) {
+                embeddings.push_example(document.position, vector.clone());
+            }
+            if let (true, Some(doc)) = (document.is_example, doc) {
+                indexed.push(IndexedExample {
+                    position: document.position,
+                    doc,
+                    text: document.text,
+                    vector,
+                });
             }
         }
         // After the batch's keywords were chosen: they were scored with every text counted.
         self.stats.bound(self.config.phrase_capacity);
         self.index.reweigh();
-        IndexReport {
+        let report = IndexReport {
             labels_added: 0,
             texts_indexed,
             keywords_added: self.graph.keyword_count() - before,
             unencoded,
             correction: None,
-        }
+        };
+        (report, indexed)
     }
 }

@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use thiserror::Error;
 
+use super::confidence::Outcome;
 use super::graph::{EdgeCost, KeywordGraph, Node};
 use super::index::{IndexDoc, SpreadState, TextIndex};
+use super::refit::Calibration;
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
 use crate::discovery::{Pool, PoolV1};
@@ -41,9 +43,26 @@ pub struct EngineState {
     /// above, so a snapshot written before it existed is this state's prefix (see
     /// [`EngineState::decode`]).
     pub pool: Pool,
-    /// What classified texts taught the index's term weights (its label spread). Last, for the
-    /// same reason.
+    /// What classified texts taught the index's term weights (its label spread). After the
+    /// pool, for the same reason.
     pub spread: SpreadState,
+    /// The labelled outcomes the confidence is refitted on (oldest first). Last, for the same
+    /// reason: a snapshot written before them decodes with none.
+    pub outcomes: Vec<Outcome>,
+}
+
+/// A snapshot as builds before confidence refits wrote it: this build's layout without its last
+/// field.
+#[derive(Deserialize)]
+struct EngineStateWithoutOutcomes {
+    graph: GraphState,
+    stats: CorpusStats,
+    labels: Vec<LabelInfo>,
+    index: Vec<IndexDoc>,
+    label_version: u64,
+    last_round: Option<String>,
+    pool: Pool,
+    spread: SpreadState,
 }
 
 /// A snapshot as builds before the discovery pool wrote it. Followed by a [`Pool`], it is the
@@ -71,20 +90,35 @@ impl EngineStateWithoutPool {
             last_round: self.last_round,
             pool,
             spread: SpreadState::default(),
+            outcomes: Vec::new(),
         }
     }
 }
 
 impl EngineState {
-    /// Decode a postcard snapshot: this build's, one written before the label spread (then
-    /// with nothing learned into the weights), one written before arrival scores (its pooled
-    /// texts without them), or one written before the pool existed (then with an empty pool).
-    /// Each older layout is a prefix of the next, so a snapshot decodes as one layout only.
+    /// Decode a postcard snapshot: this build's, one written before confidence refits (then
+    /// with no outcome), one written before the label spread (then with nothing learned into
+    /// the weights), one written before arrival scores (its pooled texts without them), or one
+    /// written before the pool existed (then with an empty pool). Each older layout is a
+    /// prefix of the next, so a snapshot decodes as one layout only.
     pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
         let error = match postcard::from_bytes::<Self>(bytes) {
             Ok(state) => return Ok(state),
             Err(error) => error,
         };
+        if let Ok(old) = postcard::from_bytes::<EngineStateWithoutOutcomes>(bytes) {
+            return Ok(Self {
+                graph: old.graph,
+                stats: old.stats,
+                labels: old.labels,
+                index: old.index,
+                label_version: old.label_version,
+                last_round: old.last_round,
+                pool: old.pool,
+                spread: old.spread,
+                outcomes: Vec::new(),
+            });
+        }
         if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, Pool)>(bytes) {
             return Ok(old.with_pool(pool));
         }
@@ -209,6 +243,7 @@ impl Engine {
             last_round: self.last_round.clone(),
             pool: self.pool.clone(),
             spread: self.index.spread_state(),
+            outcomes: self.calibration.outcomes().copied().collect(),
         }
     }
 
@@ -238,7 +273,7 @@ impl Engine {
         );
         let mut pool = state.pool;
         pool.set_capacity(config.pool_capacity);
-        Ok(Self {
+        let mut engine = Self {
             pool,
             config,
             graph,
@@ -249,12 +284,15 @@ impl Engine {
             label_version: state.label_version,
             last_round: state.last_round,
             embeddings: None,
-        })
+            calibration: Calibration::from_outcomes(state.outcomes),
+        };
+        engine.refit_restored();
+        Ok(engine)
     }
 
     /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics,
-    /// the label set, the retrieval index and the discovery pool: equal digests mean replicas or
-    /// restarts hold the same state.
+    /// the label set, the retrieval index, the discovery pool and the confidence's outcomes:
+    /// equal digests mean replicas or restarts hold the same state.
     pub fn digest(&self) -> String {
         let mut hash = Sha256::new();
         let graph = self.graph.inner();
@@ -342,6 +380,14 @@ impl Engine {
         }
         hash.update(spread.folded_texts.to_le_bytes());
         hash.update(spread.pending_texts.to_le_bytes());
+        let outcomes = self.calibration.outcomes();
+        hash.update((outcomes.len() as u64).to_le_bytes());
+        for outcome in outcomes {
+            for feature in outcome.features {
+                hash.update(feature.to_bits().to_le_bytes());
+            }
+            hash.update([u8::from(outcome.right)]);
+        }
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -36,6 +36,10 @@ pub struct EvalOptions {
     /// LLM calls in flight for the texts that are not indexed online.
     pub concurrency: usize,
     pub progress: bool,
+    /// A simulated reviewer: of each round's texts learned online, this share at most is
+    /// reviewed — texts that need review, as they come — and corrected to its gold label
+    /// ([`Engine::correct`]) instead of being learned from its prediction (0: no review).
+    pub review_share: f64,
 }
 
 /// Time spent per stage in one round, summed over its texts (seconds).
@@ -75,6 +79,8 @@ pub struct RoundMetrics {
     /// Gold label among the candidates.
     pub candidate_recall: f64,
     pub mean_candidates: f64,
+    /// This round's texts the simulated reviewer corrected (`EvalOptions::review_share`).
+    pub reviewed: usize,
     /// Texts whose LLM call failed and fell back to the graph.
     pub llm_failures: usize,
     pub llm_calls_per_text: f64,
@@ -203,6 +209,7 @@ pub async fn run(
             round.number,
             &round.test,
             classifier,
+            options.review_share,
             &mut seconds,
             &progress,
         )
@@ -276,18 +283,29 @@ fn progress_bar(total: usize, strategy: &str, shown: bool) -> ProgressBar {
     bar
 }
 
-/// This round's texts, in order, with online indexing. Returns their scores and what was
-/// learned: (keywords added online, texts learned confidently, of which right).
+/// What this round's texts taught the engine: keywords added online, texts learned
+/// confidently, of which right, and texts the simulated reviewer corrected.
+#[derive(Debug, Clone, Copy, Default)]
+struct Learning {
+    keywords_added_online: usize,
+    learned: usize,
+    learned_correct: usize,
+    reviewed: usize,
+}
+
+/// This round's texts, in order, with online indexing; a text that needs review is corrected to
+/// its gold label instead while the reviewer keeps within `review_share` of the texts so far.
 async fn classify_and_learn(
     engine: &mut Engine,
     round: usize,
     texts: &[Sample],
     classifier: &Classifier,
+    review_share: f64,
     seconds: &mut StageSeconds,
     progress: &ProgressBar,
-) -> Result<(Vec<Scored>, (usize, usize, usize)), EngineError> {
+) -> Result<(Vec<Scored>, Learning), EngineError> {
     let mut scored = Vec::with_capacity(texts.len());
-    let (mut keywords_added_online, mut learned_confidently, mut learned_correct) = (0, 0, 0);
+    let mut learning = Learning::default();
     for (i, sample) in texts.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
         let at = Where {
@@ -296,17 +314,25 @@ async fn classify_and_learn(
             line: i + 1,
         };
         add_times(seconds, &classified);
+        let record = Scored::new(engine, sample, &classified, at);
         let started = Instant::now();
-        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-        learned_confidently += usize::from(confident);
-        learned_correct += usize::from(confident && classified.decision.label == sample.label);
-        keywords_added_online +=
-            engine.learn(&classified.analysis, &classified.decision.label, confident);
+        let within_budget = (learning.reviewed + 1) as f64 <= review_share * (i + 1) as f64;
+        if record.needs_review && within_budget {
+            let text_id = format!("r{round}-{}", i + 1);
+            engine.correct(&text_id, &sample.label, &sample.text)?;
+            learning.reviewed += 1;
+        } else {
+            let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+            learning.learned += usize::from(confident);
+            learning.learned_correct +=
+                usize::from(confident && classified.decision.label == sample.label);
+            learning.keywords_added_online +=
+                engine.learn(&classified.analysis, &classified.decision.label, confident);
+        }
         seconds.online_index += started.elapsed().as_secs_f64();
-        scored.push(Scored::new(engine, sample, &classified, at));
+        scored.push(record);
         progress.inc(1);
     }
-    let learning = (keywords_added_online, learned_confidently, learned_correct);
     Ok((scored, learning))
 }
 
@@ -401,9 +427,15 @@ fn summarise(
     engine: &Engine,
     scored: &[Scored],
     description_calls: u32,
-    (keywords_added_online, learned, learned_correct): (usize, usize, usize),
+    learning: Learning,
     seconds: StageSeconds,
 ) -> RoundMetrics {
+    let Learning {
+        keywords_added_online,
+        learned,
+        learned_correct,
+        reviewed,
+    } = learning;
     let n = scored.len().max(1) as f64;
     let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
     let correct = count(&|s| s.label == s.gold);
@@ -438,6 +470,7 @@ fn summarise(
         hallucinations_outside_candidates: outside,
         candidate_recall: count(&|s| s.gold_in_candidates) as f64 / n,
         mean_candidates: scored.iter().map(|s| s.candidates as f64).sum::<f64>() / n,
+        reviewed,
         llm_failures: count(&|s| s.llm_failed),
         llm_calls_per_text: scored.iter().map(|s| f64::from(s.llm_calls)).sum::<f64>() / n,
         prompt_tokens_per_text: scored

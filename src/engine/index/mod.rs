@@ -240,16 +240,17 @@ impl TextIndex {
     }
 
     /// Add labelled material (examples, names, descriptions). Call [`TextIndex::reweigh`] after
-    /// the batch: examples change every weight.
+    /// the batch: examples change every weight. Returns the document's id (None: no terms, not
+    /// indexed), valid until classified texts are taken back.
     pub fn add_labelled(
         &mut self,
         kind: DocKind,
         label: u32,
         terms: TermCounts,
         text: Option<&str>,
-    ) {
+    ) -> Option<u32> {
         if terms.is_empty() {
-            return;
+            return None;
         }
         let text = match kind {
             DocKind::Example => {
@@ -257,12 +258,12 @@ impl TextIndex {
             }
             _ => None,
         };
-        self.push(IndexDoc {
+        Some(self.push(IndexDoc {
             kind,
             label,
             terms,
             text,
-        });
+        }))
     }
 
     /// A text classified with confidence joins the text graph, under its decided label.

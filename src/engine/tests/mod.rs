@@ -538,6 +538,7 @@ fn numbered_choice_reads_the_number() {
 mod corrections;
 mod embedding;
 mod phrase_bound;
+mod refit;
 mod restore;
 mod scored;
 

@@ -1,0 +1,158 @@
+//! Refitting confidence from the log: examples of labels with several scored as if they were
+//! not indexed, corrections scored as decided; the outcomes are replicated state.
+
+use super::*;
+use crate::engine::refit::Recalibration;
+use crate::engine::state::EngineState;
+use crate::engine::update::Update;
+
+/// Two labels with three examples each: every example is scored against the other two.
+fn two_topics_three_shots(config: EngineConfig) -> Engine {
+    let mut engine = Engine::new(config);
+    engine
+        .apply(&Update::Round {
+            round: "r1".into(),
+            labels: vec![
+                label(
+                    "astronomy",
+                    &[
+                        "telescope observations of distant galaxies and stars",
+                        "the night sky shows planets, stars and a comet through the telescope",
+                        "astronomers measured the light of a distant galaxy",
+                    ],
+                ),
+                label(
+                    "cooking",
+                    &[
+                        "a recipe for bread dough with flour, yeast and butter",
+                        "bake the bread in the oven until the crust is golden",
+                        "knead the dough with flour and water, then let it rise",
+                    ],
+                ),
+            ],
+        })
+        .unwrap();
+    engine
+}
+
+#[test]
+fn a_round_s_examples_become_outcomes_scored_without_themselves() {
+    let engine = two_topics_three_shots(EngineConfig::default());
+    let outcomes: Vec<_> = engine.calibration().outcomes().collect();
+    assert_eq!(outcomes.len(), 6);
+    // Left out, each example is still closest to its own label's other examples; had it been
+    // scored against itself its example cosine would be 1.
+    assert!(outcomes.iter().all(|o| o.right), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|o| o.features[4] < 0.99),
+        "{outcomes:?}"
+    );
+    // All right, so the refit trusts the engine more than the shipped fit does.
+    let recalibration = engine.calibration().recalibration();
+    assert_ne!(recalibration, Recalibration::default());
+    let retrieval = engine
+        .retrieve(&engine.analyze("stars and galaxies seen through a telescope"))
+        .unwrap();
+    let refitted = engine.decide(&retrieval, None).confidence;
+    let off = two_topics_three_shots(EngineConfig {
+        refit_confidence: false,
+        ..EngineConfig::default()
+    });
+    assert_eq!(off.calibration().outcomes().len(), 0);
+    let shipped = off.decide(&retrieval, None).confidence;
+    assert!(refitted > shipped, "{refitted} against {shipped}");
+}
+
+#[test]
+fn lone_examples_are_not_scored() {
+    // One example a label: leaving it out would leave the label its name alone.
+    let engine = three_topics(EngineConfig::default());
+    assert_eq!(engine.calibration().outcomes().len(), 0);
+}
+
+#[test]
+fn a_correction_is_an_outcome_of_the_decision_it_corrects() {
+    let mut engine = two_topics_three_shots(EngineConfig::default());
+    let before = engine.calibration().outcomes().len();
+    let text = "the telescope pointed at the stars while the bread was baking";
+    let retrieval = engine.retrieve(&engine.analyze(text)).unwrap();
+    let decided = engine.decide(&retrieval, None).label;
+    let corrected = if decided == "cooking" {
+        "astronomy"
+    } else {
+        "cooking"
+    };
+    engine
+        .apply(&Update::Correct {
+            text_id: "t-1".into(),
+            label: corrected.into(),
+            text: text.into(),
+        })
+        .unwrap();
+    let outcomes: Vec<_> = engine.calibration().outcomes().collect();
+    // One outcome, wrong: the corrected text itself is not scored again as an example.
+    assert_eq!(outcomes.len(), before + 1);
+    assert!(!outcomes[before].right);
+}
+
+#[test]
+fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
+    let engine = two_topics_three_shots(EngineConfig::default());
+    let state = engine.to_state();
+    let bytes = postcard::to_stdvec(&state).unwrap();
+    let decoded = EngineState::decode(&bytes).unwrap();
+    assert_eq!(decoded.outcomes.len(), 6);
+    let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
+    assert_eq!(restored.digest(), engine.digest());
+    assert_eq!(
+        restored.calibration().recalibration(),
+        engine.calibration().recalibration()
+    );
+}
+
+#[test]
+fn the_digest_covers_the_outcomes() {
+    let on = two_topics_three_shots(EngineConfig::default());
+    let off = two_topics_three_shots(EngineConfig {
+        refit_confidence: false,
+        ..EngineConfig::default()
+    });
+    assert_ne!(on.digest(), off.digest());
+}
+
+/// The layout before outcomes: this build's fields up to the label spread.
+#[derive(serde::Serialize)]
+struct WithoutOutcomes<'a> {
+    graph: &'a state::GraphState,
+    stats: &'a tfidf::CorpusStats,
+    labels: &'a [LabelInfo],
+    index: &'a [index::IndexDoc],
+    label_version: u64,
+    last_round: &'a Option<String>,
+    pool: &'a Pool,
+    spread: &'a index::SpreadState,
+}
+
+#[test]
+fn a_snapshot_written_before_outcomes_reads_with_none() {
+    let engine = two_topics_three_shots(EngineConfig::default());
+    let state = engine.to_state();
+    let old = WithoutOutcomes {
+        graph: &state.graph,
+        stats: &state.stats,
+        labels: &state.labels,
+        index: &state.index,
+        label_version: state.label_version,
+        last_round: &state.last_round,
+        pool: &state.pool,
+        spread: &state.spread,
+    };
+    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
+    assert!(decoded.outcomes.is_empty());
+    assert_eq!(decoded.index, state.index);
+    let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
+    assert_eq!(
+        restored.calibration().recalibration(),
+        Recalibration::default()
+    );
+}
