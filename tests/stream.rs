@@ -769,7 +769,7 @@ fn a_correction_is_learned_by_every_replica_and_bad_ones_are_dead_lettered() {
     );
 
     // An operator corrects t-301 (erase my personal data, under GDPR) with the CLI.
-    let correct = |id: &str, label: &str, text: &str| {
+    let correct_as = |id: &str, label: &str, text: &str, extra: &[&str]| {
         let output = std::process::Command::new(env!("CARGO_BIN_EXE_gorag"))
             .args([
                 "correct",
@@ -780,6 +780,7 @@ fn a_correction_is_learned_by_every_replica_and_bad_ones_are_dead_lettered() {
                 "--topic",
                 &topics.labels,
             ])
+            .args(extra)
             .args(["--brokers", &support::kafka::brokers()])
             .output()
             .expect("gorag correct");
@@ -789,15 +790,18 @@ fn a_correction_is_learned_by_every_replica_and_bad_ones_are_dead_lettered() {
             String::from_utf8_lossy(&output.stderr)
         );
     };
+    let correct = |id: &str, label: &str, text: &str| correct_as(id, label, text, &[]);
     correct("t-301", "data_privacy", &text_of(&privacy[0]));
+    // An audit (a text picked at random) is applied alike, and refits the confidence too.
+    correct_as("t-306", "data_privacy", &text_of(&privacy[5]), &["--audit"]);
     // Bad ones: an unknown label, and a correction without its text (published by hand).
     correct("t-302", "nope", &text_of(&privacy[1]));
     rt.block_on(publish_json(
         &topics.labels,
         &[r#"{"type":"correct","text_id":"t-305","label":"data_privacy","text":"  "}"#.into()],
     ));
-    a.wait_for_log("correction applied");
-    b.wait_for_log("correction applied");
+    a.wait_for_log_count("correction applied", 2);
+    b.wait_for_log_count("correction applied", 2);
 
     // The next text of that kind, t-308 (delete my personal data), is now data privacy.
     rt.block_on(publish_json(&topics.texts, &[privacy[7].clone()]));
@@ -834,6 +838,7 @@ fn a_correction_is_learned_by_every_replica_and_bad_ones_are_dead_lettered() {
         "{dead:?}"
     );
     let (log_a, log_b) = (a.stop(), b.stop());
+    assert!(log_a.contains("audit=true"), "{log_a}");
     assert!(log_a.contains("\"drained\":true"), "{log_a}");
     assert!(log_b.contains("\"drained\":true"), "{log_b}");
     let (state_a, state_b) = (

@@ -22,6 +22,10 @@ pub struct CorrectArgs {
     /// The labels topic of the service to correct.
     #[arg(long, default_value = "gorag.labels")]
     pub topic: String,
+    /// The text was picked at random to check gorag, not because it needed review: its
+    /// outcome also refits the confidence (docs/decisions.md, "Refitting where gorag runs").
+    #[arg(long)]
+    pub audit: bool,
 }
 
 pub async fn correct(args: CorrectArgs) -> Result<()> {
@@ -39,6 +43,7 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         text_id: args.text_id.clone(),
         label: args.label.clone(),
         text: args.text,
+        audit: args.audit,
     };
     let payload = serde_json::to_vec(&event)?;
     send(

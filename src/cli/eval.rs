@@ -319,6 +319,10 @@ pub struct EvalArgs {
     /// share of each round's texts — to their gold label (0: none; docs/decisions.md).
     #[arg(long, default_value_t = 0.0)]
     pub review_share: f64,
+    /// Simulate an audit: this share of each round's texts, spread evenly whatever their
+    /// confidence, corrected to their gold label as audits, which refit the confidence (0: none).
+    #[arg(long, default_value_t = 0.0)]
+    pub audit_share: f64,
     /// Refit the confidence from each round's examples (labels with several) as the service
     /// does (`engine.refit_confidence`).
     #[arg(long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
@@ -347,6 +351,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
         ("--ask-below", args.ask_below),
         ("--abstain-below", args.abstain_below),
         ("--review-share", args.review_share),
+        ("--audit-share", args.audit_share),
     ] {
         if !(0.0..=1.0).contains(&value) {
             bail!("{flag}: must be from 0 to 1 (got {value})");
@@ -394,6 +399,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             concurrency: args.llm.llm_concurrency,
             progress: !args.quiet,
             review_share: args.review_share,
+            audit_share: args.audit_share,
         };
         runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);
     }

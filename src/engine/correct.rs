@@ -26,19 +26,42 @@ pub struct CorrectionReport {
 impl Engine {
     /// Learn `text` as a labelled example of `label`, taking back its learned copies under
     /// other labels and its place in the discovery pool (by `text_id`). Errors for an unknown
-    /// or retired label, changing nothing.
+    /// or retired label, changing nothing. A reviewer's corrections are texts picked because
+    /// they needed review: they teach the label, not the confidence (a sample chosen by its
+    /// confidence would bias the refit; docs/decisions.md).
     pub fn correct(
         &mut self,
         text_id: &str,
         label: &str,
         text: &str,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
+        self.correct_as(text_id, label, text, false)
+    }
+
+    /// [`Engine::correct`] for a text an audit picked at random: the decision it corrects (or
+    /// confirms) is also an outcome the confidence is refitted on ([`super::refit`]).
+    pub fn audit(
+        &mut self,
+        text_id: &str,
+        label: &str,
+        text: &str,
+    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
+        self.correct_as(text_id, label, text, true)
+    }
+
+    fn correct_as(
+        &mut self,
+        text_id: &str,
+        label: &str,
+        text: &str,
+        audited: bool,
+    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
         let position = self.active_position(label)? as u32;
         let analysis = self.analyze(text);
         let mut outcome = None;
         let decided = self.retrieve(&analysis).ok().map(|retrieval| {
             let decision = self.decide(&retrieval, None);
-            if retrieval.margin.is_some() {
+            if audited && retrieval.margin.is_some() {
                 // Only the ranked strategies have a confidence to refit.
                 let signals = self.signals(&retrieval, &decision.label, None, &[]);
                 outcome = Some(Outcome {

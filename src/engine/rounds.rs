@@ -256,12 +256,15 @@ impl Engine {
                 label,
                 examples: added,
             } if self.active_position(label).is_ok() => examples(added),
-            Update::Correct { label, text, .. } if self.active_position(label).is_ok() => {
+            Update::Correct { label, text, .. } | Update::Audit { label, text, .. }
+                if self.active_position(label).is_ok() =>
+            {
                 examples(std::slice::from_ref(text))
             }
             Update::Round { .. }
             | Update::AddExamples { .. }
             | Update::Correct { .. }
+            | Update::Audit { .. }
             | Update::RetireLabel { .. }
             | Update::Learn { .. }
             | Update::Unexplained { .. }

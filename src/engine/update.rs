@@ -44,6 +44,14 @@ pub enum Update {
         label: String,
         text: String,
     },
+    /// A correction from an audit (a text picked at random, not because it needed review):
+    /// applied as [`Update::Correct`], and its decision's outcome refits the confidence
+    /// ([`Engine::audit`]). Last, for the same reason.
+    Audit {
+        text_id: String,
+        label: String,
+        text: String,
+    },
 }
 
 impl Engine {
@@ -80,6 +88,17 @@ impl Engine {
                 text,
             } => {
                 let (report, correction) = self.correct(text_id, label, text)?;
+                Ok(IndexReport {
+                    correction: Some(correction),
+                    ..report
+                })
+            }
+            Update::Audit {
+                text_id,
+                label,
+                text,
+            } => {
+                let (report, correction) = self.audit(text_id, label, text)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report

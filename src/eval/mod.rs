@@ -40,6 +40,10 @@ pub struct EvalOptions {
     /// reviewed — texts that need review, as they come — and corrected to its gold label
     /// ([`Engine::correct`]) instead of being learned from its prediction (0: no review).
     pub review_share: f64,
+    /// A simulated audit: this share of each round's texts learned online, spread evenly over
+    /// the stream whatever their confidence, is corrected to its gold label as an audit
+    /// ([`Engine::audit`]: its outcome refits the confidence) instead of being learned (0: none).
+    pub audit_share: f64,
 }
 
 /// Time spent per stage in one round, summed over its texts (seconds).
@@ -81,6 +85,8 @@ pub struct RoundMetrics {
     pub mean_candidates: f64,
     /// This round's texts the simulated reviewer corrected (`EvalOptions::review_share`).
     pub reviewed: usize,
+    /// This round's texts the simulated audit corrected (`EvalOptions::audit_share`).
+    pub audited: usize,
     /// Texts whose LLM call failed and fell back to the graph.
     pub llm_failures: usize,
     pub llm_calls_per_text: f64,
@@ -209,7 +215,10 @@ pub async fn run(
             round.number,
             &round.test,
             classifier,
-            options.review_share,
+            Oversight {
+                review_share: options.review_share,
+                audit_share: options.audit_share,
+            },
             &mut seconds,
             &progress,
         )
@@ -291,16 +300,33 @@ struct Learning {
     learned: usize,
     learned_correct: usize,
     reviewed: usize,
+    audited: usize,
 }
 
-/// This round's texts, in order, with online indexing; a text that needs review is corrected to
-/// its gold label instead while the reviewer keeps within `review_share` of the texts so far.
+/// The simulated people who label a round's texts as they come (see [`EvalOptions`]).
+#[derive(Debug, Clone, Copy)]
+struct Oversight {
+    review_share: f64,
+    audit_share: f64,
+}
+
+impl Oversight {
+    /// Whether the audit picks the `i`-th text (0-based): evenly spread, `audit_share` of them.
+    fn audits(&self, i: usize) -> bool {
+        let picked = |n: usize| (n as f64 * self.audit_share).floor();
+        picked(i + 1) > picked(i)
+    }
+}
+
+/// This round's texts, in order, with online indexing. A text the audit picks is corrected to
+/// its gold label as an audit instead; so is a text that needs review while the reviewer keeps
+/// within `review_share` of the texts so far.
 async fn classify_and_learn(
     engine: &mut Engine,
     round: usize,
     texts: &[Sample],
     classifier: &Classifier,
-    review_share: f64,
+    oversight: Oversight,
     seconds: &mut StageSeconds,
     progress: &ProgressBar,
 ) -> Result<(Vec<Scored>, Learning), EngineError> {
@@ -316,10 +342,14 @@ async fn classify_and_learn(
         add_times(seconds, &classified);
         let record = Scored::new(engine, sample, &classified, at);
         let started = Instant::now();
-        let within_budget = (learning.reviewed + 1) as f64 <= review_share * (i + 1) as f64;
-        if record.needs_review && within_budget {
-            let text_id = format!("r{round}-{}", i + 1);
-            engine.correct(&text_id, &sample.label, &sample.text)?;
+        let text_id = || format!("r{round}-{}", i + 1);
+        let within_budget =
+            (learning.reviewed + 1) as f64 <= oversight.review_share * (i + 1) as f64;
+        if oversight.audits(i) {
+            engine.audit(&text_id(), &sample.label, &sample.text)?;
+            learning.audited += 1;
+        } else if record.needs_review && within_budget {
+            engine.correct(&text_id(), &sample.label, &sample.text)?;
             learning.reviewed += 1;
         } else {
             let confident = engine.is_confident(&classified.retrieval, &classified.decision);
@@ -435,6 +465,7 @@ fn summarise(
         learned,
         learned_correct,
         reviewed,
+        audited,
     } = learning;
     let n = scored.len().max(1) as f64;
     let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
@@ -471,6 +502,7 @@ fn summarise(
         candidate_recall: count(&|s| s.gold_in_candidates) as f64 / n,
         mean_candidates: scored.iter().map(|s| s.candidates as f64).sum::<f64>() / n,
         reviewed,
+        audited,
         llm_failures: count(&|s| s.llm_failed),
         llm_calls_per_text: scored.iter().map(|s| f64::from(s.llm_calls)).sum::<f64>() / n,
         prompt_tokens_per_text: scored

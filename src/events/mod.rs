@@ -66,6 +66,10 @@ pub enum LabelEvent {
         label: String,
         /// The text, as it was sent.
         text: String,
+        /// The text was picked at random to check gorag (an audit), not because its prediction
+        /// needed review: its outcome then also refits the confidence (docs/decisions.md).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        audit: bool,
     },
 }
 

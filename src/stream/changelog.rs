@@ -5,11 +5,12 @@
 //! online-indexing steps are appended here; every instance — including the one that wrote a
 //! record — changes its engine only by applying this log, in order. Equal logs make equal
 //! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 6, postcard behind a one-byte marker
+//! contract like `schemas/`: this build writes version 7, postcard behind a one-byte marker
 //! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
 //! learn records whose texts may carry a discovery note with the text's terms and its arrival
 //! score; version 6 added corrections (`Update::Correct`) and the `needs_review` pooling
-//! reason. It reads versions 1 (JSON) to 5 too.
+//! reason, version 7 audited corrections (`Update::Audit`). It reads versions 1 (JSON) to 6
+//! too.
 //! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
@@ -19,7 +20,7 @@ use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 
-pub const CHANGE_VERSION: u32 = 6;
+pub const CHANGE_VERSION: u32 = 7;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
 const LEARNED_VARIANT: u32 = 5;
 /// First byte of a postcard record (a JSON record starts with `{`).

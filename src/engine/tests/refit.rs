@@ -70,29 +70,54 @@ fn lone_examples_are_not_scored() {
     assert_eq!(engine.calibration().outcomes().len(), 0);
 }
 
-#[test]
-fn a_correction_is_an_outcome_of_the_decision_it_corrects() {
-    let mut engine = two_topics_three_shots(EngineConfig::default());
-    let before = engine.calibration().outcomes().len();
+/// A text between the two topics, corrected (or audited) to the label retrieval did not pick.
+fn corrected(engine: &Engine, audit: bool) -> Update {
     let text = "the telescope pointed at the stars while the bread was baking";
     let retrieval = engine.retrieve(&engine.analyze(text)).unwrap();
     let decided = engine.decide(&retrieval, None).label;
-    let corrected = if decided == "cooking" {
+    let label = if decided == "cooking" {
         "astronomy"
     } else {
         "cooking"
     };
-    engine
-        .apply(&Update::Correct {
-            text_id: "t-1".into(),
-            label: corrected.into(),
-            text: text.into(),
-        })
-        .unwrap();
+    let (text_id, label, text) = ("t-1".into(), label.into(), text.into());
+    if audit {
+        Update::Audit {
+            text_id,
+            label,
+            text,
+        }
+    } else {
+        Update::Correct {
+            text_id,
+            label,
+            text,
+        }
+    }
+}
+
+#[test]
+fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
+    let mut engine = two_topics_three_shots(EngineConfig::default());
+    let before = engine.calibration().outcomes().len();
+    let update = corrected(&engine, true);
+    let report = engine.apply(&update).unwrap();
+    assert_eq!(report.texts_indexed, 1);
     let outcomes: Vec<_> = engine.calibration().outcomes().collect();
-    // One outcome, wrong: the corrected text itself is not scored again as an example.
+    // One outcome, wrong: the audited text itself is not scored again as an example.
     assert_eq!(outcomes.len(), before + 1);
     assert!(!outcomes[before].right);
+}
+
+#[test]
+fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
+    // Reviewers correct texts picked for their low confidence: a biased sample.
+    let mut engine = two_topics_three_shots(EngineConfig::default());
+    let before = engine.calibration().outcomes().len();
+    let update = corrected(&engine, false);
+    let report = engine.apply(&update).unwrap();
+    assert_eq!(report.texts_indexed, 1);
+    assert_eq!(engine.calibration().outcomes().len(), before);
 }
 
 #[test]

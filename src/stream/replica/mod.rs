@@ -247,8 +247,10 @@ impl Replica {
                 update,
             } => {
                 stats.label_event();
-                if let (Update::Correct { label, text_id, .. }, Some(correction)) =
-                    (update.as_ref(), &report.correction)
+                if let (
+                    Update::Correct { label, text_id, .. } | Update::Audit { label, text_id, .. },
+                    Some(correction),
+                ) = (update.as_ref(), &report.correction)
                 {
                     if let Some((decided, confidence)) = &correction.decided {
                         stats.correction(decided == label, *confidence);
@@ -256,6 +258,7 @@ impl Replica {
                     tracing::info!(
                         text_id = text_id.as_str(),
                         label = label.as_str(),
+                        audit = matches!(update.as_ref(), Update::Audit { .. }),
                         took_back = correction.took_back,
                         "correction applied"
                     );
@@ -382,6 +385,7 @@ fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
         LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
         LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
         LabelOutcome::Apply(Update::Correct { text_id, .. }) => ("correct", text_id.as_str()),
+        LabelOutcome::Apply(Update::Audit { text_id, .. }) => ("audit", text_id.as_str()),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
         LabelOutcome::Apply(Update::Unexplained { .. } | Update::Pooled { .. }) => {
             ("unexplained", "")

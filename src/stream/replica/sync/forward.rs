@@ -175,6 +175,7 @@ fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejectio
             text_id,
             label,
             text,
+            audit,
             ..
         } => {
             if text_id.trim().is_empty() {
@@ -189,10 +190,18 @@ fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejectio
                     "a correction needs the text it corrects",
                 ));
             }
-            Ok(Update::Correct {
-                text_id,
-                label,
-                text,
+            Ok(if audit {
+                Update::Audit {
+                    text_id,
+                    label,
+                    text,
+                }
+            } else {
+                Update::Correct {
+                    text_id,
+                    label,
+                    text,
+                }
             })
         }
     }
