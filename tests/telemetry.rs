@@ -128,7 +128,6 @@ fn metrics_count_what_the_service_did() {
     };
     for (series, expected) in [
         ("gorag_texts_received_total", 6.0),
-        ("gorag_predictions_total{source=\"graph\"}", 4.0),
         ("gorag_dead_letters_total{reason=\"malformed_json\"}", 1.0),
         ("gorag_dead_letters_total{reason=\"empty_text\"}", 1.0),
         ("gorag_label_events_total", 1.0),
@@ -140,6 +139,19 @@ fn metrics_count_what_the_service_did() {
     ] {
         assert_eq!(metric(&body, series), expected, "{series} in:\n{body}");
     }
+    // Every prediction counted once, by status: decided over all is the live coverage.
+    let predictions: f64 = ["decided", "needs_review"]
+        .iter()
+        .map(|status| {
+            metric(
+                &body,
+                &format!("gorag_predictions_total{{source=\"graph\",status=\"{status}\"}}"),
+            )
+        })
+        .sum();
+    assert_eq!(predictions, 4.0, "{body}");
+    // The example round has two examples a label: each scored against the other.
+    assert_eq!(metric(&body, "gorag_confidence_outcomes"), 6.0, "{body}");
     assert!(metric(&body, "gorag_graph_nodes") > 100.0, "{body}");
     assert!(metric(&body, "gorag_graph_edges") > 100.0, "{body}");
     // Below the default capacity nothing is forgotten: every phrase of the examples and texts.

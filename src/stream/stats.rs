@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::ServeSummary;
 use crate::events::decode::Reason;
-use crate::telemetry::metrics::{KindLabel, Metrics, SourceLabel};
+use crate::events::PredictionStatus;
+use crate::telemetry::metrics::{KindLabel, Metrics, PredictionLabel, CONFIDENCE_BUCKETS};
 
 pub struct Stats {
     summary: ServeSummary,
@@ -35,12 +36,13 @@ impl Stats {
     }
 
     /// A prediction published; `source` is where its label came from (`llm`, `graph`).
-    pub fn predicted(&mut self, source: &str) {
+    pub fn predicted(&mut self, source: &str, status: PredictionStatus) {
         self.summary.predictions += 1;
         self.metrics
             .predictions
-            .get_or_create(&SourceLabel {
+            .get_or_create(&PredictionLabel {
                 source: source.to_string(),
+                status: status.as_str().to_string(),
             })
             .inc();
     }
@@ -77,11 +79,12 @@ impl Stats {
     /// A correction applied: whether gorag's own decision for the text agreed with it, and
     /// that decision's confidence.
     pub fn correction(&mut self, agreed: bool, confidence: f64) {
+        let [low, middle, high, top] = CONFIDENCE_BUCKETS;
         let bucket = match confidence {
-            c if c < 0.5 => "0-0.5",
-            c if c < 0.8 => "0.5-0.8",
-            c if c < 0.9 => "0.8-0.9",
-            _ => "0.9-1",
+            c if c < 0.5 => low,
+            c if c < 0.8 => middle,
+            c if c < 0.9 => high,
+            _ => top,
         };
         self.metrics
             .corrections
@@ -129,7 +132,7 @@ mod tests {
         let mut stats = Stats::new(metrics.clone());
         stats.text_received();
         stats.text_received();
-        stats.predicted("llm");
+        stats.predicted("llm", PredictionStatus::Decided);
         stats.hallucination("unknown_label");
         stats.dead_letter(Reason::LlmFailed);
         stats.dead_letter(Reason::LlmFailed);
@@ -153,7 +156,10 @@ mod tests {
         let text = metrics.encode();
         assert_eq!(counter(&text, "gorag_texts_received_total"), Some(2.0));
         assert_eq!(
-            counter(&text, "gorag_predictions_total{source=\"llm\"}"),
+            counter(
+                &text,
+                "gorag_predictions_total{source=\"llm\",status=\"decided\"}"
+            ),
             Some(1.0)
         );
         assert_eq!(

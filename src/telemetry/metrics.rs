@@ -6,6 +6,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
 
 use crate::engine::answer::HallucinationKind;
 use crate::llm::UsageSnapshot;
@@ -20,17 +21,28 @@ pub struct KindLabel {
     pub kind: String,
 }
 
+/// The confidence buckets corrections are counted in.
+pub const CONFIDENCE_BUCKETS: [&str; 4] = ["0-0.5", "0.5-0.8", "0.8-0.9", "0.9-1"];
+
 /// A correction: whether gorag's own decision for the text agreed with it, and that
-/// decision's confidence bucket.
+/// decision's confidence bucket ([`CONFIDENCE_BUCKETS`]).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CorrectionLabel {
     pub agreed: String,
     pub confidence: String,
 }
 
+/// A prediction: where its label came from (`llm`, `graph`) and its status (`decided`,
+/// `needs_review`): decided over all is the live coverage.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct SourceLabel {
+pub struct PredictionLabel {
     pub source: String,
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ParamLabel {
+    pub param: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -63,7 +75,7 @@ fn latency_histogram() -> Histogram {
 pub struct Metrics {
     registry: Registry,
     pub texts_received: Counter,
-    pub predictions: Family<SourceLabel, Counter>,
+    pub predictions: Family<PredictionLabel, Counter>,
     pub dead_letters: Family<ReasonLabel, Counter>,
     pub hallucinations: Family<KindLabel, Counter>,
     pub llm_fallbacks: Counter,
@@ -82,6 +94,9 @@ pub struct Metrics {
     /// Distinct phrases in the keyword statistics (bounded by `engine.phrase_capacity`).
     pub keyword_phrases: Gauge,
     pub labels: Family<StateLabel, Gauge>,
+    /// Labelled outcomes the confidence is refitted on, and the recalibration they give.
+    pub confidence_outcomes: Gauge,
+    pub confidence_recalibration: Family<ParamLabel, Gauge<f64, AtomicU64>>,
     pub discovery_pool: Gauge,
     pub discovery_passes: Family<OutcomeLabel, Counter>,
     pub proposals_published: Counter,
@@ -120,6 +135,8 @@ impl Metrics {
             graph_edges: Gauge::default(),
             keyword_phrases: Gauge::default(),
             labels: Family::default(),
+            confidence_outcomes: Gauge::default(),
+            confidence_recalibration: Family::default(),
             discovery_pool: Gauge::default(),
             discovery_passes: Family::default(),
             proposals_published: Counter::default(),
@@ -146,7 +163,7 @@ impl Metrics {
         );
         r.register(
             "predictions",
-            "Predictions published, by source (llm or graph)",
+            "Predictions published, by source (llm or graph) and status (decided or needs_review)",
             self.predictions.clone(),
         );
         r.register(
@@ -245,6 +262,18 @@ impl Metrics {
             "Labels, by state (active or retired)",
             self.labels.clone(),
         );
+        r.register(
+            "confidence_outcomes",
+            "Labelled outcomes the confidence is refitted on (examples of labels with several, \
+             audited corrections)",
+            self.confidence_outcomes.clone(),
+        );
+        r.register(
+            "confidence_recalibration",
+            "The refit's recalibration of the calibrator's log-odds: confidence = \
+             sigmoid(shift + scale * log-odds)",
+            self.confidence_recalibration.clone(),
+        );
     }
 
     /// Emerging-class discovery: the pool, community passes and proposals.
@@ -311,6 +340,14 @@ impl Metrics {
                 state: state.into(),
             }));
         }
+        for agreed in ["true", "false"] {
+            for confidence in CONFIDENCE_BUCKETS {
+                drop(self.corrections.get_or_create(&CorrectionLabel {
+                    agreed: agreed.into(),
+                    confidence: confidence.into(),
+                }));
+            }
+        }
     }
 
     pub fn observe_stage(&self, stage: &str, seconds: f64) {
@@ -370,8 +407,9 @@ mod tests {
         // Families without a series are not encoded: give the others one each.
         metrics
             .predictions
-            .get_or_create(&SourceLabel {
+            .get_or_create(&PredictionLabel {
                 source: "graph".into(),
+                status: "decided".into(),
             })
             .inc();
         metrics.dead_letter("bad_json");
@@ -386,6 +424,12 @@ mod tests {
                 state: "active".into(),
             })
             .set(1);
+        metrics
+            .confidence_recalibration
+            .get_or_create(&ParamLabel {
+                param: "shift".into(),
+            })
+            .set(0.0);
         let text = metrics.encode();
         let names = [
             "texts_received",
@@ -394,6 +438,7 @@ mod tests {
             "hallucinations",
             "llm_fallbacks",
             "label_events",
+            "corrections",
             "llm_calls",
             "llm_retries",
             "llm_failures",
@@ -406,6 +451,8 @@ mod tests {
             "graph_edges",
             "keyword_phrases",
             "labels",
+            "confidence_outcomes",
+            "confidence_recalibration",
             "discovery_pool_texts",
             "discovery_passes",
             "proposals_published",
@@ -428,5 +475,6 @@ mod tests {
         // Known series start at zero.
         assert!(text.contains("gorag_hallucinations_total{kind=\"unknown_label\"} 0"));
         assert!(text.contains("gorag_proposals{state=\"open\"} 0"));
+        assert!(text.contains("gorag_corrections_total{agreed=\"false\",confidence=\"0.9-1\"} 0"));
     }
 }

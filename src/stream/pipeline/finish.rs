@@ -10,7 +10,7 @@ use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, PoolNote};
 use crate::engine::Engine;
 use crate::events::decode::{Reason, Rejection};
-use crate::events::TextEvent;
+use crate::events::{PredictionStatus, TextEvent};
 use crate::stream::changelog::LearnedText;
 use crate::stream::delivery::OutputKind;
 use crate::stream::kafka::Outgoing;
@@ -46,8 +46,8 @@ pub struct Tally {
     pub llm_fallback: bool,
     pub relearn_skipped: bool,
     pub hallucination: Option<String>,
-    /// Where the published label came from (`llm`, `graph`).
-    pub predicted: Option<String>,
+    /// Where the published label came from (`llm`, `graph`), and the prediction's status.
+    pub predicted: Option<(String, PredictionStatus)>,
     /// Time spent deciding what to learn.
     pub index_seconds: Option<f64>,
 }
@@ -66,8 +66,8 @@ impl Tally {
         if let Some(kind) = &self.hallucination {
             stats.hallucination(kind);
         }
-        if let Some(source) = &self.predicted {
-            stats.predicted(source);
+        if let Some((source, status)) = &self.predicted {
+            stats.predicted(source, *status);
         }
         if let Some(seconds) = self.index_seconds {
             stats.stage("index", seconds);
@@ -174,7 +174,12 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         position: &source.position,
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
-    tally.predicted = Some(label_source);
+    let status = if engine.needs_review(&classified.retrieval, decision) {
+        PredictionStatus::NeedsReview
+    } else {
+        PredictionStatus::Decided
+    };
+    tally.predicted = Some((label_source, status));
     Finished {
         learn,
         records,
@@ -393,7 +398,14 @@ mod tests {
         assert_eq!((learn.partition, learn.offset), (2, 41));
         assert_eq!((learn.offset, learn.label.as_str()), (41, "shipping"));
         assert_eq!(learn.confident, predicted.confident);
-        assert_eq!(finished.tally.predicted.as_deref(), Some("graph"));
+        assert_eq!(
+            finished
+                .tally
+                .predicted
+                .as_ref()
+                .map(|(source, _)| source.as_str()),
+            Some("graph")
+        );
         assert!(
             finished.source.is_some(),
             "kept to dead-letter a refused output"

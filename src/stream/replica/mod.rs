@@ -21,7 +21,7 @@ use crate::engine::update::Update;
 use crate::engine::Engine;
 use crate::events::InputPosition;
 use crate::store::{StateStore, StoreError};
-use crate::telemetry::metrics::{Metrics, StateLabel};
+use crate::telemetry::metrics::{Metrics, ParamLabel, StateLabel};
 
 /// When the snapshot is replaced.
 #[derive(Debug, Clone, Copy)]
@@ -342,8 +342,24 @@ impl Replica {
         self.store.flush()
     }
 
-    /// Graph size, the keyword statistics' size and labels, as gauges.
+    /// Graph size, the keyword statistics' size, labels and the confidence's refit, as gauges.
     pub fn gauges(&self, metrics: &Metrics) {
+        let calibration = self.engine.calibration();
+        metrics
+            .confidence_outcomes
+            .set(calibration.outcomes().len() as i64);
+        let recalibration = calibration.recalibration();
+        for (param, value) in [
+            ("shift", recalibration.shift),
+            ("scale", recalibration.scale),
+        ] {
+            metrics
+                .confidence_recalibration
+                .get_or_create(&ParamLabel {
+                    param: param.into(),
+                })
+                .set(value);
+        }
         let graph = self.engine.graph();
         metrics.graph_nodes.set(graph.node_count() as i64);
         metrics.graph_edges.set(graph.edge_count() as i64);
