@@ -28,6 +28,11 @@ pub const OUTCOME_CAPACITY: usize = 2_000;
 /// as many outcomes' worth of evidence (docs/decisions.md has how it was chosen).
 pub const REFIT_PULL: f64 = 1.0;
 
+/// Outcomes needed before the first refit: below it the calibrator is used as configured (a
+/// handful of outcomes, such as a first round of a few labels with two examples each, swings a
+/// two-parameter fit; docs/decisions.md).
+pub const MIN_OUTCOMES: usize = 30;
+
 /// A labelled example left out of retrieval while it is scored.
 #[derive(Debug, Clone)]
 pub struct HeldOut {
@@ -145,6 +150,10 @@ impl Calibration {
     }
 
     fn refit(&mut self, calibrator: &Calibrator) {
+        if self.outcomes.len() < MIN_OUTCOMES {
+            self.recalibration = Recalibration::default();
+            return;
+        }
         let scored: Vec<(f64, bool)> = self
             .outcomes
             .iter()

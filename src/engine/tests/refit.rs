@@ -2,7 +2,7 @@
 //! not indexed, corrections scored as decided; the outcomes are replicated state.
 
 use super::*;
-use crate::engine::refit::Recalibration;
+use crate::engine::refit::{self, Recalibration};
 use crate::engine::state::EngineState;
 use crate::engine::update::Update;
 
@@ -47,17 +47,53 @@ fn a_round_s_examples_become_outcomes_scored_without_themselves() {
         outcomes.iter().all(|o| o.features[4] < 0.99),
         "{outcomes:?}"
     );
-    // All right, so the refit trusts the engine more than the shipped fit does.
-    let recalibration = engine.calibration().recalibration();
-    assert_ne!(recalibration, Recalibration::default());
+    // Too few to refit on yet.
+    assert_eq!(
+        engine.calibration().recalibration(),
+        Recalibration::default()
+    );
+}
+
+fn as_strs(texts: &[String]) -> Vec<&str> {
+    texts.iter().map(String::as_str).collect()
+}
+
+/// Two labels with `shots` examples each, every one a variation on its topic.
+fn two_topics(shots: usize, config: EngineConfig) -> Engine {
+    let astronomy: Vec<String> = (0..shots)
+        .map(|i| format!("telescope observations of galaxy number {i}, its stars and a comet"))
+        .collect();
+    let cooking: Vec<String> = (0..shots)
+        .map(|i| format!("recipe {i}: knead bread dough with flour and yeast, bake in the oven"))
+        .collect();
+    let mut engine = Engine::new(config);
+    engine
+        .apply_round(&[
+            label("astronomy", &as_strs(&astronomy)),
+            label("cooking", &as_strs(&cooking)),
+        ])
+        .unwrap();
+    engine
+}
+
+#[test]
+fn enough_outcomes_refit_the_confidence() {
+    let shots = refit::MIN_OUTCOMES / 2 + 1;
+    let engine = two_topics(shots, EngineConfig::default());
+    assert!(engine.calibration().outcomes().len() >= refit::MIN_OUTCOMES);
+    // Every example is right, so the refit trusts the engine more than the shipped fit does.
+    assert!(engine.calibration().outcomes().all(|o| o.right));
     let retrieval = engine
-        .retrieve(&engine.analyze("stars and galaxies seen through a telescope"))
+        .retrieve(&engine.analyze("stars and a galaxy seen through a telescope"))
         .unwrap();
     let refitted = engine.decide(&retrieval, None).confidence;
-    let off = two_topics_three_shots(EngineConfig {
-        refit_confidence: false,
-        ..EngineConfig::default()
-    });
+    let off = two_topics(
+        shots,
+        EngineConfig {
+            refit_confidence: false,
+            ..EngineConfig::default()
+        },
+    );
     assert_eq!(off.calibration().outcomes().len(), 0);
     let shipped = off.decide(&retrieval, None).confidence;
     assert!(refitted > shipped, "{refitted} against {shipped}");
@@ -122,11 +158,15 @@ fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
 
 #[test]
 fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
-    let engine = two_topics_three_shots(EngineConfig::default());
+    let engine = two_topics(refit::MIN_OUTCOMES, EngineConfig::default());
+    assert_ne!(
+        engine.calibration().recalibration(),
+        Recalibration::default()
+    );
     let state = engine.to_state();
     let bytes = postcard::to_stdvec(&state).unwrap();
     let decoded = EngineState::decode(&bytes).unwrap();
-    assert_eq!(decoded.outcomes.len(), 6);
+    assert_eq!(decoded.outcomes.len(), 2 * refit::MIN_OUTCOMES);
     let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
     assert_eq!(restored.digest(), engine.digest());
     assert_eq!(
