@@ -228,7 +228,8 @@ fn dot(a: &[f64; FEATURES], b: &[f64; FEATURES]) -> f64 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
-fn sigmoid(z: f64) -> f64 {
+/// The logistic function, without overflow at either end.
+pub(super) fn sigmoid(z: f64) -> f64 {
     if z >= 0.0 {
         1.0 / (1.0 + (-z).exp())
     } else {

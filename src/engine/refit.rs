@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::confidence::{Calibrator, Outcome, Signals};
+use super::confidence::{sigmoid, Calibrator, Outcome, Signals};
 use super::Engine;
 
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
@@ -106,15 +106,6 @@ impl Recalibration {
 }
 
 const NEWTON_STEPS: usize = 50;
-
-fn sigmoid(z: f64) -> f64 {
-    if z >= 0.0 {
-        1.0 / (1.0 + (-z).exp())
-    } else {
-        let e = z.exp();
-        e / (1.0 + e)
-    }
-}
 
 /// The outcomes the log brought, and the recalibration fitted on them.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -51,23 +51,10 @@ pub struct EngineState {
     pub outcomes: Vec<Outcome>,
 }
 
-/// A snapshot as builds before confidence refits wrote it: this build's layout without its last
-/// field.
-#[derive(Deserialize)]
-struct EngineStateWithoutOutcomes {
-    graph: GraphState,
-    stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    index: Vec<IndexDoc>,
-    label_version: u64,
-    last_round: Option<String>,
-    pool: Pool,
-    spread: SpreadState,
-}
-
-/// A snapshot as builds before the discovery pool wrote it. Followed by a [`Pool`], it is the
-/// layout of snapshots written before the label spread, and followed by a [`PoolV1`], that of
-/// snapshots written before arrival scores (postcard writes a struct as its fields in order,
+/// A snapshot as builds before the discovery pool wrote it. Followed by a [`Pool`] and a
+/// [`SpreadState`], it is the layout of snapshots written before confidence outcomes; followed by
+/// a [`Pool`], that of snapshots written before the label spread; and followed by a [`PoolV1`],
+/// that of snapshots written before arrival scores (postcard writes a struct as its fields in order,
 /// so a pair of structs reads as one with both sets of fields).
 #[derive(Deserialize)]
 struct EngineStateWithoutPool {
@@ -106,17 +93,11 @@ impl EngineState {
             Ok(state) => return Ok(state),
             Err(error) => error,
         };
-        if let Ok(old) = postcard::from_bytes::<EngineStateWithoutOutcomes>(bytes) {
+        type WithoutOutcomes = (EngineStateWithoutPool, Pool, SpreadState);
+        if let Ok((old, pool, spread)) = postcard::from_bytes::<WithoutOutcomes>(bytes) {
             return Ok(Self {
-                graph: old.graph,
-                stats: old.stats,
-                labels: old.labels,
-                index: old.index,
-                label_version: old.label_version,
-                last_round: old.last_round,
-                pool: old.pool,
-                spread: old.spread,
-                outcomes: Vec::new(),
+                spread,
+                ..old.with_pool(pool)
             });
         }
         if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, Pool)>(bytes) {

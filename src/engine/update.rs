@@ -54,6 +54,26 @@ pub enum Update {
     },
 }
 
+impl Update {
+    /// An operator's label for a text: an audit's ([`Update::Audit`]) or a reviewer's
+    /// ([`Update::Correct`]).
+    pub fn correction(text_id: String, label: String, text: String, audit: bool) -> Self {
+        if audit {
+            Self::Audit {
+                text_id,
+                label,
+                text,
+            }
+        } else {
+            Self::Correct {
+                text_id,
+                label,
+                text,
+            }
+        }
+    }
+}
+
 impl Engine {
     /// Apply one update. On error the engine is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {

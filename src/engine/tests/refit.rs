@@ -116,20 +116,7 @@ fn corrected(engine: &Engine, audit: bool) -> Update {
     } else {
         "cooking"
     };
-    let (text_id, label, text) = ("t-1".into(), label.into(), text.into());
-    if audit {
-        Update::Audit {
-            text_id,
-            label,
-            text,
-        }
-    } else {
-        Update::Correct {
-            text_id,
-            label,
-            text,
-        }
-    }
+    Update::correction("t-1".into(), label.into(), text.into(), audit)
 }
 
 #[test]
@@ -183,41 +170,4 @@ fn the_digest_covers_the_outcomes() {
         ..EngineConfig::default()
     });
     assert_ne!(on.digest(), off.digest());
-}
-
-/// The layout before outcomes: this build's fields up to the label spread.
-#[derive(serde::Serialize)]
-struct WithoutOutcomes<'a> {
-    graph: &'a state::GraphState,
-    stats: &'a tfidf::CorpusStats,
-    labels: &'a [LabelInfo],
-    index: &'a [index::IndexDoc],
-    label_version: u64,
-    last_round: &'a Option<String>,
-    pool: &'a Pool,
-    spread: &'a index::SpreadState,
-}
-
-#[test]
-fn a_snapshot_written_before_outcomes_reads_with_none() {
-    let engine = two_topics_three_shots(EngineConfig::default());
-    let state = engine.to_state();
-    let old = WithoutOutcomes {
-        graph: &state.graph,
-        stats: &state.stats,
-        labels: &state.labels,
-        index: &state.index,
-        label_version: state.label_version,
-        last_round: &state.last_round,
-        pool: &state.pool,
-        spread: &state.spread,
-    };
-    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
-    assert!(decoded.outcomes.is_empty());
-    assert_eq!(decoded.index, state.index);
-    let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
-    assert_eq!(
-        restored.calibration().recalibration(),
-        Recalibration::default()
-    );
 }

@@ -272,3 +272,24 @@ fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let other = Engine::from_state(EngineConfig::default(), other).unwrap();
     assert_ne!(other.digest(), engine.digest());
 }
+
+#[test]
+fn a_snapshot_written_before_confidence_outcomes_reads_with_none() {
+    let mut engine = engine_with_a_pooled_text();
+    engine
+        .add_examples(
+            "geology",
+            &["lava flows from the crater of the volcano".into()],
+        )
+        .unwrap();
+    let state = engine.to_state();
+    assert!(!state.outcomes.is_empty());
+    // The layout before outcomes: everything up to the label spread.
+    let old = (SnapshotBase::of(&state), &state.pool, &state.spread);
+    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
+    assert!(decoded.outcomes.is_empty());
+    assert_eq!(
+        (&decoded.index, &decoded.spread),
+        (&state.index, &state.spread)
+    );
+}

@@ -190,19 +190,7 @@ fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejectio
                     "a correction needs the text it corrects",
                 ));
             }
-            Ok(if audit {
-                Update::Audit {
-                    text_id,
-                    label,
-                    text,
-                }
-            } else {
-                Update::Correct {
-                    text_id,
-                    label,
-                    text,
-                }
-            })
+            Ok(Update::correction(text_id, label, text, audit))
         }
     }
 }
