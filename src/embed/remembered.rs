@@ -2,7 +2,7 @@
 //! examples again (the engine keeps vectors as derived state, never in its snapshot): ≈ 0.1 s
 //! each, ≈ 1 min for WOS's 798 names and examples at 5-shot even on both cores. The state
 //! store keeps them instead, keyed by the sha256 of the text, for one model (and one way of
-//! encoding, [`super::MiniLm::fingerprint`]) at a time; a restart reads them back, then, once
+//! encoding, [`super::SentenceModel::fingerprint`]) at a time; a restart reads them back, then, once
 //! caught up with the log, drops the vectors no label's material asked for (retired labels'
 //! examples). Texts to classify are encoded as they come and never kept.
 //!

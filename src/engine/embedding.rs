@@ -3,7 +3,7 @@
 //! hops have spoken (README, "The embedding signal").
 //!
 //! The engine stays synchronous and free of model code: it holds a [`TextEncoder`] (the shell's
-//! `embed::MiniLm`, or a test's) and keeps one vector per label name and per labelled example.
+//! `embed::SentenceModel`, or a test's) and keeps one vector per label name and per labelled example.
 //! The vectors are derived state, like the index's weights: an example is encoded from the text
 //! the index keeps of it (clipped to [`super::index::EXAMPLE_TEXT_CHARS`]), so an engine
 //! restored from a snapshot encodes exactly what the live one did. Learned texts are not

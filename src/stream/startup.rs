@@ -15,7 +15,7 @@ use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
-use crate::embed::{MiniLm, RememberingEncoder};
+use crate::embed::{RememberingEncoder, SentenceModel};
 use crate::store::{NoVectorStore, SledStore, StateStore, VectorStore};
 use crate::telemetry::admin::Health;
 
@@ -32,11 +32,11 @@ pub struct Started {
 }
 
 /// The encoder that keeps the labels' vectors in the state store.
-pub type KeptVectors = Arc<RememberingEncoder<MiniLm>>;
+pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
 
 /// Drop the kept vectors no label asked for: called after the first catch-up, so that a round
 /// a stop cut short keeps what was encoded of it for the start that applies it.
-pub fn forget_unasked_vectors(encoder: &RememberingEncoder<MiniLm>) {
+pub fn forget_unasked_vectors(encoder: &RememberingEncoder<SentenceModel>) {
     match encoder.forget_unasked() {
         Ok(forgotten) => tracing::info!(
             forgotten,
@@ -121,7 +121,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     if let Some(dir) = &config.engine.embedding_model {
         // Every label's examples and names get their vectors here, before the first text.
         let started = std::time::Instant::now();
-        let model = crate::embed::MiniLm::load(dir).map_err(ServeError::Embedding)?;
+        let model = crate::embed::SentenceModel::load(dir).map_err(ServeError::Embedding)?;
         // The labels' vectors of earlier starts are read back, not encoded again.
         let kept: Box<dyn VectorStore> = match store.vectors(model.fingerprint()) {
             Ok(kept) => Box::new(kept),
