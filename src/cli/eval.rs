@@ -318,13 +318,13 @@ pub struct EvalArgs {
     /// Simulate a reviewer who corrects, as they come, texts that need review — at most this
     /// share of each round's texts — to their gold label (0: none; docs/decisions.md).
     #[arg(long, default_value_t = 0.0)]
-    pub review_share: f64,
+    pub review_budget: f64,
     /// Simulate an audit: this share of each round's texts, spread evenly whatever their
     /// confidence, corrected to their gold label as audits, which refit the confidence (0: none).
     #[arg(long, default_value_t = 0.0)]
     pub audit_share: f64,
-    /// Refit the confidence from each round's examples (labels with several) as the service
-    /// does (`engine.refit_confidence`).
+    /// Refit the confidence from each round's examples (labels with several) and the audits
+    /// as the service does (`engine.refit_confidence`).
     #[arg(long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
     pub refit_confidence: bool,
     /// The embedding signal for `ranked` and `hybrid`: a model folder from
@@ -350,7 +350,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     for (flag, value) in [
         ("--ask-below", args.ask_below),
         ("--abstain-below", args.abstain_below),
-        ("--review-share", args.review_share),
+        ("--review-budget", args.review_budget),
         ("--audit-share", args.audit_share),
     ] {
         if !(0.0..=1.0).contains(&value) {
@@ -398,7 +398,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             encoder: encoder.clone(),
             concurrency: args.llm.llm_concurrency,
             progress: !args.quiet,
-            review_share: args.review_share,
+            review_budget: args.review_budget,
             audit_share: args.audit_share,
         };
         runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);

@@ -187,7 +187,7 @@ pub struct EngineSection {
     #[serde(skip)]
     pub loaded_calibrator: Option<crate::engine::confidence::Calibrator>,
     /// Refit the confidence from the labelled texts the log brings (examples of labels with
-    /// several, corrections); the same on every replica (docs/decisions.md).
+    /// several, audited corrections); derived state of each instance (docs/decisions.md).
     pub refit_confidence: bool,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,

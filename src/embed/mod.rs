@@ -1,7 +1,7 @@
 //! The sentence encoder behind the embedding signal, from a model folder of either format:
 //!
-//! - **static** (model2vec's, e.g. MinishLab's potion-base-8M, the default): a learned vector per
-//!   token, averaged ([`StaticModel`]): well under a millisecond a text;
+//! - **static** (model2vec's, e.g. MinishLab's potion-base-8M): a learned vector per token,
+//!   averaged ([`StaticModel`]): well under a millisecond a text (docs/embedding.md);
 //! - **BERT** (sentence-transformers' all-MiniLM-L6-v2: 6 layers, 384 dimensions), run on the
 //!   CPU by candle (`candle-transformers`' BERT) with Hugging Face's `tokenizers`: mean of the
 //!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit
@@ -25,7 +25,7 @@ use crate::engine::embedding::{EncodeError, TextEncoder};
 mod remembered;
 mod static_model;
 pub use remembered::RememberingEncoder;
-pub use static_model::StaticModel;
+pub use static_model::{StaticModel, StaticModelError};
 
 /// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
 pub const MAX_TOKENS: usize = 256;
@@ -33,7 +33,7 @@ pub const MAX_TOKENS: usize = 256;
 /// The revision of how gorag turns a text into a vector (tokenizer settings, pooling,
 /// normalisation): part of the fingerprint that keys kept vectors, so vectors an older way made
 /// are never read back. Raise it whenever encoding changes.
-const ENCODING_REVISION: u32 = 2;
+const ENCODING_REVISION: u32 = 1;
 
 /// The files a model folder must hold (either format).
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
@@ -78,7 +78,9 @@ impl SentenceModel {
         let fingerprint = fingerprint(&files);
         let [config_bytes, weights, tokenizer_bytes]: [Vec<u8>; 3] =
             files.try_into().map_err(|_| read(&"model files"))?;
-        if StaticModel::is_in(dir) {
+        let config_json: serde_json::Value = serde_json::from_slice(&config_bytes)
+            .map_err(|e| read(&format!("config.json: {e}")))?;
+        if StaticModel::is_named_by(&config_json) {
             let model =
                 StaticModel::from_bytes(&weights, &tokenizer_bytes).map_err(|e| read(&e))?;
             return Ok(Self {
@@ -156,8 +158,9 @@ fn bert_forward(
 fn fingerprint(files: &[Vec<u8>]) -> String {
     let mut hash = Sha256::new();
     hash.update(ENCODING_REVISION.to_be_bytes());
+    // The static model's own limit is not hashed (BERT vectors kept before it existed stay
+    // valid): a change to it is a change of ENCODING_REVISION.
     hash.update((MAX_TOKENS as u64).to_be_bytes());
-    hash.update((static_model::MAX_TOKENS as u64).to_be_bytes());
     for bytes in files {
         hash.update((bytes.len() as u64).to_be_bytes());
         hash.update(bytes);

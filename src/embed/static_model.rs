@@ -7,11 +7,10 @@
 //! own: tokens without special tokens, the unknown token left out, at most [`MAX_TOKENS`].
 //! Written here, on the `tokenizers` and `safetensors` crates gorag already builds, rather than
 //! with the `model2vec-rs` crate: that one pins older releases of both (two copies of each in
-//! the build) and a newer Rust than gorag's minimum, for forty lines of arithmetic.
-
-use std::path::Path;
+//! the build) and a newer Rust than gorag's minimum, for a mean of table rows.
 
 use safetensors::{Dtype, SafeTensors};
+use thiserror::Error;
 use tokenizers::Tokenizer;
 
 use crate::engine::embedding::EncodeError;
@@ -22,6 +21,17 @@ pub const MAX_TOKENS: usize = 512;
 /// The tensor of token vectors in `model.safetensors`.
 const EMBEDDINGS: &str = "embeddings";
 
+/// Why a static model's files cannot be read.
+#[derive(Debug, Error)]
+pub enum StaticModelError {
+    #[error("model.safetensors: {0}")]
+    Weights(String),
+    #[error("tokenizer.json: {0}")]
+    Tokenizer(String),
+    #[error("tokenizer.json has {tokens} tokens but model.safetensors only {rows} vectors")]
+    VocabularyMismatch { tokens: usize, rows: usize },
+}
+
 pub struct StaticModel {
     tokenizer: Tokenizer,
     /// Row-major: token id × dimension.
@@ -31,23 +41,22 @@ pub struct StaticModel {
 }
 
 impl StaticModel {
-    /// From the bytes of `model.safetensors` and `tokenizer.json`; the error says what is wrong.
-    pub fn from_bytes(weights: &[u8], tokenizer: &[u8]) -> Result<Self, String> {
-        let tensors = SafeTensors::deserialize(weights).map_err(|e| e.to_string())?;
-        let tensor = tensors
-            .tensor(EMBEDDINGS)
-            .map_err(|e| format!("model.safetensors: {e}"))?;
+    /// From the bytes of `model.safetensors` and `tokenizer.json`.
+    pub fn from_bytes(weights: &[u8], tokenizer: &[u8]) -> Result<Self, StaticModelError> {
+        let weights_error = |e: &dyn std::fmt::Display| StaticModelError::Weights(e.to_string());
+        let tensors = SafeTensors::deserialize(weights).map_err(|e| weights_error(&e))?;
+        let tensor = tensors.tensor(EMBEDDINGS).map_err(|e| weights_error(&e))?;
         if tensor.dtype() != Dtype::F32 {
-            return Err(format!(
-                "model.safetensors: `{EMBEDDINGS}` is {:?}; only F32 is read",
+            return Err(weights_error(&format!(
+                "`{EMBEDDINGS}` is {:?}; only F32 is read",
                 tensor.dtype()
-            ));
+            )));
         }
         let [rows, dimension] = tensor.shape() else {
-            return Err(format!(
-                "model.safetensors: `{EMBEDDINGS}` has shape {:?}, not tokens × dimension",
+            return Err(weights_error(&format!(
+                "`{EMBEDDINGS}` has shape {:?}, not tokens × dimension",
                 tensor.shape()
-            ));
+            )));
         };
         let (rows, dimension) = (*rows, *dimension);
         let vectors: Vec<f32> = tensor
@@ -56,20 +65,25 @@ impl StaticModel {
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
         if dimension == 0 || vectors.len() != rows * dimension {
-            return Err(format!("model.safetensors: `{EMBEDDINGS}` is truncated"));
+            return Err(weights_error(&format!("`{EMBEDDINGS}` is truncated")));
         }
-        let mut tokenizer = Tokenizer::from_bytes(tokenizer).map_err(|e| e.to_string())?;
+        let tokenizer_error =
+            |e: &dyn std::fmt::Display| StaticModelError::Tokenizer(e.to_string());
+        // The unknown token is the tokenizer model's own (`model.unk_token`), as model2vec reads it.
+        let unknown_token = serde_json::from_slice::<serde_json::Value>(tokenizer)
+            .map_err(|e| tokenizer_error(&e))?["model"]["unk_token"]
+            .as_str()
+            .map(str::to_string);
+        let mut tokenizer = Tokenizer::from_bytes(tokenizer).map_err(|e| tokenizer_error(&e))?;
         tokenizer.with_padding(None);
         tokenizer
             .with_truncation(None)
-            .map_err(|e| format!("tokenizer.json: {e}"))?;
-        if tokenizer.get_vocab_size(true) > rows {
-            return Err(format!(
-                "tokenizer.json has {} tokens but model.safetensors only {rows} vectors",
-                tokenizer.get_vocab_size(true)
-            ));
+            .map_err(|e| tokenizer_error(&e))?;
+        let tokens = tokenizer.get_vocab_size(true);
+        if tokens > rows {
+            return Err(StaticModelError::VocabularyMismatch { tokens, rows });
         }
-        let unknown = tokenizer.token_to_id("[UNK]");
+        let unknown = unknown_token.and_then(|token| tokenizer.token_to_id(&token));
         Ok(Self {
             tokenizer,
             vectors,
@@ -111,12 +125,9 @@ impl StaticModel {
         Ok(sum.into_iter().map(|x| x / norm).collect())
     }
 
-    /// Whether `dir`'s `config.json` names this format.
-    pub fn is_in(dir: &Path) -> bool {
-        std::fs::read(dir.join("config.json"))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-            .is_some_and(|config| config["model_type"] == "model2vec")
+    /// Whether a model folder's `config.json` names this format.
+    pub fn is_named_by(config: &serde_json::Value) -> bool {
+        config["model_type"] == "model2vec"
     }
 }
 
@@ -164,9 +175,10 @@ mod tests {
 
     #[test]
     fn bad_weights_are_refused_with_a_reason() {
-        let error = StaticModel::from_bytes(b"not a safetensors file", b"{}")
-            .err()
-            .unwrap_or_default();
-        assert!(!error.is_empty());
+        let error = StaticModel::from_bytes(b"not a safetensors file", b"{}").err();
+        assert!(
+            matches!(error, Some(StaticModelError::Weights(_))),
+            "{error:?}"
+        );
     }
 }

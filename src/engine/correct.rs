@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 use super::confidence::Outcome;
 use super::index::DocKind;
-use super::{Engine, EngineError, IndexReport};
+use super::refit::HeldOut;
+use super::{Analysis, Engine, EngineError, IndexReport};
 
 /// A classified text at least this similar to a corrected text is taken to be that text, as
 /// learned (its heaviest terms at the time; the weights may have moved a little since).
@@ -23,70 +24,86 @@ pub struct CorrectionReport {
     pub took_back: bool,
 }
 
+/// Why an operator labelled a text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorrectionKind {
+    /// A reviewer's: the text was picked because its prediction needed review. It teaches the
+    /// label only (a sample picked for its low confidence would bias the refit).
+    Review,
+    /// An audit's: the text was picked at random to check gorag. Its decision is also an
+    /// outcome the confidence is refitted on ([`super::refit`]).
+    Audit,
+}
+
 impl Engine {
     /// Learn `text` as a labelled example of `label`, taking back its learned copies under
     /// other labels and its place in the discovery pool (by `text_id`). Errors for an unknown
-    /// or retired label, changing nothing. A reviewer's corrections are texts picked because
-    /// they needed review: they teach the label, not the confidence (a sample chosen by its
-    /// confidence would bias the refit; docs/decisions.md).
+    /// or retired label, changing nothing.
     pub fn correct(
         &mut self,
         text_id: &str,
         label: &str,
         text: &str,
-    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        self.correct_as(text_id, label, text, false)
-    }
-
-    /// [`Engine::correct`] for a text an audit picked at random: the decision it corrects (or
-    /// confirms) is also an outcome the confidence is refitted on ([`super::refit`]).
-    pub fn audit(
-        &mut self,
-        text_id: &str,
-        label: &str,
-        text: &str,
-    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        self.correct_as(text_id, label, text, true)
-    }
-
-    fn correct_as(
-        &mut self,
-        text_id: &str,
-        label: &str,
-        text: &str,
-        audited: bool,
+        kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
         let position = self.active_position(label)? as u32;
-        let analysis = self.analyze(text);
-        let mut outcome = None;
-        let decided = self.retrieve(&analysis).ok().map(|retrieval| {
-            let decision = self.decide(&retrieval, None);
-            if audited && retrieval.margin.is_some() {
-                // Only the ranked strategies have a confidence to refit.
-                let signals = self.signals(&retrieval, &decision.label, None, &[]);
-                outcome = Some(Outcome {
-                    features: signals.features(),
-                    right: decision.label == label,
-                });
+        let mut analysis = self.analyze(text);
+        // The decision it corrects as gorag would take it now, without the text's own learned
+        // copies (which would vouch for their own label). Without scores (`steiner`, `all`,
+        // `naive`) there is nothing to hold out and no confidence to refit.
+        let copies = self.learned_copies(&analysis);
+        let (decided, outcome) = if self.config.strategy.evidence().is_some() {
+            // A failed encoding leaves the decision lexical, as it would have been published.
+            let _ = self.embed_query(&mut analysis, text);
+            let held_out = HeldOut {
+                docs: copies.clone(),
+                vector: None,
+            };
+            match self.retrieve_held_out(&analysis, &held_out) {
+                Some(retrieval) => {
+                    let decision = self.decide(&retrieval, None);
+                    let signals = self.signals(&retrieval, &decision.label, None, &[]);
+                    let outcome = Outcome {
+                        features: signals.features(),
+                        right: decision.label == label,
+                    };
+                    (Some((decision.label, decision.confidence)), Some(outcome))
+                }
+                None => (None, None),
             }
-            (decision.label, decision.confidence)
-        });
-        let learned = self.learnable(&analysis);
-        // Every copy (a text sent twice was learned twice), taken back at once.
-        let copies: Vec<u32> = self
-            .index
-            .search(&learned.terms)
+        } else {
+            let decided = self.retrieve(&analysis).ok().map(|retrieval| {
+                let decision = self.decide(&retrieval, None);
+                (decision.label, decision.confidence)
+            });
+            (decided, None)
+        };
+        // Its copies under other labels are taken back (a text sent twice was learned twice).
+        let wrong: Vec<u32> = copies
             .into_iter()
-            .filter(|hit| matches!(hit.kind, DocKind::Seen | DocKind::Tentative))
-            .filter(|hit| hit.label != position && hit.similarity >= SAME_TEXT)
-            .map(|hit| hit.doc)
+            .filter(|&doc| self.index.doc(doc).is_some_and(|d| d.label != position))
             .collect();
-        let took_back = self.index.remove_classified(&copies) > 0;
+        let took_back = self.index.remove_classified(&wrong) > 0;
         // A pooled copy would keep proposing a class for a text now labelled.
         self.pool.retain(|pooled| pooled.id != text_id);
         // Its outcome is the decision it corrects, not how it fares as an example.
         let (report, _) = self.index_examples(label, &[text.to_string()])?;
-        self.record_outcomes(outcome.into_iter().collect());
+        if kind == CorrectionKind::Audit {
+            self.record_outcomes(outcome.into_iter().collect());
+        }
         Ok((report, CorrectionReport { decided, took_back }))
+    }
+
+    /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
+    /// under any label).
+    pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<u32> {
+        let learned = self.learnable(analysis);
+        self.index
+            .search(&learned.terms)
+            .into_iter()
+            .filter(|hit| matches!(hit.kind, DocKind::Seen | DocKind::Tentative))
+            .filter(|hit| hit.similarity >= SAME_TEXT)
+            .map(|hit| hit.doc)
+            .collect()
     }
 }

@@ -143,7 +143,7 @@ pub struct EngineConfig {
     /// gorag runs (`gorag calibrate`). The same on every replica.
     pub calibrator: confidence::Calibrator,
     /// Refit the confidence from the labelled texts the log brings: examples of labels that
-    /// have several, and corrections ([`refit`]).
+    /// have several, and audited corrections ([`refit`]).
     pub refit_confidence: bool,
 }
 
@@ -361,7 +361,7 @@ pub struct Engine {
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
     /// Labelled outcomes from the log and the confidence's recalibration ([`refit`]).
-    calibration: refit::Calibration,
+    outcomes: refit::OutcomeLog,
 }
 
 impl Engine {
@@ -377,7 +377,7 @@ impl Engine {
             label_version: 0,
             last_round: None,
             embeddings: None,
-            calibration: refit::Calibration::default(),
+            outcomes: refit::OutcomeLog::default(),
         }
     }
 

@@ -4,15 +4,20 @@
 //! The shipped calibrator was fitted on the tuning streams; a deployment's texts can be easier
 //! or harder than those. Two kinds of labelled text reach every replica in the log's order, and
 //! each becomes an [`Outcome`] (a decision's features, and whether its label was right):
-//! - an example of a label that has several, scored as if it were not indexed (its document
-//!   and vector left out), when its round or `add_examples` is applied;
-//! - a correction, scored as gorag decided the text just before it was corrected.
+//! - an example of a label that has several, scored as if it were not indexed (its document,
+//!   its vector and any learned copy of its text left out), when its round or `add_examples` is
+//!   applied;
+//! - an audited correction (a text picked at random, not for its low confidence), scored as gorag
+//!   decided the text just before, its own learned copies left out. A reviewer's corrections
+//!   are not outcomes: texts picked for their low confidence would bias the fit.
 //!
-//! The engine keeps the latest [`OUTCOME_CAPACITY`] outcomes and fits a [`Recalibration`] of the
-//! configured calibrator's log-odds z: confidence = σ(shift + scale · z), pulled towards the
-//! identity (0, 1). With a positive scale it changes how sure the confidence is, never which
-//! texts rank above which. A pure function of the log: replicas score the same examples
-//! against the same state, and a restart refits from the outcomes its snapshot keeps.
+//! The engine keeps the latest [`OUTCOME_CAPACITY`] outcomes in an [`OutcomeLog`] and, from
+//! [`MIN_OUTCOMES`] on, fits a [`Recalibration`] of the configured calibrator's log-odds z:
+//! confidence = σ(shift + scale · z), pulled towards the identity (0, 1), the scale kept at
+//! [`MIN_SCALE`] or above. It changes how sure the confidence is, never which texts rank above
+//! which. Outcomes are derived state, like the embedding signal's vectors: kept in the snapshot
+//! (a restart refits from them), never in the digest, since they depend on the ranking and
+//! embedding settings of the instance that scored them.
 
 use std::collections::VecDeque;
 
@@ -24,24 +29,26 @@ use super::Engine;
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
 pub const OUTCOME_CAPACITY: usize = 2_000;
 
-/// Strength of the pull towards the identity (0, 1), in the units of the log-likelihood: about
-/// as many outcomes' worth of evidence (docs/decisions.md has how it was chosen).
+/// Strength of the Gaussian pull towards the identity (0, 1), added to the log-likelihood's
+/// curvature (each outcome adds at most 0.25 z²): chosen on the tuning streams
+/// (docs/decisions.md).
 pub const REFIT_PULL: f64 = 1.0;
+
+/// The smallest scale a fit may reach: at 0 every text would get one confidence.
+pub const MIN_SCALE: f64 = 0.1;
 
 /// Outcomes needed before the first refit: below it the calibrator is used as configured (a
 /// handful of outcomes, such as a first round of a few labels with two examples each, swings a
 /// two-parameter fit; docs/decisions.md).
 pub const MIN_OUTCOMES: usize = 30;
 
-/// A labelled example left out of retrieval while it is scored.
-#[derive(Debug, Clone)]
-pub struct HeldOut {
-    /// Its document in the retrieval index.
-    pub doc: u32,
-    /// Its label's position.
-    pub label: u32,
-    /// Its vector, with the embedding signal.
-    pub vector: Option<Vec<f32>>,
+/// A labelled text left out of retrieval while it is scored.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct HeldOut {
+    /// Its documents in the retrieval index: an example's own, and any learned copy of its text.
+    pub docs: Vec<u32>,
+    /// An example's vector and its label's position, with the embedding signal.
+    pub vector: Option<(u32, Vec<f32>)>,
 }
 
 /// confidence = σ(shift + scale · z), z the calibrator's log-odds.
@@ -68,8 +75,9 @@ impl Recalibration {
 
     /// Logistic regression of the outcomes on their log-odds, by Newton's method with a
     /// Gaussian pull of strength `pull` towards the identity. Deterministic: the same outcomes
-    /// in the same order give the same fit. A scale the data would make negative is held at 0
-    /// or above (confidence must not rank the surest texts last).
+    /// in the same order give the same fit. The scale is held at [`MIN_SCALE`] or above
+    /// (confidence must keep ranking the surest texts first); a fit that makes no number is the
+    /// identity.
     pub fn fit(outcomes: &[(f64, bool)], pull: f64) -> Self {
         let pull = pull.max(1e-6);
         let (mut a, mut b) = (0.0f64, 1.0f64);
@@ -96,12 +104,16 @@ impl Recalibration {
             let step_a = (hbb * ga - hab * gb) / determinant;
             let step_b = (haa * gb - hab * ga) / determinant;
             a -= step_a;
-            b = (b - step_b).max(0.0);
+            b = (b - step_b).max(MIN_SCALE);
             if step_a.abs().max(step_b.abs()) < 1e-10 {
                 break;
             }
         }
-        Self { shift: a, scale: b }
+        if a.is_finite() && b.is_finite() {
+            Self { shift: a, scale: b }
+        } else {
+            Self::default()
+        }
     }
 }
 
@@ -109,19 +121,19 @@ const NEWTON_STEPS: usize = 50;
 
 /// The outcomes the log brought, and the recalibration fitted on them.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Calibration {
+pub struct OutcomeLog {
     outcomes: VecDeque<Outcome>,
     recalibration: Recalibration,
 }
 
-impl Calibration {
+impl OutcomeLog {
     /// Restored from a snapshot's outcomes (the recalibration is refitted by the engine).
     pub fn from_outcomes(outcomes: Vec<Outcome>) -> Self {
-        let mut calibration = Self::default();
+        let mut log = Self::default();
         for outcome in outcomes {
-            calibration.push(outcome);
+            log.push(outcome);
         }
-        calibration
+        log
     }
 
     /// Oldest first.
@@ -141,7 +153,12 @@ impl Calibration {
     }
 
     fn refit(&mut self, calibrator: &Calibrator) {
-        if self.outcomes.len() < MIN_OUTCOMES {
+        let finite = self
+            .outcomes
+            .iter()
+            .filter(|o| o.features.iter().all(|x| x.is_finite()))
+            .count();
+        if finite < MIN_OUTCOMES {
             self.recalibration = Recalibration::default();
             return;
         }
@@ -164,10 +181,15 @@ pub(super) struct IndexedExample<'t> {
 
 impl Engine {
     /// The probability that a decision with these signals is right: the calibrator's, as
-    /// recalibrated from the log's outcomes; 0 when the signals make no number.
+    /// recalibrated from the log's outcomes (which are all decisions without the LLM: one it
+    /// answered keeps the calibrator's own); 0 when the signals make no number.
     pub(super) fn confidence_of(&self, signals: &Signals) -> f64 {
         let z = self.config.calibrator.log_odds(&signals.features());
-        let p = self.calibration.recalibration.probability(z);
+        let recalibration = match signals.llm {
+            None => self.outcomes.recalibration,
+            Some(_) => Recalibration::default(),
+        };
+        let p = recalibration.probability(z);
         if p.is_nan() {
             0.0
         } else {
@@ -176,8 +198,8 @@ impl Engine {
     }
 
     /// The outcomes the log brought and the recalibration fitted on them.
-    pub fn calibration(&self) -> &Calibration {
-        &self.calibration
+    pub fn outcomes(&self) -> &OutcomeLog {
+        &self.outcomes
     }
 
     /// Score examples just indexed, each as if it were not (only those whose label has other
@@ -197,10 +219,14 @@ impl Engine {
             }
             let mut analysis = self.analyze(example.text);
             analysis.embedding = example.vector.clone();
+            let mut docs = self.learned_copies(&analysis);
+            docs.push(example.doc);
             let held_out = HeldOut {
-                doc: example.doc,
-                label: example.position as u32,
-                vector: example.vector.clone(),
+                docs,
+                vector: example
+                    .vector
+                    .clone()
+                    .map(|vector| (example.position as u32, vector)),
             };
             let Some(retrieval) = self.retrieve_held_out(&analysis, &held_out) else {
                 continue;
@@ -221,15 +247,15 @@ impl Engine {
             return;
         }
         for outcome in outcomes {
-            self.calibration.push(outcome);
+            self.outcomes.push(outcome);
         }
-        self.calibration.refit(&self.config.calibrator);
+        self.outcomes.refit(&self.config.calibrator);
     }
 
     /// After a restore: the recalibration the kept outcomes give under this configuration.
     pub(super) fn refit_restored(&mut self) {
         if self.config.refit_confidence {
-            self.calibration.refit(&self.config.calibrator);
+            self.outcomes.refit(&self.config.calibrator);
         }
     }
 }
@@ -266,7 +292,17 @@ mod tests {
     }
 
     #[test]
-    fn the_scale_never_turns_negative() {
+    fn a_fit_that_makes_no_number_is_the_identity() {
+        let outcomes = [(1e200, true), (-1e200, false), (1e200, false)];
+        let fitted = Recalibration::fit(&outcomes, REFIT_PULL);
+        assert!(
+            fitted.shift.is_finite() && fitted.scale >= MIN_SCALE,
+            "{fitted:?}"
+        );
+    }
+
+    #[test]
+    fn the_scale_never_falls_below_its_floor() {
         // The surest texts wrong, the least sure right.
         let outcomes: Vec<(f64, bool)> = (0..200)
             .map(|i| {
@@ -274,7 +310,7 @@ mod tests {
                 (z, z < 0.0)
             })
             .collect();
-        assert!(Recalibration::fit(&outcomes, REFIT_PULL).scale >= 0.0);
+        assert!(Recalibration::fit(&outcomes, REFIT_PULL).scale >= MIN_SCALE);
     }
 
     #[test]
@@ -283,12 +319,12 @@ mod tests {
             features: [0.0; super::super::confidence::FEATURES],
             right,
         };
-        let mut calibration = Calibration::default();
-        calibration.push(outcome(false));
+        let mut log = OutcomeLog::default();
+        log.push(outcome(false));
         for _ in 0..OUTCOME_CAPACITY {
-            calibration.push(outcome(true));
+            log.push(outcome(true));
         }
-        assert_eq!(calibration.outcomes().len(), OUTCOME_CAPACITY);
-        assert!(calibration.outcomes().all(|o| o.right));
+        assert_eq!(log.outcomes().len(), OUTCOME_CAPACITY);
+        assert!(log.outcomes().all(|o| o.right));
     }
 }

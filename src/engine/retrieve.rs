@@ -109,7 +109,7 @@ impl Engine {
             .collect();
         let mut hits = self.index.search(&analysis.terms);
         if let Some(held_out) = held_out {
-            hits.retain(|hit| hit.doc != held_out.doc);
+            hits.retain(|hit| !held_out.docs.contains(&hit.doc));
         }
         let mut ranking = self.rank_hits(&hits, evidence);
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
@@ -123,7 +123,9 @@ impl Engine {
             &analysis.embedding,
         ) {
             let name_weight = self.config.ranking.embedding_name_weight.max(0.0);
-            let skipped = held_out.and_then(|h| Some((h.label as usize, h.vector.as_deref()?)));
+            let skipped = held_out
+                .and_then(|h| h.vector.as_ref())
+                .map(|(label, vector)| (*label as usize, vector.as_slice()));
             let similarity =
                 embeddings.similarity_without(query, self.labels.len(), name_weight, skipped);
             rank::add_embedding(&mut ranking, &similarity, weight, |l| {

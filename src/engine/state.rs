@@ -16,7 +16,7 @@ use thiserror::Error;
 use super::confidence::Outcome;
 use super::graph::{EdgeCost, KeywordGraph, Node};
 use super::index::{IndexDoc, SpreadState, TextIndex};
-use super::refit::Calibration;
+use super::refit::OutcomeLog;
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
 use crate::discovery::{Pool, PoolV1};
@@ -46,8 +46,8 @@ pub struct EngineState {
     /// What classified texts taught the index's term weights (its label spread). After the
     /// pool, for the same reason.
     pub spread: SpreadState,
-    /// The labelled outcomes the confidence is refitted on (oldest first). Last, for the same
-    /// reason: a snapshot written before them decodes with none.
+    /// The labelled outcomes the confidence is refitted on (oldest first; derived, not in the
+    /// digest). Last, for the same reason: a snapshot written before them decodes with none.
     pub outcomes: Vec<Outcome>,
 }
 
@@ -224,7 +224,7 @@ impl Engine {
             last_round: self.last_round.clone(),
             pool: self.pool.clone(),
             spread: self.index.spread_state(),
-            outcomes: self.calibration.outcomes().copied().collect(),
+            outcomes: self.outcomes.outcomes().copied().collect(),
         }
     }
 
@@ -265,15 +265,17 @@ impl Engine {
             label_version: state.label_version,
             last_round: state.last_round,
             embeddings: None,
-            calibration: Calibration::from_outcomes(state.outcomes),
+            outcomes: OutcomeLog::from_outcomes(state.outcomes),
         };
         engine.refit_restored();
         Ok(engine)
     }
 
     /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics,
-    /// the label set, the retrieval index, the discovery pool and the confidence's outcomes:
-    /// equal digests mean replicas or restarts hold the same state.
+    /// the label set, the retrieval index and the discovery pool: equal digests mean replicas or
+    /// restarts hold the same state. The confidence's outcomes are left out: like the embedding
+    /// signal's vectors they are derived, and depend on the instance's ranking settings
+    /// ([`super::refit`]).
     pub fn digest(&self) -> String {
         let mut hash = Sha256::new();
         let graph = self.graph.inner();
@@ -361,14 +363,6 @@ impl Engine {
         }
         hash.update(spread.folded_texts.to_le_bytes());
         hash.update(spread.pending_texts.to_le_bytes());
-        let outcomes = self.calibration.outcomes();
-        hash.update((outcomes.len() as u64).to_le_bytes());
-        for outcome in outcomes {
-            for feature in outcome.features {
-                hash.update(feature.to_bits().to_le_bytes());
-            }
-            hash.update([u8::from(outcome.right)]);
-        }
         let bytes = hash.finalize();
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::correct::CorrectionKind;
 use super::{Analysis, Engine, EngineError, IndexReport, NewLabel};
 use crate::discovery::PooledText;
 
@@ -55,21 +56,20 @@ pub enum Update {
 }
 
 impl Update {
-    /// An operator's label for a text: an audit's ([`Update::Audit`]) or a reviewer's
-    /// ([`Update::Correct`]).
-    pub fn correction(text_id: String, label: String, text: String, audit: bool) -> Self {
-        if audit {
-            Self::Audit {
+    /// An operator's label for a text: a reviewer's ([`Update::Correct`]) or an audit's
+    /// ([`Update::Audit`]).
+    pub fn correction(text_id: String, label: String, text: String, kind: CorrectionKind) -> Self {
+        match kind {
+            CorrectionKind::Review => Self::Correct {
                 text_id,
                 label,
                 text,
-            }
-        } else {
-            Self::Correct {
+            },
+            CorrectionKind::Audit => Self::Audit {
                 text_id,
                 label,
                 text,
-            }
+            },
         }
     }
 }
@@ -107,7 +107,8 @@ impl Engine {
                 label,
                 text,
             } => {
-                let (report, correction) = self.correct(text_id, label, text)?;
+                let (report, correction) =
+                    self.correct(text_id, label, text, CorrectionKind::Review)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report
@@ -118,7 +119,8 @@ impl Engine {
                 label,
                 text,
             } => {
-                let (report, correction) = self.audit(text_id, label, text)?;
+                let (report, correction) =
+                    self.correct(text_id, label, text, CorrectionKind::Audit)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report

@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::classify::{Classified, Classifier};
 use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
 use crate::engine::answer::HallucinationKind;
+use crate::engine::correct::CorrectionKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
 use dataset::{RoundData, Sample};
@@ -39,7 +40,7 @@ pub struct EvalOptions {
     /// A simulated reviewer: of each round's texts learned online, this share at most is
     /// reviewed — texts that need review, as they come — and corrected to its gold label
     /// ([`Engine::correct`]) instead of being learned from its prediction (0: no review).
-    pub review_share: f64,
+    pub review_budget: f64,
     /// A simulated audit: this share of each round's texts learned online, spread evenly over
     /// the stream whatever their confidence, is corrected to its gold label as an audit
     /// ([`Engine::audit`]: its outcome refits the confidence) instead of being learned (0: none).
@@ -83,7 +84,7 @@ pub struct RoundMetrics {
     /// Gold label among the candidates.
     pub candidate_recall: f64,
     pub mean_candidates: f64,
-    /// This round's texts the simulated reviewer corrected (`EvalOptions::review_share`).
+    /// This round's texts the simulated reviewer corrected (`EvalOptions::review_budget`).
     pub reviewed: usize,
     /// This round's texts the simulated audit corrected (`EvalOptions::audit_share`).
     pub audited: usize,
@@ -216,7 +217,7 @@ pub async fn run(
             &round.test,
             classifier,
             Oversight {
-                review_share: options.review_share,
+                review_budget: options.review_budget,
                 audit_share: options.audit_share,
             },
             &mut seconds,
@@ -306,7 +307,7 @@ struct Learning {
 /// The simulated people who label a round's texts as they come (see [`EvalOptions`]).
 #[derive(Debug, Clone, Copy)]
 struct Oversight {
-    review_share: f64,
+    review_budget: f64,
     audit_share: f64,
 }
 
@@ -320,7 +321,7 @@ impl Oversight {
 
 /// This round's texts, in order, with online indexing. A text the audit picks is corrected to
 /// its gold label as an audit instead; so is a text that needs review while the reviewer keeps
-/// within `review_share` of the texts so far.
+/// within `review_budget` of the texts so far.
 async fn classify_and_learn(
     engine: &mut Engine,
     round: usize,
@@ -344,12 +345,22 @@ async fn classify_and_learn(
         let started = Instant::now();
         let text_id = || format!("r{round}-{}", i + 1);
         let within_budget =
-            (learning.reviewed + 1) as f64 <= oversight.review_share * (i + 1) as f64;
+            (learning.reviewed + 1) as f64 <= oversight.review_budget * (i + 1) as f64;
         if oversight.audits(i) {
-            engine.audit(&text_id(), &sample.label, &sample.text)?;
+            engine.correct(
+                &text_id(),
+                &sample.label,
+                &sample.text,
+                CorrectionKind::Audit,
+            )?;
             learning.audited += 1;
         } else if record.needs_review && within_budget {
-            engine.correct(&text_id(), &sample.label, &sample.text)?;
+            engine.correct(
+                &text_id(),
+                &sample.label,
+                &sample.text,
+                CorrectionKind::Review,
+            )?;
             learning.reviewed += 1;
         } else {
             let confident = engine.is_confident(&classified.retrieval, &classified.decision);

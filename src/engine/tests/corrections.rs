@@ -2,6 +2,7 @@
 //! the wrong label is taken back.
 
 use super::*;
+use crate::engine::correct::CorrectionKind::Review;
 use crate::engine::update::Update;
 
 /// A text about baking that also mentions the sky: learned (wrongly, and with confidence) as
@@ -21,7 +22,7 @@ fn learned_wrongly() -> Engine {
 fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let mut engine = learned_wrongly();
     let examples_before = engine.label("cooking").unwrap().examples;
-    let (report, correction) = engine.correct("t-1", "cooking", MIXED).unwrap();
+    let (report, correction) = engine.correct("t-1", "cooking", MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(engine.index().seen_count(), 0);
     assert_eq!(report.texts_indexed, 1);
@@ -42,7 +43,12 @@ fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
 fn a_correction_of_a_text_never_learned_takes_nothing_back() {
     let mut engine = three_topics(EngineConfig::default());
     let (_, correction) = engine
-        .correct("t-2", "football", "the referee gave a penalty in the match")
+        .correct(
+            "t-2",
+            "football",
+            "the referee gave a penalty in the match",
+            Review,
+        )
         .unwrap();
     assert!(!correction.took_back);
 }
@@ -52,14 +58,16 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
     let mut engine = learned_wrongly();
     let digest = engine.digest();
     assert_eq!(
-        engine.correct("t-1", "physics", MIXED).unwrap_err(),
+        engine.correct("t-1", "physics", MIXED, Review).unwrap_err(),
         EngineError::UnknownLabel("physics".into())
     );
     assert_eq!(engine.digest(), digest);
     engine.retire_label("football").unwrap();
     let digest = engine.digest();
     assert_eq!(
-        engine.correct("t-1", "football", MIXED).unwrap_err(),
+        engine
+            .correct("t-1", "football", MIXED, Review)
+            .unwrap_err(),
         EngineError::RetiredLabel("football".into())
     );
     assert_eq!(engine.digest(), digest);
@@ -89,7 +97,7 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let learnable = engine.learnable(&analysis);
     engine.learn(&learnable, "football", false);
     assert_eq!(engine.index().tentative_count(), 1);
-    let (_, correction) = engine.correct("t-1", "cooking", MIXED).unwrap();
+    let (_, correction) = engine.correct("t-1", "cooking", MIXED, Review).unwrap();
     assert!(correction.took_back);
     assert_eq!(
         (

@@ -1,7 +1,8 @@
 //! Refitting confidence from the log: examples of labels with several scored as if they were
-//! not indexed, corrections scored as decided; the outcomes are replicated state.
+//! not indexed, audited corrections scored as decided; the outcomes are derived state.
 
 use super::*;
+use crate::engine::correct::CorrectionKind;
 use crate::engine::refit::{self, Recalibration};
 use crate::engine::state::EngineState;
 use crate::engine::update::Update;
@@ -38,7 +39,7 @@ fn two_topics_three_shots(config: EngineConfig) -> Engine {
 #[test]
 fn a_round_s_examples_become_outcomes_scored_without_themselves() {
     let engine = two_topics_three_shots(EngineConfig::default());
-    let outcomes: Vec<_> = engine.calibration().outcomes().collect();
+    let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     assert_eq!(outcomes.len(), 6);
     // Left out, each example is still closest to its own label's other examples; had it been
     // scored against itself its example cosine would be 1.
@@ -48,10 +49,7 @@ fn a_round_s_examples_become_outcomes_scored_without_themselves() {
         "{outcomes:?}"
     );
     // Too few to refit on yet.
-    assert_eq!(
-        engine.calibration().recalibration(),
-        Recalibration::default()
-    );
+    assert_eq!(engine.outcomes().recalibration(), Recalibration::default());
 }
 
 fn as_strs(texts: &[String]) -> Vec<&str> {
@@ -80,9 +78,9 @@ fn two_topics(shots: usize, config: EngineConfig) -> Engine {
 fn enough_outcomes_refit_the_confidence() {
     let shots = refit::MIN_OUTCOMES / 2 + 1;
     let engine = two_topics(shots, EngineConfig::default());
-    assert!(engine.calibration().outcomes().len() >= refit::MIN_OUTCOMES);
+    assert!(engine.outcomes().outcomes().len() >= refit::MIN_OUTCOMES);
     // Every example is right, so the refit trusts the engine more than the shipped fit does.
-    assert!(engine.calibration().outcomes().all(|o| o.right));
+    assert!(engine.outcomes().outcomes().all(|o| o.right));
     let retrieval = engine
         .retrieve(&engine.analyze("stars and a galaxy seen through a telescope"))
         .unwrap();
@@ -94,7 +92,7 @@ fn enough_outcomes_refit_the_confidence() {
             ..EngineConfig::default()
         },
     );
-    assert_eq!(off.calibration().outcomes().len(), 0);
+    assert_eq!(off.outcomes().outcomes().len(), 0);
     let shipped = off.decide(&retrieval, None).confidence;
     assert!(refitted > shipped, "{refitted} against {shipped}");
 }
@@ -103,7 +101,7 @@ fn enough_outcomes_refit_the_confidence() {
 fn lone_examples_are_not_scored() {
     // One example a label: leaving it out would leave the label its name alone.
     let engine = three_topics(EngineConfig::default());
-    assert_eq!(engine.calibration().outcomes().len(), 0);
+    assert_eq!(engine.outcomes().outcomes().len(), 0);
 }
 
 /// A text between the two topics, corrected (or audited) to the label retrieval did not pick.
@@ -116,17 +114,22 @@ fn corrected(engine: &Engine, audit: bool) -> Update {
     } else {
         "cooking"
     };
-    Update::correction("t-1".into(), label.into(), text.into(), audit)
+    let kind = if audit {
+        CorrectionKind::Audit
+    } else {
+        CorrectionKind::Review
+    };
+    Update::correction("t-1".into(), label.into(), text.into(), kind)
 }
 
 #[test]
 fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
-    let before = engine.calibration().outcomes().len();
+    let before = engine.outcomes().outcomes().len();
     let update = corrected(&engine, true);
     let report = engine.apply(&update).unwrap();
     assert_eq!(report.texts_indexed, 1);
-    let outcomes: Vec<_> = engine.calibration().outcomes().collect();
+    let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     // One outcome, wrong: the audited text itself is not scored again as an example.
     assert_eq!(outcomes.len(), before + 1);
     assert!(!outcomes[before].right);
@@ -136,20 +139,17 @@ fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
 fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
     // Reviewers correct texts picked for their low confidence: a biased sample.
     let mut engine = two_topics_three_shots(EngineConfig::default());
-    let before = engine.calibration().outcomes().len();
+    let before = engine.outcomes().outcomes().len();
     let update = corrected(&engine, false);
     let report = engine.apply(&update).unwrap();
     assert_eq!(report.texts_indexed, 1);
-    assert_eq!(engine.calibration().outcomes().len(), before);
+    assert_eq!(engine.outcomes().outcomes().len(), before);
 }
 
 #[test]
 fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
     let engine = two_topics(refit::MIN_OUTCOMES, EngineConfig::default());
-    assert_ne!(
-        engine.calibration().recalibration(),
-        Recalibration::default()
-    );
+    assert_ne!(engine.outcomes().recalibration(), Recalibration::default());
     let state = engine.to_state();
     let bytes = postcard::to_stdvec(&state).unwrap();
     let decoded = EngineState::decode(&bytes).unwrap();
@@ -157,17 +157,56 @@ fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
     let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
     assert_eq!(restored.digest(), engine.digest());
     assert_eq!(
-        restored.calibration().recalibration(),
-        engine.calibration().recalibration()
+        restored.outcomes().recalibration(),
+        engine.outcomes().recalibration()
     );
 }
 
 #[test]
-fn the_digest_covers_the_outcomes() {
-    let on = two_topics_three_shots(EngineConfig::default());
-    let off = two_topics_three_shots(EngineConfig {
-        refit_confidence: false,
-        ..EngineConfig::default()
-    });
-    assert_ne!(on.digest(), off.digest());
+fn outcomes_are_derived_state_out_of_the_digest_and_replicas_refit_alike() {
+    let on = two_topics(refit::MIN_OUTCOMES, EngineConfig::default());
+    let off = two_topics(
+        refit::MIN_OUTCOMES,
+        EngineConfig {
+            refit_confidence: false,
+            ..EngineConfig::default()
+        },
+    );
+    // Instances that differ in ranking settings score outcomes differently, yet hold the same
+    // replicated state.
+    assert_eq!(on.digest(), off.digest());
+    let replica = two_topics(refit::MIN_OUTCOMES, EngineConfig::default());
+    assert_eq!(on.outcomes(), replica.outcomes());
+}
+
+#[test]
+fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
+    // Learned (wrongly, with confidence) under astronomy, then audited as cooking: its copy
+    // would vote for astronomy with a similarity of 1.
+    let text = "bread dough rising under the stars of the night sky, telescope nearby";
+    let audit = |learned: bool| {
+        let mut engine = two_topics_three_shots(EngineConfig::default());
+        if learned {
+            let analysis = engine.analyze(text);
+            let learnable = engine.learnable(&analysis);
+            engine.learn(&learnable, "astronomy", true);
+        }
+        let before = engine.outcomes().outcomes().len();
+        let update = Update::correction(
+            "t-1".into(),
+            "cooking".into(),
+            text.into(),
+            CorrectionKind::Audit,
+        );
+        let report = engine.apply(&update).unwrap();
+        assert_eq!(report.correction.map(|c| c.took_back), Some(learned));
+        let outcome = engine.outcomes().outcomes().nth(before).copied();
+        outcome.unwrap()
+    };
+    let (with_copy, without) = (audit(true), audit(false));
+    // The second hop's share (feature 6) is read without the copy.
+    assert!(
+        with_copy.features[6] <= without.features[6] + 1e-9,
+        "{with_copy:?} against {without:?}"
+    );
 }

@@ -344,11 +344,11 @@ impl Replica {
 
     /// Graph size, the keyword statistics' size, labels and the confidence's refit, as gauges.
     pub fn gauges(&self, metrics: &Metrics) {
-        let calibration = self.engine.calibration();
+        let outcomes = self.engine.outcomes();
         metrics
             .confidence_outcomes
-            .set(calibration.outcomes().len() as i64);
-        let recalibration = calibration.recalibration();
+            .set(outcomes.outcomes().len() as i64);
+        let recalibration = outcomes.recalibration();
         for (param, value) in [
             ("shift", recalibration.shift),
             ("scale", recalibration.scale),

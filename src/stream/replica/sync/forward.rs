@@ -6,6 +6,7 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 
 use super::{next_record, LogSync};
+use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update;
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
@@ -190,7 +191,12 @@ fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejectio
                     "a correction needs the text it corrects",
                 ));
             }
-            Ok(Update::correction(text_id, label, text, audit))
+            let kind = if audit {
+                CorrectionKind::Audit
+            } else {
+                CorrectionKind::Review
+            };
+            Ok(Update::correction(text_id, label, text, kind))
         }
     }
 }
