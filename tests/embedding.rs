@@ -16,36 +16,31 @@ use support::kafka::{
     predict_the_first_round, predicted_ids, publish_json, read_until, Service, Topics,
 };
 
-fn model_dir() -> PathBuf {
-    let dir = std::env::var_os("GORAG_EMBEDDING_MODEL")
+/// A model folder: `variable` when set, else scripts/embedding-model.sh's folder for `name`.
+fn folder(variable: &str, name: &str) -> PathBuf {
+    let dir = std::env::var_os(variable)
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home).join(".cache/gorag/embedding/all-MiniLM-L6-v2")
+            PathBuf::from(home)
+                .join(".cache/gorag/embedding")
+                .join(name)
         });
     assert!(
         dir.join("model.safetensors").is_file(),
-        "no embedding model at {} — run scripts/embedding-model.sh (scripts/test.sh does)",
+        "no embedding model at {} — run scripts/embedding-model.sh {name} (scripts/test.sh does)",
         dir.display()
     );
     dir
 }
 
+fn model_dir() -> PathBuf {
+    folder("GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2")
+}
+
 /// The static model's folder (potion-base-8M).
 fn static_model_dir() -> PathBuf {
-    let dir = std::env::var_os("GORAG_STATIC_MODEL")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home).join(".cache/gorag/embedding/potion-base-8M")
-        });
-    assert!(
-        dir.join("model.safetensors").is_file(),
-        "no static model at {} — run scripts/embedding-model.sh potion-base-8M (scripts/test.sh \
-         does)",
-        dir.display()
-    );
-    dir
+    folder("GORAG_STATIC_MODEL", "potion-base-8M")
 }
 
 #[test]
