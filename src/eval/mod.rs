@@ -557,3 +557,24 @@ fn summarise(
         seconds,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Oversight;
+
+    fn audited(share: f64, texts: usize) -> Vec<usize> {
+        let oversight = Oversight {
+            review_budget: 0.0,
+            audit_share: share,
+        };
+        (0..texts).filter(|&i| oversight.audits(i)).collect()
+    }
+
+    #[test]
+    fn audits_are_spread_evenly_at_their_share() {
+        assert!(audited(0.0, 100).is_empty());
+        assert_eq!(audited(1.0, 100).len(), 100);
+        assert_eq!(audited(0.05, 100), vec![19, 39, 59, 79, 99]);
+        assert_eq!(audited(0.05, 1_000).len(), 50);
+    }
+}

@@ -267,6 +267,7 @@ impl ChangeRecord {
 mod tests {
     use super::*;
     use crate::discovery::Unexplained;
+    use crate::engine::correct::CorrectionKind;
     use crate::engine::terms::TermCounts;
     use crate::engine::{Engine, EngineConfig, NewLabel};
 
@@ -402,6 +403,35 @@ mod tests {
         }
         assert_eq!(replicas[0].digest(), replicas[1].digest());
         assert!(ChangeRecord::decode(b"{\"version\":2}").is_err());
+    }
+
+    #[test]
+    fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
+        // Version 6 wrote `Correct` as variant 6; version 7 appended `Audit` as 7.
+        let correction = |kind| {
+            Update::correction(
+                "t-1".into(),
+                "a".into(),
+                "alpha decay emits helium nuclei".into(),
+                kind,
+            )
+        };
+        for (kind, number) in [(CorrectionKind::Review, 6u8), (CorrectionKind::Audit, 7)] {
+            let update = correction(kind);
+            let bytes = postcard::to_stdvec(&update).unwrap();
+            assert_eq!(bytes[0], number, "{update:?}");
+            let record = ChangeRecord {
+                version: CHANGE_VERSION,
+                origin: "i1".into(),
+                change: Change::Label {
+                    offset: 3,
+                    key: Some(b"t-1".to_vec()),
+                    payload: b"{}".to_vec(),
+                    outcome: LabelOutcome::Apply(update),
+                },
+            };
+            assert_eq!(ChangeRecord::decode(&record.encode()).unwrap(), record);
+        }
     }
 
     /// Records written before the outcome was typed carried the same strings.
