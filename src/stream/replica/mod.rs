@@ -5,23 +5,21 @@
 
 mod apply;
 pub mod job;
+mod report;
 pub mod sync;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use apply::{apply, engine_rejection, Cursor, Effect, LogTopics};
+use report::label_span;
 
 use super::changelog::{Change, ChangeRecord, LabelOutcome};
 use super::kafka::Outgoing;
-use super::outputs;
 use super::stats::Stats;
 use crate::engine::embedding::TextEncoder;
-use crate::engine::update::Update;
 use crate::engine::Engine;
-use crate::events::InputPosition;
 use crate::store::{StateStore, StoreError};
-use crate::telemetry::metrics::{Metrics, ParamLabel, StateLabel};
 
 /// When the snapshot is replaced.
 #[derive(Debug, Clone, Copy)]
@@ -216,103 +214,6 @@ impl Replica {
         }
     }
 
-    /// Count, log and dead-letter what an applied record asks for (`held`: how long applying
-    /// it held the loop).
-    fn report(
-        &mut self,
-        offset: i64,
-        effect: Effect,
-        mine: bool,
-        held: Duration,
-        stats: &mut Stats,
-    ) {
-        match effect {
-            Effect::Behind | Effect::Copy => {}
-            Effect::Unreadable(error) => {
-                tracing::error!(offset, %error, "unreadable changelog record skipped");
-            }
-            Effect::Learned {
-                copies, refused, ..
-            } => {
-                for _ in 0..copies {
-                    stats.relearn_skipped();
-                }
-                for error in refused {
-                    tracing::warn!(%error, "online indexing refused");
-                }
-            }
-            Effect::Label {
-                labels_offset,
-                report,
-                update,
-            } => {
-                stats.label_event();
-                if let (
-                    Update::Correct { label, text_id, .. } | Update::Audit { label, text_id, .. },
-                    Some(correction),
-                ) = (update.as_ref(), &report.correction)
-                {
-                    if let Some((decided, confidence)) = &correction.decided {
-                        stats.correction(decided == label, *confidence);
-                    }
-                    tracing::info!(
-                        text_id = text_id.as_str(),
-                        label = label.as_str(),
-                        audit = matches!(update.as_ref(), Update::Audit { .. }),
-                        took_back = correction.took_back,
-                        "correction applied"
-                    );
-                }
-                if report.unencoded > 0 {
-                    tracing::warn!(
-                        offset = labels_offset,
-                        unencoded = report.unencoded,
-                        "the embedding model failed on names or examples of this round: indexed \
-                         without their vectors"
-                    );
-                }
-                tracing::info!(
-                    offset = labels_offset,
-                    labels_added = report.labels_added,
-                    texts_indexed = report.texts_indexed,
-                    label_version = self.engine.label_version(),
-                    apply_ms = held.as_millis() as u64,
-                    "label event applied"
-                );
-                self.gauges(stats.metrics());
-            }
-            Effect::LabelRejected {
-                labels_offset,
-                key,
-                payload,
-                stage,
-                rejection,
-            } => {
-                stats.label_event();
-                tracing::warn!(offset = labels_offset, %rejection, "label event rejected");
-                stats.dead_letter(rejection.reason);
-                // One dead letter per event: from the instance whose forward counted.
-                if mine {
-                    let position = InputPosition {
-                        topic: self.topics.labels.clone(),
-                        partition: 0,
-                        offset: labels_offset,
-                    };
-                    self.outbox.push(outputs::dead_letter(
-                        &self.dead_letter_topic,
-                        &position,
-                        key,
-                        payload,
-                        stage.as_str(),
-                        &rejection,
-                    ));
-                }
-                self.gauges(stats.metrics());
-            }
-        }
-    }
-
-    /// Dead letters waiting to be delivered.
     pub fn take_outbox(&mut self) -> Vec<Outgoing> {
         std::mem::take(&mut self.outbox)
     }
@@ -341,41 +242,6 @@ impl Replica {
         }
         self.store.flush()
     }
-
-    /// Graph size, the keyword statistics' size, labels and the confidence's refit, as gauges.
-    pub fn gauges(&self, metrics: &Metrics) {
-        let outcomes = self.engine.outcomes();
-        metrics
-            .confidence_outcomes
-            .set(outcomes.outcomes().len() as i64);
-        let recalibration = outcomes.recalibration();
-        for (param, value) in [
-            ("shift", recalibration.shift),
-            ("scale", recalibration.scale),
-        ] {
-            metrics
-                .confidence_recalibration
-                .get_or_create(&ParamLabel {
-                    param: param.into(),
-                })
-                .set(value);
-        }
-        let graph = self.engine.graph();
-        metrics.graph_nodes.set(graph.node_count() as i64);
-        metrics.graph_edges.set(graph.edge_count() as i64);
-        let phrases = self.engine.stats().phrase_count();
-        metrics.keyword_phrases.set(phrases as i64);
-        let active = self.engine.active_labels().count();
-        let total = self.engine.labels().len();
-        for (state, count) in [("active", active), ("retired", total - active)] {
-            metrics
-                .labels
-                .get_or_create(&StateLabel {
-                    state: state.into(),
-                })
-                .set(count as i64);
-        }
-    }
 }
 
 fn now_ms() -> i64 {
@@ -385,42 +251,18 @@ fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Label events get a span of their own (learn records are too many to trace).
-fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
-    let Ok(ChangeRecord {
-        change: Change::Label {
-            offset, outcome, ..
-        },
-        ..
-    }) = record
-    else {
-        return tracing::Span::none();
-    };
-    let (event, round) = match outcome {
-        LabelOutcome::Apply(Update::Round { round, .. }) => ("round", round.as_str()),
-        LabelOutcome::Apply(Update::AddExamples { .. }) => ("add_examples", ""),
-        LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
-        LabelOutcome::Apply(Update::Correct { text_id, .. }) => ("correct", text_id.as_str()),
-        LabelOutcome::Apply(Update::Audit { text_id, .. }) => ("audit", text_id.as_str()),
-        LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
-        LabelOutcome::Apply(Update::Unexplained { .. } | Update::Pooled { .. }) => {
-            ("unexplained", "")
-        }
-        LabelOutcome::Reject { .. } => ("rejected", ""),
-    };
-    tracing::info_span!("label_event", offset, event, round)
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use super::*;
     use crate::engine::embedding::tests::TopicEncoder;
+    use crate::engine::update::Update;
     use crate::engine::{EngineConfig, NewLabel};
     use crate::events::decode::Reason;
     use crate::store::MemoryStore;
     use crate::stream::changelog::{learn_records, LearnedText, RejectStage, CHANGE_VERSION};
+    use crate::telemetry::metrics::Metrics;
 
     fn replica(every: u64) -> Replica {
         let topics = LogTopics {
