@@ -106,21 +106,17 @@ impl Engine {
                 text_id,
                 label,
                 text,
-            } => {
-                let (report, correction) =
-                    self.correct(text_id, label, text, CorrectionKind::Review)?;
-                Ok(IndexReport {
-                    correction: Some(correction),
-                    ..report
-                })
             }
-            Update::Audit {
+            | Update::Audit {
                 text_id,
                 label,
                 text,
             } => {
-                let (report, correction) =
-                    self.correct(text_id, label, text, CorrectionKind::Audit)?;
+                let kind = match update {
+                    Update::Audit { .. } => CorrectionKind::Audit,
+                    _ => CorrectionKind::Review,
+                };
+                let (report, correction) = self.correct(text_id, label, text, kind)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report

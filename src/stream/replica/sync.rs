@@ -8,7 +8,7 @@
 //! given up (at shutdown), is a seek on the loop's thread, bounded by 5 s.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::Consumer;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -20,7 +20,7 @@ mod forward;
 use forward::Forwarded;
 
 use super::job::{Job, Prepared, Then};
-use super::Replica;
+use super::{now_ms, Replica};
 use crate::classify::Classifier;
 use crate::engine::update::Update;
 use crate::stream::changelog::{ChangeRecord, LabelOutcome};
@@ -82,13 +82,6 @@ pub struct LogClients {
     pub changelog: LogReader,
     pub watermarks: Arc<MetadataClient>,
     pub producer: Producer,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Whether `error` says the topic (or its partition) does not exist.
