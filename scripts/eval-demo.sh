@@ -11,8 +11,9 @@ cd "$(dirname "$0")/.."
 echo "== building gorag (release)"
 cargo build --release --locked
 
-echo "== local LLM server"
+echo "== local LLM server and sentence encoder"
 scripts/llm.sh start
+scripts/embedding-model.sh potion-base-8M >/dev/null
 
 echo "== evaluation on examples/tiny: steiner (GORAG) vs all labels in the prompt"
 # The response cache shares label descriptions between the two strategies and makes a second

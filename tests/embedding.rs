@@ -139,7 +139,61 @@ fn eval_refuses_a_missing_model_folder() {
         .unwrap();
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("embedding model folder"), "{stderr}");
+    assert!(stderr.contains("/nonexistent/model"), "{stderr}");
+    assert!(stderr.contains("scripts/embedding-model.sh"), "{stderr}");
+}
+
+/// `$GORAG_HOME` holding the static model (the folder scripts/embedding-model.sh filled).
+fn home_with_the_static_model() -> PathBuf {
+    let dir = static_model_dir();
+    dir.parent()
+        .and_then(|embedding| embedding.parent())
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
+/// With no flag, eval uses the default model by name; `none` turns the signal off.
+#[test]
+fn eval_uses_the_static_model_by_default_and_none_turns_it_off() {
+    let run = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args(["eval", "examples/tiny", "--llm", "none", "--quiet"])
+            .args(extra)
+            .arg("--out")
+            .arg(out.path())
+            .env("GORAG_HOME", home_with_the_static_model())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    };
+    let default = run(&[]);
+    assert!(default.contains("embedding potion-base-8M"), "{default}");
+    let off = run(&["--embedding-model", "none"]);
+    assert!(!off.contains("embedding "), "{off}");
+}
+
+/// A service whose default model was never fetched stops at start with one sentence naming
+/// the folder, the command that fetches it and how to turn the signal off.
+#[test]
+fn serve_names_a_missing_model_and_the_command_that_fetches_it() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+        .args(["serve", "--set", "llm.url=none"])
+        .env("GORAG_HOME", home.path())
+        .env_remove("GORAG_CONFIG")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let folder = home.path().join("embedding/potion-base-8M");
+    assert!(stderr.contains(&folder.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("scripts/embedding-model.sh potion-base-8M"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("\"none\""), "{stderr}");
 }
 
 /// A service's topics and settings: no LLM, the embedding signal on, state under `dir`.

@@ -70,6 +70,7 @@ pub async fn run(
     rounds: &[RoundData],
     prepared: &[PreparedRound],
     engines: &[EngineConfig],
+    encoder: Option<&std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
     classifier: &Classifier,
     seed: u64,
     out: &Path,
@@ -84,7 +85,9 @@ pub async fn run(
         .map_err(|e| anyhow::anyhow!("invalid discovery setting: {e}"))?;
     let mut reports = Vec::new();
     for engine in engines {
-        reports.push(discover::run(rounds, prepared, engine, &config, classifier, seed).await?);
+        reports.push(
+            discover::run(rounds, prepared, engine, encoder, &config, classifier, seed).await?,
+        );
     }
     print!("{}", discover::table(&reports));
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;

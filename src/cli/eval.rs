@@ -206,10 +206,10 @@ pub struct EvalArgs {
     /// as the service does (`engine.refit_confidence`).
     #[arg(long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
     pub refit_confidence: bool,
-    /// The embedding signal for `ranked` and `hybrid`: a model folder from
-    /// scripts/embedding-model.sh (default: off).
-    #[arg(long)]
-    pub embedding_model: Option<PathBuf>,
+    /// The embedding signal for `ranked` and `hybrid`: a model's name (fetched by
+    /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
+    #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
+    pub embedding_model: crate::embed::EmbeddingModel,
     /// Folder for report.json, accuracy.svg and each text's prediction (texts-STRATEGY.jsonl).
     #[arg(long, default_value = "out/eval")]
     pub out: PathBuf,
@@ -259,6 +259,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             &rounds,
             &prepared,
             &engines,
+            encoder.as_ref(),
             &classifier,
             args.seed,
             &args.out,
@@ -307,11 +308,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 impl EvalArgs {
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
-        let Some(dir) = &self.embedding_model else {
+        if self.embedding_model == crate::embed::EmbeddingModel::Off {
             return Ok(None);
-        };
-        if self.discover.discover {
-            bail!("--embedding-model does not apply to --discover (its protocol is lexical)");
         }
         for (flag, weight) in [
             ("--embedding-weight", self.ranking.embedding_weight),
@@ -324,7 +322,13 @@ impl EvalArgs {
                 bail!("{flag}: must be a number ≥ 0");
             }
         }
-        let model = crate::embed::SentenceModel::load(dir)?;
+        let Some(model) = self
+            .embedding_model
+            .load()
+            .context("--embedding-model (the embedding signal)")?
+        else {
+            return Ok(None);
+        };
         Ok(Some(Arc::new(crate::embed::CachedEncoder::new(model))))
     }
 
@@ -376,12 +380,8 @@ impl EvalArgs {
             choice: self.engine_config().choice.as_str().to_string(),
             held_out: format!("{:?}", self.held_out).to_lowercase(),
             named_labels: named,
-            embedding_model: self.embedding_model.as_ref().map(|dir| {
-                dir.file_name()
-                    .unwrap_or(dir.as_os_str())
-                    .to_string_lossy()
-                    .into_owned()
-            }),
+            embedding_model: (self.embedding_model != crate::embed::EmbeddingModel::Off)
+                .then(|| self.embedding_model.short_name()),
             ablations: self
                 .ablation
                 .iter()

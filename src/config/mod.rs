@@ -295,19 +295,8 @@ impl ServeConfig {
             // with every example, and every threshold on scores with it.
             errors.push("engine.ranking.example_decay: must be below 1".into());
         }
-        if let Some(dir) = &self.engine.embedding_model {
-            let missing: Vec<&str> = crate::embed::MODEL_FILES
-                .into_iter()
-                .filter(|file| !dir.join(file).is_file())
-                .collect();
-            if !missing.is_empty() {
-                errors.push(format!(
-                    "engine.embedding_model: {} lacks {} (scripts/embedding-model.sh fetches \
-                     the model)",
-                    dir.display(),
-                    missing.join(", ")
-                ));
-            }
+        if let Some(problem) = self.engine.embedding_model.problem() {
+            errors.push(format!("engine.embedding_model: {problem}"));
         }
         if self.discovery.enabled {
             if let Err(problem) = self.discovery.validate() {

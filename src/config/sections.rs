@@ -196,9 +196,10 @@ pub struct EngineSection {
     pub prompt_layout: crate::engine::prompt::PromptLayout,
     /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
     pub ranking: RankingConfig,
-    /// The embedding signal: a sentence-encoder folder from `scripts/embedding-model.sh`
-    /// (all-MiniLM-L6-v2). Unset (the default): off. See README, "The embedding signal".
-    pub embedding_model: Option<std::path::PathBuf>,
+    /// The embedding signal's sentence encoder: a model's name (fetched by
+    /// `scripts/embedding-model.sh NAME` into `$GORAG_HOME/embedding/`), a folder path, or
+    /// `none` (words only). Default `potion-base-8M` (docs/embedding.md).
+    pub embedding_model: crate::embed::EmbeddingModel,
 }
 
 impl Default for EngineSection {
@@ -221,7 +222,7 @@ impl Default for EngineSection {
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
-            embedding_model: None,
+            embedding_model: crate::embed::EmbeddingModel::default(),
         }
     }
 }

@@ -23,8 +23,10 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
 mod remembered;
+mod setting;
 mod static_model;
 pub use remembered::RememberingEncoder;
+pub use setting::{EmbeddingModel, DEFAULT_MODEL};
 pub use static_model::{StaticModel, StaticModelError};
 
 /// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
@@ -44,6 +46,9 @@ pub enum LoadError {
     Missing(PathBuf, &'static str),
     #[error("embedding model {0}: {1}")]
     Read(PathBuf, String),
+    /// The configured model's folder is missing or incomplete (the message says what to run).
+    #[error("{0}")]
+    NotFetched(String),
 }
 
 /// A loaded model; encoding is synchronous CPU work.

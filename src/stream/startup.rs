@@ -118,10 +118,10 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     let mut saved = store.load()?;
     let mut engine = saved.restore(config.engine_config())?;
     let mut kept_vectors = None;
-    if let Some(dir) = &config.engine.embedding_model {
+    let setting = &config.engine.embedding_model;
+    let started = std::time::Instant::now();
+    if let Some(model) = setting.load().map_err(ServeError::Embedding)? {
         // Every label's examples and names get their vectors here, before the first text.
-        let started = std::time::Instant::now();
-        let model = crate::embed::SentenceModel::load(dir).map_err(ServeError::Embedding)?;
         // The labels' vectors of earlier starts are read back, not encoded again.
         let kept: Box<dyn VectorStore> = match store.vectors(model.fingerprint()) {
             Ok(kept) => Box::new(kept),
@@ -136,7 +136,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
         (engine, unencoded) = engine.with_encoder(encoder.clone());
         let (read_back, encoded) = encoder.material_counts();
         tracing::info!(
-            model = %dir.display(),
+            model = %setting,
             seconds = started.elapsed().as_secs_f64(),
             read_back,
             encoded,

@@ -99,6 +99,7 @@ pub async fn run(
     rounds: &[RoundData],
     prepared: &[PreparedRound],
     engine_config: &EngineConfig,
+    encoder: Option<&std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
     config: &DiscoveryConfig,
     classifier: &Classifier,
     seed: u64,
@@ -112,6 +113,9 @@ pub async fn run(
     config.validate().map_err(DiscoverError::Config)?;
     let held = rounds.len() - 1;
     let mut engine = Engine::new(engine_config.clone());
+    if let Some(encoder) = encoder {
+        engine = engine.with_encoder(encoder.clone()).0;
+    }
     for setup in &prepared[..held] {
         engine.apply_round(&setup.labels)?;
     }

@@ -1,0 +1,179 @@
+//! Which sentence encoder the embedding signal uses: `engine.embedding_model` in the service,
+//! `--embedding-model` in `gorag eval`. One string: `none` (off), a model's name (a folder
+//! `scripts/embedding-model.sh NAME` fetched into `$GORAG_HOME/embedding/NAME`), or a folder
+//! path (anything with a `/`). The default is [`DEFAULT_MODEL`] (docs/embedding.md says why).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::{LoadError, SentenceModel, MODEL_FILES};
+
+/// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
+pub const DEFAULT_MODEL: &str = "potion-base-8M";
+
+/// What `engine.embedding_model` says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddingModel {
+    /// `none`: the embedding signal is off; retrieval reads words only.
+    Off,
+    /// A model by name, in `$GORAG_HOME/embedding/` (`~/.cache/gorag` when unset).
+    Named(String),
+    /// A model folder given by its path.
+    Folder(PathBuf),
+}
+
+impl Default for EmbeddingModel {
+    fn default() -> Self {
+        Self::Named(DEFAULT_MODEL.to_string())
+    }
+}
+
+/// Where `scripts/embedding-model.sh` puts models: `$GORAG_HOME/embedding`.
+fn models_dir() -> PathBuf {
+    let home = std::env::var_os("GORAG_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/gorag")))
+        .unwrap_or_else(|| PathBuf::from(".cache/gorag"));
+    home.join("embedding")
+}
+
+impl EmbeddingModel {
+    /// The model folder, or None when the signal is off.
+    pub fn folder(&self) -> Option<PathBuf> {
+        match self {
+            Self::Off => None,
+            Self::Named(name) => Some(models_dir().join(name)),
+            Self::Folder(dir) => Some(dir.clone()),
+        }
+    }
+
+    /// The command that fetches this model, as a user would type it.
+    pub fn fetch_command(&self) -> String {
+        match self {
+            Self::Named(name) => format!("scripts/embedding-model.sh {name}"),
+            _ => format!("scripts/embedding-model.sh {DEFAULT_MODEL}"),
+        }
+    }
+
+    /// What is wrong with the folder (a file missing), in one sentence naming the folder, the
+    /// command that fetches the model and how to turn the signal off; None when it looks whole
+    /// (or the signal is off). The model itself is read by [`Self::load`].
+    pub fn problem(&self) -> Option<String> {
+        let dir = self.folder()?;
+        let missing: Vec<&str> = MODEL_FILES
+            .into_iter()
+            .filter(|file| !dir.join(file).is_file())
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the embedding model {self} is not in {} (missing {}): fetch it with `{}`, \
+                 or set it to \"none\" to classify by words only",
+                dir.display(),
+                missing.join(", "),
+                self.fetch_command()
+            )
+        })
+    }
+
+    /// The loaded model, or None when the signal is off.
+    pub fn load(&self) -> Result<Option<SentenceModel>, LoadError> {
+        let Some(dir) = self.folder() else {
+            return Ok(None);
+        };
+        if let Some(problem) = self.problem() {
+            return Err(LoadError::NotFetched(problem));
+        }
+        SentenceModel::load(&dir).map(Some)
+    }
+
+    /// A short name for reports: `none`, the model's name, or the folder's last component.
+    pub fn short_name(&self) -> String {
+        match self {
+            Self::Off => "none".into(),
+            Self::Named(name) => name.clone(),
+            Self::Folder(dir) => dir
+                .file_name()
+                .unwrap_or(dir.as_os_str())
+                .to_string_lossy()
+                .into_owned(),
+        }
+    }
+}
+
+impl fmt::Display for EmbeddingModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Off => f.write_str("none"),
+            Self::Named(name) => f.write_str(name),
+            Self::Folder(dir) => write!(f, "{}", dir.display()),
+        }
+    }
+}
+
+impl FromStr for EmbeddingModel {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("an embedding model: `none`, a model's name or a folder path".into());
+        }
+        Ok(if s.eq_ignore_ascii_case("none") {
+            Self::Off
+        } else if s.contains('/') || s.contains(std::path::MAIN_SEPARATOR) {
+            Self::Folder(PathBuf::from(s))
+        } else {
+            Self::Named(s.to_string())
+        })
+    }
+}
+
+impl Serialize for EmbeddingModel {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for EmbeddingModel {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(deserializer)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn none_a_name_and_a_folder_read_apart() {
+        assert_eq!("none".parse(), Ok(EmbeddingModel::Off));
+        assert_eq!("None".parse(), Ok(EmbeddingModel::Off));
+        assert_eq!(
+            "potion-base-8M".parse(),
+            Ok(EmbeddingModel::Named("potion-base-8M".into()))
+        );
+        assert_eq!(
+            "./models/mine".parse(),
+            Ok(EmbeddingModel::Folder("./models/mine".into()))
+        );
+        assert!("  ".parse::<EmbeddingModel>().is_err());
+        assert_eq!(EmbeddingModel::default().to_string(), DEFAULT_MODEL);
+        assert_eq!(EmbeddingModel::Off.folder(), None);
+    }
+
+    #[test]
+    fn a_missing_folder_is_named_with_the_command_that_fetches_it() {
+        let model: EmbeddingModel = "/nonexistent/gorag-model".parse().unwrap_or_default();
+        let problem = model.problem().unwrap_or_default();
+        assert!(problem.contains("/nonexistent/gorag-model"), "{problem}");
+        assert!(problem.contains("scripts/embedding-model.sh"), "{problem}");
+        assert!(problem.contains("\"none\""), "{problem}");
+        assert!(matches!(model.load(), Err(LoadError::NotFetched(_))));
+        assert!(matches!(EmbeddingModel::Off.load(), Ok(None)));
+    }
+}
