@@ -64,13 +64,18 @@ impl DiscoverArgs {
     }
 }
 
+/// The engines to compare: their configurations and the embedding signal's encoder (None: off).
+pub struct Engines<'a> {
+    pub configs: &'a [EngineConfig],
+    pub encoder: Option<&'a std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
+}
+
 /// Run the protocol for each engine configuration; print the table and write discovery.json.
 pub async fn run(
     args: &DiscoverArgs,
     rounds: &[RoundData],
     prepared: &[PreparedRound],
-    engines: &[EngineConfig],
-    encoder: Option<&std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
+    engines: Engines<'_>,
     classifier: &Classifier,
     seed: u64,
     out: &Path,

@@ -258,8 +258,10 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             &args.discover,
             &rounds,
             &prepared,
-            &engines,
-            encoder.as_ref(),
+            discover::Engines {
+                configs: &engines,
+                encoder: encoder.as_ref(),
+            },
             &classifier,
             args.seed,
             &args.out,
