@@ -89,7 +89,8 @@ pub async fn run(
         .validate()
         .map_err(|e| anyhow::anyhow!("invalid discovery setting: {e}"))?;
     let mut reports = Vec::new();
-    for engine in engines {
+    for engine in engines.configs {
+        let encoder = engines.encoder;
         reports.push(
             discover::run(rounds, prepared, engine, encoder, &config, classifier, seed).await?,
         );
