@@ -1,11 +1,11 @@
-//! The embedding signal's costs (README, "The embedding signal"; docs/embedding.md): encoding
-//! one text with all-MiniLM-L6-v2 and with the static potion-base-8M on the CPU (a 200-word
-//! text and a 15-word query), and `hybrid` retrieval with the signal on (query vector given) on
-//! the synthetic WOS-scale engine of the retrieval bench. Needs the models
+//! The embedding signal's costs (docs/embedding.md): encoding one text with the static
+//! potion-base-8M (the default) and with all-MiniLM-L6-v2 on the CPU (a WOS abstract and a
+//! 15-word query), and `hybrid` retrieval with the signal on (query vector given) on the
+//! synthetic WOS-scale engine of the retrieval bench. On one core: `taskset -c 0 cargo bench …`. Needs the models
 //! (scripts/embedding-model.sh [potion-base-8M]; GORAG_EMBEDDING_MODEL and GORAG_STATIC_MODEL,
 //! or the script's folders). A model that is missing is skipped with a word.
 //!
-//!   cargo bench --bench embedding
+//!   taskset -c 0 cargo bench --bench embedding -- encode/
 
 #[path = "support/synthetic.rs"]
 mod synthetic;
@@ -40,37 +40,85 @@ fn text_of(corpus: &mut synthetic::Corpus, words: usize) -> String {
     text.join(" ")
 }
 
-fn static_model(c: &mut Criterion) {
-    let Some(dir) = model_dir("GORAG_STATIC_MODEL", "potion-base-8M") else {
-        eprintln!("no static model: run scripts/embedding-model.sh potion-base-8M first");
-        return;
-    };
-    let model = match SentenceModel::load(&dir) {
-        Ok(model) => model,
-        Err(error) => {
-            eprintln!("{error}");
-            return;
-        }
-    };
+/// 64 WOS abstracts (the paper's dev splits, read where they lie, never copied:
+/// `GORAG_BENCH_WOS`, default ../shared/data/paper/wos/1shot), else synthetic 200-word texts.
+fn abstracts() -> (&'static str, Vec<String>) {
+    let root = std::env::var_os("GORAG_BENCH_WOS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/data/paper/wos/1shot"));
+    let texts: Vec<String> = (1..=4)
+        .flat_map(|round| {
+            let path = root.join(format!("r{round}/dev.tsv"));
+            std::fs::read_to_string(path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| line.split_once('\t').map(|(_, text)| text.to_string()))
+                .collect::<Vec<_>>()
+        })
+        .take(64)
+        .collect();
+    if texts.len() == 64 {
+        return ("wos-abstract", texts);
+    }
+    eprintln!(
+        "no WOS dev splits in {}: synthetic 200-word texts",
+        root.display()
+    );
     let (_, mut corpus) = synthetic::engine_with_keywords(1_000, 7);
-    let abstracts: Vec<String> = (0..64).map(|_| text_of(&mut corpus, 200)).collect();
-    let queries: Vec<String> = (0..64).map(|_| text_of(&mut corpus, 15)).collect();
+    (
+        "200-words",
+        (0..64).map(|_| text_of(&mut corpus, 200)).collect(),
+    )
+}
+
+/// The first 15 words of each text: a short query in the same vocabulary.
+fn queries(texts: &[String]) -> Vec<String> {
+    texts
+        .iter()
+        .map(|t| t.split_whitespace().take(15).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2, the
+/// former signal) and per length: `encode/<model>/<texts>`.
+fn encoders(c: &mut Criterion) {
+    let (long_name, long) = abstracts();
+    let short = queries(&long);
     let mut group = c.benchmark_group("embedding");
-    for (name, texts) in [("200-words", &abstracts), ("15-words", &queries)] {
-        let mut next = 0;
-        group.bench_function(format!("encode/static/{name}"), |b| {
-            b.iter(|| {
-                next = (next + 1) % texts.len();
-                model.encode(&texts[next])
-            })
-        });
+    for (model_name, variable, folder) in [
+        ("static", "GORAG_STATIC_MODEL", "potion-base-8M"),
+        ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
+    ] {
+        let Some(dir) = model_dir(variable, folder) else {
+            eprintln!("no {folder}: run scripts/embedding-model.sh {folder} first");
+            continue;
+        };
+        let model = match SentenceModel::load(&dir) {
+            Ok(model) => model,
+            Err(error) => {
+                eprintln!("{error}");
+                continue;
+            }
+        };
+        // MiniLM takes a tenth of a second a text: fewer samples keep the run short.
+        group.sample_size(if model_name == "minilm" { 10 } else { 100 });
+        for (name, texts) in [(long_name, &long), ("15-words", &short)] {
+            let mut next = 0;
+            group.bench_function(format!("encode/{model_name}/{name}"), |b| {
+                b.iter(|| {
+                    next = (next + 1) % texts.len();
+                    model.encode(&texts[next])
+                })
+            });
+        }
     }
     group.finish();
 }
 
 fn embedding(c: &mut Criterion) {
-    let Some(dir) = model_dir("GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2") else {
-        eprintln!("no embedding model: run scripts/embedding-model.sh first");
+    // Retrieval with the default model's vectors (the vector's length is what costs here).
+    let Some(dir) = model_dir("GORAG_STATIC_MODEL", "potion-base-8M") else {
+        eprintln!("no potion-base-8M: run scripts/embedding-model.sh potion-base-8M first");
         return;
     };
     let model = match SentenceModel::load(&dir) {
@@ -80,21 +128,10 @@ fn embedding(c: &mut Criterion) {
             return;
         }
     };
-    let (engine, mut corpus) = synthetic::engine_with_keywords(45_000, 7);
-    // A synthetic text of WOS length: longer than the 256 tokens the model reads.
-    let long_text = (0..8)
-        .map(|_| {
-            let label = corpus.label();
-            corpus.text(label)
-        })
-        .collect::<Vec<_>>()
-        .join(" ");
+    let (mut words_only, mut corpus) = synthetic::engine_with_keywords(45_000, 7);
+    words_only.set_strategy(Strategy::Hybrid);
     let mut group = c.benchmark_group("embedding");
-    group.sample_size(10);
-    group.bench_function("encode/256-tokens", |b| b.iter(|| model.encode(&long_text)));
-
-    let (mut engine, _) = engine.with_encoder(model.clone());
-    engine.set_strategy(Strategy::Hybrid);
+    let (engine, _) = words_only.clone().with_encoder(model.clone());
     let queries: Vec<_> = (0..32)
         .map(|_| {
             let label = corpus.label();
@@ -106,14 +143,17 @@ fn embedding(c: &mut Criterion) {
         .unwrap_or_default();
     let mut next = 0;
     group.sample_size(100);
-    group.bench_function("retrieve/hybrid-with-vector", |b| {
-        b.iter(|| {
-            next = (next + 1) % queries.len().max(1);
-            queries.get(next).map(|q| engine.retrieve(q))
-        })
-    });
+    // The same engine and queries, with and without the labels' vectors.
+    for (name, engine) in [("with-vector", &engine), ("words-only", &words_only)] {
+        group.bench_function(format!("retrieve/hybrid-{name}"), |b| {
+            b.iter(|| {
+                next = (next + 1) % queries.len().max(1);
+                queries.get(next).map(|q| engine.retrieve(q))
+            })
+        });
+    }
     group.finish();
 }
 
-criterion_group!(benches, static_model, embedding);
+criterion_group!(benches, encoders, embedding);
 criterion_main!(benches);
