@@ -179,7 +179,7 @@ impl Default for Calibrator {
 /// text), with the default ranking weights: the scores it reads change scale with them
 /// (docs/decisions.md). `no_evidence` and `llm_belief` stay 0: the tuning runs had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
-    -2.8511, 0.0, 7.3198, 3.9640, -5.1419, -4.0392, 0.6391, -0.5741, 3.3096, 0.0099, 0.0847, 0.0,
+    -2.0673, 0.0, 7.0601, 1.1642, -1.6175, -1.7660, 0.5904, -0.7969, 5.3501, -0.2406, 0.2772, 0.0,
 ];
 
 /// Why a calibrator file could not be read.
