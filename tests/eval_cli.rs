@@ -229,3 +229,52 @@ fn a_shuffled_order_is_named_in_the_heading_and_the_report() {
     assert_eq!(report["runs"][0]["rounds"][1]["texts"], 18);
     assert!(refused(&["--order", "sorted"]).contains("invalid value 'sorted'"));
 }
+
+/// A copy of examples/tiny's round 1 in `dir`, with `test.tsv` replaced by `test` and
+/// `train.tsv` prefixed by `train_prefix`.
+fn tiny_round_with(dir: &Path, train_prefix: &str, test: &str) {
+    let round = dir.join("1shot/r1");
+    std::fs::create_dir_all(&round).expect("round folder");
+    let train = std::fs::read_to_string("examples/tiny/1shot/r1/train.tsv").expect("tiny train");
+    std::fs::write(round.join("train.tsv"), format!("{train_prefix}{train}")).expect("train");
+    std::fs::write(round.join("test.tsv"), test).expect("test");
+}
+
+#[test]
+fn a_round_with_no_text_to_classify_is_an_error_not_a_row_of_zeros() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    tiny_round_with(dir.path(), "", "\n\n");
+    let output = gorag()
+        .arg("eval")
+        .arg(dir.path())
+        .args(["--llm", "none", "--quiet", "--embedding-model", "none"])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("test.tsv: no texts to classify"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_spreadsheet_byte_order_mark_is_not_part_of_the_first_label() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let test = std::fs::read_to_string("examples/tiny/1shot/r1/test.tsv").expect("tiny test");
+    tiny_round_with(dir.path(), "\u{feff}", &test);
+    let out = dir.path().join("out");
+    let output = gorag()
+        .arg("eval")
+        .arg(dir.path())
+        .args(["--llm", "none", "--quiet", "--embedding-model", "none"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run gorag");
+    assert!(output.status.success(), "{output:?}");
+    let texts = std::fs::read_to_string(out.join("texts-hybrid.jsonl")).expect("texts");
+    assert!(!texts.contains('\u{feff}'), "a label kept the mark");
+}

@@ -22,6 +22,8 @@ pub enum DatasetError {
     BadLine { path: PathBuf, line: usize },
     #[error("{0}: no round folders r1, r2, … found")]
     NoRounds(PathBuf),
+    #[error("{path}: no {what} in it (one `label<TAB>text` a line)")]
+    Empty { path: PathBuf, what: &'static str },
     #[error("{path}: round {round} has no held-out texts (test.tsv or dev.tsv; `--held-out dev` needs dev.tsv)")]
     NoHeldOut { path: PathBuf, round: usize },
 }
@@ -56,6 +58,8 @@ fn read_tsv(path: &Path) -> Result<Vec<Sample>, DatasetError> {
         path: path.to_path_buf(),
         source,
     })?;
+    // A spreadsheet's "UTF-8" export starts with a byte-order mark: not part of the label.
+    let content = content.strip_prefix('\u{feff}').unwrap_or(&content);
     let mut samples = Vec::new();
     for (i, line) in content.lines().enumerate() {
         if line.trim().is_empty() {
@@ -74,6 +78,21 @@ fn read_tsv(path: &Path) -> Result<Vec<Sample>, DatasetError> {
         samples.push(Sample {
             label: label.trim().to_string(),
             text: text.to_string(),
+        });
+    }
+    Ok(samples)
+}
+
+/// A file that holds no sample is an error, never a round of zeros.
+fn non_empty(
+    samples: Vec<Sample>,
+    path: &Path,
+    what: &'static str,
+) -> Result<Vec<Sample>, DatasetError> {
+    if samples.is_empty() {
+        return Err(DatasetError::Empty {
+            path: path.to_path_buf(),
+            what,
         });
     }
     Ok(samples)
@@ -106,7 +125,11 @@ pub fn load(
         if !dir.is_dir() {
             break;
         }
-        let train = read_tsv(&dir.join("train.tsv"))?;
+        let train = non_empty(
+            read_tsv(&dir.join("train.tsv"))?,
+            &dir.join("train.tsv"),
+            "labelled examples",
+        )?;
         let (test_path, held_out_file) =
             if held_out == HeldOut::Test && dir.join("test.tsv").is_file() {
                 (dir.join("test.tsv"), "test.tsv")
@@ -121,7 +144,7 @@ pub fn load(
         rounds.push(RoundData {
             number,
             train,
-            test: read_tsv(&test_path)?,
+            test: non_empty(read_tsv(&test_path)?, &test_path, "texts to classify")?,
             held_out_file,
         });
     }
