@@ -16,6 +16,8 @@ gorag="$target/release/gorag"
 out="out/bench-restart"
 mkdir -p "$out"
 cargo build --release --locked --bin gorag
+# The default sentence encoder (the embedding signal; fetched once, sha256-verified).
+scripts/embedding-model.sh potion-base-8M >/dev/null
 scripts/kafka.sh start
 
 echo "texts,graph_nodes,changelog_records,restart_from_snapshot_s,rebuild_from_changelog_s" >"$out/results.csv"

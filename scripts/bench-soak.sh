@@ -23,6 +23,8 @@ mkdir -p "$out"
 rm -rf "$out/state"
 
 cargo build --release --locked --bin gorag --example instant_llm
+# The default sentence encoder (the embedding signal; fetched once, sha256-verified).
+scripts/embedding-model.sh potion-base-8M >/dev/null
 scripts/kafka.sh start
 pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }

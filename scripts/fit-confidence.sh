@@ -14,6 +14,8 @@ paper="${1:?usage: $0 PAPER_DATA_DIR [WORK_DIR]}"
 work="${2:-out/fit-confidence}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gorag/target}"
 cargo build --release --quiet
+# The default sentence encoder (the embedding signal; fetched once, sha256-verified).
+scripts/embedding-model.sh potion-base-8M >/dev/null
 gorag="$CARGO_TARGET_DIR/release/gorag"
 files=()
 for dataset in wos ifs_rel reuters cad; do

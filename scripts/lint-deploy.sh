@@ -45,8 +45,8 @@ log "helm lint --strict"
 "$helm" lint --strict helm/gorag
 "$helm" lint --strict helm/gorag -f helm/gorag/ci/production-values.yaml
 
-# The embedding signal from a volume; the model folder is this machine's when there is one
-# (scripts/test.sh exports it), so that `gorag serve --print-config` below can check it exists.
+# The embedding signal from a volume (the model folder is this machine's when there is one:
+# scripts/test.sh exports it).
 model_dir="${GORAG_EMBEDDING_MODEL:-/models/all-MiniLM-L6-v2}"
 for values in default production embedding; do
   args=()
@@ -124,6 +124,15 @@ fi
 if ! grep -q 'embedding_model = "none"' \
   <("$helm" template gorag helm/gorag --set embedding.enabled=false); then
   echo "embedding.enabled=false did not turn the signal off in gorag.toml" >&2
+  exit 1
+fi
+if grep -q 'embedding_model' <("$helm" template gorag helm/gorag --set embedding.enabled=null); then
+  echo "values without embedding.enabled (a release made before it) did not keep the default model" >&2
+  exit 1
+fi
+if "$helm" template gorag helm/gorag --set embedding.enabled=false \
+  --set embedding.modelDir=/models/x >/dev/null 2>&1; then
+  echo "embedding.enabled=false with a modelDir was accepted" >&2
   exit 1
 fi
 log "ok"

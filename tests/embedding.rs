@@ -18,14 +18,15 @@ use support::kafka::{
 
 /// A model folder: `variable` when set, else scripts/embedding-model.sh's folder for `name`.
 fn folder(variable: &str, name: &str) -> PathBuf {
+    // Where gorag itself looks for a model by name.
+    let by_name = || {
+        gorag::embed::EmbeddingModel::Named(name.to_string())
+            .folder()
+            .unwrap_or_default()
+    };
     let dir = std::env::var_os(variable)
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let home = std::env::var_os("HOME").unwrap_or_default();
-            PathBuf::from(home)
-                .join(".cache/gorag/embedding")
-                .join(name)
-        });
+        .unwrap_or_else(by_name);
     assert!(
         dir.join("model.safetensors").is_file(),
         "no embedding model at {} — run scripts/embedding-model.sh {name} (scripts/test.sh does)",
@@ -172,6 +173,23 @@ fn eval_uses_the_static_model_by_default_and_none_turns_it_off() {
     assert!(default.contains("embedding potion-base-8M"), "{default}");
     let off = run(&["--embedding-model", "none"]);
     assert!(!off.contains("embedding "), "{off}");
+}
+
+/// Strategies that never read a text's meaning need no model, fetched or not.
+#[test]
+fn strategies_without_a_first_hop_run_without_the_model() {
+    let home = tempfile::tempdir().unwrap();
+    let out = home.path().join("out");
+    let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+        .args(["eval", "examples/tiny", "--llm", "none", "--quiet"])
+        .args(["--strategy", "naive,steiner", "--out"])
+        .arg(&out)
+        .env("GORAG_HOME", home.path())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("embedding "), "{stdout}");
 }
 
 /// A service whose default model was never fetched stops at start with one sentence naming

@@ -310,7 +310,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 impl EvalArgs {
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
-        if self.embedding_model == crate::embed::EmbeddingModel::Off {
+        if !self.reads_meaning() {
             return Ok(None);
         }
         for (flag, weight) in [
@@ -352,6 +352,18 @@ impl EvalArgs {
     }
 
     /// One engine configuration per `--strategy`, otherwise alike.
+    /// Whether the embedding signal is on and a compared strategy reads it (`ranked`,
+    /// `hybrid`): only then is the model loaded.
+    fn reads_meaning(&self) -> bool {
+        self.embedding_model != crate::embed::EmbeddingModel::Off
+            && self.engines().iter().any(|engine| {
+                engine
+                    .strategy
+                    .evidence()
+                    .is_some_and(|evidence| evidence.first_hop)
+            })
+    }
+
     fn engines(&self) -> Vec<EngineConfig> {
         let base = self.engine_config();
         self.strategy
@@ -382,7 +394,8 @@ impl EvalArgs {
             choice: self.engine_config().choice.as_str().to_string(),
             held_out: format!("{:?}", self.held_out).to_lowercase(),
             named_labels: named,
-            embedding_model: (self.embedding_model != crate::embed::EmbeddingModel::Off)
+            embedding_model: self
+                .reads_meaning()
                 .then(|| self.embedding_model.short_name()),
             ablations: self
                 .ablation

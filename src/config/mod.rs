@@ -295,9 +295,6 @@ impl ServeConfig {
             // with every example, and every threshold on scores with it.
             errors.push("engine.ranking.example_decay: must be below 1".into());
         }
-        if let Some(problem) = self.engine.embedding_model.problem() {
-            errors.push(format!("engine.embedding_model: {problem}"));
-        }
         if self.discovery.enabled {
             if let Err(problem) = self.discovery.validate() {
                 errors.push(format!("discovery: {problem}"));

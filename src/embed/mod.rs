@@ -26,7 +26,7 @@ mod remembered;
 mod setting;
 mod static_model;
 pub use remembered::RememberingEncoder;
-pub use setting::{EmbeddingModel, DEFAULT_MODEL};
+pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE};
 pub use static_model::{StaticModel, StaticModelError};
 
 /// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
@@ -42,7 +42,7 @@ pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokeniz
 
 #[derive(Debug, Error)]
 pub enum LoadError {
-    #[error("embedding model folder {0}: {1} is missing (run scripts/embedding-model.sh)")]
+    #[error("embedding model folder {0}: {1} is missing (scripts/embedding-model.sh NAME fetches a model)")]
     Missing(PathBuf, &'static str),
     #[error("embedding model {0}: {1}")]
     Read(PathBuf, String),

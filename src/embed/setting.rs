@@ -14,6 +14,9 @@ use super::{LoadError, SentenceModel, MODEL_FILES};
 /// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
 pub const DEFAULT_MODEL: &str = "potion-base-8M";
 
+/// The models `scripts/embedding-model.sh` fetches by name.
+pub const FETCHABLE: [&str; 2] = [DEFAULT_MODEL, "all-MiniLM-L6-v2"];
+
 /// What `engine.embedding_model` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EmbeddingModel {
@@ -51,11 +54,29 @@ impl EmbeddingModel {
         }
     }
 
-    /// The command that fetches this model, as a user would type it.
-    pub fn fetch_command(&self) -> String {
+    /// How to get this model, as a user would type or do it: the fetch command for a model the
+    /// script knows (with `GORAG_HOME` when it is set), else what the folder must hold.
+    pub fn fetch_hint(&self) -> String {
+        let files = MODEL_FILES.join(", ");
         match self {
-            Self::Named(name) => format!("scripts/embedding-model.sh {name}"),
-            _ => format!("scripts/embedding-model.sh {DEFAULT_MODEL}"),
+            Self::Named(name) if FETCHABLE.contains(&name.as_str()) => {
+                let home = std::env::var("GORAG_HOME")
+                    .ok()
+                    .filter(|h| !h.is_empty())
+                    .map(|h| format!("GORAG_HOME={h} "))
+                    .unwrap_or_default();
+                format!("fetch it with `{home}scripts/embedding-model.sh {name}`")
+            }
+            Self::Named(_) => format!(
+                "scripts/embedding-model.sh fetches {} by name; any other model is a folder \
+                 holding {files}, given by its path (with a `/`, e.g. `./my-model`)",
+                FETCHABLE.join(" or ")
+            ),
+            _ => format!(
+                "put {files} there (scripts/embedding-model.sh fetches {} into \
+                 $GORAG_HOME/embedding/)",
+                FETCHABLE.join(" or ")
+            ),
         }
     }
 
@@ -70,11 +91,11 @@ impl EmbeddingModel {
             .collect();
         (!missing.is_empty()).then(|| {
             format!(
-                "the embedding model {self} is not in {} (missing {}): fetch it with `{}`, \
-                 or set it to \"none\" to classify by words only",
+                "the embedding model {self} is not in {} (missing {}): {}, or set it to \
+                 \"none\" to classify by words only",
                 dir.display(),
                 missing.join(", "),
-                self.fetch_command()
+                self.fetch_hint()
             )
         })
     }
@@ -119,8 +140,12 @@ impl FromStr for EmbeddingModel {
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let s = s.trim();
-        if s.is_empty() {
-            return Err("an embedding model: `none`, a model's name or a folder path".into());
+        if s.is_empty() || s == "." || s == ".." {
+            return Err(format!(
+                "`{s}` is not an embedding model: `none`, a model's name ({}) or a folder \
+                 path (with a `/`, e.g. `./my-model`)",
+                FETCHABLE.join(", ")
+            ));
         }
         Ok(if s.eq_ignore_ascii_case("none") {
             Self::Off
@@ -162,6 +187,7 @@ mod tests {
             Ok(EmbeddingModel::Folder("./models/mine".into()))
         );
         assert!("  ".parse::<EmbeddingModel>().is_err());
+        assert!("..".parse::<EmbeddingModel>().is_err());
         assert_eq!(EmbeddingModel::default().to_string(), DEFAULT_MODEL);
         assert_eq!(EmbeddingModel::Off.folder(), None);
     }
@@ -175,5 +201,21 @@ mod tests {
         assert!(problem.contains("\"none\""), "{problem}");
         assert!(matches!(model.load(), Err(LoadError::NotFetched(_))));
         assert!(matches!(EmbeddingModel::Off.load(), Ok(None)));
+    }
+
+    #[test]
+    fn an_unknown_name_says_how_to_give_a_folder_instead() {
+        let model: EmbeddingModel = "my-model".parse().unwrap_or_default();
+        let hint = model.fetch_hint();
+        assert!(hint.contains("./my-model"), "{hint}");
+        assert!(
+            !hint.contains("scripts/embedding-model.sh my-model"),
+            "{hint}"
+        );
+        let known = EmbeddingModel::default().fetch_hint();
+        assert!(
+            known.contains("scripts/embedding-model.sh potion-base-8M"),
+            "{known}"
+        );
     }
 }

@@ -176,8 +176,10 @@ impl Default for Calibrator {
 }
 
 /// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
-/// text), with the default ranking weights: the scores it reads change scale with them
-/// (docs/decisions.md). `no_evidence` and `llm_belief` stay 0: the tuning runs had neither.
+/// text), with the default ranking weights and the default embedding signal (potion-base-8M):
+/// the scores it reads change scale with them (docs/decisions.md; with words only it was
+/// measured too, docs/embedding.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
+/// had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
     -2.0673, 0.0, 7.0601, 1.1642, -1.6175, -1.7660, 0.5904, -0.7969, 5.3501, -0.2406, 0.2772, 0.0,
 ];

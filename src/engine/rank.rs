@@ -56,7 +56,7 @@ pub struct RankingConfig {
     /// keeps none). They speak only for a text nothing labelled explains. The same on every
     /// replica, like `seen_capacity`.
     pub tentative_capacity: usize,
-    /// Weight of the embedding signal (used only when a sentence encoder is configured).
+    /// Weight of the embedding signal (when the engine has a sentence encoder: by default).
     pub embedding_weight: f64,
     /// Within the embedding signal, weight of the cosine with a label's name.
     pub embedding_name_weight: f64,

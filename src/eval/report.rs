@@ -31,8 +31,8 @@ pub struct EvalReport {
     /// `test` or `dev`.
     pub held_out: String,
     pub named_labels: bool,
-    /// The embedding signal's model folder (its last component), for the ranked strategies;
-    /// None when off.
+    /// The embedding signal's model (its name, or its folder's last component) when a compared
+    /// strategy read it; None when off.
     pub embedding_model: Option<String>,
     pub ablations: Vec<String>,
     pub runs: Vec<StrategyRun>,

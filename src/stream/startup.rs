@@ -120,7 +120,18 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     let mut kept_vectors = None;
     let setting = &config.engine.embedding_model;
     let started = std::time::Instant::now();
-    if let Some(model) = setting.load().map_err(ServeError::Embedding)? {
+    // Only `ranked` and `hybrid` read a text's meaning: the others need no model.
+    let first_hop = config
+        .engine
+        .strategy
+        .evidence()
+        .is_some_and(|evidence| evidence.first_hop);
+    let model = if first_hop {
+        setting.load().map_err(ServeError::Embedding)?
+    } else {
+        None
+    };
+    if let Some(model) = model {
         // Every label's examples and names get their vectors here, before the first text.
         // The labels' vectors of earlier starts are read back, not encoded again.
         let kept: Box<dyn VectorStore> = match store.vectors(model.fingerprint()) {

@@ -37,7 +37,7 @@ pub struct RankingArgs {
     /// Score margin above which an LLM decision agreeing with retrieval is learned from.
     #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
     pub learn_margin_agreeing: f64,
-    /// Weight of the embedding signal (with --embedding-model).
+    /// Weight of the embedding signal (off with --embedding-model none).
     #[arg(long, default_value_t = RankingConfig::default().embedding_weight)]
     pub embedding_weight: f64,
     /// Weight of a label name's cosine within the embedding signal.

@@ -114,7 +114,11 @@ pub async fn run(
     let held = rounds.len() - 1;
     let mut engine = Engine::new(engine_config.clone());
     if let Some(encoder) = encoder {
-        engine = engine.with_encoder(encoder.clone()).0;
+        let unencoded;
+        (engine, unencoded) = engine.with_encoder(encoder.clone());
+        if unencoded > 0 {
+            tracing::warn!(unencoded, "the encoder failed on some labelled material");
+        }
     }
     for setup in &prepared[..held] {
         engine.apply_round(&setup.labels)?;
