@@ -278,3 +278,35 @@ fn a_spreadsheet_byte_order_mark_is_not_part_of_the_first_label() {
     let texts = std::fs::read_to_string(out.join("texts-hybrid.jsonl")).expect("texts");
     assert!(!texts.contains('\u{feff}'), "a label kept the mark");
 }
+
+/// With no server at `--llm`, eval stops at once with one paragraph naming the URL and the way
+/// out, instead of retrying every text.
+#[test]
+fn an_llm_endpoint_that_does_not_answer_is_named_before_any_work() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let started = std::time::Instant::now();
+    let output = gorag()
+        .args([
+            "eval",
+            "examples/tiny",
+            "--quiet",
+            "--embedding-model",
+            "none",
+        ])
+        .args(["--llm", &url])
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&url), "{stderr}");
+    assert!(stderr.contains("--llm none"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "took {:?}",
+        started.elapsed()
+    );
+}

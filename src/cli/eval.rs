@@ -252,6 +252,18 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     }
     // Before any LLM call: a bad model folder fails at once.
     let encoder = args.encoder()?;
+    if let Some(llm) = &llm {
+        if let Err(error) = llm.check_endpoint().await {
+            bail!(
+                "the LLM endpoint {} did not answer a test request ({error}). gorag eval asks \
+                 it to describe named labels (and, with --ask-below, to choose). Start it \
+                 (scripts/llm.sh start runs the local model), point --llm at another \
+                 OpenAI-compatible endpoint (its key in $GORAG_LLM_API_KEY or --api-key-file), \
+                 or evaluate retrieval alone with --llm none",
+                args.llm.llm
+            );
+        }
+    }
     let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
     if args.discover.discover {
         let outcome = discover::run(
@@ -351,7 +363,6 @@ impl EvalArgs {
         ))
     }
 
-    /// One engine configuration per `--strategy`, otherwise alike.
     /// Whether the embedding signal is on and a compared strategy reads it (`ranked`,
     /// `hybrid`): only then is the model loaded.
     fn reads_meaning(&self) -> bool {
@@ -364,6 +375,7 @@ impl EvalArgs {
             })
     }
 
+    /// One engine configuration per `--strategy`, otherwise alike.
     fn engines(&self) -> Vec<EngineConfig> {
         let base = self.engine_config();
         self.strategy

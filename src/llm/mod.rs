@@ -264,6 +264,27 @@ impl LlmClient {
         Ok(())
     }
 
+    /// Ask the endpoint once whether it answers: a one-token completion, never cached, no
+    /// retry, at most 15 s. Run at start, so that a wrong URL, a stopped server or a refused
+    /// key is named before any work rather than after five retries per text.
+    pub async fn check_endpoint(&self) -> Result<(), LlmError> {
+        let prompt = Prompt {
+            system: "Answer with one word.".into(),
+            user: "Say ok.".into(),
+            max_tokens: 1,
+            top_logprobs: None,
+        };
+        let request = self.request(&prompt)?;
+        let limit = self.config.timeout.min(Duration::from_secs(15));
+        let last = match tokio::time::timeout(limit, self.client.chat().create(request)).await {
+            // Any answer, even an empty one, shows the endpoint is there and takes the key.
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(error)) => classify_error(error)?,
+            Err(_) => AttemptError::Timeout(limit),
+        };
+        Err(LlmError::Exhausted { attempts: 1, last })
+    }
+
     /// One chat completion, from the cache or the endpoint.
     pub async fn complete(&self, prompt: &Prompt) -> Result<Completion, LlmError> {
         self.usage.calls.fetch_add(1, Ordering::Relaxed);
