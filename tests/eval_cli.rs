@@ -310,3 +310,31 @@ fn an_llm_endpoint_that_does_not_answer_is_named_before_any_work() {
         started.elapsed()
     );
 }
+
+/// Each text's prediction, per-label precision / recall / F1 and the confused pairs, as files a
+/// spreadsheet opens and in report.json.
+#[test]
+fn per_label_figures_and_each_prediction_are_written_for_spreadsheets() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let stdout = eval_tiny(&["--embedding-model", "none"], out.path());
+    assert!(stdout.contains("macro F1"), "{stdout}");
+    let labels = std::fs::read_to_string(out.path().join("labels-hybrid.csv")).expect("labels");
+    let mut lines = labels.lines();
+    assert_eq!(
+        lines.next(),
+        Some("label,support,predicted,precision,recall,f1")
+    );
+    // examples/tiny's six labels, by name.
+    assert_eq!(lines.count(), 6, "{labels}");
+    let texts = std::fs::read_to_string(out.path().join("texts-hybrid.csv")).expect("texts");
+    let jsonl = std::fs::read_to_string(out.path().join("texts-hybrid.jsonl")).expect("jsonl");
+    assert_eq!(
+        texts.lines().count(),
+        jsonl.lines().count() + 1,
+        "a row per text"
+    );
+    assert!(out.path().join("confusions-hybrid.csv").is_file());
+    let report = report_in(out.path());
+    let f1 = report["runs"][0]["per_label"]["macro_f1"].as_f64();
+    assert!(f1.is_some_and(|f1| (0.0..=1.0).contains(&f1)), "{f1:?}");
+}

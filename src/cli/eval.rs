@@ -210,7 +210,8 @@ pub struct EvalArgs {
     /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
     #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
     pub embedding_model: crate::embed::EmbeddingModel,
-    /// Folder for report.json, accuracy.svg and each text's prediction (texts-STRATEGY.jsonl).
+    /// Folder for report.json, accuracy.svg, each text's prediction (texts-STRATEGY.jsonl and
+    /// .csv) and per-label figures (labels-STRATEGY.csv, confusions-STRATEGY.csv).
     #[arg(long, default_value = "out/eval")]
     pub out: PathBuf,
     /// No progress bar.
@@ -302,6 +303,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     }
     let report = args.report(runs, named, llm.as_ref(), keyword_mode);
     print!("{}", report::table(&report));
+    print!("{}", confusion_summary(&report));
     let written = write_outputs(&report, &args.out)?;
     if let Some(usage) = &report.llm_usage {
         println!(
@@ -476,6 +478,34 @@ impl EvalArgs {
 
 /// report.json, the label map (when a run drew one) and accuracy.svg under `out`; returns
 /// the paths written.
+/// Per strategy, the macro F1 after the last round and the pairs most often confused.
+fn confusion_summary(report: &report::EvalReport) -> String {
+    let mut out = String::new();
+    for run in &report.runs {
+        let Some(figures) = &run.per_label else {
+            continue;
+        };
+        let pairs: Vec<String> = figures
+            .confusions
+            .iter()
+            .take(3)
+            .map(|c| format!("{} → {} ({})", c.gold, c.predicted, c.texts))
+            .collect();
+        out.push_str(&format!(
+            "{} after round {}: macro F1 {:.3}; most confused (gold → predicted): {}\n",
+            run.strategy,
+            figures.round,
+            figures.macro_f1,
+            if pairs.is_empty() {
+                "none".to_string()
+            } else {
+                pairs.join(", ")
+            }
+        ));
+    }
+    out
+}
+
 fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let mut written = Vec::new();
@@ -493,6 +523,22 @@ fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>>
             lines.push('\n');
         }
         write(&format!("texts-{}.jsonl", run.strategy), lines)?;
+        // The same, and the per-label figures, as files a spreadsheet opens.
+        use crate::eval::per_label;
+        write(
+            &format!("texts-{}.csv", run.strategy),
+            per_label::texts_csv(&run.texts)?,
+        )?;
+        if let Some(figures) = &run.per_label {
+            write(
+                &format!("labels-{}.csv", run.strategy),
+                per_label::labels_csv(figures)?,
+            )?;
+            write(
+                &format!("confusions-{}.csv", run.strategy),
+                per_label::confusions_csv(figures)?,
+            )?;
+        }
     }
     if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
         let title = format!("{} labels after the last round", report.dataset);

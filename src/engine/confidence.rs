@@ -43,7 +43,7 @@ pub struct LlmOpinion {
 }
 
 /// The evidence for one decided label.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Signals {
     /// Whether the label was ranked by score among the candidates (a ranked strategy with
     /// evidence); false for a text with no evidence and the strategies without scores.

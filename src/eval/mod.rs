@@ -9,6 +9,7 @@ pub mod calibration;
 pub mod dataset;
 pub mod discover;
 pub mod llm_curve;
+pub mod per_label;
 pub mod report;
 mod scored;
 
@@ -125,6 +126,9 @@ pub struct StrategyRun {
     /// The label space after the last round (`labels.html`): labels joined by shared keywords
     /// and by the confusions of the last round's predictions, with their volume.
     pub label_map: Option<LabelMap>,
+    /// Precision, recall and F1 per label and the most confused pairs, after the last round
+    /// (all of them in `labels-<strategy>.csv` and `confusions-<strategy>.csv`).
+    pub per_label: Option<per_label::PerLabel>,
 }
 
 /// Other ways to read the same LLM answer: (name, mode, weight).
@@ -270,12 +274,14 @@ pub async fn run(
             llm_curve::choose(&curves, &retrieval)
         })
         .filter(|_| !metrics.is_empty());
+    let per_label = per_label::per_label(&texts);
     Ok(StrategyRun {
         strategy,
         rounds: metrics,
         llm_choice,
         texts,
         label_map: map_of(&engine, &last_scored),
+        per_label,
     })
 }
 

@@ -398,6 +398,7 @@ mod tests {
                 texts: Vec::new(),
                 llm_choice: None,
                 label_map: None,
+                per_label: None,
             }],
             llm_usage: None,
         }
