@@ -169,3 +169,44 @@ fn tls_is_refused_at_start_with_what_to_do() {
     assert!(log.contains("security.protocol"), "{log}");
     assert!(log.contains("no OpenSSL"), "{log}");
 }
+
+/// `gorag publish` and `gorag tail` with no broker at the address say so within seconds,
+/// naming it, instead of waiting minutes in silence.
+#[test]
+fn cli_commands_name_an_address_where_no_broker_answers() {
+    let address = format!("127.0.0.1:{}", support::free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("texts.jsonl");
+    std::fs::write(&file, "{\"id\":\"t-1\",\"text\":\"hello\"}\n").unwrap();
+    let publish = vec![
+        "publish".to_string(),
+        "--brokers".into(),
+        address.clone(),
+        "--topic".into(),
+        "nowhere".into(),
+        file.display().to_string(),
+    ];
+    let tail = vec![
+        "tail".to_string(),
+        "--brokers".into(),
+        address.clone(),
+        "--topic".into(),
+        "nowhere".into(),
+    ];
+    for args in [publish, tail] {
+        let started = Instant::now();
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&address), "{args:?}: {stderr}");
+        assert!(stderr.contains("--brokers"), "{args:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{args:?} took {:?}",
+            started.elapsed()
+        );
+    }
+}

@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
@@ -44,12 +44,33 @@ fn record_key(line: &str, field: Option<&str>) -> Option<String> {
         .find_map(|f| value.get(*f).and_then(|v| v.as_str()).map(str::to_string))
 }
 
+/// How long a command waits for a broker to answer before saying none does.
+const BROKER_WAIT: Duration = Duration::from_secs(10);
+
+/// Fail within [`BROKER_WAIT`], naming the address, when no broker answers (the client would
+/// otherwise wait minutes in silence).
+fn ensure_broker<C: rdkafka::ClientContext>(
+    client: &rdkafka::client::Client<C>,
+    brokers: &str,
+) -> Result<()> {
+    tokio::task::block_in_place(|| client.fetch_metadata(None, BROKER_WAIT)).map_err(|error| {
+        anyhow::anyhow!(
+            "no Kafka broker answered at {brokers} within {} s ({error}): start one \
+             (scripts/kafka.sh start runs the local broker) or give its address with \
+             --brokers or GORAG_BROKERS",
+            BROKER_WAIT.as_secs()
+        )
+    })?;
+    Ok(())
+}
+
 pub async fn publish(args: PublishArgs) -> Result<()> {
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", &args.brokers)
         .set("enable.idempotence", "true")
         .create()
         .context("creating the producer")?;
+    ensure_broker(producer.client(), &args.brokers)?;
     let mut lines = Vec::new();
     for path in &args.files {
         let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
@@ -142,6 +163,7 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         .set("enable.auto.commit", "false")
         .create()
         .context("creating the consumer")?;
+    ensure_broker(consumer.client(), &args.brokers)?;
     assign_every_partition(&consumer, &args)?;
 
     let mut seen = 0usize;
