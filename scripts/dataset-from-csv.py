@@ -32,13 +32,34 @@ def main():
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
 
-    with open(args.csv, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = {"label", "text"} - set(reader.fieldnames or [])
+    # utf-8-sig: a spreadsheet's "CSV UTF-8" starts with a byte-order mark, not part of a column.
+    # strict: an unclosed quote is an error, not the rest of the file swallowed into one field.
+    with open(args.csv, newline="", encoding="utf-8-sig") as f:
+        reader = csv.DictReader(f, strict=True)
+        try:
+            fieldnames = reader.fieldnames or []
+        except csv.Error as error:
+            sys.exit(f"{args.csv}:1: {error}")
+        missing = {"label", "text"} - set(fieldnames)
         if missing:
             sys.exit(f"{args.csv}: missing column(s) {', '.join(sorted(missing))} (need label, text[, round])")
         by_label, round_of = {}, {}
-        for line, row in enumerate(reader, start=2):
+        rows = iter(reader)
+        ended = 1  # the file line where the last good record ended (the header: 1)
+        while True:
+            try:
+                row = next(rows)
+            except StopIteration:
+                break
+            except csv.Error as error:
+                sys.exit(f"{args.csv}:{ended + 1}: the record starting here: {error} "
+                         "(a quote opened and never closed?)")
+            line = ended + 1
+            ended = reader.line_num
+            if None in row or None in row.values():
+                sys.exit(f"{args.csv}:{line}: {len(fieldnames)} columns expected "
+                         f"({', '.join(fieldnames)}), the row has "
+                         f"{'more' if None in row else 'fewer'}")
             label, text = clean(row["label"] or ""), clean(row["text"] or "")
             if not label or not text:
                 sys.exit(f"{args.csv}:{line}: empty label or text")
@@ -50,6 +71,8 @@ def main():
                 sys.exit(f"{args.csv}:{line}: label {label!r} is in round {round_of[label]} earlier")
             by_label.setdefault(label, []).append(text)
 
+    if not by_label:
+        sys.exit(f"{args.csv}: no labelled text (a header and at least one row are needed)")
     rounds = sorted(set(round_of.values()))
     if rounds != list(range(1, len(rounds) + 1)):
         sys.exit(f"{args.csv}: rounds must be numbered 1..n without gaps, found {rounds}")

@@ -338,3 +338,43 @@ fn per_label_figures_and_each_prediction_are_written_for_spreadsheets() {
     let f1 = report["runs"][0]["per_label"]["macro_f1"].as_f64();
     assert!(f1.is_some_and(|f1| (0.0..=1.0).contains(&f1)), "{f1:?}");
 }
+
+/// scripts/dataset-from-csv.py never fails silently: an unclosed quote, a ragged row and an
+/// empty file are errors with their line; a spreadsheet's byte-order mark is read.
+#[test]
+fn the_csv_script_names_bad_input_and_reads_a_byte_order_mark() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |name: &str, body: &str| {
+        let csv = dir.path().join(format!("{name}.csv"));
+        std::fs::write(&csv, body).expect("csv");
+        let output = Command::new("python3")
+            .arg("scripts/dataset-from-csv.py")
+            .arg(&csv)
+            .arg(dir.path().join(name))
+            .output()
+            .expect("python3");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output.status.success(), stderr)
+    };
+    let rows = "billing,charged twice\nbilling,wrong invoice\nshipping,parcel late\nshipping,where is it\n";
+    let cases = [
+        (
+            "unclosed",
+            format!("label,text\n{rows}billing,\"my invoice\nshipping,late\n"),
+            "unclosed.csv:6:",
+        ),
+        (
+            "ragged",
+            format!("label,text\n{rows}billing,my invoice,extra\n"),
+            "ragged.csv:6: 2 columns expected",
+        ),
+        ("empty", "label,text\n".to_string(), "no labelled text"),
+    ];
+    for (name, body, message) in cases {
+        let (ok, stderr) = run(name, &body);
+        assert!(!ok, "{name} was accepted");
+        assert!(stderr.contains(message), "{name}: {stderr}");
+    }
+    let (ok, stderr) = run("bom", &format!("\u{feff}label,text\n{rows}"));
+    assert!(ok, "{stderr}");
+}
