@@ -210,3 +210,29 @@ fn cli_commands_name_an_address_where_no_broker_answers() {
         );
     }
 }
+
+/// A labels topic the broker made with several partitions (something published to it before
+/// `gorag serve` created it) is refused with what to do, not with advice about the address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_labels_topic_with_several_partitions_says_how_to_fix_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("layout");
+    let brokers = support::kafka::brokers();
+    support::kafka::create_topic(&brokers, &topics.labels, 4, &[]).await;
+    let mut sets = sets("layout", &brokers, 10);
+    sets.retain(|s| !s.starts_with("topics."));
+    sets.extend(
+        topics
+            .sets()
+            .into_iter()
+            .filter(|s| s.starts_with("topics.")),
+    );
+    sets.push(state(dir.path()));
+    let mut service = Service::start(dir.path(), &sets);
+    let (status, log) =
+        tokio::task::block_in_place(|| service.exit_within(Duration::from_secs(30)));
+    assert!(!status.success());
+    assert!(log.contains("has 4 partitions"), "{log}");
+    assert!(log.contains("delete the topic"), "{log}");
+    assert!(!log.contains("--brokers"), "{log}");
+}

@@ -81,6 +81,16 @@ const KAFKA: &str = "check the broker address (--brokers, kafka.brokers or \
     GORAG__KAFKA__BROKERS) and that the broker is reachable from here; the log lines above \
     carry librdkafka's own reason.";
 
+/// `gorag serve` has no `--brokers`: its address is a setting.
+const SERVE_KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, \
+    GORAG__KAFKA__BROKERS or kafka.brokers in the file given with --config) and that the \
+    broker is reachable from here; the log lines above carry librdkafka's own reason.";
+
+const SERVE_TOPIC: &str = "gorag cannot change a topic's partitions: delete the topic with \
+    your broker's tools and start gorag serve before anything publishes to it (it creates its \
+    topics with the right layout; a broker that auto-creates topics gives them its default \
+    partition count), or use other names (--set topics.labels=…, --set topics.changelog=…).";
+
 const TAXONOMY: &str = "fix the lines listed: one row per example, columns label (required), \
     name, description, example and round; the README's \"Labels from a file\" shows both \
     formats, and --dry-run checks a file without publishing it.";
@@ -107,10 +117,11 @@ fn serve(error: &ServeError) -> Option<String> {
              is not available."
                 .to_string(),
         ),
+        ServeError::TopicLayout { .. } => Some(SERVE_TOPIC.to_string()),
         ServeError::Kafka(..)
         | ServeError::Topic(_)
         | ServeError::Stalled(..)
-        | ServeError::BrokersUnreachable { .. } => Some(KAFKA.to_string()),
+        | ServeError::BrokersUnreachable { .. } => Some(SERVE_KAFKA.to_string()),
         ServeError::Admin(listen, _) => Some(format!(
             "another process holds {listen}? choose another address with \
              admin.listen (GORAG__ADMIN__LISTEN)."

@@ -62,6 +62,11 @@ pub enum ServeError {
     #[error("{0}")]
     Topic(String),
     #[error(
+        "topic {topic} has {partitions} partitions; it must have exactly 1 (its order is the \
+         order changes apply in)"
+    )]
+    TopicLayout { topic: String, partitions: usize },
+    #[error(
         "missing topic(s) {0} (kafka.create_topics is false): create them (the labels and \
          changelog topics with exactly 1 partition) or let gorag create its topics"
     )]

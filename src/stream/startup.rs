@@ -320,10 +320,10 @@ async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Resul
         return Err(ServeError::TopicMissing(topic.to_string()));
     }
     if partitions != 1 {
-        return Err(ServeError::Topic(format!(
-            "topic {topic} has {partitions} partitions; it must have exactly 1 (its order is the \
-             order changes apply in)"
-        )));
+        return Err(ServeError::TopicLayout {
+            topic: topic.to_string(),
+            partitions,
+        });
     }
     Ok(())
 }
