@@ -378,3 +378,24 @@ fn the_csv_script_names_bad_input_and_reads_a_byte_order_mark() {
     let (ok, stderr) = run("bom", &format!("\u{feff}label,text\n{rows}"));
     assert!(ok, "{stderr}");
 }
+
+/// `gorag eval --help` shows the flags a newcomer needs before the tuning ones.
+#[test]
+fn help_shows_common_flags_before_the_tuning_groups() {
+    let output = gorag()
+        .args(["eval", "--help"])
+        .output()
+        .expect("run gorag");
+    let help = String::from_utf8_lossy(&output.stdout);
+    let at = |flag: &str| help.find(flag).unwrap_or(usize::MAX);
+    for common in ["--llm <", "--out <", "--strategy <", "--embedding-model <"] {
+        assert!(
+            at(common) < at("Ranking and choice (tuning):"),
+            "{common}:\n{help}"
+        );
+    }
+    assert!(
+        at("Ranking and choice (tuning):") < at("--max-candidates"),
+        "{help}"
+    );
+}

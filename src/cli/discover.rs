@@ -18,32 +18,32 @@ pub struct DiscoverArgs {
     #[arg(long)]
     pub discover: bool,
     /// Discovery: a ranked decision whose best score is below this is unexplained.
-    #[arg(long, default_value_t = DiscoveryConfig::default().max_score)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().max_score)]
     pub discover_max_score: f64,
     /// Discovery: smallest community proposed.
-    #[arg(long, default_value_t = DiscoveryConfig::default().min_size)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().min_size)]
     pub discover_min_size: usize,
     /// Discovery: lowest cohesion (mean cosine with the centroid) proposed.
-    #[arg(long, default_value_t = DiscoveryConfig::default().min_cohesion)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().min_cohesion)]
     pub discover_min_cohesion: f64,
     /// Discovery: a community whose members' mean best score against the known labels
     /// reaches this is not proposed.
-    #[arg(long, default_value_t = DiscoveryConfig::default().max_community_score)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().max_community_score)]
     pub discover_max_community_score: f64,
     /// Discovery: Leiden's resolution (higher: smaller communities).
-    #[arg(long, default_value_t = DiscoveryConfig::default().resolution)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().resolution)]
     pub discover_resolution: f64,
     /// Discovery: neighbours per pooled text in the similarity graph.
-    #[arg(long, default_value_t = DiscoveryConfig::default().neighbours)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().neighbours)]
     pub discover_neighbours: usize,
     /// Discovery: weakest similarity that makes an edge.
-    #[arg(long, default_value_t = DiscoveryConfig::default().min_similarity)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().min_similarity)]
     pub discover_min_similarity: f64,
     /// Discovery: pool a text whose LLM answer named no known label, whatever its score.
-    #[arg(long, default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
     pub discover_pool_unknown_label: bool,
     /// Discovery: pool a text whose prediction needs review, whatever its score.
-    #[arg(long, default_value_t = DiscoveryConfig::default().pool_needs_review, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().pool_needs_review, action = clap::ArgAction::Set)]
     pub discover_pool_needs_review: bool,
 }
 

@@ -100,16 +100,16 @@ pub struct LlmArgs {
     #[arg(long)]
     pub api_key_file: Option<PathBuf>,
     /// Timeout of one LLM attempt, in seconds.
-    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
     pub llm_timeout: f64,
     /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer).
-    #[arg(long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
     pub llm_retries: u32,
     /// LLM requests in flight at once.
-    #[arg(long, default_value_t = 2)]
+    #[arg(help_heading = "LLM client", long, default_value_t = 2)]
     pub llm_concurrency: usize,
     /// Directory of the persistent response cache.
-    #[arg(long, env = "GORAG_LLM_CACHE")]
+    #[arg(help_heading = "LLM client", long, env = "GORAG_LLM_CACHE")]
     pub llm_cache: Option<PathBuf>,
 }
 
@@ -158,25 +158,38 @@ pub struct EvalArgs {
     #[command(flatten)]
     pub discover: discover::DiscoverArgs,
     /// Keyword extraction.
-    #[arg(long, value_enum, default_value = "tfidf")]
+    #[arg(
+        help_heading = "Keywords and ablations (tuning)",
+        long,
+        value_enum,
+        default_value = "tfidf"
+    )]
     pub keywords: KeywordModeArg,
     /// Keywords kept per query text (terminals; added by online indexing).
-    #[arg(long, default_value_t = KeywordSelection::default().top_k)]
+    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = KeywordSelection::default().top_k)]
     pub top_k: usize,
     /// Keywords kept per labelled example or description.
-    #[arg(long, default_value_t = EngineConfig::default().example_selection.top_k)]
+    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().example_selection.top_k)]
     pub example_top_k: usize,
     /// Minimum normalised TF-IDF score of a keyword.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(
+        help_heading = "Keywords and ablations (tuning)",
+        long,
+        default_value_t = 0.0
+    )]
     pub min_score: f64,
     /// k of the `naive` strategy.
-    #[arg(long, default_value_t = EngineConfig::default().naive_k)]
+    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().naive_k)]
     pub naive_k: usize,
     /// Distinct phrases the keyword statistics keep (the rarest forgotten past it).
-    #[arg(long, default_value_t = EngineConfig::default().phrase_capacity)]
+    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().phrase_capacity)]
     pub phrase_capacity: usize,
     /// Ablations, comma-separated.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(
+        help_heading = "Keywords and ablations (tuning)",
+        long,
+        value_delimiter = ','
+    )]
     pub ablation: Vec<Ablation>,
     /// Whether label ids are readable names (auto: not when they look like `label 7`).
     #[arg(long, value_enum, default_value = "auto")]
@@ -186,25 +199,33 @@ pub struct EvalArgs {
     /// Ask the LLM only about texts whose retrieval-only confidence is below this (1: every
     /// text, which also prints the curve of accuracy against calls for other weights and
     /// thresholds, and writes the chosen ones to llm-calibration.toml).
-    #[arg(long, default_value_t = EngineConfig::default().ask_below)]
+    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().ask_below)]
     pub ask_below: f64,
     /// Predictions under this confidence need review (not learned from).
-    #[arg(long, default_value_t = EngineConfig::default().abstain_below)]
+    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().abstain_below)]
     pub abstain_below: f64,
     /// A calibrator from `gorag calibrate --out` instead of the shipped one.
-    #[arg(long)]
+    #[arg(help_heading = "Confidence, review and the LLM's say", long)]
     pub calibrator: Option<PathBuf>,
     /// Simulate a reviewer who corrects, as they come, texts that need review — at most this
     /// share of each round's texts — to their gold label (0: none; docs/decisions.md).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(
+        help_heading = "Confidence, review and the LLM's say",
+        long,
+        default_value_t = 0.0
+    )]
     pub review_budget: f64,
     /// Simulate an audit: this share of each round's texts, spread evenly whatever their
     /// confidence, corrected to their gold label as audits, which refit the confidence (0: none).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(
+        help_heading = "Confidence, review and the LLM's say",
+        long,
+        default_value_t = 0.0
+    )]
     pub audit_share: f64,
     /// Refit the confidence from each round's examples (labels with several) and the audits
     /// as the service does (`engine.refit_confidence`).
-    #[arg(long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
+    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
     pub refit_confidence: bool,
     /// The embedding signal for `ranked` and `hybrid`: a model's name (fetched by
     /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).

@@ -13,53 +13,68 @@ use crate::engine::EngineConfig;
 #[derive(Debug, Clone, Args)]
 pub struct RankingArgs {
     /// Candidates offered to the LLM, best first.
-    #[arg(long, default_value_t = RankingConfig::default().max_candidates)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().max_candidates)]
     pub max_candidates: usize,
     /// Weight of the similarity with a label's name.
-    #[arg(long, default_value_t = RankingConfig::default().name_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().name_weight)]
     pub name_weight: f64,
     /// A label's examples count best first, each weighted this times the one before (0: the
     /// best example alone).
-    #[arg(long, default_value_t = RankingConfig::default().example_decay)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().example_decay)]
     pub example_decay: f64,
     /// Weight of the similarity with a label's description.
-    #[arg(long, default_value_t = RankingConfig::default().description_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().description_weight)]
     pub description_weight: f64,
     /// Nearest texts voting in the second hop (TopoRAG proximity).
-    #[arg(long, default_value_t = RankingConfig::default().proximity_k)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().proximity_k)]
     pub proximity_k: usize,
     /// Weight of the second hop in `hybrid`.
-    #[arg(long, default_value_t = RankingConfig::default().proximity_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().proximity_weight)]
     pub proximity_weight: f64,
     /// Score margin above which a graph-only decision is learned from.
-    #[arg(long, default_value_t = RankingConfig::default().learn_margin)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().learn_margin)]
     pub learn_margin: f64,
     /// Score margin above which an LLM decision agreeing with retrieval is learned from.
-    #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
     pub learn_margin_agreeing: f64,
     /// Weight of the embedding signal (off with --embedding-model none).
-    #[arg(long, default_value_t = RankingConfig::default().embedding_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_weight)]
     pub embedding_weight: f64,
     /// Weight of a label name's cosine within the embedding signal.
-    #[arg(long, default_value_t = RankingConfig::default().embedding_name_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_name_weight)]
     pub embedding_name_weight: f64,
     /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
     /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
-    #[arg(long, value_enum, default_value = "label-spread")]
+    #[arg(
+        help_heading = "Ranking and choice (tuning)",
+        long,
+        value_enum,
+        default_value = "label-spread"
+    )]
     pub term_weighting: TermWeightingArg,
     /// How the LLM chooses: `free` (the paper's: a class name), `numbered`, or `scored` (its
     /// first-token log-probabilities fused with the retrieval scores).
-    #[arg(long, value_enum, default_value = "scored")]
+    #[arg(
+        help_heading = "Ranking and choice (tuning)",
+        long,
+        value_enum,
+        default_value = "scored"
+    )]
     pub choice: ChoiceArg,
     /// `scored`: weight of the LLM's belief against the retrieval scores.
-    #[arg(long, default_value_t = EngineConfig::default().llm_weight)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = EngineConfig::default().llm_weight)]
     pub llm_weight: f64,
     /// Characters of each candidate's most similar example shown in the prompt (0: none).
-    #[arg(long, default_value_t = EngineConfig::default().example_chars)]
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = EngineConfig::default().example_chars)]
     pub example_chars: usize,
     /// Where the text goes in the prompt: `list-first` (the paper's) or `text-first` (the
     /// classes and the instruction last).
-    #[arg(long, value_enum, default_value = "text-first")]
+    #[arg(
+        help_heading = "Ranking and choice (tuning)",
+        long,
+        value_enum,
+        default_value = "text-first"
+    )]
     pub prompt_layout: PromptLayoutArg,
 }
 
