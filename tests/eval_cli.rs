@@ -399,3 +399,47 @@ fn help_shows_common_flags_before_the_tuning_groups() {
         "{help}"
     );
 }
+
+/// `--labels` takes the taxonomy file of `gorag labels import`: its names and descriptions
+/// reach the split's labels, what it names that the split lacks is said, a bad file is refused
+/// with its line.
+#[test]
+fn eval_takes_label_names_and_descriptions_from_a_taxonomy_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("labels.csv");
+    std::fs::write(
+        &file,
+        "label,name,description\n\
+         astronomy,Space and stars,\"Planets, telescopes and galaxies\"\n\
+         gardening,Gardening,Plants and soil\n",
+    )
+    .expect("taxonomy");
+    let out = dir.path().join("out");
+    let output = gorag()
+        .args(["eval", "examples/tiny", "--llm", "none", "--quiet"])
+        .args(["--embedding-model", "none", "--labels"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("run gorag");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        stdout.contains("1 of the split's 6 named, 1 described; not in the split: gardening"),
+        "{stdout}"
+    );
+
+    std::fs::write(&file, "label,nmae\nastronomy,Space\n").expect("bad taxonomy");
+    let output = gorag()
+        .args(["eval", "examples/tiny", "--llm", "none", "--labels"])
+        .arg(&file)
+        .output()
+        .expect("run gorag");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 1: unknown column \"nmae\""),
+        "{stderr}"
+    );
+}

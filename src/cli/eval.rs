@@ -227,6 +227,10 @@ pub struct EvalArgs {
     /// as the service does (`engine.refit_confidence`).
     #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
     pub refit_confidence: bool,
+    /// Label names and descriptions by label id: a CSV or JSONL file in the format of `gorag
+    /// labels import` (its examples are not used: the split's are).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
     /// The embedding signal for `ranked` and `hybrid`: a model's name (fetched by
     /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
     #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
@@ -286,7 +290,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             );
         }
     }
-    let prepared = eval::prepare_rounds(&rounds, named, &classifier).await;
+    let taxonomy = args.taxonomy(&rounds)?;
+    let prepared = eval::prepare_rounds(&rounds, named, &taxonomy, &classifier).await;
     if args.discover.discover {
         let outcome = discover::run(
             &args.discover,
@@ -384,6 +389,60 @@ impl EvalArgs {
             llm,
             keyword_mode,
         ))
+    }
+
+    /// Names and descriptions from `--labels`, checked as `gorag labels import` checks the file;
+    /// says how many labels of the split it names and describes, and which of its labels the
+    /// split does not have.
+    fn taxonomy(&self, rounds: &[dataset::RoundData]) -> Result<dataset::Taxonomy> {
+        let mut taxonomy = dataset::Taxonomy::new();
+        let Some(path) = &self.labels else {
+            return Ok(taxonomy);
+        };
+        let format = super::labels::format_of(path)?;
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let events = crate::events::taxonomy::rounds(&text, format, "eval")
+            .with_context(|| format!("--labels {}", path.display()))?;
+        for event in &events {
+            if let crate::events::LabelEvent::Round { labels, .. } = event {
+                for spec in labels {
+                    taxonomy.insert(
+                        spec.id.clone(),
+                        (spec.name.clone(), spec.description.clone()),
+                    );
+                }
+            }
+        }
+        let in_split: std::collections::HashSet<&str> = rounds
+            .iter()
+            .flat_map(|r| r.train.iter().map(|s| s.label.as_str()))
+            .collect();
+        let count = |pick: fn(&(Option<String>, Option<String>)) -> bool| {
+            taxonomy
+                .iter()
+                .filter(|(id, v)| in_split.contains(id.as_str()) && pick(v))
+                .count()
+        };
+        let mut unknown: Vec<&str> = taxonomy
+            .keys()
+            .map(String::as_str)
+            .filter(|id| !in_split.contains(id))
+            .collect();
+        unknown.sort_unstable();
+        println!(
+            "labels from {}: {} of the split's {} named, {} described{}",
+            path.display(),
+            count(|(name, _)| name.is_some()),
+            in_split.len(),
+            count(|(_, description)| description.is_some()),
+            if unknown.is_empty() {
+                String::new()
+            } else {
+                format!("; not in the split: {}", unknown.join(", "))
+            }
+        );
+        Ok(taxonomy)
     }
 
     /// Whether the embedding signal is on and a compared strategy reads it (`ranked`,

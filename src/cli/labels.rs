@@ -91,7 +91,7 @@ async fn import(args: ImportArgs) -> Result<()> {
     Ok(())
 }
 
-fn format_of(path: &std::path::Path) -> Result<Format> {
+pub(crate) fn format_of(path: &std::path::Path) -> Result<Format> {
     match path.extension().and_then(|e| e.to_str()) {
         Some(e) if e.eq_ignore_ascii_case("csv") => Ok(Format::Csv),
         Some(e) if e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson") => {

@@ -201,6 +201,24 @@ pub fn labels_have_names(rounds: &[RoundData], names: LabelNames) -> bool {
     }
 }
 
+/// Names and descriptions by label id, from a taxonomy file (`gorag eval --labels`, the format
+/// of `gorag labels import`): they replace what the split's ids would give.
+pub type Taxonomy = std::collections::HashMap<String, (Option<String>, Option<String>)>;
+
+/// Give `labels` the taxonomy's name and description, where it has them.
+pub fn name_and_describe(labels: &mut [NewLabel], taxonomy: &Taxonomy) {
+    for label in labels {
+        if let Some((name, description)) = taxonomy.get(&label.id) {
+            if name.is_some() {
+                label.name.clone_from(name);
+            }
+            if description.is_some() {
+                label.description.clone_from(description);
+            }
+        }
+    }
+}
+
 /// The round's labels, in order of first appearance, each with its examples.
 pub fn round_labels(round: &RoundData, named: bool) -> Vec<NewLabel> {
     let mut labels: Vec<NewLabel> = Vec::new();
@@ -230,6 +248,46 @@ mod tests {
         let path = dir.join(rel);
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, body).unwrap();
+    }
+
+    #[test]
+    fn a_taxonomy_names_and_describes_the_labels_it_has() {
+        let mut labels = vec![
+            NewLabel {
+                id: "astro".into(),
+                name: Some("astro".into()),
+                description: None,
+                examples: vec!["stars".into()],
+            },
+            NewLabel {
+                id: "food".into(),
+                name: Some("food".into()),
+                description: Some("kept".into()),
+                examples: Vec::new(),
+            },
+        ];
+        let taxonomy: Taxonomy = [
+            (
+                "astro".to_string(),
+                (
+                    Some("Space".to_string()),
+                    Some("Stars and planets".to_string()),
+                ),
+            ),
+            ("food".to_string(), (None, None)),
+        ]
+        .into_iter()
+        .collect();
+        name_and_describe(&mut labels, &taxonomy);
+        assert_eq!(labels[0].name.as_deref(), Some("Space"));
+        assert_eq!(labels[0].description.as_deref(), Some("Stars and planets"));
+        assert_eq!(labels[0].examples, vec!["stars".to_string()]);
+        assert_eq!(
+            labels[1].name.as_deref(),
+            Some("food"),
+            "nothing given: kept"
+        );
+        assert_eq!(labels[1].description.as_deref(), Some("kept"));
     }
 
     #[test]

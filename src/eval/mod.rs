@@ -158,11 +158,13 @@ pub struct PreparedRound {
 pub async fn prepare_rounds(
     rounds: &[RoundData],
     named_labels: bool,
+    taxonomy: &dataset::Taxonomy,
     classifier: &Classifier,
 ) -> Vec<PreparedRound> {
     let mut prepared = Vec::with_capacity(rounds.len());
     for round in rounds {
         let mut labels = dataset::round_labels(round, named_labels);
+        dataset::name_and_describe(&mut labels, taxonomy);
         let started = Instant::now();
         // No text waits for the LLM meanwhile: as many at once as the client allows.
         let description_calls = classifier.describe_labels(&mut labels, usize::MAX).await;
