@@ -13,7 +13,12 @@ use support::kafka::{Broker, Service, Topics};
 const WAITING: &str = "waiting for the Kafka brokers";
 
 fn sets(test: &str, brokers: &str, wait_secs: u64) -> Vec<String> {
-    let mut sets = Topics::new(test).sets_with(brokers);
+    sets_on(&Topics::new(test), brokers, wait_secs)
+}
+
+/// [`sets`] on `topics`, whose names the test needs.
+fn sets_on(topics: &Topics, brokers: &str, wait_secs: u64) -> Vec<String> {
+    let mut sets = topics.sets_with(brokers);
     sets.push(format!("kafka.startup_wait_secs={wait_secs}"));
     sets.push("llm.url=none".into());
     // These tests time how soon a broker problem is named. Loading the sentence encoder comes
@@ -137,14 +142,7 @@ fn startup_waits_for_a_stopped_broker_and_then_serves() {
 fn missing_topics_are_named_when_gorag_may_not_create_them() {
     let dir = tempfile::tempdir().unwrap();
     let topics = Topics::new("missing_topics");
-    let mut sets = sets("missing_topics", &support::kafka::brokers(), 10);
-    sets.retain(|s| !s.starts_with("topics."));
-    sets.extend(
-        topics
-            .sets()
-            .into_iter()
-            .filter(|s| s.starts_with("topics.")),
-    );
+    let mut sets = sets_on(&topics, &support::kafka::brokers(), 10);
     sets.push("kafka.create_topics=false".into());
     sets.push(state(dir.path()));
     let mut service = Service::start(dir.path(), &sets);
@@ -219,14 +217,7 @@ async fn a_labels_topic_with_several_partitions_says_how_to_fix_it() {
     let topics = Topics::new("layout");
     let brokers = support::kafka::brokers();
     support::kafka::create_topic(&brokers, &topics.labels, 4, &[]).await;
-    let mut sets = sets("layout", &brokers, 10);
-    sets.retain(|s| !s.starts_with("topics."));
-    sets.extend(
-        topics
-            .sets()
-            .into_iter()
-            .filter(|s| s.starts_with("topics.")),
-    );
+    let mut sets = sets_on(&topics, &brokers, 10);
     sets.push(state(dir.path()));
     let mut service = Service::start(dir.path(), &sets);
     let (status, log) =
