@@ -227,3 +227,25 @@ async fn a_labels_topic_with_several_partitions_says_how_to_fix_it() {
     assert!(log.contains("delete the topic"), "{log}");
     assert!(!log.contains("--brokers"), "{log}");
 }
+
+/// An LLM endpoint that does not answer is named at start, with the way out, and the service
+/// serves all the same (retrieval decides while it is away).
+#[test]
+fn an_llm_endpoint_that_does_not_answer_is_named_at_start_and_the_service_serves() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}/v1", support::free_port());
+    let mut sets = sets("llm_down", &support::kafka::brokers(), 10);
+    sets.retain(|s| !s.starts_with("llm.url"));
+    sets.push(format!("llm.url={url}"));
+    sets.push(state(dir.path()));
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    service.wait_for_log("the LLM endpoint did not answer");
+    let log = service.stop();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("the LLM endpoint did not answer"))
+        .unwrap_or_default();
+    assert!(warning.contains(&url), "{warning}");
+    assert!(warning.contains("llm.url"), "{warning}");
+}

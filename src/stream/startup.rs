@@ -66,6 +66,9 @@ pub async fn start(
     }
     let llm = config.llm.settings().client()?;
     warn_about_asking(config, llm.is_some());
+    if let Some(llm) = &llm {
+        check_llm_endpoint(llm.clone(), config.llm.url.clone());
+    }
     let classifier = Classifier::new(llm, config.engine.keywords);
     let producer = kafka::producer(config)?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
@@ -326,6 +329,26 @@ async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Resul
         });
     }
     Ok(())
+}
+
+/// Ask the LLM endpoint once, in the background, and say at once when it does not answer:
+/// the service runs without it (texts are decided by retrieval; labels go undescribed), so
+/// this warns rather than stops, with the URL, the error and the fix in one line.
+fn check_llm_endpoint(llm: crate::llm::LlmClient, url: String) {
+    tokio::spawn(async move {
+        match llm.check_endpoint().await {
+            Ok(()) => tracing::info!(%url, "the LLM endpoint answered"),
+            Err(error) => tracing::warn!(
+                %url,
+                %error,
+                "the LLM endpoint did not answer a test request: while it does not, labels are \
+                 indexed without descriptions and texts are decided by retrieval. Start it (scripts/llm.sh start \
+                 runs the local model), set llm.url to another OpenAI-compatible endpoint (its \
+                 key in llm.api_key_file, $GORAG_LLM_API_KEY or $OPENAI_API_KEY), or set \
+                 llm.url = \"none\""
+            ),
+        }
+    });
 }
 
 /// Settings of `llm.ask_below` that cannot do what an operator likely meant.
