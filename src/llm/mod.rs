@@ -205,6 +205,9 @@ impl Usage {
     }
 }
 
+/// What [`LlmClient::check_endpoint`] asks (a scripted test endpoint answers it apart).
+pub const ENDPOINT_CHECK: &str = "gorag endpoint check: say ok.";
+
 #[derive(Clone)]
 pub struct LlmClient {
     client: async_openai::Client<OpenAIConfig>,
@@ -270,7 +273,7 @@ impl LlmClient {
     pub async fn check_endpoint(&self) -> Result<(), LlmError> {
         let prompt = Prompt {
             system: "Answer with one word.".into(),
-            user: "Say ok.".into(),
+            user: ENDPOINT_CHECK.into(),
             max_tokens: 1,
             top_logprobs: None,
         };

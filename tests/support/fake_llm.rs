@@ -259,6 +259,19 @@ async fn serve(
 ) {
     // Keep-alive: answer requests on this connection until the client closes it.
     while let Some(body) = read_request(&mut stream).await {
+        // gorag's check at start is answered apart: it takes no scripted reply and is not
+        // counted, so a script means the same with or without it.
+        if body.contains(gorag::llm::ENDPOINT_CHECK) {
+            let body = completion("ok");
+            let response = format!(
+                "HTTP/1.1 200 X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            if stream.write_all(response.as_bytes()).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let first = first_candidate(&body);
         let describing = body.contains("Describe the category");
         let n = {
