@@ -1,6 +1,6 @@
 //! `gorag eval`: the paper's DFSTC protocol (or `--discover`) over a dataset folder.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::discover;
 
+mod outputs;
 mod ranking;
 use crate::classify::Classifier;
 use crate::engine::embedding::TextEncoder;
@@ -329,8 +330,8 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     }
     let report = args.report(runs, named, llm.as_ref(), keyword_mode);
     print!("{}", report::table(&report));
-    print!("{}", confusion_summary(&report));
-    let written = write_outputs(&report, &args.out)?;
+    print!("{}", outputs::confusion_summary(&report));
+    let written = outputs::write_outputs(&report, &args.out)?;
     if let Some(usage) = &report.llm_usage {
         println!(
             "llm: {} calls ({} from cache), {} attempts, {} retries, {} failures, {} prompt + {} completion tokens",
@@ -554,88 +555,4 @@ impl EvalArgs {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.dataset.display().to_string())
     }
-}
-
-/// report.json, the label map (when a run drew one) and accuracy.svg under `out`; returns
-/// the paths written.
-/// Per strategy, the macro F1 after the last round and the pairs most often confused.
-fn confusion_summary(report: &report::EvalReport) -> String {
-    let mut out = String::new();
-    for run in &report.runs {
-        let Some(figures) = &run.per_label else {
-            continue;
-        };
-        let pairs: Vec<String> = figures
-            .confusions
-            .iter()
-            .take(3)
-            .map(|c| format!("{} → {} ({})", c.gold, c.predicted, c.texts))
-            .collect();
-        out.push_str(&format!(
-            "{} after round {}: macro F1 {:.3}; most confused (gold → predicted): {}\n",
-            run.strategy,
-            figures.round,
-            figures.macro_f1,
-            if pairs.is_empty() {
-                "none".to_string()
-            } else {
-                pairs.join(", ")
-            }
-        ));
-    }
-    out
-}
-
-fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<Vec<String>> {
-    std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let mut written = Vec::new();
-    let mut write = |name: &str, contents: String| -> Result<()> {
-        let path = out.join(name);
-        std::fs::write(&path, contents).with_context(|| format!("writing {}", path.display()))?;
-        written.push(path.display().to_string());
-        Ok(())
-    };
-    write("report.json", serde_json::to_string_pretty(report)?)?;
-    for run in &report.runs {
-        let mut lines = String::new();
-        for text in &run.texts {
-            lines.push_str(&serde_json::to_string(text)?);
-            lines.push('\n');
-        }
-        write(&format!("texts-{}.jsonl", run.strategy), lines)?;
-        // The same, and the per-label figures, as files a spreadsheet opens.
-        use crate::eval::per_label;
-        write(
-            &format!("texts-{}.csv", run.strategy),
-            per_label::texts_csv(&run.texts)?,
-        )?;
-        if let Some(figures) = &run.per_label {
-            write(
-                &format!("labels-{}.csv", run.strategy),
-                per_label::labels_csv(figures)?,
-            )?;
-            write(
-                &format!("confusions-{}.csv", run.strategy),
-                per_label::confusions_csv(figures)?,
-            )?;
-        }
-    }
-    if let Some(map) = report.runs.iter().find_map(|r| r.label_map.as_ref()) {
-        let title = format!("{} labels after the last round", report.dataset);
-        write(
-            "labels.html",
-            crate::discovery::map_html::html(&title, map, None),
-        )?;
-    }
-    write("accuracy.svg", report::svg(report))?;
-    // Chosen on test texts, a setting would be tuned on what it is judged by: only dev runs
-    // write one (the curve is printed either way).
-    if let (Some(toml), "dev") = (
-        report::llm_calibration_toml(report),
-        report.held_out.as_str(),
-    ) {
-        write("llm-calibration.toml", toml)?;
-    }
-    write("confidence.svg", report::confidence_svg(report))?;
-    Ok(written)
 }
