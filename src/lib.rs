@@ -25,6 +25,7 @@ pub mod embed;
 pub mod engine;
 pub mod eval;
 pub mod events;
+pub mod input;
 pub mod llm;
 pub mod store;
 pub mod stream;

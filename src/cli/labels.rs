@@ -92,12 +92,9 @@ async fn import(args: ImportArgs) -> Result<()> {
 }
 
 pub(crate) fn format_of(path: &std::path::Path) -> Result<Format> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some(e) if e.eq_ignore_ascii_case("csv") => Ok(Format::Csv),
-        Some(e) if e.eq_ignore_ascii_case("jsonl") || e.eq_ignore_ascii_case("ndjson") => {
-            Ok(Format::Jsonl)
-        }
-        _ => bail!(
+    match Format::of_path(path) {
+        Some(format) => Ok(format),
+        None => bail!(
             "{}: cannot tell the format from the extension; pass --format csv or --format jsonl",
             path.display()
         ),

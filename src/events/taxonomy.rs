@@ -19,23 +19,21 @@ use thiserror::Error;
 
 use super::{decode, LabelEvent, LabelSpec, EVENT_VERSION};
 use crate::engine::{Engine, EngineConfig, NewLabel};
+use crate::input::{self, RowError};
 
 /// Every problem found in a taxonomy file, one per line.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[error("{}", .0.join("\n"))]
 pub struct TaxonomyErrors(pub Vec<String>);
 
-/// The file's format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Csv,
-    Jsonl,
-}
+pub use crate::input::Format;
 
 /// One row of the file, whatever its format.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Row {
+    /// Absent (an empty cell) is an empty id, reported as such.
+    #[serde(default)]
     label: String,
     #[serde(default)]
     name: Option<String>,
@@ -57,9 +55,6 @@ pub fn rounds(
     format: Format,
     default_round: &str,
 ) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
-    // Spreadsheets often save UTF-8 with a byte-order mark, which would become part of the
-    // first column's name.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rows = match format {
         Format::Csv => csv_rows(text),
         Format::Jsonl => jsonl_rows(text),
@@ -69,78 +64,51 @@ pub fn rounds(
     Ok(events)
 }
 
+/// The columns a CSV taxonomy may have.
+const COLUMNS: [&str; 6] = ["label", "name", "description", "example", "text", "round"];
+
 /// (line, row) of a CSV file with a header line.
 fn csv_rows(text: &str) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
-    let mut reader = csv::ReaderBuilder::new()
-        .trim(csv::Trim::All)
-        .from_reader(text.as_bytes());
-    let mut errors = Vec::new();
-    match reader.headers() {
-        Ok(headers) => {
-            const KNOWN: [&str; 6] = ["label", "name", "description", "example", "text", "round"];
-            for header in headers.iter().filter(|h| !KNOWN.contains(h)) {
-                errors.push(format!(
-                    "line 1: unknown column {header:?}; expected {}",
-                    KNOWN.join(", ")
-                ));
-            }
-            if !headers.iter().any(|h| h == "label") {
-                errors.push("line 1: no `label` column".to_string());
-            }
-        }
-        Err(error) => errors.push(format!("line 1: {error}")),
+    let read = input::csv(text).map_err(|e| TaxonomyErrors(vec![e.to_string()]))?;
+    let mut errors: Vec<String> = read
+        .columns
+        .iter()
+        .filter(|c| !COLUMNS.contains(&c.as_str()))
+        .map(|c| {
+            format!(
+                "line 1: unknown column {c:?}; expected {}",
+                COLUMNS.join(", ")
+            )
+        })
+        .collect();
+    if !read.columns.iter().any(|c| c == "label") {
+        errors.push("line 1: no `label` column".to_string());
     }
     if !errors.is_empty() {
         return Err(TaxonomyErrors(errors));
     }
-    let headers = match reader.headers() {
-        Ok(headers) => headers.clone(),
-        Err(error) => return Err(TaxonomyErrors(vec![csv_error(&error)])),
-    };
-    let mut rows = Vec::new();
-    for record in reader.records() {
-        let record = match record {
-            Ok(record) => record,
-            Err(error) => {
-                errors.push(csv_error(&error));
-                continue;
-            }
-        };
-        let line = record.position().map_or(0, |p| p.line() as usize);
-        match record.deserialize::<Row>(Some(&headers)) {
-            // Empty cells are absent values.
-            Ok(row) => rows.push((line, without_empty(row))),
-            Err(error) => errors.push(format!("line {line}: {error}")),
-        }
-    }
-    if errors.is_empty() {
-        Ok(rows)
-    } else {
-        Err(TaxonomyErrors(errors))
-    }
-}
-
-fn csv_error(error: &csv::Error) -> String {
-    match error.position() {
-        Some(position) => format!("line {}: {error}", position.line()),
-        None => error.to_string(),
-    }
+    parsed(read.rows)
 }
 
 fn jsonl_rows(text: &str) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
-    let mut rows = Vec::new();
+    parsed(input::json_lines(text.as_bytes()).collect())
+}
+
+/// Every row as a [`Row`], or every problem with its line.
+fn parsed(rows: Vec<Result<input::Row, RowError>>) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
+    let mut parsed = Vec::new();
     let mut errors = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Row>(line) {
-            Ok(row) => rows.push((i + 1, without_empty(row))),
-            Err(error) => errors.push(format!("line {}: {error}", i + 1)),
+    for row in rows {
+        match row.and_then(|row| Ok((row.line, row.parse::<Row>()?))) {
+            Ok((line, row)) => parsed.push((line, without_empty(row))),
+            Err(error) => errors.push(error.to_string()),
         }
     }
+    if parsed.is_empty() && errors.is_empty() {
+        errors.push("no rows: a taxonomy names at least one label".to_string());
+    }
     if errors.is_empty() {
-        Ok(rows)
+        Ok(parsed)
     } else {
         Err(TaxonomyErrors(errors))
     }
