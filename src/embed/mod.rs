@@ -22,9 +22,11 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
+mod attach;
 mod remembered;
 mod setting;
 mod static_model;
+pub use attach::{read_meaning, KeptVectors};
 pub use remembered::RememberingEncoder;
 pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE};
 pub use static_model::{StaticModel, StaticModelError};

@@ -10,6 +10,7 @@ pub mod decode;
 pub mod proposal;
 pub mod schema;
 pub mod taxonomy;
+pub mod to_update;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -15,8 +15,8 @@ use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
-use crate::embed::{RememberingEncoder, SentenceModel};
-use crate::store::{NoVectorStore, SledStore, StateStore, VectorStore};
+use crate::embed::{read_meaning, RememberingEncoder, SentenceModel};
+use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
 /// What the loop starts with.
@@ -31,8 +31,7 @@ pub struct Started {
     pub kept_vectors: Option<KeptVectors>,
 }
 
-/// The encoder that keeps the labels' vectors in the state store.
-pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
+pub use crate::embed::KeptVectors;
 
 /// Drop the kept vectors no label asked for: called after the first catch-up, so that a round
 /// a stop cut short keeps what was encoded of it for the start that applies it.
@@ -119,46 +118,19 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let mut engine = saved.restore(config.engine_config())?;
-    let mut kept_vectors = None;
-    let setting = &config.engine.embedding_model;
-    let started = std::time::Instant::now();
-    // Only `ranked` and `hybrid` read a text's meaning: the others need no model.
+    let engine = saved.restore(config.engine_config())?;
     let first_hop = config
         .engine
         .strategy
         .evidence()
         .is_some_and(|evidence| evidence.first_hop);
-    let model = if first_hop {
-        setting.load().map_err(ServeError::Embedding)?
-    } else {
-        None
-    };
-    if let Some(model) = model {
-        // Every label's examples and names get their vectors here, before the first text.
-        // The labels' vectors of earlier starts are read back, not encoded again.
-        let kept: Box<dyn VectorStore> = match store.vectors(model.fingerprint()) {
-            Ok(kept) => Box::new(kept),
-            Err(error) => {
-                tracing::warn!(%error, "no kept sentence vectors: every label's material is encoded");
-                Box::new(NoVectorStore)
-            }
-        };
-        let dimension = model.dimension();
-        let encoder = Arc::new(RememberingEncoder::new(model, kept, dimension));
-        let unencoded;
-        (engine, unencoded) = engine.with_encoder(encoder.clone());
-        let (read_back, encoded) = encoder.material_counts();
-        tracing::info!(
-            model = %setting,
-            seconds = started.elapsed().as_secs_f64(),
-            read_back,
-            encoded,
-            unencoded,
-            "embedding signal on"
-        );
-        kept_vectors = Some(encoder);
-    }
+    let (engine, kept_vectors) = read_meaning(
+        engine,
+        &config.engine.embedding_model,
+        first_hop,
+        Some(&store),
+    )
+    .map_err(ServeError::Embedding)?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

@@ -10,7 +10,8 @@ use std::collections::HashMap;
 
 use crate::engine::update::Update;
 use crate::engine::{Engine, EngineError, IndexReport};
-use crate::events::decode::{Reason, Rejection};
+use crate::events::decode::Rejection;
+use crate::events::to_update::engine_rejection;
 use crate::store::Offsets;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, LearnedText, RejectStage};
 
@@ -285,22 +286,11 @@ fn learn(
     };
 }
 
-/// The dead-letter reason for an update the engine refused.
-pub fn engine_rejection(error: &EngineError) -> Rejection {
-    let reason = match error {
-        EngineError::DuplicateLabel(_) | EngineError::RepeatedInRound(_) => Reason::DuplicateLabel,
-        EngineError::UnknownLabel(_) => Reason::UnknownLabel,
-        EngineError::RetiredLabel(_) => Reason::RetiredLabel,
-        EngineError::EmptyLabelId => Reason::InvalidRound,
-        EngineError::NoActiveLabels => Reason::NoActiveLabels,
-    };
-    Rejection::new(reason, error.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::engine::{EngineConfig, NewLabel};
+    use crate::events::to_update::engine_rejection;
     use crate::stream::changelog::CHANGE_VERSION;
 
     fn topics() -> LogTopics {

@@ -11,7 +11,8 @@ pub mod sync;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use apply::{apply, engine_rejection, Cursor, Effect, LogTopics};
+pub use crate::events::to_update::engine_rejection;
+pub use apply::{apply, Cursor, Effect, LogTopics};
 use report::label_span;
 
 use super::changelog::{Change, ChangeRecord, LabelOutcome};

@@ -6,15 +6,14 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 
 use super::{next_record, LogSync};
-use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update;
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
-use crate::events::LabelEvent;
+use crate::events::to_update::label_update;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, Outgoing};
 use crate::stream::replica::job::Job;
-use crate::stream::replica::{engine_rejection, Replica};
+use crate::stream::replica::Replica;
 use crate::stream::stop::Phase;
 use crate::stream::ServeError;
 
@@ -48,7 +47,7 @@ impl LogSync {
             }
             let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
-                Ok(event) => match label_update(replica, event) {
+                Ok(event) => match label_update(&replica.engine, event) {
                     Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
                         return self.describe_first(message, round, labels);
                     }
@@ -146,59 +145,6 @@ pub(super) enum Forwarded {
     Records,
     /// Up to a round that waits for this job.
     Waiting(Box<Job>),
-}
-
-/// Turn a label event into an engine update, checked before any LLM call.
-fn label_update(replica: &Replica, event: LabelEvent) -> Result<Update, Rejection> {
-    match event {
-        LabelEvent::Round { round, labels, .. } => {
-            if labels.is_empty() {
-                return Err(Rejection::new(
-                    Reason::InvalidRound,
-                    "a round needs at least one label",
-                ));
-            }
-            if round.trim().is_empty() {
-                return Err(Rejection::new(Reason::InvalidRound, "round id is empty"));
-            }
-            let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-            replica
-                .engine
-                .check_round(&labels)
-                .map_err(|e| engine_rejection(&e))?;
-            Ok(Update::Round { round, labels })
-        }
-        LabelEvent::AddExamples {
-            label, examples, ..
-        } => Ok(Update::AddExamples { label, examples }),
-        LabelEvent::RetireLabel { label, .. } => Ok(Update::RetireLabel { label }),
-        LabelEvent::Correct {
-            text_id,
-            label,
-            text,
-            audit,
-            ..
-        } => {
-            if text_id.trim().is_empty() {
-                return Err(Rejection::new(
-                    Reason::InvalidEvent,
-                    "a correction needs the text's id",
-                ));
-            }
-            if text.trim().is_empty() {
-                return Err(Rejection::new(
-                    Reason::EmptyText,
-                    "a correction needs the text it corrects",
-                ));
-            }
-            let kind = if audit {
-                CorrectionKind::Audit
-            } else {
-                CorrectionKind::Review
-            };
-            Ok(Update::correction(text_id, label, text, kind))
-        }
-    }
 }
 
 /// The changelog record forwarding the labels topic's record at `offset`.

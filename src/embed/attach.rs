@@ -1,0 +1,51 @@
+//! Turning the embedding signal on for an engine: the model loaded, the labels' vectors read
+//! back from the state store where it keeps them (or encoded), for `gorag serve` and
+//! `gorag classify` alike.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{EmbeddingModel, LoadError, RememberingEncoder, SentenceModel};
+use crate::engine::Engine;
+use crate::store::{NoVectorStore, SledStore, VectorStore};
+
+/// The encoder that keeps the labels' vectors in the state store.
+pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
+
+/// `engine` reading meaning with `setting`'s model, when `first_hop` (only `ranked` and
+/// `hybrid` read a text's meaning: the other strategies need no model). Every label's
+/// examples and names get their vectors here, before the first text; those `store` kept from
+/// earlier runs are read back, not encoded again.
+pub fn read_meaning(
+    engine: Engine,
+    setting: &EmbeddingModel,
+    first_hop: bool,
+    store: Option<&SledStore>,
+) -> Result<(Engine, Option<KeptVectors>), LoadError> {
+    let started = Instant::now();
+    let model = if first_hop { setting.load()? } else { None };
+    let Some(model) = model else {
+        return Ok((engine, None));
+    };
+    let kept: Box<dyn VectorStore> = match store.map(|s| s.vectors(model.fingerprint())) {
+        Some(Ok(kept)) => Box::new(kept),
+        Some(Err(error)) => {
+            tracing::warn!(%error, "no kept sentence vectors: every label's material is encoded");
+            Box::new(NoVectorStore)
+        }
+        None => Box::new(NoVectorStore),
+    };
+    let dimension = model.dimension();
+    let encoder = Arc::new(RememberingEncoder::new(model, kept, dimension));
+    let (engine, unencoded) = engine.with_encoder(encoder.clone());
+    let (read_back, encoded) = encoder.material_counts();
+    tracing::info!(
+        model = %setting,
+        seconds = started.elapsed().as_secs_f64(),
+        read_back,
+        encoded,
+        unencoded,
+        "embedding signal on"
+    );
+    Ok((engine, Some(encoder)))
+}
