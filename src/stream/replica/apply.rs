@@ -289,6 +289,7 @@ fn learn(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::events::decode::Reason;
     use crate::engine::{EngineConfig, NewLabel};
     use crate::events::to_update::engine_rejection;
     use crate::stream::changelog::CHANGE_VERSION;
