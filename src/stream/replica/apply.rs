@@ -291,7 +291,6 @@ mod tests {
     use super::*;
     use crate::events::decode::Reason;
     use crate::engine::{EngineConfig, NewLabel};
-    use crate::events::to_update::engine_rejection;
     use crate::stream::changelog::CHANGE_VERSION;
 
     fn topics() -> LogTopics {
