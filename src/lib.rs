@@ -22,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod discovery;
 pub mod embed;
+pub mod embedded;
 pub mod engine;
 pub mod eval;
 pub mod events;

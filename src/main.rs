@@ -46,6 +46,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let telemetry = gorag::telemetry::init(default)?;
     let result = match cli.command {
+        Command::Classify(args) => cli::classify::classify(*args).await,
         Command::Eval(args) => cli::eval(*args).await,
         Command::Calibrate(args) => cli::calibrate::calibrate(args),
         Command::Serve(args) => cli::serve::serve(args).await,

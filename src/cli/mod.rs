@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 
 pub mod calibrate;
+pub mod classify;
+pub mod config_args;
 pub mod correct;
 pub mod discover;
 pub mod eval;
@@ -10,6 +12,7 @@ pub mod failure;
 pub mod label_report;
 pub mod labels;
 pub mod labels_topic;
+pub mod prediction_view;
 pub mod proposals;
 pub mod serve;
 pub mod topics;
@@ -27,6 +30,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Classify texts from a file or stdin with labels from a file: one prediction per line,
+    /// no broker needed (--state keeps what gorag learns between runs).
+    Classify(Box<classify::ClassifyArgs>),
     /// Run the paper's DFSTC protocol on a dataset folder (`<k>shot/r<n>/{train,test}.tsv`).
     Eval(Box<eval::EvalArgs>),
     /// Fit the confidence calibrator on the per-text files of `gorag eval` runs on tuning data.

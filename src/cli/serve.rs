@@ -5,31 +5,22 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 
-use crate::config::{self, Layers, ServeConfig};
+use super::config_args::ConfigArgs;
+use crate::config::ServeConfig;
 use crate::events::schema;
 use crate::store::{Saved, SledStore, StateStore};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// TOML configuration file (else $GORAG_CONFIG, else defaults). Environment variables
-    /// `GORAG__SECTION__KEY` override it, `--set` overrides both.
-    #[arg(long, env = "GORAG_CONFIG")]
-    pub config: Option<PathBuf>,
-    /// `section.key=value`, repeatable (e.g. `--set kafka.brokers=host:9092`).
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     /// Print the effective configuration and exit.
     #[arg(long)]
     pub print_config: bool,
 }
 
 pub fn load_config(args: &ServeArgs) -> Result<ServeConfig> {
-    ServeConfig::load(&Layers {
-        file: args.config.clone(),
-        env: config::process_env(),
-        sets: args.sets.clone(),
-    })
-    .map_err(anyhow::Error::new)
+    args.config.load(&[])
 }
 
 pub async fn serve(args: ServeArgs) -> Result<()> {

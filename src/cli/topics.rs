@@ -14,7 +14,6 @@ use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
 use crate::events::Prediction;
-use crate::events::PredictionStatus;
 use crate::stream::kafka::header_pairs;
 
 #[derive(Debug, Args)]
@@ -226,7 +225,7 @@ fn line(message: &impl Message, format: TailFormat) -> String {
             value
         ),
         TailFormat::Prediction => match serde_json::from_str::<Prediction>(&value) {
-            Ok(prediction) => prediction_line(&prediction),
+            Ok(prediction) => super::prediction_view::line(&prediction),
             Err(_) => value,
         },
     }
@@ -246,43 +245,4 @@ fn json_line(message: &impl Message, value: String) -> String {
         "value": value,
     })
     .to_string()
-}
-
-/// "id → label  0.93 decided (llm asked[, hallucination])  candidates: …".
-fn prediction_line(p: &Prediction) -> String {
-    let status = match p.status {
-        PredictionStatus::Decided => "decided",
-        PredictionStatus::NeedsReview => "needs review",
-    };
-    let status = format!("{status} ({})", format!("{:?}", p.source).to_lowercase());
-    let confidence = p
-        .confidence
-        .map_or("    ".to_string(), |c| format!("{c:.2}"));
-    let llm = match (p.llm_asked, p.llm_changed, p.hallucination) {
-        (_, _, true) => "llm: hallucination",
-        (true, true, false) => "llm changed it",
-        (true, false, false) => "llm asked",
-        (false, _, false) => "",
-    };
-    format!(
-        "{:<10} → {:<22} {confidence} {:<21}{:<20} candidates: {}",
-        p.text_id,
-        p.label_name.as_deref().unwrap_or(&p.label),
-        status,
-        llm,
-        candidate_list(&p.candidates, &p.candidate_scores)
-    )
-}
-
-/// "a 0.61, b 0.32" when scores came with the candidates, else "a, b".
-fn candidate_list(candidates: &[String], scores: &[f64]) -> String {
-    if scores.len() != candidates.len() {
-        return candidates.join(", ");
-    }
-    candidates
-        .iter()
-        .zip(scores)
-        .map(|(c, s)| format!("{c} {s:.2}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

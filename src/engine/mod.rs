@@ -426,6 +426,19 @@ impl Engine {
         self.label_index.get(id).map(|&i| &self.labels[i])
     }
 
+    /// The texts of a label's indexed examples, as the index keeps them (clipped to
+    /// [`index::EXAMPLE_TEXT_CHARS`]; an example with no term at all is not indexed).
+    pub fn example_texts(&self, id: &str) -> Vec<&str> {
+        let Some(&position) = self.label_index.get(id) else {
+            return Vec::new();
+        };
+        self.index
+            .docs()
+            .filter(|doc| doc.kind == index::DocKind::Example && doc.label as usize == position)
+            .filter_map(|doc| doc.text.as_deref())
+            .collect()
+    }
+
     pub fn label_version(&self) -> u64 {
         self.label_version
     }

@@ -31,7 +31,7 @@ mod intake;
 pub mod kafka;
 mod lag;
 pub mod offsets;
-mod outputs;
+pub(crate) mod outputs;
 mod pipeline;
 pub mod read_back;
 mod replica;

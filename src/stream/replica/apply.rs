@@ -289,8 +289,8 @@ fn learn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::decode::Reason;
     use crate::engine::{EngineConfig, NewLabel};
+    use crate::events::decode::Reason;
     use crate::stream::changelog::CHANGE_VERSION;
 
     fn topics() -> LogTopics {

@@ -1,0 +1,227 @@
+//! `gorag classify`: labels and texts from files (or stdin), one prediction per line out — the
+//! service's engine, configuration and LLM options, no broker (docs/guide/classify.md).
+
+mod output;
+mod texts;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+
+use super::config_args::ConfigArgs;
+use crate::embedded::{sync_taxonomy, Session};
+use crate::events::taxonomy;
+use crate::events::InputPosition;
+use crate::input::Format;
+use output::{OutputFormat, Printer, Tally};
+use texts::{Item, Source};
+
+/// Texts between two writes of what was learned to the state folder.
+const RECORD_EVERY: usize = 100;
+
+#[derive(Debug, Args)]
+pub struct ClassifyArgs {
+    /// The texts: a CSV file (a `text` column; `id`, `gold_label` optional; other columns are
+    /// kept as metadata) or a JSONL file of text events, where label events may come between
+    /// texts. `-` or nothing: stdin, read as it comes.
+    pub texts: Option<PathBuf>,
+    /// The labels: a taxonomy file, CSV or JSONL, as `gorag labels import` reads it (`label`,
+    /// `name`, `description`, `example`, `round`; one row per example).
+    #[arg(long)]
+    pub labels: Option<PathBuf>,
+    /// Keep what gorag learns (labels, examples, texts learned online) in this folder between
+    /// runs; the labels file then adds only what is new in it.
+    #[arg(long)]
+    pub state: Option<PathBuf>,
+    /// How predictions are printed.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub output: OutputFormat,
+    /// The texts' format (default: from the file's extension; stdin: jsonl).
+    #[arg(long, value_enum)]
+    pub format: Option<FormatArg>,
+    /// The LLM's OpenAI-compatible base URL, or `none` (the same as `--set llm.url=…`).
+    #[arg(long)]
+    pub llm: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum FormatArg {
+    Csv,
+    Jsonl,
+}
+
+impl From<FormatArg> for Format {
+    fn from(format: FormatArg) -> Self {
+        match format {
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Jsonl => Format::Jsonl,
+        }
+    }
+}
+
+pub async fn classify(args: ClassifyArgs) -> Result<()> {
+    let overrides: Vec<String> = args
+        .llm
+        .iter()
+        .map(|url| format!("llm.url={url}"))
+        .collect();
+    let config = args.config.load(&overrides)?;
+    let source = Source::new(args.texts.clone(), args.format.map(Format::from))?;
+    let mut session = Session::open(&config, args.state.as_deref())?;
+    let taxonomy = match &args.labels {
+        Some(path) => Some(read_taxonomy(path)?),
+        None => None,
+    };
+    let sync = taxonomy.map(|events| sync_taxonomy(session.engine(), events));
+    let to_apply = sync.as_ref().map_or(&[][..], |s| &s.events[..]);
+    if session.engine().active_labels().next().is_none()
+        && to_apply.is_empty()
+        && source.format == Format::Csv
+    {
+        bail!(
+            "no labels to classify with: give a labels file with --labels FILE (a CSV with \
+             `label` and `example` columns, one row per example){}",
+            args.state
+                .as_ref()
+                .map_or(String::new(), |s| format!(" — {} holds none", s.display()))
+        );
+    }
+    if session.would_describe(to_apply) || session.asks_per_text() {
+        check_llm(&session, &config.llm.url).await?;
+    }
+    let mut tally = Tally::default();
+    if let Some(sync) = sync {
+        for notice in &sync.notices {
+            eprintln!("{}: {notice}", display(args.labels.as_deref()));
+        }
+        for event in sync.events {
+            session.apply(event).await.map_err(|rejection| {
+                anyhow::anyhow!("{}: {rejection}", display(args.labels.as_deref()))
+            })?;
+            tally.label_events += 1;
+        }
+        session.record()?;
+    }
+    let interrupted = run(&mut session, &source, args.output, &mut tally).await?;
+    session.save().context("saving what was learned")?;
+    eprintln!("{}", tally.summary());
+    if interrupted {
+        bail!("interrupted: what was read so far is classified and saved");
+    }
+    if tally.classified == 0 && tally.unusable == 0 {
+        bail!("{}: no texts in it", source.name());
+    }
+    if tally.unusable > 0 {
+        bail!(
+            "{}: {} line(s) could not be used (each named above)",
+            source.name(),
+            tally.unusable
+        );
+    }
+    Ok(())
+}
+
+fn display(path: Option<&Path>) -> String {
+    path.map_or(String::new(), |p| p.display().to_string())
+}
+
+fn read_taxonomy(path: &Path) -> Result<Vec<crate::events::LabelEvent>> {
+    let format = super::labels::format_of(path)?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let default_round = path
+        .file_stem()
+        .map_or("labels".to_string(), |s| s.to_string_lossy().into_owned());
+    taxonomy::rounds(&text, format, &default_round)
+        .with_context(|| format!("{} is not a labels file gorag can read", path.display()))
+}
+
+async fn check_llm(session: &Session, url: &str) -> Result<()> {
+    let Some(llm) = session.llm() else {
+        return Ok(());
+    };
+    if let Err(error) = llm.check_endpoint().await {
+        bail!(
+            "the LLM endpoint {url} did not answer a test request ({error}). gorag classify asks \
+             it to describe named labels without a description (llm.describe_labels) and, with \
+             llm.ask_below above 0, to choose. Start it (scripts/llm.sh start runs the local \
+             model), point --llm at another OpenAI-compatible endpoint (its key in \
+             $GORAG_LLM_API_KEY, $OPENAI_API_KEY or llm.api_key_file), or classify by \
+             retrieval alone with --llm none"
+        );
+    }
+    Ok(())
+}
+
+/// Classify what `source` holds, in order; true when Ctrl-C stopped it.
+async fn run(
+    session: &mut Session,
+    source: &Source,
+    format: OutputFormat,
+    tally: &mut Tally,
+) -> Result<bool> {
+    let mut items = source.read()?;
+    let mut printer = Printer::new(format)?;
+    let name = source.name();
+    let mut since_recorded = 0;
+    loop {
+        let item = tokio::select! {
+            item = items.recv() => item,
+            _ = tokio::signal::ctrl_c() => return Ok(true),
+        };
+        let Some(item) = item else {
+            return Ok(false);
+        };
+        match item {
+            Item::Unreadable(error) => {
+                eprintln!("{name}:{error}");
+                tally.unusable += 1;
+            }
+            Item::Label { line, json } => {
+                let applied = match Session::decode_label(&json) {
+                    Ok(event) => session.apply(event).await,
+                    Err(rejection) => Err(rejection),
+                };
+                match applied {
+                    Ok(_) => {
+                        tally.label_events += 1;
+                        session.record()?;
+                    }
+                    Err(rejection) => {
+                        eprintln!("{name}:line {line}: {rejection}");
+                        tally.unusable += 1;
+                    }
+                }
+            }
+            Item::Text { line, json } => {
+                let position = InputPosition {
+                    topic: name.clone(),
+                    partition: 0,
+                    offset: line as i64,
+                };
+                let predicted = match session.decode_text(&json) {
+                    Ok(event) => session.classify(&event, position).await,
+                    Err(rejection) => Err(rejection),
+                };
+                match predicted {
+                    Ok(prediction) => {
+                        printer.print(&prediction)?;
+                        tally.count(&prediction);
+                        since_recorded += 1;
+                        if since_recorded >= RECORD_EVERY {
+                            session.record()?;
+                            since_recorded = 0;
+                        }
+                    }
+                    Err(rejection) => {
+                        eprintln!("{name}:line {line}: {rejection}");
+                        tally.unusable += 1;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! gorag without a broker: the engine driven from files by `gorag classify`, with the
+//! service's configuration, decoders and LLM options, and (optionally) a state folder that
+//! keeps what it learned between runs.
+//!
+//! Events are applied in the order they come, as the service applies its labels topic and
+//! texts topic: a round takes effect for the texts after it. Each text is decoded as the texts
+//! topic's records are, classified, and learned from as the service learns (online indexing,
+//! confidence-gated). Emerging-class discovery is the service's alone.
+
+mod taxonomy_sync;
+
+use std::path::Path;
+use std::time::Instant;
+
+use thiserror::Error;
+
+pub use taxonomy_sync::{sync_taxonomy, TaxonomySync};
+
+use crate::classify::Classifier;
+use crate::config::ServeConfig;
+use crate::embed::{read_meaning, KeptVectors, LoadError};
+use crate::engine::update::Update;
+use crate::engine::{Engine, IndexReport};
+use crate::events::decode::{self, Rejection};
+use crate::events::to_update::{engine_rejection, label_update};
+use crate::events::{InputPosition, LabelEvent, Prediction, StageLatency, TextEvent};
+use crate::llm::setup::SetupError;
+use crate::llm::LlmClient;
+use crate::store::{RestoreError, SledStore, StateStore, StoreError};
+use crate::stream::outputs::{self, Classification};
+
+#[derive(Debug, Error)]
+pub enum SessionError {
+    #[error("{0} is not a folder")]
+    NotAFolder(String),
+    #[error(
+        "{0} is a `gorag serve` state folder (it holds Kafka offsets): classify keeps a state of \
+         its own; give it another folder"
+    )]
+    ServiceState(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+    #[error(transparent)]
+    Embedding(#[from] LoadError),
+    #[error(transparent)]
+    Llm(#[from] SetupError),
+}
+
+/// What applying a label event did.
+#[derive(Debug, Clone)]
+pub struct Applied {
+    pub report: IndexReport,
+    /// LLM calls that described the round's labels.
+    pub description_calls: u32,
+}
+
+/// The engine, its LLM and its state folder.
+pub struct Session {
+    engine: Engine,
+    classifier: Classifier,
+    describe_labels: bool,
+    max_text_bytes: usize,
+    model: Option<String>,
+    store: Option<SledStore>,
+    /// Updates applied since the state folder last recorded them.
+    unrecorded: Vec<Update>,
+    /// Keeps the labels' vectors in the state folder while the session lives.
+    _kept_vectors: Option<KeptVectors>,
+}
+
+impl Session {
+    /// The engine `state` holds (a new one without), with `config`'s engine, embedding model
+    /// and LLM client.
+    pub fn open(config: &ServeConfig, state: Option<&Path>) -> Result<Self, SessionError> {
+        let store = state.map(open_store).transpose()?;
+        let mut saved = match &store {
+            Some(store) => store.load()?,
+            None => Default::default(),
+        };
+        if let (Some(dir), false) = (state, saved.offsets.is_empty()) {
+            return Err(SessionError::ServiceState(dir.display().to_string()));
+        }
+        let engine = saved.restore(config.engine_config())?;
+        let first_hop = config
+            .engine
+            .strategy
+            .evidence()
+            .is_some_and(|evidence| evidence.first_hop);
+        let (engine, kept_vectors) = read_meaning(
+            engine,
+            &config.engine.embedding_model,
+            first_hop,
+            store.as_ref(),
+        )?;
+        let llm = config.llm.settings().client()?;
+        let model = llm.as_ref().map(|_| config.llm.model.clone());
+        Ok(Self {
+            engine,
+            classifier: Classifier::new(llm, config.engine.keywords),
+            describe_labels: config.llm.describe_labels,
+            max_text_bytes: config.input.max_text_bytes,
+            model,
+            store,
+            unrecorded: Vec::new(),
+            _kept_vectors: kept_vectors,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn llm(&self) -> Option<&LlmClient> {
+        self.classifier.llm()
+    }
+
+    /// Whether applying `events` would ask the LLM to describe labels.
+    pub fn would_describe(&self, events: &[LabelEvent]) -> bool {
+        self.describe_labels
+            && events.iter().any(|event| match event {
+                LabelEvent::Round { labels, .. } => labels
+                    .iter()
+                    .any(|l| l.name.is_some() && l.description.is_none()),
+                _ => false,
+            })
+    }
+
+    /// Whether classifying a text asks the LLM (to choose, or for its keywords).
+    pub fn asks_per_text(&self) -> bool {
+        self.llm().is_some()
+            && (self.engine.config().ask_below > 0.0 || self.classifier.asks_for_keywords())
+    }
+
+    /// Apply a label event (a labels-topic record's bytes or its decoded event), describing a
+    /// round's named labels first when the LLM is to.
+    pub async fn apply(&mut self, event: LabelEvent) -> Result<Applied, Rejection> {
+        let mut update = label_update(&self.engine, event)?;
+        let mut description_calls = 0;
+        if let Update::Round { labels, .. } = &mut update {
+            if self.describe_labels {
+                description_calls = self.classifier.describe_labels(labels, usize::MAX).await;
+            }
+        }
+        let report = self
+            .engine
+            .apply(&update)
+            .map_err(|e| engine_rejection(&e))?;
+        self.unrecorded.push(update);
+        Ok(Applied {
+            report,
+            description_calls,
+        })
+    }
+
+    /// Decode a label event as the labels topic's records are.
+    pub fn decode_label(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
+        decode::label_event(bytes)
+    }
+
+    /// Decode a text event as the texts topic's records are.
+    pub fn decode_text(&self, bytes: &[u8]) -> Result<TextEvent, Rejection> {
+        decode::text_event(bytes, self.max_text_bytes)
+    }
+
+    /// Classify `event` and learn from the decision as the service does; its prediction is the
+    /// predictions topic's.
+    pub async fn classify(
+        &mut self,
+        event: &TextEvent,
+        position: InputPosition,
+    ) -> Result<Prediction, Rejection> {
+        let started = Instant::now();
+        let classified = self
+            .classifier
+            .classify(&self.engine, &event.text)
+            .await
+            .map_err(|e| engine_rejection(&e))?;
+        let index_started = Instant::now();
+        let confident = self
+            .engine
+            .is_confident(&classified.retrieval, &classified.decision);
+        if self.engine.config().online_indexing {
+            let update = Update::Learn {
+                analysis: self.engine.learnable(&classified.analysis),
+                label: classified.decision.label.clone(),
+                confident,
+            };
+            // A label retired meanwhile is not learned; nothing else can refuse it.
+            if self.engine.apply(&update).is_ok() {
+                self.unrecorded.push(update);
+            }
+        }
+        let times = &classified.times;
+        let latency = StageLatency {
+            decode_ms: 0.0,
+            keywords_ms: times.keywords.as_secs_f64() * 1000.0,
+            retrieve_ms: times.retrieve.as_secs_f64() * 1000.0,
+            llm_ms: times.llm.as_secs_f64() * 1000.0,
+            index_ms: index_started.elapsed().as_secs_f64() * 1000.0,
+            total_ms: started.elapsed().as_secs_f64() * 1000.0,
+        };
+        let classification = Classification {
+            event,
+            analysis: &classified.analysis,
+            retrieval: &classified.retrieval,
+            decision: &classified.decision,
+            confident,
+            llm_asked: classified.llm_asked,
+            llm_changed: classified.llm_changed,
+            raw_answer: classified.raw_answer.as_deref(),
+            llm_error: classified.llm_error.as_deref(),
+            model: self.model.as_deref(),
+            latency,
+            position: &position,
+        };
+        Ok(outputs::prediction(&self.engine, &classification))
+    }
+
+    /// Write what was applied since the last call to the state folder (if any).
+    pub fn record(&mut self) -> Result<(), SessionError> {
+        if let Some(store) = &mut self.store {
+            if !self.unrecorded.is_empty() {
+                store.record(&self.unrecorded, &Default::default())?;
+            }
+        }
+        self.unrecorded.clear();
+        Ok(())
+    }
+
+    /// Record, then snapshot the engine and make the state folder durable.
+    pub fn save(&mut self) -> Result<(), SessionError> {
+        self.record()?;
+        if let Some(store) = &mut self.store {
+            store.snapshot(&self.engine.to_state())?;
+            store.flush()?;
+        }
+        Ok(())
+    }
+}
+
+fn open_store(dir: &Path) -> Result<SledStore, SessionError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(SessionError::NotAFolder(dir.display().to_string()));
+    }
+    Ok(SledStore::open(dir)?)
+}

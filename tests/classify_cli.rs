@@ -1,0 +1,289 @@
+//! `gorag classify` as a user runs it: the README's "Your own tickets in five minutes",
+//! literally, then bad input, rounds between texts, and an LLM endpoint that does not answer.
+//! Needs the default sentence encoder in `$GORAG_HOME` (scripts/test.sh fetches it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn gorag() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gorag"));
+    command.arg("classify").env_remove("RUST_BACKTRACE");
+    command
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+/// The fenced blocks (language, body) of a Markdown section, from its heading to the next
+/// heading of the same level.
+fn section_blocks(markdown: &str, heading: &str) -> Vec<(String, String)> {
+    let start = markdown
+        .find(heading)
+        .unwrap_or_else(|| panic!("no {heading:?} in README.md"));
+    let rest = &markdown[start + heading.len()..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    let mut blocks = Vec::new();
+    let mut lines = rest[..end].lines();
+    while let Some(line) = lines.next() {
+        if let Some(language) = line.strip_prefix("```") {
+            let body: Vec<&str> = lines
+                .by_ref()
+                .take_while(|l| !l.starts_with("```"))
+                .collect();
+            blocks.push((language.to_string(), body.join("\n") + "\n"));
+        }
+    }
+    blocks
+}
+
+/// (id, label) of each prediction line `id → label …` of a table.
+fn labels_of(table: &str) -> Vec<(String, String)> {
+    table
+        .lines()
+        .filter_map(|line| {
+            let (id, rest) = line.split_once('→')?;
+            let label = rest.split_whitespace().next()?;
+            Some((id.trim().to_string(), label.to_string()))
+        })
+        .collect()
+}
+
+/// Run a README shell block in `dir` with this build's `gorag` first on the PATH.
+fn run_block(block: &str, dir: &Path) -> (String, String) {
+    let binary = PathBuf::from(env!("CARGO_BIN_EXE_gorag"));
+    let bin_dir = binary.parent().expect("the binary's folder");
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("bash")
+        .args(["-e", "-c", block])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run bash");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{block}\n{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+#[test]
+fn the_readme_first_screen_runs_as_written_and_predicts_what_it_shows() {
+    let readme = std::fs::read_to_string("README.md").expect("README.md");
+    let blocks = section_blocks(&readme, "## Your own tickets in five minutes");
+    // The setup block (build, model) is what this test and scripts/test.sh already did.
+    let [_setup, (sh1, first), (text1, shown1), (sh2, second), (text2, shown2)] = &blocks[..]
+    else {
+        panic!("expected setup, then two (sh, text) pairs: {blocks:?}");
+    };
+    assert_eq!([sh1, sh2, text1, text2], ["sh", "sh", "text", "text"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (stdout, stderr) = run_block(first, dir.path());
+    assert_eq!(labels_of(&stdout), labels_of(shown1), "{stderr}");
+    assert!(stderr.contains("4 text(s) classified"), "{stderr}");
+    // The second block continues in the folder the first one made.
+    let tickets = std::fs::read_dir(dir.path())
+        .expect("read dir")
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .expect("the first block's folder")
+        .path();
+    let (stdout, stderr) = run_block(second, &tickets);
+    assert_eq!(labels_of(&stdout), labels_of(shown2), "{stderr}");
+    assert!(
+        stderr.contains("1 label event(s) applied"),
+        "the new tag is applied once: {stderr}"
+    );
+}
+
+const LABELS: &str = "label,example\n\
+    billing,I was charged twice for my subscription this month\n\
+    login,I cannot sign in since I reset my password\n\
+    shipping,My parcel has been stuck in customs for a week\n";
+
+/// A folder with `labels.csv` and `texts` written under `name`.
+fn files(name: &str, texts: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("labels.csv"), LABELS).expect("write labels");
+    let path = dir.path().join(name);
+    std::fs::write(&path, texts).expect("write texts");
+    (dir, path)
+}
+
+fn classify_file(dir: &Path, texts: &Path) -> Output {
+    gorag()
+        .arg("--labels")
+        .arg(dir.join("labels.csv"))
+        .arg(texts)
+        .output()
+        .expect("run gorag")
+}
+
+#[test]
+fn a_spreadsheet_csv_with_a_bom_and_extra_columns_is_read_whole() {
+    let (dir, texts) = files(
+        "texts.csv",
+        "\u{feff}id,text,channel\nt1,\"charged twice, again\",mail\nt2,cannot sign in,chat\n",
+    );
+    let output = classify_file(dir.path(), &texts);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let predictions: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a prediction per line"))
+        .collect();
+    assert_eq!(predictions.len(), 2);
+    assert_eq!(predictions[0]["text_id"], "t1");
+    assert_eq!(predictions[0]["label"], "billing");
+    assert_eq!(predictions[0]["metadata"]["channel"], "mail");
+    assert_eq!(predictions[1]["label"], "login");
+}
+
+#[test]
+fn bad_rows_are_named_with_their_line_and_the_exit_status_says_so() {
+    let (dir, texts) = files(
+        "texts.csv",
+        "id,text\nt1,charged twice\nt2,a,b\nt3,\nt4,\"never closed\nt5,lost\n",
+    );
+    let output = classify_file(dir.path(), &texts);
+    let (stdout, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "t1 alone is classified: {stdout}"
+    );
+    assert!(
+        stderr.contains("texts.csv:line 3: 3 cells, more than"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("texts.csv:line 4: empty_text"), "{stderr}");
+    assert!(
+        stderr.contains("texts.csv:line 5: a quote opens a cell here and is never closed"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("3 line(s) could not be used"), "{stderr}");
+}
+
+#[test]
+fn an_empty_file_no_texts_or_no_text_column_is_an_error() {
+    for (content, expected) in [
+        ("", "a header line naming the columns is needed"),
+        ("id,text\n", "no texts in it"),
+        (
+            "id,body\nt1,charged twice\n",
+            "no `text` column (the columns are id, body)",
+        ),
+    ] {
+        let (dir, texts) = files("texts.csv", content);
+        let output = classify_file(dir.path(), &texts);
+        let (_, stderr) = text(&output);
+        assert!(!output.status.success(), "{content:?}");
+        assert!(stderr.contains(expected), "{content:?}: {stderr}");
+    }
+    let (dir, texts) = files("texts.csv", "id,text\nt1,x\n");
+    let output = gorag()
+        .arg(&texts)
+        .current_dir(dir.path())
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(text(&output).1.contains("no labels to classify with"));
+}
+
+#[test]
+fn a_round_between_texts_takes_effect_for_the_texts_after_it() {
+    let round = r#"{"type":"round","round":"r2","labels":[{"id":"refund","examples":["please refund my cancelled order","I want my money back for the return"]}]}"#;
+    let text_line = r#"{"id":"ID","text":"refund my money for the cancelled order please"}"#;
+    let input = format!(
+        "{}\n{round}\n{}\n",
+        text_line.replace("ID", "before"),
+        text_line.replace("ID", "after")
+    );
+    let (dir, texts) = files("texts.jsonl", &input);
+    let output = classify_file(dir.path(), &texts);
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let labels: Vec<(String, String)> = stdout
+        .lines()
+        .map(|l| {
+            let p: serde_json::Value = serde_json::from_str(l).expect("JSON");
+            (p["text_id"].to_string(), p["label"].to_string())
+        })
+        .collect();
+    assert_eq!(labels[0].0, "\"before\"");
+    assert_ne!(labels[0].1, "\"refund\"", "not a label yet");
+    assert_eq!(labels[1], ("\"after\"".into(), "\"refund\"".into()));
+}
+
+#[test]
+fn a_state_folder_keeps_labels_and_adds_only_what_is_new() {
+    let (dir, texts) = files("texts.csv", "id,text\nt1,charged twice\n");
+    let state = dir.path().join("state");
+    let run = || {
+        gorag()
+            .arg("--labels")
+            .arg(dir.path().join("labels.csv"))
+            .arg("--state")
+            .arg(&state)
+            .arg(&texts)
+            .output()
+            .expect("run gorag")
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", text(&first).1);
+    assert!(text(&first).1.contains("1 label event(s) applied"));
+    let again = run();
+    assert!(again.status.success());
+    assert!(
+        !text(&again).1.contains("label event"),
+        "nothing new to apply: {}",
+        text(&again).1
+    );
+    // A new example of a known label is added; the labels file need not name every label.
+    std::fs::write(
+        dir.path().join("labels.csv"),
+        "label,example\nbilling,the invoice total is wrong\n",
+    )
+    .expect("write");
+    let third = run();
+    let (_, stderr) = text(&third);
+    assert!(third.status.success(), "{stderr}");
+    assert!(stderr.contains("1 label event(s) applied"), "{stderr}");
+    assert!(
+        stderr.contains("(login, shipping): they stay active"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_llm_endpoint_that_does_not_answer_stops_classify_at_once() {
+    let (dir, texts) = files("texts.csv", "id,text\nt1,charged twice\n");
+    std::fs::write(
+        dir.path().join("labels.csv"),
+        "label,name,example\nbilling,billing and payments,I was charged twice\n",
+    )
+    .expect("write");
+    let started = std::time::Instant::now();
+    let output = gorag()
+        .arg("--labels")
+        .arg(dir.path().join("labels.csv"))
+        .args(["--llm", "http://127.0.0.1:9/v1"])
+        .arg(&texts)
+        .output()
+        .expect("run gorag");
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    assert!(
+        stderr.contains("the LLM endpoint http://127.0.0.1:9/v1 did not answer")
+            && stderr.contains("--llm none"),
+        "{stderr}"
+    );
+}
