@@ -85,7 +85,10 @@ fn new_examples(engine: &Engine, spec: LabelSpec) -> Option<LabelEvent> {
         .into_iter()
         .filter(|e| !held.contains(clip(e, EXAMPLE_TEXT_CHARS)))
         .collect();
-    (!examples.is_empty()).then(|| LabelEvent::AddExamples {
+    if examples.is_empty() {
+        return None;
+    }
+    Some(LabelEvent::AddExamples {
         version: EVENT_VERSION,
         label: spec.id,
         examples,
