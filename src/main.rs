@@ -50,6 +50,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Eval(args) => cli::eval(*args).await,
         Command::Calibrate(args) => cli::calibrate::calibrate(args),
         Command::Serve(args) => cli::serve::serve(args).await,
+        Command::Topics(args) => cli::topic_admin::topics(args).await,
         Command::Publish(args) => cli::topics::publish(args).await,
         Command::Tail(args) => cli::topics::tail(args).await,
         Command::State(args) => cli::serve::state(args),

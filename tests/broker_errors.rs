@@ -249,3 +249,97 @@ fn an_llm_endpoint_that_does_not_answer_is_named_at_start_and_the_service_serves
     assert!(warning.contains(&url), "{warning}");
     assert!(warning.contains("llm.url"), "{warning}");
 }
+
+/// `gorag tail` and `gorag publish` read `kafka.client` from the configuration as serve does:
+/// a SASL login the broker refuses is named in their error.
+#[test]
+fn cli_commands_use_the_configured_client_settings_and_name_a_refused_sasl_login() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("texts.jsonl");
+    std::fs::write(&file, "{\"id\":\"t-1\",\"text\":\"hello\"}\n").unwrap();
+    let sasl: Vec<String> = [
+        ("security.protocol", "sasl_plaintext"),
+        ("sasl.mechanism", "PLAIN"),
+        ("sasl.username", "someone"),
+        ("sasl.password", "wrong"),
+    ]
+    .iter()
+    .flat_map(|(key, value)| ["--set".to_string(), format!("kafka.client.{key}={value}")])
+    .collect();
+    let brokers = support::kafka::brokers();
+    let file = file.display().to_string();
+    for command in [
+        vec!["publish", "--topic", "anywhere", &file],
+        vec!["tail", "--topic", "anywhere"],
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args(&command)
+            .args(["--brokers", &brokers])
+            .args(&sasl)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap();
+        assert!(!output.status.success(), "{command:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("SASL"), "{command:?}: {stderr}");
+        assert!(stderr.contains("kafka.client"), "{command:?}: {stderr}");
+    }
+}
+
+/// `gorag labels import` before `gorag serve` creates the labels topic as serve needs it, and
+/// `gorag topics create` refuses a labels topic made with several partitions, saying how to
+/// fix it.
+#[test]
+fn labels_import_before_serve_makes_the_topics_serve_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("import_first");
+    let brokers = support::kafka::brokers();
+    let sets: Vec<String> = topics
+        .sets_with(&brokers)
+        .into_iter()
+        .filter(|s| !s.starts_with("admin."))
+        .flat_map(|s| ["--set".to_string(), s])
+        .collect();
+    let taxonomy = dir.path().join("labels.csv");
+    std::fs::write(&taxonomy, "label,example\nbilling,charged twice\n").unwrap();
+    // `then` after the configuration: a later `--set` wins.
+    let gorag = |args: &[&str], then: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_gorag"))
+            .args(args)
+            .args(&sets)
+            .args(then)
+            .env_remove("RUST_BACKTRACE")
+            .output()
+            .unwrap()
+    };
+    let import = gorag(&["labels", "import", &taxonomy.display().to_string()], &[]);
+    assert!(
+        import.status.success(),
+        "{}",
+        String::from_utf8_lossy(&import.stderr)
+    );
+    let created = gorag(&["topics", "create"], &[]);
+    let stdout = String::from_utf8_lossy(&created.stdout);
+    assert!(created.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("{:<32}   1 partition(s)", topics.labels)),
+        "{stdout}"
+    );
+
+    // A labels topic a broker auto-created with its default partition count.
+    let wrong = format!("{}.auto", topics.labels);
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(support::kafka::create_topic(&brokers, &wrong, 4, &[]));
+    let refused = gorag(
+        &["topics", "create"],
+        &["--set", &format!("topics.labels={wrong}")],
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&wrong) && stderr.contains("exactly 1 partition"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("delete it"), "{stderr}");
+}

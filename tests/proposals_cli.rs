@@ -131,9 +131,12 @@ async fn proposals_are_listed_accepted_and_rejected() {
 #[tokio::test]
 async fn a_missing_topic_is_an_error_for_the_pass_and_empty_for_the_cli() {
     let missing = unique("never-created");
-    let read =
-        gorag::stream::read_back::read_topic(&brokers(), "test", &missing, Duration::from_secs(20))
-            .await;
+    let read = {
+        let mut client = rdkafka::config::ClientConfig::new();
+        client.set("bootstrap.servers", brokers());
+        gorag::stream::read_back::read_topic(client, "test", &missing, Duration::from_secs(20))
+            .await
+    };
     assert!(
         matches!(
             read,

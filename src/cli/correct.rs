@@ -5,7 +5,8 @@
 use anyhow::{bail, Result};
 use clap::Args;
 
-use super::labels_topic::{producer, send};
+use super::kafka_clients::KafkaArgs;
+use super::labels_topic::{labels_producer, send};
 use crate::events::{LabelEvent, EVENT_VERSION};
 
 #[derive(Debug, Args)]
@@ -17,11 +18,12 @@ pub struct CorrectArgs {
     /// The text itself, as it was sent (gorag does not keep texts).
     #[arg(long)]
     pub text: String,
-    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
-    pub brokers: String,
-    /// The labels topic of the service to correct.
-    #[arg(long, default_value = "gorag.labels")]
-    pub topic: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// The labels topic of the service to correct (default: the configuration's
+    /// `topics.labels`).
+    #[arg(long)]
+    pub topic: Option<String>,
     /// The text was picked at random to check gorag, not because it needed review: its
     /// outcome also refits the confidence (docs/decisions.md, "Refitting where gorag runs").
     #[arg(long)]
@@ -46,16 +48,18 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         audit: args.audit,
     };
     let payload = serde_json::to_vec(&event)?;
+    let config = args.kafka.load()?;
+    let topic = args.topic.unwrap_or_else(|| config.topics.labels.clone());
     send(
-        &producer(&args.brokers)?,
-        &args.topic,
+        &labels_producer(&config).await?,
+        &topic,
         &args.text_id,
         &payload,
     )
     .await?;
     println!(
-        "sent: {} is {} ({} at {})",
-        args.text_id, args.label, args.topic, args.brokers
+        "sent: {} is {} ({topic} at {})",
+        args.text_id, args.label, config.kafka.brokers
     );
     Ok(())
 }

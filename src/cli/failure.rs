@@ -87,9 +87,11 @@ const SERVE_KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PO
     broker is reachable from here; the log lines above carry librdkafka's own reason.";
 
 const SERVE_TOPIC: &str = "gorag cannot change a topic's partitions: delete the topic with \
-    your broker's tools and start gorag serve before anything publishes to it (it creates its \
-    topics with the right layout; a broker that auto-creates topics gives them its default \
-    partition count), or use other names (--set topics.labels=…, --set topics.changelog=…).";
+    your broker's tools, then run `gorag topics create` (with serve's --config/--set) before \
+    anything publishes to it — it creates every topic with the layout serve needs, as serve, \
+    labels import, correct and publish to a labels topic also do; a broker that auto-creates \
+    topics gives them its default partition count — or use other names (--set \
+    topics.labels=…, --set topics.changelog=…).";
 
 const TAXONOMY: &str = "fix the lines listed: one row per example, columns label (required), \
     name, description, example and round; the README's \"Labels from a file\" shows both \

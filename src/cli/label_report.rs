@@ -9,6 +9,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 
+use super::kafka_clients::{self, KafkaArgs};
+use crate::config::ServeConfig;
 use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
 use crate::discovery::map_html;
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
@@ -29,12 +31,15 @@ pub struct ReportArgs {
     pub out: PathBuf,
     /// Also read the stream from these brokers: per-label volume and hallucinations, and the
     /// LLM's confusions, from the predictions topic; the open proposals from the proposals topic.
-    #[arg(long, env = "GORAG_BROKERS")]
-    pub brokers: Option<String>,
-    #[arg(long, default_value = "gorag.predictions")]
-    pub predictions_topic: String,
-    #[arg(long, default_value = "gorag.proposals")]
-    pub proposals_topic: String,
+    /// The rest of the Kafka settings (`kafka.client`, topic names) come from the configuration.
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// The predictions topic (default: the configuration's `topics.predictions`).
+    #[arg(long)]
+    pub predictions_topic: Option<String>,
+    /// The proposals topic (default: the configuration's `topics.proposals`).
+    #[arg(long)]
+    pub proposals_topic: Option<String>,
 }
 
 /// The JSON written beside the page.
@@ -63,8 +68,8 @@ pub async fn report(args: ReportArgs) -> Result<()> {
         bail!("--out is the HTML page; the JSON goes beside it (give e.g. labels.html)");
     }
     let (engine, _) = super::serve::load_state(&args.dir)?;
-    let stream = match &args.brokers {
-        Some(brokers) => read_stream(brokers, &args).await?,
+    let stream = match &args.kafka.brokers {
+        Some(_) => read_stream(&args).await?,
         None => Stream::default(),
     };
     let map = label_map::label_map(&engine, &stream.confusions, &stream.traffic)
@@ -94,14 +99,21 @@ pub async fn report(args: ReportArgs) -> Result<()> {
     Ok(())
 }
 
-async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
-    let predictions: Vec<Prediction> = read_topic(brokers, &args.predictions_topic)
+async fn read_stream(args: &ReportArgs) -> Result<Stream> {
+    let config = args.kafka.load()?;
+    let topics = &config.topics;
+    let predictions_topic = args
+        .predictions_topic
+        .as_ref()
+        .unwrap_or(&topics.predictions);
+    let proposals_topic = args.proposals_topic.as_ref().unwrap_or(&topics.proposals);
+    let predictions: Vec<Prediction> = read_topic(&config, predictions_topic)
         .await?
         .iter()
         .filter_map(|payload| serde_json::from_slice(payload).ok())
         .collect();
     let (traffic, confusions) = label_map::observed(&predictions);
-    let events = read_topic(brokers, &args.proposals_topic)
+    let events = read_topic(&config, proposals_topic)
         .await?
         .into_iter()
         .filter_map(|payload| decode::proposal_event(&payload).ok());
@@ -118,6 +130,7 @@ async fn read_stream(brokers: &str, args: &ReportArgs) -> Result<Stream> {
 
 /// Every record's value on `topic`; a topic that does not exist has none (the proposals
 /// topic of a service run without discovery, created by hand).
-async fn read_topic(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    Ok(read_back::read_topic_if_any(brokers, "gorag-report", topic, READ_LIMIT).await?)
+async fn read_topic(config: &ServeConfig, topic: &str) -> Result<Vec<Vec<u8>>> {
+    let client = kafka_clients::client_config(config);
+    Ok(read_back::read_topic_if_any(client, "gorag-report", topic, READ_LIMIT).await?)
 }

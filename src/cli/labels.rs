@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::labels_topic::{label_topic_ids, producer, send};
+use super::kafka_clients::KafkaArgs;
+use super::labels_topic::{label_topic_ids, labels_producer, send};
+use crate::config::ServeConfig;
 use crate::events::taxonomy::{self, Format};
 use crate::events::LabelEvent;
 
@@ -36,10 +38,11 @@ pub struct ImportArgs {
     /// Print the events (JSONL, one per round) instead of publishing them.
     #[arg(long)]
     pub dry_run: bool,
-    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
-    pub brokers: String,
-    #[arg(long, default_value = "gorag.labels")]
-    pub topic: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// The labels topic (default: the configuration's `topics.labels`).
+    #[arg(long)]
+    pub topic: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -80,14 +83,18 @@ async fn import(args: ImportArgs) -> Result<()> {
         eprintln!("{summary}; checked, not published (--dry-run)");
         return Ok(());
     }
-    refuse_known(&events, &args.brokers, &args.topic).await?;
-    let producer = producer(&args.brokers)?;
+    let config = args.kafka.load()?;
+    let topic = args.topic.unwrap_or_else(|| config.topics.labels.clone());
+    // Before reading the topic: a labels topic the broker would auto-create on that read
+    // would not have the layout the service needs.
+    let producer = labels_producer(&config).await?;
+    refuse_known(&events, &config, &topic).await?;
     for event in &events {
         if let LabelEvent::Round { round, .. } = event {
-            send(&producer, &args.topic, round, &serde_json::to_vec(event)?).await?;
+            send(&producer, &topic, round, &serde_json::to_vec(event)?).await?;
         }
     }
-    eprintln!("{summary}; published to {}", args.topic);
+    eprintln!("{summary}; published to {topic}");
     Ok(())
 }
 
@@ -103,8 +110,8 @@ pub(crate) fn format_of(path: &std::path::Path) -> Result<Format> {
 
 /// Round and label ids the labels topic already has would be dead-lettered by the service:
 /// refuse them before anything is sent.
-async fn refuse_known(events: &[LabelEvent], brokers: &str, topic: &str) -> Result<()> {
-    let (known_rounds, known_labels) = label_topic_ids(brokers, topic).await?;
+async fn refuse_known(events: &[LabelEvent], config: &ServeConfig, topic: &str) -> Result<()> {
+    let (known_rounds, known_labels) = label_topic_ids(config, topic).await?;
     let mut clashes = Vec::new();
     for event in events {
         let LabelEvent::Round { round, labels, .. } = event else {

@@ -5,11 +5,13 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use rdkafka::config::ClientConfig;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 
+use super::kafka_clients;
+use crate::config::ServeConfig;
 use crate::events::{decode, LabelEvent};
+use crate::stream::kafka::{ensure_topics, Noted};
 use crate::stream::read_back;
 
 /// How long reading a topic to its end may take.
@@ -17,19 +19,20 @@ const READ_LIMIT: Duration = Duration::from_secs(30);
 
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
-pub async fn read_to_end(brokers: &str, topic: &str) -> Result<Vec<Vec<u8>>> {
-    read_back::read_topic_if_any(brokers, "gorag-cli", topic, READ_LIMIT)
+pub async fn read_to_end(config: &ServeConfig, topic: &str) -> Result<Vec<Vec<u8>>> {
+    let client = kafka_clients::client_config(config);
+    read_back::read_topic_if_any(client, "gorag-cli", topic, READ_LIMIT)
         .await
-        .with_context(|| format!("reading {topic} at {brokers}"))
+        .with_context(|| format!("reading {topic} at {}", config.kafka.brokers))
 }
 
 /// The round ids and label ids announced on the labels topic so far.
 pub async fn label_topic_ids(
-    brokers: &str,
+    config: &ServeConfig,
     topic: &str,
 ) -> Result<(BTreeSet<String>, BTreeSet<String>)> {
     let (mut rounds, mut labels) = (BTreeSet::new(), BTreeSet::new());
-    for payload in read_to_end(brokers, topic).await? {
+    for payload in read_to_end(config, topic).await? {
         if let Ok(LabelEvent::Round {
             round,
             labels: specs,
@@ -43,15 +46,23 @@ pub async fn label_topic_ids(
     Ok((rounds, labels))
 }
 
-pub fn producer(brokers: &str) -> Result<FutureProducer> {
-    ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .context("creating the producer")
+/// A producer for the labels topic, which is created first (with the layout the service
+/// needs) when the configuration lets gorag create its topics: the start order of `serve` and
+/// the commands that write label events does not matter.
+pub async fn labels_producer(config: &ServeConfig) -> Result<FutureProducer<Noted>> {
+    let producer = kafka_clients::producer(config)?;
+    if config.kafka.create_topics {
+        ensure_topics(config).await?;
+    }
+    Ok(producer)
 }
 
-pub async fn send(producer: &FutureProducer, topic: &str, key: &str, payload: &[u8]) -> Result<()> {
+pub async fn send(
+    producer: &FutureProducer<Noted>,
+    topic: &str,
+    key: &str,
+    payload: &[u8],
+) -> Result<()> {
     producer
         .send(
             FutureRecord::to(topic).key(key.as_bytes()).payload(payload),

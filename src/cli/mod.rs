@@ -9,12 +9,14 @@ pub mod correct;
 pub mod discover;
 pub mod eval;
 pub mod failure;
+pub mod kafka_clients;
 pub mod label_report;
 pub mod labels;
 pub mod labels_topic;
 pub mod prediction_view;
 pub mod proposals;
 pub mod serve;
+pub mod topic_admin;
 pub mod topics;
 
 #[derive(Debug, Parser)]
@@ -39,6 +41,8 @@ pub enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Run the streaming service: labels and texts from Kafka, predictions to Kafka.
     Serve(serve::ServeArgs),
+    /// Create the service's topics with the layout it needs (start order then does not matter).
+    Topics(topic_admin::TopicsArgs),
     /// Publish JSONL lines to a topic (rounds, texts).
     Publish(topics::PublishArgs),
     /// Print records of a topic (predictions, hallucinations, dead letters).

@@ -4,17 +4,19 @@
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
-use super::labels_topic::{label_topic_ids, producer, read_to_end, send};
+use super::kafka_clients::{self, KafkaArgs};
+use super::labels_topic::{label_topic_ids, labels_producer, read_to_end, send};
+use crate::config::ServeConfig;
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, LabelEvent};
 
 #[derive(Debug, Args)]
 pub struct ProposalsArgs {
-    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
-    pub brokers: String,
-    /// The proposals topic.
-    #[arg(long, default_value = "gorag.proposals")]
-    pub topic: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
+    /// The proposals topic (default: the configuration's `topics.proposals`).
+    #[arg(long)]
+    pub topic: Option<String>,
     #[command(subcommand)]
     pub action: Option<ProposalsAction>,
 }
@@ -36,8 +38,9 @@ pub enum ProposalsAction {
         /// The new label's id (default: the proposal's name, lower case, words joined by `_`).
         #[arg(long)]
         name: Option<String>,
-        #[arg(long, default_value = "gorag.labels")]
-        labels_topic: String,
+        /// The labels topic (default: the configuration's `topics.labels`).
+        #[arg(long)]
+        labels_topic: Option<String>,
     },
     /// Reject a proposal: it is not proposed again.
     Reject { id: String },
@@ -51,15 +54,17 @@ pub enum ListFormat {
 
 pub async fn proposals(args: ProposalsArgs) -> Result<()> {
     let ProposalsArgs {
-        brokers,
+        kafka,
         topic,
         action,
     } = args;
+    let config = kafka.load()?;
+    let topic = topic.unwrap_or_else(|| config.topics.proposals.clone());
     let action = action.unwrap_or(ProposalsAction::List {
         all: false,
         format: ListFormat::Table,
     });
-    let current = proposal::current(read_proposals(&brokers, &topic).await?);
+    let current = proposal::current(read_proposals(&config, &topic).await?);
     match action {
         ProposalsAction::List { all, format } => {
             let shown: Vec<&ProposalEvent> = current
@@ -77,7 +82,8 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
             labels_topic,
         } => {
             let open = open_proposal(&current, &id)?;
-            let label = accept(&brokers, &topic, open, name.as_deref(), &labels_topic).await?;
+            let labels_topic = labels_topic.unwrap_or_else(|| config.topics.labels.clone());
+            let label = accept(&config, &topic, open, name.as_deref(), &labels_topic).await?;
             println!(
                 "accepted {id}: label {label} published in round {} to {labels_topic}",
                 open.accepting_round_id()
@@ -85,7 +91,7 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
         }
         ProposalsAction::Reject { id } => {
             let decided = open_proposal(&current, &id)?.decided(ProposalStatus::Rejected, None)?;
-            let producer = producer(&brokers)?;
+            let producer = kafka_clients::producer(&config)?;
             let key = decided.record_key();
             send(&producer, &topic, &key, &serde_json::to_vec(&decided)?).await?;
             println!("rejected {id}");
@@ -98,7 +104,7 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
 /// accepted revision. A label id the labels topic already has is refused before anything is
 /// sent: the service would dead-letter the round.
 async fn accept(
-    brokers: &str,
+    config: &ServeConfig,
     topic: &str,
     open: &ProposalEvent,
     name: Option<&str>,
@@ -109,9 +115,9 @@ async fn accept(
         bail!("accepting {} did not make a round", open.proposal);
     };
     let label = labels.first().map(|l| l.id.clone()).unwrap_or_default();
-    let (rounds, label_ids) = label_topic_ids(brokers, labels_topic).await?;
+    let (rounds, label_ids) = label_topic_ids(config, labels_topic).await?;
     let round_id = open.accepting_round_id();
-    let producer = producer(brokers)?;
+    let producer = labels_producer(config).await?;
     if !rounds.contains(&round_id) {
         if label_ids.contains(&label) {
             bail!("label {label} already exists on {labels_topic}: choose another with --name");
@@ -136,8 +142,8 @@ async fn accept(
 }
 
 /// Every proposal event on the topic; records that are not one are skipped with a warning.
-async fn read_proposals(brokers: &str, topic: &str) -> Result<Vec<ProposalEvent>> {
-    let payloads = read_to_end(brokers, topic).await?;
+async fn read_proposals(config: &ServeConfig, topic: &str) -> Result<Vec<ProposalEvent>> {
+    let payloads = read_to_end(config, topic).await?;
     Ok(payloads
         .iter()
         .filter_map(|payload| match decode::proposal_event(payload) {

@@ -6,20 +6,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::producer::FutureRecord;
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::kafka_clients::{self, KafkaArgs};
 use crate::events::Prediction;
-use crate::stream::kafka::header_pairs;
+use crate::stream::kafka::{ensure_topics, header_pairs, Noted};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
-    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
-    pub brokers: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
     #[arg(long)]
     pub topic: String,
     /// JSON field whose string value keys each record (default: `id`, else `round`, else
@@ -43,33 +43,13 @@ fn record_key(line: &str, field: Option<&str>) -> Option<String> {
         .find_map(|f| value.get(*f).and_then(|v| v.as_str()).map(str::to_string))
 }
 
-/// How long a command waits for a broker to answer before saying none does.
-const BROKER_WAIT: Duration = Duration::from_secs(10);
-
-/// Fail within [`BROKER_WAIT`], naming the address, when no broker answers (the client would
-/// otherwise wait minutes in silence).
-fn ensure_broker<C: rdkafka::ClientContext>(
-    client: &rdkafka::client::Client<C>,
-    brokers: &str,
-) -> Result<()> {
-    tokio::task::block_in_place(|| client.fetch_metadata(None, BROKER_WAIT)).map_err(|error| {
-        anyhow::anyhow!(
-            "no Kafka broker answered at {brokers} within {} s ({error}): start one \
-             (scripts/kafka.sh start runs the local broker) or give its address with \
-             --brokers or GORAG_BROKERS",
-            BROKER_WAIT.as_secs()
-        )
-    })?;
-    Ok(())
-}
-
 pub async fn publish(args: PublishArgs) -> Result<()> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", &args.brokers)
-        .set("enable.idempotence", "true")
-        .create()
-        .context("creating the producer")?;
-    ensure_broker(producer.client(), &args.brokers)?;
+    let config = args.kafka.load()?;
+    let producer = kafka_clients::producer(&config)?;
+    if config.kafka.create_topics && config.topics.names().contains(&args.topic.as_str()) {
+        // One of the service's topics: made as the service needs it, whoever comes first.
+        ensure_topics(&config).await?;
+    }
     let mut lines = Vec::new();
     for path in &args.files {
         let reader: Box<dyn BufRead> = if path.as_os_str() == "-" {
@@ -128,8 +108,8 @@ pub enum TailFormat {
 
 #[derive(Debug, Args)]
 pub struct TailArgs {
-    #[arg(long, env = "GORAG_BROKERS", default_value = "127.0.0.1:9092")]
-    pub brokers: String,
+    #[command(flatten)]
+    pub kafka: KafkaArgs,
     #[arg(long)]
     pub topic: String,
     /// Start at the beginning of every partition (default: only new records).
@@ -156,14 +136,9 @@ pub fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
 }
 
 pub async fn tail(args: TailArgs) -> Result<()> {
-    let consumer: StreamConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &args.brokers)
-        .set("group.id", "gorag-tail")
-        .set("enable.auto.commit", "false")
-        .create()
-        .context("creating the consumer")?;
-    ensure_broker(consumer.client(), &args.brokers)?;
-    assign_every_partition(&consumer, &args)?;
+    let config = args.kafka.load()?;
+    let consumer = kafka_clients::consumer(&config, "gorag-tail")?;
+    assign_every_partition(&consumer, &config.kafka.brokers, &args)?;
 
     let mut seen = 0usize;
     let mut out = std::io::stdout().lock();
@@ -187,8 +162,12 @@ pub async fn tail(args: TailArgs) -> Result<()> {
 }
 
 /// Read every partition of the topic from its start (`--from-beginning`) or its end.
-fn assign_every_partition(consumer: &StreamConsumer, args: &TailArgs) -> Result<()> {
-    let partitions = topic_partitions(consumer, &args.brokers, &args.topic)?;
+fn assign_every_partition(
+    consumer: &StreamConsumer<Noted>,
+    brokers: &str,
+    args: &TailArgs,
+) -> Result<()> {
+    let partitions = topic_partitions(consumer, brokers, &args.topic)?;
     if partitions.is_empty() {
         bail!("topic {} does not exist", args.topic);
     }

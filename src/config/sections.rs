@@ -76,6 +76,21 @@ pub struct TopicsSection {
     pub proposals: String,
 }
 
+impl TopicsSection {
+    /// Every topic's name, in the order above.
+    pub fn names(&self) -> [&str; 7] {
+        [
+            &self.labels,
+            &self.texts,
+            &self.predictions,
+            &self.hallucinations,
+            &self.dead_letter,
+            &self.changelog,
+            &self.proposals,
+        ]
+    }
+}
+
 impl Default for TopicsSection {
     fn default() -> Self {
         Self {

@@ -106,6 +106,28 @@ pub fn broker_answered() {
 
 impl ConsumerContext for Logged {}
 
+/// The client context of the one-shot commands (`publish`, `tail`, …): librdkafka's log lines
+/// are not printed — the command's own error names the address and the reason — but the last
+/// error-level one (refused, not resolved, SASL handshake failed) is kept as that reason.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Noted;
+
+impl ClientContext for Noted {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        use RDKafkaLogLevel::{Alert, Critical, Emerg, Error};
+        if matches!(level, Emerg | Alert | Critical | Error) {
+            note_trouble(message, true);
+        }
+        tracing::debug!(target: "librdkafka", facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        note_broker_trouble(&error, reason);
+    }
+}
+
+impl ConsumerContext for Noted {}
+
 /// The producer every output goes through.
 pub type Producer = FutureProducer<Logged>;
 /// A consumer of a one-partition log (labels, changelog).

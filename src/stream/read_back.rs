@@ -32,17 +32,15 @@ pub enum ReadBackError {
     Task(#[from] tokio::task::JoinError),
 }
 
-/// [`read_to_end`] of `topic` at `brokers`, from a blocking task; `group` labels the reader.
+/// [`read_to_end`] of `topic` with `client` (brokers, security), from a blocking task; `group`
+/// labels the reader.
 pub async fn read_topic(
-    brokers: &str,
+    mut client: ClientConfig,
     group: &str,
     topic: &str,
     limit: Duration,
 ) -> Result<Vec<Vec<u8>>, ReadBackError> {
-    let mut client = ClientConfig::new();
-    client
-        .set("bootstrap.servers", brokers)
-        .set("group.id", group);
+    client.set("group.id", group);
     let topic = topic.to_string();
     tokio::task::spawn_blocking(move || read_to_end(&client, &topic, limit)).await?
 }
@@ -50,12 +48,12 @@ pub async fn read_topic(
 /// [`read_topic`], where a topic that does not exist has no records (the operator's commands:
 /// nothing published yet); a topic that cannot be read is still an error.
 pub async fn read_topic_if_any(
-    brokers: &str,
+    client: ClientConfig,
     group: &str,
     topic: &str,
     limit: Duration,
 ) -> Result<Vec<Vec<u8>>, ReadBackError> {
-    match read_topic(brokers, group, topic, limit).await {
+    match read_topic(client, group, topic, limit).await {
         Err(ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
         read => read,
     }
