@@ -77,9 +77,9 @@ const CONFIG: &str =
     environment variables or --set section.key=value; `gorag serve --print-config` shows the \
     merged configuration and the README's \"Configuration\" section lists every key.";
 
-const KAFKA: &str = "check the broker address (--brokers, kafka.brokers or \
-    GORAG__KAFKA__BROKERS) and that the broker is reachable from here; the log lines above \
-    carry librdkafka's own reason.";
+const KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, --brokers, \
+    GORAG__KAFKA__BROKERS or kafka.brokers in the file given with --config), its security \
+    settings (--set kafka.client.KEY=VALUE) and that the broker is reachable from here.";
 
 /// `gorag serve` has no `--brokers`: its address is a setting.
 const SERVE_KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, \

@@ -107,6 +107,7 @@ pub struct FakeLlm {
     served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<String>>>,
+    heads: Arc<Mutex<Vec<String>>>,
 }
 
 #[allow(dead_code)]
@@ -119,11 +120,18 @@ impl FakeLlm {
         let script = Arc::new(Mutex::new(VecDeque::new()));
         let requests = Arc::new(Mutex::new(Vec::new()));
         let served = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
-        let (s, r, c) = (script.clone(), requests.clone(), served.clone());
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let (s, r, c, h) = (
+            script.clone(),
+            requests.clone(),
+            served.clone(),
+            heads.clone(),
+        );
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (s, r, c, d) = (s.clone(), r.clone(), c.clone(), default.clone());
-                tokio::spawn(async move { serve(stream, s, r, c, d).await });
+                let h = h.clone();
+                tokio::spawn(async move { serve(stream, s, r, c, h, d).await });
             }
         });
         Self {
@@ -131,6 +139,7 @@ impl FakeLlm {
             served,
             script,
             requests,
+            heads,
         }
     }
 
@@ -143,6 +152,12 @@ impl FakeLlm {
         self.served.lock().expect("lock").clone()
     }
 
+    /// Heads (request line and headers) of the first requests received, the endpoint check's
+    /// included.
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().expect("lock").clone()
+    }
+
     /// Bodies of the requests received so far.
     pub fn requests(&self) -> Vec<String> {
         self.requests.lock().expect("lock").clone()
@@ -150,6 +165,11 @@ impl FakeLlm {
 }
 
 pub async fn read_request(stream: &mut TcpStream) -> Option<String> {
+    read_request_parts(stream).await.map(|(_, body)| body)
+}
+
+/// The next request's head (request line and headers) and body.
+pub async fn read_request_parts(stream: &mut TcpStream) -> Option<(String, String)> {
     let mut buffer = Vec::new();
     let mut chunk = [0u8; 8192];
     loop {
@@ -169,7 +189,9 @@ pub async fn read_request(stream: &mut TcpStream) -> Option<String> {
                 })
                 .unwrap_or(0);
             if buffer.len() >= end + 4 + length {
-                return Some(String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).into());
+                let head = text[..end].to_string();
+                let body = String::from_utf8_lossy(&buffer[end + 4..end + 4 + length]).into();
+                return Some((head, body));
             }
         }
     }
@@ -255,10 +277,17 @@ async fn serve(
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<String>>>,
     served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
+    heads: Arc<Mutex<Vec<String>>>,
     default: Reply,
 ) {
     // Keep-alive: answer requests on this connection until the client closes it.
-    while let Some(body) = read_request(&mut stream).await {
+    while let Some((head, body)) = read_request_parts(&mut stream).await {
+        {
+            let mut heads = heads.lock().expect("lock");
+            if heads.len() < 100 {
+                heads.push(head);
+            }
+        }
         // gorag's check at start is answered apart: it takes no scripted reply and is not
         // counted, so a script means the same with or without it.
         if body.contains(gorag::llm::ENDPOINT_CHECK) {
