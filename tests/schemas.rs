@@ -91,8 +91,8 @@ fn every_documented_example_validates_and_decodes() {
     markdown_pages("docs", &mut docs);
     let mut checked = 0;
     for doc in &docs {
-        let text = std::fs::read_to_string(root().join(doc))
-            .unwrap_or_else(|e| panic!("{doc}: {e}"));
+        let text =
+            std::fs::read_to_string(root().join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         for (index, (name, body)) in fenced_examples(&text).into_iter().enumerate() {
             let origin = format!("{doc} example {index}");
             let value: Value =
