@@ -75,7 +75,7 @@ fn advice(error: &anyhow::Error) -> Option<String> {
 const CONFIG: &str =
     "fix the keys listed, in the file given with --config, the GORAG__SECTION__KEY \
     environment variables or --set section.key=value; `gorag serve --print-config` shows the \
-    merged configuration and docs/guide/configuration.md, \"Every key\", lists every key.";
+    merged configuration and docs/guide/configuration.md, \"Every key\", describes each key.";
 
 const KAFKA: &str = "check the broker address (--brokers, kafka.brokers or \
     GORAG__KAFKA__BROKERS) and that the broker is reachable from here; the log lines above \
