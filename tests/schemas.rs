@@ -1,4 +1,5 @@
-//! The committed JSON Schemas match the types, and every documented example validates.
+//! The committed JSON Schemas match the types, and every documented example (README.md,
+//! schemas/README.md, docs/**/*.md) validates.
 
 use std::path::Path;
 
@@ -65,11 +66,33 @@ fn fenced_examples(markdown: &str) -> Vec<(String, String)> {
     examples
 }
 
+/// The Markdown pages under `dir` (recursively), relative to the repository root, sorted.
+fn markdown_pages(dir: &str, found: &mut Vec<String>) {
+    let Ok(entries) = std::fs::read_dir(root().join(dir)) else {
+        return;
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|entry| format!("{dir}/{}", entry.file_name().to_string_lossy()))
+        .collect();
+    names.sort();
+    for name in names {
+        if root().join(&name).is_dir() {
+            markdown_pages(&name, found);
+        } else if name.ends_with(".md") {
+            found.push(name);
+        }
+    }
+}
+
 #[test]
 fn every_documented_example_validates_and_decodes() {
+    let mut docs = vec!["README.md".to_string(), "schemas/README.md".to_string()];
+    markdown_pages("docs", &mut docs);
     let mut checked = 0;
-    for doc in ["README.md", "schemas/README.md"] {
-        let text = std::fs::read_to_string(root().join(doc)).unwrap();
+    for doc in &docs {
+        let text =
+            std::fs::read_to_string(root().join(doc)).unwrap_or_else(|e| panic!("{doc}: {e}"));
         for (index, (name, body)) in fenced_examples(&text).into_iter().enumerate() {
             let origin = format!("{doc} example {index}");
             let value: Value =

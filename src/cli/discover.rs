@@ -13,8 +13,8 @@ use crate::eval::{discover, PreparedRound};
 
 #[derive(Debug, Args)]
 pub struct DiscoverArgs {
-    /// Hold the last round back and measure whether its classes are proposed (see README,
-    /// "Emerging classes"), instead of the paper's protocol.
+    /// Hold the last round back and measure whether its classes are proposed (see
+    /// docs/design/emerging-classes.md, "The protocol"), instead of the paper's protocol.
     #[arg(long)]
     pub discover: bool,
     /// Discovery: a ranked decision whose best score is below this is unexplained.

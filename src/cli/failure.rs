@@ -75,7 +75,7 @@ fn advice(error: &anyhow::Error) -> Option<String> {
 const CONFIG: &str =
     "fix the keys listed, in the file given with --config, the GORAG__SECTION__KEY \
     environment variables or --set section.key=value; `gorag serve --print-config` shows the \
-    merged configuration and the README's \"Configuration\" section lists every key.";
+    merged configuration and docs/guide/configuration.md, \"Every key\", describes each key.";
 
 const KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, --brokers, \
     GORAG__KAFKA__BROKERS or kafka.brokers in the file given with --config), its security \
@@ -94,12 +94,12 @@ const SERVE_TOPIC: &str = "gorag cannot change a topic's partitions: delete the 
     topics.labels=…, --set topics.changelog=…).";
 
 const TAXONOMY: &str = "fix the lines listed: one row per example, columns label (required), \
-    name, description, example and round; the README's \"Labels from a file\" shows both \
-    formats, and --dry-run checks a file without publishing it.";
+    name, description, example and round; docs/guide/serve.md, \"Labels from a file\", shows \
+    both formats, and --dry-run checks a file without publishing it.";
 
 const DATASET_LAYOUT: &str = "a dataset folder holds <k>shot/r<n>/train.tsv and test.tsv \
-    (dev.tsv to tune), one `label<TAB>text` per line; the README's \"Your own data\" shows how \
-    to lay out a CSV that way.";
+    (dev.tsv to tune), one `label<TAB>text` per line; docs/guide/eval.md, \"Your own data\", \
+    shows how to lay out a CSV that way.";
 
 fn dataset(error: &DatasetError) -> &'static str {
     match error {

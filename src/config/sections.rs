@@ -1,5 +1,5 @@
-//! The sections of [`super::ServeConfig`], each with its defaults (the README's configuration
-//! table lists them).
+//! The sections of [`super::ServeConfig`], each with its defaults (docs/guide/configuration.md,
+//! "Every key", lists them).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

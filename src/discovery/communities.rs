@@ -109,10 +109,10 @@ pub fn find(
 /// when it arrived (retrieval's best, second hop included, descriptions not) and its best score now against the
 /// labels' own material (which sees labels added since). Most pooled texts scored weakly on
 /// their own; a community whose members sit near that ceiling together is a known class's
-/// thinly covered texts rather than a missing class (README, "Emerging classes": on WOS, with
-/// round 3 or round 4 held back and over eight stream orders, communities of mostly known
-/// classes had the higher means, and the arrival score told them apart better than the
-/// pass-time score alone).
+/// thinly covered texts rather than a missing class (docs/design/emerging-classes.md,
+/// "Emerging classes": on WOS, with round 3 or round 4 held back and over eight stream orders,
+/// communities of mostly known classes had the higher means, and the arrival score told them
+/// apart better than the pass-time score alone).
 pub fn known_score(community: &Community, texts: &[&PooledText], material: &LabelMaterial) -> f64 {
     let total: f64 = community
         .members

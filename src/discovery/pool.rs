@@ -64,7 +64,7 @@ pub struct PoolNote {
     /// [`crate::engine::Engine::poolable`]; notes from builds before the cap carry every term):
     /// the learn step keeps only its hundred heaviest (what the text graph needs), and the
     /// pool's similarities need more (communities over the heaviest terms alone were measured
-    /// worse: README, "Emerging classes").
+    /// worse: docs/design/emerging-classes.md, "Emerging classes").
     pub terms: TermCounts,
     /// The writer's retrieval score for the text (see [`super::arrival_score`]): replicas
     /// cannot recompute it, their state having moved on since.

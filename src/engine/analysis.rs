@@ -85,8 +85,9 @@ impl Engine {
 
     /// `analysis` as the discovery pool keeps it: its [`POOL_TERMS`] heaviest terms (every term
     /// of a text of ordinary length). The pool's similarities need more than a learn record's
-    /// heaviest hundred (README, "Emerging classes"), but a note that kept all the terms of a
-    /// 100 kB text would be a megabyte in the changelog and in every replica's pool.
+    /// heaviest hundred (docs/design/emerging-classes.md, "Emerging classes"), but a note that
+    /// kept all the terms of a 100 kB text would be a megabyte in the changelog and in every
+    /// replica's pool.
     pub fn poolable(&self, analysis: &Analysis) -> Analysis {
         analysis.with_terms(self.poolable_terms(&analysis.terms))
     }

@@ -1,6 +1,6 @@
 //! The embedding signal (optional): a sentence encoder's cosine between a text and each label's
 //! labelled examples and name, added to the label's score in `ranked` and `hybrid` once both
-//! hops have spoken (README, "The embedding signal").
+//! hops have spoken (docs/design/embedding-signal.md, "The embedding signal").
 //!
 //! The engine stays synchronous and free of model code: it holds a [`TextEncoder`] (the shell's
 //! `embed::SentenceModel`, or a test's) and keeps one vector per label name and per labelled example.

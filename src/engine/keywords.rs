@@ -9,7 +9,8 @@
 //!
 //! The cut: an absolute `s ≥ 0.1` keeps almost nothing on ~200-word abstracts (tf is taken over
 //! all phrases), so selection is **top-k by score** plus an optional absolute floor. The default
-//! k was chosen by measuring candidate recall on the WOS split (see README, "Keyword cut").
+//! k was chosen by measuring candidate recall on the WOS split (see docs/design/keyword-cut.md,
+//! "Keyword cut").
 
 use std::collections::HashMap;
 

@@ -66,7 +66,8 @@ pub enum Strategy {
     Ranked,
     /// TopoRAG's proximity alone: the nearest texts (labelled and confidently classified) vote.
     Proximity,
-    /// `ranked` + `proximity`: the default (README, "Retrieval that finds the class").
+    /// `ranked` + `proximity`: the default (docs/design/retrieval.md, "Retrieval that finds the
+    /// class").
     #[default]
     Hybrid,
 }
@@ -190,8 +191,8 @@ pub const DEFAULT_ASK_BELOW: f64 = 0.0;
 
 /// The keyword statistics' default capacity: above every paper dataset (WOS, all splits
 /// together: 1.53 M distinct phrases), so the paper's figures are untouched, and about
-/// 0.2 GB of memory once full (a table that was full keeps its allocation: README, "Bounded
-/// keyword statistics").
+/// 0.2 GB of memory once full (a table that was full keeps its allocation:
+/// docs/design/keyword-statistics.md, "Bounded keyword statistics").
 pub const DEFAULT_PHRASE_CAPACITY: usize = 2_000_000;
 
 /// The smallest `phrase_capacity` accepted: a sanity floor (a table of a few hundred phrases

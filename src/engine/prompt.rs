@@ -51,8 +51,8 @@ pub enum PromptLayout {
     /// The paper's order: instruction, classes, then the text.
     ListFirst,
     /// The text first, then the classes and the instruction, so the last thing the model reads
-    /// before answering is the list it must answer from (the default: measured in the README,
-    /// "prompt layout").
+    /// before answering is the list it must answer from (the default: measured in
+    /// docs/design/llm-choice.md, "Prompt layout").
     #[default]
     TextFirst,
 }

@@ -12,7 +12,7 @@
 //!   nothing for, texts classified *without* confidence (tentative texts) vote too, as much as
 //!   confident ones: an unsure decision is better evidence than none. Such a text is never
 //!   confident, so what it is decided reaches only the tentative texts, never the keyword graph
-//!   or the confident ones (README, "Texts nothing labelled explains").
+//!   or the confident ones (docs/design/proximity.md, "Texts nothing labelled explains").
 //!
 //! `hybrid` adds the second hop to the first as a bounded nudge: the neighbours' votes as a
 //! distribution, times `proximity_weight` × the best first-hop score; the second hop then
@@ -31,7 +31,8 @@ pub struct RankingConfig {
     pub max_candidates: usize,
     /// A label's examples count best first, each weighted this times the one before (0: its
     /// best example alone, the nearest-example rule). With several shots a label whose
-    /// examples agree beats one with a single lucky match (README, "Several examples").
+    /// examples agree beats one with a single lucky match (docs/design/retrieval.md, "Several
+    /// examples per label").
     pub example_decay: f64,
     /// Weight of the cosine with a label's name.
     pub name_weight: f64,
@@ -46,8 +47,8 @@ pub struct RankingConfig {
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
     /// reaches this (a label the LLM chose against retrieval's best is never learned). The
     /// default equals `learn_margin`: the local 0.5B model's agreement was measured to add
-    /// mostly wrong texts (README, "The model's agreement is no evidence"); a model whose
-    /// agreement is measured to be evidence can be given a lower margin.
+    /// mostly wrong texts (docs/design/confidence.md, "The model's agreement is no evidence");
+    /// a model whose agreement is measured to be evidence can be given a lower margin.
     pub learn_margin_agreeing: f64,
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.

@@ -37,11 +37,11 @@ impl CorpusStats {
     /// the phrases seen once: 93 % of WOS's phrases, 65–89 % of a full synthetic table). A
     /// forgotten phrase counts as never seen (df 0) until it occurs again, and from then on
     /// from 1; N keeps counting every text. Counts never age: once the phrases kept fill half
-    /// the capacity, `t` rises (README, "Bounded keyword statistics"). At most one pass over
-    /// the table per `capacity / 2` new phrases. A pure function of the texts added and their
-    /// order (the pass counts phrases per df, so the map's order does not matter): replicas
-    /// and restarts that add the same texts under the same capacity agree. Returns the phrases
-    /// forgotten.
+    /// the capacity, `t` rises (docs/design/keyword-statistics.md, "Bounded keyword
+    /// statistics"). At most one pass over the table per `capacity / 2` new phrases. A pure
+    /// function of the texts added and their order (the pass counts phrases per df, so the
+    /// map's order does not matter): replicas and restarts that add the same texts under the
+    /// same capacity agree. Returns the phrases forgotten.
     pub fn bound(&mut self, capacity: usize) -> usize {
         let before = self.document_frequency.len();
         if before <= capacity {

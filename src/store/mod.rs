@@ -59,7 +59,8 @@ pub trait StateStore: Send {
 }
 
 /// Sentence vectors kept across restarts: the embedding signal's vectors of label names and
-/// examples, which every start would otherwise encode again (README, "The embedding signal").
+/// examples, which every start would otherwise encode again (docs/design/embedding-signal.md,
+/// "The embedding signal").
 /// Keys are digests of the text; a store holds the vectors of one model only.
 pub trait VectorStore: Send + Sync {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError>;

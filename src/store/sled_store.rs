@@ -8,7 +8,7 @@
 //! and, with the embedding signal, a tree of its own ([`SledVectors`]): `model` → the model's
 //! fingerprint, `<sha256 of a text>` → its vector (f32 little-endian).
 //!
-//! sled is beta software and allows one process per database; see README "State".
+//! sled is beta software and allows one process per database; see docs/guide/serve.md, "State".
 
 use std::path::Path;
 
