@@ -154,7 +154,7 @@ async fn every_llm_example_reaches_the_endpoint_with_its_model_and_key() {
         let dir = tempfile::tempdir().expect("tempdir");
         let file = dir.path().join("gorag.toml");
         std::fs::write(&file, toml).expect("write");
-        let parsed: toml::Value = toml.parse().expect("valid TOML");
+        let parsed: toml::Table = toml.parse().expect("valid TOML");
         let model = parsed["llm"]["model"]
             .as_str()
             .expect("llm.model")

@@ -164,6 +164,7 @@ impl FakeLlm {
     }
 }
 
+#[allow(dead_code)] // the HTTP helpers' stand-in servers read bodies only
 pub async fn read_request(stream: &mut TcpStream) -> Option<String> {
     read_request_parts(stream).await.map(|(_, body)| body)
 }

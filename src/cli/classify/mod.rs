@@ -89,8 +89,10 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
                 .map_or(String::new(), |s| format!(" — {} holds none", s.display()))
         );
     }
+    let mut llm_checked = false;
     if session.would_describe(to_apply) || session.asks_per_text() {
         check_llm(&session, &config.llm.url).await?;
+        llm_checked = true;
     }
     let mut tally = Tally::default();
     if let Some(sync) = sync {
@@ -105,7 +107,13 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
         }
         session.record()?;
     }
-    let interrupted = run(&mut session, &source, args.output, &mut tally).await?;
+    let reading = Reading {
+        source: &source,
+        format: args.output,
+        llm_url: &config.llm.url,
+        llm_checked,
+    };
+    let interrupted = run(&mut session, reading, &mut tally).await?;
     session.save().context("saving what was learned")?;
     eprintln!("{}", tally.summary());
     if interrupted {
@@ -156,13 +164,24 @@ async fn check_llm(session: &Session, url: &str) -> Result<()> {
     Ok(())
 }
 
-/// Classify what `source` holds, in order; true when Ctrl-C stopped it.
-async fn run(
-    session: &mut Session,
-    source: &Source,
+/// What [`run`] reads and how it prints.
+struct Reading<'a> {
+    source: &'a Source,
     format: OutputFormat,
-    tally: &mut Tally,
-) -> Result<bool> {
+    llm_url: &'a str,
+    /// Whether the LLM endpoint answered already (else it is asked before the first round
+    /// whose labels it is to describe).
+    llm_checked: bool,
+}
+
+/// Classify what `source` holds, in order; true when Ctrl-C stopped it.
+async fn run(session: &mut Session, reading: Reading<'_>, tally: &mut Tally) -> Result<bool> {
+    let Reading {
+        source,
+        format,
+        llm_url,
+        mut llm_checked,
+    } = reading;
     let mut items = source.read()?;
     let mut printer = Printer::new(format)?;
     let name = source.name();
@@ -181,7 +200,14 @@ async fn run(
                 tally.unusable += 1;
             }
             Item::Label { line, json } => {
-                let applied = match Session::decode_label(&json) {
+                let event = Session::decode_label(&json);
+                if let Ok(event) = &event {
+                    if !llm_checked && session.would_describe(std::slice::from_ref(event)) {
+                        check_llm(session, llm_url).await?;
+                        llm_checked = true;
+                    }
+                }
+                let applied = match event {
                     Ok(event) => session.apply(event).await,
                     Err(rejection) => Err(rejection),
                 };
