@@ -172,7 +172,7 @@ pub struct Prediction {
     /// Why the candidates are what they are.
     pub basis: Basis,
     /// Whether the decision was trusted enough for online indexing to learn from it (score
-    /// margin, agreement of the LLM with retrieval; see README).
+    /// margin, agreement of the LLM with retrieval; docs/design/confidence.md).
     #[serde(default)]
     pub confident: bool,
     /// The probability that `label` is right, from the decision's evidence (version 2;
