@@ -450,12 +450,10 @@ impl EvalArgs {
     /// `hybrid`): only then is the model loaded.
     fn reads_meaning(&self) -> bool {
         self.embedding_model != crate::embed::EmbeddingModel::Off
-            && self.engines().iter().any(|engine| {
-                engine
-                    .strategy
-                    .evidence()
-                    .is_some_and(|evidence| evidence.first_hop)
-            })
+            && self
+                .engines()
+                .iter()
+                .any(|engine| engine.strategy.reads_meaning())
     }
 
     /// One engine configuration per `--strategy`, otherwise alike.

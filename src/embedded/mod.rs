@@ -83,15 +83,10 @@ impl Session {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
         let engine = saved.restore(config.engine_config())?;
-        let first_hop = config
-            .engine
-            .strategy
-            .evidence()
-            .is_some_and(|evidence| evidence.first_hop);
         let (engine, kept_vectors) = read_meaning(
             engine,
             &config.engine.embedding_model,
-            first_hop,
+            config.engine.strategy.reads_meaning(),
             store.as_ref(),
         )?;
         let llm = config.llm.settings().client()?;

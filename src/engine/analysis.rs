@@ -61,10 +61,9 @@ impl Engine {
     /// with a first hop (`ranked`, `hybrid`); None otherwise. Its vector goes in
     /// [`Analysis::embedding`] (the shell encodes off its loop: `classify::Preliminary`).
     pub fn query_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
-        let first_hop = self.config.strategy.evidence().is_some_and(|e| e.first_hop);
         self.embeddings
             .as_ref()
-            .filter(|_| first_hop)
+            .filter(|_| self.config.strategy.reads_meaning())
             .map(|embeddings| embeddings.encoder())
     }
 

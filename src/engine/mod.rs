@@ -84,6 +84,12 @@ impl Strategy {
         }
     }
 
+    /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`); the
+    /// others need no sentence encoder.
+    pub fn reads_meaning(self) -> bool {
+        self.evidence().is_some_and(|evidence| evidence.first_hop)
+    }
+
     /// The evidence of a ranked strategy; None for `steiner`, `all` and `naive`.
     pub fn evidence(self) -> Option<Evidence> {
         let (first_hop, second_hop) = match self {

@@ -186,11 +186,7 @@ pub async fn run(
     classifier: &Classifier,
 ) -> Result<StrategyRun, EngineError> {
     let mut engine = Engine::new(options.engine.clone());
-    let first_hop = options
-        .engine
-        .strategy
-        .evidence()
-        .is_some_and(|e| e.first_hop);
+    let first_hop = options.engine.strategy.reads_meaning();
     if let (Some(encoder), true) = (&options.encoder, first_hop) {
         let unencoded;
         (engine, unencoded) = engine.with_encoder(encoder.clone());

@@ -119,15 +119,10 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
     let engine = saved.restore(config.engine_config())?;
-    let first_hop = config
-        .engine
-        .strategy
-        .evidence()
-        .is_some_and(|evidence| evidence.first_hop);
     let (engine, kept_vectors) = read_meaning(
         engine,
         &config.engine.embedding_model,
-        first_hop,
+        config.engine.strategy.reads_meaning(),
         Some(&store),
     )
     .map_err(ServeError::Embedding)?;
