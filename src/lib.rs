@@ -28,6 +28,7 @@ pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
+pub mod state;
 pub mod store;
 pub mod stream;
 pub mod telemetry;

@@ -67,12 +67,13 @@ pub async fn report(args: ReportArgs) -> Result<()> {
     if args.out.extension().is_some_and(|e| e == "json") {
         bail!("--out is the HTML page; the JSON goes beside it (give e.g. labels.html)");
     }
-    let (engine, _) = super::serve::load_state(&args.dir)?;
+    let (state, _) = super::serve::load_state(&args.dir)?;
+    let engine = state.engine();
     let stream = match &args.kafka.brokers {
         Some(_) => read_stream(&args).await?,
         None => Stream::default(),
     };
-    let map = label_map::label_map(&engine, &stream.confusions, &stream.traffic)
+    let map = label_map::label_map(engine, &stream.confusions, &stream.traffic)
         .context("grouping the labels")?;
     let title = format!("{} active labels", map.labels.len());
     let listed: Option<Vec<_>> = stream
@@ -84,7 +85,7 @@ pub async fn report(args: ReportArgs) -> Result<()> {
     let json = args.out.with_extension("json");
     let data = ReportJson {
         map: &map,
-        pooled_texts: engine.pool().len(),
+        pooled_texts: state.pool().len(),
         proposals: stream.proposals,
     };
     std::fs::write(&json, serde_json::to_string_pretty(&data)?)

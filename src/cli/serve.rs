@@ -69,19 +69,22 @@ pub struct StateArgs {
 }
 
 /// The engine a stopped service's state directory holds, and what else it saved.
-pub fn load_state(dir: &std::path::Path) -> Result<(crate::engine::Engine, Saved)> {
+/// The replicated state a stopped service's state directory holds, and what else it saved.
+pub fn load_state(dir: &std::path::Path) -> Result<(crate::state::State, Saved)> {
     if !dir.is_dir() {
         bail!("{} is not a directory", dir.display());
     }
     let store = SledStore::open(dir)?;
     let mut saved = store.load()?;
-    let engine = saved.restore(crate::engine::EngineConfig::default())?;
-    Ok((engine, saved))
+    let pool_capacity = crate::discovery::DiscoveryConfig::default().pool_capacity;
+    let state = saved.restore(crate::engine::EngineConfig::default(), pool_capacity)?;
+    Ok((state, saved))
 }
 
 /// Print what a state directory holds, with the engine digest.
 pub fn state(args: StateArgs) -> Result<()> {
-    let (engine, saved) = load_state(&args.dir)?;
+    let (state, saved) = load_state(&args.dir)?;
+    let engine = state.engine();
     let offsets: Vec<serde_json::Value> = saved
         .offsets
         .iter()
@@ -90,7 +93,7 @@ pub fn state(args: StateArgs) -> Result<()> {
         })
         .collect();
     let report = serde_json::json!({
-        "digest": engine.digest(),
+        "digest": state.digest(),
         "graph_nodes": engine.graph().node_count(),
         "graph_edges": engine.graph().edge_count(),
         "labels": engine.labels().len(),

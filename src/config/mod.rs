@@ -120,11 +120,9 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
-    /// The engine's configuration (`[engine]`, the pool's capacity from `[discovery]`, and
-    /// when to ask the LLM from `[llm]`).
+    /// The engine's configuration (`[engine]`, and when to ask the LLM from `[llm]`).
     pub fn engine_config(&self) -> crate::engine::EngineConfig {
         crate::engine::EngineConfig {
-            pool_capacity: self.discovery.pool_capacity,
             ask_below: self.llm.ask_below,
             ..self.engine.engine_config()
         }

@@ -19,13 +19,13 @@ pub use taxonomy_sync::{sync_taxonomy, TaxonomySync};
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
 use crate::embed::{read_meaning, KeptVectors, LoadError};
-use crate::engine::update::Update;
 use crate::engine::{Engine, IndexReport};
 use crate::events::decode::{self, Rejection};
 use crate::events::to_update::{engine_rejection, label_update};
 use crate::events::{InputPosition, LabelEvent, Prediction, StageLatency, TextEvent};
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
+use crate::state::{State, Update};
 use crate::store::{RestoreError, SledStore, StateStore, StoreError};
 use crate::stream::outputs::{self, Classification};
 
@@ -58,7 +58,7 @@ pub struct Applied {
 
 /// The engine, its LLM and its state folder.
 pub struct Session {
-    engine: Engine,
+    state: State,
     classifier: Classifier,
     describe_labels: bool,
     max_text_bytes: usize,
@@ -82,7 +82,8 @@ impl Session {
         if let (Some(dir), false) = (state, saved.offsets.is_empty()) {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
-        let engine = saved.restore(config.engine_config())?;
+        let state = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+        let (engine, pool) = state.into_parts();
         let (engine, kept_vectors) = read_meaning(
             engine,
             &config.engine.embedding_model,
@@ -92,7 +93,7 @@ impl Session {
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         Ok(Self {
-            engine,
+            state: State::from_parts(engine, pool),
             classifier: Classifier::new(llm, config.engine.keywords),
             describe_labels: config.llm.describe_labels,
             max_text_bytes: config.input.max_text_bytes,
@@ -104,7 +105,7 @@ impl Session {
     }
 
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.state.engine()
     }
 
     pub fn llm(&self) -> Option<&LlmClient> {
@@ -125,13 +126,13 @@ impl Session {
     /// Whether classifying a text asks the LLM (to choose, or for its keywords).
     pub fn asks_per_text(&self) -> bool {
         self.llm().is_some()
-            && (self.engine.config().ask_below > 0.0 || self.classifier.asks_for_keywords())
+            && (self.engine().config().ask_below > 0.0 || self.classifier.asks_for_keywords())
     }
 
     /// Apply a label event (a labels-topic record's bytes or its decoded event), describing a
     /// round's named labels first when the LLM is to.
     pub async fn apply(&mut self, event: LabelEvent) -> Result<Applied, Rejection> {
-        let mut update = label_update(&self.engine, event)?;
+        let mut update = label_update(self.state.engine(), event)?;
         let mut description_calls = 0;
         if let Update::Round { labels, .. } = &mut update {
             if self.describe_labels {
@@ -139,7 +140,7 @@ impl Session {
             }
         }
         let report = self
-            .engine
+            .state
             .apply(&update)
             .map_err(|e| engine_rejection(&e))?;
         self.unrecorded.push(update);
@@ -167,23 +168,22 @@ impl Session {
         position: InputPosition,
     ) -> Result<Prediction, Rejection> {
         let started = Instant::now();
+        let engine = self.state.engine();
         let classified = self
             .classifier
-            .classify(&self.engine, &event.text)
+            .classify(engine, &event.text)
             .await
             .map_err(|e| engine_rejection(&e))?;
         let index_started = Instant::now();
-        let confident = self
-            .engine
-            .is_confident(&classified.retrieval, &classified.decision);
-        if self.engine.config().online_indexing {
+        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+        if engine.config().online_indexing {
             let update = Update::Learn {
-                analysis: self.engine.learnable(&classified.analysis),
+                analysis: engine.learnable(&classified.analysis),
                 label: classified.decision.label.clone(),
                 confident,
             };
             // A label retired meanwhile is not learned; nothing else can refuse it.
-            if self.engine.apply(&update).is_ok() {
+            if self.state.apply(&update).is_ok() {
                 self.unrecorded.push(update);
             }
         }
@@ -210,7 +210,7 @@ impl Session {
             latency,
             position: &position,
         };
-        Ok(outputs::prediction(&self.engine, &classification))
+        Ok(outputs::prediction(self.state.engine(), &classification))
     }
 
     /// Write what was applied since the last call to the state folder (if any).
@@ -228,7 +228,7 @@ impl Session {
     pub fn save(&mut self) -> Result<(), SessionError> {
         self.record()?;
         if let Some(store) = &mut self.store {
-            store.snapshot(&self.engine.to_state())?;
+            store.snapshot(&self.state.to_snapshot())?;
             store.flush()?;
         }
         Ok(())

@@ -37,11 +37,10 @@ pub enum CorrectionKind {
 
 impl Engine {
     /// Learn `text` as a labelled example of `label`, taking back its learned copies under
-    /// other labels and its place in the discovery pool (by `text_id`). Errors for an unknown
-    /// or retired label, changing nothing.
+    /// other labels (its place in the discovery pool is the replicated state's:
+    /// [`crate::state::State::apply`]). Errors for an unknown or retired label, changing nothing.
     pub fn correct(
         &mut self,
-        text_id: &str,
         label: &str,
         text: &str,
         kind: CorrectionKind,
@@ -84,8 +83,6 @@ impl Engine {
             .filter(|&doc| self.index.doc(doc).is_some_and(|d| d.label != position))
             .collect();
         let took_back = self.index.remove_classified(&wrong) > 0;
-        // A pooled copy would keep proposing a class for a text now labelled.
-        self.pool.retain(|pooled| pooled.id != text_id);
         // Its outcome is the decision it corrects, not how it fares as an example.
         let (report, _) = self.index_examples(label, &[text.to_string()])?;
         if kind == CorrectionKind::Audit {

@@ -38,7 +38,6 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::discovery::Pool;
 use answer::HallucinationKind;
 use embedding::Embeddings;
 use graph::KeywordGraph;
@@ -135,8 +134,6 @@ pub struct EngineConfig {
     pub example_chars: usize,
     /// Whether the text comes before or after the classes in the prompt.
     pub prompt_layout: PromptLayout,
-    /// Poorly explained texts kept for emerging-class discovery (oldest dropped first).
-    pub pool_capacity: usize,
     /// Distinct phrases the keyword statistics keep; past it the rarest are forgotten
     /// ([`tfidf::CorpusStats::bound`]). Part of what makes replicas equal.
     pub phrase_capacity: usize,
@@ -174,7 +171,6 @@ impl Default for EngineConfig {
             llm_weight: 0.0,
             example_chars: 150,
             prompt_layout: PromptLayout::default(),
-            pool_capacity: 5_000,
             phrase_capacity: DEFAULT_PHRASE_CAPACITY,
             abstain_below: DEFAULT_ABSTAIN_BELOW,
             ask_below: DEFAULT_ASK_BELOW,
@@ -362,9 +358,6 @@ pub struct Engine {
     label_version: u64,
     /// Id of the last round applied through [`Engine::apply`].
     last_round: Option<String>,
-    /// Texts the active labels explain poorly, for emerging-class discovery
-    /// ([`update::Update::Unexplained`]).
-    pool: Pool,
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
     /// Labelled outcomes from the log and the confidence's recalibration ([`refit`]).
@@ -375,7 +368,6 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
             index: TextIndex::new(config.ranking.capacity(), config.term_weighting()),
-            pool: Pool::new(config.pool_capacity),
             config,
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),
@@ -391,11 +383,6 @@ impl Engine {
     /// The calibrator that reads decisions' confidence.
     pub fn calibrator(&self) -> &confidence::Calibrator {
         &self.config.calibrator
-    }
-
-    /// The texts the active labels explain poorly, oldest first.
-    pub fn pool(&self) -> &Pool {
-        &self.pool
     }
 
     pub fn last_round(&self) -> Option<&str> {

@@ -266,9 +266,7 @@ impl Engine {
             | Update::Correct { .. }
             | Update::Audit { .. }
             | Update::RetireLabel { .. }
-            | Update::Learn { .. }
-            | Update::Unexplained { .. }
-            | Update::Pooled { .. } => Vec::new(),
+            | Update::Learn { .. } => Vec::new(),
         }
     }
 

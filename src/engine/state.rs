@@ -19,7 +19,6 @@ use super::index::{IndexDoc, SpreadState, TextIndex};
 use super::refit::OutcomeLog;
 use super::tfidf::CorpusStats;
 use super::{Engine, EngineConfig, LabelInfo};
-use crate::discovery::{Pool, PoolV1};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphState {
@@ -39,77 +38,11 @@ pub struct EngineState {
     pub index: Vec<IndexDoc>,
     pub label_version: u64,
     pub last_round: Option<String>,
-    /// Texts the active labels explain poorly (emerging-class discovery). After the fields
-    /// above, so a snapshot written before it existed is this state's prefix (see
-    /// [`EngineState::decode`]).
-    pub pool: Pool,
-    /// What classified texts taught the index's term weights (its label spread). After the
-    /// pool, for the same reason.
+    /// What classified texts taught the index's term weights (its label spread).
     pub spread: SpreadState,
     /// The labelled outcomes the confidence is refitted on (oldest first; derived, not in the
-    /// digest). Last, for the same reason: a snapshot written before them decodes with none.
+    /// digest).
     pub outcomes: Vec<Outcome>,
-}
-
-/// A snapshot as builds before the discovery pool wrote it. Followed by a [`Pool`] and a
-/// [`SpreadState`], it is the layout of snapshots written before confidence outcomes; followed by
-/// a [`Pool`], that of snapshots written before the label spread; and followed by a [`PoolV1`],
-/// that of snapshots written before arrival scores (postcard writes a struct as its fields in order,
-/// so a pair of structs reads as one with both sets of fields).
-#[derive(Deserialize)]
-struct EngineStateWithoutPool {
-    graph: GraphState,
-    stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    index: Vec<IndexDoc>,
-    label_version: u64,
-    last_round: Option<String>,
-}
-
-impl EngineStateWithoutPool {
-    fn with_pool(self, pool: Pool) -> EngineState {
-        EngineState {
-            graph: self.graph,
-            stats: self.stats,
-            labels: self.labels,
-            index: self.index,
-            label_version: self.label_version,
-            last_round: self.last_round,
-            pool,
-            spread: SpreadState::default(),
-            outcomes: Vec::new(),
-        }
-    }
-}
-
-impl EngineState {
-    /// Decode a postcard snapshot: this build's, one written before confidence refits (then
-    /// with no outcome), one written before the label spread (then with nothing learned into
-    /// the weights), one written before arrival scores (its pooled texts without them), or one
-    /// written before the pool existed (then with an empty pool). Each older layout is a
-    /// prefix of the next, so a snapshot decodes as one layout only.
-    pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
-        let error = match postcard::from_bytes::<Self>(bytes) {
-            Ok(state) => return Ok(state),
-            Err(error) => error,
-        };
-        type WithoutOutcomes = (EngineStateWithoutPool, Pool, SpreadState);
-        if let Ok((old, pool, spread)) = postcard::from_bytes::<WithoutOutcomes>(bytes) {
-            return Ok(Self {
-                spread,
-                ..old.with_pool(pool)
-            });
-        }
-        if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, Pool)>(bytes) {
-            return Ok(old.with_pool(pool));
-        }
-        if let Ok((old, pool)) = postcard::from_bytes::<(EngineStateWithoutPool, PoolV1)>(bytes) {
-            return Ok(old.with_pool(Pool::from_v1(pool)));
-        }
-        postcard::from_bytes::<EngineStateWithoutPool>(bytes)
-            .map(|old| old.with_pool(Pool::default()))
-            .map_err(|_| error)
-    }
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -222,7 +155,6 @@ impl Engine {
             index: self.index.docs().cloned().collect(),
             label_version: self.label_version,
             last_round: self.last_round.clone(),
-            pool: self.pool.clone(),
             spread: self.index.spread_state(),
             outcomes: self.outcomes.outcomes().copied().collect(),
         }
@@ -252,10 +184,7 @@ impl Engine {
             config.ranking.capacity(),
             config.term_weighting(),
         );
-        let mut pool = state.pool;
-        pool.set_capacity(config.pool_capacity);
         let mut engine = Self {
-            pool,
             config,
             graph,
             stats: state.stats,
@@ -272,10 +201,11 @@ impl Engine {
     }
 
     /// SHA-256 over the graph (in node and edge order, costs bit for bit), the corpus statistics,
-    /// the label set, the retrieval index and the discovery pool: equal digests mean replicas or
-    /// restarts hold the same state. The confidence's outcomes are left out: like the embedding
-    /// signal's vectors they are derived, and depend on the instance's ranking settings
-    /// ([`super::refit`]).
+    /// the label set, the retrieval index and the label spread: equal digests mean the engines
+    /// hold the same state (the replicated state's digest adds the discovery pool:
+    /// [`crate::state::State::digest`]). The confidence's outcomes are left out: like the
+    /// embedding signal's vectors they are derived, and depend on the instance's ranking
+    /// settings ([`super::refit`]).
     pub fn digest(&self) -> String {
         let mut hash = Sha256::new();
         let graph = self.graph.inner();
@@ -326,30 +256,6 @@ impl Engine {
         }
         hash.update(self.label_version.to_le_bytes());
         hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
-        // The discovery pool is replicated state too.
-        hash.update((self.pool.texts().len() as u64).to_le_bytes());
-        for text in self.pool.texts() {
-            hash_str(&mut hash, &text.id);
-            hash_str(&mut hash, &text.label);
-            hash_str(&mut hash, &text.excerpt);
-            hash.update([text.why as u8]);
-            hash.update((text.keywords.len() as u64).to_le_bytes());
-            for keyword in &text.keywords {
-                hash_str(&mut hash, keyword);
-            }
-            hash.update((text.terms.counts.len() as u64).to_le_bytes());
-            for (term, count) in &text.terms.counts {
-                hash_str(&mut hash, term);
-                hash.update(count.to_le_bytes());
-            }
-            match text.arrival_score {
-                Some(score) => {
-                    hash.update([1]);
-                    hash.update(score.to_bits().to_le_bytes());
-                }
-                None => hash.update([0]),
-            }
-        }
         let spread = self.index.spread_state();
         for part in [&spread.folded, &spread.pending] {
             hash.update((part.len() as u64).to_le_bytes());
@@ -368,7 +274,7 @@ impl Engine {
     }
 }
 
-fn hash_str(hash: &mut Sha256, text: &str) {
+pub(crate) fn hash_str(hash: &mut Sha256, text: &str) {
     hash.update((text.len() as u64).to_le_bytes());
     hash.update(text.as_bytes());
 }

@@ -1,12 +1,11 @@
-//! Every change to the engine as one value: what the service applies, logs and replays.
-
-use serde::{Deserialize, Serialize};
+//! Every change to the engine as one value. The replicated state's own updates, which also
+//! carry the discovery pool's and are what the service logs and replays, are
+//! [`crate::state::Update`].
 
 use super::correct::CorrectionKind;
 use super::{Analysis, Engine, EngineError, IndexReport, NewLabel};
-use crate::discovery::PooledText;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Update {
     /// A round of new labels (descriptions already filled in, so replay needs no LLM).
     Round {
@@ -25,51 +24,24 @@ pub enum Update {
     Learn {
         analysis: Analysis,
         label: String,
-        #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
-    /// A text the active labels explain poorly joins the discovery pool, as logs before arrival
-    /// scores wrote it (read, never written; postcard numbers variants, so it keeps its place).
-    Unexplained { text: PooledText },
-    /// A text the active labels explain poorly joins the discovery pool, with its arrival score
-    /// (which the text's own layout does not carry; see [`PooledText::arrival_score`]).
-    Pooled {
-        text: PooledText,
-        arrival_score: Option<f64>,
-    },
     /// An operator's label for a text: learned as a labelled example, its learned copy under
-    /// another label taken back ([`Engine::correct`]). Last, so that earlier variants keep
-    /// their postcard numbers.
-    Correct {
-        text_id: String,
-        label: String,
-        text: String,
-    },
+    /// another label taken back ([`Engine::correct`]).
+    Correct { label: String, text: String },
     /// A correction from an audit (a text picked at random, not because it needed review):
     /// applied as [`Update::Correct`], and its decision's outcome refits the confidence
-    /// ([`Engine::audit`]). Last, for the same reason.
-    Audit {
-        text_id: String,
-        label: String,
-        text: String,
-    },
+    /// ([`Engine::audit`]).
+    Audit { label: String, text: String },
 }
 
 impl Update {
     /// An operator's label for a text: a reviewer's ([`Update::Correct`]) or an audit's
     /// ([`Update::Audit`]).
-    pub fn correction(text_id: String, label: String, text: String, kind: CorrectionKind) -> Self {
+    pub fn correction(label: String, text: String, kind: CorrectionKind) -> Self {
         match kind {
-            CorrectionKind::Review => Self::Correct {
-                text_id,
-                label,
-                text,
-            },
-            CorrectionKind::Audit => Self::Audit {
-                text_id,
-                label,
-                text,
-            },
+            CorrectionKind::Review => Self::Correct { label, text },
+            CorrectionKind::Audit => Self::Audit { label, text },
         }
     }
 }
@@ -88,35 +60,12 @@ impl Engine {
                 self.retire_label(label)?;
                 Ok(IndexReport::default())
             }
-            Update::Unexplained { text } => {
-                self.pool.push(text.clone());
-                Ok(IndexReport::default())
-            }
-            Update::Pooled {
-                text,
-                arrival_score,
-            } => {
-                self.pool.push(PooledText {
-                    arrival_score: *arrival_score,
-                    ..text.clone()
-                });
-                Ok(IndexReport::default())
-            }
-            Update::Correct {
-                text_id,
-                label,
-                text,
-            }
-            | Update::Audit {
-                text_id,
-                label,
-                text,
-            } => {
+            Update::Correct { label, text } | Update::Audit { label, text } => {
                 let kind = match update {
                     Update::Audit { .. } => CorrectionKind::Audit,
                     _ => CorrectionKind::Review,
                 };
-                let (report, correction) = self.correct(text_id, label, text, kind)?;
+                let (report, correction) = self.correct(label, text, kind)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report
@@ -137,10 +86,4 @@ impl Engine {
             }
         }
     }
-}
-
-/// Learn records written before confidence existed learned everything (this default serves
-/// the JSON changelog; the postcard state store changed format instead).
-fn learned_with_confidence() -> bool {
-    true
 }

@@ -347,24 +347,13 @@ async fn classify_and_learn(
         add_times(seconds, &classified);
         let record = Scored::new(engine, sample, &classified, at);
         let started = Instant::now();
-        let text_id = || format!("r{round}-{}", i + 1);
         let within_budget =
             (learning.reviewed + 1) as f64 <= oversight.review_budget * (i + 1) as f64;
         if oversight.audits(i) {
-            engine.correct(
-                &text_id(),
-                &sample.label,
-                &sample.text,
-                CorrectionKind::Audit,
-            )?;
+            engine.correct(&sample.label, &sample.text, CorrectionKind::Audit)?;
             learning.audited += 1;
         } else if record.needs_review && within_budget {
-            engine.correct(
-                &text_id(),
-                &sample.label,
-                &sample.text,
-                CorrectionKind::Review,
-            )?;
+            engine.correct(&sample.label, &sample.text, CorrectionKind::Review)?;
             learning.reviewed += 1;
         } else {
             let confident = engine.is_confident(&classified.retrieval, &classified.decision);

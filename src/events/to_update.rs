@@ -5,8 +5,8 @@
 use super::decode::{Reason, Rejection};
 use super::LabelEvent;
 use crate::engine::correct::CorrectionKind;
-use crate::engine::update::Update;
 use crate::engine::{Engine, EngineError, NewLabel};
+use crate::state::Update;
 
 /// Turn a label event into an engine update, checked before any LLM call.
 pub fn label_update(engine: &Engine, event: LabelEvent) -> Result<Update, Rejection> {

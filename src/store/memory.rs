@@ -3,12 +3,12 @@
 //! start anyway.
 
 use super::{Offsets, Saved, StateStore, StoreError};
-use crate::engine::state::EngineState;
-use crate::engine::update::Update;
+use crate::state::Snapshot;
+use crate::state::Update;
 
 #[derive(Debug, Default, Clone)]
 pub struct MemoryStore {
-    snapshot: Option<EngineState>,
+    snapshot: Option<Snapshot>,
     log: Vec<Update>,
     offsets: Offsets,
     instance: Option<String>,
@@ -31,7 +31,7 @@ impl StateStore for MemoryStore {
         Ok(())
     }
 
-    fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError> {
+    fn snapshot(&mut self, state: &Snapshot) -> Result<(), StoreError> {
         self.snapshot = Some(state.clone());
         self.log.clear();
         Ok(())

@@ -13,9 +13,10 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::engine::state::{EngineState, StateError};
-use crate::engine::update::Update;
+use crate::engine::state::StateError;
 use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::state::Update;
+use crate::state::{Snapshot, State};
 
 pub use memory::MemoryStore;
 pub use sled_store::{SledStore, SledVectors};
@@ -38,7 +39,7 @@ pub enum StoreError {
 /// What a store gives back on start.
 #[derive(Debug, Default)]
 pub struct Saved {
-    pub snapshot: Option<EngineState>,
+    pub snapshot: Option<Snapshot>,
     /// Updates applied after the snapshot, in order.
     pub log: Vec<Update>,
     pub offsets: Offsets,
@@ -49,7 +50,7 @@ pub trait StateStore: Send {
     /// Atomically append `updates` (in order) to the log and set `offsets`.
     fn record(&mut self, updates: &[Update], offsets: &Offsets) -> Result<(), StoreError>;
     /// Atomically replace the snapshot with `state` and drop the log entries it covers.
-    fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError>;
+    fn snapshot(&mut self, state: &Snapshot) -> Result<(), StoreError>;
     /// Updates logged since the last snapshot.
     fn log_len(&self) -> u64;
     /// Make everything recorded so far durable.
@@ -101,16 +102,20 @@ pub enum RestoreError {
 }
 
 impl Saved {
-    /// The engine this saved state describes: the snapshot (taken out of `self`), then every
-    /// update logged since.
-    pub fn restore(&mut self, config: EngineConfig) -> Result<Engine, RestoreError> {
-        let mut engine = match self.snapshot.take() {
-            Some(state) => Engine::from_state(config, state)?,
-            None => Engine::new(config),
+    /// The state this saved state describes: the snapshot (taken out of `self`), then every
+    /// update logged since; the engine with `config`, the pool holding `pool_capacity` texts.
+    pub fn restore(
+        &mut self,
+        config: EngineConfig,
+        pool_capacity: usize,
+    ) -> Result<State, RestoreError> {
+        let mut state = match self.snapshot.take() {
+            Some(snapshot) => State::from_snapshot(config, pool_capacity, snapshot)?,
+            None => State::new(Engine::new(config), pool_capacity),
         };
         for update in &self.log {
-            engine.apply(update)?;
+            state.apply(update)?;
         }
-        Ok(engine)
+        Ok(state)
     }
 }

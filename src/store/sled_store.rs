@@ -1,7 +1,7 @@
 //! The sled implementation of [`StateStore`]: one tree, keys by prefix.
 //!
 //! - `format` → u32 (big-endian)
-//! - `snapshot` → postcard([`EngineState`])
+//! - `snapshot` → postcard([`Snapshot`])
 //! - `log/<seq u64 BE>` → postcard([`Update`])
 //! - `offset/<topic>\0<partition i32 BE>` → i64 BE, the next offset to read
 //!
@@ -15,8 +15,8 @@ use std::path::Path;
 use sled::{Batch, Db, IVec};
 
 use super::{Offsets, Saved, StateStore, StoreError, VectorStore};
-use crate::engine::state::EngineState;
-use crate::engine::update::Update;
+use crate::state::Snapshot;
+use crate::state::Update;
 
 const FORMAT: u32 = 2;
 const FORMAT_KEY: &[u8] = b"format";
@@ -186,7 +186,7 @@ impl VectorStore for SledVectors {
 impl StateStore for SledStore {
     fn load(&self) -> Result<Saved, StoreError> {
         let snapshot = match self.db.get(SNAPSHOT_KEY)? {
-            Some(bytes) => Some(EngineState::decode(&bytes).map_err(|e| corrupt(SNAPSHOT_KEY, e))?),
+            Some(bytes) => Some(Snapshot::decode(&bytes).map_err(|e| corrupt(SNAPSHOT_KEY, e))?),
             None => None,
         };
         let mut log = Vec::new();
@@ -231,7 +231,7 @@ impl StateStore for SledStore {
         Ok(())
     }
 
-    fn snapshot(&mut self, state: &EngineState) -> Result<(), StoreError> {
+    fn snapshot(&mut self, state: &Snapshot) -> Result<(), StoreError> {
         let bytes = postcard::to_stdvec(state).map_err(|e| corrupt(SNAPSHOT_KEY, e))?;
         let mut batch = Batch::default();
         batch.insert(SNAPSHOT_KEY, bytes);
@@ -267,6 +267,7 @@ impl StateStore for SledStore {
 mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, NewLabel};
+    use crate::state::State;
 
     fn round(id: &str) -> Update {
         Update::Round {
@@ -287,12 +288,12 @@ mod tests {
     #[test]
     fn log_snapshot_and_offsets_survive_reopen() {
         let dir = tempfile::tempdir().unwrap();
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         {
             let mut store = SledStore::open(dir.path()).unwrap();
             store.record(&[round("a")], &offsets(1)).unwrap();
             engine.apply(&round("a")).unwrap();
-            store.snapshot(&engine.to_state()).unwrap();
+            store.snapshot(&engine.to_snapshot()).unwrap();
             store.record(&[round("b")], &offsets(2)).unwrap();
             store.record(&[], &offsets(3)).unwrap();
             assert_eq!(store.log_len(), 1);
@@ -300,7 +301,7 @@ mod tests {
         }
         let store = reopen(dir.path());
         let saved = store.load().unwrap();
-        assert_eq!(saved.snapshot.as_ref(), Some(&engine.to_state()));
+        assert_eq!(saved.snapshot.as_ref(), Some(&engine.to_snapshot()));
         assert_eq!(saved.log, vec![round("b")]);
         assert_eq!(saved.offsets, offsets(3));
         assert_eq!(store.log_len(), 1);

@@ -16,9 +16,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::discovery::{OldNote, PoolNote, PoolNoteV3, PoolNoteV4};
-use crate::engine::update::Update;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
+use crate::state::Update;
 
 pub const CHANGE_VERSION: u32 = 7;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
@@ -270,10 +270,11 @@ mod tests {
     use crate::engine::correct::CorrectionKind;
     use crate::engine::terms::TermCounts;
     use crate::engine::{Engine, EngineConfig, NewLabel};
+    use crate::state::State;
 
     #[test]
     fn learns_are_batched_under_the_size_limit_in_order() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         engine
             .apply(&Update::Round {
                 round: "r1".into(),
@@ -289,7 +290,9 @@ mod tests {
             .map(|offset| LearnedText {
                 partition: 0,
                 offset,
-                analysis: engine.analyze("helium nuclei and alpha decay in physics labs"),
+                analysis: engine
+                    .engine()
+                    .analyze("helium nuclei and alpha decay in physics labs"),
                 label: "a".into(),
                 confident: offset % 2 == 0,
                 note: (offset == 3).then(|| {
@@ -346,9 +349,11 @@ mod tests {
                 examples: vec!["alpha decay emits helium nuclei".into()],
             }],
         };
-        let mut writer = Engine::new(EngineConfig::default());
+        let mut writer = State::new(Engine::new(EngineConfig::default()), 100);
         writer.apply(&round).unwrap();
-        let analysis = writer.analyze("helium nuclei and alpha decay in physics labs");
+        let analysis = writer
+            .engine()
+            .analyze("helium nuclei and alpha decay in physics labs");
         let records = [
             ChangeRecord {
                 version: CHANGE_VERSION,
@@ -374,8 +379,8 @@ mod tests {
         ];
         // Two replicas decode the same bytes and apply them in the same order.
         let mut replicas = [
-            Engine::new(EngineConfig::default()),
-            Engine::new(EngineConfig::default()),
+            State::new(Engine::new(EngineConfig::default()), 100),
+            State::new(Engine::new(EngineConfig::default()), 100),
         ];
         for record in &records {
             let bytes = record.encode();

@@ -16,6 +16,7 @@ use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
 use crate::embed::{read_meaning, RememberingEncoder, SentenceModel};
+use crate::state::State;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
@@ -118,7 +119,8 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let engine = saved.restore(config.engine_config())?;
+    let state = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+    let (engine, pool) = state.into_parts();
     let (engine, kept_vectors) = read_meaning(
         engine,
         &config.engine.embedding_model,
@@ -126,6 +128,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
         Some(&store),
     )
     .map_err(ServeError::Embedding)?;
+    let state = State::from_parts(engine, pool);
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),
@@ -135,10 +138,10 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     tracing::info!(
         %instance,
         changelog_next = cursor.changelog_next,
-        labels = engine.labels().len(),
-        nodes = engine.graph().node_count(),
+        labels = state.engine().labels().len(),
+        nodes = state.engine().graph().node_count(),
         replayed = saved.log.len(),
-        digest = %engine.digest(),
+        digest = %state.digest(),
         "state restored"
     );
     let policy = SnapshotPolicy {
@@ -146,7 +149,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
         min_interval: Duration::from_secs_f64(config.state.snapshot_min_interval_secs),
     };
     let replica = Replica::new(
-        engine,
+        state,
         Box::new(store),
         cursor,
         topics,

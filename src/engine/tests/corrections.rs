@@ -22,7 +22,7 @@ fn learned_wrongly() -> Engine {
 fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let mut engine = learned_wrongly();
     let examples_before = engine.label("cooking").unwrap().examples;
-    let (report, correction) = engine.correct("t-1", "cooking", MIXED, Review).unwrap();
+    let (report, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(engine.index().seen_count(), 0);
     assert_eq!(report.texts_indexed, 1);
@@ -44,7 +44,6 @@ fn a_correction_of_a_text_never_learned_takes_nothing_back() {
     let mut engine = three_topics(EngineConfig::default());
     let (_, correction) = engine
         .correct(
-            "t-2",
             "football",
             "the referee gave a penalty in the match",
             Review,
@@ -58,16 +57,14 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
     let mut engine = learned_wrongly();
     let digest = engine.digest();
     assert_eq!(
-        engine.correct("t-1", "physics", MIXED, Review).unwrap_err(),
+        engine.correct("physics", MIXED, Review).unwrap_err(),
         EngineError::UnknownLabel("physics".into())
     );
     assert_eq!(engine.digest(), digest);
     engine.retire_label("football").unwrap();
     let digest = engine.digest();
     assert_eq!(
-        engine
-            .correct("t-1", "football", MIXED, Review)
-            .unwrap_err(),
+        engine.correct("football", MIXED, Review).unwrap_err(),
         EngineError::RetiredLabel("football".into())
     );
     assert_eq!(engine.digest(), digest);
@@ -77,7 +74,6 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
 #[test]
 fn replicas_applying_the_same_correction_agree() {
     let update = Update::Correct {
-        text_id: "t-9".into(),
         label: "cooking".into(),
         text: MIXED.into(),
     };
@@ -97,7 +93,7 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let learnable = engine.learnable(&analysis);
     engine.learn(&learnable, "football", false);
     assert_eq!(engine.index().tentative_count(), 1);
-    let (_, correction) = engine.correct("t-1", "cooking", MIXED, Review).unwrap();
+    let (_, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back);
     assert_eq!(
         (

@@ -119,7 +119,7 @@ fn corrected(engine: &Engine, audit: bool) -> Update {
     } else {
         CorrectionKind::Review
     };
-    Update::correction("t-1".into(), label.into(), text.into(), kind)
+    Update::correction(label.into(), text.into(), kind)
 }
 
 #[test]
@@ -152,7 +152,7 @@ fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
     assert_ne!(engine.outcomes().recalibration(), Recalibration::default());
     let state = engine.to_state();
     let bytes = postcard::to_stdvec(&state).unwrap();
-    let decoded = EngineState::decode(&bytes).unwrap();
+    let decoded: EngineState = postcard::from_bytes(&bytes).unwrap();
     assert_eq!(decoded.outcomes.len(), 2 * refit::MIN_OUTCOMES);
     let restored = Engine::from_state(EngineConfig::default(), decoded).unwrap();
     assert_eq!(restored.digest(), engine.digest());
@@ -192,12 +192,7 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
             engine.learn(&learnable, "astronomy", true);
         }
         let before = engine.outcomes().outcomes().len();
-        let update = Update::correction(
-            "t-1".into(),
-            "cooking".into(),
-            text.into(),
-            CorrectionKind::Audit,
-        );
+        let update = Update::correction("cooking".into(), text.into(), CorrectionKind::Audit);
         let report = engine.apply(&update).unwrap();
         assert_eq!(report.correction.map(|c| c.took_back), Some(learned));
         let outcome = engine.outcomes().outcomes().nth(before).copied();

@@ -1,19 +1,12 @@
-//! Restoring an engine from its state: the same engine, and snapshots of older layouts still
-//! read.
-
-use std::collections::VecDeque;
-
-use serde::Serialize;
+//! Restoring an engine from its state: the same engine (the snapshot layouts, with the
+//! discovery pool, are the state layer's: `src/state/tests.rs`).
 
 use super::three_topics;
-use crate::discovery::{PooledText, Unexplained};
 use crate::engine::graph;
-use crate::engine::index::{IndexDoc, SpreadState};
 use crate::engine::rank;
-use crate::engine::state::{self, EngineState, GraphState};
-use crate::engine::tfidf::CorpusStats;
+use crate::engine::state;
 use crate::engine::update::{self, Update};
-use crate::engine::{Engine, EngineConfig, LabelInfo, NewLabel};
+use crate::engine::{Engine, EngineConfig, NewLabel};
 
 #[test]
 fn restored_state_is_the_same_engine() {
@@ -147,111 +140,6 @@ fn state_round() -> Update {
     }
 }
 
-/// An engine after round 1, with one text pooled at `arrival_score`.
-fn engine_pooling_at(arrival_score: f64) -> Engine {
-    let mut engine = Engine::new(EngineConfig::default());
-    engine.apply(&state_round()).unwrap();
-    let analysis = engine.analyze("a yacht race in a breeze");
-    let text = PooledText::new(
-        "t1",
-        "a yacht race in a breeze",
-        &analysis,
-        "geology",
-        Unexplained::WeakScore,
-        None,
-    );
-    let pooled = Update::Pooled {
-        text,
-        arrival_score: Some(arrival_score),
-    };
-    engine.apply(&pooled).unwrap();
-    engine
-}
-
-fn engine_with_a_pooled_text() -> Engine {
-    engine_pooling_at(0.07)
-}
-
-/// The fields every snapshot layout begins with; followed by its pool as it was written
-/// (postcard writes a pair of structs as one with both sets of fields).
-#[derive(Serialize)]
-struct SnapshotBase<'a> {
-    graph: &'a GraphState,
-    stats: &'a CorpusStats,
-    labels: &'a [LabelInfo],
-    index: &'a [IndexDoc],
-    label_version: u64,
-    last_round: &'a Option<String>,
-}
-
-impl<'a> SnapshotBase<'a> {
-    fn of(state: &'a EngineState) -> Self {
-        Self {
-            graph: &state.graph,
-            stats: &state.stats,
-            labels: &state.labels,
-            index: &state.index,
-            label_version: state.label_version,
-            last_round: &state.last_round,
-        }
-    }
-}
-
-/// The pool of snapshots written before arrival scores existed.
-type PoolV1<'a> = (&'a VecDeque<PooledText>, usize, u64);
-
-#[test]
-fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
-    let engine = engine_with_a_pooled_text();
-    let state = engine.to_state();
-    let bytes = postcard::to_stdvec(&state).unwrap();
-    let decoded = EngineState::decode(&bytes).unwrap();
-    assert_eq!(decoded.pool.texts()[0].arrival_score, Some(0.07));
-    assert_eq!(decoded, state);
-
-    let pool: PoolV1 = (state.pool.texts(), 5_000, state.pool.pushed());
-    let old = (SnapshotBase::of(&state), pool);
-    let old_bytes = postcard::to_stdvec(&old).unwrap();
-    let decoded = EngineState::decode(&old_bytes).unwrap();
-    assert_eq!(decoded.pool.len(), 1);
-    assert_eq!(decoded.pool.pushed(), 1);
-    assert_eq!(decoded.pool.texts()[0].id, "t1");
-    assert_eq!(decoded.pool.texts()[0].arrival_score, None);
-    assert_eq!(decoded.graph, state.graph);
-}
-
-#[test]
-fn the_digest_covers_the_pool_and_survives_a_snapshot() {
-    let engine = engine_with_a_pooled_text();
-    let restored = Engine::from_state(EngineConfig::default(), engine.to_state()).unwrap();
-    assert_eq!(engine.digest(), restored.digest());
-    // The same graph without the pooled text (or with another arrival score) is another state.
-    let mut unpooled = Engine::new(EngineConfig::default());
-    unpooled.apply(&state_round()).unwrap();
-    let rescored = engine_pooling_at(0.08);
-    let state = engine.to_state();
-    assert_ne!(engine.digest(), unpooled.digest());
-    assert_ne!(engine.digest(), rescored.digest());
-    assert_eq!(state.pool.len(), 1);
-}
-
-#[test]
-fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
-    let mut engine = engine_with_a_pooled_text();
-    let analysis = engine.analyze("the volcano erupted near the village");
-    engine.learn(&analysis, "geology", true);
-    let state = engine.to_state();
-    assert_eq!(state.spread.pending_texts, 1);
-    let decoded = EngineState::decode(&postcard::to_stdvec(&state).unwrap()).unwrap();
-    assert_eq!(decoded, state);
-
-    // The layout before the label spread: everything up to the pool.
-    let old = (SnapshotBase::of(&state), &state.pool);
-    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
-    assert_eq!(decoded.spread, SpreadState::default());
-    assert_eq!((decoded.index, decoded.pool), (state.index, state.pool));
-}
-
 #[test]
 fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let mut engine = Engine::new(EngineConfig::default());
@@ -271,25 +159,4 @@ fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     other.spread.pending_texts += 1;
     let other = Engine::from_state(EngineConfig::default(), other).unwrap();
     assert_ne!(other.digest(), engine.digest());
-}
-
-#[test]
-fn a_snapshot_written_before_confidence_outcomes_reads_with_none() {
-    let mut engine = engine_with_a_pooled_text();
-    engine
-        .add_examples(
-            "geology",
-            &["lava flows from the crater of the volcano".into()],
-        )
-        .unwrap();
-    let state = engine.to_state();
-    assert!(!state.outcomes.is_empty());
-    // The layout before outcomes: everything up to the label spread.
-    let old = (SnapshotBase::of(&state), &state.pool, &state.spread);
-    let decoded = EngineState::decode(&postcard::to_stdvec(&old).unwrap()).unwrap();
-    assert!(decoded.outcomes.is_empty());
-    assert_eq!(
-        (&decoded.index, &decoded.spread),
-        (&state.index, &state.spread)
-    );
 }

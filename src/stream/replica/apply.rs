@@ -8,10 +8,11 @@
 
 use std::collections::HashMap;
 
-use crate::engine::update::Update;
-use crate::engine::{Engine, EngineError, IndexReport};
+use crate::engine::{EngineError, IndexReport};
 use crate::events::decode::Rejection;
 use crate::events::to_update::engine_rejection;
+use crate::state::State;
+use crate::state::Update;
 use crate::store::Offsets;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, LearnedText, RejectStage};
 
@@ -101,7 +102,7 @@ pub struct Applied {
 /// `engine`, moving `cursor`.
 pub fn apply(
     cursor: &mut Cursor,
-    engine: &mut Engine,
+    engine: &mut State,
     topics: &LogTopics,
     instance: &str,
     offset: i64,
@@ -191,7 +192,7 @@ struct LabelRecord {
 /// Apply a label event unless it was applied already (a copy).
 fn label(
     cursor: &mut Cursor,
-    engine: &mut Engine,
+    engine: &mut State,
     topics: &LogTopics,
     event: LabelRecord,
     applied: &mut Applied,
@@ -240,7 +241,7 @@ fn label(
 /// Learn `texts` in order, skipping those learned already.
 fn learn(
     cursor: &mut Cursor,
-    engine: &mut Engine,
+    engine: &mut State,
     topics: &LogTopics,
     texts: Vec<LearnedText>,
     applied: &mut Applied,
@@ -289,7 +290,7 @@ fn learn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineConfig, NewLabel};
+    use crate::engine::{Engine, EngineConfig, NewLabel};
     use crate::events::decode::Reason;
     use crate::stream::changelog::CHANGE_VERSION;
 
@@ -332,7 +333,7 @@ mod tests {
     }
 
     fn learn_record(
-        engine: &Engine,
+        engine: &crate::engine::Engine,
         origin: &str,
         partition: i32,
         offset: i64,
@@ -361,11 +362,11 @@ mod tests {
 
     #[test]
     fn a_batch_learns_its_new_texts_in_order_and_skips_the_copies() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         let mut cursor = Cursor::default();
         let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
         apply(&mut cursor, &mut engine, &topics(), "a", 0, record);
-        let analysis = engine.analyze("astronomy of distant things");
+        let analysis = engine.engine().analyze("astronomy of distant things");
         let text = |partition, offset| LearnedText {
             partition,
             offset,
@@ -400,7 +401,7 @@ mod tests {
 
     #[test]
     fn a_forwarded_label_event_applies_once_and_copies_are_skipped() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         let mut cursor = Cursor::default();
         let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
         let first = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
@@ -424,23 +425,23 @@ mod tests {
         // Read again after a seek: behind the cursor.
         let again = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
         assert_eq!(again.effect, Effect::Behind);
-        assert_eq!(engine.labels().len(), 1);
+        assert_eq!(engine.engine().labels().len(), 1);
     }
 
     #[test]
     fn a_text_is_learned_once_whoever_writes_it() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         let mut cursor = Cursor::default();
         let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
         apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
-        let learn = learn_record(&engine, "a", 2, 40);
+        let learn = learn_record(engine.engine(), "a", 2, 40);
         let first = apply(&mut cursor, &mut engine, &topics(), "b", 1, learn.clone());
         assert_eq!(first.effect, learned(1, 0));
         assert!(!first.mine);
         assert_eq!(first.offsets[&("tx".to_string(), 2)], 41);
         assert!(cursor.is_learned(2, 40));
         // The text's new owner learned it again after a rebalance.
-        let copy = learn_record(&engine, "b", 2, 40);
+        let copy = learn_record(engine.engine(), "b", 2, 40);
         let second = apply(&mut cursor, &mut engine, &topics(), "b", 2, copy.clone());
         assert_eq!(second.effect, learned(0, 1));
         assert!(second.mine);
@@ -449,7 +450,7 @@ mod tests {
 
     #[test]
     fn rejections_keep_their_stage_and_reason() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         let mut cursor = Cursor::default();
         let refused = LabelOutcome::Reject {
             stage: RejectStage::Decode,
@@ -493,7 +494,7 @@ mod tests {
 
     #[test]
     fn an_unreadable_record_is_skipped_and_the_cursor_moves_on() {
-        let mut engine = Engine::new(EngineConfig::default());
+        let mut engine = State::new(Engine::new(EngineConfig::default()), 100);
         let mut cursor = Cursor::default();
         let applied = apply(
             &mut cursor,

@@ -19,7 +19,7 @@ use super::changelog::{Change, ChangeRecord, LabelOutcome};
 use super::kafka::Outgoing;
 use super::stats::Stats;
 use crate::engine::embedding::TextEncoder;
-use crate::engine::Engine;
+use crate::state::State;
 use crate::store::{StateStore, StoreError};
 
 /// When the snapshot is replaced.
@@ -32,7 +32,8 @@ pub struct SnapshotPolicy {
 }
 
 pub struct Replica {
-    pub engine: Engine,
+    /// The replicated state: the engine and the discovery pool.
+    pub state: State,
     store: Box<dyn StateStore>,
     pub cursor: Cursor,
     topics: LogTopics,
@@ -54,7 +55,7 @@ pub struct Replica {
 
 impl Replica {
     pub fn new(
-        engine: Engine,
+        state: State,
         store: Box<dyn StateStore>,
         cursor: Cursor,
         topics: LogTopics,
@@ -63,7 +64,7 @@ impl Replica {
         dead_letter_topic: String,
     ) -> Self {
         Self {
-            engine,
+            state,
             store,
             cursor,
             topics,
@@ -109,7 +110,8 @@ impl Replica {
         record: &Result<ChangeRecord, String>,
     ) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
         let encoder = self
-            .engine
+            .state
+            .engine()
             .material_encoder()
             .filter(|encoder| encoder.keeps_material())?;
         let Ok(ChangeRecord {
@@ -127,7 +129,9 @@ impl Replica {
         if *offset < self.cursor.labels_next {
             return None; // a copy: applying it changes nothing
         }
-        let texts = self.engine.material_of(update);
+        let texts = update
+            .engine_update()
+            .map_or_else(Vec::new, |update| self.state.engine().material_of(&update));
         (!texts.is_empty()).then_some((encoder, texts))
     }
 
@@ -163,12 +167,12 @@ impl Replica {
                 "changelog records skipped"
             );
         }
-        let pooled_before = self.engine.pool().pushed();
+        let pooled_before = self.state.pool().pushed();
         let started = Instant::now();
         let applied = span.in_scope(|| {
             apply(
                 &mut self.cursor,
-                &mut self.engine,
+                &mut self.state,
                 &self.topics,
                 &self.instance,
                 offset,
@@ -198,7 +202,7 @@ impl Replica {
         stats: &mut Stats,
     ) {
         if let Some(every) = self.pass_every {
-            if self.engine.pool().pushed() / every > pooled_before / every {
+            if self.state.pool().pushed() / every > pooled_before / every {
                 self.pass_due = true;
             }
         }
@@ -225,7 +229,7 @@ impl Replica {
             && self.last_snapshot.elapsed() >= self.policy.min_interval
         {
             self.last_snapshot = Instant::now();
-            self.store.snapshot(&self.engine.to_state())?;
+            self.store.snapshot(&self.state.to_snapshot())?;
         }
         Ok(())
     }
@@ -239,7 +243,7 @@ impl Replica {
     /// one), flushed.
     pub fn save(&mut self) -> Result<(), StoreError> {
         if self.store.log_len() > 0 {
-            self.store.snapshot(&self.engine.to_state())?;
+            self.store.snapshot(&self.state.to_snapshot())?;
         }
         self.store.flush()
     }
@@ -259,9 +263,9 @@ mod tests {
 
     use super::*;
     use crate::engine::embedding::tests::TopicEncoder;
-    use crate::engine::update::Update;
-    use crate::engine::{EngineConfig, NewLabel};
+    use crate::engine::{Engine, EngineConfig, NewLabel};
     use crate::events::decode::Reason;
+    use crate::state::Update;
     use crate::store::MemoryStore;
     use crate::stream::changelog::{learn_records, LearnedText, RejectStage, CHANGE_VERSION};
     use crate::telemetry::metrics::Metrics;
@@ -277,7 +281,7 @@ mod tests {
             min_interval: Duration::ZERO,
         };
         Replica::new(
-            Engine::new(EngineConfig::default()),
+            State::new(Engine::new(EngineConfig::default()), 100),
             Box::new(MemoryStore::default()),
             Cursor::default(),
             topics,
@@ -335,9 +339,12 @@ mod tests {
         let record = label("other", 0, round("astronomy"));
         let ahead = |replica: &Replica| replica.material_ahead(&ChangeRecord::decode(&record));
         let signal = |replica: &mut Replica, encoder: Arc<dyn TextEncoder>| {
-            let engine =
-                std::mem::replace(&mut replica.engine, Engine::new(EngineConfig::default()));
-            replica.engine = engine.with_encoder(encoder).0;
+            let state = std::mem::replace(
+                &mut replica.state,
+                State::new(Engine::new(EngineConfig::default()), 100),
+            );
+            let (engine, pool) = state.into_parts();
+            replica.state = State::from_parts(engine.with_encoder(encoder).0, pool);
         };
         assert!(
             ahead(&replica).is_none(),
@@ -410,7 +417,7 @@ mod tests {
         replica
             .apply_change(0, &label("me", 0, round("a")), None, &mut stats)
             .unwrap();
-        let analysis = replica.engine.analyze("a words about a and more");
+        let analysis = replica.state.engine().analyze("a words about a and more");
         let text = |offset| LearnedText {
             partition: 1,
             offset,
@@ -439,8 +446,8 @@ mod tests {
         assert_eq!(saved.offsets[&("tx".to_string(), 1)], 10);
         assert_eq!(saved.offsets[&("lb".to_string(), 0)], 1);
         let mut saved = saved;
-        let restored = saved.restore(EngineConfig::default()).unwrap();
-        assert_eq!(restored.digest(), replica.engine.digest());
+        let restored = saved.restore(EngineConfig::default(), 100).unwrap();
+        assert_eq!(restored.digest(), replica.state.digest());
     }
 
     #[test]
@@ -457,12 +464,12 @@ mod tests {
         assert_eq!(replica.store().log_len(), 0, "snapshot taken at 2");
         let mut saved = replica.store().load().unwrap();
         assert!(saved.snapshot.is_some());
-        let restored = saved.restore(EngineConfig::default()).unwrap();
-        assert_eq!(restored.labels().len(), 2);
+        let restored = saved.restore(EngineConfig::default(), 100).unwrap();
+        assert_eq!(restored.engine().labels().len(), 2);
         // Behind the cursor (read again after a seek): nothing saved, nothing changed.
         replica
             .apply_change(1, &label("me", 1, round("c")), None, &mut stats)
             .unwrap();
-        assert_eq!(replica.engine.labels().len(), 2);
+        assert_eq!(replica.state.engine().labels().len(), 2);
     }
 }

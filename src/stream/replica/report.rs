@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use super::{Effect, Replica};
-use crate::engine::update::Update;
 use crate::events::InputPosition;
+use crate::state::Update;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome};
 use crate::stream::outputs;
 use crate::stream::stats::Stats;
@@ -71,7 +71,7 @@ impl Replica {
                     offset = labels_offset,
                     labels_added = report.labels_added,
                     texts_indexed = report.texts_indexed,
-                    label_version = self.engine.label_version(),
+                    label_version = self.state.engine().label_version(),
                     apply_ms = held.as_millis() as u64,
                     "label event applied"
                 );
@@ -111,7 +111,7 @@ impl Replica {
     /// Dead letters waiting to be delivered.
     /// Graph size, the keyword statistics' size, labels and the confidence's refit, as gauges.
     pub fn gauges(&self, metrics: &Metrics) {
-        let outcomes = self.engine.outcomes();
+        let outcomes = self.state.engine().outcomes();
         metrics
             .confidence_outcomes
             .set(outcomes.outcomes().len() as i64);
@@ -127,13 +127,13 @@ impl Replica {
                 })
                 .set(value);
         }
-        let graph = self.engine.graph();
+        let graph = self.state.engine().graph();
         metrics.graph_nodes.set(graph.node_count() as i64);
         metrics.graph_edges.set(graph.edge_count() as i64);
-        let phrases = self.engine.stats().phrase_count();
+        let phrases = self.state.engine().stats().phrase_count();
         metrics.keyword_phrases.set(phrases as i64);
-        let active = self.engine.active_labels().count();
-        let total = self.engine.labels().len();
+        let active = self.state.engine().active_labels().count();
+        let total = self.state.engine().labels().len();
         for (state, count) in [("active", active), ("retired", total - active)] {
             metrics
                 .labels

@@ -22,7 +22,7 @@ use forward::Forwarded;
 use super::job::{Job, Prepared, Then};
 use super::{now_ms, Replica};
 use crate::classify::Classifier;
-use crate::engine::update::Update;
+use crate::state::Update;
 use crate::stream::changelog::{ChangeRecord, LabelOutcome};
 use crate::stream::kafka::{LogReader, MetadataClient, Producer};
 use crate::stream::stats::Stats;

@@ -36,7 +36,7 @@ impl Service {
                     .map(|_| self.config.llm.model.as_str()),
             };
             let span = text.span.clone();
-            let finished = finish(&finishing, &self.replica.engine, text, learning);
+            let finished = finish(&finishing, self.replica.state.engine(), text, learning);
             finished.tally.count(&mut self.stats);
             let learned = finished.learn.map(|text| self.group.gather(text));
             let producer = self.producer.clone();

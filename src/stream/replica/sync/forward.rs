@@ -6,10 +6,10 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{Message, OwnedMessage};
 
 use super::{next_record, LogSync};
-use crate::engine::update::Update;
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::to_update::label_update;
+use crate::state::Update;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, Outgoing};
 use crate::stream::replica::job::Job;
@@ -47,7 +47,7 @@ impl LogSync {
             }
             let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
-                Ok(event) => match label_update(&replica.engine, event) {
+                Ok(event) => match label_update(replica.state.engine(), event) {
                     Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
                         return self.describe_first(message, round, labels);
                     }

@@ -1,0 +1,145 @@
+//! The replicated state: what every replica holds the same — the engine (labels, keyword graph,
+//! retrieval index) and the discovery pool — the [`Update`]s that change it, its [`Snapshot`]
+//! and its digest. The store persists it, replicas apply the changelog to it, and `gorag eval`
+//! and `gorag classify` drive it in process. The engine knows nothing of discovery; this layer
+//! joins them.
+
+mod snapshot;
+#[cfg(test)]
+mod tests;
+mod update;
+
+use sha2::{Digest, Sha256};
+
+pub use snapshot::Snapshot;
+pub use update::Update;
+
+use crate::discovery::{Pool, PooledText};
+use crate::engine::state::{hash_str, StateError};
+use crate::engine::{Engine, EngineConfig, EngineError, IndexReport};
+
+/// The engine and the discovery pool, changed together by [`Update`]s.
+#[derive(Debug)]
+pub struct State {
+    engine: Engine,
+    pool: Pool,
+}
+
+impl State {
+    /// `engine` with an empty pool of `pool_capacity` texts.
+    pub fn new(engine: Engine, pool_capacity: usize) -> Self {
+        Self {
+            engine,
+            pool: Pool::new(pool_capacity),
+        }
+    }
+
+    pub fn from_parts(engine: Engine, pool: Pool) -> Self {
+        Self { engine, pool }
+    }
+
+    pub fn into_parts(self) -> (Engine, Pool) {
+        (self.engine, self.pool)
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The engine, for what is not replicated state (its encoder, its confidence refit).
+    pub fn engine_mut(&mut self) -> &mut Engine {
+        &mut self.engine
+    }
+
+    /// The texts the active labels explain poorly, oldest first.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// Apply one update. On error the state is unchanged.
+    pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
+        match update {
+            Update::Unexplained { text } => {
+                self.pool.push(text.clone());
+                Ok(IndexReport::default())
+            }
+            Update::Pooled {
+                text,
+                arrival_score,
+            } => {
+                self.pool.push(PooledText {
+                    arrival_score: *arrival_score,
+                    ..text.clone()
+                });
+                Ok(IndexReport::default())
+            }
+            _ => {
+                let Some(change) = update.engine_update() else {
+                    return Ok(IndexReport::default());
+                };
+                let report = self.engine.apply(&change)?;
+                if let Update::Correct { text_id, .. } | Update::Audit { text_id, .. } = update {
+                    // A pooled copy would keep proposing a class for a text now labelled.
+                    self.pool.retain(|pooled| pooled.id != *text_id);
+                }
+                Ok(report)
+            }
+        }
+    }
+
+    /// What the store persists.
+    pub fn to_snapshot(&self) -> Snapshot {
+        Snapshot::new(self.engine.to_state(), self.pool.clone())
+    }
+
+    /// The state a snapshot describes, with this instance's engine configuration and pool
+    /// capacity.
+    pub fn from_snapshot(
+        config: EngineConfig,
+        pool_capacity: usize,
+        snapshot: Snapshot,
+    ) -> Result<Self, StateError> {
+        let (engine, mut pool) = snapshot.into_parts();
+        pool.set_capacity(pool_capacity);
+        Ok(Self {
+            engine: Engine::from_state(config, engine)?,
+            pool,
+        })
+    }
+
+    /// SHA-256 over the engine's digest and the pool's texts: equal digests mean replicas or
+    /// restarts hold the same replicated state.
+    pub fn digest(&self) -> String {
+        let mut hash = Sha256::new();
+        hash_str(&mut hash, &self.engine.digest());
+        hash.update((self.pool.texts().len() as u64).to_le_bytes());
+        for text in self.pool.texts() {
+            hash_pooled(&mut hash, text);
+        }
+        let bytes = hash.finalize();
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+fn hash_pooled(hash: &mut Sha256, text: &PooledText) {
+    hash_str(hash, &text.id);
+    hash_str(hash, &text.label);
+    hash_str(hash, &text.excerpt);
+    hash.update([text.why as u8]);
+    hash.update((text.keywords.len() as u64).to_le_bytes());
+    for keyword in &text.keywords {
+        hash_str(hash, keyword);
+    }
+    hash.update((text.terms.counts.len() as u64).to_le_bytes());
+    for (term, count) in &text.terms.counts {
+        hash_str(hash, term);
+        hash.update(count.to_le_bytes());
+    }
+    match text.arrival_score {
+        Some(score) => {
+            hash.update([1]);
+            hash.update(score.to_bits().to_le_bytes());
+        }
+        None => hash.update([0]),
+    }
+}
