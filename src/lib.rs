@@ -12,6 +12,10 @@
 //! - [`events`]: the public input events, their decoding and JSON Schemas;
 //! - [`stream`]: `gorag serve` over Kafka (texts consumer, intake, a text's pipeline, the graph's
 //!   replica, delivery, stats, the loop);
+//! - [`state`]: the replicated state (engine + discovery pool), its updates, snapshot formats
+//!   and digest;
+//! - [`embedded`]: `gorag classify`'s session, the state driven from files;
+//! - [`input`]: the one CSV/JSONL reader;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
