@@ -481,11 +481,11 @@ impl EvalArgs {
             shots: self.shots,
             limit: self.limit,
             seed: self.seed,
-            order: format!("{:?}", self.order).to_lowercase(),
+            order: value_name(self.order),
             model: llm.map_or_else(|| "none".into(), |l| l.config().model.clone()),
-            keyword_mode: format!("{:?}", keyword_mode).to_lowercase(),
+            keyword_mode: keyword_mode.as_str().to_string(),
             choice: self.engine_config().choice.as_str().to_string(),
-            held_out: format!("{:?}", self.held_out).to_lowercase(),
+            held_out: value_name(self.held_out),
             named_labels: named,
             embedding_model: self
                 .reads_meaning()
@@ -553,4 +553,11 @@ impl EvalArgs {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.dataset.display().to_string())
     }
+}
+
+/// A flag's value as the command line spells it.
+fn value_name(value: impl ValueEnum) -> String {
+    value
+        .to_possible_value()
+        .map_or_else(String::new, |v| v.get_name().to_string())
 }

@@ -9,7 +9,7 @@ pub fn line(p: &Prediction) -> String {
         PredictionStatus::Decided => "decided",
         PredictionStatus::NeedsReview => "needs review",
     };
-    let status = format!("{status} ({})", format!("{:?}", p.source).to_lowercase());
+    let status = format!("{status} ({})", p.source.as_str());
     let confidence = p
         .confidence
         .map_or("    ".to_string(), |c| format!("{c:.2}"));

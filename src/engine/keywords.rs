@@ -26,6 +26,16 @@ pub enum KeywordMode {
     Llm,
 }
 
+impl KeywordMode {
+    /// As the configuration spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tfidf => "tfidf",
+            Self::Llm => "llm",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeywordSelection {
     /// Keep at most this many phrases per text, best first.

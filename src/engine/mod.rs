@@ -336,6 +336,16 @@ pub enum Source {
     Graph,
 }
 
+impl Source {
+    /// As predictions and metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Llm => "llm",
+            Self::Graph => "graph",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
     pub label: String,

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use super::ServeSummary;
+use crate::engine::answer::HallucinationKind;
+use crate::engine::Source;
 use crate::events::decode::Reason;
 use crate::events::PredictionStatus;
 use crate::telemetry::metrics::{KindLabel, Metrics, PredictionLabel, CONFIDENCE_BUCKETS};
@@ -36,27 +38,27 @@ impl Stats {
     }
 
     /// A prediction published; `source` is where its label came from (`llm`, `graph`).
-    pub fn predicted(&mut self, source: &str, status: PredictionStatus) {
+    pub fn predicted(&mut self, source: Source, status: PredictionStatus) {
         self.summary.predictions += 1;
         self.metrics
             .predictions
             .get_or_create(&PredictionLabel {
-                source: source.to_string(),
+                source: source.as_str().to_string(),
                 status: status.as_str().to_string(),
             })
             .inc();
     }
 
-    pub fn hallucination(&mut self, kind: &str) {
+    pub fn hallucination(&mut self, kind: HallucinationKind) {
         *self
             .summary
             .hallucinations
-            .entry(kind.to_string())
+            .entry(kind.as_str().to_string())
             .or_default() += 1;
         self.metrics
             .hallucinations
             .get_or_create(&KindLabel {
-                kind: kind.to_string(),
+                kind: kind.as_str().to_string(),
             })
             .inc();
     }
@@ -132,8 +134,8 @@ mod tests {
         let mut stats = Stats::new(metrics.clone());
         stats.text_received();
         stats.text_received();
-        stats.predicted("llm", PredictionStatus::Decided);
-        stats.hallucination("unknown_label");
+        stats.predicted(Source::Llm, PredictionStatus::Decided);
+        stats.hallucination(HallucinationKind::UnknownLabel);
         stats.dead_letter(Reason::LlmFailed);
         stats.dead_letter(Reason::LlmFailed);
         stats.llm_fallback();

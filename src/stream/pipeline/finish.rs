@@ -8,7 +8,8 @@ use super::{Pending, Source, Text, Work};
 use crate::classify::{Answer, Classified, Classifier, LlmFailure};
 use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, PoolNote};
-use crate::engine::Engine;
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Engine, Source as LabelSource};
 use crate::events::decode::{Reason, Rejection};
 use crate::events::{PredictionStatus, TextEvent};
 use crate::stream::changelog::LearnedText;
@@ -45,9 +46,9 @@ pub struct Tally {
     pub dead_letter: Option<Reason>,
     pub llm_fallback: bool,
     pub relearn_skipped: bool,
-    pub hallucination: Option<String>,
-    /// Where the published label came from (`llm`, `graph`), and the prediction's status.
-    pub predicted: Option<(String, PredictionStatus)>,
+    pub hallucination: Option<HallucinationKind>,
+    /// Where the published label came from, and the prediction's status.
+    pub predicted: Option<(LabelSource, PredictionStatus)>,
     /// Time spent deciding what to learn.
     pub index_seconds: Option<f64>,
 }
@@ -63,11 +64,11 @@ impl Tally {
         if self.relearn_skipped {
             stats.relearn_skipped();
         }
-        if let Some(kind) = &self.hallucination {
+        if let Some(kind) = self.hallucination {
             stats.hallucination(kind);
         }
-        if let Some((source, status)) = &self.predicted {
-            stats.predicted(source, *status);
+        if let Some((source, status)) = self.predicted {
+            stats.predicted(source, status);
         }
         if let Some(seconds) = self.index_seconds {
             stats.stage("index", seconds);
@@ -134,9 +135,8 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     } = *pending;
     let classified = Classifier::conclude(engine, prepared, answer);
     let decision = &classified.decision;
-    let label_source = format!("{:?}", decision.source).to_lowercase();
     span.record("label", decision.label.as_str());
-    span.record("source", label_source.as_str());
+    span.record("source", decision.source.as_str());
 
     let Indexed {
         learn,
@@ -179,7 +179,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     } else {
         PredictionStatus::Decided
     };
-    tally.predicted = Some((label_source, status));
+    tally.predicted = Some((decision.source, status));
     Finished {
         learn,
         records,
@@ -304,7 +304,7 @@ fn output_records(
 ) -> Vec<(OutputKind, Outgoing)> {
     let mut records = Vec::with_capacity(2);
     if let Some(report) = outputs::hallucination(engine, classification) {
-        tally.hallucination = Some(report.kind.as_str().to_string());
+        tally.hallucination = Some(report.kind);
         records.push((
             OutputKind::Hallucination,
             outputs::json_record(&finishing.topics.hallucinations, &report.text_id, &report),
