@@ -14,6 +14,7 @@
 //! An older build cannot read what this one writes: upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
+use thiserror::Error;
 
 use crate::discovery::{OldNote, PoolNote, PoolNoteV3, PoolNoteV4};
 use crate::engine::Analysis;
@@ -240,24 +241,35 @@ fn with_marker<T: Serialize>(record: &T) -> Vec<u8> {
     postcard::to_extend(record, vec![POSTCARD_MARKER]).unwrap_or_default()
 }
 
+/// Why a changelog record cannot be read (with the decoder's words, where it has some).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ChangeDecodeError {
+    #[error("not a changelog record")]
+    NotARecord,
+    #[error("postcard: {0}")]
+    Postcard(String),
+    #[error("JSON: {0}")]
+    Json(String),
+    #[error("changelog record version {0}; this build reads 1 to {CHANGE_VERSION}")]
+    Version(u32),
+}
+
 impl ChangeRecord {
     pub fn encode(&self) -> Vec<u8> {
         with_marker(self)
     }
 
-    pub fn decode(bytes: &[u8]) -> Result<Self, String> {
+    pub fn decode(bytes: &[u8]) -> Result<Self, ChangeDecodeError> {
         let record: Self = match bytes.first() {
-            Some(&POSTCARD_MARKER) => {
-                postcard::from_bytes(&bytes[1..]).map_err(|e| e.to_string())?
+            Some(&POSTCARD_MARKER) => postcard::from_bytes(&bytes[1..])
+                .map_err(|e| ChangeDecodeError::Postcard(e.to_string()))?,
+            Some(b'{') => {
+                serde_json::from_slice(bytes).map_err(|e| ChangeDecodeError::Json(e.to_string()))?
             }
-            Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string())?,
-            _ => return Err("not a changelog record".into()),
+            _ => return Err(ChangeDecodeError::NotARecord),
         };
         if !(1..=CHANGE_VERSION).contains(&record.version) {
-            return Err(format!(
-                "changelog record version {}; this build reads 1 to {CHANGE_VERSION}",
-                record.version
-            ));
+            return Err(ChangeDecodeError::Version(record.version));
         }
         Ok(record)
     }
@@ -469,9 +481,10 @@ mod tests {
             ..record
         })
         .unwrap();
-        assert!(ChangeRecord::decode(&future)
-            .unwrap_err()
-            .contains("version"));
+        assert_eq!(
+            ChangeRecord::decode(&future).unwrap_err(),
+            ChangeDecodeError::Version(CHANGE_VERSION + 1)
+        );
     }
 
     #[test]

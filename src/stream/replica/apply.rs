@@ -14,7 +14,9 @@ use crate::events::to_update::engine_rejection;
 use crate::state::State;
 use crate::state::Update;
 use crate::store::Offsets;
-use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, LearnedText, RejectStage};
+use crate::stream::changelog::{
+    Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
+};
 
 /// How far a replica has read: the next changelog and labels offsets, and per texts
 /// partition the offset below which texts are learned.
@@ -60,7 +62,7 @@ pub enum Effect {
     /// Before the cursor: read again after a seek. Nothing to save.
     Behind,
     /// Not a record this build reads; skipped.
-    Unreadable(String),
+    Unreadable(ChangeDecodeError),
     /// A copy of a label event applied already.
     Copy,
     /// A learn record's texts: how many were learned, how many were copies of texts learned
@@ -106,7 +108,7 @@ pub fn apply(
     topics: &LogTopics,
     instance: &str,
     offset: i64,
-    record: Result<ChangeRecord, String>,
+    record: Result<ChangeRecord, ChangeDecodeError>,
 ) -> Applied {
     let mut applied = Applied {
         effect: Effect::Behind,
@@ -318,7 +320,7 @@ mod tests {
         origin: &str,
         labels_offset: i64,
         outcome: LabelOutcome,
-    ) -> Result<ChangeRecord, String> {
+    ) -> Result<ChangeRecord, ChangeDecodeError> {
         let record = ChangeRecord {
             version: CHANGE_VERSION,
             origin: origin.into(),
@@ -337,7 +339,7 @@ mod tests {
         origin: &str,
         partition: i32,
         offset: i64,
-    ) -> Result<ChangeRecord, String> {
+    ) -> Result<ChangeRecord, ChangeDecodeError> {
         let record = ChangeRecord {
             version: CHANGE_VERSION,
             origin: origin.into(),

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use crate::classify::Classifier;
 use crate::engine::embedding::{Embeddings, TextEncoder};
 use crate::engine::NewLabel;
-use crate::stream::changelog::ChangeRecord;
+use crate::stream::changelog::{ChangeDecodeError, ChangeRecord};
 
 /// How long describing a round's labels may take; labels not described by then go without.
 const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
@@ -30,7 +30,7 @@ pub enum Then {
     /// Apply this changelog record (its material now kept by the encoder).
     Apply {
         message: OwnedMessage,
-        record: Box<Result<ChangeRecord, String>>,
+        record: Box<Result<ChangeRecord, ChangeDecodeError>>,
     },
     /// Forward this labels-topic record as the round `round` with the described labels.
     Forward {
@@ -63,7 +63,7 @@ impl Job {
         encoder: Arc<dyn TextEncoder>,
         texts: Vec<String>,
         message: OwnedMessage,
-        record: Result<ChangeRecord, String>,
+        record: Result<ChangeRecord, ChangeDecodeError>,
     ) -> Box<Self> {
         let stop = StopOnDrop::default();
         let (flag, count) = (stop.cancelled.clone(), texts.len());

@@ -15,7 +15,7 @@ pub use crate::events::to_update::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
 use report::label_span;
 
-use super::changelog::{Change, ChangeRecord, LabelOutcome};
+use super::changelog::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use super::kafka::Outgoing;
 use super::stats::Stats;
 use crate::engine::embedding::TextEncoder;
@@ -107,7 +107,7 @@ impl Replica {
     /// [`Engine::material_of`]).
     pub fn material_ahead(
         &self,
-        record: &Result<ChangeRecord, String>,
+        record: &Result<ChangeRecord, ChangeDecodeError>,
     ) -> Option<(Arc<dyn TextEncoder>, Vec<String>)> {
         let encoder = self
             .state
@@ -153,7 +153,7 @@ impl Replica {
     pub fn apply_decoded(
         &mut self,
         offset: i64,
-        record: Result<ChangeRecord, String>,
+        record: Result<ChangeRecord, ChangeDecodeError>,
         created_ms: Option<i64>,
         stats: &mut Stats,
     ) -> Result<(), StoreError> {

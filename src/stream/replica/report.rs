@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::{Effect, Replica};
 use crate::events::InputPosition;
 use crate::state::Update;
-use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome};
+use crate::stream::changelog::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use crate::stream::outputs;
 use crate::stream::stats::Stats;
 use crate::telemetry::metrics::{Metrics, ParamLabel, StateLabel};
@@ -146,7 +146,7 @@ impl Replica {
 }
 
 /// Label events get a span of their own (learn records are too many to trace).
-pub(super) fn label_span(record: &Result<ChangeRecord, String>) -> tracing::Span {
+pub(super) fn label_span(record: &Result<ChangeRecord, ChangeDecodeError>) -> tracing::Span {
     let Ok(ChangeRecord {
         change: Change::Label {
             offset, outcome, ..
