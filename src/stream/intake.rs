@@ -16,6 +16,7 @@ use rdkafka::message::{Message, OwnedMessage};
 
 use super::offsets::OffsetTracker;
 use crate::config::InputSection;
+use crate::stream::position::Position;
 
 /// Fewest texts held back before the partitions are paused.
 const BACKLOG_MIN: usize = 16;
@@ -125,7 +126,7 @@ impl Intake {
     /// Partitions are going: drop their held-back texts (the new owner reads them again) and
     /// return how many were dropped and the partitions' done offsets, to commit once the state
     /// that includes them is on disk.
-    pub fn revoke(&mut self, partitions: &[i32]) -> (usize, Vec<(i32, i64)>) {
+    pub fn revoke(&mut self, partitions: &[i32]) -> (usize, Vec<Position>) {
         let before = self.backlog.len();
         self.backlog
             .retain(|m| !partitions.contains(&m.partition()));
@@ -138,7 +139,7 @@ impl Intake {
             .tracker
             .watermarks()
             .into_iter()
-            .filter(|(partition, _)| partitions.contains(partition))
+            .filter(|position| partitions.contains(&position.partition))
             .collect();
         for &partition in partitions {
             self.tracker.forget(partition);
@@ -249,7 +250,7 @@ mod tests {
 
         let (dropped, done) = intake.revoke(&[1]);
         assert_eq!(dropped, 1);
-        assert_eq!(done, [(1, 1)]);
+        assert_eq!(done, [Position::new(1, 1)]);
         assert_eq!(intake.held(1), 0);
         assert_eq!(intake.backlog(), 1);
         assert!(!intake.tracker.is_assigned(1));

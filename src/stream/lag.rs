@@ -8,6 +8,7 @@ use tokio::task::JoinHandle;
 
 use super::kafka::MetadataClient;
 use super::replica::sync::watermarks;
+use crate::stream::position::Position;
 use crate::telemetry::metrics::{Metrics, PartitionLabel};
 
 const EVERY: Duration = Duration::from_secs(5);
@@ -33,7 +34,7 @@ impl LagProbe {
 
     /// Start a measurement from `positions` (per partition, the next text still to do) unless
     /// one ran in the last few seconds or is still running.
-    pub fn measure(&mut self, positions: Vec<(i32, i64)>) {
+    pub fn measure(&mut self, positions: Vec<Position>) {
         if positions.is_empty()
             || self
                 .running
@@ -50,13 +51,13 @@ impl LagProbe {
             self.metrics.clone(),
         );
         self.running = Some(tokio::spawn(async move {
-            for (partition, position) in positions {
+            for Position { partition, offset } in positions {
                 let bounds = watermarks(&client, &topic, partition, Duration::from_secs(2)).await;
                 if let Ok((_, high)) = bounds {
                     metrics
                         .consumer_lag
                         .get_or_create(&PartitionLabel { partition })
-                        .set((high - position).max(0));
+                        .set((high - offset).max(0));
                 }
             }
         }));

@@ -33,6 +33,7 @@ mod lag;
 pub mod offsets;
 pub(crate) mod outputs;
 mod pipeline;
+pub mod position;
 pub mod read_back;
 mod replica;
 mod service;

@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::stream::position::Position;
+
 #[derive(Debug, Default)]
 struct PartitionAcks {
     /// offset → done?
@@ -59,13 +61,13 @@ impl OffsetTracker {
     }
 
     /// (partition, next offset) whose watermark moved since the last commit.
-    pub fn to_commit(&self) -> Vec<(i32, i64)> {
-        let mut list: Vec<(i32, i64)> = self
+    pub fn to_commit(&self) -> Vec<Position> {
+        let mut list: Vec<Position> = self
             .partitions
             .iter()
             .filter_map(|(&p, a)| match (a.watermark, a.committed) {
                 (Some(w), Some(c)) if w <= c => None,
-                (Some(w), _) => Some((p, w)),
+                (Some(w), _) => Some(Position::new(p, w)),
                 (None, _) => None,
             })
             .collect();
@@ -74,11 +76,11 @@ impl OffsetTracker {
     }
 
     /// (partition, next offset) of every partition with a done prefix.
-    pub fn watermarks(&self) -> Vec<(i32, i64)> {
-        let mut list: Vec<(i32, i64)> = self
+    pub fn watermarks(&self) -> Vec<Position> {
+        let mut list: Vec<Position> = self
             .partitions
             .iter()
-            .filter_map(|(&p, a)| a.watermark.map(|w| (p, w)))
+            .filter_map(|(&p, a)| a.watermark.map(|w| Position::new(p, w)))
             .collect();
         list.sort_unstable();
         list
@@ -128,13 +130,13 @@ mod tests {
         t.done(0, 11);
         assert!(t.to_commit().is_empty(), "10 is not done");
         t.done(0, 10);
-        assert_eq!(t.to_commit(), vec![(0, 13)]);
+        assert_eq!(t.to_commit(), vec![Position::new(0, 13)]);
         t.committed(0, 13);
         assert!(t.to_commit().is_empty());
         t.done(0, 14);
         assert!(t.to_commit().is_empty(), "13 is not done");
         t.done(0, 13);
-        assert_eq!(t.to_commit(), vec![(0, 15)]);
+        assert_eq!(t.to_commit(), vec![Position::new(0, 15)]);
         assert_eq!(t.in_flight(), 0);
     }
 
@@ -145,7 +147,7 @@ mod tests {
         t.begin(1, 7);
         t.begin(1, 8);
         t.done(1, 7);
-        assert_eq!(t.to_commit(), vec![(1, 8)]);
+        assert_eq!(t.to_commit(), vec![Position::new(1, 8)]);
         assert_eq!(t.in_flight(), 2);
         t.forget(1);
         t.done(1, 8);

@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 use super::kafka;
 use super::ServeError;
 use crate::config::ServeConfig;
+use crate::stream::position::Position;
 
 /// How long a revocation waits for the loop's answer before giving the partitions up with
 /// nothing committed (their texts are then read again: duplicates, never a loss).
@@ -42,7 +43,7 @@ pub enum TextsEvent {
     /// The partitions are going: answer with (partition, next offset) to commit for them.
     Revoked {
         partitions: Vec<i32>,
-        answer: std_mpsc::SyncSender<Vec<(i32, i64)>>,
+        answer: std_mpsc::SyncSender<Vec<Position>>,
     },
     Error(KafkaError),
 }
@@ -131,10 +132,10 @@ impl ConsumerContext for TextsContext {
 }
 
 /// (partition, next offset) pairs as a commit list for `topic`.
-pub fn commit_list(topic: &str, offsets: &[(i32, i64)]) -> Result<TopicPartitionList, KafkaError> {
+pub fn commit_list(topic: &str, offsets: &[Position]) -> Result<TopicPartitionList, KafkaError> {
     let mut list = TopicPartitionList::new();
-    for &(partition, offset) in offsets {
-        list.add_partition_offset(topic, partition, Offset::Offset(offset))?;
+    for position in offsets {
+        list.add_partition_offset(topic, position.partition, Offset::Offset(position.offset))?;
     }
     Ok(list)
 }
@@ -192,17 +193,17 @@ impl TextsConsumer {
     }
 
     /// Commit without waiting (the next tick retries what fails).
-    pub fn commit_async(&self, offsets: &[(i32, i64)]) -> Result<(), KafkaError> {
+    pub fn commit_async(&self, offsets: &[Position]) -> Result<(), KafkaError> {
         let list = commit_list(&self.topic, offsets)?;
         self.consumer.commit(&list, CommitMode::Async)
     }
 
     /// Stop or restart fetching `partitions` (the consumer keeps polling either way).
     pub fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), KafkaError> {
-        let list = commit_list(
-            &self.topic,
-            &partitions.iter().map(|&p| (p, 0)).collect::<Vec<_>>(),
-        )?;
+        let mut list = TopicPartitionList::new();
+        for &partition in partitions {
+            list.add_partition(&self.topic, partition);
+        }
         if pause {
             self.consumer.pause(&list)
         } else {
@@ -211,7 +212,7 @@ impl TextsConsumer {
     }
 
     /// (partition, position) of every assigned partition that has one.
-    pub fn positions(&self) -> Vec<(i32, i64)> {
+    pub fn positions(&self) -> Vec<Position> {
         let Ok(list) = self.consumer.position() else {
             return Vec::new();
         };
@@ -221,7 +222,7 @@ impl TextsConsumer {
                 e.offset()
                     .to_raw()
                     .filter(|&o| o >= 0)
-                    .map(|o| (e.partition(), o))
+                    .map(|o| Position::new(e.partition(), o))
             })
             .collect()
     }
@@ -229,7 +230,7 @@ impl TextsConsumer {
     /// Stop the poll thread, then commit `offsets` synchronously and leave the group — on a
     /// thread of its own, waited for at most `limit`: with the broker gone a synchronous
     /// commit (and librdkafka's close) can wait a long time, and the process must still end.
-    pub async fn close(mut self, offsets: Option<Vec<(i32, i64)>>, limit: Duration) {
+    pub async fn close(mut self, offsets: Option<Vec<Position>>, limit: Duration) {
         // Closing the queue first answers any revocation the thread is waiting on.
         self.events.close();
         while self.events.try_recv().is_ok() {}

@@ -40,6 +40,7 @@ use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
 use crate::classify::Classifier;
 use crate::config::{OnLlmFailure, ServeConfig};
+use crate::stream::position::Position;
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::Metrics;
 
@@ -55,7 +56,7 @@ const DRAIN_AT_ONCE: usize = 256;
 struct Delivered {
     /// The text whose outputs these were (None for a learn record or a label event's dead
     /// letter).
-    text: Option<(i32, i64)>,
+    text: Option<Position>,
     /// Whether this was a learn record.
     learn_record: bool,
     produce_seconds: f64,
@@ -352,8 +353,10 @@ impl Service {
         self.replica.flush()?;
         match texts.commit_async(&list) {
             Ok(()) => {
-                for (partition, offset) in list {
-                    self.intake.tracker.committed(partition, offset);
+                for position in list {
+                    self.intake
+                        .tracker
+                        .committed(position.partition, position.offset);
                 }
             }
             Err(error) => tracing::warn!(%error, "offset commit failed; retried at the next tick"),

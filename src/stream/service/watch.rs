@@ -3,6 +3,7 @@
 use std::time::Instant;
 
 use super::{Service, STALL_WARN};
+use crate::stream::position::Position;
 use crate::stream::texts::TextsConsumer;
 
 impl Service {
@@ -18,7 +19,7 @@ impl Service {
         let positions = texts
             .positions()
             .into_iter()
-            .map(|(partition, position)| (partition, position - self.intake.held(partition)))
+            .map(|p| Position::new(p.partition, p.offset - self.intake.held(p.partition)))
             .collect();
         self.lag.measure(positions);
         self.warn_if_stalled();

@@ -9,6 +9,7 @@ use super::Service;
 use crate::events::decode;
 use crate::events::InputPosition;
 use crate::stream::pipeline::{self, Advanced, LlmDone, Source, Text};
+use crate::stream::position::Position;
 use crate::stream::stop::Phase;
 use crate::stream::ServeError;
 use crate::telemetry::admin::Health;
@@ -170,7 +171,7 @@ impl Service {
     /// Partitions are going: drop their texts in flight and held back (the new owner reads
     /// them again), and return their done offsets for the callback to commit, once the state
     /// that includes them is on disk.
-    pub(super) fn on_revoked(&mut self, partitions: &[i32]) -> Vec<(i32, i64)> {
+    pub(super) fn on_revoked(&mut self, partitions: &[i32]) -> Vec<Position> {
         let in_flight: usize = partitions
             .iter()
             .map(|&partition| self.slots.revoke(partition).len())

@@ -10,6 +10,7 @@ use crate::stream::delivery::{self, OutputKind};
 use crate::stream::kafka::{self, Outgoing, Producer};
 use crate::stream::outputs;
 use crate::stream::pipeline::finish::{finish, Finishing, Learning};
+use crate::stream::position::Position;
 
 impl Service {
     /// Finish the partition's texts whose turn it is (the head of its queue, while ready) and
@@ -56,7 +57,7 @@ impl Service {
                     }
                     refused.extend(deliver_all(&producer, &records).await);
                     Delivered {
-                        text: Some((partition, offset)),
+                        text: Some(Position::new(partition, offset)),
                         learn_record: false,
                         produce_seconds: started.elapsed().as_secs_f64(),
                         refused,
@@ -147,7 +148,7 @@ impl Service {
             self.group.acknowledged();
             self.stats.stage("learn_produce", delivered.produce_seconds);
         }
-        let Some((partition, offset)) = delivered.text else {
+        let Some(Position { partition, offset }) = delivered.text else {
             // A learn record (or a label event's dead letter): a refused learn record will
             // never be read back, so its intake place is free again.
             if settled.learn_refused {
@@ -173,7 +174,7 @@ impl Service {
             let producer = self.producer.clone();
             self.deliveries.push(tokio::spawn(async move {
                 Delivered {
-                    text: Some((partition, offset)),
+                    text: Some(Position::new(partition, offset)),
                     learn_record: false,
                     produce_seconds: 0.0,
                     refused: deliver_all(&producer, &[(OutputKind::DeadLetter, record)]).await,
