@@ -87,6 +87,12 @@ pub fn csv(text: &str) -> Result<Csv, RowError> {
         .iter()
         .map(str::to_string)
         .collect();
+    if unclosed_quote(text) == Some(1) {
+        return Err(RowError::new(
+            1,
+            "a quote opens a column name here and is never closed",
+        ));
+    }
     if columns.iter().all(String::is_empty) {
         return Err(RowError::new(
             1,
@@ -167,8 +173,8 @@ fn unclosed_quote(text: &str) -> Option<usize> {
             }
             (Some(_), '"') => opened_at = None,
             (None, '"') if at_cell_start => opened_at = Some(line),
-            (None, ',' | '\n') => at_cell_start = true,
-            (None, '\r') => {}
+            // A lone carriage return ends a record too, as the reader takes it.
+            (None, ',' | '\n' | '\r') => at_cell_start = true,
             (None, _) => at_cell_start = false,
             (Some(_), _) => {}
         }
@@ -283,6 +289,20 @@ mod tests {
         let error = read.rows[1].clone().expect_err("unclosed");
         assert_eq!(error.line, 3);
         assert!(error.message.contains("never closed"), "{error}");
+    }
+
+    #[test]
+    fn an_unclosed_quote_in_the_header_is_said_as_such() {
+        let error = csv("\"label,text\na,b\n").expect_err("header");
+        assert_eq!(error.line, 1);
+        assert!(error.message.contains("never closed"), "{error}");
+    }
+
+    #[test]
+    fn a_lone_carriage_return_ends_a_record_as_the_reader_takes_it() {
+        let read = csv("label,text\ra,\"quoted\"\rb,c\r").expect("csv");
+        assert_eq!(read.rows.len(), 2);
+        assert!(read.rows.iter().all(Result::is_ok), "{:?}", read.rows);
     }
 
     #[test]

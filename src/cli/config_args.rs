@@ -23,11 +23,20 @@ impl ConfigArgs {
     /// The merged configuration, with `overrides` (a command's own flags, as `--set` lines)
     /// applied last.
     pub fn load(&self, overrides: &[String]) -> Result<ServeConfig> {
+        self.load_with_env(config::process_env(), overrides)
+    }
+
+    /// [`ConfigArgs::load`] with `env` as the environment layer.
+    pub fn load_with_env(
+        &self,
+        env: Vec<(String, String)>,
+        overrides: &[String],
+    ) -> Result<ServeConfig> {
         let mut sets = self.sets.clone();
         sets.extend_from_slice(overrides);
         ServeConfig::load(&Layers {
             file: self.config.clone(),
-            env: config::process_env(),
+            env,
             sets,
         })
         .map_err(anyhow::Error::new)

@@ -48,8 +48,13 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         audit: args.audit,
     };
     let payload = serde_json::to_vec(&event)?;
-    let config = args.kafka.load()?;
-    let topic = args.topic.unwrap_or_else(|| config.topics.labels.clone());
+    let flags: Vec<String> = args
+        .topic
+        .iter()
+        .map(|t| format!("topics.labels={t}"))
+        .collect();
+    let config = args.kafka.load_with(&flags)?;
+    let topic = config.topics.labels.clone();
     send(
         &labels_producer(&config).await?,
         &topic,

@@ -12,7 +12,7 @@ use rdkafka::consumer::StreamConsumer;
 use rdkafka::producer::{FutureProducer, Producer};
 
 use super::config_args::ConfigArgs;
-use crate::config::ServeConfig;
+use crate::config::{self, ServeConfig};
 use crate::stream::kafka::{self, Noted};
 
 /// How long a command waits for a broker to answer before saying none does.
@@ -21,8 +21,8 @@ const BROKER_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Default, Args)]
 pub struct KafkaArgs {
     /// The brokers, `host:port[,…]` (the same as `--set kafka.brokers=…`; default: the
-    /// configuration's, else 127.0.0.1:9092).
-    #[arg(long, env = "GORAG_BROKERS")]
+    /// configuration's, else `$GORAG_BROKERS`, else 127.0.0.1:9092).
+    #[arg(long)]
     pub brokers: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
@@ -31,12 +31,20 @@ pub struct KafkaArgs {
 impl KafkaArgs {
     /// The configuration, `--brokers` applied last.
     pub fn load(&self) -> Result<ServeConfig> {
-        let overrides: Vec<String> = self
-            .brokers
-            .iter()
-            .map(|b| format!("kafka.brokers={b}"))
-            .collect();
-        self.config.load(&overrides)
+        self.load_with(&[])
+    }
+
+    /// The configuration with a command's own flags (`section.key=value`) applied last.
+    /// `$GORAG_BROKERS` is the weakest environment setting: `GORAG__KAFKA__BROKERS`, `--set`
+    /// and `--brokers` all beat it.
+    pub fn load_with(&self, flags: &[String]) -> Result<ServeConfig> {
+        let mut env = config::process_env();
+        if let Ok(brokers) = std::env::var("GORAG_BROKERS") {
+            env.insert(0, ("GORAG__KAFKA__BROKERS".to_string(), brokers));
+        }
+        let mut overrides: Vec<String> = flags.to_vec();
+        overrides.extend(self.brokers.iter().map(|b| format!("kafka.brokers={b}")));
+        self.config.load_with_env(env, &overrides)
     }
 }
 

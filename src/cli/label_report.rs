@@ -69,9 +69,10 @@ pub async fn report(args: ReportArgs) -> Result<()> {
     }
     let (state, _) = super::serve::load_state(&args.dir)?;
     let engine = state.engine();
-    let stream = match &args.kafka.brokers {
-        Some(_) => read_stream(&args).await?,
-        None => Stream::default(),
+    let given = args.kafka.brokers.is_some() || std::env::var_os("GORAG_BROKERS").is_some();
+    let stream = match given {
+        true => read_stream(&args).await?,
+        false => Stream::default(),
     };
     let map = label_map::label_map(engine, &stream.confusions, &stream.traffic)
         .context("grouping the labels")?;

@@ -83,8 +83,13 @@ async fn import(args: ImportArgs) -> Result<()> {
         eprintln!("{summary}; checked, not published (--dry-run)");
         return Ok(());
     }
-    let config = args.kafka.load()?;
-    let topic = args.topic.unwrap_or_else(|| config.topics.labels.clone());
+    let flags: Vec<String> = args
+        .topic
+        .iter()
+        .map(|t| format!("topics.labels={t}"))
+        .collect();
+    let config = args.kafka.load_with(&flags)?;
+    let topic = config.topics.labels.clone();
     // Before reading the topic: a labels topic the broker would auto-create on that read
     // would not have the layout the service needs.
     let producer = labels_producer(&config).await?;

@@ -58,8 +58,21 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
         topic,
         action,
     } = args;
-    let config = kafka.load()?;
-    let topic = topic.unwrap_or_else(|| config.topics.proposals.clone());
+    // The topics named by flags are the configuration's, so that those created first get the
+    // layout the service needs.
+    let mut flags: Vec<String> = topic
+        .iter()
+        .map(|t| format!("topics.proposals={t}"))
+        .collect();
+    if let Some(ProposalsAction::Accept {
+        labels_topic: Some(labels),
+        ..
+    }) = &action
+    {
+        flags.push(format!("topics.labels={labels}"));
+    }
+    let config = kafka.load_with(&flags)?;
+    let topic = config.topics.proposals.clone();
     let action = action.unwrap_or(ProposalsAction::List {
         all: false,
         format: ListFormat::Table,
@@ -82,7 +95,9 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
             labels_topic,
         } => {
             let open = open_proposal(&current, &id)?;
-            let labels_topic = labels_topic.unwrap_or_else(|| config.topics.labels.clone());
+            // A --labels-topic is in the configuration already (above).
+            let _ = labels_topic;
+            let labels_topic = config.topics.labels.clone();
             let label = accept(&config, &topic, open, name.as_deref(), &labels_topic).await?;
             println!(
                 "accepted {id}: label {label} published in round {} to {labels_topic}",
@@ -115,9 +130,11 @@ async fn accept(
         bail!("accepting {} did not make a round", open.proposal);
     };
     let label = labels.first().map(|l| l.id.clone()).unwrap_or_default();
+    // The topics first: reading a missing labels topic could have the broker create it with
+    // its default partition count.
+    let producer = labels_producer(config).await?;
     let (rounds, label_ids) = label_topic_ids(config, labels_topic).await?;
     let round_id = open.accepting_round_id();
-    let producer = labels_producer(config).await?;
     if !rounds.contains(&round_id) {
         if label_ids.contains(&label) {
             bail!("label {label} already exists on {labels_topic}: choose another with --name");

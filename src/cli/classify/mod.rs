@@ -113,8 +113,10 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
         llm_url: &config.llm.url,
         llm_checked,
     };
-    let interrupted = run(&mut session, reading, &mut tally).await?;
+    // What was learned is saved whatever stopped the run (a closed pipe, an LLM check).
+    let ran = run(&mut session, reading, &mut tally).await;
     session.save().context("saving what was learned")?;
+    let interrupted = ran?;
     eprintln!("{}", tally.summary());
     if interrupted {
         bail!("interrupted: what was read so far is classified and saved");
@@ -186,10 +188,13 @@ async fn run(session: &mut Session, reading: Reading<'_>, tally: &mut Tally) -> 
     let mut printer = Printer::new(format)?;
     let name = source.name();
     let mut since_recorded = 0;
+    // Listening from here on: a Ctrl-C while a text is classified is seen at the next one.
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     loop {
         let item = tokio::select! {
             item = items.recv() => item,
-            _ = tokio::signal::ctrl_c() => return Ok(true),
+            _ = &mut ctrl_c => return Ok(true),
         };
         let Some(item) = item else {
             return Ok(false);
