@@ -75,15 +75,19 @@ impl Engine {
                 analysis,
                 label,
                 confident,
-            } => {
-                let keywords_added = self.learn(analysis, label, *confident);
-                Ok(IndexReport {
-                    labels_added: 0,
-                    texts_indexed: 1,
-                    keywords_added,
-                    ..IndexReport::default()
-                })
-            }
+            } => Ok(self.learn_text(analysis, label, *confident)),
+        }
+    }
+
+    /// Online indexing of one classified text ([`Update::Learn`]), without an update value to
+    /// hold it: the replicated state applies its logged updates by reference.
+    pub fn learn_text(&mut self, analysis: &Analysis, label: &str, confident: bool) -> IndexReport {
+        let keywords_added = self.learn(analysis, label, confident);
+        IndexReport {
+            labels_added: 0,
+            texts_indexed: 1,
+            keywords_added,
+            ..IndexReport::default()
         }
     }
 }

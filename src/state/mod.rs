@@ -73,6 +73,12 @@ impl State {
                 });
                 Ok(IndexReport::default())
             }
+            // Most of the log: applied by reference, not through a copy for the engine.
+            Update::Learn {
+                analysis,
+                label,
+                confident,
+            } => Ok(self.engine.learn_text(analysis, label, *confident)),
             _ => {
                 let Some(change) = update.engine_update() else {
                     return Ok(IndexReport::default());
