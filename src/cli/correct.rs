@@ -6,7 +6,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 
 use super::kafka_clients::KafkaArgs;
-use super::labels_topic::{labels_producer, send};
+use super::labels_topic::{labels_config, labels_producer, send};
 use crate::events::{LabelEvent, EVENT_VERSION};
 
 #[derive(Debug, Args)]
@@ -48,12 +48,7 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         audit: args.audit,
     };
     let payload = serde_json::to_vec(&event)?;
-    let flags: Vec<String> = args
-        .topic
-        .iter()
-        .map(|t| format!("topics.labels={t}"))
-        .collect();
-    let config = args.kafka.load_with(&flags)?;
+    let config = labels_config(&args.kafka, args.topic.as_deref())?;
     let topic = config.topics.labels.clone();
     send(
         &labels_producer(&config).await?,

@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::kafka_clients::KafkaArgs;
-use super::labels_topic::{label_topic_ids, labels_producer, send};
+use super::labels_topic::{label_topic_ids, labels_config, labels_producer, send};
 use crate::config::ServeConfig;
 use crate::events::taxonomy::{self, Format};
 use crate::events::LabelEvent;
@@ -83,12 +83,7 @@ async fn import(args: ImportArgs) -> Result<()> {
         eprintln!("{summary}; checked, not published (--dry-run)");
         return Ok(());
     }
-    let flags: Vec<String> = args
-        .topic
-        .iter()
-        .map(|t| format!("topics.labels={t}"))
-        .collect();
-    let config = args.kafka.load_with(&flags)?;
+    let config = labels_config(&args.kafka, args.topic.as_deref())?;
     let topic = config.topics.labels.clone();
     // Before reading the topic: a labels topic the broker would auto-create on that read
     // would not have the layout the service needs.

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 
-use super::kafka_clients;
+use super::kafka_clients::{self, KafkaArgs};
 use crate::config::ServeConfig;
 use crate::events::{decode, LabelEvent};
 use crate::stream::kafka::{ensure_topics, Noted};
@@ -44,6 +44,13 @@ pub async fn label_topic_ids(
         }
     }
     Ok((rounds, labels))
+}
+
+/// The configuration with `topic` (a command's `--topic`), when given, as its labels topic: the
+/// topic created first is then the one the command writes to.
+pub fn labels_config(kafka: &KafkaArgs, topic: Option<&str>) -> Result<ServeConfig> {
+    let flags: Vec<String> = topic.iter().map(|t| format!("topics.labels={t}")).collect();
+    kafka.load_with(&flags)
 }
 
 /// A producer for the labels topic, which is created first (with the layout the service

@@ -5,28 +5,34 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{EmbeddingModel, LoadError, RememberingEncoder, SentenceModel};
-use crate::engine::Engine;
+use super::{LoadError, RememberingEncoder, SentenceModel};
+use crate::config::EngineSection;
+use crate::state::State;
 use crate::store::{NoVectorStore, SledStore, VectorStore};
 
 /// The encoder that keeps the labels' vectors in the state store.
 pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
 
-/// `engine` reading meaning with `setting`'s model, when `first_hop` (only `ranked` and
-/// `hybrid` read a text's meaning: the other strategies need no model). Every label's
+/// `state`'s engine reading meaning with the model `[engine]` names, when its strategy reads
+/// meaning (only `ranked` and `hybrid` do: the other strategies need no model). Every label's
 /// examples and names get their vectors here, before the first text; those `store` kept from
 /// earlier runs are read back, not encoded again.
 pub fn read_meaning(
-    engine: Engine,
-    setting: &EmbeddingModel,
-    first_hop: bool,
+    state: State,
+    config: &EngineSection,
     store: Option<&SledStore>,
-) -> Result<(Engine, Option<KeptVectors>), LoadError> {
+) -> Result<(State, Option<KeptVectors>), LoadError> {
     let started = Instant::now();
-    let model = if first_hop { setting.load()? } else { None };
-    let Some(model) = model else {
-        return Ok((engine, None));
+    let setting = &config.embedding_model;
+    let model = if config.strategy.reads_meaning() {
+        setting.load()?
+    } else {
+        None
     };
+    let Some(model) = model else {
+        return Ok((state, None));
+    };
+    let (engine, pool) = state.into_parts();
     let kept: Box<dyn VectorStore> = match store.map(|s| s.vectors(model.fingerprint())) {
         Some(Ok(kept)) => Box::new(kept),
         Some(Err(error)) => {
@@ -47,5 +53,5 @@ pub fn read_meaning(
         unencoded,
         "embedding signal on"
     );
-    Ok((engine, Some(encoder)))
+    Ok((State::from_parts(engine, pool), Some(encoder)))
 }

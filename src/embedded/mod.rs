@@ -82,18 +82,12 @@ impl Session {
         if let (Some(dir), false) = (state, saved.offsets.is_empty()) {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
-        let state = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
-        let (engine, pool) = state.into_parts();
-        let (engine, kept_vectors) = read_meaning(
-            engine,
-            &config.engine.embedding_model,
-            config.engine.strategy.reads_meaning(),
-            store.as_ref(),
-        )?;
+        let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+        let (state, kept_vectors) = read_meaning(restored, &config.engine, store.as_ref())?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         Ok(Self {
-            state: State::from_parts(engine, pool),
+            state,
             classifier: Classifier::new(llm, config.engine.keywords),
             describe_labels: config.llm.describe_labels,
             max_text_bytes: config.input.max_text_bytes,

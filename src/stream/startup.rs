@@ -16,7 +16,6 @@ use super::ServeError;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
 use crate::embed::{read_meaning, RememberingEncoder, SentenceModel};
-use crate::state::State;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
@@ -119,16 +118,9 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let state = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
-    let (engine, pool) = state.into_parts();
-    let (engine, kept_vectors) = read_meaning(
-        engine,
-        &config.engine.embedding_model,
-        config.engine.strategy.reads_meaning(),
-        Some(&store),
-    )
-    .map_err(ServeError::Embedding)?;
-    let state = State::from_parts(engine, pool);
+    let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+    let (state, kept_vectors) =
+        read_meaning(restored, &config.engine, Some(&store)).map_err(ServeError::Embedding)?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),
