@@ -132,15 +132,16 @@ async fn proposals_are_listed_accepted_and_rejected() {
 async fn a_missing_topic_is_an_error_for_the_pass_and_empty_for_the_cli() {
     let missing = unique("never-created");
     let read = {
-        let mut client = rdkafka::config::ClientConfig::new();
-        client.set("bootstrap.servers", brokers());
-        gorag::stream::read_back::read_topic(client, "test", &missing, Duration::from_secs(20))
+        let mut config = gorag::config::ServeConfig::default();
+        config.kafka.brokers = brokers();
+        gorag::stream::kafka::Broker::kafka(&config)
+            .read_to_end("test", &missing, Duration::from_secs(20))
             .await
     };
     assert!(
         matches!(
             read,
-            Err(gorag::stream::read_back::ReadBackError::NoTopic { .. })
+            Err(gorag::stream::kafka::read_back::ReadBackError::NoTopic { .. })
         ),
         "{read:?}"
     );

@@ -12,6 +12,8 @@ use crate::eval::dataset::DatasetError;
 use crate::events::taxonomy::TaxonomyErrors;
 use crate::llm::{AttemptError, LlmError, SetupError};
 use crate::store::StoreError;
+use crate::stream::kafka::commands::CommandError;
+use crate::stream::kafka::{BrokerError, BrokerErrorKind};
 use crate::stream::ServeError;
 
 /// The paragraph printed for a failed command (without backtrace).
@@ -65,7 +67,16 @@ fn advice(error: &anyhow::Error) -> Option<String> {
         if let Some(e) = cause.downcast_ref::<LlmError>() {
             return Some(llm(e).to_string());
         }
-        if cause.is::<rdkafka::error::KafkaError>() {
+        if let Some(e) = cause.downcast_ref::<CommandError>() {
+            return match e {
+                CommandError::Serve(e) => serve(e),
+                CommandError::NoBroker { .. } => None,
+                CommandError::Broker { .. } | CommandError::ReadBack { .. } => {
+                    Some(KAFKA.to_string())
+                }
+            };
+        }
+        if cause.is::<BrokerError>() {
             return Some(KAFKA.to_string());
         }
         None
@@ -113,7 +124,7 @@ fn dataset(error: &DatasetError) -> &'static str {
 
 fn serve(error: &ServeError) -> Option<String> {
     match error {
-        ServeError::Kafka(_, rdkafka::error::KafkaError::ClientConfig(..)) => Some(
+        ServeError::Kafka(_, e) if e.kind() == BrokerErrorKind::ClientConfig => Some(
             "fix or remove that librdkafka property under kafka.client (GORAG__KAFKA__CLIENT__…); \
              this build's librdkafka has no OpenSSL, so TLS (security.protocol ssl or sasl_ssl) \
              is not available."

@@ -9,13 +9,13 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use super::kafka_clients::{self, KafkaArgs};
+use super::kafka_clients::KafkaArgs;
 use crate::config::ServeConfig;
 use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
 use crate::discovery::map_html;
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, Prediction};
-use crate::stream::read_back;
+use crate::stream::kafka::commands;
 
 /// How long reading a topic to its end may take (the predictions topic of a busy stream is
 /// the long one).
@@ -133,6 +133,5 @@ async fn read_stream(args: &ReportArgs) -> Result<Stream> {
 /// Every record's value on `topic`; a topic that does not exist has none (the proposals
 /// topic of a service run without discovery, created by hand).
 async fn read_topic(config: &ServeConfig, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let client = kafka_clients::client_config(config);
-    Ok(read_back::read_topic_if_any(client, "gorag-report", topic, READ_LIMIT).await?)
+    Ok(commands::read_topic_if_any(config, "gorag-report", topic, READ_LIMIT).await?)
 }

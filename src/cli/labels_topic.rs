@@ -4,15 +4,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::util::Timeout;
+use anyhow::Result;
 
-use super::kafka_clients::{self, KafkaArgs};
+use super::kafka_clients::KafkaArgs;
 use crate::config::ServeConfig;
 use crate::events::{decode, LabelEvent};
-use crate::stream::kafka::{ensure_topics, Noted};
-use crate::stream::read_back;
+use crate::stream::kafka::commands::{self, CommandProducer};
 
 /// How long reading a topic to its end may take.
 const READ_LIMIT: Duration = Duration::from_secs(30);
@@ -20,10 +17,7 @@ const READ_LIMIT: Duration = Duration::from_secs(30);
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
 pub async fn read_to_end(config: &ServeConfig, topic: &str) -> Result<Vec<Vec<u8>>> {
-    let client = kafka_clients::client_config(config);
-    read_back::read_topic_if_any(client, "gorag-cli", topic, READ_LIMIT)
-        .await
-        .with_context(|| format!("reading {topic} at {}", config.kafka.brokers))
+    Ok(commands::read_topic_if_any(config, "gorag-cli", topic, READ_LIMIT).await?)
 }
 
 /// The round ids and label ids announced on the labels topic so far.
@@ -56,27 +50,20 @@ pub fn labels_config(kafka: &KafkaArgs, topic: Option<&str>) -> Result<ServeConf
 /// A producer for the labels topic, which is created first (with the layout the service
 /// needs) when the configuration lets gorag create its topics: the start order of `serve` and
 /// the commands that write label events does not matter.
-pub async fn labels_producer(config: &ServeConfig) -> Result<FutureProducer<Noted>> {
-    let producer = kafka_clients::producer(config)?;
+pub async fn labels_producer(config: &ServeConfig) -> Result<CommandProducer> {
+    let producer = CommandProducer::new(config)?;
     if config.kafka.create_topics {
-        ensure_topics(config).await?;
+        commands::ensure_topics(config).await?;
     }
     Ok(producer)
 }
 
+/// Publish one keyed event and wait for the broker's acknowledgement.
 pub async fn send(
-    producer: &FutureProducer<Noted>,
+    producer: &CommandProducer,
     topic: &str,
     key: &str,
     payload: &[u8],
 ) -> Result<()> {
-    producer
-        .send(
-            FutureRecord::to(topic).key(key.as_bytes()).payload(payload),
-            Timeout::After(Duration::from_secs(30)),
-        )
-        .await
-        .map_err(|(error, _)| error)
-        .with_context(|| format!("publishing to {topic}"))?;
-    Ok(())
+    Ok(producer.send(topic, Some(key.as_bytes()), payload).await?)
 }

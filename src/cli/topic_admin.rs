@@ -6,9 +6,8 @@
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand};
 
-use super::kafka_clients::{self, KafkaArgs};
-use crate::stream::kafka::ensure_topics;
-use crate::stream::read_back::topic_partitions;
+use super::kafka_clients::KafkaArgs;
+use crate::stream::kafka::commands::{self, CommandConsumer};
 
 #[derive(Debug, Args)]
 pub struct TopicsArgs {
@@ -32,12 +31,12 @@ pub struct CreateArgs {
 pub async fn topics(args: TopicsArgs) -> Result<()> {
     let TopicsAction::Create(args) = args.action;
     let config = args.kafka.load()?;
-    let consumer = kafka_clients::consumer(&config, "gorag-topics")?;
-    ensure_topics(&config).await?;
+    let consumer = CommandConsumer::new(&config, "gorag-topics")?;
+    commands::ensure_topics(&config).await?;
     let t = &config.topics;
     let mut wrong = Vec::new();
     for topic in t.names() {
-        let partitions = tokio::task::block_in_place(|| topic_partitions(&consumer, topic))?;
+        let partitions = consumer.partitions(topic)?;
         let one = topic == t.labels || topic == t.changelog;
         let shape = if one { "1 (required)" } else { "any" };
         println!("{topic:<32} {:>3} partition(s), {shape}", partitions.len());

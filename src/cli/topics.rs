@@ -4,17 +4,12 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use super::kafka_clients::KafkaArgs;
+use crate::events::Prediction;
+use crate::stream::kafka::commands::{self, CommandConsumer, CommandProducer};
+use crate::stream::kafka::Record;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::message::Message;
-use rdkafka::producer::FutureRecord;
-use rdkafka::util::Timeout;
-use rdkafka::{Offset, TopicPartitionList};
-
-use super::kafka_clients::{self, KafkaArgs};
-use crate::events::Prediction;
-use crate::stream::kafka::{ensure_topics, header_pairs, Noted};
 
 #[derive(Debug, Args)]
 pub struct PublishArgs {
@@ -45,10 +40,10 @@ fn record_key(line: &str, field: Option<&str>) -> Option<String> {
 
 pub async fn publish(args: PublishArgs) -> Result<()> {
     let config = args.kafka.load()?;
-    let producer = kafka_clients::producer(&config)?;
+    let producer = CommandProducer::new(&config)?;
     if config.kafka.create_topics && config.topics.names().contains(&args.topic.as_str()) {
         // One of the service's topics: made as the service needs it, whoever comes first.
-        ensure_topics(&config).await?;
+        commands::ensure_topics(&config).await?;
     }
     let mut lines = Vec::new();
     for path in &args.files {
@@ -75,14 +70,9 @@ pub async fn publish(args: PublishArgs) -> Result<()> {
             let producer = &producer;
             let topic = &args.topic;
             async move {
-                let mut record = FutureRecord::to(topic).payload(line.as_bytes());
-                if let Some(key) = &key {
-                    record = record.key(key.as_bytes());
-                }
                 producer
-                    .send(record, Timeout::After(Duration::from_secs(30)))
+                    .send(topic, key.as_deref().map(str::as_bytes), line.as_bytes())
                     .await
-                    .map_err(|(e, _)| anyhow::anyhow!("publishing to {topic}: {e}"))
             }
         });
         for result in futures::future::join_all(sends).await {
@@ -125,20 +115,15 @@ pub struct TailArgs {
     pub format: TailFormat,
 }
 
-/// The partition ids of `topic` (none when it does not exist).
-pub fn topic_partitions<C: rdkafka::consumer::ConsumerContext>(
-    consumer: &impl Consumer<C>,
-    brokers: &str,
-    topic: &str,
-) -> Result<Vec<i32>> {
-    crate::stream::read_back::topic_partitions(consumer, topic)
-        .with_context(|| format!("reading the metadata of {topic} at {brokers}"))
-}
-
 pub async fn tail(args: TailArgs) -> Result<()> {
     let config = args.kafka.load()?;
-    let consumer = kafka_clients::consumer(&config, "gorag-tail")?;
-    assign_every_partition(&consumer, &config.kafka.brokers, &args)?;
+    let consumer = CommandConsumer::new(&config, "gorag-tail")?;
+    if consumer
+        .read_every_partition(&args.topic, args.from_beginning)?
+        .is_empty()
+    {
+        bail!("topic {} does not exist", args.topic);
+    }
 
     let mut seen = 0usize;
     let mut out = std::io::stdout().lock();
@@ -161,37 +146,15 @@ pub async fn tail(args: TailArgs) -> Result<()> {
     Ok(())
 }
 
-/// Read every partition of the topic from its start (`--from-beginning`) or its end.
-fn assign_every_partition(
-    consumer: &StreamConsumer<Noted>,
-    brokers: &str,
-    args: &TailArgs,
-) -> Result<()> {
-    let partitions = topic_partitions(consumer, brokers, &args.topic)?;
-    if partitions.is_empty() {
-        bail!("topic {} does not exist", args.topic);
-    }
-    let mut assignment = TopicPartitionList::new();
-    let start = if args.from_beginning {
-        Offset::Beginning
-    } else {
-        Offset::End
-    };
-    for partition in partitions {
-        assignment.add_partition_offset(&args.topic, partition, start)?;
-    }
-    consumer.assign(&assignment)?;
-    Ok(())
-}
-
 /// One record as `gorag tail` prints it.
-fn line(message: &impl Message, format: TailFormat) -> String {
-    let value = String::from_utf8_lossy(message.payload().unwrap_or_default()).into_owned();
+fn line(message: &Record, format: TailFormat) -> String {
+    let value = String::from_utf8_lossy(&message.payload).into_owned();
     let header = |name: &str| {
-        header_pairs(message)
-            .into_iter()
+        message
+            .headers
+            .iter()
             .find(|(key, _)| key == name)
-            .map(|(_, value)| value)
+            .map(|(_, value)| value.clone())
             .unwrap_or_default()
     };
     match format {
@@ -211,13 +174,14 @@ fn line(message: &impl Message, format: TailFormat) -> String {
 }
 
 /// The record with its key, position and headers, as one JSON object.
-fn json_line(message: &impl Message, value: String) -> String {
-    let headers: serde_json::Map<String, serde_json::Value> = header_pairs(message)
-        .into_iter()
-        .map(|(key, value)| (key, value.into()))
+fn json_line(message: &Record, value: String) -> String {
+    let headers: serde_json::Map<String, serde_json::Value> = message
+        .headers
+        .iter()
+        .map(|(key, value)| (key.clone(), value.clone().into()))
         .collect();
     serde_json::json!({
-        "key": message.key().map(|k| String::from_utf8_lossy(k).into_owned()),
+        "key": message.key.as_ref().map(|k| String::from_utf8_lossy(k).into_owned()),
         "partition": message.partition(),
         "offset": message.offset(),
         "headers": headers,

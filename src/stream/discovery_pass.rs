@@ -10,12 +10,10 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use rdkafka::config::ClientConfig;
-use rdkafka::error::KafkaError;
 use thiserror::Error;
 
-use super::kafka::{self, Outgoing, Producer};
-use super::read_back::{self, ReadBackError};
+use super::kafka::read_back::ReadBackError;
+use super::kafka::{self, Broker, BrokerError, Outgoing, Producer};
 use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
 use crate::engine::LabelMaterial;
 use crate::events::decode;
@@ -32,7 +30,7 @@ pub enum PassError {
     #[error(transparent)]
     ReadBack(#[from] ReadBackError),
     #[error("publishing proposal {0}: {1}")]
-    Publish(String, KafkaError),
+    Publish(String, BrokerError),
     #[error("publishing proposal {0}: no acknowledgement within {1:?}")]
     PublishTimeout(String, Duration),
     #[error("a pass task died: {0}")]
@@ -43,8 +41,10 @@ pub enum PassError {
 #[derive(Clone)]
 pub struct PassSettings {
     pub config: DiscoveryConfig,
-    /// How to reach the brokers (to read the proposals topic).
-    pub client: ClientConfig,
+    /// Where the proposals topic is read from.
+    pub broker: Broker,
+    /// Names the proposals topic's reader (it commits nothing).
+    pub group: String,
     pub topic: String,
     pub producer: Producer,
     pub llm: Option<LlmClient>,
@@ -55,19 +55,17 @@ impl PassSettings {
     /// a group id of its own, which commits nothing.
     pub fn of(
         config: &crate::config::ServeConfig,
+        broker: &Broker,
         producer: &Producer,
         llm: Option<&LlmClient>,
     ) -> Option<Self> {
-        config.discovery.enabled.then(|| {
-            let mut client = kafka::client_config(config);
-            client.set("group.id", format!("{}-proposals", config.kafka.group_id));
-            Self {
-                config: config.discovery.clone(),
-                client,
-                topic: config.topics.proposals.clone(),
-                producer: producer.clone(),
-                llm: llm.cloned(),
-            }
+        config.discovery.enabled.then(|| Self {
+            config: config.discovery.clone(),
+            broker: broker.clone(),
+            group: format!("{}-proposals", config.kafka.group_id),
+            topic: config.topics.proposals.clone(),
+            producer: producer.clone(),
+            llm: llm.cloned(),
         })
     }
 }
@@ -111,10 +109,10 @@ pub async fn run(
         })
     })
     .await??;
-    let (client, topic) = (settings.client.clone(), settings.topic.clone());
-    let payloads =
-        tokio::task::spawn_blocking(move || read_back::read_to_end(&client, &topic, TOPIC_LIMIT))
-            .await??;
+    let payloads = settings
+        .broker
+        .read_to_end(&settings.group, &settings.topic, TOPIC_LIMIT)
+        .await?;
     let events = payloads
         .iter()
         .filter_map(|p| match decode::proposal_event(p) {

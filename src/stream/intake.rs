@@ -12,8 +12,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use rdkafka::message::{Message, OwnedMessage};
-
+use super::kafka::Record;
 use super::offsets::OffsetTracker;
 use crate::config::InputSection;
 use crate::stream::position::Position;
@@ -44,7 +43,7 @@ impl BacklogLimit {
 pub struct Intake {
     pub tracker: OffsetTracker,
     /// Texts received and not yet taken in, in arrival order.
-    backlog: VecDeque<OwnedMessage>,
+    backlog: VecDeque<Record>,
     /// Payload and key bytes of the backlog.
     backlog_bytes: usize,
     /// Texts of the backlog per partition (the lag probe asks every tick; the backlog may hold
@@ -55,14 +54,14 @@ pub struct Intake {
 }
 
 impl Intake {
-    pub fn receive(&mut self, message: OwnedMessage) {
+    pub fn receive(&mut self, message: Record) {
         self.backlog_bytes += size(&message);
         *self.held.entry(message.partition()).or_default() += 1;
         self.backlog.push_back(message);
     }
 
     /// The next text to take in (the caller decides whether there is room).
-    pub fn next(&mut self) -> Option<OwnedMessage> {
+    pub fn next(&mut self) -> Option<Record> {
         let message = self.backlog.pop_front()?;
         self.backlog_bytes -= size(&message);
         if let Some(held) = self.held.get_mut(&message.partition()) {
@@ -79,7 +78,7 @@ impl Intake {
             .iter()
             .take(count)
             .try_fold(i64::MIN, |newest, message| {
-                Some(newest.max(message.timestamp().to_millis()?))
+                Some(newest.max(message.timestamp_ms?))
             })
     }
 
@@ -148,25 +147,23 @@ impl Intake {
     }
 }
 
-fn size(message: &OwnedMessage) -> usize {
-    message.payload().map_or(0, <[u8]>::len) + message.key().map_or(0, <[u8]>::len)
+fn size(message: &Record) -> usize {
+    message.payload.len() + message.key.as_ref().map_or(0, Vec::len)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rdkafka::message::Timestamp;
 
-    fn text(partition: i32, offset: i64) -> OwnedMessage {
-        OwnedMessage::new(
-            Some(b"{}".to_vec()),
-            None,
-            "texts".into(),
-            Timestamp::NotAvailable,
-            partition,
-            offset,
-            None,
-        )
+    fn text(partition: i32, offset: i64) -> Record {
+        Record {
+            topic: "texts".into(),
+            position: Position::new(partition, offset),
+            key: None,
+            payload: b"{}".to_vec(),
+            timestamp_ms: None,
+            headers: Vec::new(),
+        }
     }
 
     #[test]

@@ -7,14 +7,13 @@ use std::time::{Duration, Instant};
 use tokio::task::JoinHandle;
 
 use super::kafka::MetadataClient;
-use super::replica::sync::watermarks;
 use crate::stream::position::Position;
 use crate::telemetry::metrics::{Metrics, PartitionLabel};
 
 const EVERY: Duration = Duration::from_secs(5);
 
 pub struct LagProbe {
-    client: Arc<MetadataClient>,
+    client: MetadataClient,
     topic: String,
     metrics: Arc<Metrics>,
     started: Option<Instant>,
@@ -22,7 +21,7 @@ pub struct LagProbe {
 }
 
 impl LagProbe {
-    pub fn new(client: Arc<MetadataClient>, topic: String, metrics: Arc<Metrics>) -> Self {
+    pub fn new(client: MetadataClient, topic: String, metrics: Arc<Metrics>) -> Self {
         Self {
             client,
             topic,
@@ -52,7 +51,9 @@ impl LagProbe {
         );
         self.running = Some(tokio::spawn(async move {
             for Position { partition, offset } in positions {
-                let bounds = watermarks(&client, &topic, partition, Duration::from_secs(2)).await;
+                let bounds = client
+                    .watermarks(&topic, partition, Duration::from_secs(2))
+                    .await;
                 if let Ok((_, high)) = bounds {
                     metrics
                         .consumer_lag

@@ -1,10 +1,10 @@
 //! `gorag serve`: the async shell that runs the engine over Kafka.
 //!
 //! ```text
-//! texts ─▶ poll thread (texts.rs) ─▶ loop: backlog (intake.rs) ─▶ slot (pipeline/slots.rs)
+//! texts ─▶ poll thread (kafka/texts.rs) ─▶ loop: backlog (intake.rs) ─▶ slot (pipeline/slots.rs)
 //!        ─▶ keywords, retrieve (pipeline) ─▶ LLM task (classify.rs steps) ─▶ in order per
 //!        partition: finish (pipeline/finish.rs, pure) ─▶ learn record to the changelog, in
-//!        order (kafka.rs OrderedSender) + prediction ─▶ acked (delivery.rs) ─▶ offset done
+//!        order (kafka/ordered.rs) + prediction ─▶ acked (delivery.rs) ─▶ offset done
 //!        (offsets.rs) ─▶ commit
 //! labels ─▶ forwarded to the changelog (replica/sync.rs) ─▶ every replica applies the
 //!           changelog in order (replica/apply.rs, pure over a cursor) ─▶ engine + store
@@ -34,19 +34,16 @@ pub mod offsets;
 pub(crate) mod outputs;
 mod pipeline;
 pub mod position;
-pub mod read_back;
 mod replica;
 mod service;
 mod startup;
 mod stats;
 mod stop;
-mod texts;
 
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
-use rdkafka::error::KafkaError;
 use serde::Serialize;
 use thiserror::Error;
 
@@ -59,7 +56,7 @@ use crate::telemetry::metrics::Metrics;
 #[derive(Debug, Error)]
 pub enum ServeError {
     #[error("kafka, {0}: {1}")]
-    Kafka(&'static str, KafkaError),
+    Kafka(&'static str, kafka::BrokerError),
     #[error("{0}")]
     Topic(String),
     #[error(
@@ -144,6 +141,16 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServeSummary, ServeError> {
+    let broker = kafka::Broker::kafka(&config);
+    serve_on(broker, config, shutdown).await
+}
+
+/// [`serve`] on `broker` (Kafka, or a [`kafka::MemoryBroker`] for a test in process).
+pub async fn serve_on(
+    broker: kafka::Broker,
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<ServeSummary, ServeError> {
     let health = Arc::new(Health::default());
     let metrics = Arc::new(Metrics::new());
     let listener = admin::bind(&config.admin.listen)
@@ -153,7 +160,7 @@ pub async fn serve(
         tracing::info!(%address, "admin port: /healthz /readyz /metrics");
     }
     let server = tokio::spawn(admin::serve(listener, health.clone(), metrics.clone()));
-    let result = service::run(config, shutdown, health, metrics).await;
+    let result = service::run(broker, config, shutdown, health, metrics).await;
     server.abort();
     result
 }

@@ -4,11 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::consumer::Consumer;
-use rdkafka::error::KafkaResult;
-use rdkafka::metadata::Metadata;
-
-use super::kafka::{self, MetadataClient, Producer};
+use super::kafka::{self, Broker, MetadataClient, Producer};
 use super::replica::sync::{LogClients, LogSync};
 use super::replica::{Cursor, LogTopics, Replica, SnapshotPolicy};
 use super::stop::{Phase, Stop};
@@ -25,7 +21,7 @@ pub struct Started {
     pub logs: LogSync,
     pub classifier: Classifier,
     pub producer: Producer,
-    pub watermarks: Arc<MetadataClient>,
+    pub watermarks: MetadataClient,
     /// With the embedding signal, the encoder that keeps the labels' vectors (see
     /// [`forget_unasked_vectors`]).
     pub kept_vectors: Option<KeptVectors>,
@@ -46,20 +42,16 @@ pub fn forget_unasked_vectors(encoder: &RememberingEncoder<SentenceModel>) {
 }
 
 pub async fn start(
+    broker: &Broker,
     config: &ServeConfig,
     stop: Stop,
     health: Arc<Health>,
 ) -> Result<Started, ServeError> {
     let (replica, kept_vectors) = restore(config)?;
-    let watermarks: MetadataClient = kafka::client_config(config)
-        .set("group.id", format!("{}-watermarks", config.kafka.group_id))
-        .set("enable.auto.commit", "false")
-        .create_with_context(kafka::Logged)
-        .map_err(|e| ServeError::Kafka("creating the watermark client", e))?;
-    let watermarks = Arc::new(watermarks);
+    let watermarks = broker.metadata_client("watermarks")?;
     wait_for_brokers(config, &watermarks, &stop, &health).await?;
     if config.kafka.create_topics {
-        kafka::ensure_topics(config).await?;
+        broker.ensure_topics(config).await?;
     } else {
         check_topics_exist(config, &watermarks).await?;
     }
@@ -69,20 +61,20 @@ pub async fn start(
         check_llm_endpoint(llm.clone(), config.llm.url.clone());
     }
     let classifier = Classifier::new(llm, config.engine.keywords);
-    let producer = kafka::producer(config)?;
+    let producer = broker.producer()?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
         check_one_partition(&watermarks, topic).await?;
     }
     let cursor = &replica.cursor;
     let clients = LogClients {
-        labels: kafka::log_reader(
+        labels: broker.log_reader(
             config,
             &config.topics.labels,
             "labels",
             cursor.labels_next,
             100,
         )?,
-        changelog: kafka::log_reader(
+        changelog: broker.log_reader(
             config,
             &config.topics.changelog,
             "changelog",
@@ -164,7 +156,7 @@ const SAY_WAITING_EVERY: Duration = Duration::from_secs(5);
 /// signal ends the wait.
 async fn wait_for_brokers(
     config: &ServeConfig,
-    client: &Arc<MetadataClient>,
+    client: &MetadataClient,
     stop: &Stop,
     health: &Health,
 ) -> Result<(), ServeError> {
@@ -173,13 +165,13 @@ async fn wait_for_brokers(
     let started = Instant::now();
     let mut said: Option<Instant> = None;
     loop {
-        let error = match probe_brokers(client.clone()).await? {
-            Ok(metadata) => {
+        let error = match client.probe(BROKER_PROBE).await {
+            Ok(brokers_known) => {
                 kafka::broker_answered();
                 health.set_broker(None);
                 tracing::info!(
                     %brokers,
-                    brokers_known = metadata.brokers().len(),
+                    brokers_known,
                     waited_secs = started.elapsed().as_secs(),
                     "Kafka brokers answered"
                 );
@@ -218,31 +210,13 @@ async fn wait_for_brokers(
     }
 }
 
-/// One metadata request, on a blocking thread (librdkafka's call blocks).
-async fn probe_brokers(
-    client: Arc<MetadataClient>,
-) -> Result<KafkaResult<Metadata>, tokio::task::JoinError> {
-    tokio::task::spawn_blocking(move || {
-        let answer = client.fetch_metadata(None, BROKER_PROBE);
-        // Serve the client's queue: librdkafka hands over its errors (and their reasons) only
-        // when the client is polled.
-        while let Some(Err(_)) | Some(Ok(_)) = client.poll(Duration::ZERO) {}
-        answer
-    })
-    .await
-}
-
 /// With `kafka.create_topics = false` the operator made the topics: name every one missing,
 /// at once, rather than fail later on the first record.
 async fn check_topics_exist(
     config: &ServeConfig,
-    client: &Arc<MetadataClient>,
+    client: &MetadataClient,
 ) -> Result<(), ServeError> {
-    let probe = client.clone();
-    let metadata =
-        tokio::task::spawn_blocking(move || probe.fetch_metadata(None, Duration::from_secs(10)))
-            .await?
-            .map_err(|e| ServeError::Kafka("reading topic metadata", e))?;
+    let existing = client.partitions(None, Duration::from_secs(10)).await?;
     let t = &config.topics;
     let mut wanted = vec![
         &t.labels,
@@ -257,7 +231,7 @@ async fn check_topics_exist(
     }
     let missing: Vec<String> = wanted
         .into_iter()
-        .filter(|name| !metadata.topics().iter().any(|t| t.name() == name.as_str()))
+        .filter(|name| !existing.iter().any(|(t, _)| t == name.as_str()))
         .cloned()
         .collect();
     if missing.is_empty() {
@@ -268,19 +242,13 @@ async fn check_topics_exist(
 }
 
 /// The labels and changelog topics are ordered logs: exactly one partition each.
-async fn check_one_partition(client: &Arc<MetadataClient>, topic: &str) -> Result<(), ServeError> {
-    let (client, name) = (client.clone(), topic.to_string());
-    let metadata = tokio::task::spawn_blocking(move || {
-        client.fetch_metadata(Some(&name), Duration::from_secs(10))
-    })
-    .await?
-    .map_err(|e| ServeError::Kafka("reading topic metadata", e))?;
-    let partitions = metadata
-        .topics()
-        .iter()
-        .find(|t| t.name() == topic)
-        .map(|t| t.partitions().len())
-        .unwrap_or(0);
+async fn check_one_partition(client: &MetadataClient, topic: &str) -> Result<(), ServeError> {
+    let partitions = client
+        .partitions(Some(topic), Duration::from_secs(10))
+        .await?
+        .into_iter()
+        .find(|(name, _)| name == topic)
+        .map_or(0, |(_, partitions)| partitions);
     if partitions == 0 {
         return Err(ServeError::TopicMissing(topic.to_string()));
     }

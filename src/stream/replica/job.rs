@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rdkafka::message::OwnedMessage;
 use tokio::task::JoinHandle;
 
 use crate::classify::Classifier;
 use crate::engine::embedding::{Embeddings, TextEncoder};
 use crate::engine::NewLabel;
 use crate::stream::changelog::{ChangeDecodeError, ChangeRecord};
+use crate::stream::kafka::Record;
 
 /// How long describing a round's labels may take; labels not described by then go without.
 const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
@@ -29,14 +29,11 @@ const DESCRIBE_BUDGET: Duration = Duration::from_secs(120);
 pub enum Then {
     /// Apply this changelog record (its material now kept by the encoder).
     Apply {
-        message: OwnedMessage,
+        message: Record,
         record: Box<Result<ChangeRecord, ChangeDecodeError>>,
     },
     /// Forward this labels-topic record as the round `round` with the described labels.
-    Forward {
-        message: OwnedMessage,
-        round: String,
-    },
+    Forward { message: Record, round: String },
 }
 
 /// What a job produced.
@@ -62,7 +59,7 @@ impl Job {
     pub fn encode(
         encoder: Arc<dyn TextEncoder>,
         texts: Vec<String>,
-        message: OwnedMessage,
+        message: Record,
         record: Result<ChangeRecord, ChangeDecodeError>,
     ) -> Box<Self> {
         let stop = StopOnDrop::default();
@@ -95,7 +92,7 @@ impl Job {
         classifier: &Classifier,
         labels: Vec<NewLabel>,
         at_once: usize,
-        message: OwnedMessage,
+        message: Record,
         round: String,
     ) -> Box<Self> {
         let classifier = classifier.clone();

@@ -3,17 +3,12 @@
 //! that was lost. A record that needs work first — a round to describe, material to encode —
 //! hands the sync a [`Job`] to wait for, off the loop.
 //!
-//! Watermark queries are blocking librdkafka calls: they run on tokio's blocking pool, so the
-//! loop's thread never waits on the broker for them. Pointing a reader back, when a job is
-//! given up (at shutdown), is a seek on the loop's thread, bounded by 5 s.
+//! Watermark queries never wait on the loop's thread (see [`MetadataClient`]). Pointing a
+//! reader back, when a job is given up (at shutdown), is a seek on the loop's thread, bounded
+//! by 5 s.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use rdkafka::consumer::Consumer;
-use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::Offset;
 
 mod forward;
 
@@ -24,7 +19,7 @@ use super::{now_ms, Replica};
 use crate::classify::Classifier;
 use crate::state::Update;
 use crate::stream::changelog::{ChangeRecord, LabelOutcome};
-use crate::stream::kafka::{LogReader, MetadataClient, Producer};
+use crate::stream::kafka::{BrokerErrorKind, LogReader, MetadataClient, Producer, Record};
 use crate::stream::stats::Stats;
 use crate::stream::stop::{Phase, Stop};
 use crate::stream::ServeError;
@@ -45,7 +40,7 @@ pub struct LogSync {
     changelog: LogReader,
     /// A client of its own for watermark queries: on a log consumer's connection they wait
     /// behind its fetch long-poll (≈ 500 ms each against nisshi).
-    watermarks: Arc<MetadataClient>,
+    watermarks: MetadataClient,
     producer: Producer,
     stop: Stop,
     health: Arc<Health>,
@@ -80,37 +75,13 @@ pub struct LogSync {
 pub struct LogClients {
     pub labels: LogReader,
     pub changelog: LogReader,
-    pub watermarks: Arc<MetadataClient>,
+    pub watermarks: MetadataClient,
     pub producer: Producer,
 }
 
 /// Whether `error` says the topic (or its partition) does not exist.
 fn topic_missing(error: &ServeError) -> bool {
-    matches!(
-        error,
-        ServeError::Kafka(
-            _,
-            KafkaError::MetadataFetch(
-                RDKafkaErrorCode::UnknownPartition
-                    | RDKafkaErrorCode::UnknownTopic
-                    | RDKafkaErrorCode::UnknownTopicOrPartition
-            )
-        )
-    )
-}
-
-/// The (low, high) watermarks of partition `partition` of `topic`, asked on the blocking pool.
-pub async fn watermarks(
-    client: &Arc<MetadataClient>,
-    topic: &str,
-    partition: i32,
-    timeout: Duration,
-) -> Result<(i64, i64), ServeError> {
-    let client = client.clone();
-    let topic = topic.to_string();
-    tokio::task::spawn_blocking(move || client.fetch_watermarks(&topic, partition, timeout))
-        .await?
-        .map_err(|e| ServeError::Kafka("reading watermarks", e))
+    matches!(error, ServeError::Kafka(_, e) if e.kind() == BrokerErrorKind::UnknownTopic)
 }
 
 impl LogSync {
@@ -259,7 +230,7 @@ impl LogSync {
         }
         match (job.then, prepared) {
             (Then::Apply { message, record }, Prepared::Encoded { .. }) => {
-                let created = message.timestamp().to_millis();
+                let created = message.timestamp_ms;
                 replica.apply_decoded(message.offset(), *record, created, stats)?;
             }
             (Then::Forward { message, .. }, _) if message.offset() < replica.cursor.labels_next => {
@@ -308,14 +279,14 @@ impl LogSync {
     /// Point the changelog reader back at `message`, left unapplied (reading on would apply
     /// the records after it and skip it for good). If it cannot be, the changelog is not read
     /// on (see `changelog_ahead`).
-    fn changelog_back(&mut self, message: &OwnedMessage) {
+    fn changelog_back(&mut self, message: &Record) {
         if !point_back(&self.changelog, message) {
             self.changelog_ahead = Some(message.offset());
         }
     }
 
     /// Point the labels reader back at `message`, not forwarded; the same for the labels.
-    fn labels_back(&mut self, message: &OwnedMessage) {
+    fn labels_back(&mut self, message: &Record) {
         self.labels_forward_next = self.labels_forward_next.min(message.offset());
         if !point_back(&self.labels, message) {
             self.labels_ahead = Some(message.offset());
@@ -374,7 +345,10 @@ impl LogSync {
 
     /// The log's (low, high) watermarks; whether the broker answered is the health flag.
     async fn log_bounds(&mut self, topic: &str) -> Result<(i64, i64), ServeError> {
-        let bounds = watermarks(&self.watermarks, topic, 0, Duration::from_secs(5)).await;
+        let bounds = self
+            .watermarks
+            .watermarks(topic, 0, Duration::from_secs(5))
+            .await;
         self.health.set_broker(match &bounds {
             Ok(_) => {
                 crate::stream::kafka::broker_answered();
@@ -428,11 +402,11 @@ impl LogSync {
     pub fn apply_record(
         &mut self,
         replica: &mut Replica,
-        message: OwnedMessage,
+        message: Record,
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         // Decoded once, for the encoding ahead and for applying.
-        let record = ChangeRecord::decode(message.payload().unwrap_or_default());
+        let record = ChangeRecord::decode(&message.payload);
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
                 self.changelog_back(&message);
@@ -442,7 +416,7 @@ impl LogSync {
             }
             return Ok(Some(Job::encode(encoder, texts, message, record)));
         }
-        let created = message.timestamp().to_millis();
+        let created = message.timestamp_ms;
         replica.apply_decoded(message.offset(), record, created, stats)?;
         Ok(None)
     }
@@ -461,12 +435,11 @@ pub enum Synced {
 
 /// Point `reader` back at `message`, for it to hand the record out again; false (logged) when
 /// it cannot be.
-fn point_back(reader: &LogReader, message: &OwnedMessage) -> bool {
-    let back = Offset::Offset(message.offset());
-    match reader.seek(message.topic(), 0, back, Duration::from_secs(5)) {
+fn point_back(reader: &LogReader, message: &Record) -> bool {
+    match reader.seek(message.offset(), Duration::from_secs(5)) {
         Ok(()) => true,
         Err(error) => {
-            tracing::error!(%error, topic = message.topic(), offset = message.offset(),
+            tracing::error!(%error, topic = message.topic, offset = message.offset(),
                 "a reader could not be pointed back at a record it left; it is not read on");
             false
         }
@@ -481,13 +454,12 @@ async fn next_record(
     topic: &str,
     next: i64,
     context: &'static str,
-) -> Result<rdkafka::message::OwnedMessage, ServeError> {
+) -> Result<Record, ServeError> {
     match tokio::time::timeout(Duration::from_secs(STALL_SECS), reader.recv()).await {
-        Ok(Ok(message)) => Ok(message.detach()),
+        Ok(Ok(message)) => Ok(message),
         Ok(Err(error)) => Err(ServeError::Kafka(context, error)),
         Err(_) => {
-            if let Err(error) = reader.seek(topic, 0, Offset::Offset(next), Duration::from_secs(5))
-            {
+            if let Err(error) = reader.seek(next, Duration::from_secs(5)) {
                 tracing::warn!(%error, topic, next, "seek after a stall failed");
             }
             Err(ServeError::Stalled(topic.to_string(), STALL_SECS))

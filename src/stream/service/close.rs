@@ -2,12 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use rdkafka::producer::Producer as _;
-
 use super::way_out::deliver_all;
 use super::{Service, CLOSE_BUDGET, CLOSE_LIMIT};
 use crate::stream::delivery::OutputKind;
-use crate::stream::texts::TextsConsumer;
+use crate::stream::kafka::TextsConsumer;
 use crate::stream::{ServeError, ServeSummary};
 
 impl Service {

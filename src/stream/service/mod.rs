@@ -19,15 +19,15 @@ use std::time::{Duration, Instant};
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
-use rdkafka::error::KafkaResult;
-use rdkafka::message::OwnedMessage;
 use tokio::task::JoinHandle;
 
 use super::delivery::OutputKind;
 use super::discovery_pass::{PassError, PassReport, PassSettings};
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
-use super::kafka::{OrderedSender, Producer};
+use super::kafka::{
+    Broker, BrokerError, OrderedSender, Producer, Record, TextsConsumer, TextsEvent,
+};
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
 use super::replica::job::{Job, Jobs, Prepared};
@@ -36,7 +36,6 @@ use super::replica::Replica;
 use super::startup::{self, Started};
 use super::stats::Stats;
 use super::stop::{Phase, Stop};
-use super::texts::{TextsConsumer, TextsEvent};
 use super::{ServeError, ServeSummary};
 use crate::classify::Classifier;
 use crate::config::{OnLlmFailure, ServeConfig};
@@ -101,6 +100,7 @@ struct Service {
 }
 
 pub(super) async fn run(
+    broker: Broker,
     config: ServeConfig,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     health: Arc<Health>,
@@ -121,10 +121,10 @@ pub(super) async fn run(
         producer,
         watermarks,
         kept_vectors,
-    } = startup::start(&config, stop.clone(), health.clone()).await?;
+    } = startup::start(&broker, &config, stop.clone(), health.clone()).await?;
     let lag = LagProbe::new(watermarks, config.topics.texts.clone(), metrics.clone());
     let backlog_limit = BacklogLimit::of(&config.input);
-    let pass_settings = PassSettings::of(&config, &producer, classifier.llm());
+    let pass_settings = PassSettings::of(&config, &broker, &producer, classifier.llm());
     let mut service = Service {
         pass_settings,
         pass: None,
@@ -166,7 +166,7 @@ pub(super) async fn run(
     }
     service.replica.gauges(service.stats.metrics());
     service.logs.begin_serving();
-    let mut texts = TextsConsumer::start(&service.config, service.producer.clone())?;
+    let mut texts = broker.texts_consumer(&service.config, service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);
     tracing::info!(
         topic = %service.config.topics.texts,
@@ -241,7 +241,6 @@ impl Service {
                 }
                 // Not read on while a record waits for its encoding.
                 message = self.logs.changelog().recv(), if running && !self.jobs.is_encoding() => {
-                    let message = message.map(|message| message.detach());
                     self.on_changelog(message)?
                 }
                 _ = commit_tick.tick() => self.on_tick(texts, stop.phase()).await?,
@@ -267,7 +266,7 @@ impl Service {
 
     /// A changelog record as it arrives (others' learn records and label events, this
     /// instance's read back): applied, or held until its material is encoded.
-    fn on_changelog(&mut self, message: KafkaResult<OwnedMessage>) -> Result<(), ServeError> {
+    fn on_changelog(&mut self, message: Result<Record, BrokerError>) -> Result<(), ServeError> {
         let message = match message {
             Ok(message) => message,
             Err(error) => {

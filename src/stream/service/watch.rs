@@ -3,8 +3,8 @@
 use std::time::Instant;
 
 use super::{Service, STALL_WARN};
+use crate::stream::kafka::TextsConsumer;
 use crate::stream::position::Position;
-use crate::stream::texts::TextsConsumer;
 
 impl Service {
     /// Periodic measurements: gauges, LLM usage, consumer lag, stalls.

@@ -3,11 +3,10 @@
 
 use std::time::Instant;
 
-use rdkafka::message::{Message, OwnedMessage};
-
 use super::Service;
 use crate::events::decode;
 use crate::events::InputPosition;
+use crate::stream::kafka::Record;
 use crate::stream::pipeline::{self, Advanced, LlmDone, Source, Text};
 use crate::stream::position::Position;
 use crate::stream::stop::Phase;
@@ -52,7 +51,7 @@ impl Service {
                     return Ok(());
                 }
             }
-            let batch: Vec<OwnedMessage> = std::iter::from_fn(|| self.intake.next())
+            let batch: Vec<Record> = std::iter::from_fn(|| self.intake.next())
                 .take(room)
                 .collect();
             self.on_texts(batch);
@@ -61,7 +60,7 @@ impl Service {
 
     /// Texts taken in together, once synced with the labels (see [`Service::take_in`]):
     /// decoded, then begun side by side (see [`pipeline::begin_all`]).
-    pub(super) fn on_texts(&mut self, batch: Vec<OwnedMessage>) {
+    pub(super) fn on_texts(&mut self, batch: Vec<Record>) {
         let mut sources = Vec::with_capacity(batch.len());
         let mut arriving = Vec::with_capacity(batch.len());
         for message in &batch {
@@ -104,17 +103,17 @@ impl Service {
     }
 
     /// A text as read: its source record, its span, and its event decoded.
-    pub(super) fn arrive(&mut self, message: &OwnedMessage) -> (Source, pipeline::Arriving) {
+    pub(super) fn arrive(&mut self, message: &Record) -> (Source, pipeline::Arriving) {
         let received = Instant::now();
         self.stats.text_received();
         let source = Source {
             position: InputPosition {
-                topic: message.topic().to_string(),
+                topic: message.topic.clone(),
                 partition: message.partition(),
                 offset: message.offset(),
             },
-            key: message.key().map(<[u8]>::to_vec),
-            payload: message.payload().unwrap_or_default().to_vec(),
+            key: message.key.clone(),
+            payload: message.payload.clone(),
         };
         let span = tracing::info_span!(
             "text",

@@ -2,16 +2,13 @@
 //! to the changelog as the update every replica applies (or as a rejection, dead-lettered
 //! through it); a round whose labels the LLM is to describe waits for a [`Job`] first.
 
-use rdkafka::error::KafkaError;
-use rdkafka::message::{Message, OwnedMessage};
-
 use super::{next_record, LogSync};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::to_update::label_update;
 use crate::state::Update;
 use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
-use crate::stream::kafka::{self, Outgoing};
+use crate::stream::kafka::{self, BrokerError, Outgoing, Record};
 use crate::stream::replica::job::Job;
 use crate::stream::replica::Replica;
 use crate::stream::stop::Phase;
@@ -45,7 +42,7 @@ impl LogSync {
             if message.offset() < replica.cursor.labels_next {
                 continue; // someone forwarded it already
             }
-            let outcome = match decode::label_event(message.payload().unwrap_or_default()) {
+            let outcome = match decode::label_event(&message.payload) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
                 Ok(event) => match label_update(replica.state.engine(), event) {
                     Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
@@ -78,7 +75,7 @@ impl LogSync {
     /// asks them all. Not once the drain has begun: the next start describes and forwards it.
     fn describe_first(
         &mut self,
-        message: OwnedMessage,
+        message: Record,
         round: String,
         labels: Vec<NewLabel>,
     ) -> Result<Forwarded, ServeError> {
@@ -101,11 +98,11 @@ impl LogSync {
     pub(super) async fn forward_outcome(
         &self,
         replica: &Replica,
-        message: &OwnedMessage,
+        message: &Record,
         outcome: LabelOutcome,
     ) -> Option<()> {
-        let payload = message.payload().unwrap_or_default();
-        let (offset, key) = (message.offset(), message.key().map(<[u8]>::to_vec));
+        let payload = message.payload.as_slice();
+        let (offset, key) = (message.offset(), message.key.clone());
         let record = label_record(replica, offset, key.clone(), payload.to_vec(), outcome);
         let delivered = match self.forward(record).await {
             Some(Err(error)) => {
@@ -131,7 +128,7 @@ impl LogSync {
     }
 
     /// Send a changelog record, unless the drain deadline passes first.
-    async fn forward(&self, record: Outgoing) -> Option<Result<(), KafkaError>> {
+    async fn forward(&self, record: Outgoing) -> Option<Result<(), BrokerError>> {
         self.stop
             .unless_expired(kafka::deliver(&self.producer, &record))
             .await

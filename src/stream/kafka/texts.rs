@@ -1,6 +1,7 @@
-//! The texts consumer, polled in a thread of its own (Quickwit's pattern).
+//! The texts consumer: events for the loop ([`TextsEvent`]), commits and pauses from it.
 //!
-//! The service loop never polls librdkafka itself: a thread polls continuously and hands
+//! On Kafka it is polled in a thread of its own (Quickwit's pattern). The service loop never
+//! polls librdkafka itself: a thread polls continuously and hands
 //! records, assignments and revocations to the loop as [`TextsEvent`]s. The consumer therefore
 //! stays in its group whatever the loop is waiting for (an LLM slower than
 //! `max.poll.interval.ms` under a full intake included); when the loop has taken in enough, it
@@ -17,15 +18,16 @@ use std::time::Duration;
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::KafkaError;
-use rdkafka::message::OwnedMessage;
-use rdkafka::producer::Producer;
+use rdkafka::producer::Producer as _;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 
-use super::kafka;
-use super::ServeError;
+use super::client::{self, KafkaProducer, Logged};
+use super::memory::GroupMember;
+use super::{BrokerError, Record};
 use crate::config::ServeConfig;
 use crate::stream::position::Position;
+use crate::stream::ServeError;
 
 /// How long a revocation waits for the loop's answer before giving the partitions up with
 /// nothing committed (their texts are then read again: duplicates, never a loss).
@@ -38,14 +40,14 @@ const EVENT_QUEUE: usize = 64;
 /// What the texts consumer tells the loop.
 #[derive(Debug)]
 pub enum TextsEvent {
-    Record(OwnedMessage),
+    Record(Record),
     Assigned(Vec<i32>),
     /// The partitions are going: answer with (partition, next offset) to commit for them.
     Revoked {
         partitions: Vec<i32>,
         answer: std_mpsc::SyncSender<Vec<Position>>,
     },
-    Error(KafkaError),
+    Error(BrokerError),
 }
 
 struct TextsContext {
@@ -53,16 +55,16 @@ struct TextsContext {
     events: mpsc::Sender<TextsEvent>,
     /// Flushed on revoke, so this instance's learn records for the partitions it gives up are
     /// in the changelog before the new owner writes any.
-    producer: kafka::Producer,
+    producer: KafkaProducer,
 }
 
 impl ClientContext for TextsContext {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
-        kafka::log_librdkafka(level, facility, message);
+        client::log_librdkafka(level, facility, message);
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        kafka::Logged.error(error, reason);
+        Logged.error(error, reason);
     }
 }
 
@@ -132,7 +134,7 @@ impl ConsumerContext for TextsContext {
 }
 
 /// (partition, next offset) pairs as a commit list for `topic`.
-pub fn commit_list(topic: &str, offsets: &[Position]) -> Result<TopicPartitionList, KafkaError> {
+fn commit_list(topic: &str, offsets: &[Position]) -> Result<TopicPartitionList, KafkaError> {
     let mut list = TopicPartitionList::new();
     for position in offsets {
         list.add_partition_offset(topic, position.partition, Offset::Offset(position.offset))?;
@@ -140,21 +142,106 @@ pub fn commit_list(topic: &str, offsets: &[Position]) -> Result<TopicPartitionLi
     Ok(list)
 }
 
-/// The texts consumer: events from its poll thread, commits and pauses from the loop.
+/// The texts consumer: its events, and the commits and pauses the loop asks for.
 pub struct TextsConsumer {
+    events: mpsc::Receiver<TextsEvent>,
+    control: Control,
+}
+
+enum Control {
+    Kafka(KafkaTexts),
+    Memory(GroupMember),
+}
+
+/// Event queue between a consumer and the loop.
+pub(super) fn event_queue() -> (mpsc::Sender<TextsEvent>, mpsc::Receiver<TextsEvent>) {
+    mpsc::channel(EVENT_QUEUE)
+}
+
+impl TextsConsumer {
+    pub(super) fn memory(events: mpsc::Receiver<TextsEvent>, member: GroupMember) -> Self {
+        Self {
+            events,
+            control: Control::Memory(member),
+        }
+    }
+
+    /// The next event; None once the consumer has stopped.
+    pub async fn recv(&mut self) -> Option<TextsEvent> {
+        self.events.recv().await
+    }
+
+    /// Commit without waiting (the next tick retries what fails).
+    pub fn commit_async(&self, offsets: &[Position]) -> Result<(), BrokerError> {
+        match &self.control {
+            Control::Kafka(kafka) => kafka.commit_async(offsets).map_err(BrokerError::from),
+            Control::Memory(member) => {
+                member.commit(offsets);
+                Ok(())
+            }
+        }
+    }
+
+    /// Stop or restart fetching `partitions` (the consumer stays in its group either way).
+    pub fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), BrokerError> {
+        match &self.control {
+            Control::Kafka(kafka) => kafka.pause(partitions, pause).map_err(BrokerError::from),
+            Control::Memory(member) => {
+                member.pause(partitions, pause);
+                Ok(())
+            }
+        }
+    }
+
+    /// (partition, position) of every assigned partition that has one.
+    pub fn positions(&self) -> Vec<Position> {
+        match &self.control {
+            Control::Kafka(kafka) => kafka.positions(),
+            Control::Memory(member) => member.positions(),
+        }
+    }
+
+    /// Stop reading, commit `offsets` and leave the group, waiting at most `limit`.
+    pub async fn close(mut self, offsets: Option<Vec<Position>>, limit: Duration) {
+        // Closing the queue first answers any revocation waiting on the loop.
+        self.events.close();
+        while self.events.try_recv().is_ok() {}
+        match self.control {
+            Control::Kafka(kafka) => kafka.close(offsets, limit).await,
+            Control::Memory(member) => member.leave(offsets),
+        }
+    }
+}
+
+/// Subscribe to the texts topic on Kafka and start polling.
+pub(super) fn start_kafka(
+    config: &ServeConfig,
+    producer: KafkaProducer,
+) -> Result<TextsConsumer, ServeError> {
+    let (sender, events) = event_queue();
+    let kafka = KafkaTexts::start(config, producer, sender)?;
+    Ok(TextsConsumer {
+        events,
+        control: Control::Kafka(kafka),
+    })
+}
+
+/// The Kafka texts consumer and its poll thread.
+struct KafkaTexts {
     topic: String,
     consumer: Arc<BaseConsumer<TextsContext>>,
-    events: mpsc::Receiver<TextsEvent>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl TextsConsumer {
-    /// Subscribe to the texts topic and start polling.
-    pub fn start(config: &ServeConfig, producer: kafka::Producer) -> Result<Self, ServeError> {
+impl KafkaTexts {
+    fn start(
+        config: &ServeConfig,
+        producer: KafkaProducer,
+        sender: mpsc::Sender<TextsEvent>,
+    ) -> Result<Self, ServeError> {
         let topic = config.topics.texts.clone();
-        let (sender, events) = mpsc::channel(EVENT_QUEUE);
-        let consumer: BaseConsumer<TextsContext> = kafka::client_config(config)
+        let consumer: BaseConsumer<TextsContext> = client::client_config(config)
             .set("group.id", &config.kafka.group_id)
             .set("enable.auto.commit", "false")
             .set("auto.offset.reset", "earliest")
@@ -164,10 +251,10 @@ impl TextsConsumer {
                 events: sender.clone(),
                 producer,
             })
-            .map_err(|e| ServeError::Kafka("creating the texts consumer", e))?;
+            .map_err(|e| ServeError::Kafka("creating the texts consumer", e.into()))?;
         consumer
             .subscribe(&[&topic])
-            .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e))?;
+            .map_err(|e| ServeError::Kafka("subscribing to the texts topic", e.into()))?;
         let consumer = Arc::new(consumer);
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -181,25 +268,17 @@ impl TextsConsumer {
         Ok(Self {
             topic,
             consumer,
-            events,
             stop,
             thread: Some(thread),
         })
     }
 
-    /// The next event; None once the poll thread has stopped.
-    pub async fn recv(&mut self) -> Option<TextsEvent> {
-        self.events.recv().await
-    }
-
-    /// Commit without waiting (the next tick retries what fails).
-    pub fn commit_async(&self, offsets: &[Position]) -> Result<(), KafkaError> {
+    fn commit_async(&self, offsets: &[Position]) -> Result<(), KafkaError> {
         let list = commit_list(&self.topic, offsets)?;
         self.consumer.commit(&list, CommitMode::Async)
     }
 
-    /// Stop or restart fetching `partitions` (the consumer keeps polling either way).
-    pub fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), KafkaError> {
+    fn pause(&self, partitions: &[i32], pause: bool) -> Result<(), KafkaError> {
         let mut list = TopicPartitionList::new();
         for &partition in partitions {
             list.add_partition(&self.topic, partition);
@@ -211,8 +290,7 @@ impl TextsConsumer {
         }
     }
 
-    /// (partition, position) of every assigned partition that has one.
-    pub fn positions(&self) -> Vec<Position> {
+    fn positions(&self) -> Vec<Position> {
         let Ok(list) = self.consumer.position() else {
             return Vec::new();
         };
@@ -230,10 +308,7 @@ impl TextsConsumer {
     /// Stop the poll thread, then commit `offsets` synchronously and leave the group — on a
     /// thread of its own, waited for at most `limit`: with the broker gone a synchronous
     /// commit (and librdkafka's close) can wait a long time, and the process must still end.
-    pub async fn close(mut self, offsets: Option<Vec<Position>>, limit: Duration) {
-        // Closing the queue first answers any revocation the thread is waiting on.
-        self.events.close();
-        while self.events.try_recv().is_ok() {}
+    async fn close(mut self, offsets: Option<Vec<Position>>, limit: Duration) {
         self.stop.store(true, Ordering::Relaxed);
         let thread = self.thread.take();
         let consumer = self.consumer.clone();
@@ -276,7 +351,7 @@ impl TextsConsumer {
     }
 }
 
-impl Drop for TextsConsumer {
+impl Drop for KafkaTexts {
     /// However the service ends, the poll thread stops (it holds the consumer).
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -291,8 +366,8 @@ fn poll_until_stopped(
     while !stop.load(Ordering::Relaxed) {
         let event = match consumer.poll(POLL_WAIT) {
             None => continue,
-            Some(Ok(message)) => TextsEvent::Record(message.detach()),
-            Some(Err(error)) => TextsEvent::Error(error),
+            Some(Ok(message)) => TextsEvent::Record(client::record_of(&message)),
+            Some(Err(error)) => TextsEvent::Error(error.into()),
         };
         if events.blocking_send(event).is_err() {
             return;

@@ -11,6 +11,8 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use thiserror::Error;
 
+use super::BrokerError;
+
 /// How long one broker query (metadata, watermarks) may take.
 const QUERY_LIMIT: Duration = Duration::from_secs(10);
 
@@ -20,7 +22,7 @@ pub enum ReadBackError {
     Kafka {
         topic: String,
         context: &'static str,
-        source: KafkaError,
+        source: BrokerError,
     },
     #[error("reading {topic} to its end took longer than {limit:?}")]
     TooSlow { topic: String, limit: Duration },
@@ -34,7 +36,7 @@ pub enum ReadBackError {
 
 /// [`read_to_end`] of `topic` with `client` (brokers, security), from a blocking task; `group`
 /// labels the reader.
-pub async fn read_topic(
+pub(super) async fn read_topic(
     mut client: ClientConfig,
     group: &str,
     topic: &str,
@@ -45,26 +47,14 @@ pub async fn read_topic(
     tokio::task::spawn_blocking(move || read_to_end(&client, &topic, limit)).await?
 }
 
-/// [`read_topic`], where a topic that does not exist has no records (the operator's commands:
-/// nothing published yet); a topic that cannot be read is still an error.
-pub async fn read_topic_if_any(
-    client: ClientConfig,
-    group: &str,
-    topic: &str,
-    limit: Duration,
-) -> Result<Vec<Vec<u8>>, ReadBackError> {
-    match read_topic(client, group, topic, limit).await {
-        Err(ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
-        read => read,
-    }
-}
-
 /// The partitions of `topic` (none when it does not exist).
-pub fn topic_partitions<C: ConsumerContext>(
+pub(super) fn topic_partitions<C: ConsumerContext>(
     consumer: &impl Consumer<C>,
     topic: &str,
-) -> Result<Vec<i32>, KafkaError> {
-    topic_metadata(consumer, topic).map(|(partitions, _)| partitions)
+) -> Result<Vec<i32>, BrokerError> {
+    topic_metadata(consumer, topic)
+        .map(|(partitions, _)| partitions)
+        .map_err(BrokerError::from)
 }
 
 /// The partitions of `topic` and the error its metadata carries, if any, in one request.
@@ -99,16 +89,16 @@ fn missing_or_unreadable(topic: &str, code: Option<RDKafkaErrorCode>) -> ReadBac
 /// Every record's value on `topic`, from the beginning to the end it had when asked, within
 /// `limit`. `client` says how to reach the brokers (its group id is only a label: nothing is
 /// committed). Blocking: call it from a blocking task.
-pub fn read_to_end(
+fn read_to_end(
     client: &ClientConfig,
     topic: &str,
     limit: Duration,
 ) -> Result<Vec<Vec<u8>>, ReadBackError> {
     let kafka = |context| {
-        move |source| ReadBackError::Kafka {
+        move |source: KafkaError| ReadBackError::Kafka {
             topic: topic.to_string(),
             context,
-            source,
+            source: source.into(),
         }
     };
     let consumer: BaseConsumer = client

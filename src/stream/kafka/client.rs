@@ -1,4 +1,5 @@
-//! Kafka clients as the service uses them: settings, topic creation, producing with retries.
+//! Kafka clients as the service uses them, built from its configuration: settings, librdkafka's
+//! log lines and errors, topic creation, producing, reading a log, metadata.
 
 use std::time::Duration;
 
@@ -8,12 +9,13 @@ use rdkafka::config::{ClientConfig, RDKafkaLogLevel};
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use rdkafka::util::Timeout;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::ServeError;
+use super::{BrokerError, BrokerErrorKind, Outgoing, Record};
 use crate::config::ServeConfig;
+use crate::stream::position::Position;
+use crate::stream::ServeError;
 
 /// A client context that hands librdkafka's own log lines (broker down, reconnects, retries) and
 /// global errors to tracing under the target `librdkafka`: without it they would go to
@@ -128,12 +130,43 @@ impl ClientContext for Noted {
 
 impl ConsumerContext for Noted {}
 
-/// The producer every output goes through.
-pub type Producer = FutureProducer<Logged>;
-/// A consumer of a one-partition log (labels, changelog).
-pub type LogReader = StreamConsumer<Logged>;
-/// A consumer used only for metadata and watermark queries.
-pub type MetadataClient = BaseConsumer<Logged>;
+/// The Kafka producer every output goes through.
+pub type KafkaProducer = FutureProducer<Logged>;
+/// A Kafka consumer of a one-partition log (labels, changelog).
+pub type KafkaLogReader = StreamConsumer<Logged>;
+/// A Kafka consumer used only for metadata and watermark queries.
+pub type KafkaMetadataClient = BaseConsumer<Logged>;
+/// The acknowledgement of one record handed to the producer.
+pub type KafkaDelivery = DeliveryFuture;
+
+impl From<KafkaError> for BrokerError {
+    fn from(error: KafkaError) -> Self {
+        let kind = match error.rdkafka_error_code() {
+            _ if matches!(error, KafkaError::ClientConfig(..)) => BrokerErrorKind::ClientConfig,
+            Some(
+                RDKafkaErrorCode::UnknownPartition
+                | RDKafkaErrorCode::UnknownTopic
+                | RDKafkaErrorCode::UnknownTopicOrPartition,
+            ) => BrokerErrorKind::UnknownTopic,
+            Some(RDKafkaErrorCode::MessageSizeTooLarge) => BrokerErrorKind::TooLarge,
+            Some(RDKafkaErrorCode::QueueFull) => BrokerErrorKind::QueueFull,
+            _ => BrokerErrorKind::Other,
+        };
+        BrokerError::new(kind, error.to_string())
+    }
+}
+
+/// A record as the rest of the service sees it.
+pub fn record_of(message: &impl Message) -> Record {
+    Record {
+        topic: message.topic().to_string(),
+        position: Position::new(message.partition(), message.offset()),
+        key: message.key().map(<[u8]>::to_vec),
+        payload: message.payload().unwrap_or_default().to_vec(),
+        timestamp_ms: message.timestamp().to_millis(),
+        headers: header_pairs(message),
+    }
+}
 
 /// One librdkafka log line as a tracing event of the matching level. A broker connection
 /// failure (`FAIL`) is also kept as the reason the brokers are unreachable.
@@ -164,23 +197,24 @@ pub fn client_config(config: &ServeConfig) -> ClientConfig {
     client
 }
 
-/// A consumer of a one-partition log (labels, changelog) that every instance reads in full, with
-/// no group: assigned from `next` (the beginning when 0).
+/// A consumer of a one-partition log (labels, changelog) with no group: assigned from `next`
+/// (the beginning when 0).
 pub fn log_reader(
     config: &ServeConfig,
     topic: &str,
     role: &str,
     next: i64,
     fetch_wait_ms: u32,
-) -> Result<LogReader, ServeError> {
-    let consumer: LogReader = client_config(config)
+) -> Result<KafkaLogReader, ServeError> {
+    let kafka = |context| move |e: KafkaError| ServeError::Kafka(context, e.into());
+    let consumer: KafkaLogReader = client_config(config)
         .set("group.id", format!("{}-{role}", config.kafka.group_id))
         .set("enable.auto.commit", "false")
         .set("enable.auto.offset.store", "false")
         .set("auto.offset.reset", "earliest")
         .set("fetch.wait.max.ms", fetch_wait_ms.to_string())
         .create_with_context(Logged)
-        .map_err(|e| ServeError::Kafka("creating a log consumer", e))?;
+        .map_err(kafka("creating a log consumer"))?;
     let start = if next > 0 {
         Offset::Offset(next)
     } else {
@@ -189,22 +223,142 @@ pub fn log_reader(
     let mut assignment = TopicPartitionList::new();
     assignment
         .add_partition_offset(topic, 0, start)
-        .map_err(|e| ServeError::Kafka("assigning a log topic", e))?;
+        .map_err(kafka("assigning a log topic"))?;
     consumer
         .assign(&assignment)
-        .map_err(|e| ServeError::Kafka("assigning a log topic", e))?;
+        .map_err(kafka("assigning a log topic"))?;
     Ok(consumer)
 }
 
+/// A consumer for metadata and watermark queries only (`role` names its group id).
+pub fn metadata_client(
+    config: &ServeConfig,
+    role: &str,
+) -> Result<KafkaMetadataClient, ServeError> {
+    client_config(config)
+        .set("group.id", format!("{}-{role}", config.kafka.group_id))
+        .set("enable.auto.commit", "false")
+        .create_with_context(Logged)
+        .map_err(|e| ServeError::Kafka("creating the watermark client", e.into()))
+}
+
 /// Idempotent producer: retries inside librdkafka can neither duplicate nor reorder a record.
-pub fn producer(config: &ServeConfig) -> Result<Producer, ServeError> {
+pub fn producer(config: &ServeConfig) -> Result<KafkaProducer, ServeError> {
     client_config(config)
         .set("enable.idempotence", "true")
         .set("acks", "all")
         .set("linger.ms", "5")
         .set("compression.type", "lz4")
         .create_with_context(Logged)
-        .map_err(|e| ServeError::Kafka("creating the producer", e))
+        .map_err(|e| ServeError::Kafka("creating the producer", e.into()))
+}
+
+/// Hand `outgoing` to the producer's queue.
+pub fn enqueue(
+    producer: &KafkaProducer,
+    outgoing: &Outgoing,
+) -> Result<DeliveryFuture, BrokerError> {
+    producer
+        .send_result(future_record(outgoing))
+        .map_err(|(error, _)| error.into())
+}
+
+/// The broker's acknowledgement of a record handed over.
+pub async fn delivered(future: DeliveryFuture) -> Result<(), BrokerError> {
+    match future.await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err((error, _))) => Err(error.into()),
+        Err(_) => Err(BrokerError::new(
+            BrokerErrorKind::Other,
+            "the producer went away before the record was acknowledged",
+        )),
+    }
+}
+
+pub fn flush(producer: &KafkaProducer, limit: Duration) -> Result<(), BrokerError> {
+    producer.flush(limit).map_err(BrokerError::from)
+}
+
+/// The next record of a log consumer.
+pub async fn recv(consumer: &KafkaLogReader) -> Result<Record, BrokerError> {
+    recv_any(consumer).await
+}
+
+/// The next record of any stream consumer.
+pub async fn recv_any<C: ConsumerContext + 'static>(
+    consumer: &StreamConsumer<C>,
+) -> Result<Record, BrokerError> {
+    match consumer.recv().await {
+        Ok(message) => Ok(record_of(&message)),
+        Err(error) => Err(error.into()),
+    }
+}
+
+pub fn seek(
+    consumer: &KafkaLogReader,
+    topic: &str,
+    offset: i64,
+    limit: Duration,
+) -> Result<(), BrokerError> {
+    consumer
+        .seek(topic, 0, Offset::Offset(offset), limit)
+        .map_err(BrokerError::from)
+}
+
+/// (low, high) watermarks of one partition. Blocking.
+pub fn watermarks(
+    client: &KafkaMetadataClient,
+    topic: &str,
+    partition: i32,
+    limit: Duration,
+) -> Result<(i64, i64), BrokerError> {
+    client
+        .fetch_watermarks(topic, partition, limit)
+        .map_err(BrokerError::from)
+}
+
+/// One metadata request: how many brokers are known. Blocking.
+pub fn probe(client: &KafkaMetadataClient, limit: Duration) -> Result<usize, BrokerError> {
+    let answer = client.fetch_metadata(None, limit);
+    // Serve the client's queue: librdkafka hands over its errors (and their reasons) only
+    // when the client is polled.
+    while let Some(Err(_)) | Some(Ok(_)) = client.poll(Duration::ZERO) {}
+    answer
+        .map(|metadata| metadata.brokers().len())
+        .map_err(BrokerError::from)
+}
+
+/// The partition count of `topic`, or of every topic. Blocking.
+pub fn partition_counts(
+    client: &KafkaMetadataClient,
+    topic: Option<&str>,
+    limit: Duration,
+) -> Result<Vec<(String, usize)>, BrokerError> {
+    let metadata = client.fetch_metadata(topic, limit)?;
+    Ok(metadata
+        .topics()
+        .iter()
+        .filter(|t| !t.partitions().is_empty())
+        .map(|t| (t.name().to_string(), t.partitions().len()))
+        .collect())
+}
+
+fn future_record(outgoing: &Outgoing) -> FutureRecord<'_, [u8], [u8]> {
+    let mut record = FutureRecord::to(&outgoing.topic).payload(outgoing.payload.as_slice());
+    if let Some(key) = &outgoing.key {
+        record = record.key(key.as_slice());
+    }
+    if !outgoing.headers.is_empty() {
+        let mut headers = OwnedHeaders::new_with_capacity(outgoing.headers.len());
+        for (name, value) in &outgoing.headers {
+            headers = headers.insert(Header {
+                key: name,
+                value: Some(value.as_bytes()),
+            });
+        }
+        record = record.headers(headers);
+    }
+    record
 }
 
 /// Create the service's topics when missing (labels and changelog with one partition: their
@@ -212,7 +366,7 @@ pub fn producer(config: &ServeConfig) -> Result<Producer, ServeError> {
 pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     let admin: AdminClient<Logged> = client_config(config)
         .create_with_context(Logged)
-        .map_err(|e| ServeError::Kafka("creating the admin client", e))?;
+        .map_err(|e| ServeError::Kafka("creating the admin client", e.into()))?;
     let t = &config.topics;
     let replication = || TopicReplication::Fixed(config.kafka.replication_factor);
     let partitions = config.kafka.partitions;
@@ -235,7 +389,7 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     let results = admin
         .create_topics(topics.iter(), &options)
         .await
-        .map_err(|e| ServeError::Kafka("creating topics", e))?;
+        .map_err(|e| ServeError::Kafka("creating topics", e.into()))?;
     for result in results {
         match result {
             Ok(_) | Err((_, RDKafkaErrorCode::TopicAlreadyExists)) => {}
@@ -255,133 +409,4 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
         }
     }
     Ok(())
-}
-
-/// One output record, owned so it can be sent from a task.
-#[derive(Debug, Clone)]
-pub struct Outgoing {
-    pub topic: String,
-    pub key: Option<Vec<u8>>,
-    pub payload: Vec<u8>,
-    pub headers: Vec<(String, String)>,
-}
-
-impl Outgoing {
-    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
-        let mut record = FutureRecord::to(&self.topic).payload(self.payload.as_slice());
-        if let Some(key) = &self.key {
-            record = record.key(key.as_slice());
-        }
-        if !self.headers.is_empty() {
-            let mut headers = OwnedHeaders::new_with_capacity(self.headers.len());
-            for (name, value) in &self.headers {
-                headers = headers.insert(Header {
-                    key: name,
-                    value: Some(value.as_bytes()),
-                });
-            }
-            record = record.headers(headers);
-        }
-        record
-    }
-}
-
-/// Hands records to the producer in the order they were given, from a task of its own: the
-/// idempotent producer keeps that order on the broker, and the caller never waits (not even
-/// while the producer's local queue is full, when the task sleeps and tries again).
-#[derive(Clone)]
-pub struct OrderedSender {
-    queue: tokio::sync::mpsc::UnboundedSender<(Outgoing, Enqueued)>,
-}
-
-/// The answer of [`OrderedSender::send`]: the delivery to wait for, or why there is none.
-type Enqueued = tokio::sync::oneshot::Sender<Result<DeliveryFuture, KafkaError>>;
-
-/// A record handed to an [`OrderedSender`]; [`Ordered::confirm`] waits for its delivery.
-pub struct Ordered {
-    outgoing: Outgoing,
-    enqueued: tokio::sync::oneshot::Receiver<Result<DeliveryFuture, KafkaError>>,
-}
-
-impl OrderedSender {
-    pub fn spawn(producer: Producer) -> Self {
-        let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<(Outgoing, Enqueued)>();
-        tokio::spawn(async move {
-            while let Some((outgoing, answer)) = records.recv().await {
-                let enqueued = loop {
-                    match producer.send_result(outgoing.record()) {
-                        Ok(future) => break Ok(future),
-                        Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                        }
-                        Err((error, _)) => break Err(error),
-                    }
-                };
-                // The text may have been dropped meanwhile (revoked, shutdown): nobody waits.
-                let _ = answer.send(enqueued);
-            }
-        });
-        Self { queue }
-    }
-
-    /// Queue `outgoing` behind every record given before it.
-    pub fn send(&self, outgoing: Outgoing) -> Ordered {
-        let (answer, enqueued) = tokio::sync::oneshot::channel();
-        // The task ends only when every sender is gone.
-        let _ = self.queue.send((outgoing.clone(), answer));
-        Ordered { outgoing, enqueued }
-    }
-}
-
-impl Ordered {
-    /// Wait for the record's delivery; if it failed, send it again with [`deliver`] (order is
-    /// no longer guaranteed then: a retry after a failure, as librdkafka's own).
-    pub async fn confirm(self, producer: &Producer) -> Result<(), KafkaError> {
-        self.confirm_after(None, producer).await
-    }
-
-    /// [`Ordered::confirm`], a retry waiting until `previous` (the record handed over just
-    /// before, confirmed or given up) is settled: records that failed together (a broker away
-    /// longer than librdkafka's delivery timeout) are sent again in their order, not racing.
-    pub async fn confirm_after(
-        self,
-        previous: Option<tokio::sync::oneshot::Receiver<()>>,
-        producer: &Producer,
-    ) -> Result<(), KafkaError> {
-        if let Ok(Ok(future)) = self.enqueued.await {
-            if let Ok(Ok(_)) = future.await {
-                return Ok(());
-            }
-        }
-        if let Some(previous) = previous {
-            // Its sender is dropped when settled either way.
-            let _ = previous.await;
-        }
-        tracing::warn!(topic = %self.outgoing.topic, "ordered send failed; sending again");
-        deliver(producer, &self.outgoing).await
-    }
-}
-
-/// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;
-/// past that we back off and send again (a duplicate at worst, never a loss); the caller bounds
-/// the whole thing with its shutdown deadline. Only a record the broker can never take (too
-/// large) comes back as an error.
-pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), KafkaError> {
-    let mut backoff = Duration::from_millis(100);
-    loop {
-        match producer.send(outgoing.record(), Timeout::Never).await {
-            Ok(_) => return Ok(()),
-            Err((error, _)) => {
-                if matches!(
-                    error,
-                    KafkaError::MessageProduction(RDKafkaErrorCode::MessageSizeTooLarge)
-                ) {
-                    return Err(error);
-                }
-                tracing::warn!(topic = %outgoing.topic, %error, "delivery failed; retrying");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(Duration::from_secs(10));
-            }
-        }
-    }
 }

@@ -1,0 +1,209 @@
+//! The Kafka clients of the operator commands (`publish`, `tail`, `labels import`, `correct`,
+//! `proposals`, `report`, `topics create`), built from the service's configuration
+//! (`kafka.brokers`, and `kafka.client` for SASL and TLS) as the service builds its own. A
+//! broker that does not answer is named within seconds.
+
+use std::time::Duration;
+
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer as _};
+use rdkafka::util::Timeout;
+use rdkafka::{Offset, TopicPartitionList};
+use thiserror::Error;
+
+use super::client::{self, Noted};
+use super::read_back::{self, ReadBackError};
+use super::{BrokerError, Record};
+use crate::config::ServeConfig;
+use crate::stream::ServeError;
+
+/// How long a command waits for a broker to answer before saying none does.
+const BROKER_WAIT: Duration = Duration::from_secs(10);
+/// How long one record may take to be acknowledged.
+const SEND_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Error)]
+pub enum CommandError {
+    #[error(
+        "no Kafka broker answered at {brokers} within {waited_secs} s ({reason}): start one \
+         (scripts/kafka.sh start runs the local broker), give its address with --brokers or \
+         --set kafka.brokers=HOST:PORT, and its security settings with --set \
+         kafka.client.KEY=VALUE (e.g. security.protocol, sasl.mechanism)"
+    )]
+    NoBroker {
+        brokers: String,
+        waited_secs: u64,
+        reason: String,
+    },
+    #[error("{context}: {source}")]
+    Broker {
+        context: String,
+        #[source]
+        source: BrokerError,
+    },
+    #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error("reading {topic} at {brokers}: {source}")]
+    ReadBack {
+        topic: String,
+        brokers: String,
+        #[source]
+        source: ReadBackError,
+    },
+}
+
+fn broker(context: impl Into<String>) -> impl FnOnce(rdkafka::error::KafkaError) -> CommandError {
+    let context = context.into();
+    move |error| CommandError::Broker {
+        context,
+        source: error.into(),
+    }
+}
+
+/// An idempotent producer that has reached a broker.
+pub struct CommandProducer {
+    producer: FutureProducer<Noted>,
+}
+
+impl CommandProducer {
+    pub fn new(config: &ServeConfig) -> Result<Self, CommandError> {
+        let producer: FutureProducer<Noted> = client::client_config(config)
+            .set("enable.idempotence", "true")
+            .create_with_context(Noted)
+            .map_err(broker("creating the producer"))?;
+        ensure_broker(producer.client(), config)?;
+        Ok(Self { producer })
+    }
+
+    /// Send one record and wait for the broker's acknowledgement.
+    pub async fn send(
+        &self,
+        topic: &str,
+        key: Option<&[u8]>,
+        payload: &[u8],
+    ) -> Result<(), CommandError> {
+        let mut record = FutureRecord::to(topic).payload(payload);
+        if let Some(key) = key {
+            record = record.key(key);
+        }
+        self.producer
+            .send(record, Timeout::After(SEND_LIMIT))
+            .await
+            .map(|_| ())
+            .map_err(|(error, _)| broker(format!("publishing to {topic}"))(error))
+    }
+}
+
+/// A consumer (nothing committed) that has reached a broker: topic metadata, and reading
+/// every partition of a topic.
+pub struct CommandConsumer {
+    consumer: StreamConsumer<Noted>,
+    brokers: String,
+}
+
+impl CommandConsumer {
+    /// `group` labels the consumer.
+    pub fn new(config: &ServeConfig, group: &str) -> Result<Self, CommandError> {
+        let consumer: StreamConsumer<Noted> = client::client_config(config)
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create_with_context(Noted)
+            .map_err(broker("creating the consumer"))?;
+        // A consumer serves librdkafka's log lines (where the reason a broker refused us is)
+        // only when polled: ask through a producer, whose own thread serves them.
+        drop(CommandProducer::new(config)?);
+        Ok(Self {
+            consumer,
+            brokers: config.kafka.brokers.clone(),
+        })
+    }
+
+    /// The partition ids of `topic` (none when it does not exist).
+    pub fn partitions(&self, topic: &str) -> Result<Vec<i32>, CommandError> {
+        tokio::task::block_in_place(|| read_back::topic_partitions(&self.consumer, topic)).map_err(
+            |source| CommandError::Broker {
+                context: format!("reading the metadata of {topic} at {}", self.brokers),
+                source,
+            },
+        )
+    }
+
+    /// Read every partition of `topic` from its start (`from_beginning`) or its end; the
+    /// partitions read.
+    pub fn read_every_partition(
+        &self,
+        topic: &str,
+        from_beginning: bool,
+    ) -> Result<Vec<i32>, CommandError> {
+        let partitions = self.partitions(topic)?;
+        let start = if from_beginning {
+            Offset::Beginning
+        } else {
+            Offset::End
+        };
+        let mut assignment = TopicPartitionList::new();
+        for &partition in &partitions {
+            assignment
+                .add_partition_offset(topic, partition, start)
+                .map_err(broker("assigning partitions"))?;
+        }
+        self.consumer
+            .assign(&assignment)
+            .map_err(broker("assigning partitions"))?;
+        Ok(partitions)
+    }
+
+    /// The next record of what is read.
+    pub async fn recv(&self) -> Result<Record, CommandError> {
+        client::recv_any(&self.consumer)
+            .await
+            .map_err(|source| CommandError::Broker {
+                context: format!("reading at {}", self.brokers),
+                source,
+            })
+    }
+}
+
+/// Fail within [`BROKER_WAIT`] when no broker answers, naming the address and librdkafka's
+/// reason (refused, not resolved, SASL authentication failed, …): the client would otherwise
+/// wait minutes in silence.
+fn ensure_broker<C: rdkafka::ClientContext>(
+    client: &rdkafka::client::Client<C>,
+    config: &ServeConfig,
+) -> Result<(), CommandError> {
+    let answered = tokio::task::block_in_place(|| client.fetch_metadata(None, BROKER_WAIT));
+    match answered {
+        Ok(_) => Ok(()),
+        Err(error) => Err(CommandError::NoBroker {
+            brokers: config.kafka.brokers.clone(),
+            waited_secs: BROKER_WAIT.as_secs(),
+            reason: client::broker_trouble().unwrap_or_else(|| error.to_string()),
+        }),
+    }
+}
+
+/// Create the service's topics when missing, with the layout `gorag serve` needs.
+pub async fn ensure_topics(config: &ServeConfig) -> Result<(), CommandError> {
+    Ok(client::ensure_topics(config).await?)
+}
+
+/// Every record's value on `topic`, from the beginning to the end it had when asked, where a
+/// topic that does not exist has none (nothing published yet); a topic that cannot be read is
+/// still an error. `group` labels the reader.
+pub async fn read_topic_if_any(
+    config: &ServeConfig,
+    group: &str,
+    topic: &str,
+    limit: Duration,
+) -> Result<Vec<Vec<u8>>, CommandError> {
+    let read = read_back::read_topic(client::client_config(config), group, topic, limit).await;
+    match read {
+        Err(ReadBackError::NoTopic { .. }) => Ok(Vec::new()),
+        Ok(values) => Ok(values),
+        Err(source) => Err(CommandError::ReadBack {
+            topic: topic.to_string(),
+            brokers: config.kafka.brokers.clone(),
+            source,
+        }),
+    }
+}

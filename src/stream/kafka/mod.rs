@@ -1,0 +1,309 @@
+//! The seam between gorag and a broker: the only place that knows rdkafka.
+//!
+//! The rest of the service sees plain [`Record`]s (what was read), [`Outgoing`] records (what
+//! to write), [`Position`]s and [`BrokerError`]s, and reaches a broker through the handles
+//! made here from a [`Broker`]: a [`Producer`], [`LogReader`]s for the one-partition logs, a
+//! [`MetadataClient`] for watermarks and metadata, the [`TextsConsumer`] of the texts group,
+//! and [`Broker::read_to_end`]. A broker is Kafka (`client.rs`, `texts.rs`, `read_back.rs`:
+//! every client built from the service's configuration, the operator commands' in
+//! `commands.rs` too) or, for tests of the loop in process, [`MemoryBroker`] (`memory.rs`).
+//! Each handle is an enum over the two; what a handle does is the same for both.
+
+mod client;
+pub mod commands;
+mod error;
+pub mod memory;
+mod ordered;
+pub mod read_back;
+pub mod texts;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use client::{broker_answered, broker_trouble, header_pairs};
+pub use error::{BrokerError, BrokerErrorKind};
+pub use memory::MemoryBroker;
+pub use ordered::{deliver, Ordered, OrderedSender};
+pub use texts::{TextsConsumer, TextsEvent};
+
+use super::position::Position;
+use super::ServeError;
+use crate::config::ServeConfig;
+
+/// A record as read from a topic, converted at the edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Record {
+    pub topic: String,
+    pub position: Position,
+    pub key: Option<Vec<u8>>,
+    /// The value; empty for a record without one.
+    pub payload: Vec<u8>,
+    /// When the broker (or producer) stamped it, in ms since the epoch, if it says.
+    pub timestamp_ms: Option<i64>,
+    /// Headers as (key, value), values read as UTF-8 (lossily).
+    pub headers: Vec<(String, String)>,
+}
+
+impl Record {
+    pub fn partition(&self) -> i32 {
+        self.position.partition
+    }
+
+    pub fn offset(&self) -> i64 {
+        self.position.offset
+    }
+}
+
+/// One output record, owned so it can be sent from a task.
+#[derive(Debug, Clone)]
+pub struct Outgoing {
+    pub topic: String,
+    pub key: Option<Vec<u8>>,
+    pub payload: Vec<u8>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// Where the service's clients connect.
+#[derive(Clone)]
+pub enum Broker {
+    /// Kafka brokers, reached with `kafka.brokers` and `kafka.client`.
+    Kafka(Arc<ServeConfig>),
+    /// Topics in this process (tests of the loop).
+    Memory(MemoryBroker),
+}
+
+impl Broker {
+    /// The Kafka brokers `config` names.
+    pub fn kafka(config: &ServeConfig) -> Self {
+        Self::Kafka(Arc::new(config.clone()))
+    }
+
+    /// The producer every output goes through (idempotent on Kafka: retries neither
+    /// duplicate nor reorder a record).
+    pub fn producer(&self) -> Result<Producer, ServeError> {
+        match self {
+            Self::Kafka(config) => client::producer(config).map(Producer::Kafka),
+            Self::Memory(broker) => Ok(Producer::Memory(broker.clone())),
+        }
+    }
+
+    /// A reader of a one-partition log (labels, changelog) that every instance reads in full,
+    /// with no group: from offset `next` (the beginning when 0). `role` names it.
+    pub fn log_reader(
+        &self,
+        config: &ServeConfig,
+        topic: &str,
+        role: &str,
+        next: i64,
+        fetch_wait_ms: u32,
+    ) -> Result<LogReader, ServeError> {
+        match self {
+            Self::Kafka(_) => {
+                client::log_reader(config, topic, role, next, fetch_wait_ms).map(|consumer| {
+                    LogReader::Kafka {
+                        consumer,
+                        topic: topic.to_string(),
+                    }
+                })
+            }
+            Self::Memory(broker) => Ok(LogReader::Memory(broker.log_reader(topic, next))),
+        }
+    }
+
+    /// A client for watermark and metadata queries; `role` names it.
+    pub fn metadata_client(&self, role: &str) -> Result<MetadataClient, ServeError> {
+        match self {
+            Self::Kafka(config) => client::metadata_client(config, role)
+                .map(|client| MetadataClient::Kafka(Arc::new(client))),
+            Self::Memory(broker) => Ok(MetadataClient::Memory(broker.clone())),
+        }
+    }
+
+    /// Create the service's topics when missing (labels and changelog with one partition:
+    /// their order is the order in which changes apply).
+    pub async fn ensure_topics(&self, config: &ServeConfig) -> Result<(), ServeError> {
+        match self {
+            Self::Kafka(_) => client::ensure_topics(config).await,
+            Self::Memory(broker) => {
+                broker.ensure_topics(config);
+                Ok(())
+            }
+        }
+    }
+
+    /// Join the texts group and start reading.
+    pub fn texts_consumer(
+        &self,
+        config: &ServeConfig,
+        producer: Producer,
+    ) -> Result<TextsConsumer, ServeError> {
+        match (self, producer) {
+            (Self::Kafka(_), Producer::Kafka(producer)) => texts::start_kafka(config, producer),
+            (Self::Memory(broker), _) => {
+                Ok(broker.join(&config.kafka.group_id, &config.topics.texts))
+            }
+            (Self::Kafka(_), Producer::Memory(_)) => Err(ServeError::Topic(
+                "a Kafka texts consumer needs a Kafka producer".to_string(),
+            )),
+        }
+    }
+
+    /// Every record's value on `topic`, from its beginning to the end it had when asked;
+    /// `group` labels the reader (nothing is committed).
+    pub async fn read_to_end(
+        &self,
+        group: &str,
+        topic: &str,
+        limit: Duration,
+    ) -> Result<Vec<Vec<u8>>, read_back::ReadBackError> {
+        match self {
+            Self::Kafka(config) => {
+                read_back::read_topic(client::client_config(config), group, topic, limit).await
+            }
+            Self::Memory(broker) => {
+                broker
+                    .read_to_end(topic)
+                    .ok_or_else(|| read_back::ReadBackError::NoTopic {
+                        topic: topic.to_string(),
+                    })
+            }
+        }
+    }
+}
+
+/// The producer every output goes through.
+#[derive(Clone)]
+pub enum Producer {
+    Kafka(client::KafkaProducer),
+    Memory(MemoryBroker),
+}
+
+/// A record handed to the producer: wait for it with [`Delivery::acknowledged`].
+pub enum Delivery {
+    Kafka(client::KafkaDelivery),
+    Settled(Result<(), BrokerError>),
+}
+
+impl Delivery {
+    /// The broker's answer: acknowledged, or why not.
+    pub async fn acknowledged(self) -> Result<(), BrokerError> {
+        match self {
+            Self::Kafka(future) => client::delivered(future).await,
+            Self::Settled(result) => result,
+        }
+    }
+}
+
+impl Producer {
+    /// Hand `outgoing` to the producer without waiting (a full local queue is
+    /// [`BrokerErrorKind::QueueFull`]: try again shortly).
+    pub fn enqueue(&self, outgoing: &Outgoing) -> Result<Delivery, BrokerError> {
+        match self {
+            Self::Kafka(producer) => client::enqueue(producer, outgoing).map(Delivery::Kafka),
+            Self::Memory(broker) => Ok(Delivery::Settled(broker.append(outgoing).map(|_| ()))),
+        }
+    }
+
+    /// Wait until everything handed over is acknowledged, for at most `limit`.
+    pub fn flush(&self, limit: Duration) -> Result<(), BrokerError> {
+        match self {
+            Self::Kafka(producer) => client::flush(producer, limit),
+            Self::Memory(_) => Ok(()),
+        }
+    }
+}
+
+/// A reader of a one-partition log.
+pub enum LogReader {
+    Kafka {
+        consumer: client::KafkaLogReader,
+        topic: String,
+    },
+    Memory(memory::MemoryReader),
+}
+
+impl LogReader {
+    /// The next record.
+    pub async fn recv(&self) -> Result<Record, BrokerError> {
+        match self {
+            Self::Kafka { consumer, .. } => client::recv(consumer).await,
+            Self::Memory(reader) => Ok(reader.recv().await),
+        }
+    }
+
+    /// Read from `offset` next, waiting at most `limit` for the broker.
+    pub fn seek(&self, offset: i64, limit: Duration) -> Result<(), BrokerError> {
+        match self {
+            Self::Kafka { consumer, topic } => client::seek(consumer, topic, offset, limit),
+            Self::Memory(reader) => {
+                reader.seek(offset);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A client for watermark and metadata queries (they block on Kafka: run on tokio's blocking
+/// pool, so the loop's thread never waits on the broker for them).
+#[derive(Clone)]
+pub enum MetadataClient {
+    Kafka(Arc<client::KafkaMetadataClient>),
+    Memory(MemoryBroker),
+}
+
+impl MetadataClient {
+    /// The (low, high) watermarks of `partition` of `topic`.
+    pub async fn watermarks(
+        &self,
+        topic: &str,
+        partition: i32,
+        limit: Duration,
+    ) -> Result<(i64, i64), ServeError> {
+        match self {
+            Self::Kafka(client) => {
+                let (client, topic) = (client.clone(), topic.to_string());
+                tokio::task::spawn_blocking(move || {
+                    client::watermarks(&client, &topic, partition, limit)
+                })
+                .await?
+                .map_err(|e| ServeError::Kafka("reading watermarks", e))
+            }
+            Self::Memory(broker) => broker
+                .watermarks(topic, partition)
+                .map_err(|e| ServeError::Kafka("reading watermarks", e)),
+        }
+    }
+
+    /// Ask the brokers for their metadata: how many brokers answered.
+    pub async fn probe(&self, limit: Duration) -> Result<usize, ServeError> {
+        match self {
+            Self::Kafka(client) => {
+                let client = client.clone();
+                tokio::task::spawn_blocking(move || client::probe(&client, limit))
+                    .await?
+                    .map_err(|e| ServeError::Kafka("reading metadata", e))
+            }
+            Self::Memory(_) => Ok(1),
+        }
+    }
+
+    /// The partition count of `topic`, or of every topic when `topic` is None (a topic that
+    /// does not exist is not listed).
+    pub async fn partitions(
+        &self,
+        topic: Option<&str>,
+        limit: Duration,
+    ) -> Result<Vec<(String, usize)>, ServeError> {
+        match self {
+            Self::Kafka(client) => {
+                let (client, topic) = (client.clone(), topic.map(str::to_string));
+                tokio::task::spawn_blocking(move || {
+                    client::partition_counts(&client, topic.as_deref(), limit)
+                })
+                .await?
+                .map_err(|e| ServeError::Kafka("reading topic metadata", e))
+            }
+            Self::Memory(broker) => Ok(broker.partition_counts(topic)),
+        }
+    }
+}

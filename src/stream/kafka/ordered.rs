@@ -1,0 +1,112 @@
+//! Producing with order and retries, over either broker: [`OrderedSender`] hands records to the
+//! producer in the order given; [`deliver`] sends one until the broker acknowledges it.
+
+use std::time::Duration;
+
+use super::{BrokerError, BrokerErrorKind, Delivery, Outgoing, Producer};
+
+/// Hands records to the producer in the order they were given, from a task of its own: the
+/// idempotent producer keeps that order on the broker, and the caller never waits (not even
+/// while the producer's local queue is full, when the task sleeps and tries again).
+#[derive(Clone)]
+pub struct OrderedSender {
+    queue: tokio::sync::mpsc::UnboundedSender<(Outgoing, Enqueued)>,
+}
+
+/// The answer of [`OrderedSender::send`]: the delivery to wait for, or why there is none.
+type Enqueued = tokio::sync::oneshot::Sender<Result<Delivery, BrokerError>>;
+
+/// A record handed to an [`OrderedSender`]; [`Ordered::confirm`] waits for its delivery.
+pub struct Ordered {
+    outgoing: Outgoing,
+    enqueued: tokio::sync::oneshot::Receiver<Result<Delivery, BrokerError>>,
+}
+
+impl OrderedSender {
+    pub fn spawn(producer: Producer) -> Self {
+        let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<(Outgoing, Enqueued)>();
+        tokio::spawn(async move {
+            while let Some((outgoing, answer)) = records.recv().await {
+                let enqueued = enqueue_when_room(&producer, &outgoing).await;
+                // The text may have been dropped meanwhile (revoked, shutdown): nobody waits.
+                let _ = answer.send(enqueued);
+            }
+        });
+        Self { queue }
+    }
+
+    /// Queue `outgoing` behind every record given before it.
+    pub fn send(&self, outgoing: Outgoing) -> Ordered {
+        let (answer, enqueued) = tokio::sync::oneshot::channel();
+        // The task ends only when every sender is gone.
+        let _ = self.queue.send((outgoing.clone(), answer));
+        Ordered { outgoing, enqueued }
+    }
+}
+
+/// Hand `outgoing` to the producer, waiting while its local queue is full.
+async fn enqueue_when_room(
+    producer: &Producer,
+    outgoing: &Outgoing,
+) -> Result<Delivery, BrokerError> {
+    loop {
+        match producer.enqueue(outgoing) {
+            Err(error) if error.kind() == BrokerErrorKind::QueueFull => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            enqueued => return enqueued,
+        }
+    }
+}
+
+impl Ordered {
+    /// Wait for the record's delivery; if it failed, send it again with [`deliver`] (order is
+    /// no longer guaranteed then: a retry after a failure, as librdkafka's own).
+    pub async fn confirm(self, producer: &Producer) -> Result<(), BrokerError> {
+        self.confirm_after(None, producer).await
+    }
+
+    /// [`Ordered::confirm`], a retry waiting until `previous` (the record handed over just
+    /// before, confirmed or given up) is settled: records that failed together (a broker away
+    /// longer than librdkafka's delivery timeout) are sent again in their order, not racing.
+    pub async fn confirm_after(
+        self,
+        previous: Option<tokio::sync::oneshot::Receiver<()>>,
+        producer: &Producer,
+    ) -> Result<(), BrokerError> {
+        if let Ok(Ok(delivery)) = self.enqueued.await {
+            if delivery.acknowledged().await.is_ok() {
+                return Ok(());
+            }
+        }
+        if let Some(previous) = previous {
+            // Its sender is dropped when settled either way.
+            let _ = previous.await;
+        }
+        tracing::warn!(topic = %self.outgoing.topic, "ordered send failed; sending again");
+        deliver(producer, &self.outgoing).await
+    }
+}
+
+/// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;
+/// past that we back off and send again (a duplicate at worst, never a loss); the caller bounds
+/// the whole thing with its shutdown deadline. Only a record the broker can never take (too
+/// large) comes back as an error.
+pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), BrokerError> {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let sent = match enqueue_when_room(producer, outgoing).await {
+            Ok(delivery) => delivery.acknowledged().await,
+            Err(error) => Err(error),
+        };
+        match sent {
+            Ok(()) => return Ok(()),
+            Err(error) if error.kind() == BrokerErrorKind::TooLarge => return Err(error),
+            Err(error) => {
+                tracing::warn!(topic = %outgoing.topic, %error, "delivery failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(10));
+            }
+        }
+    }
+}
