@@ -103,6 +103,7 @@ fn first_candidate(body: &str) -> String {
 }
 
 pub struct FakeLlm {
+    #[allow(dead_code)] // each test binary uses its own subset
     pub url: String,
     served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
     script: Arc<Mutex<VecDeque<Reply>>>,

@@ -59,6 +59,8 @@ struct Group {
     topic: String,
     members: BTreeMap<u64, mpsc::UnboundedSender<Command>>,
     committed: BTreeMap<i32, i64>,
+    /// Each member's partitions as the last rebalance assigned them.
+    assigned: BTreeMap<u64, Vec<i32>>,
 }
 
 /// What a rebalance asks of a member's feeder.
@@ -235,6 +237,16 @@ impl MemoryBroker {
             .unwrap_or_default()
     }
 
+    /// The partitions of each member of `group` (in the order they joined), as the last
+    /// rebalance assigned them.
+    pub fn assignment(&self, group: &str) -> Vec<Vec<i32>> {
+        self.state()
+            .groups
+            .get(group)
+            .map(|g| g.assigned.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// A reader of partition 0 of `topic`, from `next`.
     pub fn log_reader(&self, topic: &str, next: i64) -> MemoryReader {
         MemoryReader {
@@ -299,23 +311,25 @@ impl MemoryBroker {
                 return;
             };
             let partitions = state.topics.get(&g.topic).map_or(0, Vec::len);
-            let members: Vec<_> = g.members.values().cloned().collect();
+            let members: Vec<_> = g.members.iter().map(|(id, m)| (*id, m.clone())).collect();
             (members, partitions, g.committed.clone())
         };
-        if members.is_empty() {
-            return;
-        }
-        let per_member = partitions.div_ceil(members.len());
-        for (index, member) in members.iter().enumerate() {
+        let per_member = partitions.div_ceil(members.len().max(1));
+        let mut assigned = BTreeMap::new();
+        for (index, (id, member)) in members.iter().enumerate() {
             let range =
                 (index * per_member).min(partitions)..((index + 1) * per_member).min(partitions);
-            let assigned = range
+            let positions: Vec<Position> = range
                 .map(|p| {
                     let partition = p as i32;
                     Position::new(partition, committed.get(&partition).copied().unwrap_or(0))
                 })
                 .collect();
-            let _ = member.send(Command::Assign(assigned));
+            assigned.insert(*id, positions.iter().map(|p| p.partition).collect());
+            let _ = member.send(Command::Assign(positions));
+        }
+        if let Some(g) = self.state().groups.get_mut(group) {
+            g.assigned = assigned;
         }
         self.poke();
     }
@@ -416,7 +430,10 @@ impl GroupMember {
             .state()
             .groups
             .get_mut(&self.group)
-            .and_then(|g| g.members.remove(&self.member))
+            .and_then(|g| {
+                g.assigned.remove(&self.member);
+                g.members.remove(&self.member)
+            })
             .is_some();
         if left {
             self.broker.rebalance_later(&self.group);
