@@ -1,5 +1,5 @@
 //! A state folder the previous build wrote (tests/fixtures/state-d381e80) is read by this one,
-//! as the compatibility policy of `src/state/snapshot.rs` says: the same labels and documents,
+//! as the compatibility policy of `src/state/codec/mod.rs` says: the same labels and documents,
 //! and the same predictions as that build made from it.
 
 use std::path::{Path, PathBuf};

@@ -150,7 +150,7 @@ fn store(error: &StoreError) -> &'static str {
             "each instance needs its own state.dir: stop the other gorag serve or point this one \
              elsewhere (GORAG__STATE__DIR)."
         }
-        StoreError::Format { .. } | StoreError::Corrupt { .. } => {
+        StoreError::Format { .. } | StoreError::Corrupt { .. } | StoreError::Snapshot(_) => {
             "move the state directory aside and start again: the instance rebuilds its state \
              from the changelog topic."
         }

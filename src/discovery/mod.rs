@@ -21,7 +21,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval};
 
 pub use communities::Community;
-pub use pool::{OldNote, Pool, PoolNote, PoolNoteV3, PoolNoteV4, PoolV1, PooledText};
+pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

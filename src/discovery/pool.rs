@@ -61,7 +61,7 @@ pub struct PoolNote {
     pub why: Unexplained,
     pub excerpt: String,
     /// The text's terms, all of them up to `POOL_TERMS` (else its heaviest; see
-    /// [`crate::engine::Engine::poolable`]; notes from builds before the cap carry every term):
+    /// [`crate::engine::Engine::poolable`]):
     /// the learn step keeps only its hundred heaviest (what the text graph needs), and the
     /// pool's similarities need more (communities over the heaviest terms alone were measured
     /// worse: docs/design/emerging-classes.md, "Emerging classes").
@@ -98,54 +98,6 @@ impl PoolNote {
             why: self.why,
             label: label.to_string(),
             arrival_score: self.arrival_score,
-        }
-    }
-}
-
-/// A note as changelog version 4 wrote it (without the arrival score).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PoolNoteV4 {
-    pub id: String,
-    pub why: Unexplained,
-    pub excerpt: String,
-    pub terms: TermCounts,
-}
-
-/// A note as an older changelog version wrote it, made current with what its learn record
-/// holds.
-pub trait OldNote {
-    fn upgrade(self, analysis: &Analysis) -> PoolNote;
-}
-
-impl OldNote for PoolNoteV4 {
-    fn upgrade(self, _analysis: &Analysis) -> PoolNote {
-        PoolNote {
-            id: self.id,
-            why: self.why,
-            excerpt: self.excerpt,
-            terms: self.terms,
-            arrival_score: None,
-        }
-    }
-}
-
-/// A note as changelog version 3 wrote it (without the text's terms: it is pooled with the
-/// learn record's heaviest terms, as that version did).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PoolNoteV3 {
-    pub id: String,
-    pub why: Unexplained,
-    pub excerpt: String,
-}
-
-impl OldNote for PoolNoteV3 {
-    fn upgrade(self, analysis: &Analysis) -> PoolNote {
-        PoolNote {
-            id: self.id,
-            why: self.why,
-            excerpt: self.excerpt,
-            terms: analysis.terms.clone(),
-            arrival_score: None,
         }
     }
 }
@@ -199,15 +151,6 @@ impl Pool {
         self.trim();
     }
 
-    /// The pool as snapshots before arrival scores wrote it (their scores unknown).
-    pub fn from_v1(old: PoolV1) -> Self {
-        Self {
-            texts: old.texts,
-            capacity: old.capacity,
-            pushed: old.pushed,
-        }
-    }
-
     fn trim(&mut self) {
         while self.texts.len() > self.capacity {
             self.texts.pop_front();
@@ -238,10 +181,8 @@ impl Pool {
     }
 }
 
-/// How a pool is stored: the texts' arrival scores last, in text order, so that a snapshot
-/// written before they existed ([`PoolV1`]) is a prefix of this layout and fails to decode as
-/// it, rather than decoding wrongly. Written over borrowed texts (a snapshot need not copy
-/// them again), read into owned ones.
+/// How a pool is stored: the texts' arrival scores last, in text order (where they were added).
+/// Written over borrowed texts (a snapshot need not copy them again), read into owned ones.
 #[derive(Serialize, Deserialize)]
 struct PoolLayout<Texts> {
     texts: Texts,
@@ -260,14 +201,6 @@ impl Serialize for Pool {
         }
         .serialize(serializer)
     }
-}
-
-/// A pool as snapshots before arrival scores wrote it.
-#[derive(Debug, Deserialize)]
-pub struct PoolV1 {
-    texts: VecDeque<PooledText>,
-    capacity: usize,
-    pushed: u64,
 }
 
 impl From<PoolLayout<VecDeque<PooledText>>> for Pool {

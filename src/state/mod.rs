@@ -4,14 +4,14 @@
 //! and `gorag classify` drive it in process. The engine knows nothing of discovery; this layer
 //! joins them.
 
-mod snapshot;
+pub mod codec;
 #[cfg(test)]
 mod tests;
 mod update;
 
 use sha2::{Digest, Sha256};
 
-pub use snapshot::Snapshot;
+pub use codec::Snapshot;
 pub use update::Update;
 
 use crate::discovery::{Pool, PooledText};

@@ -1,13 +1,11 @@
-//! The replicated state: the pool's updates, the digest over engine and pool, and snapshots of
-//! every layout older builds wrote.
-
-use std::collections::VecDeque;
+//! The replicated state: the pool's updates, the digest over engine and pool, and snapshots
+//! (this layout read back; older ones refused).
 
 use serde::Serialize;
 
 use super::{Snapshot, State, Update};
 use crate::discovery::{PooledText, Unexplained};
-use crate::engine::index::{IndexDoc, SpreadState};
+use crate::engine::index::IndexDoc;
 use crate::engine::state::{EngineState, GraphState};
 use crate::engine::tfidf::CorpusStats;
 use crate::engine::{Engine, EngineConfig, LabelInfo, NewLabel};
@@ -52,8 +50,7 @@ fn pooling_at(arrival_score: f64) -> State {
     state
 }
 
-/// The fields every snapshot layout begins with; followed by its pool as it was written
-/// (postcard writes a pair of structs as one with both sets of fields).
+/// The fields every snapshot layout began with: alone, the layout before the pool.
 #[derive(Serialize)]
 struct SnapshotBase<'a> {
     graph: &'a GraphState,
@@ -77,30 +74,34 @@ impl<'a> SnapshotBase<'a> {
     }
 }
 
-/// The pool of snapshots written before arrival scores existed.
-type PoolV1<'a> = (&'a VecDeque<PooledText>, usize, u64);
-
-fn decoded(bytes: &[u8]) -> (EngineState, crate::discovery::Pool) {
-    Snapshot::decode(bytes).unwrap().into_parts()
-}
-
 #[test]
-fn snapshots_keep_arrival_scores_and_older_layouts_still_read() {
-    let state = pooling_at(0.07);
+fn snapshots_keep_arrival_scores_and_the_label_spread() {
+    let mut state = pooling_at(0.07);
+    let analysis = state
+        .engine()
+        .analyze("the volcano erupted near the village");
+    let learn = Update::Learn {
+        analysis,
+        label: "geology".into(),
+        confident: true,
+    };
+    state.apply(&learn).unwrap();
     let snapshot = state.to_snapshot();
     let bytes = postcard::to_stdvec(&snapshot).unwrap();
     assert_eq!(Snapshot::decode(&bytes).unwrap(), snapshot);
     let (engine, pool) = snapshot.into_parts();
     assert_eq!(pool.texts()[0].arrival_score, Some(0.07));
+    assert_eq!(engine.spread.pending_texts, 1);
+}
 
-    let old_pool: PoolV1 = (pool.texts(), 5_000, pool.pushed());
-    let old = (SnapshotBase::of(&engine), old_pool);
-    let (old_engine, old_pool) = decoded(&postcard::to_stdvec(&old).unwrap());
-    assert_eq!(old_pool.len(), 1);
-    assert_eq!(old_pool.pushed(), 1);
-    assert_eq!(old_pool.texts()[0].id, "t1");
-    assert_eq!(old_pool.texts()[0].arrival_score, None);
-    assert_eq!(old_engine.graph, engine.graph);
+/// Layouts older than the oldest supported one (here: the one before the pool) are refused,
+/// not read wrongly.
+#[test]
+fn an_older_snapshot_layout_is_refused() {
+    let state = pooling_at(0.07);
+    let (engine, _) = state.to_snapshot().into_parts();
+    let old = postcard::to_stdvec(&SnapshotBase::of(&engine)).unwrap();
+    assert!(Snapshot::decode(&old).is_err());
 }
 
 #[test]
@@ -112,49 +113,6 @@ fn the_digest_covers_the_pool_and_survives_a_snapshot() {
     assert_ne!(state.digest(), after_round().digest());
     assert_ne!(state.digest(), pooling_at(0.08).digest());
     assert_eq!(state.engine().digest(), after_round().engine().digest());
-}
-
-#[test]
-fn snapshots_keep_the_label_spread_and_older_layouts_read_without_it() {
-    let mut state = pooling_at(0.07);
-    let analysis = state
-        .engine()
-        .analyze("the volcano erupted near the village");
-    let learn = Update::Learn {
-        analysis,
-        label: "geology".into(),
-        confident: true,
-    };
-    state.apply(&learn).unwrap();
-    let (engine, pool) = state.to_snapshot().into_parts();
-    assert_eq!(engine.spread.pending_texts, 1);
-
-    // The layout before the label spread: everything up to the pool.
-    let old = (SnapshotBase::of(&engine), &pool);
-    let (old_engine, old_pool) = decoded(&postcard::to_stdvec(&old).unwrap());
-    assert_eq!(old_engine.spread, SpreadState::default());
-    assert_eq!(old_engine.index, engine.index);
-    assert_eq!(old_pool, pool);
-}
-
-#[test]
-fn a_snapshot_written_before_confidence_outcomes_reads_with_none() {
-    let mut state = pooling_at(0.07);
-    let more = Update::AddExamples {
-        label: "geology".into(),
-        examples: vec!["lava flows from the crater of the volcano".into()],
-    };
-    state.apply(&more).unwrap();
-    let (engine, pool) = state.to_snapshot().into_parts();
-    assert!(!engine.outcomes.is_empty());
-    // The layout before outcomes: everything up to the label spread.
-    let old = (SnapshotBase::of(&engine), &pool, &engine.spread);
-    let (old_engine, _) = decoded(&postcard::to_stdvec(&old).unwrap());
-    assert!(old_engine.outcomes.is_empty());
-    assert_eq!(
-        (&old_engine.index, &old_engine.spread),
-        (&engine.index, &engine.spread)
-    );
 }
 
 #[test]

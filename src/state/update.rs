@@ -9,7 +9,7 @@ use crate::engine::update::Update as EngineUpdate;
 use crate::engine::{Analysis, NewLabel};
 
 /// Postcard numbers variants in order: a variant keeps its place for as long as logs that
-/// carry it are read (see `snapshot.rs` for the formats' policy).
+/// carry it are read (the formats' policy: `codec/mod.rs`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Update {
     /// A round of new labels (descriptions already filled in, so replay needs no LLM).

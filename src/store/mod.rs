@@ -32,8 +32,20 @@ pub enum StoreError {
     Sled(#[from] sled::Error),
     #[error("state store record {key} is corrupt: {detail}")]
     Corrupt { key: String, detail: String },
-    #[error("state store was written by an incompatible gorag (format {found}, this build reads {expected})")]
-    Format { found: u32, expected: u32 },
+    #[error(
+        "state store format {found} was written by an incompatible gorag (this build reads \
+         formats {oldest} to {newest})"
+    )]
+    Format {
+        found: u32,
+        oldest: u32,
+        newest: u32,
+    },
+    #[error(
+        "the state store's snapshot cannot be read ({0}): it was written before 2026-11-26 \
+         (older snapshot layouts are no longer read) or is damaged"
+    )]
+    Snapshot(String),
 }
 
 /// What a store gives back on start.

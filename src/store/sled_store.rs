@@ -15,10 +15,10 @@ use std::path::Path;
 use sled::{Batch, Db, IVec};
 
 use super::{Offsets, Saved, StateStore, StoreError, VectorStore};
+use crate::state::codec::{STORE_FORMAT, STORE_FORMAT_OLDEST_SUPPORTED};
 use crate::state::Snapshot;
 use crate::state::Update;
 
-const FORMAT: u32 = 2;
 const FORMAT_KEY: &[u8] = b"format";
 const SNAPSHOT_KEY: &[u8] = b"snapshot";
 const LOG_PREFIX: &[u8] = b"log/";
@@ -88,14 +88,15 @@ impl SledStore {
         })?;
         match db.get(FORMAT_KEY)? {
             None => {
-                db.insert(FORMAT_KEY, &FORMAT.to_be_bytes())?;
+                db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())?;
             }
             Some(value) => {
                 let found = u32::from_be_bytes(be_bytes(FORMAT_KEY, &value)?);
-                if found != FORMAT {
+                if !(STORE_FORMAT_OLDEST_SUPPORTED..=STORE_FORMAT).contains(&found) {
                     return Err(StoreError::Format {
                         found,
-                        expected: FORMAT,
+                        oldest: STORE_FORMAT_OLDEST_SUPPORTED,
+                        newest: STORE_FORMAT,
                     });
                 }
             }
@@ -186,7 +187,9 @@ impl VectorStore for SledVectors {
 impl StateStore for SledStore {
     fn load(&self) -> Result<Saved, StoreError> {
         let snapshot = match self.db.get(SNAPSHOT_KEY)? {
-            Some(bytes) => Some(Snapshot::decode(&bytes).map_err(|e| corrupt(SNAPSHOT_KEY, e))?),
+            Some(bytes) => {
+                Some(Snapshot::decode(&bytes).map_err(|e| StoreError::Snapshot(e.to_string()))?)
+            }
             None => None,
         };
         let mut log = Vec::new();

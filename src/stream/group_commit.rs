@@ -5,8 +5,8 @@
 
 use tokio::sync::oneshot;
 
-use super::changelog::{self, LearnedText};
 use crate::config::ServeConfig;
+use crate::state::codec::{self, LearnedText};
 
 /// Largest learn record written with several texts in it: well under the broker's default
 /// `message.max.bytes` (1 MB), so batching never makes a record the broker refuses.
@@ -68,7 +68,7 @@ impl GroupCommit {
         }
         let (texts, mut waiting): (Vec<LearnedText>, Vec<_>) =
             std::mem::take(&mut self.gathered).into_iter().unzip();
-        let records = match changelog::learn_records(origin, &texts, self.limit) {
+        let records = match codec::learn_records(origin, &texts, self.limit) {
             Ok(records) => records,
             Err(error) => {
                 // Not expected of plain data; should it happen, the texts are not learned and
@@ -103,7 +103,7 @@ impl GroupCommit {
 mod tests {
     use super::*;
     use crate::engine::Analysis;
-    use crate::stream::changelog::{Change, ChangeRecord};
+    use crate::state::codec::{Change, ChangeRecord};
 
     fn text(offset: i64) -> LearnedText {
         LearnedText {
@@ -158,7 +158,7 @@ mod tests {
 
     #[test]
     fn a_large_group_is_split_and_each_record_knows_its_texts() {
-        let one = changelog::learn_records("me", &[text(0)], usize::MAX).unwrap()[0]
+        let one = codec::learn_records("me", &[text(0)], usize::MAX).unwrap()[0]
             .0
             .len();
         let limit = one * 2;

@@ -23,7 +23,6 @@
 //! what the loop starts with; `group_commit.rs` gathers learn steps into records; `stats.rs` counts (summary and Prometheus in one call);
 //! `lag.rs` measures consumer lag off the loop.
 
-pub mod changelog;
 mod delivery;
 mod discovery_pass;
 mod group_commit;
@@ -96,6 +95,12 @@ pub enum ServeError {
         topic: String,
         end: i64,
         applied: i64,
+    },
+    #[error("changelog topic {topic}, record {offset}: {error}")]
+    ChangelogVersion {
+        topic: String,
+        offset: i64,
+        error: crate::state::codec::ChangeDecodeError,
     },
     #[error("admin port {0}: {1}")]
     Admin(String, std::io::Error),

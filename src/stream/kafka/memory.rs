@@ -334,7 +334,8 @@ impl MemoryBroker {
         self.poke();
     }
 
-    fn commit(&self, group: &str, offsets: &[Position]) {
+    /// Commit `offsets` for `group` (what a member does on revocation, and at close).
+    pub fn commit(&self, group: &str, offsets: &[Position]) {
         let mut state = self.state();
         let committed = &mut state.groups.entry(group.to_string()).or_default().committed;
         for position in offsets {

@@ -12,7 +12,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Engine, Source as LabelSource};
 use crate::events::decode::{Reason, Rejection};
 use crate::events::{PredictionStatus, TextEvent};
-use crate::stream::changelog::LearnedText;
+use crate::state::codec::LearnedText;
 use crate::stream::delivery::OutputKind;
 use crate::stream::kafka::Outgoing;
 use crate::stream::outputs::{self, Classification};

@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use crate::engine::{EngineError, IndexReport};
 use crate::events::decode::Rejection;
 use crate::events::to_update::engine_rejection;
+use crate::state::codec::{
+    Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
+};
 use crate::state::State;
 use crate::state::Update;
 use crate::store::Offsets;
-use crate::stream::changelog::{
-    Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
-};
 
 /// How far a replica has read: the next changelog and labels offsets, and per texts
 /// partition the offset below which texts are learned.
@@ -146,27 +146,6 @@ enum Contents {
 
 fn contents(change: Change) -> Contents {
     match change {
-        Change::Learn {
-            partition,
-            offset,
-            analysis,
-            label,
-            confident,
-        } => Contents::Learned(vec![LearnedText {
-            partition,
-            offset,
-            analysis,
-            label,
-            confident,
-            note: None,
-        }]),
-        Change::Learns { texts } => Contents::Learned(texts.into_iter().map(Into::into).collect()),
-        Change::LearnedV3 { texts } => {
-            Contents::Learned(texts.into_iter().map(Into::into).collect())
-        }
-        Change::LearnedV4 { texts } => {
-            Contents::Learned(texts.into_iter().map(Into::into).collect())
-        }
         Change::Learned { texts } => Contents::Learned(texts),
         Change::Label {
             offset,
@@ -179,6 +158,10 @@ fn contents(change: Change) -> Contents {
             payload,
             outcome,
         }),
+        Change::Retired0(retired)
+        | Change::Retired2(retired)
+        | Change::Retired3(retired)
+        | Change::Retired4(retired) => match retired {},
     }
 }
 
@@ -294,7 +277,7 @@ mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, NewLabel};
     use crate::events::decode::Reason;
-    use crate::stream::changelog::CHANGE_VERSION;
+    use crate::state::codec::CHANGELOG_VERSION;
 
     fn topics() -> LogTopics {
         LogTopics {
@@ -322,7 +305,7 @@ mod tests {
         outcome: LabelOutcome,
     ) -> Result<ChangeRecord, ChangeDecodeError> {
         let record = ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: origin.into(),
             change: Change::Label {
                 offset: labels_offset,
@@ -341,14 +324,17 @@ mod tests {
         offset: i64,
     ) -> Result<ChangeRecord, ChangeDecodeError> {
         let record = ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: origin.into(),
-            change: Change::Learn {
-                partition,
-                offset,
-                analysis: engine.analyze("astronomy of distant things"),
-                label: "astronomy".into(),
-                confident: true,
+            change: Change::Learned {
+                texts: vec![LearnedText {
+                    partition,
+                    offset,
+                    analysis: engine.analyze("astronomy of distant things"),
+                    label: "astronomy".into(),
+                    confident: true,
+                    note: None,
+                }],
             },
         };
         ChangeRecord::decode(&record.encode())
@@ -379,7 +365,7 @@ mod tests {
         };
         let batch = |origin: &str, texts: Vec<LearnedText>| {
             let record = ChangeRecord {
-                version: CHANGE_VERSION,
+                version: CHANGELOG_VERSION,
                 origin: origin.into(),
                 change: Change::Learned { texts },
             };

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::classify::Classifier;
 use crate::engine::embedding::{Embeddings, TextEncoder};
 use crate::engine::NewLabel;
-use crate::stream::changelog::{ChangeDecodeError, ChangeRecord};
+use crate::state::codec::{ChangeDecodeError, ChangeRecord};
 use crate::stream::kafka::Record;
 
 /// How long describing a round's labels may take; labels not described by then go without.

@@ -15,10 +15,11 @@ pub use crate::events::to_update::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
 use report::label_span;
 
-use super::changelog::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use super::kafka::Outgoing;
 use super::stats::Stats;
+use super::ServeError;
 use crate::engine::embedding::TextEncoder;
+use crate::state::codec::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use crate::state::State;
 use crate::store::{StateStore, StoreError};
 
@@ -143,7 +144,7 @@ impl Replica {
         payload: &[u8],
         created_ms: Option<i64>,
         stats: &mut Stats,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), ServeError> {
         self.apply_decoded(offset, ChangeRecord::decode(payload), created_ms, stats)
     }
 
@@ -156,7 +157,18 @@ impl Replica {
         record: Result<ChangeRecord, ChangeDecodeError>,
         created_ms: Option<i64>,
         stats: &mut Stats,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), ServeError> {
+        // Another build's record: applying on (skipping it) would make this replica's state
+        // differ from the others'. Stop, and say how to recover.
+        if let Err(error) = &record {
+            if error.is_version() && offset >= self.cursor.changelog_next {
+                return Err(ServeError::ChangelogVersion {
+                    topic: self.topics.changelog.clone(),
+                    offset,
+                    error: error.clone(),
+                });
+            }
+        }
         let span = label_span(&record);
         if offset > self.cursor.changelog_next {
             // Only retention removing records may do this; anything else skipping one is a bug
@@ -189,7 +201,7 @@ impl Replica {
         let _entered = span.enter();
         let held = started.elapsed();
         self.report(offset, applied.effect, applied.mine, held, stats);
-        self.maybe_snapshot()
+        Ok(self.maybe_snapshot()?)
     }
 
     /// Bookkeeping for a record this instance wrote: a community pass falls due every
@@ -265,9 +277,9 @@ mod tests {
     use crate::engine::embedding::tests::TopicEncoder;
     use crate::engine::{Engine, EngineConfig, NewLabel};
     use crate::events::decode::Reason;
+    use crate::state::codec::{learn_records, LearnedText, RejectStage, CHANGELOG_VERSION};
     use crate::state::Update;
     use crate::store::MemoryStore;
-    use crate::stream::changelog::{learn_records, LearnedText, RejectStage, CHANGE_VERSION};
     use crate::telemetry::metrics::Metrics;
 
     fn replica(every: u64) -> Replica {
@@ -293,7 +305,7 @@ mod tests {
 
     fn label(origin: &str, offset: i64, outcome: LabelOutcome) -> Vec<u8> {
         ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: origin.into(),
             change: Change::Label {
                 offset,

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::{Effect, Replica};
 use crate::events::InputPosition;
+use crate::state::codec::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use crate::state::Update;
-use crate::stream::changelog::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use crate::stream::outputs;
 use crate::stream::stats::Stats;
 use crate::telemetry::metrics::{Metrics, ParamLabel, StateLabel};

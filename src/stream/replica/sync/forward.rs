@@ -6,8 +6,8 @@ use super::{next_record, LogSync};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
 use crate::events::to_update::label_update;
+use crate::state::codec::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGELOG_VERSION};
 use crate::state::Update;
-use crate::stream::changelog::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGE_VERSION};
 use crate::stream::kafka::{self, BrokerError, Outgoing, Record};
 use crate::stream::replica::job::Job;
 use crate::stream::replica::Replica;
@@ -153,7 +153,7 @@ fn label_record(
     outcome: LabelOutcome,
 ) -> Outgoing {
     let record = ChangeRecord {
-        version: CHANGE_VERSION,
+        version: CHANGELOG_VERSION,
         origin: replica.instance.clone(),
         change: Change::Label {
             offset,

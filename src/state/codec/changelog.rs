@@ -1,36 +1,29 @@
-//! The changelog topic: the one ordered log of every change to the graph, shared by all
-//! replicas.
+//! The changelog topic's record: the one ordered log of every change to the replicated state,
+//! shared by all replicas.
 //!
 //! Label events (as forwarded from the labels topic, with their LLM-written descriptions) and
-//! online-indexing steps are appended here; every instance — including the one that wrote a
-//! record — changes its engine only by applying this log, in order. Equal logs make equal
-//! graphs, so replicas converge. Records are an internal format, versioned, not a public
-//! contract like `schemas/`: this build writes version 7, postcard behind a one-byte marker
-//! (a tenth of JSON's encode and decode time on learn records, which are most of the log):
-//! learn records whose texts may carry a discovery note with the text's terms and its arrival
-//! score; version 6 added corrections (`Update::Correct`) and the `needs_review` pooling
-//! reason, version 7 audited corrections (`Update::Audit`). It reads versions 1 (JSON) to 6
-//! too.
-//! An older build cannot read what this one writes: upgrade every replica together.
+//! online-indexing steps are appended to it; every instance — including the one that wrote a
+//! record — changes its state only by applying this log, in order. Equal logs make equal
+//! states, so replicas converge. Records are an internal format, versioned (see the policy in
+//! `mod.rs`), not a public contract like `schemas/`: postcard behind a one-byte marker (a tenth
+//! of JSON's encode and decode time on learn records, which are most of the log). Version 6
+//! added corrections (`Update::Correct`) and the `needs_review` pooling reason, version 7
+//! audited corrections (`Update::Audit`). An older build cannot read what this one writes:
+//! upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use super::{CHANGELOG_OLDEST_SUPPORTED, CHANGELOG_VERSION};
 use crate::discovery::PoolNote;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 use crate::state::Update;
 
-mod legacy;
-
-use legacy::learned_with_confidence;
-pub use legacy::{LearnedTextV2, LearnedTextV3, LearnedTextV4, OldLearnedText};
-
-pub const CHANGE_VERSION: u32 = 7;
 /// Postcard's number for [`Change::Learned`] (its place in the enum).
 const LEARNED_VARIANT: u32 = 5;
 /// First byte of a postcard record (a JSON record starts with `{`).
-const POSTCARD_MARKER: u8 = 0xC2;
+pub(super) const POSTCARD_MARKER: u8 = 0xC2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChangeRecord {
@@ -40,12 +33,14 @@ pub struct ChangeRecord {
     pub change: Change,
 }
 
+/// What a record changes. Postcard numbers variants by place: the retired places held record
+/// kinds of versions this build no longer reads (see `mod.rs`), and nothing decodes as them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Change {
-    /// Online indexing of the texts one instance finished together, as version 2 wrote it
-    /// (read, never written; postcard numbers variants, so it keeps its place).
-    Learns { texts: Vec<LearnedTextV2> },
+    /// Place 0: learn records of version 2.
+    #[doc(hidden)]
+    Retired0(Retired),
     /// A labels-topic record. Several instances may forward the same one; the first in the log
     /// counts, later copies (offset already applied) are skipped.
     Label {
@@ -54,28 +49,24 @@ pub enum Change {
         payload: Vec<u8>,
         outcome: LabelOutcome,
     },
-    /// Online indexing of one text, as earlier builds wrote it (read, never written).
-    Learn {
-        partition: i32,
-        offset: i64,
-        analysis: Analysis,
-        label: String,
-        /// Decided by the writer (see `Engine::is_confident`); records from before it existed
-        /// learned everything.
-        #[serde(default = "learned_with_confidence")]
-        confident: bool,
-    },
-    /// Online indexing of the texts one instance finished together, as version 3 wrote it
-    /// (notes without the text's terms; read, never written).
-    LearnedV3 { texts: Vec<LearnedTextV3> },
-    /// Online indexing of the texts one instance finished together, as version 4 wrote it
-    /// (notes without the arrival score; read, never written).
-    LearnedV4 { texts: Vec<LearnedTextV4> },
+    /// Place 2: one learned text, as version 1 wrote it.
+    #[doc(hidden)]
+    Retired2(Retired),
+    /// Place 3: learn records of version 3.
+    #[doc(hidden)]
+    Retired3(Retired),
+    /// Place 4: learn records of version 4.
+    #[doc(hidden)]
+    Retired4(Retired),
     /// Online indexing of the texts one instance finished together, in finishing order (offset
-    /// order per partition), with their discovery notes. What this build writes
-    /// ([`learn_records`] writes it from borrowed texts as variant [`LEARNED_VARIANT`]).
+    /// order per partition), with their discovery notes ([`learn_records`] writes it from
+    /// borrowed texts as variant [`LEARNED_VARIANT`]).
     Learned { texts: Vec<LearnedText> },
 }
+
+/// A retired place in [`Change`]: it has no value, so nothing decodes as it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Retired {}
 
 /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
 /// a crash or rebalance may be learned again by someone; only the first counts.
@@ -169,7 +160,7 @@ fn split_learns(
         return Ok(());
     }
     let record = LearnsRecord {
-        version: CHANGE_VERSION,
+        version: CHANGELOG_VERSION,
         origin,
         change: LearnedChange { texts },
     };
@@ -196,10 +187,35 @@ pub enum ChangeDecodeError {
     NotARecord,
     #[error("postcard: {0}")]
     Postcard(String),
-    #[error("JSON: {0}")]
-    Json(String),
-    #[error("changelog record version {0}; this build reads 1 to {CHANGE_VERSION}")]
-    Version(u32),
+    #[error(
+        "changelog record version {0} was written by a build older than this one reads \
+         (versions {CHANGELOG_OLDEST_SUPPORTED} to {CHANGELOG_VERSION}), so this changelog cannot \
+         be replayed: stop every replica, delete the changelog topic and every state.dir, reset \
+         the texts group's offsets to the earliest (or publish the texts again) and start — the \
+         labels topic is forwarded into a new changelog and the texts are learned again \
+         (docs/design/formats.md)"
+    )]
+    TooOld(u32),
+    #[error(
+        "changelog record version {0} was written by a newer gorag (this build reads versions \
+         {CHANGELOG_OLDEST_SUPPORTED} to {CHANGELOG_VERSION}): upgrade this replica — every \
+         replica runs the same build"
+    )]
+    TooNew(u32),
+}
+
+impl ChangeDecodeError {
+    /// Whether the record is one of another build's versions (not damaged): replaying on
+    /// would make this replica's state differ from the others'.
+    pub fn is_version(&self) -> bool {
+        matches!(self, Self::TooOld(_) | Self::TooNew(_))
+    }
+}
+
+/// Just the version of a JSON record (version 1 wrote JSON).
+#[derive(Deserialize)]
+struct JsonVersion {
+    version: u32,
 }
 
 impl ChangeRecord {
@@ -207,21 +223,27 @@ impl ChangeRecord {
         with_marker(self)
     }
 
+    /// A record of a version this build reads, or why not: the version (the first field) is
+    /// checked before the rest is decoded.
     pub fn decode(bytes: &[u8]) -> Result<Self, ChangeDecodeError> {
-        let record: Self = match bytes.first() {
-            Some(&POSTCARD_MARKER) => postcard::from_bytes(&bytes[1..])
-                .map_err(|e| ChangeDecodeError::Postcard(e.to_string()))?,
-            Some(b'{') => {
-                serde_json::from_slice(bytes).map_err(|e| ChangeDecodeError::Json(e.to_string()))?
+        let postcard_error = |e: postcard::Error| ChangeDecodeError::Postcard(e.to_string());
+        let body = match bytes.split_first() {
+            Some((&POSTCARD_MARKER, body)) => body,
+            Some((b'{', _)) => {
+                return match serde_json::from_slice::<JsonVersion>(bytes) {
+                    Ok(json) => Err(ChangeDecodeError::TooOld(json.version)),
+                    Err(_) => Err(ChangeDecodeError::NotARecord),
+                }
             }
             _ => return Err(ChangeDecodeError::NotARecord),
         };
-        if !(1..=CHANGE_VERSION).contains(&record.version) {
-            return Err(ChangeDecodeError::Version(record.version));
+        let (version, _) = postcard::take_from_bytes::<u32>(body).map_err(postcard_error)?;
+        if version < CHANGELOG_OLDEST_SUPPORTED {
+            return Err(ChangeDecodeError::TooOld(version));
         }
-        Ok(record)
+        if version > CHANGELOG_VERSION {
+            return Err(ChangeDecodeError::TooNew(version));
+        }
+        postcard::from_bytes(body).map_err(postcard_error)
     }
 }
-
-#[cfg(test)]
-mod tests;

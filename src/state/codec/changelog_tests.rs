@@ -1,11 +1,16 @@
-//! Changelog records: batching, round trips, replay, and every older version read.
+//! Changelog records: batching, round trips, replay, and versions outside the supported ones
+//! refused.
 
+use super::changelog::POSTCARD_MARKER;
 use super::*;
-use crate::discovery::{PoolNoteV3, PoolNoteV4, Unexplained};
+use crate::discovery::{PoolNote, Unexplained};
 use crate::engine::correct::CorrectionKind;
 use crate::engine::terms::TermCounts;
+use crate::engine::Analysis;
 use crate::engine::{Engine, EngineConfig, NewLabel};
+use crate::events::decode::Reason;
 use crate::state::State;
+use crate::state::Update;
 
 #[test]
 fn learns_are_batched_under_the_size_limit_in_order() {
@@ -91,7 +96,7 @@ fn records_round_trip_and_replay_to_the_same_engine() {
         .analyze("helium nuclei and alpha decay in physics labs");
     let records = [
         ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: "i1".into(),
             change: Change::Label {
                 offset: 0,
@@ -101,14 +106,17 @@ fn records_round_trip_and_replay_to_the_same_engine() {
             },
         },
         ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: "i2".into(),
-            change: Change::Learn {
-                partition: 0,
-                offset: 7,
-                analysis,
-                label: "a".into(),
-                confident: true,
+            change: Change::Learned {
+                texts: vec![LearnedText {
+                    partition: 0,
+                    offset: 7,
+                    analysis,
+                    label: "a".into(),
+                    confident: true,
+                    note: None,
+                }],
             },
         },
     ];
@@ -126,23 +134,20 @@ fn records_round_trip_and_replay_to_the_same_engine() {
                     outcome: LabelOutcome::Apply(update),
                     ..
                 } => update,
-                Change::Learn {
-                    analysis,
-                    label,
-                    confident,
-                    ..
-                } => Update::Learn {
-                    analysis,
-                    label,
-                    confident,
-                },
+                Change::Learned { mut texts } => {
+                    let text = texts.remove(0);
+                    Update::Learn {
+                        analysis: text.analysis,
+                        label: text.label,
+                        confident: text.confident,
+                    }
+                }
                 other => panic!("{other:?}"),
             };
             replica.apply(&update).unwrap();
         }
     }
     assert_eq!(replicas[0].digest(), replicas[1].digest());
-    assert!(ChangeRecord::decode(b"{\"version\":2}").is_err());
 }
 
 #[test]
@@ -161,7 +166,7 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
         let bytes = postcard::to_stdvec(&update).unwrap();
         assert_eq!(bytes[0], number, "{update:?}");
         let record = ChangeRecord {
-            version: CHANGE_VERSION,
+            version: CHANGELOG_VERSION,
             origin: "i1".into(),
             change: Change::Label {
                 offset: 3,
@@ -174,44 +179,67 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
     }
 }
 
-/// Records written before the outcome was typed carried the same strings.
 #[test]
-fn records_are_postcard_behind_a_marker_and_json_ones_still_read() {
+fn records_are_postcard_behind_a_marker_and_other_versions_are_refused() {
     let record = ChangeRecord {
-        version: CHANGE_VERSION,
+        version: CHANGELOG_VERSION,
         origin: "i1".into(),
         change: Change::Label {
             offset: 3,
             key: Some(b"k".to_vec()),
             payload: b"{}".to_vec(),
-            outcome: LabelOutcome::Apply(Update::RetireLabel { label: "a".into() }),
+            outcome: LabelOutcome::Reject {
+                stage: RejectStage::Decode,
+                reason: Reason::MalformedJson,
+                message: "expected value".into(),
+            },
         },
     };
     let bytes = record.encode();
     assert_eq!(bytes[0], POSTCARD_MARKER);
     assert_eq!(ChangeRecord::decode(&bytes).unwrap(), record);
-    let json = serde_json::to_vec(&ChangeRecord {
-        version: 1,
-        ..record.clone()
-    })
-    .unwrap();
-    assert_eq!(ChangeRecord::decode(&json).unwrap().change, record.change);
     for bad in [&b""[..], b"\x00\x01", &[POSTCARD_MARKER, 0xFF, 0xFF]] {
         assert!(ChangeRecord::decode(bad).is_err(), "{bad:?}");
     }
-    let future = serde_json::to_vec(&ChangeRecord {
-        version: CHANGE_VERSION + 1,
-        ..record
-    })
-    .unwrap();
+    // The oldest supported version reads; one older, or a newer one, is refused by its
+    // version before the rest is decoded — as are version 1's JSON records.
+    let at = |version| {
+        ChangeRecord {
+            version,
+            ..record.clone()
+        }
+        .encode()
+    };
+    assert!(ChangeRecord::decode(&at(CHANGELOG_OLDEST_SUPPORTED)).is_ok());
+    let too_old = ChangeRecord::decode(&at(CHANGELOG_OLDEST_SUPPORTED - 1)).unwrap_err();
     assert_eq!(
-        ChangeRecord::decode(&future).unwrap_err(),
-        ChangeDecodeError::Version(CHANGE_VERSION + 1)
+        too_old,
+        ChangeDecodeError::TooOld(CHANGELOG_OLDEST_SUPPORTED - 1)
     );
+    assert!(
+        too_old.to_string().contains("delete the changelog topic"),
+        "{too_old}"
+    );
+    assert_eq!(
+        ChangeRecord::decode(&at(CHANGELOG_VERSION + 1)).unwrap_err(),
+        ChangeDecodeError::TooNew(CHANGELOG_VERSION + 1)
+    );
+    let json = br#"{"version":1,"origin":"i1","change":{"label":{"offset":3}}}"#;
+    assert_eq!(
+        ChangeRecord::decode(json).unwrap_err(),
+        ChangeDecodeError::TooOld(1)
+    );
+    // A supported version naming a retired place decodes as nothing.
+    let mut retired = at(CHANGELOG_VERSION);
+    retired[5] = 4; // marker, version, origin ("i1": length and two bytes), then the variant
+    assert!(matches!(
+        ChangeRecord::decode(&retired),
+        Err(ChangeDecodeError::Postcard(_))
+    ));
 }
 
 #[test]
-fn notes_carry_terms_and_arrival_scores_and_versions_3_and_4_still_read() {
+fn notes_carry_the_text_s_terms_and_arrival_score() {
     let engine = Engine::new(EngineConfig::default());
     let text = "a long text about volcanoes, lava and the ash of an eruption";
     let analysis = engine.analyze(text);
@@ -229,8 +257,8 @@ fn notes_carry_terms_and_arrival_scores_and_versions_3_and_4_still_read() {
         confident: false,
         note,
     };
-    // Version 5: the note holds all of the text's terms (the learn step its heaviest) and
-    // the writer's arrival score.
+    // The note holds all of the text's terms (the learn step its heaviest) and the writer's
+    // arrival score.
     let note = PoolNote::new(
         "t7",
         text,
@@ -239,9 +267,8 @@ fn notes_carry_terms_and_arrival_scores_and_versions_3_and_4_still_read() {
         Some(0.06),
     );
     let (payload, _) = learn_records("i1", &[learned(Some(note))], usize::MAX).unwrap()[0].clone();
-    // marker, version (6 since corrections: learn records are laid out as in 5), origin
-    // ("i1": length and two bytes), then the variant.
-    assert_eq!((payload[1], payload[5]), (CHANGE_VERSION as u8, 5));
+    // marker, version, origin ("i1": length and two bytes), then the variant.
+    assert_eq!((payload[1], payload[5]), (CHANGELOG_VERSION as u8, 5));
     let Change::Learned { texts } = ChangeRecord::decode(&payload).unwrap().change else {
         panic!("not a learn record");
     };
@@ -252,79 +279,4 @@ fn notes_carry_terms_and_arrival_scores_and_versions_3_and_4_still_read() {
         .pooled(&texts[0].analysis, "geology");
     assert_eq!(pooled.terms, analysis.terms);
     assert_eq!(pooled.arrival_score, Some(0.06));
-    // Version 4 (variant 4, no arrival score): pooled without one.
-    let v4 = LearnedTextV4 {
-        partition: 0,
-        offset: 7,
-        analysis: heaviest.clone(),
-        label: "geology".into(),
-        confident: false,
-        note: Some(PoolNoteV4 {
-            id: "t7".into(),
-            why: Unexplained::WeakScore,
-            excerpt: text.into(),
-            terms: analysis.terms.clone(),
-        }),
-    };
-    let pooled = pooled_from_old_record(
-        4,
-        Change::LearnedV4 {
-            texts: vec![v4.clone()],
-        },
-    );
-    assert_eq!(pooled.terms, analysis.terms);
-    assert_eq!(pooled.arrival_score, None);
-    // Version 3 (variant 3, no terms in the note): pooled with the learn step's terms.
-    let v3 = LearnedTextV3 {
-        partition: v4.partition,
-        offset: v4.offset,
-        analysis: v4.analysis,
-        label: v4.label,
-        confident: v4.confident,
-        note: v4.note.map(|note| PoolNoteV3 {
-            id: note.id,
-            why: note.why,
-            excerpt: note.excerpt,
-        }),
-    };
-    let pooled = pooled_from_old_record(3, Change::LearnedV3 { texts: vec![v3] });
-    assert_eq!(pooled.terms, heaviest.terms);
-    assert_eq!(pooled.excerpt, text);
-}
-
-/// `change` written as a record of `version` (whose learn variant has the same number),
-/// read back, and its one text's note pooled.
-fn pooled_from_old_record(version: u32, change: Change) -> crate::discovery::PooledText {
-    let bytes = ChangeRecord {
-        version,
-        origin: "i1".into(),
-        change,
-    }
-    .encode();
-    assert_eq!(u32::from(bytes[5]), version);
-    let text: LearnedText = match ChangeRecord::decode(&bytes).unwrap().change {
-        Change::LearnedV3 { mut texts } => texts.remove(0).into(),
-        Change::LearnedV4 { mut texts } => texts.remove(0).into(),
-        other => panic!("not an old learn record: {other:?}"),
-    };
-    text.note.unwrap().pooled(&text.analysis, "geology")
-}
-
-#[test]
-fn a_rejection_reads_the_strings_earlier_versions_wrote() {
-    let old = br#"{"version":1,"origin":"i1","change":{"label":{"offset":3,"key":null,
-        "payload":[],"outcome":{"reject":{"stage":"decode","reason":"malformed_json",
-        "message":"expected value"}}}}}"#;
-    let record = ChangeRecord::decode(old).unwrap();
-    let Change::Label { outcome, .. } = record.change else {
-        panic!("{record:?}")
-    };
-    assert_eq!(
-        outcome,
-        LabelOutcome::Reject {
-            stage: RejectStage::Decode,
-            reason: Reason::MalformedJson,
-            message: "expected value".into()
-        }
-    );
 }
