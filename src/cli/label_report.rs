@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::kafka_clients::KafkaArgs;
 use crate::config::ServeConfig;
 use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
-use crate::discovery::map_html;
+use crate::discovery::{map_html, Proposal};
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, Prediction};
 use crate::stream::kafka::commands;
@@ -80,7 +80,7 @@ pub async fn report(args: ReportArgs) -> Result<()> {
     let listed: Option<Vec<_>> = stream
         .proposals
         .as_ref()
-        .map(|open| open.iter().map(ProposalEvent::as_proposal).collect());
+        .map(|open| open.iter().map(Proposal::from_event).collect());
     std::fs::write(&args.out, map_html::html(&title, &map, listed.as_deref()))
         .with_context(|| format!("writing {}", args.out.display()))?;
     let json = args.out.with_extension("json");

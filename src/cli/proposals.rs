@@ -230,7 +230,7 @@ mod tests {
             size: 2,
             cohesion: 0.5,
         };
-        let event = ProposalEvent::open(&proposal, None).unwrap();
+        let event = proposal.open_event(None).unwrap();
         let text = table(&[&event]);
         assert_eq!(text.lines().count(), 2);
         assert!(text.contains("p-1"));

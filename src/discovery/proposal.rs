@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{Community, PooledText};
+use crate::events::proposal::{ProposalError, ProposalEvent, ProposalStatus, Representative};
+use crate::events::EVENT_VERSION;
 
 /// Keywords a proposal lists.
 const KEYWORDS: usize = 8;
@@ -29,6 +31,72 @@ pub struct Proposal {
     pub excerpts: Vec<String>,
     pub size: usize,
     pub cohesion: f64,
+}
+
+impl Proposal {
+    /// This proposal's open event; `previous` is the last one published for it, if any (a
+    /// decided proposal is not opened again).
+    pub fn open_event(
+        &self,
+        previous: Option<&ProposalEvent>,
+    ) -> Result<ProposalEvent, ProposalError> {
+        if let Some(decided) = previous.filter(|p| p.status != ProposalStatus::Open) {
+            return Err(ProposalError::AlreadyDecided(
+                self.id.clone(),
+                decided.status.as_str(),
+            ));
+        }
+        let revision = match previous {
+            Some(p) => p.next_revision()?,
+            None => 1,
+        };
+        let representatives = self
+            .representatives
+            .iter()
+            .zip(&self.excerpts)
+            .map(|(id, excerpt)| Representative {
+                text_id: id.clone(),
+                excerpt: excerpt.clone(),
+            })
+            .collect();
+        Ok(ProposalEvent {
+            version: EVENT_VERSION,
+            proposal: self.id.clone(),
+            revision,
+            status: ProposalStatus::Open,
+            name: self.name.clone(),
+            description: None,
+            keywords: self.keywords.clone(),
+            representatives,
+            size: self.size,
+            members: self.members.clone(),
+            growth: self.size.saturating_sub(previous.map_or(0, |p| p.size)),
+            cohesion: self.cohesion,
+            label: None,
+        })
+    }
+
+    /// The proposal an event describes, as a community pass made it (for the label map's list).
+    pub fn from_event(event: &ProposalEvent) -> Self {
+        Self {
+            id: event.proposal.clone(),
+            name: event.name.clone(),
+            keywords: event.keywords.clone(),
+            members: event.members.clone(),
+            representatives: event
+                .representatives
+                .iter()
+                .map(|r| r.text_id.clone())
+                .collect(),
+            excerpts: event
+                .representatives
+                .iter()
+                .map(|r| r.excerpt.clone())
+                .collect(),
+            size: event.size,
+            cohesion: event.cohesion,
+        }
+    }
 }
 
 /// The proposal for `community` of `texts` (the slice the community was found in).
@@ -171,5 +239,41 @@ mod tests {
         assert_eq!(proposal.id, proposal_id("a"));
         assert!(within("lava", "lava flow"));
         assert!(!within("art", "party time"));
+    }
+
+    fn proposal(size: usize) -> Proposal {
+        Proposal {
+            id: "p-1".into(),
+            name: "crater, lava flow".into(),
+            keywords: vec!["crater".into(), "lava flow".into()],
+            members: (0..size).map(|i| i.to_string()).collect(),
+            representatives: vec!["0".into(), "1".into()],
+            excerpts: vec!["Lava reached the crater rim…".into(), "A new crater".into()],
+            size,
+            cohesion: 0.4,
+        }
+    }
+
+    #[test]
+    fn revisions_grow_and_decisions_are_later_revisions() {
+        let first = proposal(10).open_event(None).unwrap();
+        assert_eq!((first.revision, first.growth), (1, 10));
+        let grown = proposal(14).open_event(Some(&first)).unwrap();
+        assert_eq!((grown.revision, grown.growth), (2, 4));
+        let rejected = grown.decided(ProposalStatus::Rejected, None).unwrap();
+        assert_eq!(rejected.revision, 3);
+        assert_eq!(rejected.status, ProposalStatus::Rejected);
+        // Rejected stays rejected; a forged last revision is refused, not wrapped.
+        assert!(proposal(20).open_event(Some(&rejected)).is_err());
+        let forged = ProposalEvent {
+            revision: u64::MAX,
+            ..first.clone()
+        };
+        assert!(forged.decided(ProposalStatus::Accepted, None).is_err());
+        let json = serde_json::to_string(&rejected).unwrap();
+        assert_eq!(
+            serde_json::from_str::<ProposalEvent>(&json).unwrap(),
+            rejected
+        );
     }
 }

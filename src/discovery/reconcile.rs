@@ -82,7 +82,7 @@ pub fn reconcile(
                     id,
                     ..proposal.clone()
                 };
-                ProposalEvent::open(&fresh, None).map(Some)
+                fresh.open_event(None).map(Some)
             }
             Some((previous, same_theme)) => revision(proposal, members, previous, same_theme),
         };
@@ -122,7 +122,7 @@ fn revision(
         id: previous.proposal.clone(),
         ..proposal.clone()
     };
-    let mut event = ProposalEvent::open(&same_id, Some(previous))?;
+    let mut event = same_id.open_event(Some(previous))?;
     // A name and description the LLM wrote stay: a proposal does not change its name under the
     // operator's eyes as it grows. A part of a split theme is reported afresh.
     if same_theme && previous.description.is_some() {

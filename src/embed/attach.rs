@@ -5,26 +5,24 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{LoadError, RememberingEncoder, SentenceModel};
-use crate::config::EngineSection;
+use super::{EmbeddingModel, LoadError, RememberingEncoder, SentenceModel};
 use crate::state::State;
 use crate::store::{NoVectorStore, SledStore, VectorStore};
 
 /// The encoder that keeps the labels' vectors in the state store.
 pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
 
-/// `state`'s engine reading meaning with the model `[engine]` names, when its strategy reads
-/// meaning (only `ranked` and `hybrid` do: the other strategies need no model). Every label's
-/// examples and names get their vectors here, before the first text; those `store` kept from
-/// earlier runs are read back, not encoded again.
+/// `state`'s engine reading meaning with `setting` (`engine.embedding_model`), when its
+/// strategy reads meaning (only `ranked` and `hybrid` do: the other strategies need no model).
+/// Every label's examples and names get their vectors here, before the first text; those
+/// `store` kept from earlier runs are read back, not encoded again.
 pub fn read_meaning(
     state: State,
-    config: &EngineSection,
+    setting: &EmbeddingModel,
     store: Option<&SledStore>,
 ) -> Result<(State, Option<KeptVectors>), LoadError> {
     let started = Instant::now();
-    let setting = &config.embedding_model;
-    let model = if config.strategy.reads_meaning() {
+    let model = if state.engine().config().strategy.reads_meaning() {
         setting.load()?
     } else {
         None

@@ -20,14 +20,14 @@ use crate::classify::Classifier;
 use crate::config::ServeConfig;
 use crate::embed::{read_meaning, KeptVectors, LoadError};
 use crate::engine::{Engine, IndexReport};
+use crate::events::classification::{prediction_event, Classification};
 use crate::events::decode::{self, Rejection};
-use crate::events::to_update::{engine_rejection, label_update};
 use crate::events::{InputPosition, LabelEvent, Prediction, StageLatency, TextEvent};
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
+use crate::state::from_event::{engine_rejection, label_update};
 use crate::state::{State, Update};
 use crate::store::{RestoreError, SledStore, StateStore, StoreError};
-use crate::stream::outputs::{self, Classification};
 
 #[derive(Debug, Error)]
 pub enum SessionError {
@@ -83,7 +83,8 @@ impl Session {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
         let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
-        let (state, kept_vectors) = read_meaning(restored, &config.engine, store.as_ref())?;
+        let (state, kept_vectors) =
+            read_meaning(restored, &config.engine.embedding_model, store.as_ref())?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         Ok(Self {
@@ -204,7 +205,7 @@ impl Session {
             latency,
             position: &position,
         };
-        Ok(outputs::prediction(self.state.engine(), &classification))
+        Ok(prediction_event(self.state.engine(), &classification))
     }
 
     /// Write what was applied since the last call to the state folder (if any).

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::confidence::Outcome;
-use super::index::DocKind;
+use super::index::{DocId, DocKind, LabelPos};
 use super::refit::HeldOut;
 use super::{Analysis, Engine, EngineError, IndexReport};
 
@@ -45,7 +45,7 @@ impl Engine {
         text: &str,
         kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        let position = self.active_position(label)? as u32;
+        let position = LabelPos::at(self.active_position(label)?);
         let mut analysis = self.analyze(text);
         // The decision it corrects as gorag would take it now, without the text's own learned
         // copies (which would vouch for their own label). Without scores (`steiner`, `all`,
@@ -78,7 +78,7 @@ impl Engine {
             (decided, None)
         };
         // Its copies under other labels are taken back (a text sent twice was learned twice).
-        let wrong: Vec<u32> = copies
+        let wrong: Vec<DocId> = copies
             .into_iter()
             .filter(|&doc| self.index.doc(doc).is_some_and(|d| d.label != position))
             .collect();
@@ -93,7 +93,7 @@ impl Engine {
 
     /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
     /// under any label).
-    pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<u32> {
+    pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {
         let learned = self.learnable(analysis);
         self.index
             .search(&learned.terms)

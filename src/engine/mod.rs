@@ -438,7 +438,7 @@ impl Engine {
         };
         self.index
             .docs()
-            .filter(|doc| doc.kind == index::DocKind::Example && doc.label as usize == position)
+            .filter(|doc| doc.kind == index::DocKind::Example && doc.label.index() == position)
             .filter_map(|doc| doc.text.as_deref())
             .collect()
     }
@@ -516,7 +516,7 @@ impl Engine {
         }
         self.stats.add(&analysis.phrases);
         self.stats.bound(self.config.phrase_capacity);
-        let position = self.label_index.get(label).map(|&p| p as u32);
+        let position = self.label_index.get(label).map(|&p| index::LabelPos::at(p));
         if !confident {
             if let Some(position) = position {
                 self.index.add_tentative(position, &analysis.terms);

@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{ClassifiedCapacity, DocKind, Hit, TermWeighting};
+use super::index::{ClassifiedCapacity, DocId, DocKind, Hit, TermWeighting};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -109,7 +109,7 @@ pub struct Ranking {
     pub ranked: Vec<(u32, f64)>,
     /// Per ranked label, its most similar labelled example (document id), if any. Valid until
     /// the index next changes (compaction renumbers documents).
-    pub best_example: Vec<Option<u32>>,
+    pub best_example: Vec<Option<DocId>>,
     /// Labels with first-hop evidence (0 when the first hop is off or found nothing).
     pub first_hop_labels: usize,
     /// The best score any label would have if no label had a description (0 when nothing
@@ -262,7 +262,7 @@ fn best_first(total: Vec<f64>) -> Vec<(u32, f64)> {
 struct Gathered<'h> {
     example: Vec<f64>,
     examples_combined: Vec<f64>,
-    example_doc: Vec<Option<u32>>,
+    example_doc: Vec<Option<DocId>>,
     name: Vec<f64>,
     description: Vec<f64>,
     neighbours: Vec<&'h Hit>,
@@ -307,13 +307,13 @@ impl<'h> Gathered<'h> {
             tentative: Vec::new(),
         };
         for hit in hits {
-            let l = hit.label as usize;
-            if l >= labels || !is_active(hit.label) {
+            let l = hit.label.index();
+            if l >= labels || !is_active(hit.label.0) {
                 continue;
             }
             match hit.kind {
                 DocKind::Example => {
-                    example_hits.push((hit.label, hit.similarity));
+                    example_hits.push((hit.label.0, hit.similarity));
                     if hit.similarity > gathered.example[l] {
                         gathered.example[l] = hit.similarity;
                         gathered.example_doc[l] = Some(hit.doc);
@@ -406,7 +406,7 @@ fn proximity_votes(mut neighbours: Vec<&Hit>, labels: usize, k: usize) -> Vec<(u
     neighbours.truncate(k);
     let mut votes = vec![0.0f64; labels];
     for hit in neighbours {
-        votes[hit.label as usize] += hit.similarity;
+        votes[hit.label.index()] += hit.similarity;
     }
     votes
         .into_iter()

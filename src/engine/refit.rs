@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::confidence::{sigmoid, Calibrator, Outcome, Signals};
+use super::index::DocId;
 use super::Engine;
 
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
@@ -46,7 +47,7 @@ pub const MIN_OUTCOMES: usize = 30;
 #[derive(Debug, Clone, Default)]
 pub(crate) struct HeldOut {
     /// Its documents in the retrieval index: an example's own, and any learned copy of its text.
-    pub docs: Vec<u32>,
+    pub docs: Vec<DocId>,
     /// An example's vector and its label's position, with the embedding signal.
     pub vector: Option<(u32, Vec<f32>)>,
 }
@@ -174,7 +175,7 @@ impl OutcomeLog {
 /// An example just indexed, to be scored as if it were not ([`Engine::score_held_out`]).
 pub(super) struct IndexedExample<'t> {
     pub position: usize,
-    pub doc: u32,
+    pub doc: DocId,
     pub text: &'t str,
     pub vector: Option<Vec<f32>>,
 }

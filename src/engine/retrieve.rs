@@ -390,7 +390,7 @@ impl Engine {
             .index
             .search(&analysis.terms)
             .into_iter()
-            .filter(|h| h.kind == DocKind::Example && self.labels[h.label as usize].active)
+            .filter(|h| h.kind == DocKind::Example && self.labels[h.label.index()].active)
             .collect();
         if hits.is_empty() {
             return None;
@@ -402,7 +402,7 @@ impl Engine {
         });
         let mut labels: Vec<String> = Vec::new();
         for hit in hits.into_iter().take(self.config.naive_k.max(1)) {
-            let id = &self.labels[hit.label as usize].id;
+            let id = &self.labels[hit.label.index()].id;
             if !labels.contains(id) {
                 labels.push(id.clone());
             }

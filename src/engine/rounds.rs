@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::embedding::{Embeddings, TextEncoder};
-use super::index::{self, DocKind};
+use super::index::{self, DocKind, LabelPos};
 use super::keywords;
 use super::prompt;
 use super::refit::IndexedExample;
@@ -51,7 +51,7 @@ impl Engine {
             .index
             .docs()
             .filter_map(|doc| match (doc.kind, &doc.text) {
-                (DocKind::Example, Some(text)) => Some((doc.label as usize, text.as_str())),
+                (DocKind::Example, Some(text)) => Some((doc.label.index(), text.as_str())),
                 _ => None,
             })
             .collect();
@@ -115,7 +115,7 @@ impl Engine {
             if let Some(name) = &label.name {
                 let terms = TermCounts::of(&name.replace('_', " "));
                 self.index
-                    .add_labelled(DocKind::Name, position as u32, terms, None);
+                    .add_labelled(DocKind::Name, LabelPos::at(position), terms, None);
             }
             if let (Some(embeddings), Some(Some(vector))) = (&mut self.embeddings, name_vector) {
                 embeddings.set_name(position, vector);
@@ -323,7 +323,7 @@ impl Engine {
             };
             let doc = self.index.add_labelled(
                 kind,
-                document.position as u32,
+                LabelPos::at(document.position),
                 document.terms,
                 Some(document.text),
             );

@@ -174,9 +174,9 @@ impl Engine {
         if let Some(doc) = state
             .index
             .iter()
-            .find(|doc| doc.label as usize >= state.labels.len())
+            .find(|doc| doc.label.index() >= state.labels.len())
         {
-            return Err(StateError::BadExample(doc.label as usize));
+            return Err(StateError::BadExample(doc.label.index()));
         }
         let index = TextIndex::from_docs(
             state.index,
@@ -246,7 +246,7 @@ impl Engine {
         }
         for doc in self.index.docs() {
             hash.update([doc.kind as u8]);
-            hash.update(doc.label.to_le_bytes());
+            hash.update(doc.label.0.to_le_bytes());
             hash.update((doc.terms.counts.len() as u64).to_le_bytes());
             for (term, count) in &doc.terms.counts {
                 hash_str(&mut hash, term);
@@ -263,7 +263,7 @@ impl Engine {
                 hash_str(&mut hash, term);
                 hash.update((labels.len() as u64).to_le_bytes());
                 for label in labels {
-                    hash.update(label.to_le_bytes());
+                    hash.update(label.0.to_le_bytes());
                 }
             }
         }

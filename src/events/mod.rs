@@ -6,11 +6,11 @@
 //! drop an operator's examples, so it goes to the dead-letter topic instead. `version` may be
 //! left out (it means 1); any other version is refused until this code knows it.
 
+pub mod classification;
 pub mod decode;
 pub mod proposal;
 pub mod schema;
 pub mod taxonomy;
-pub mod to_update;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

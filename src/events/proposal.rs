@@ -12,7 +12,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::{version_one, LabelEvent, LabelSpec};
-use crate::discovery::Proposal;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProposalError {
@@ -84,71 +83,8 @@ pub struct ProposalEvent {
 }
 
 impl ProposalEvent {
-    /// An open proposal's event; `previous` is the last one published for it, if any (a
-    /// decided proposal is not opened again).
-    pub fn open(
-        proposal: &Proposal,
-        previous: Option<&ProposalEvent>,
-    ) -> Result<Self, ProposalError> {
-        if let Some(decided) = previous.filter(|p| p.status != ProposalStatus::Open) {
-            return Err(ProposalError::AlreadyDecided(
-                proposal.id.clone(),
-                decided.status.as_str(),
-            ));
-        }
-        let revision = match previous {
-            Some(p) => p.next_revision()?,
-            None => 1,
-        };
-        let representatives = proposal
-            .representatives
-            .iter()
-            .zip(&proposal.excerpts)
-            .map(|(id, excerpt)| Representative {
-                text_id: id.clone(),
-                excerpt: excerpt.clone(),
-            })
-            .collect();
-        Ok(Self {
-            version: version_one(),
-            proposal: proposal.id.clone(),
-            revision,
-            status: ProposalStatus::Open,
-            name: proposal.name.clone(),
-            description: None,
-            keywords: proposal.keywords.clone(),
-            representatives,
-            size: proposal.size,
-            members: proposal.members.clone(),
-            growth: proposal.size.saturating_sub(previous.map_or(0, |p| p.size)),
-            cohesion: proposal.cohesion,
-            label: None,
-        })
-    }
-
-    /// The proposal as a community pass made it (for the label map's list).
-    pub fn as_proposal(&self) -> Proposal {
-        Proposal {
-            id: self.proposal.clone(),
-            name: self.name.clone(),
-            keywords: self.keywords.clone(),
-            members: self.members.clone(),
-            representatives: self
-                .representatives
-                .iter()
-                .map(|r| r.text_id.clone())
-                .collect(),
-            excerpts: self
-                .representatives
-                .iter()
-                .map(|r| r.excerpt.clone())
-                .collect(),
-            size: self.size,
-            cohesion: self.cohesion,
-        }
-    }
-
-    fn next_revision(&self) -> Result<u64, ProposalError> {
+    /// The revision after this one (a decision, or a republication).
+    pub fn next_revision(&self) -> Result<u64, ProposalError> {
         self.revision
             .checked_add(1)
             .ok_or_else(|| ProposalError::RevisionOverflow(self.proposal.clone()))
@@ -255,49 +191,38 @@ mod tests {
     use super::*;
     use crate::events::decode;
 
-    fn proposal(size: usize) -> Proposal {
-        Proposal {
-            id: "p-1".into(),
+    /// A first open revision, as a community pass publishes it.
+    fn opened(size: usize) -> ProposalEvent {
+        ProposalEvent {
+            version: version_one(),
+            proposal: "p-1".into(),
+            revision: 1,
+            status: ProposalStatus::Open,
             name: "crater, lava flow".into(),
+            description: None,
             keywords: vec!["crater".into(), "lava flow".into()],
-            members: (0..size).map(|i| i.to_string()).collect(),
-            representatives: vec!["0".into(), "1".into()],
-            excerpts: vec!["Lava reached the crater rim…".into(), "A new crater".into()],
+            representatives: [("0", "Lava reached the crater rim…"), ("1", "A new crater")]
+                .into_iter()
+                .map(|(id, excerpt)| Representative {
+                    text_id: id.into(),
+                    excerpt: excerpt.into(),
+                })
+                .collect(),
             size,
+            members: (0..size).map(|i| i.to_string()).collect(),
+            growth: size,
             cohesion: 0.4,
+            label: None,
         }
     }
 
     #[test]
-    fn revisions_grow_and_decisions_are_later_revisions() {
-        let first = ProposalEvent::open(&proposal(10), None).unwrap();
-        assert_eq!((first.revision, first.growth), (1, 10));
-        let grown = ProposalEvent::open(&proposal(14), Some(&first)).unwrap();
-        assert_eq!((grown.revision, grown.growth), (2, 4));
-        let rejected = grown.decided(ProposalStatus::Rejected, None).unwrap();
-        assert_eq!(rejected.revision, 3);
-        assert_eq!(rejected.status, ProposalStatus::Rejected);
-        // Rejected stays rejected; a forged last revision is refused, not wrapped.
-        assert!(ProposalEvent::open(&proposal(20), Some(&rejected)).is_err());
-        let forged = ProposalEvent {
-            revision: u64::MAX,
-            ..first.clone()
-        };
-        assert!(forged.decided(ProposalStatus::Accepted, None).is_err());
-        let json = serde_json::to_string(&rejected).unwrap();
-        assert_eq!(
-            serde_json::from_str::<ProposalEvent>(&json).unwrap(),
-            rejected
-        );
-    }
-
-    #[test]
     fn the_highest_revision_is_current() {
-        let first = ProposalEvent::open(&proposal(10), None).unwrap();
+        let first = opened(10);
         let accepted = first
             .decided(ProposalStatus::Accepted, Some("volcanology".into()))
             .unwrap();
-        let mut other = ProposalEvent::open(&proposal(8), None).unwrap();
+        let mut other = opened(8);
         other.proposal = "p-2".into();
         // At the same revision as a decision, an open republication loses, in either order.
         let republished = ProposalEvent {
@@ -372,7 +297,7 @@ mod tests {
 
     #[test]
     fn accepting_publishes_a_round_the_labels_topic_takes() {
-        let event = ProposalEvent::open(&proposal(10), None).unwrap();
+        let event = opened(10);
         assert_eq!(event.label_id(), "crater_lava_flow");
         let round = event.accepting_round(None).unwrap();
         let json = serde_json::to_vec(&round).unwrap();

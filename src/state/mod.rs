@@ -5,6 +5,7 @@
 //! joins them.
 
 pub mod codec;
+pub mod from_event;
 #[cfg(test)]
 mod tests;
 mod update;

@@ -112,7 +112,8 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     let mut saved = store.load()?;
     let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
     let (state, kept_vectors) =
-        read_meaning(restored, &config.engine, Some(&store)).map_err(ServeError::Embedding)?;
+        read_meaning(restored, &config.engine.embedding_model, Some(&store))
+            .map_err(ServeError::Embedding)?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

@@ -1,7 +1,7 @@
 //! A prediction's rationale, from the index: which of its label's examples matched a text, and
 //! on which terms.
 
-use super::{DocKind, TermCounts, TextIndex};
+use super::{DocId, DocKind, TermCounts, TextIndex};
 
 /// Why a labelled example matched a query ([`TextIndex::example_match`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,12 +16,12 @@ impl TextIndex {
     /// Why a labelled example matched a query: its number among its label's examples (1 for
     /// the first indexed) and the `n` shared terms that added most to the cosine, heaviest
     /// first. None when `id` is no labelled example.
-    pub fn example_match(&self, id: u32, query: &TermCounts, n: usize) -> Option<ExampleMatch> {
+    pub fn example_match(&self, id: DocId, query: &TermCounts, n: usize) -> Option<ExampleMatch> {
         let doc = self
             .docs
-            .get(id as usize)
+            .get(id.index())
             .filter(|d| d.kind == DocKind::Example)?;
-        let number = 1 + self.docs[..id as usize]
+        let number = 1 + self.docs[..id.index()]
             .iter()
             .filter(|d| d.kind == DocKind::Example && d.label == doc.label)
             .count();

@@ -25,10 +25,12 @@ use serde::{Deserialize, Serialize};
 use super::terms::TermCounts;
 
 mod example_match;
+mod ids;
 mod spread;
 mod upkeep;
 
 pub use example_match::ExampleMatch;
+pub use ids::{DocId, LabelPos, TermId};
 use spread::{insert_sorted, union_len, LearnedSpread};
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
 
@@ -65,7 +67,7 @@ pub struct ClassifiedCapacity {
 pub struct IndexDoc {
     pub kind: DocKind,
     /// Position of its label in the engine's label list.
-    pub label: u32,
+    pub label: LabelPos,
     pub terms: TermCounts,
     /// Examples only: the (clipped) text, shown next to its label in prompts.
     pub text: Option<String>,
@@ -74,16 +76,16 @@ pub struct IndexDoc {
 /// A document's similarity to a query.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
-    pub doc: u32,
+    pub doc: DocId,
     pub kind: DocKind,
-    pub label: u32,
+    pub label: LabelPos,
     pub similarity: f64,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct TextIndex {
     weighting: TermWeighting,
-    vocabulary: HashMap<Arc<str>, u32>,
+    vocabulary: HashMap<Arc<str>, TermId>,
     /// Per term id, the term (shared with `vocabulary`).
     names: Vec<Arc<str>>,
     /// Per term, the live documents holding it.
@@ -93,9 +95,9 @@ pub struct TextIndex {
     /// Labelled examples indexed (N).
     examples: u32,
     /// Per term, the labels (ascending) whose examples hold it.
-    example_labels: Vec<Vec<u32>>,
+    example_labels: Vec<Vec<LabelPos>>,
     /// Labels with at least one example.
-    labels_with_examples: BTreeSet<u32>,
+    labels_with_examples: BTreeSet<LabelPos>,
     /// Labels with examples or with classified texts folded in (the label spread's N), as of
     /// the last recompute.
     label_count: usize,
@@ -107,14 +109,14 @@ pub struct TextIndex {
     docs: Vec<IndexDoc>,
     /// Per document, its terms' ids (in its terms' order): weights are recomputed without
     /// hashing a string.
-    doc_terms: Vec<Vec<u32>>,
+    doc_terms: Vec<Vec<TermId>>,
     alive: Vec<bool>,
     /// Per term: (document, weight).
-    postings: Vec<Vec<(u32, f32)>>,
+    postings: Vec<Vec<(DocId, f32)>>,
     /// Alive seen texts, oldest first.
-    seen: VecDeque<u32>,
+    seen: VecDeque<DocId>,
     /// Alive tentative texts, oldest first.
-    tentative: VecDeque<u32>,
+    tentative: VecDeque<DocId>,
     dead: usize,
     capacity: ClassifiedCapacity,
 }
@@ -159,9 +161,9 @@ impl TextIndex {
     }
 
     /// The id of a term a snapshot says was learned (unheld when no live document holds it).
-    fn learned_term_id(&mut self, term: &str) -> u32 {
+    fn learned_term_id(&mut self, term: &str) -> TermId {
         let id = self.term_id(term);
-        if self.live_docs[id as usize] == 0 {
+        if self.live_docs[id.index()] == 0 {
             self.learned.unheld(id);
         }
         id
@@ -189,7 +191,7 @@ impl TextIndex {
             }
         }
         // The copy's terms by id, with what this index folded of each.
-        let learned: Vec<Vec<u32>> = index
+        let learned: Vec<Vec<LabelPos>> = index
             .names
             .iter()
             .map(|term| match self.vocabulary.get(term) {
@@ -198,7 +200,7 @@ impl TextIndex {
             })
             .collect();
         for (id, labels) in learned.into_iter().enumerate() {
-            index.learned.restore_folded(id as u32, labels);
+            index.learned.restore_folded(TermId::at(id), labels);
         }
         index.learned.count_labels_as(&self.learned);
         index.recompute();
@@ -227,8 +229,8 @@ impl TextIndex {
             .map(|(doc, _)| doc)
     }
 
-    pub fn doc(&self, id: u32) -> Option<&IndexDoc> {
-        self.docs.get(id as usize)
+    pub fn doc(&self, id: DocId) -> Option<&IndexDoc> {
+        self.docs.get(id.index())
     }
 
     pub fn seen_count(&self) -> usize {
@@ -245,10 +247,10 @@ impl TextIndex {
     pub fn add_labelled(
         &mut self,
         kind: DocKind,
-        label: u32,
+        label: LabelPos,
         terms: TermCounts,
         text: Option<&str>,
-    ) -> Option<u32> {
+    ) -> Option<DocId> {
         if terms.is_empty() {
             return None;
         }
@@ -267,17 +269,17 @@ impl TextIndex {
     }
 
     /// A text classified with confidence joins the text graph, under its decided label.
-    pub fn add_seen(&mut self, label: u32, terms: &TermCounts) {
+    pub fn add_seen(&mut self, label: LabelPos, terms: &TermCounts) {
         self.add_classified(DocKind::Seen, label, terms);
     }
 
     /// A text classified without confidence is kept as a tentative text, under its decided
     /// label.
-    pub fn add_tentative(&mut self, label: u32, terms: &TermCounts) {
+    pub fn add_tentative(&mut self, label: LabelPos, terms: &TermCounts) {
         self.add_classified(DocKind::Tentative, label, terms);
     }
 
-    fn add_classified(&mut self, kind: DocKind, label: u32, terms: &TermCounts) {
+    fn add_classified(&mut self, kind: DocKind, label: LabelPos, terms: &TermCounts) {
         if terms.is_empty() || self.capacity_of(kind) == 0 {
             return;
         }
@@ -288,7 +290,7 @@ impl TextIndex {
             terms: kept,
             text: None,
         });
-        let fold_due = self.learned.record(label, &self.doc_terms[id as usize]);
+        let fold_due = self.learned.record(label, &self.doc_terms[id.index()]);
         self.post(id);
         if self.tombstone_over_capacity() {
             self.compact();
@@ -343,8 +345,8 @@ impl TextIndex {
         TermCounts { counts: kept }
     }
 
-    fn push(&mut self, doc: IndexDoc) -> u32 {
-        let id = self.docs.len() as u32;
+    fn push(&mut self, doc: IndexDoc) -> DocId {
+        let id = DocId::at(self.docs.len());
         let term_ids = self.register_terms(&doc);
         self.doc_terms.push(term_ids);
         if doc.kind == DocKind::Example {
@@ -361,25 +363,25 @@ impl TextIndex {
 
     /// A document's term ids (new terms join the vocabulary); an example also counts in its
     /// terms' document frequency and label counts.
-    fn register_terms(&mut self, doc: &IndexDoc) -> Vec<u32> {
+    fn register_terms(&mut self, doc: &IndexDoc) -> Vec<TermId> {
         let mut ids = Vec::with_capacity(doc.terms.counts.len());
         for (term, _) in &doc.terms.counts {
             let term_id = self.term_id(term);
-            self.live_docs[term_id as usize] += 1;
+            self.live_docs[term_id.index()] += 1;
             if doc.kind == DocKind::Example {
-                self.df[term_id as usize] += 1;
-                insert_sorted(&mut self.example_labels[term_id as usize], doc.label);
+                self.df[term_id.index()] += 1;
+                insert_sorted(&mut self.example_labels[term_id.index()], doc.label);
             }
             ids.push(term_id);
         }
         ids
     }
 
-    fn term_id(&mut self, term: &str) -> u32 {
+    fn term_id(&mut self, term: &str) -> TermId {
         if let Some(&id) = self.vocabulary.get(term) {
             return id;
         }
-        let id = self.df.len() as u32;
+        let id = TermId::at(self.df.len());
         let name: Arc<str> = Arc::from(term);
         self.vocabulary.insert(Arc::clone(&name), id);
         self.names.push(name);
@@ -396,11 +398,11 @@ impl TextIndex {
 
     /// The inverse-frequency factor of a term (by id; `None`: one the index does not know),
     /// from the labels and the number of examples holding it.
-    fn inverse_of(&self, term: Option<u32>) -> f64 {
+    fn inverse_of(&self, term: Option<TermId>) -> f64 {
         let (example_labels, df, learned) = match term {
             Some(id) => (
-                self.example_labels[id as usize].as_slice(),
-                self.df[id as usize],
+                self.example_labels[id.index()].as_slice(),
+                self.df[id.index()],
                 self.learned.labels(id),
             ),
             None => (&[][..], 0, &[][..]),
@@ -415,7 +417,7 @@ impl TextIndex {
 
     fn term_weight(&self, term: &str, count: u32) -> f64 {
         let inverse = match self.vocabulary.get(term) {
-            Some(&id) => self.inverse[id as usize],
+            Some(&id) => self.inverse[id.index()],
             None => self.inverse_of(None),
         };
         tf_weight(count) * inverse
@@ -439,7 +441,7 @@ impl TextIndex {
     }
 
     /// The queue of classified texts of `kind` (labelled material has none).
-    fn queue_of(&mut self, kind: DocKind) -> Option<&mut VecDeque<u32>> {
+    fn queue_of(&mut self, kind: DocKind) -> Option<&mut VecDeque<DocId>> {
         match kind {
             DocKind::Seen => Some(&mut self.seen),
             DocKind::Tentative => Some(&mut self.tentative),
@@ -475,11 +477,11 @@ impl TextIndex {
 
     /// Mark a document dead, as eviction does: what it taught the term weights stays until a
     /// fold forgets it.
-    fn tombstone(&mut self, id: u32) {
-        self.alive[id as usize] = false;
+    fn tombstone(&mut self, id: DocId) {
+        self.alive[id.index()] = false;
         self.dead += 1;
-        for &term in &self.doc_terms[id as usize] {
-            let held_by = &mut self.live_docs[term as usize];
+        for &term in &self.doc_terms[id.index()] {
+            let held_by = &mut self.live_docs[term.index()];
             *held_by -= 1;
             if *held_by == 0 {
                 self.learned.unheld(term);
@@ -490,13 +492,13 @@ impl TextIndex {
     /// Take back classified texts (seen or tentative documents) as eviction would: tombstoned
     /// all, then compacted if that is due (which renumbers documents, so `ids` are all read
     /// first). Returns how many were live classified texts.
-    pub fn remove_classified(&mut self, ids: &[u32]) -> usize {
+    pub fn remove_classified(&mut self, ids: &[DocId]) -> usize {
         let mut removed = 0;
         for &id in ids {
             let Some(kind) = self
                 .docs
-                .get(id as usize)
-                .filter(|_| self.alive[id as usize])
+                .get(id.index())
+                .filter(|_| self.alive[id.index()])
                 .map(|d| d.kind)
             else {
                 continue;
@@ -526,7 +528,7 @@ impl TextIndex {
     /// Cosine similarity of the query with every document sharing a term with it (in document
     /// order). The query's norm counts all its terms, known to the index or not.
     pub fn search(&self, query: &TermCounts) -> Vec<Hit> {
-        let mut weights: Vec<(u32, f64)> = Vec::new();
+        let mut weights: Vec<(TermId, f64)> = Vec::new();
         let mut norm = 0.0;
         for (term, count) in &query.counts {
             let weight = self.term_weight(term, *count);
@@ -541,10 +543,10 @@ impl TextIndex {
         let norm = norm.sqrt();
         // Dense accumulator, but only the documents that share a term are visited afterwards.
         let mut scores = vec![0.0f64; self.docs.len()];
-        let mut touched: Vec<u32> = Vec::new();
+        let mut touched: Vec<DocId> = Vec::new();
         for (term_id, weight) in weights {
-            for &(doc, w) in &self.postings[term_id as usize] {
-                let score = &mut scores[doc as usize];
+            for &(doc, w) in &self.postings[term_id.index()] {
+                let score = &mut scores[doc.index()];
                 if *score == 0.0 {
                     touched.push(doc);
                 }
@@ -553,10 +555,10 @@ impl TextIndex {
         }
         let mut hits: Vec<Hit> = touched
             .into_iter()
-            .map(|id| (id, scores[id as usize]))
-            .filter(|&(id, s)| s > 0.0 && self.alive[id as usize])
+            .map(|id| (id, scores[id.index()]))
+            .filter(|&(id, s)| s > 0.0 && self.alive[id.index()])
             .map(|(id, s)| {
-                let doc = &self.docs[id as usize];
+                let doc = &self.docs[id.index()];
                 Hit {
                     doc: id,
                     kind: doc.kind,

@@ -21,6 +21,7 @@
 //! fold touches only what changed: the terms learned since the last one and those whose last
 //! document went (the index tells it which), never the whole vocabulary.
 
+use super::ids::{LabelPos, TermId};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -60,9 +61,9 @@ impl TermWeighting {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SpreadState {
     /// Folded into the weights: (term, labels ascending), terms ascending.
-    pub folded: Vec<(String, Vec<u32>)>,
+    pub folded: Vec<(String, Vec<LabelPos>)>,
     /// Learned since the last fold: (term, labels ascending), terms ascending.
-    pub pending: Vec<(String, Vec<u32>)>,
+    pub pending: Vec<(String, Vec<LabelPos>)>,
     pub folded_texts: u64,
     pub pending_texts: u64,
 }
@@ -73,14 +74,14 @@ pub struct SpreadState {
 #[derive(Debug, Clone, Default)]
 pub struct LearnedSpread {
     /// Per term id, the labels (ascending) as of the last fold.
-    folded: Vec<Vec<u32>>,
+    folded: Vec<Vec<LabelPos>>,
     /// Per label, how many terms it is folded under (N counts the labels with one).
-    label_terms: BTreeMap<u32, usize>,
+    label_terms: BTreeMap<LabelPos, usize>,
     /// (term id, label) learned since the last fold, in learning order.
-    pending: Vec<(u32, u32)>,
+    pending: Vec<(TermId, LabelPos)>,
     /// Terms whose last live document went since the last fold, and, in an index rebuilt from
     /// a snapshot, learned terms no live document held then: the only terms a fold can forget.
-    unheld: Vec<u32>,
+    unheld: Vec<TermId>,
     folded_texts: u64,
     pending_texts: u64,
 }
@@ -92,18 +93,18 @@ impl LearnedSpread {
     }
 
     /// Restore `term`'s folded labels (a snapshot is read, not trusted: put in order).
-    pub fn restore_folded(&mut self, term: u32, mut labels: Vec<u32>) {
+    pub fn restore_folded(&mut self, term: TermId, mut labels: Vec<LabelPos>) {
         labels.sort_unstable();
         labels.dedup();
         for &label in &labels {
             *self.label_terms.entry(label).or_default() += 1;
         }
         self.forget(term);
-        self.folded[term as usize] = labels;
+        self.folded[term.index()] = labels;
     }
 
     /// Restore what was learned of `term` since the last fold.
-    pub fn restore_pending(&mut self, term: u32, labels: &[u32]) {
+    pub fn restore_pending(&mut self, term: TermId, labels: &[LabelPos]) {
         self.pending
             .extend(labels.iter().map(|&label| (term, label)));
     }
@@ -121,7 +122,7 @@ impl LearnedSpread {
 
     /// As a snapshot stores it, with `names` the terms by id.
     pub fn to_state(&self, names: &[Arc<str>]) -> SpreadState {
-        let mut folded: Vec<(String, Vec<u32>)> = self
+        let mut folded: Vec<(String, Vec<LabelPos>)> = self
             .folded
             .iter()
             .enumerate()
@@ -129,13 +130,13 @@ impl LearnedSpread {
             .map(|(term, labels)| (names[term].to_string(), labels.clone()))
             .collect();
         folded.sort_unstable();
-        let mut by_term: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut by_term: HashMap<TermId, Vec<LabelPos>> = HashMap::new();
         for &(term, label) in &self.pending {
             insert_sorted(by_term.entry(term).or_default(), label);
         }
-        let mut pending: Vec<(String, Vec<u32>)> = by_term
+        let mut pending: Vec<(String, Vec<LabelPos>)> = by_term
             .into_iter()
-            .map(|(term, labels)| (names[term as usize].to_string(), labels))
+            .map(|(term, labels)| (names[term.index()].to_string(), labels))
             .collect();
         pending.sort_unstable();
         SpreadState {
@@ -147,7 +148,7 @@ impl LearnedSpread {
     }
 
     /// A text classified under `label` held these terms. True when a fold is due.
-    pub fn record(&mut self, label: u32, terms: &[u32]) -> bool {
+    pub fn record(&mut self, label: LabelPos, terms: &[TermId]) -> bool {
         self.pending.extend(terms.iter().map(|&term| (term, label)));
         self.pending_texts = self.pending_texts.saturating_add(1);
         self.pending_texts >= self.folded_texts.clamp(FOLD_AT_LEAST, FOLD_AT_MOST)
@@ -155,21 +156,21 @@ impl LearnedSpread {
 
     /// `term`'s last live document went (or, rebuilding, no live document holds it): a fold
     /// forgets it unless one holds it again by then.
-    pub fn unheld(&mut self, term: u32) {
+    pub fn unheld(&mut self, term: TermId) {
         self.unheld.push(term);
     }
 
     /// Whether the index must keep `term` in its vocabulary: it has folded labels (pending
     /// ones are in `pending_terms`).
-    pub fn has_folded(&self, term: u32) -> bool {
-        !self.folded[term as usize].is_empty()
+    pub fn has_folded(&self, term: TermId) -> bool {
+        !self.folded[term.index()].is_empty()
     }
 
     /// Per term id, whether something was learned of it since the last fold.
     pub fn pending_terms(&self) -> Vec<bool> {
         let mut marks = vec![false; self.folded.len()];
         for &(term, _) in &self.pending {
-            marks[term as usize] = true;
+            marks[term.index()] = true;
         }
         marks
     }
@@ -177,17 +178,17 @@ impl LearnedSpread {
     /// Move what was learned since the last fold into the weights' view, then forget the
     /// unheld terms `held` says no live document holds. Returns the terms whose labels changed
     /// (each once).
-    pub fn fold(&mut self, held: impl Fn(u32) -> bool) -> Vec<u32> {
+    pub fn fold(&mut self, held: impl Fn(TermId) -> bool) -> Vec<TermId> {
         let mut changed = Vec::new();
         for (term, label) in std::mem::take(&mut self.pending) {
-            let labels = &mut self.folded[term as usize];
+            let labels = &mut self.folded[term.index()];
             if insert_sorted(labels, label) {
                 *self.label_terms.entry(label).or_default() += 1;
                 changed.push(term);
             }
         }
         for term in std::mem::take(&mut self.unheld) {
-            if !held(term) && !self.folded[term as usize].is_empty() {
+            if !held(term) && !self.folded[term.index()].is_empty() {
                 self.forget(term);
                 changed.push(term);
             }
@@ -200,8 +201,8 @@ impl LearnedSpread {
         changed
     }
 
-    fn forget(&mut self, term: u32) {
-        for label in std::mem::take(&mut self.folded[term as usize]) {
+    fn forget(&mut self, term: TermId) {
+        for label in std::mem::take(&mut self.folded[term.index()]) {
             if let Some(count) = self.label_terms.get_mut(&label) {
                 *count -= 1;
                 if *count == 0 {
@@ -213,11 +214,11 @@ impl LearnedSpread {
 
     /// Renumber terms as the index compacts its vocabulary (`None`: dropped; only terms with
     /// nothing learned are).
-    pub fn compact(&mut self, term_ids: &[Option<u32>]) {
+    pub fn compact(&mut self, term_ids: &[Option<TermId>]) {
         self.folded = keep_where(std::mem::take(&mut self.folded), |term| {
             term_ids[term].is_some()
         });
-        let renumber = |term: u32| term_ids[term as usize];
+        let renumber = |term: TermId| term_ids[term.index()];
         self.pending = self
             .pending
             .iter()
@@ -232,21 +233,21 @@ impl LearnedSpread {
     }
 
     /// The labels classified texts were decided under, as of the last fold.
-    pub fn folded_labels(&self) -> impl Iterator<Item = u32> + '_ {
+    pub fn folded_labels(&self) -> impl Iterator<Item = LabelPos> + '_ {
         self.label_terms.keys().copied()
     }
 
     /// The labels texts holding `term` were decided under, as of the last fold.
-    pub fn labels(&self, term: u32) -> &[u32] {
+    pub fn labels(&self, term: TermId) -> &[LabelPos] {
         self.folded
-            .get(term as usize)
+            .get(term.index())
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
 }
 
 /// Insert into an ascending list of distinct labels; false when it was there.
-pub fn insert_sorted(labels: &mut Vec<u32>, label: u32) -> bool {
+pub fn insert_sorted(labels: &mut Vec<LabelPos>, label: LabelPos) -> bool {
     match labels.binary_search(&label) {
         Ok(_) => false,
         Err(at) => {
@@ -257,7 +258,7 @@ pub fn insert_sorted(labels: &mut Vec<u32>, label: u32) -> bool {
 }
 
 /// How many distinct labels two ascending lists hold together.
-pub fn union_len(a: &[u32], b: &[u32]) -> usize {
+pub fn union_len(a: &[LabelPos], b: &[LabelPos]) -> usize {
     let (mut i, mut j, mut n) = (0, 0, 0);
     while i < a.len() && j < b.len() {
         match a[i].cmp(&b[j]) {
@@ -277,19 +278,30 @@ pub fn union_len(a: &[u32], b: &[u32]) -> usize {
 mod tests {
     use super::*;
 
+    fn labels(positions: &[u32]) -> Vec<LabelPos> {
+        positions.iter().map(|&p| LabelPos(p)).collect()
+    }
+
+    fn terms(ids: &[u32]) -> Vec<TermId> {
+        ids.iter().map(|&t| TermId(t)).collect()
+    }
+
     #[test]
     fn union_len_counts_each_label_once() {
         assert_eq!(union_len(&[], &[]), 0);
-        assert_eq!(union_len(&[1, 3], &[]), 2);
-        assert_eq!(union_len(&[1, 3, 5], &[0, 3, 9]), 5);
+        assert_eq!(union_len(&labels(&[1, 3]), &[]), 2);
+        assert_eq!(union_len(&labels(&[1, 3, 5]), &labels(&[0, 3, 9])), 5);
     }
 
     #[test]
     fn folds_come_after_as_many_texts_as_were_folded_within_bounds() {
         let mut spread = LearnedSpread::default();
         spread.push_term();
-        let due_at =
-            |spread: &mut LearnedSpread| (1..).find(|_| spread.record(0, &[0])).unwrap_or(0);
+        let due_at = |spread: &mut LearnedSpread| {
+            (1..)
+                .find(|_| spread.record(LabelPos(0), &[TermId(0)]))
+                .unwrap_or(0)
+        };
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
         spread.fold(|_| false);
         assert_eq!(due_at(&mut spread), FOLD_AT_LEAST);
@@ -299,14 +311,14 @@ mod tests {
 
     #[test]
     fn a_fold_unites_labels_and_forgets_only_unheld_terms_no_live_document_holds() {
-        let (oven, bread, dough) = (0, 1, 2);
+        let (oven, bread, dough) = (TermId(0), TermId(1), TermId(2));
         let names: Vec<Arc<str>> = ["oven", "bread", "dough"].map(Arc::from).to_vec();
         let mut spread = LearnedSpread::default();
         for _ in &names {
             spread.push_term();
         }
-        spread.record(2, &[oven, bread, dough]);
-        spread.record(0, &[oven]);
+        spread.record(LabelPos(2), &[oven, bread, dough]);
+        spread.record(LabelPos(0), &[oven]);
         assert!(spread.labels(oven).is_empty(), "pending is not yet seen");
         assert_eq!(spread.to_state(&names).pending.len(), 3);
         for term in [oven, bread] {
@@ -314,15 +326,15 @@ mod tests {
         }
         // "dough" is held by no document either, but its last one did not go: kept.
         assert_eq!(spread.fold(|term| term == oven), [oven, bread, dough]);
-        assert_eq!(spread.labels(oven), &[0, 2]);
+        assert_eq!(spread.labels(oven), labels(&[0, 2]));
         assert!(spread.labels(bread).is_empty());
-        assert_eq!(spread.labels(dough), &[2]);
-        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), [0, 2]);
+        assert_eq!(spread.labels(dough), labels(&[2]));
+        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), labels(&[0, 2]));
         let state = spread.to_state(&names);
         assert_eq!(state.folded.len(), 2);
         spread.unheld(oven);
         assert_eq!(spread.fold(|_| false), [oven]);
-        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), [2]);
+        assert_eq!(spread.folded_labels().collect::<Vec<_>>(), labels(&[2]));
         assert!(
             spread.fold(|_| false).is_empty(),
             "nothing learned, nothing unheld"
@@ -335,14 +347,14 @@ mod tests {
         let mut spread = LearnedSpread::default();
         spread.push_term();
         spread.push_term();
-        spread.record(1, &[1]);
-        spread.unheld(1);
-        spread.compact(&[None, Some(0)]);
+        spread.record(LabelPos(1), &terms(&[1]));
+        spread.unheld(TermId(1));
+        spread.compact(&[None, Some(TermId(0))]);
         assert_eq!(spread.pending_terms(), [true]);
-        assert_eq!(spread.fold(|_| true), [0], "held again");
+        assert_eq!(spread.fold(|_| true), terms(&[0]), "held again");
         assert_eq!(
             spread.to_state(&names[1..]).folded,
-            [("oven".to_string(), vec![1])]
+            [("oven".to_string(), labels(&[1]))]
         );
     }
 }

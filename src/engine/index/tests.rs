@@ -16,17 +16,17 @@ fn index() -> TextIndex {
     );
     index.add_labelled(
         DocKind::Example,
-        0,
+        LabelPos(0),
         t("telescopes observe distant galaxies"),
         Some("x"),
     );
     index.add_labelled(
         DocKind::Example,
-        1,
+        LabelPos(1),
         t("bread dough rises in the oven"),
         None,
     );
-    index.add_labelled(DocKind::Name, 1, t("cooking"), None);
+    index.add_labelled(DocKind::Name, LabelPos(1), t("cooking"), None);
     index.reweigh();
     index
 }
@@ -36,7 +36,7 @@ fn a_query_finds_the_documents_sharing_its_terms_and_self_similarity_is_one() {
     let index = index();
     let hits = index.search(&t("galaxies seen by telescopes"));
     assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].label, 0);
+    assert_eq!(hits[0].label, LabelPos(0));
     let same = index.search(&t("telescopes observe distant galaxies"));
     assert!((same[0].similarity - 1.0).abs() < 1e-6, "{same:?}");
     assert!(index.search(&t("nothing shared here")).is_empty());
@@ -46,7 +46,7 @@ fn a_query_finds_the_documents_sharing_its_terms_and_self_similarity_is_one() {
 fn seen_texts_are_bounded_and_the_oldest_goes_first() {
     let mut index = index();
     for i in 0..5 {
-        index.add_seen(1, &t(&format!("oven bread recipe number{i}")));
+        index.add_seen(LabelPos(1), &t(&format!("oven bread recipe number{i}")));
     }
     assert_eq!(index.seen_count(), 3);
     let hits = index.search(&t("number0 number4"));
@@ -58,9 +58,9 @@ fn seen_texts_are_bounded_and_the_oldest_goes_first() {
 #[test]
 fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
     let mut index = index();
-    index.add_seen(1, &t("oven bread recipe"));
+    index.add_seen(LabelPos(1), &t("oven bread recipe"));
     for i in 0..4 {
-        index.add_tentative(0, &t(&format!("galaxies survey number{i}")));
+        index.add_tentative(LabelPos(0), &t(&format!("galaxies survey number{i}")));
     }
     assert_eq!((index.seen_count(), index.tentative_count()), (1, 2));
     // The two newest tentative texts and the seen one answer; the oldest two are gone.
@@ -77,7 +77,7 @@ fn similarities(index: &TextIndex, query: &TermCounts) -> Vec<(u32, f64)> {
     index
         .search(query)
         .iter()
-        .map(|h| (h.label, h.similarity))
+        .map(|h| (h.label.0, h.similarity))
         .collect()
 }
 
@@ -85,7 +85,10 @@ fn similarities(index: &TextIndex, query: &TermCounts) -> Vec<(u32, f64)> {
 fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     let mut index = index();
     for i in 0..7 {
-        index.add_seen(i % 2, &t(&format!("distant oven galaxies word{i}")));
+        index.add_seen(
+            LabelPos(i % 2),
+            &t(&format!("distant oven galaxies word{i}")),
+        );
     }
     let learned_then_evicted = index.vocabulary_len();
     let copy = restored(&index);
@@ -116,18 +119,19 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
 type Posted = (Vec<Vec<(String, Vec<u32>)>>, Vec<(String, u64)>);
 
 fn posted(index: &TextIndex) -> Posted {
-    let docs = (0..index.docs.len() as u32)
-        .filter(|&id| index.alive[id as usize])
+    let docs = (0..index.docs.len())
+        .filter(|&id| index.alive[id])
         .map(|id| {
-            index.doc_terms[id as usize]
+            let id = DocId::at(id);
+            index.doc_terms[id.index()]
                 .iter()
                 .map(|&term| {
-                    let weights = index.postings[term as usize]
+                    let weights = index.postings[term.index()]
                         .iter()
                         .filter(|(doc, _)| *doc == id)
                         .map(|(_, weight)| weight.to_bits())
                         .collect();
-                    (index.names[term as usize].to_string(), weights)
+                    (index.names[term.index()].to_string(), weights)
                 })
                 .collect()
         })
@@ -135,8 +139,8 @@ fn posted(index: &TextIndex) -> Posted {
     let mut inverse: Vec<(String, u64)> = index
         .vocabulary
         .iter()
-        .filter(|(_, &id)| index.live_docs[id as usize] > 0)
-        .map(|(term, &id)| (term.to_string(), index.inverse[id as usize].to_bits()))
+        .filter(|(_, &id)| index.live_docs[id.index()] > 0)
+        .map(|(term, &id)| (term.to_string(), index.inverse[id.index()].to_bits()))
         .collect();
     inverse.sort_unstable();
     (docs, inverse)
@@ -168,9 +172,9 @@ fn a_rebuilt_index_weighs_terms_as_the_running_one_at_every_point() {
         let text = t(&format!("distant oven galaxies word{} word{}", i % 17, i));
         for target in std::iter::once(&mut index).chain(copies.iter_mut().map(|(_, c)| c)) {
             if i % 3 == 0 {
-                target.add_tentative(i % 2, &text);
+                target.add_tentative(LabelPos(i % 2), &text);
             } else {
-                target.add_seen((i + 1) % 2, &text);
+                target.add_seen(LabelPos((i + 1) % 2), &text);
             }
         }
         folds += usize::from(index.spread_state().folded_texts != before);
@@ -211,7 +215,7 @@ fn a_rebuilt_index_keeps_in_lockstep_through_new_labels_rounds_and_odd_documents
     for weighting in [TermWeighting::LabelSpread, TermWeighting::Idf] {
         let mut index = index();
         index.set_weighting(weighting);
-        index.add_labelled(DocKind::Name, 2, t("astronomy"), None);
+        index.add_labelled(DocKind::Name, LabelPos(2), t("astronomy"), None);
         index.reweigh();
         let mut copies: Vec<(u32, TextIndex)> = Vec::new();
         for i in 0..200u32 {
@@ -227,10 +231,10 @@ fn a_rebuilt_index_keeps_in_lockstep_through_new_labels_rounds_and_odd_documents
             let label = if i > 20 && i % 3 == 0 { 2 } else { i % 2 };
             for target in std::iter::once(&mut index).chain(copies.iter_mut().map(|(_, c)| c)) {
                 if i == 150 {
-                    target.add_labelled(DocKind::Example, 3, t("quasar spectra"), None);
+                    target.add_labelled(DocKind::Example, LabelPos(3), t("quasar spectra"), None);
                     target.reweigh();
                 }
-                target.add_seen(label, &text);
+                target.add_seen(LabelPos(label), &text);
             }
             if [30, 90, 151].contains(&i) {
                 copies.push((i, restored(&index)));
@@ -259,7 +263,7 @@ fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
     for i in 0..3000u32 {
         let text = t(&format!("fresh{i} words{i} only{i} here{i}"));
         let folded = index.folded_texts();
-        index.add_seen(i % 2, &text);
+        index.add_seen(LabelPos(i % 2), &text);
         since_fold.extend(text.counts.into_iter().map(|(term, _)| term));
         if index.folded_texts() != folded {
             since_fold.clear();
@@ -299,11 +303,16 @@ fn labels_without_examples_keep_weights_positive_and_generic_terms_lightest() {
         TermWeighting::LabelSpread,
     );
     for label in 0..3 {
-        index.add_labelled(DocKind::Name, label, t(&format!("name{label}")), None);
+        index.add_labelled(
+            DocKind::Name,
+            LabelPos(label),
+            t(&format!("name{label}")),
+            None,
+        );
     }
     index.reweigh();
     for i in 0..FOLD_AT_LEAST as u32 {
-        index.add_seen(i % 3, &t(&format!("report rare{}", i % 3)));
+        index.add_seen(LabelPos(i % 3), &t(&format!("report rare{}", i % 3)));
     }
     let (generic, rare) = (
         index.term_weight("report", 1),
@@ -320,10 +329,10 @@ fn a_term_learned_under_every_label_weighs_least_once_folded() {
     assert_eq!(galaxies, oven, "each under one label of two");
     // "galaxi" is learned under label 1 too; "oven" stays under label 1 alone.
     for i in 0..FOLD_AT_LEAST - 1 {
-        index.add_seen(1, &t(&format!("galaxies bread word{i}")));
+        index.add_seen(LabelPos(1), &t(&format!("galaxies bread word{i}")));
     }
     assert_eq!(weight(&index, "galaxi"), galaxies, "not folded yet");
-    index.add_seen(1, &t("galaxies bread last"));
+    index.add_seen(LabelPos(1), &t("galaxies bread last"));
     assert!(weight(&index, "galaxi") < galaxies);
     assert_eq!(weight(&index, "oven"), oven);
 }
@@ -342,7 +351,7 @@ fn idf_counts_examples_whatever_classified_texts_say() {
         (0, "galaxies telescope"),
         (1, "oven bread"),
     ] {
-        index.add_labelled(DocKind::Example, label, t(text), None);
+        index.add_labelled(DocKind::Example, LabelPos(label), t(text), None);
     }
     index.reweigh();
     let galaxies = index.term_weight("galaxi", 1);
@@ -351,7 +360,7 @@ fn idf_counts_examples_whatever_classified_texts_say() {
         "two examples hold it"
     );
     for i in 0..2 * FOLD_AT_LEAST {
-        index.add_seen(1, &t(&format!("galaxies bread word{i}")));
+        index.add_seen(LabelPos(1), &t(&format!("galaxies bread word{i}")));
     }
     assert_eq!(index.term_weight("galaxi", 1), galaxies);
 }
@@ -443,11 +452,11 @@ mod against_brute_force {
             };
             let (examples, seen) = (terms_of(&examples), terms_of(&seen));
             for (label, terms) in &examples {
-                index.add_labelled(DocKind::Example, *label, terms.clone(), None);
+                index.add_labelled(DocKind::Example, LabelPos(*label), terms.clone(), None);
             }
             index.reweigh();
             for (label, terms) in &seen {
-                index.add_seen(*label, terms);
+                index.add_seen(LabelPos(*label), terms);
             }
             // Folds what the seen texts taught (the weights know nothing of them before).
             index.reweigh();
@@ -455,7 +464,7 @@ mod against_brute_force {
             let expected = brute_force(weighting, &examples, &seen, &query);
             let hits = index.search(&query);
             for (doc, want) in expected.iter().enumerate() {
-                let got = hits.iter().find(|h| h.doc as usize == doc).map(|h| h.similarity);
+                let got = hits.iter().find(|h| h.doc.index() == doc).map(|h| h.similarity);
                 match got {
                     Some(got) => prop_assert!((got - want).abs() < 1e-5, "doc {doc}: {got} vs {want}"),
                     None => prop_assert!(*want < 1e-12, "doc {doc} missing, cosine {want}"),

@@ -1,12 +1,17 @@
 use super::*;
+use crate::engine::index::LabelPos;
 
 fn hit(doc: u32, kind: DocKind, label: u32, similarity: f64) -> Hit {
     Hit {
-        doc,
+        doc: DocId(doc),
         kind,
-        label,
+        label: LabelPos(label),
         similarity,
     }
+}
+
+fn docs(ids: &[Option<u32>]) -> Vec<Option<DocId>> {
+    ids.iter().map(|id| id.map(DocId)).collect()
 }
 
 fn weighted(proximity_weight: f64) -> RankingConfig {
@@ -46,7 +51,7 @@ fn examples_best_first_and_name_decide_the_first_hop() {
     assert_eq!(ranking.ranked[0].0, 1);
     assert!((ranking.ranked[0].1 - 0.45).abs() < 1e-9);
     assert!((ranking.ranked[1].1 - 0.325).abs() < 1e-9);
-    assert_eq!(ranking.best_example, vec![Some(2), Some(0)]);
+    assert_eq!(ranking.best_example, docs(&[Some(2), Some(0)]));
     assert!((ranking.margin() - 0.125).abs() < 1e-9);
 }
 
@@ -63,7 +68,7 @@ fn a_label_whose_examples_agree_beats_one_lucky_match() {
     // of the hits) > label 1: 0.35
     assert_eq!(decayed.ranked[0].0, 0);
     assert!((decayed.ranked[0].1 - 0.3825).abs() < 1e-9);
-    assert_eq!(decayed.best_example, vec![Some(2), Some(1)]);
+    assert_eq!(decayed.best_example, docs(&[Some(2), Some(1)]));
     let nearest = RankingConfig {
         example_decay: 0.0,
         ..RankingConfig::default()
@@ -217,7 +222,7 @@ fn retired_labels_and_empty_evidence_give_nothing() {
 fn the_embedding_signal_adds_to_active_labels_and_reranks() {
     let mut ranking = Ranking {
         ranked: vec![(0, 0.5), (1, 0.4)],
-        best_example: vec![Some(7), Some(8)],
+        best_example: docs(&[Some(7), Some(8)]),
         first_hop_labels: 2,
         best_without_descriptions: 0.5,
         ..Ranking::default()
@@ -228,7 +233,7 @@ fn the_embedding_signal_adds_to_active_labels_and_reranks() {
     let order: Vec<u32> = ranking.ranked.iter().map(|(l, _)| *l).collect();
     assert_eq!(order, vec![1, 0, 2]);
     assert!((ranking.ranked[0].1 - 0.65).abs() < 1e-12);
-    assert_eq!(ranking.best_example, vec![Some(8), Some(7), None]);
+    assert_eq!(ranking.best_example, docs(&[Some(8), Some(7), None]));
     assert_eq!(
         ranking.first_hop_labels, 2,
         "whether words explain the text stays lexical"

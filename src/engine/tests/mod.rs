@@ -584,7 +584,7 @@ fn naive_keeps_idf_whatever_the_configured_weighting() {
         let hits = engine.index().search(&query.terms);
         hits.iter()
             .filter(|h| h.kind == index::DocKind::Example)
-            .map(|h| (h.label, h.similarity))
+            .map(|h| (h.label.0, h.similarity))
             .collect()
     };
     let before = examples(&engine, "a galaxy of bread");

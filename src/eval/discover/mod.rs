@@ -23,7 +23,6 @@ use crate::classify::Classifier;
 use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel};
-use crate::events::proposal::ProposalEvent;
 use crate::events::LabelEvent;
 
 mod signals;
@@ -314,7 +313,7 @@ fn accept(
     let mut majority = HashMap::new();
     for (proposal, score) in proposals.iter().zip(scored) {
         // Fresh proposals with a non-empty label id: neither step can refuse.
-        let Ok(event) = ProposalEvent::open(proposal, None) else {
+        let Ok(event) = proposal.open_event(None) else {
             continue;
         };
         // Proposals may share a name: the proposal id keeps their labels apart (the CLI

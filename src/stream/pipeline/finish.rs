@@ -10,12 +10,13 @@ use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, PoolNote};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Engine, Source as LabelSource};
+use crate::events::classification::{hallucination_report, prediction_event, Classification};
 use crate::events::decode::{Reason, Rejection};
 use crate::events::{PredictionStatus, TextEvent};
 use crate::state::codec::LearnedText;
 use crate::stream::delivery::OutputKind;
 use crate::stream::kafka::Outgoing;
-use crate::stream::outputs::{self, Classification};
+use crate::stream::outputs;
 use crate::stream::stats::Stats;
 
 /// What finishing needs to know besides the engine.
@@ -303,14 +304,14 @@ fn output_records(
     tally: &mut Tally,
 ) -> Vec<(OutputKind, Outgoing)> {
     let mut records = Vec::with_capacity(2);
-    if let Some(report) = outputs::hallucination(engine, classification) {
+    if let Some(report) = hallucination_report(engine, classification) {
         tally.hallucination = Some(report.kind);
         records.push((
             OutputKind::Hallucination,
             outputs::json_record(&finishing.topics.hallucinations, &report.text_id, &report),
         ));
     }
-    let prediction = outputs::prediction(engine, classification);
+    let prediction = prediction_event(engine, classification);
     records.push((
         OutputKind::Prediction,
         outputs::json_record(

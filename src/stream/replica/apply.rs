@@ -10,10 +10,10 @@ use std::collections::HashMap;
 
 use crate::engine::{EngineError, IndexReport};
 use crate::events::decode::Rejection;
-use crate::events::to_update::engine_rejection;
 use crate::state::codec::{
     Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
 };
+use crate::state::from_event::engine_rejection;
 use crate::state::State;
 use crate::state::Update;
 use crate::store::Offsets;

@@ -11,7 +11,7 @@ pub mod sync;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::events::to_update::engine_rejection;
+pub use crate::state::from_event::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
 use report::label_span;
 

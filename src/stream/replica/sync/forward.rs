@@ -5,8 +5,8 @@
 use super::{next_record, LogSync};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
-use crate::events::to_update::label_update;
 use crate::state::codec::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGELOG_VERSION};
+use crate::state::from_event::label_update;
 use crate::state::Update;
 use crate::stream::kafka::{self, BrokerError, Outgoing, Record};
 use crate::stream::replica::job::Job;

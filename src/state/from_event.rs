@@ -1,12 +1,12 @@
-//! A label event as the update the engine applies, checked as every path checks it (the
-//! service's labels forwarder, `gorag classify`); a refused one becomes the dead-letter
+//! A label event as the update the replicated state applies, checked as every path checks it
+//! (the service's labels forwarder, `gorag classify`); a refused one becomes the dead-letter
 //! [`Rejection`] that says why.
 
-use super::decode::{Reason, Rejection};
-use super::LabelEvent;
+use super::Update;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::{Engine, EngineError, NewLabel};
-use crate::state::Update;
+use crate::events::decode::{Reason, Rejection};
+use crate::events::LabelEvent;
 
 /// Turn a label event into an engine update, checked before any LLM call.
 pub fn label_update(engine: &Engine, event: LabelEvent) -> Result<Update, Rejection> {
