@@ -11,6 +11,7 @@ use super::discover;
 mod outputs;
 mod ranking;
 use crate::classify::Classifier;
+use crate::config::EngineSection;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
 use crate::engine::{EngineConfig, Strategy};
@@ -524,26 +525,32 @@ impl EvalArgs {
         Ok((rounds, named))
     }
 
-    /// The engine every strategy shares: the defaults with this run's flags and ablations.
+    /// The engine every strategy shares: `[engine]`'s defaults with this run's flags over
+    /// them, mapped to the engine by the one mapping serve and classify use
+    /// ([`EngineSection::engine_config`]); then what only an evaluation varies (the paper's
+    /// baselines and the ablations have no `[engine]` key).
     fn engine_config(&self) -> EngineConfig {
-        let mut base = EngineConfig::default();
-        base.selection.top_k = self.top_k;
+        let section = EngineSection {
+            top_k: self.top_k,
+            example_top_k: self.example_top_k,
+            online_indexing: !self.ablation.contains(&Ablation::Offline),
+            phrase_capacity: self.phrase_capacity,
+            choice: self.ranking.choice.into(),
+            llm_weight: self.ranking.llm_weight,
+            abstain_below: self.abstain_below,
+            refit_confidence: self.refit_confidence,
+            example_chars: self.ranking.example_chars,
+            prompt_layout: self.ranking.prompt_layout.into(),
+            ranking: self.ranking.config(),
+            ..EngineSection::default()
+        };
+        let mut base = section.engine_config();
+        base.ask_below = self.ask_below;
         base.selection.min_score = self.min_score;
-        base.example_selection.top_k = self.example_top_k;
         base.example_selection.min_score = self.min_score;
         base.naive_k = self.naive_k;
-        base.phrase_capacity = self.phrase_capacity;
-        base.online_indexing = !self.ablation.contains(&Ablation::Offline);
         base.unit_costs = self.ablation.contains(&Ablation::Unit);
         base.keyword_input = self.ablation.contains(&Ablation::KeywordInput);
-        base.ranking = self.ranking.config();
-        base.choice = self.ranking.choice.into();
-        base.llm_weight = self.ranking.llm_weight;
-        base.example_chars = self.ranking.example_chars;
-        base.prompt_layout = self.ranking.prompt_layout.into();
-        base.ask_below = self.ask_below;
-        base.abstain_below = self.abstain_below;
-        base.refit_confidence = self.refit_confidence;
         base
     }
 
