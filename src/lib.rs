@@ -9,17 +9,23 @@
 //! - [`classify`]: the steps for one text (LLM keywords, prepare, LLM answer, conclude), run in a
 //!   row by `gorag eval` and apart by the service;
 //! - [`eval`]: the paper's evaluation protocol;
-//! - [`events`]: the public input events, their decoding and JSON Schemas;
-//! - [`stream`]: `gorag serve` over Kafka (texts consumer, intake, a text's pipeline, the graph's
-//!   replica, delivery, stats, the loop);
-//! - [`state`]: the replicated state (engine + discovery pool), its updates, snapshot formats
-//!   and digest;
+//! - [`events`]: the public events (input and output), their decoding and JSON Schemas, and the
+//!   events a classified text turns into;
+//! - [`discovery`]: emerging classes (unexplained texts, the pool, communities, proposals);
+//! - [`stream`]: `gorag serve` over Kafka (the broker seam in `stream::kafka`, the only place
+//!   that knows rdkafka; intake, a text's pipeline, the state's replica, delivery, stats, the
+//!   loop);
+//! - [`state`]: the replicated state (engine + discovery pool), its updates, its digest, and in
+//!   `state::codec` every persisted format with the compatibility policy;
 //! - [`embedded`]: `gorag classify`'s session, the state driven from files;
 //! - [`input`]: the one CSV/JSONL reader;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
 //! - [`cli`]: the `gorag` command.
+//!
+//! Each module uses only the ones listed in its layer's row of `tests/layers.rs` (no import
+//! cycle); docs/design/architecture.md, "Layers", draws them.
 
 pub mod classify;
 pub mod cli;

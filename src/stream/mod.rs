@@ -1,4 +1,6 @@
-//! `gorag serve`: the async shell that runs the engine over Kafka.
+//! `gorag serve`: the async shell that runs the replicated state over a broker — Kafka, or an
+//! in-process [`kafka::MemoryBroker`] for tests — reached only through `kafka/` (plain
+//! [`kafka::Record`]s and [`kafka::Outgoing`] records, [`position::Position`]s, typed errors).
 //!
 //! ```text
 //! texts ─▶ poll thread (kafka/texts.rs) ─▶ loop: backlog (intake.rs) ─▶ slot (pipeline/slots.rs)

@@ -65,7 +65,7 @@ pub async fn start(
     for topic in [&config.topics.labels, &config.topics.changelog] {
         check_one_partition(&watermarks, topic).await?;
     }
-    let cursor = &replica.cursor;
+    let cursor = replica.cursor();
     let clients = LogClients {
         labels: broker.log_reader(
             config,

@@ -306,11 +306,14 @@ impl MemoryBroker {
             }
         }
         let (members, partitions, committed) = {
-            let state = self.state();
-            let Some(g) = state.groups.get(group) else {
+            let mut state = self.state();
+            let State { groups, topics, .. } = &mut *state;
+            let Some(g) = groups.get_mut(group) else {
                 return;
             };
-            let partitions = state.topics.get(&g.topic).map_or(0, Vec::len);
+            // A member whose consumer was dropped without leaving (its feeder ended) is gone.
+            g.members.retain(|_, member| !member.is_closed());
+            let partitions = topics.get(&g.topic).map_or(0, Vec::len);
             let members: Vec<_> = g.members.iter().map(|(id, m)| (*id, m.clone())).collect();
             (members, partitions, g.committed.clone())
         };

@@ -32,17 +32,20 @@ pub struct SnapshotPolicy {
     pub min_interval: Duration,
 }
 
+/// This instance's copy of the replicated state, kept up to date by applying the changelog
+/// (`apply.rs`, `sync.rs`) and saved in its store. Changed only through its methods: the loop
+/// reads it.
 pub struct Replica {
     /// The replicated state: the engine and the discovery pool.
-    pub state: State,
+    state: State,
     store: Box<dyn StateStore>,
-    pub cursor: Cursor,
+    cursor: Cursor,
     topics: LogTopics,
     /// This instance's id in changelog records (stable across restarts: kept in the store).
-    pub instance: String,
+    instance: String,
     /// Learn records (batches) this instance wrote and has not yet read back from the
     /// changelog.
-    pub pending_learns: usize,
+    pending_learns: usize,
     policy: SnapshotPolicy,
     last_snapshot: Instant,
     dead_letter_topic: String,
@@ -55,6 +58,37 @@ pub struct Replica {
 }
 
 impl Replica {
+    /// The replicated state: the engine and the discovery pool.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// How far the changelog and the labels topic are applied, and which texts are learned.
+    pub fn cursor(&self) -> &Cursor {
+        &self.cursor
+    }
+
+    /// This instance's id in changelog records.
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Learn records this instance wrote and has not yet read back (each holds an intake
+    /// place).
+    pub fn pending_learns(&self) -> usize {
+        self.pending_learns
+    }
+
+    /// A learn record was handed to the producer.
+    pub fn learn_record_sent(&mut self) {
+        self.pending_learns += 1;
+    }
+
+    /// A learn record the broker refused: it will never be read back.
+    pub fn learn_record_refused(&mut self) {
+        self.pending_learns = self.pending_learns.saturating_sub(1);
+    }
+
     pub fn new(
         state: State,
         store: Box<dyn StateStore>,

@@ -51,20 +51,48 @@ pub struct LogSync {
     labels_forward_next: i64,
     /// Wall-clock ms at which the labels topic was last read to its end.
     labels_synced_at: i64,
-    /// When the sync under way (waiting for a [`Job`]) began: what `labels_synced_at` becomes
-    /// once it is done.
-    sync_started: Option<i64>,
-    /// The labels topic's end when the sync under way first read it: a sync resumed after a
-    /// job forwards no further (rounds published since wait for the next sync, so that steady
-    /// label traffic cannot keep one sync, and the texts behind it, going for ever).
-    sync_labels_end: Option<i64>,
-    /// A record a reader could not be pointed back at (changelog, labels): that reader must
-    /// not be read on — the record would be skipped.
-    changelog_ahead: Option<i64>,
-    labels_ahead: Option<i64>,
+    /// The sync under way, while it waits for a [`Job`] (None between syncs).
+    under_way: Option<UnderWay>,
+    /// Records the readers could not be pointed back at.
+    ahead: ReadersAhead,
     /// Whether texts are being served (not the startup sync): then a round's descriptions
     /// leave the texts a call of the LLM's.
     serving: bool,
+    /// Trouble reaching the logs, as last seen.
+    trouble: Trouble,
+}
+
+/// A sync under way (waiting for a [`Job`]).
+#[derive(Debug, Clone, Copy)]
+struct UnderWay {
+    /// When it began (ms): what `labels_synced_at` becomes once it is done.
+    started: i64,
+    /// The labels topic's end when it first read it: a sync resumed after a job forwards no
+    /// further (rounds published since wait for the next sync, so that steady label traffic
+    /// cannot keep one sync, and the texts behind it, going for ever).
+    labels_end: Option<i64>,
+}
+
+impl UnderWay {
+    fn now() -> Self {
+        Self {
+            started: now_ms(),
+            labels_end: None,
+        }
+    }
+}
+
+/// The record each reader could not be pointed back at, if any: that reader must not be read
+/// on — the record would be skipped.
+#[derive(Debug, Default)]
+struct ReadersAhead {
+    changelog: Option<i64>,
+    labels: Option<i64>,
+}
+
+/// Trouble reaching the logs.
+#[derive(Debug, Default)]
+struct Trouble {
     /// Since when the changelog topic has been reported missing (see [`LogSync::tolerate`]).
     log_missing_since: Option<Instant>,
     /// When a sync failure was last logged (they repeat every tick while the broker is away).
@@ -104,13 +132,10 @@ impl LogSync {
             describe_labels,
             labels_forward_next: labels_next,
             labels_synced_at: 0,
-            sync_started: None,
-            sync_labels_end: None,
-            changelog_ahead: None,
-            labels_ahead: None,
+            under_way: None,
+            ahead: ReadersAhead::default(),
             serving: false,
-            log_missing_since: None,
-            warned_at: None,
+            trouble: Trouble::default(),
         }
     }
 
@@ -136,8 +161,7 @@ impl LogSync {
     ) -> Result<Synced, ServeError> {
         let synced = self.resume_sync(replica, stats).await;
         if !matches!(synced, Ok(Synced::Waiting(_))) {
-            self.sync_started = None;
-            self.sync_labels_end = None;
+            self.under_way = None;
         }
         synced
     }
@@ -154,7 +178,7 @@ impl LogSync {
         replica: &mut Replica,
         stats: &mut Stats,
     ) -> Result<Synced, ServeError> {
-        let started = *self.sync_started.get_or_insert_with(now_ms);
+        let started = self.under_way.get_or_insert_with(UnderWay::now).started;
         if let Some(job) = self.catch_up(replica, stats).await? {
             return Ok(Synced::Waiting(job));
         }
@@ -262,8 +286,7 @@ impl LogSync {
     }
 
     fn give_up(&mut self, then: &Then) {
-        self.sync_started = None;
-        self.sync_labels_end = None;
+        self.under_way = None;
         match then {
             Then::Apply { message, .. } => {
                 tracing::info!(offset = message.offset(), "changelog record left unapplied");
@@ -278,10 +301,10 @@ impl LogSync {
 
     /// Point the changelog reader back at `message`, left unapplied (reading on would apply
     /// the records after it and skip it for good). If it cannot be, the changelog is not read
-    /// on (see `changelog_ahead`).
+    /// on (see [`ReadersAhead`]).
     fn changelog_back(&mut self, message: &Record) {
         if !point_back(&self.changelog, message) {
-            self.changelog_ahead = Some(message.offset());
+            self.ahead.changelog = Some(message.offset());
         }
     }
 
@@ -289,7 +312,7 @@ impl LogSync {
     fn labels_back(&mut self, message: &Record) {
         self.labels_forward_next = self.labels_forward_next.min(message.offset());
         if !point_back(&self.labels, message) {
-            self.labels_ahead = Some(message.offset());
+            self.ahead.labels = Some(message.offset());
         }
     }
 
@@ -326,7 +349,10 @@ impl LogSync {
             return Err(error);
         }
         if applied > 0 && topic_missing(&error) {
-            let since = *self.log_missing_since.get_or_insert_with(Instant::now);
+            let since = *self
+                .trouble
+                .log_missing_since
+                .get_or_insert_with(Instant::now);
             if since.elapsed() >= LOG_MISSING_GRACE {
                 Health::set(&self.health.changelog_consistent, false);
                 return Err(ServeError::ChangelogBehind {
@@ -336,9 +362,13 @@ impl LogSync {
                 });
             }
         }
-        if self.warned_at.is_none_or(|at| at.elapsed() >= WARN_EVERY) {
+        if self
+            .trouble
+            .warned_at
+            .is_none_or(|at| at.elapsed() >= WARN_EVERY)
+        {
             tracing::warn!(%error, "{context}");
-            self.warned_at = Some(Instant::now());
+            self.trouble.warned_at = Some(Instant::now());
         }
         Ok(())
     }
@@ -359,7 +389,7 @@ impl LogSync {
             }
         });
         if bounds.is_ok() {
-            self.log_missing_since = None;
+            self.trouble.log_missing_since = None;
         }
         bounds
     }
@@ -372,7 +402,7 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
-        self.check_reader(self.changelog_ahead, &topic)?;
+        self.check_reader(self.ahead.changelog, &topic)?;
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
         Health::set(&self.health.changelog_consistent, consistent);

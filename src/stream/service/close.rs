@@ -83,12 +83,12 @@ impl Service {
 
     /// What this run did, logged as it stops.
     fn summary(&self, drained: bool) -> ServeSummary {
-        let engine = self.replica.state.engine();
+        let engine = self.replica.state().engine();
         let summary = ServeSummary {
             graph_nodes: engine.graph().node_count(),
             graph_edges: engine.graph().edge_count(),
             labels: engine.labels().len(),
-            digest: self.replica.state.digest(),
+            digest: self.replica.state().digest(),
             drained,
             ..self.stats.summary().clone()
         };

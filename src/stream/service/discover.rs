@@ -22,11 +22,18 @@ impl Service {
             return;
         }
         self.pass_waiting = false;
-        let texts: Vec<_> = self.replica.state.pool().texts().iter().cloned().collect();
+        let texts: Vec<_> = self
+            .replica
+            .state()
+            .pool()
+            .texts()
+            .iter()
+            .cloned()
+            .collect();
         tracing::debug!(pooled = texts.len(), "community pass started");
         let material = self
             .replica
-            .state
+            .state()
             .engine()
             .label_material(texts.iter().map(|text| &text.terms));
         self.pass = Some(tokio::spawn(discovery_pass::run(
@@ -42,7 +49,7 @@ impl Service {
         self.stats
             .metrics()
             .discovery_pool
-            .set(self.replica.state.pool().len() as i64);
+            .set(self.replica.state().pool().len() as i64);
         self.finish_pass();
         // Also a pass made due while catching up (startup, the tick's sync).
         self.start_pass_if_due();

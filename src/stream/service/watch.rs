@@ -44,7 +44,7 @@ impl Service {
             .collect();
         tracing::warn!(
             in_flight = self.slots.len(),
-            pending_learns = self.replica.pending_learns,
+            pending_learns = self.replica.pending_learns(),
             backlog = self.intake.backlog(),
             ?waiting,
             "no text finished for {} s",

@@ -31,7 +31,7 @@ impl Service {
                 return Ok(());
             }
             let gathering = usize::from(self.group.gathered() > 0);
-            let in_flight = self.slots.len() + self.replica.pending_learns + gathering;
+            let in_flight = self.slots.len() + self.replica.pending_learns() + gathering;
             let room = capacity
                 .saturating_sub(in_flight)
                 .min(capacity.saturating_sub(self.group.gathered()));
@@ -74,7 +74,7 @@ impl Service {
             .collect();
         let works = pipeline::begin_all(
             &self.classifier,
-            self.replica.state.engine(),
+            self.replica.state().engine(),
             &self.stats,
             arriving,
         );
@@ -87,7 +87,7 @@ impl Service {
                 received,
                 work,
             };
-            let task = pipeline::llm_task(&self.classifier, self.replica.state.engine(), &text);
+            let task = pipeline::llm_task(&self.classifier, self.replica.state().engine(), &text);
             let ready = text.work.is_final();
             let id = self.slots.push(partition, offset, text, ready);
             if let Some(task) = task {
@@ -152,7 +152,7 @@ impl Service {
         let Some(text) = self.slots.get_mut(done.slot) else {
             return;
         };
-        let engine = self.replica.state.engine();
+        let engine = self.replica.state().engine();
         match pipeline::advance(&self.classifier, engine, &self.stats, text, done.outcome) {
             Advanced::Stale => {}
             Advanced::Waiting => {

@@ -19,7 +19,7 @@ impl Service {
         while let Some((_, text)) = self.slots.pop_ready(partition) {
             self.last_progress = Instant::now();
             let offset = text.source.position.offset;
-            let learning = if self.replica.cursor.is_learned(partition, offset) {
+            let learning = if self.replica.cursor().is_learned(partition, offset) {
                 Learning::AlreadyLearned
             } else if !self.intake.tracker.is_assigned(partition) {
                 Learning::Revoked
@@ -37,7 +37,7 @@ impl Service {
                     .map(|_| self.config.llm.model.as_str()),
             };
             let span = text.span.clone();
-            let finished = finish(&finishing, self.replica.state.engine(), text, learning);
+            let finished = finish(&finishing, self.replica.state().engine(), text, learning);
             finished.tally.count(&mut self.stats);
             let learned = finished.learn.map(|text| self.group.gather(text));
             let producer = self.producer.clone();
@@ -76,10 +76,10 @@ impl Service {
         // Each record's retry waits for the one before it (see `Ordered::confirm_after`): the
         // replicas skip a learn that arrives after a later one of its partition as a copy.
         let mut previous = None;
-        for record in self.group.take(&self.replica.instance) {
+        for record in self.group.take(self.replica.instance()) {
             let (settled, next) = tokio::sync::oneshot::channel::<()>();
             let after = previous.replace(next);
-            self.replica.pending_learns += 1;
+            self.replica.learn_record_sent();
             let ordered = self.ordered.send(Outgoing {
                 topic: self.config.topics.changelog.clone(),
                 key: None,
@@ -152,7 +152,7 @@ impl Service {
             // A learn record (or a label event's dead letter): a refused learn record will
             // never be read back, so its intake place is free again.
             if settled.learn_refused {
-                self.replica.pending_learns = self.replica.pending_learns.saturating_sub(1);
+                self.replica.learn_record_refused();
             }
             return;
         };

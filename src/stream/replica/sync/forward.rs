@@ -2,7 +2,7 @@
 //! to the changelog as the update every replica applies (or as a rejection, dead-lettered
 //! through it); a round whose labels the LLM is to describe waits for a [`Job`] first.
 
-use super::{next_record, LogSync};
+use super::{next_record, LogSync, UnderWay};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
 use crate::state::codec::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGELOG_VERSION};
@@ -26,9 +26,10 @@ impl LogSync {
         replica: &Replica,
     ) -> Result<Forwarded, ServeError> {
         let topic = replica.topics().labels.clone();
-        self.check_reader(self.labels_ahead, &topic)?;
+        self.check_reader(self.ahead.labels, &topic)?;
         let (low, high) = self.log_bounds(&topic).await?;
-        let end = *self.sync_labels_end.get_or_insert(high);
+        let under_way = self.under_way.get_or_insert_with(UnderWay::now);
+        let end = *under_way.labels_end.get_or_insert(high);
         let mut forwarded = Forwarded::Nothing;
         self.labels_forward_next = self
             .labels_forward_next
