@@ -24,8 +24,8 @@
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
 //! - [`cli`]: the `gorag` command.
 //!
-//! Each module uses only the ones listed in its layer's row of `tests/layers.rs` (no import
-//! cycle); docs/design/architecture.md, "Layers", draws them.
+//! Each module uses only modules of the layers below its own (the table in `tests/layers.rs`,
+//! which checks it: no import cycle); docs/design/architecture.md, "Layers", draws them.
 
 pub mod classify;
 pub mod cli;

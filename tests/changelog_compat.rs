@@ -178,23 +178,68 @@ async fn the_previous_build_s_changelog_replays_to_its_predictions() {
     }
 }
 
+/// The third fixture record (a learn record) as version 4 numbered it: marker, then the
+/// version (one byte), the rest as it was.
+fn version_4_record() -> Vec<u8> {
+    let mut record = changelog_records().swap_remove(2);
+    assert_eq!(record[1], 7);
+    record[1] = 4;
+    record
+}
+
+fn the_fix(served: Result<ServeSummary, ServeError>, at_least: i64) -> String {
+    match served {
+        Err(error @ ServeError::ChangelogVersion { offset, .. }) if offset >= at_least => {
+            error.to_string()
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_record_older_than_this_build_reads_stops_the_service_with_the_fix() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = config(&dir.path().join("state"));
     let mut records = changelog_records();
-    // The third record, a learn record, as version 5 would have numbered it: marker, then the
-    // version (one byte).
-    assert_eq!(records[2][1], 7);
-    records[2][1] = 5;
+    records[2] = version_4_record();
     let broker = broker_with(&config, records);
     let served = serve_on(Broker::Memory(broker), config, std::future::pending()).await;
-    let error = match served {
-        Err(error @ ServeError::ChangelogVersion { offset: 2, .. }) => error.to_string(),
-        other => panic!("{other:?}"),
-    };
+    let error = the_fix(served, 2);
     assert!(
-        error.contains("version 5") && error.contains("delete the changelog topic"),
+        error.contains("version 4") && error.contains("delete the changelog topic"),
         "{error}"
     );
+}
+
+/// While serving too: whichever way the record is read (as it arrives, or by a sync), the
+/// service stops rather than skip it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_of_another_version_arriving_while_serving_stops_the_service() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config(&dir.path().join("state"));
+    let topics = config.topics.clone();
+    let records = changelog_records();
+    let replayed = records.len() as i64;
+    let broker = broker_with(&config, records);
+    let service = serve_on(
+        Broker::Memory(broker.clone()),
+        config,
+        std::future::pending(),
+    );
+    let steps = async {
+        let probe = fixture_lines("probes.jsonl").swap_remove(0);
+        append(&broker, &topics.texts, None, probe.into_bytes());
+        let started = Instant::now();
+        while broker
+            .records(&topics.predictions)
+            .unwrap_or_default()
+            .is_empty()
+        {
+            assert!(started.elapsed() < Duration::from_secs(60), "no prediction");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        append(&broker, &topics.changelog, None, version_4_record());
+    };
+    let (served, ()) = tokio::join!(service, steps);
+    the_fix(served, replayed);
 }

@@ -140,6 +140,12 @@ async fn two_replicas_go_through_a_rebalance_and_a_round_in_process() {
             broker.assignment(GROUP) == [vec![0], vec![1]]
         })
         .await;
+        // With the tick committing nothing, these are the revocation's commits: the first
+        // replica committed every text it had finished, on both partitions.
+        let ends: BTreeMap<i32, i64> = (0..2)
+            .map(|p| (p, broker.watermarks(&topics.texts, p).expect("texts").1))
+            .collect();
+        assert_eq!(broker.committed(GROUP), ends, "committed on revocation");
 
         // A new round, then texts for it and more texts on both partitions.
         publish(&broker, &topics.labels, &example("round-2.jsonl"));

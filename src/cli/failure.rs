@@ -151,8 +151,9 @@ fn store(error: &StoreError) -> &'static str {
              elsewhere (GORAG__STATE__DIR)."
         }
         StoreError::Format { .. } | StoreError::Corrupt { .. } | StoreError::Snapshot(_) => {
-            "move the state directory aside and start again: the instance rebuilds its state \
-             from the changelog topic."
+            "move the state directory (state.dir, or classify's --state) aside and start again: \
+             gorag serve rebuilds its state from the changelog topic, gorag classify from the \
+             labels file (texts it learned before are not in it); docs/design/formats.md."
         }
         StoreError::Sled(_) => "check that state.dir is on a writable disk with free space.",
     }

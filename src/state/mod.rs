@@ -60,10 +60,7 @@ impl State {
     /// Apply one update. On error the state is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
-            Update::Unexplained { text } => {
-                self.pool.push(text.clone());
-                Ok(IndexReport::default())
-            }
+            Update::Retired4(retired) => match *retired {},
             Update::Pooled {
                 text,
                 arrival_score,

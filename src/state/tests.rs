@@ -94,14 +94,23 @@ fn snapshots_keep_arrival_scores_and_the_label_spread() {
     assert_eq!(engine.spread.pending_texts, 1);
 }
 
-/// Layouts older than the oldest supported one (here: the one before the pool) are refused,
-/// not read wrongly.
+/// Layouts older than the oldest supported one are refused, not read wrongly: the one before
+/// the pool, and the last dropped (everything up to the label spread, no outcomes).
 #[test]
-fn an_older_snapshot_layout_is_refused() {
-    let state = pooling_at(0.07);
-    let (engine, _) = state.to_snapshot().into_parts();
-    let old = postcard::to_stdvec(&SnapshotBase::of(&engine)).unwrap();
-    assert!(Snapshot::decode(&old).is_err());
+fn older_snapshot_layouts_are_refused() {
+    let mut state = pooling_at(0.07);
+    let more = Update::AddExamples {
+        label: "geology".into(),
+        examples: vec!["lava flows from the crater of the volcano".into()],
+    };
+    state.apply(&more).unwrap();
+    let (engine, pool) = state.to_snapshot().into_parts();
+    assert!(!engine.outcomes.is_empty());
+    let before_the_pool = postcard::to_stdvec(&SnapshotBase::of(&engine)).unwrap();
+    assert!(Snapshot::decode(&before_the_pool).is_err());
+    let before_outcomes =
+        postcard::to_stdvec(&(SnapshotBase::of(&engine), &pool, &engine.spread)).unwrap();
+    assert!(Snapshot::decode(&before_outcomes).is_err());
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::codec::Retired;
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update as EngineUpdate;
@@ -29,12 +30,12 @@ pub enum Update {
     Learn {
         analysis: Analysis,
         label: String,
-        #[serde(default = "learned_with_confidence")]
         confident: bool,
     },
-    /// A text the active labels explain poorly joins the discovery pool, as logs before arrival
-    /// scores wrote it (read, never written).
-    Unexplained { text: PooledText },
+    /// Place 4: a pooled text as logs before arrival scores wrote it (no longer read: the
+    /// formats' policy, `codec/mod.rs`).
+    #[doc(hidden)]
+    Retired4(Retired),
     /// A text the active labels explain poorly joins the discovery pool, with its arrival score
     /// (which the text's own layout does not carry; see [`PooledText::arrival_score`]).
     Pooled {
@@ -55,12 +56,6 @@ pub enum Update {
         label: String,
         text: String,
     },
-}
-
-/// Learn records written before confidence existed learned everything (this default serves
-/// the JSON changelog; the postcard state store changed format instead).
-fn learned_with_confidence() -> bool {
-    true
 }
 
 impl Update {
@@ -98,7 +93,8 @@ impl Update {
             },
             Self::Correct { label, text, .. } => EngineUpdate::Correct { label, text },
             Self::Audit { label, text, .. } => EngineUpdate::Audit { label, text },
-            Self::Unexplained { .. } | Self::Pooled { .. } => return None,
+            Self::Pooled { .. } => return None,
+            Self::Retired4(retired) => match retired {},
         })
     }
 }

@@ -6,8 +6,8 @@
 //! record — changes its state only by applying this log, in order. Equal logs make equal
 //! states, so replicas converge. Records are an internal format, versioned (see the policy in
 //! `mod.rs`), not a public contract like `schemas/`: postcard behind a one-byte marker (a tenth
-//! of JSON's encode and decode time on learn records, which are most of the log). Version 6
-//! added corrections (`Update::Correct`) and the `needs_review` pooling reason, version 7
+//! of JSON's encode and decode time on learn records, which are most of the log). Version 5 put
+//! the writer's arrival score in the discovery note, 6 added corrections (`Update::Correct`) and the `needs_review` pooling reason, version 7
 //! audited corrections (`Update::Audit`). An older build cannot read what this one writes:
 //! upgrade every replica together.
 
@@ -212,10 +212,15 @@ impl ChangeDecodeError {
     }
 }
 
-/// Just the version of a JSON record (version 1 wrote JSON).
+/// What marks a JSON changelog record (version 1 wrote JSON): its version, and the fields
+/// every record has.
 #[derive(Deserialize)]
-struct JsonVersion {
+struct JsonRecord {
     version: u32,
+    #[allow(dead_code)] // read only to tell a record from other JSON
+    origin: String,
+    #[allow(dead_code)]
+    change: serde_json::Value,
 }
 
 impl ChangeRecord {
@@ -223,25 +228,30 @@ impl ChangeRecord {
         with_marker(self)
     }
 
-    /// A record of a version this build reads, or why not: the version (the first field) is
-    /// checked before the rest is decoded.
+    /// A record of a version this build reads, or why not. The version (the first field) is
+    /// checked before the rest is decoded — but only called another build's when what follows
+    /// it reads as a record's (its origin), so that anything else written to the topic by
+    /// mistake is an unreadable record, not a reason to rebuild.
     pub fn decode(bytes: &[u8]) -> Result<Self, ChangeDecodeError> {
         let postcard_error = |e: postcard::Error| ChangeDecodeError::Postcard(e.to_string());
         let body = match bytes.split_first() {
             Some((&POSTCARD_MARKER, body)) => body,
             Some((b'{', _)) => {
-                return match serde_json::from_slice::<JsonVersion>(bytes) {
-                    Ok(json) => Err(ChangeDecodeError::TooOld(json.version)),
-                    Err(_) => Err(ChangeDecodeError::NotARecord),
+                return match serde_json::from_slice::<JsonRecord>(bytes) {
+                    Ok(json) if (1..CHANGELOG_OLDEST_SUPPORTED).contains(&json.version) => {
+                        Err(ChangeDecodeError::TooOld(json.version))
+                    }
+                    _ => Err(ChangeDecodeError::NotARecord),
                 }
             }
             _ => return Err(ChangeDecodeError::NotARecord),
         };
-        let (version, _) = postcard::take_from_bytes::<u32>(body).map_err(postcard_error)?;
-        if version < CHANGELOG_OLDEST_SUPPORTED {
+        let (version, rest) = postcard::take_from_bytes::<u32>(body).map_err(postcard_error)?;
+        let versioned = version >= 1 && postcard::take_from_bytes::<String>(rest).is_ok();
+        if versioned && version < CHANGELOG_OLDEST_SUPPORTED {
             return Err(ChangeDecodeError::TooOld(version));
         }
-        if version > CHANGELOG_VERSION {
+        if versioned && version > CHANGELOG_VERSION {
             return Err(ChangeDecodeError::TooNew(version));
         }
         postcard::from_bytes(body).map_err(postcard_error)

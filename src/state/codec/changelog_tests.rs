@@ -229,6 +229,17 @@ fn records_are_postcard_behind_a_marker_and_other_versions_are_refused() {
         ChangeRecord::decode(json).unwrap_err(),
         ChangeDecodeError::TooOld(1)
     );
+    // Other JSON, or bytes that only start like a record, are unreadable records, not
+    // another build's: nothing to rebuild.
+    for other in [
+        &br#"{"type":"round","version":1,"round":"r1","labels":[]}"#[..],
+        br#"{"version":7,"origin":"i1","change":{}}"#,
+        &[POSTCARD_MARKER, 0xA3, b'5'], // "\u{a3}5": the marker is UTF-8's lead byte of "£"
+        &[POSTCARD_MARKER, 0],
+    ] {
+        let error = ChangeRecord::decode(other).unwrap_err();
+        assert!(!error.is_version(), "{other:?}: {error}");
+    }
     // A supported version naming a retired place decodes as nothing.
     let mut retired = at(CHANGELOG_VERSION);
     retired[5] = 4; // marker, version, origin ("i1": length and two bytes), then the variant

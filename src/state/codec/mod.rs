@@ -12,10 +12,12 @@
 //! This build writes the newest version of each format and reads every version from the
 //! oldest supported one on; the constants below are the bounds. A record or store outside them
 //! is refused with a message that says what to do, never skipped silently (replicas would
-//! diverge). Postcard writes structs as their fields in order and enum variants by their
-//! place, so a field is only ever added last (older data is then its prefix, read with a
-//! default) and a variant keeps its place for good (a retired one becomes a placeholder
-//! nothing decodes as).
+//! diverge). Postcard writes a struct as its fields in order, with no names and no count, and
+//! an enum variant by its place. So a variant may be appended (older data still reads), and
+//! keeps its place for good (a retired one becomes a placeholder nothing decodes as); but a
+//! field added to a persisted struct changes its layout — older data no longer decodes as the
+//! new struct (postcard applies no `#[serde(default)]`) — so it needs a new version, or an
+//! explicit decode of the older layout kept beside the new one.
 //!
 //! Raising an oldest-supported bound drops formats; it is said in the release notes with how
 //! to rebuild:
@@ -27,8 +29,10 @@
 //!   (kept for ever) into a new changelog and learns the texts again.
 //!
 //! Dropped before the first release (2026-11-27, as no deployment needs them): changelog
-//! versions 1 to 5 (JSON records, and learn records before corrections) and the snapshot
-//! layouts written before confidence outcomes (before 2026-11-26).
+//! versions 1 to 4 (JSON records, and learn records before the arrival score) and the snapshot
+//! layouts written before confidence outcomes (before 2026-11-26). The snapshot layouts were
+//! dropped within store format 2 (the format number does not tell them apart): such a store
+//! is refused when its snapshot fails to decode, with the same advice.
 //!
 //! Compatibility is tested on files the previous build wrote: `tests/state_compat.rs` (a
 //! state folder) and `tests/changelog_compat.rs` (a changelog).
@@ -47,9 +51,10 @@ pub use snapshot::Snapshot;
 
 /// The changelog record version this build writes.
 pub const CHANGELOG_VERSION: u32 = 7;
-/// The oldest changelog record version this build reads: 6 added corrections (version 7,
-/// audited corrections, laid its records out the same way).
-pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 6;
+/// The oldest changelog record version this build reads: version 5 put the arrival score in
+/// the discovery note; 6 (corrections) and 7 (audited corrections) only appended enum
+/// variants, so version 5's records read as they are.
+pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 5;
 
 /// The state store format this build writes (the snapshot layout with confidence outcomes,
 /// postcard updates in the log).

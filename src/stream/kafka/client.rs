@@ -12,7 +12,7 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{BrokerError, BrokerErrorKind, Outgoing, Record};
+use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
 use crate::config::ServeConfig;
 use crate::stream::position::Position;
 use crate::stream::ServeError;
@@ -367,24 +367,17 @@ pub async fn ensure_topics(config: &ServeConfig) -> Result<(), ServeError> {
     let admin: AdminClient<Logged> = client_config(config)
         .create_with_context(Logged)
         .map_err(|e| ServeError::Kafka("creating the admin client", e.into()))?;
-    let t = &config.topics;
     let replication = || TopicReplication::Fixed(config.kafka.replication_factor);
-    let partitions = config.kafka.partitions;
-    let topics = [
-        // Kept for ever: `gorag proposals accept` reads it for the label ids that exist.
-        NewTopic::new(&t.labels, 1, replication()).set("retention.ms", "-1"),
-        NewTopic::new(&t.texts, partitions, replication()),
-        NewTopic::new(&t.predictions, partitions, replication()),
-        NewTopic::new(&t.hallucinations, partitions, replication()),
-        NewTopic::new(&t.dead_letter, partitions, replication()),
-        // Kept for ever: a replica starting from nothing replays it.
-        NewTopic::new(&t.changelog, 1, replication()).set("retention.ms", "-1"),
-        // One current event per key, kept for ever; segments roll hourly so that compaction,
-        // which never touches the active segment, keeps what each pass reads back small.
-        NewTopic::new(&t.proposals, partitions, replication())
-            .set("cleanup.policy", "compact")
-            .set("segment.ms", "3600000"),
-    ];
+    let topics: Vec<NewTopic<'_>> = topic_layouts(config)
+        .into_iter()
+        .map(|topic| {
+            let new = NewTopic::new(topic.name, topic.partitions, replication());
+            topic
+                .settings
+                .iter()
+                .fold(new, |new, (key, value)| new.set(key, value))
+        })
+        .collect();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     let results = admin
         .create_topics(topics.iter(), &options)

@@ -12,17 +12,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex, MutexGuard};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::texts::{event_queue, TextsConsumer, TextsEvent};
-use super::{BrokerError, BrokerErrorKind, Outgoing, Record};
+use super::texts::{event_queue, TextsConsumer, TextsEvent, REVOKE_ANSWER_WAIT};
+use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
 use crate::config::ServeConfig;
 use crate::stream::position::Position;
-
-/// How long a revocation waits for the member's answer (as the Kafka consumer's callback).
-const REVOKE_ANSWER_WAIT: Duration = Duration::from_secs(30);
+use crate::stream::replica::now_ms;
 
 /// Topics and groups shared by every client made from it (clones share them).
 #[derive(Clone)]
@@ -105,20 +103,10 @@ impl MemoryBroker {
         self.poke();
     }
 
-    /// The service's topics, as Kafka's `ensure_topics` makes them.
+    /// The service's topics, with the partitions Kafka's are made with.
     pub fn ensure_topics(&self, config: &ServeConfig) {
-        let t = &config.topics;
-        for topic in [&t.labels, &t.changelog] {
-            self.create_topic(topic, 1);
-        }
-        for topic in [
-            &t.texts,
-            &t.predictions,
-            &t.hallucinations,
-            &t.dead_letter,
-            &t.proposals,
-        ] {
-            self.create_topic(topic, config.kafka.partitions as usize);
+        for topic in topic_layouts(config) {
+            self.create_topic(topic.name, usize::try_from(topic.partitions).unwrap_or(1));
         }
     }
 
@@ -277,7 +265,12 @@ impl MemoryBroker {
             member,
             reading: Arc::new(Mutex::new(Reading::default())),
         };
-        tokio::spawn(feed(handle.clone(), received, sender));
+        let feeder = handle.clone();
+        tokio::spawn(async move {
+            feed(feeder.clone(), received, sender).await;
+            // Its consumer is gone (closed, or dropped without leaving): so is the member.
+            feeder.leave(None);
+        });
         self.rebalance_later(group);
         TextsConsumer::memory(events, handle)
     }
@@ -300,7 +293,10 @@ impl MemoryBroker {
         for member in members {
             let (answer, answered) = oneshot::channel();
             if member.send(Command::Revoke(answer)).is_ok() {
-                if let Ok(done) = answered.await {
+                // Bounded like the member's own wait: a feeder stuck handing a record to a
+                // loop that no longer reads must not hold every later rebalance.
+                let limit = REVOKE_ANSWER_WAIT + Duration::from_secs(1);
+                if let Ok(Ok(done)) = tokio::time::timeout(limit, answered).await {
                     self.commit(group, &done);
                 }
             }
@@ -498,6 +494,7 @@ async fn feed(
                     return;
                 }
             }
+            () = events.closed() => return,
         }
     }
 }
@@ -537,10 +534,4 @@ async fn obey(member: &GroupMember, command: Command, events: &mpsc::Sender<Text
             events.send(TextsEvent::Assigned(partitions)).await.is_ok()
         }
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -63,6 +63,43 @@ pub struct Outgoing {
     pub headers: Vec<(String, String)>,
 }
 
+/// One of the service's topics as it is created.
+pub struct TopicLayout<'a> {
+    pub name: &'a str,
+    pub partitions: i32,
+    /// Topic settings (Kafka's names).
+    pub settings: &'static [(&'static str, &'static str)],
+}
+
+/// The service's topics as `gorag serve` (and `gorag topics create`) makes them: the labels
+/// and changelog topics with one partition (their order is the order changes apply in).
+pub fn topic_layouts(config: &ServeConfig) -> Vec<TopicLayout<'_>> {
+    let t = &config.topics;
+    let partitions = config.kafka.partitions;
+    let layout = |name, partitions, settings| TopicLayout {
+        name,
+        partitions,
+        settings,
+    };
+    vec![
+        // Kept for ever: `gorag proposals accept` reads it for the label ids that exist.
+        layout(&t.labels, 1, &[("retention.ms", "-1")]),
+        layout(&t.texts, partitions, &[]),
+        layout(&t.predictions, partitions, &[]),
+        layout(&t.hallucinations, partitions, &[]),
+        layout(&t.dead_letter, partitions, &[]),
+        // Kept for ever: a replica starting from nothing replays it.
+        layout(&t.changelog, 1, &[("retention.ms", "-1")]),
+        // One current event per key, kept for ever; segments roll hourly so that compaction,
+        // which never touches the active segment, keeps what each pass reads back small.
+        layout(
+            &t.proposals,
+            partitions,
+            &[("cleanup.policy", "compact"), ("segment.ms", "3600000")],
+        ),
+    ]
+}
+
 /// Where the service's clients connect.
 #[derive(Clone)]
 pub enum Broker {

@@ -27,7 +27,7 @@ impl OrderedSender {
         let (queue, mut records) = tokio::sync::mpsc::unbounded_channel::<(Outgoing, Enqueued)>();
         tokio::spawn(async move {
             while let Some((outgoing, answer)) = records.recv().await {
-                let enqueued = enqueue_when_room(&producer, &outgoing).await;
+                let enqueued = enqueue_when_room(&producer, &outgoing, ORDERED_PAUSE).await;
                 // The text may have been dropped meanwhile (revoked, shutdown): nobody waits.
                 let _ = answer.send(enqueued);
             }
@@ -44,15 +44,23 @@ impl OrderedSender {
     }
 }
 
-/// Hand `outgoing` to the producer, waiting while its local queue is full.
+/// How long the ordered sender's task waits for room in a full local queue: short, as every
+/// learn record waits behind it.
+const ORDERED_PAUSE: Duration = Duration::from_millis(10);
+/// How long [`deliver`] waits for room (what librdkafka's own blocking send waits): many
+/// delivery tasks may wait at once.
+const DELIVER_PAUSE: Duration = Duration::from_millis(100);
+
+/// Hand `outgoing` to the producer, waiting `pause` at a time while its local queue is full.
 async fn enqueue_when_room(
     producer: &Producer,
     outgoing: &Outgoing,
+    pause: Duration,
 ) -> Result<Delivery, BrokerError> {
     loop {
         match producer.enqueue(outgoing) {
             Err(error) if error.kind() == BrokerErrorKind::QueueFull => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
+                tokio::time::sleep(pause).await;
             }
             enqueued => return enqueued,
         }
@@ -95,7 +103,7 @@ impl Ordered {
 pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), BrokerError> {
     let mut backoff = Duration::from_millis(100);
     loop {
-        let sent = match enqueue_when_room(producer, outgoing).await {
+        let sent = match enqueue_when_room(producer, outgoing, DELIVER_PAUSE).await {
             Ok(delivery) => delivery.acknowledged().await,
             Err(error) => Err(error),
         };

@@ -31,7 +31,7 @@ use crate::stream::ServeError;
 
 /// How long a revocation waits for the loop's answer before giving the partitions up with
 /// nothing committed (their texts are then read again: duplicates, never a loss).
-const REVOKE_ANSWER_WAIT: Duration = Duration::from_secs(30);
+pub(super) const REVOKE_ANSWER_WAIT: Duration = Duration::from_secs(30);
 /// Poll timeout: how soon the thread notices it should stop.
 const POLL_WAIT: Duration = Duration::from_millis(100);
 /// Events queued between the thread and the loop.

@@ -296,7 +296,7 @@ impl Replica {
 }
 
 /// Wall-clock milliseconds since the epoch (0 if the clock is before it).
-pub(super) fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)

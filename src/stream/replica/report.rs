@@ -163,9 +163,8 @@ pub(super) fn label_span(record: &Result<ChangeRecord, ChangeDecodeError>) -> tr
         LabelOutcome::Apply(Update::Correct { text_id, .. }) => ("correct", text_id.as_str()),
         LabelOutcome::Apply(Update::Audit { text_id, .. }) => ("audit", text_id.as_str()),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
-        LabelOutcome::Apply(Update::Unexplained { .. } | Update::Pooled { .. }) => {
-            ("unexplained", "")
-        }
+        LabelOutcome::Apply(Update::Pooled { .. }) => ("unexplained", ""),
+        LabelOutcome::Apply(Update::Retired4(retired)) => match *retired {},
         LabelOutcome::Reject { .. } => ("rejected", ""),
     };
     tracing::info_span!("label_event", offset, event, round)

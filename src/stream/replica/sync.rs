@@ -334,7 +334,8 @@ impl LogSync {
     /// transient: the broker lost the log (a restarted memory-storage broker has no topics at
     /// all), and going on would let the replicas diverge silently, so the service stops and
     /// says how to recover; so does a reader that cannot be pointed back at a record it left
-    /// unprocessed.
+    /// unprocessed, and a changelog record of a version this build does not read (skipping it
+    /// would do the same).
     fn tolerate(
         &mut self,
         error: ServeError,
@@ -344,7 +345,9 @@ impl LogSync {
     ) -> Result<(), ServeError> {
         if matches!(
             error,
-            ServeError::ChangelogBehind { .. } | ServeError::ReaderAhead(..)
+            ServeError::ChangelogBehind { .. }
+                | ServeError::ReaderAhead(..)
+                | ServeError::ChangelogVersion { .. }
         ) {
             return Err(error);
         }
