@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gorag::config::{Layers, ServeConfig};
-use gorag::stream::kafka::{Broker, MemoryBroker, Outgoing};
+use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
 use gorag::stream::position::Position;
 use gorag::stream::{serve_on, ServeError, ServeSummary};
 use support::{example, ticket_texts};
@@ -122,7 +122,7 @@ async fn the_previous_build_s_changelog_replays_to_its_predictions() {
     let probes = fixture_lines("probes.jsonl");
     let expected = fixture_lines("predictions.jsonl");
     let (stop, stopped) = oneshot::channel::<()>();
-    let service = serve_on(Broker::Memory(broker.clone()), config, async move {
+    let service = serve_on(Transport::Memory(broker.clone()), config, async move {
         let _ = stopped.await;
     });
     let steps = async {
@@ -203,7 +203,7 @@ async fn a_record_older_than_this_build_reads_stops_the_service_with_the_fix() {
     let mut records = changelog_records();
     records[2] = version_4_record();
     let broker = broker_with(&config, records);
-    let served = serve_on(Broker::Memory(broker), config, std::future::pending()).await;
+    let served = serve_on(Transport::Memory(broker), config, std::future::pending()).await;
     let error = the_fix(served, 2);
     assert!(
         error.contains("version 4") && error.contains("delete the changelog topic"),
@@ -222,7 +222,7 @@ async fn a_record_of_another_version_arriving_while_serving_stops_the_service() 
     let replayed = records.len() as i64;
     let broker = broker_with(&config, records);
     let service = serve_on(
-        Broker::Memory(broker.clone()),
+        Transport::Memory(broker.clone()),
         config,
         std::future::pending(),
     );

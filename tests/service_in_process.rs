@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use gorag::config::{Layers, ServeConfig};
 use gorag::events::Prediction;
-use gorag::stream::kafka::{Broker, MemoryBroker, Outgoing};
+use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
 use gorag::stream::{serve_on, ServeSummary};
 use support::{example, ticket_texts};
 use tokio::sync::oneshot;
@@ -51,7 +51,7 @@ async fn replica(
     let shutdown = async move {
         let _ = stop.await;
     };
-    serve_on(Broker::Memory(broker), config, shutdown)
+    serve_on(Transport::Memory(broker), config, shutdown)
         .await
         .expect("the service stopped cleanly")
 }

@@ -148,13 +148,12 @@ pub async fn serve(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServeSummary, ServeError> {
-    let broker = kafka::Broker::kafka(&config);
-    serve_on(broker, config, shutdown).await
+    serve_on(kafka::Transport::Kafka, config, shutdown).await
 }
 
-/// [`serve`] on `broker` (Kafka, or a [`kafka::MemoryBroker`] for a test in process).
+/// [`serve`] over `transport` (Kafka, or a [`kafka::MemoryBroker`] for a test in process).
 pub async fn serve_on(
-    broker: kafka::Broker,
+    transport: kafka::Transport,
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<ServeSummary, ServeError> {
@@ -167,6 +166,7 @@ pub async fn serve_on(
         tracing::info!(%address, "admin port: /healthz /readyz /metrics");
     }
     let server = tokio::spawn(admin::serve(listener, health.clone(), metrics.clone()));
+    let broker = kafka::Broker::new(transport, &config);
     let result = service::run(broker, config, shutdown, health, metrics).await;
     server.abort();
     result

@@ -51,7 +51,7 @@ pub async fn start(
     let watermarks = broker.metadata_client("watermarks")?;
     wait_for_brokers(config, &watermarks, &stop, &health).await?;
     if config.kafka.create_topics {
-        broker.ensure_topics(config).await?;
+        broker.ensure_topics().await?;
     } else {
         check_topics_exist(config, &watermarks).await?;
     }
@@ -67,15 +67,8 @@ pub async fn start(
     }
     let cursor = replica.cursor();
     let clients = LogClients {
-        labels: broker.log_reader(
-            config,
-            &config.topics.labels,
-            "labels",
-            cursor.labels_next,
-            100,
-        )?,
+        labels: broker.log_reader(&config.topics.labels, "labels", cursor.labels_next, 100)?,
         changelog: broker.log_reader(
-            config,
             &config.topics.changelog,
             "changelog",
             cursor.changelog_next,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
+use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
@@ -378,9 +378,21 @@ pub fn read_until_from(
     while !done(&records) && started.elapsed() < timeout {
         match consumer.poll(Duration::from_millis(200)) {
             Some(Ok(message)) => {
-                let headers = gorag::stream::kafka::header_pairs(&message)
-                    .into_iter()
-                    .collect();
+                let headers = message
+                    .headers()
+                    .map(|headers| {
+                        headers
+                            .iter()
+                            .map(|h| {
+                                let value = h.value.unwrap_or_default();
+                                (
+                                    h.key.to_string(),
+                                    String::from_utf8_lossy(value).into_owned(),
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
                 records.push(Record {
                     key: message
                         .key()

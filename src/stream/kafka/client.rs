@@ -76,7 +76,7 @@ fn note_trouble(reason: &str, specific: bool) {
 
 /// A record's headers as (key, value) pairs, values read as UTF-8 (lossily; a header without
 /// a value reads as empty).
-pub fn header_pairs(message: &impl Message) -> Vec<(String, String)> {
+fn header_pairs(message: &impl Message) -> Vec<(String, String)> {
     message
         .headers()
         .map(|h| {
@@ -343,7 +343,7 @@ pub fn partition_counts(
         .collect())
 }
 
-fn future_record(outgoing: &Outgoing) -> FutureRecord<'_, [u8], [u8]> {
+pub(super) fn future_record(outgoing: &Outgoing) -> FutureRecord<'_, [u8], [u8]> {
     let mut record = FutureRecord::to(&outgoing.topic).payload(outgoing.payload.as_slice());
     if let Some(key) = &outgoing.key {
         record = record.key(key.as_slice());

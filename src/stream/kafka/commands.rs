@@ -6,14 +6,14 @@
 use std::time::Duration;
 
 use rdkafka::consumer::{Consumer, StreamConsumer};
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer as _};
+use rdkafka::producer::{FutureProducer, Producer as _};
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 use thiserror::Error;
 
 use super::client::{self, Noted};
 use super::read_back::{self, ReadBackError};
-use super::{BrokerError, Record};
+use super::{BrokerError, Outgoing, Record};
 use crate::config::ServeConfig;
 use crate::stream::ServeError;
 
@@ -82,12 +82,14 @@ impl CommandProducer {
         key: Option<&[u8]>,
         payload: &[u8],
     ) -> Result<(), CommandError> {
-        let mut record = FutureRecord::to(topic).payload(payload);
-        if let Some(key) = key {
-            record = record.key(key);
-        }
+        let outgoing = Outgoing {
+            topic: topic.to_string(),
+            key: key.map(<[u8]>::to_vec),
+            payload: payload.to_vec(),
+            headers: Vec::new(),
+        };
         self.producer
-            .send(record, Timeout::After(SEND_LIMIT))
+            .send(client::future_record(&outgoing), Timeout::After(SEND_LIMIT))
             .await
             .map(|_| ())
             .map_err(|(error, _)| broker(format!("publishing to {topic}"))(error))

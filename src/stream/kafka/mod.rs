@@ -2,9 +2,10 @@
 //!
 //! The rest of the service sees plain [`Record`]s (what was read), [`Outgoing`] records (what
 //! to write), [`Position`]s and [`BrokerError`]s, and reaches a broker through the handles
-//! made here from a [`Broker`]: a [`Producer`], [`LogReader`]s for the one-partition logs, a
-//! [`MetadataClient`] for watermarks and metadata, the [`TextsConsumer`] of the texts group,
-//! and [`Broker::read_to_end`]. A broker is Kafka (`client.rs`, `texts.rs`, `read_back.rs`:
+//! made here from a [`Broker`] (a [`Transport`] and the service's configuration): a
+//! [`Producer`], [`LogReader`]s for the one-partition logs, a [`MetadataClient`] for
+//! watermarks and metadata, the [`TextsConsumer`] of the texts group, and
+//! [`Broker::read_to_end`]. The transport is Kafka (`client.rs`, `texts.rs`, `read_back.rs`:
 //! every client built from the service's configuration, the operator commands' in
 //! `commands.rs` too) or, for tests of the loop in process, [`MemoryBroker`] (`memory.rs`).
 //! Each handle is an enum over the two; what a handle does is the same for both.
@@ -20,7 +21,7 @@ pub mod texts;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use client::{broker_answered, broker_trouble, header_pairs};
+pub use client::{broker_answered, broker_trouble};
 pub use error::{BrokerError, BrokerErrorKind};
 pub use memory::MemoryBroker;
 pub use ordered::{deliver, Ordered, OrderedSender};
@@ -100,27 +101,42 @@ pub fn topic_layouts(config: &ServeConfig) -> Vec<TopicLayout<'_>> {
     ]
 }
 
-/// Where the service's clients connect.
+/// Which broker the service's clients connect to.
 #[derive(Clone)]
-pub enum Broker {
+pub enum Transport {
     /// Kafka brokers, reached with `kafka.brokers` and `kafka.client`.
-    Kafka(Arc<ServeConfig>),
+    Kafka,
     /// Topics in this process (tests of the loop).
     Memory(MemoryBroker),
 }
 
+/// The service's way to its broker: the transport and the configuration every client is made
+/// from (one source for both).
+#[derive(Clone)]
+pub struct Broker {
+    transport: Transport,
+    config: Arc<ServeConfig>,
+}
+
 impl Broker {
+    pub fn new(transport: Transport, config: &ServeConfig) -> Self {
+        Self {
+            transport,
+            config: Arc::new(config.clone()),
+        }
+    }
+
     /// The Kafka brokers `config` names.
     pub fn kafka(config: &ServeConfig) -> Self {
-        Self::Kafka(Arc::new(config.clone()))
+        Self::new(Transport::Kafka, config)
     }
 
     /// The producer every output goes through (idempotent on Kafka: retries neither
     /// duplicate nor reorder a record).
     pub fn producer(&self) -> Result<Producer, ServeError> {
-        match self {
-            Self::Kafka(config) => client::producer(config).map(Producer::Kafka),
-            Self::Memory(broker) => Ok(Producer::Memory(broker.clone())),
+        match &self.transport {
+            Transport::Kafka => client::producer(&self.config).map(Producer::Kafka),
+            Transport::Memory(broker) => Ok(Producer::Memory(broker.clone())),
         }
     }
 
@@ -128,58 +144,51 @@ impl Broker {
     /// with no group: from offset `next` (the beginning when 0). `role` names it.
     pub fn log_reader(
         &self,
-        config: &ServeConfig,
         topic: &str,
         role: &str,
         next: i64,
         fetch_wait_ms: u32,
     ) -> Result<LogReader, ServeError> {
-        match self {
-            Self::Kafka(_) => {
-                client::log_reader(config, topic, role, next, fetch_wait_ms).map(|consumer| {
-                    LogReader::Kafka {
-                        consumer,
-                        topic: topic.to_string(),
-                    }
-                })
-            }
-            Self::Memory(broker) => Ok(LogReader::Memory(broker.log_reader(topic, next))),
+        match &self.transport {
+            Transport::Kafka => client::log_reader(&self.config, topic, role, next, fetch_wait_ms)
+                .map(|consumer| LogReader::Kafka {
+                    consumer,
+                    topic: topic.to_string(),
+                }),
+            Transport::Memory(broker) => Ok(LogReader::Memory(broker.log_reader(topic, next))),
         }
     }
 
     /// A client for watermark and metadata queries; `role` names it.
     pub fn metadata_client(&self, role: &str) -> Result<MetadataClient, ServeError> {
-        match self {
-            Self::Kafka(config) => client::metadata_client(config, role)
+        match &self.transport {
+            Transport::Kafka => client::metadata_client(&self.config, role)
                 .map(|client| MetadataClient::Kafka(Arc::new(client))),
-            Self::Memory(broker) => Ok(MetadataClient::Memory(broker.clone())),
+            Transport::Memory(broker) => Ok(MetadataClient::Memory(broker.clone())),
         }
     }
 
-    /// Create the service's topics when missing (labels and changelog with one partition:
-    /// their order is the order in which changes apply).
-    pub async fn ensure_topics(&self, config: &ServeConfig) -> Result<(), ServeError> {
-        match self {
-            Self::Kafka(_) => client::ensure_topics(config).await,
-            Self::Memory(broker) => {
-                broker.ensure_topics(config);
+    /// Create the service's topics when missing ([`topic_layouts`]).
+    pub async fn ensure_topics(&self) -> Result<(), ServeError> {
+        match &self.transport {
+            Transport::Kafka => client::ensure_topics(&self.config).await,
+            Transport::Memory(broker) => {
+                broker.ensure_topics(&self.config);
                 Ok(())
             }
         }
     }
 
-    /// Join the texts group and start reading.
-    pub fn texts_consumer(
-        &self,
-        config: &ServeConfig,
-        producer: Producer,
-    ) -> Result<TextsConsumer, ServeError> {
-        match (self, producer) {
-            (Self::Kafka(_), Producer::Kafka(producer)) => texts::start_kafka(config, producer),
-            (Self::Memory(broker), _) => {
+    /// Join the texts group and start reading; on Kafka, `producer` is flushed before
+    /// partitions are given up.
+    pub fn texts_consumer(&self, producer: Producer) -> Result<TextsConsumer, ServeError> {
+        let config = &self.config;
+        match (&self.transport, producer) {
+            (Transport::Kafka, Producer::Kafka(producer)) => texts::start_kafka(config, producer),
+            (Transport::Memory(broker), _) => {
                 Ok(broker.join(&config.kafka.group_id, &config.topics.texts))
             }
-            (Self::Kafka(_), Producer::Memory(_)) => Err(ServeError::Topic(
+            (Transport::Kafka, Producer::Memory(_)) => Err(ServeError::Topic(
                 "a Kafka texts consumer needs a Kafka producer".to_string(),
             )),
         }
@@ -193,11 +202,12 @@ impl Broker {
         topic: &str,
         limit: Duration,
     ) -> Result<Vec<Vec<u8>>, read_back::ReadBackError> {
-        match self {
-            Self::Kafka(config) => {
-                read_back::read_topic(client::client_config(config), group, topic, limit).await
+        match &self.transport {
+            Transport::Kafka => {
+                let client = client::client_config(&self.config);
+                read_back::read_topic(client, group, topic, limit).await
             }
-            Self::Memory(broker) => {
+            Transport::Memory(broker) => {
                 broker
                     .read_to_end(topic)
                     .ok_or_else(|| read_back::ReadBackError::NoTopic {

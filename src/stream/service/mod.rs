@@ -166,7 +166,7 @@ pub(super) async fn run(
     }
     service.replica.gauges(service.stats.metrics());
     service.logs.begin_serving();
-    let mut texts = broker.texts_consumer(&service.config, service.producer.clone())?;
+    let mut texts = broker.texts_consumer(service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);
     tracing::info!(
         topic = %service.config.topics.texts,
