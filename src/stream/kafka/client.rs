@@ -279,13 +279,8 @@ pub fn flush(producer: &KafkaProducer, limit: Duration) -> Result<(), BrokerErro
     producer.flush(limit).map_err(BrokerError::from)
 }
 
-/// The next record of a log consumer.
-pub async fn recv(consumer: &KafkaLogReader) -> Result<Record, BrokerError> {
-    recv_any(consumer).await
-}
-
-/// The next record of any stream consumer.
-pub async fn recv_any<C: ConsumerContext + 'static>(
+/// The next record of a stream consumer (a log reader, a command's consumer).
+pub async fn recv<C: ConsumerContext + 'static>(
     consumer: &StreamConsumer<C>,
 ) -> Result<Record, BrokerError> {
     match consumer.recv().await {

@@ -157,7 +157,7 @@ impl CommandConsumer {
 
     /// The next record of what is read.
     pub async fn recv(&self) -> Result<Record, CommandError> {
-        client::recv_any(&self.consumer)
+        client::recv(&self.consumer)
             .await
             .map_err(|source| CommandError::Broker {
                 context: format!("reading at {}", self.brokers),
