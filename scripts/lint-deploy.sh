@@ -84,17 +84,34 @@ for line in body.splitlines():
     lines.append(line[4:])
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
 PY
-    # With the chart's extraEnv too (GORAG__ variables; a secret's value stands in as "x").
-    "$TOOLS/venv/bin/python" - "$out/$values.yaml" "$out/$values.toml" "$GORAG_BIN" <<'PY'
-import os, subprocess, sys, yaml
+    # With the chart's extraEnv too (GORAG__ variables; a secret's value stands in as "x"), and
+    # the files the chart mounts from Secrets (certificates, keys, passwords) standing in under
+    # a folder of their own: serve's own check (--check-config) must pass on what the chart renders.
+    "$TOOLS/venv/bin/python" - "$out/$values.yaml" "$out/$values.toml" "$GORAG_BIN" "$out/mounts-$values" <<'PY'
+import os, re, subprocess, sys, yaml
 docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind") == "StatefulSet"]
 # GORAG_HOME stays: the default model is found by name under it, as in the image.
 env = {k: v for k, v in os.environ.items() if not k.startswith("GORAG") or k == "GORAG_HOME"}
 for var in docs[0]["spec"]["template"]["spec"]["containers"][0].get("env", []):
     if var["name"].startswith("GORAG__"):
         env[var["name"]] = var.get("value", "x")
-subprocess.run([sys.argv[3], "serve", "--config", sys.argv[2], "--print-config"],
-               env=env, check=True, stdout=subprocess.DEVNULL)
+mounts = [m["mountPath"] for m in docs[0]["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]]
+root = sys.argv[4]
+def stand_in(match):
+    path = match.group(2)
+    if not any(path.startswith(m + "/") for m in mounts):
+        sys.exit(f"{path}: named by gorag.toml but under no volume the chart mounts")
+    local = root + path
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    open(local, "w").write("stand-in\n")
+    return f'{match.group(1)}"{local}"'
+text = re.sub(r'((?:ca|cert|key|key_password|password|api_key)_file = )"([^"]+)"', stand_in,
+              open(sys.argv[2]).read())
+checked = sys.argv[2] + ".checked"
+open(checked, "w").write(text)
+for flag in ["--print-config", "--check-config"]:
+    subprocess.run([sys.argv[3], "serve", "--config", checked, flag],
+                   env=env, check=True, stdout=subprocess.DEVNULL)
 PY
   done
 fi

@@ -27,7 +27,19 @@ export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL
 echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
 GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh
 
-echo "== local broker (nisshi; built once per machine) and LLM server"
+echo "== local broker (nisshi; built once per machine), TLS tools and LLM server"
+# The security tests make certificates with openssl and put stunnel (a TLS terminator that
+# demands client certificates) in front of a broker for mTLS: Debian's packages.
+missing=()
+command -v openssl >/dev/null || missing+=(openssl)
+command -v stunnel4 >/dev/null || missing+=(stunnel4)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing ${missing[*]} (Debian)"
+  sudo_cmd=()
+  if [ "$(id -u)" != 0 ]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null \
+    || { "${sudo_cmd[@]}" apt-get update >/dev/null && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" >/dev/null; }
+fi
 started_kafka=0
 started_llm=0
 cleanup() {

@@ -19,6 +19,7 @@
 //!   `state::codec` every persisted format with the compatibility policy;
 //! - [`embedded`]: `gorag classify`'s session, the state driven from files;
 //! - [`input`]: the one CSV/JSONL reader;
+//! - [`secret`]: values never shown (passwords, keys), read from files;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
@@ -38,6 +39,7 @@ pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
+pub mod secret;
 pub mod state;
 pub mod store;
 pub mod stream;

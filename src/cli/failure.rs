@@ -70,7 +70,7 @@ fn advice(error: &anyhow::Error) -> Option<String> {
         if let Some(e) = cause.downcast_ref::<CommandError>() {
             return match e {
                 CommandError::Serve(e) => serve(e),
-                CommandError::NoBroker { .. } => None,
+                CommandError::NoBroker { .. } | CommandError::Refused { .. } => None,
                 CommandError::Broker { .. } | CommandError::ReadBack { .. } => {
                     Some(KAFKA.to_string())
                 }
@@ -90,7 +90,8 @@ const CONFIG: &str =
 
 const KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, --brokers, \
     GORAG__KAFKA__BROKERS or kafka.brokers in the file given with --config), its security \
-    settings (--set kafka.client.KEY=VALUE) and that the broker is reachable from here.";
+    settings (kafka.security_protocol, [kafka.tls], [kafka.sasl]: docs/guide/security.md) and \
+    that the broker is reachable from here.";
 
 /// `gorag serve` has no `--brokers`: its address is a setting.
 const SERVE_KAFKA: &str = "check the broker address (--set kafka.brokers=HOST:PORT, \
@@ -125,12 +126,15 @@ fn dataset(error: &DatasetError) -> &'static str {
 fn serve(error: &ServeError) -> Option<String> {
     match error {
         ServeError::Kafka(_, e) if e.kind() == BrokerErrorKind::ClientConfig => Some(
-            "fix or remove that librdkafka property under kafka.client (GORAG__KAFKA__CLIENT__…); \
-             this build's librdkafka has no OpenSSL, so TLS (security.protocol ssl or sasl_ssl) \
-             is not available."
+            "fix or remove that librdkafka property under kafka.client (GORAG__KAFKA__CLIENT__…), \
+             or the kafka.tls / kafka.sasl key it comes from (docs/guide/security.md); this \
+             build's librdkafka has TLS and SASL SCRAM-SHA-256/512 and PLAIN, not GSSAPI or \
+             OAUTHBEARER."
                 .to_string(),
         ),
         ServeError::TopicLayout { .. } => Some(SERVE_TOPIC.to_string()),
+        // Its message ends with the fix.
+        ServeError::BrokerRefused { .. } => None,
         ServeError::Kafka(..)
         | ServeError::Topic(_)
         | ServeError::Stalled(..)

@@ -14,9 +14,14 @@ use crate::store::{Saved, SledStore, StateStore};
 pub struct ServeArgs {
     #[command(flatten)]
     pub config: ConfigArgs,
-    /// Print the effective configuration and exit.
+    /// Print the effective configuration (secrets as ***) and exit.
     #[arg(long)]
     pub print_config: bool,
+    /// Check the configuration — every key, the files it names (TLS certificates and keys,
+    /// secret files), the secrets they hold — and exit: 0 when serve would start with it.
+    /// Connects to nothing.
+    #[arg(long, conflicts_with = "print_config")]
+    pub check_config: bool,
 }
 
 pub fn load_config(args: &ServeArgs) -> Result<ServeConfig> {
@@ -27,6 +32,12 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let config = load_config(&args)?;
     if args.print_config {
         print!("{}", config.to_toml());
+        return Ok(());
+    }
+    if args.check_config {
+        // The LLM client too: its key file is read when it is built.
+        config.llm.settings().client()?;
+        println!("configuration ok: serve would start with it");
         return Ok(());
     }
     let summary = crate::stream::serve(config, shutdown_signal()).await?;

@@ -4,8 +4,11 @@
 //! Every section is strict (`deny_unknown_fields`). Loading reports **every** problem at once,
 //! each with the layer it came from: a bad key is dropped and deserialisation retried, so one
 //! typo does not hide the next; then the values are checked together (e.g. distinct topics).
-//! Secrets never come from the file: the LLM API key is read from `llm.api_key_file` or from
-//! `$GORAG_LLM_API_KEY` / `$OPENAI_API_KEY`.
+//! Secrets never come from the file and are never shown: the LLM API key is read from
+//! `llm.api_key_file` or `$GORAG_LLM_API_KEY` / `$OPENAI_API_KEY`, the Kafka passwords from
+//! `kafka.sasl.password_file` (or `$GORAG_KAFKA_SASL_PASSWORD`) and
+//! `kafka.tls.key_password_file`; a secret librdkafka property under `kafka.client` is shown as
+//! `***`, and an error about one never quotes its value.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -14,7 +17,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod kafka_security;
 mod sections;
+pub use kafka_security::*;
 pub use sections::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,7 +55,8 @@ impl fmt::Display for ConfigErrors {
 #[derive(Debug, Default, Clone)]
 pub struct Layers {
     pub file: Option<PathBuf>,
-    /// (name, value) of the process environment; only `GORAG__…` names are read.
+    /// (name, value) of the process environment; only `GORAG__…` names and
+    /// `$GORAG_KAFKA_SASL_PASSWORD` are read.
     pub env: Vec<(String, String)>,
     /// `section.key=value` from `--set`.
     pub sets: Vec<String>,
@@ -148,7 +154,12 @@ impl ServeConfig {
                 continue;
             };
             let path = key.trim().split('.').map(str::to_string).collect();
-            let (origin, shown) = (format!("--set {key}"), format!("--set {set}"));
+            let shown = if crate::secret::is_secret_key(key) {
+                format!("--set {key}={}", crate::secret::SHOWN_AS)
+            } else {
+                format!("--set {set}")
+            };
+            let origin = format!("--set {key}");
             merged.put(path, raw.trim(), (&origin, &shown), "malformed key");
         }
         let Merged {
@@ -159,6 +170,19 @@ impl ServeConfig {
         let mut config = deserialize_reporting_all(root, &origin, &mut errors);
         if let Some(config) = &mut config {
             config.check(&mut errors);
+            let password_env = layers
+                .env
+                .iter()
+                .find(|(name, _)| name == SASL_PASSWORD_ENV)
+                .map(|(_, value)| value.as_str());
+            let kafka = &config.kafka;
+            config.kafka.secrets = SecurityCheck {
+                protocol: kafka.security_protocol,
+                tls: &kafka.tls,
+                sasl: &kafka.sasl,
+                client: &kafka.client,
+            }
+            .run(password_env, &mut errors);
             if let Some(path) = &config.engine.calibrator {
                 match crate::engine::confidence::Calibrator::read(path) {
                     Ok(calibrator) => config.engine.loaded_calibrator = Some(calibrator),
@@ -372,7 +396,11 @@ fn deserialize_reporting_all(
                     .collect();
                 let full = error.inner().to_string();
                 // toml appends "in `section`" on a second line; the key path says it better.
-                let message = full.lines().next().unwrap_or_default().to_string();
+                let mut message = full.lines().next().unwrap_or_default().to_string();
+                if path.iter().any(|part| crate::secret::is_secret_key(part)) {
+                    // A type error quotes the value: not a secret's.
+                    message = "not a valid value (a secret: not shown)".into();
+                }
                 // Some deserialisers report an unknown key at its parent.
                 if let Some(name) = message
                     .strip_prefix("unknown field `")
@@ -410,12 +438,16 @@ impl Merged {
     /// The file layer: the whole table (the first layer over the defaults).
     fn file(&mut self, path: &std::path::Path) {
         let shown = format!("file {}", path.display());
-        match std::fs::read_to_string(path).map(|text| text.parse::<Table>()) {
-            Ok(Ok(table)) => {
-                note_origins(&table, "", &shown, &mut self.origin);
-                self.root = table;
-            }
-            Ok(Err(e)) => self.errors.push(format!("{shown}: {e}")),
+        match std::fs::read_to_string(path) {
+            Ok(text) => match text.parse::<Table>() {
+                Ok(table) => {
+                    note_origins(&table, "", &shown, &mut self.origin);
+                    self.root = table;
+                }
+                Err(e) => self
+                    .errors
+                    .push(format!("{shown}: {}", toml_error(&e, &text))),
+            },
             Err(e) => self.errors.push(format!("{shown}: {e}")),
         }
     }
@@ -444,10 +476,21 @@ impl Merged {
     }
 }
 
-/// Read `GORAG__…` variables from the process environment.
+/// A TOML syntax error's position and message, without the quoted line (which may hold a
+/// secret).
+fn toml_error(error: &toml::de::Error, text: &str) -> String {
+    let position = error
+        .span()
+        .and_then(|span| text.get(..span.start))
+        .map(|before| format!("line {}: ", before.matches('\n').count() + 1))
+        .unwrap_or_default();
+    format!("{position}{}", error.message().trim())
+}
+
+/// Read `GORAG__…` variables and `$GORAG_KAFKA_SASL_PASSWORD` from the process environment.
 pub fn process_env() -> Vec<(String, String)> {
     std::env::vars()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX))
+        .filter(|(name, _)| name.starts_with(ENV_PREFIX) || name == SASL_PASSWORD_ENV)
         .collect()
 }
 

@@ -1,7 +1,6 @@
 //! The sections of [`super::ServeConfig`], each with its defaults (docs/guide/configuration.md,
 //! "Every key", lists them).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::rank::RankingConfig;
 use crate::engine::Strategy;
+
+use super::kafka_security::{
+    ClientProperties, KafkaSecrets, SaslSection, SecurityProtocol, TlsSection,
+};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -43,8 +46,18 @@ pub struct KafkaSection {
     /// How long startup waits for the brokers to answer before giving up (saying, every few
     /// seconds meanwhile, which address it tries and librdkafka's reason).
     pub startup_wait_secs: f64,
-    /// Extra librdkafka properties for every client (e.g. `security.protocol`).
-    pub client: BTreeMap<String, String>,
+    /// How the brokers are reached: `plaintext`, `ssl`, `sasl_plaintext` or `sasl_ssl`
+    /// (unset: librdkafka's default, plaintext, or `kafka.client."security.protocol"`).
+    pub security_protocol: Option<SecurityProtocol>,
+    /// `[kafka.tls]`: CA bundle, client certificate and key (mTLS).
+    pub tls: TlsSection,
+    /// `[kafka.sasl]`: mechanism, user, password file.
+    pub sasl: SaslSection,
+    /// Extra librdkafka properties for every client (secrets among them shown as `***`).
+    pub client: ClientProperties,
+    /// The secrets `tls` and `sasl` point at, read when the configuration is loaded.
+    #[serde(skip)]
+    pub secrets: KafkaSecrets,
 }
 
 impl Default for KafkaSection {
@@ -57,7 +70,11 @@ impl Default for KafkaSection {
             replication_factor: 1,
             commit_interval_ms: 1000,
             startup_wait_secs: 120.0,
-            client: BTreeMap::new(),
+            security_protocol: None,
+            tls: TlsSection::default(),
+            sasl: SaslSection::default(),
+            client: ClientProperties::default(),
+            secrets: KafkaSecrets::default(),
         }
     }
 }

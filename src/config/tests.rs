@@ -151,3 +151,96 @@ fn unreadable_file_is_an_error() {
     .unwrap_err();
     assert!(errors.to_string().contains("/nonexistent/gorag.toml"));
 }
+
+/// Secrets under `kafka.client` are shown as `***`; typed secrets are not shown at all; a
+/// misspelt secret's value is never quoted in an error.
+#[test]
+fn secrets_are_never_shown() {
+    let config = load(
+        "[kafka.client]\n\"sasl.password\" = \"hunter2-file\"\n",
+        &[("GORAG__KAFKA__CLIENT__SSL__KEY__PASSWORD", "hunter2-env")],
+        &["kafka.client.sasl.oauthbearer.client.secret=hunter2-flag"],
+    )
+    .unwrap();
+    let shown = format!("{}\n{:?}", config.to_toml(), config);
+    for secret in ["hunter2-file", "hunter2-env", "hunter2-flag"] {
+        assert!(!shown.contains(secret), "{shown}");
+    }
+    assert!(shown.contains("\"sasl.password\" = \"***\""), "{shown}");
+    assert_eq!(config.kafka.client["sasl.password"], "hunter2-file");
+
+    let errors = load("", &[], &["kafka.sasl..password=hunter2-bad"]).unwrap_err();
+    assert!(!errors.to_string().contains("hunter2-bad"), "{errors}");
+    let errors = load("[kafka.client]\n\"sasl.password\" = 12345678\n", &[], &[]).unwrap_err();
+    assert!(!errors.to_string().contains("12345678"), "{errors}");
+    let errors = load("[kafka]\nsasl_password = \"hunter2-toml", &[], &[]).unwrap_err();
+    assert!(!errors.to_string().contains("hunter2-toml"), "{errors}");
+    assert!(errors.to_string().contains("line 2"), "{errors}");
+}
+
+/// SASL's password comes from a file (a mounted Secret) or the environment, and TLS files are
+/// checked when the configuration is loaded.
+#[test]
+fn kafka_security_reads_its_secrets_and_checks_its_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("password");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, "stand-in").unwrap();
+    let file = format!(
+        "[kafka]\nsecurity_protocol = \"SASL_SSL\"\n[kafka.tls]\nca_file = {ca:?}\n\
+         [kafka.sasl]\nmechanism = \"SCRAM-SHA-512\"\nusername = \"gorag\"\n\
+         password_file = {password:?}\n"
+    );
+    let config = load(&file, &[], &[]).unwrap();
+    let secret = config.kafka.secrets.sasl_password.as_ref().unwrap();
+    assert_eq!(secret.expose(), "s3cret");
+    assert!(!config.to_toml().contains("s3cret"));
+
+    let from_env = load(
+        "[kafka]\nsecurity_protocol = \"sasl_plaintext\"\n[kafka.sasl]\nmechanism = \"PLAIN\"\n\
+         username = \"u\"\n",
+        &[(SASL_PASSWORD_ENV, "from-env")],
+        &[],
+    )
+    .unwrap();
+    let secret = from_env.kafka.secrets.sasl_password.as_ref().unwrap();
+    assert_eq!(secret.expose(), "from-env");
+
+    let errors = load(
+        "[kafka]\nsecurity_protocol = \"sasl_ssl\"\n[kafka.tls]\ncert_file = \"/nope/c.pem\"\n",
+        &[],
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    for expected in [
+        "kafka.tls.cert_file and kafka.tls.key_file: give both",
+        "kafka.tls.cert_file: /nope/c.pem",
+        "kafka.sasl.mechanism: a SASL protocol needs a mechanism",
+        "kafka.sasl.username",
+        "kafka.sasl.password_file: a SASL protocol needs a password",
+    ] {
+        assert!(errors.contains(expected), "{expected:?} in {errors}");
+    }
+
+    let errors = load("[kafka.sasl]\nusername = \"u\"\n", &[], &[])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        errors.contains("kafka.sasl: set, but kafka.security_protocol is unset"),
+        "{errors}"
+    );
+
+    let errors = load(
+        "[kafka]\nsecurity_protocol = \"ssl\"\n[kafka.client]\n\"security.protocol\" = \"ssl\"\n",
+        &[],
+        &[],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        errors.contains("kafka.client.\"security.protocol\": also set"),
+        "{errors}"
+    );
+}

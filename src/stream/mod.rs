@@ -76,6 +76,12 @@ pub enum ServeError {
         waited_secs: u64,
         reason: String,
     },
+    #[error("the Kafka brokers at {brokers} refused this client ({reason}): {fix}")]
+    BrokerRefused {
+        brokers: String,
+        reason: String,
+        fix: &'static str,
+    },
     #[error("stopped while waiting for the Kafka brokers")]
     StoppedWhileStarting,
     #[error(transparent)]

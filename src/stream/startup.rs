@@ -173,7 +173,15 @@ async fn wait_for_brokers(
             }
             Err(error) => error,
         };
-        let reason = kafka::broker_trouble().unwrap_or_else(|| error.to_string());
+        let trouble = kafka::broker_trouble();
+        if let Some(trouble) = trouble.as_ref().filter(|t| t.kind.is_settled()) {
+            return Err(ServeError::BrokerRefused {
+                brokers: brokers.clone(),
+                reason: trouble.reason.clone(),
+                fix: trouble.kind.fix(),
+            });
+        }
+        let reason = trouble.map_or_else(|| error.to_string(), |t| t.reason);
         health.set_broker(Some(reason.clone()));
         let waited = started.elapsed();
         if waited >= limit {

@@ -104,3 +104,4 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("free port")
 }
+pub mod secure_kafka;

@@ -12,8 +12,9 @@ use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord, Producer as _};
 use rdkafka::{Offset, TopicPartitionList};
 
+use super::trouble::{note_broker_error, note_log_line};
 use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
-use crate::config::ServeConfig;
+use crate::config::{security_properties, PropertyValue, ServeConfig};
 use crate::stream::position::Position;
 use crate::stream::ServeError;
 
@@ -30,47 +31,10 @@ impl ClientContext for Logged {
 
     /// Global errors repeat what librdkafka's log lines (and the consumers' errors) already
     /// say, once more per client: debug level. The last one is kept as the reason the brokers
-    /// are unreachable ([`broker_trouble`]).
+    /// are unreachable ([`super::broker_trouble`]).
     fn error(&self, error: KafkaError, reason: &str) {
         tracing::debug!(target: "librdkafka", %error, reason, "librdkafka error");
-        note_broker_trouble(&error, reason);
-    }
-}
-
-/// librdkafka's last word on why the brokers cannot be reached (refused, name not resolved,
-/// authentication failed, …). Process-wide: every client of the service talks to the same
-/// brokers, and librdkafka reports the reason only to the client that met it.
-static BROKER_TROUBLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
-
-fn note_broker_trouble(error: &KafkaError, reason: &str) {
-    let Some(code) = error.rdkafka_error_code() else {
-        return;
-    };
-    let about_brokers = matches!(
-        code,
-        RDKafkaErrorCode::BrokerTransportFailure
-            | RDKafkaErrorCode::AllBrokersDown
-            | RDKafkaErrorCode::Resolve
-            | RDKafkaErrorCode::Authentication
-            | RDKafkaErrorCode::SaslAuthenticationFailed
-            | RDKafkaErrorCode::SSL
-    );
-    if about_brokers {
-        // "1/1 brokers are down" says less than the connection failure that caused it.
-        note_trouble(reason, code != RDKafkaErrorCode::AllBrokersDown);
-    }
-}
-
-/// Keep `reason` (without librdkafka's `[thrd:…]: ` prefix); a vaguer one only when there is
-/// none yet.
-fn note_trouble(reason: &str, specific: bool) {
-    let reason = match reason.strip_prefix("[thrd:") {
-        Some(rest) => rest.split_once("]: ").map_or(reason, |(_, r)| r),
-        None => reason,
-    };
-    let mut trouble = BROKER_TROUBLE.lock().unwrap_or_else(|p| p.into_inner());
-    if specific || trouble.is_none() {
-        *trouble = Some(reason.to_string());
+        note_broker_error(&error, reason);
     }
 }
 
@@ -93,19 +57,6 @@ fn header_pairs(message: &impl Message) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// Why the brokers were last unreachable, if librdkafka said; cleared by [`broker_answered`].
-pub fn broker_trouble() -> Option<String> {
-    BROKER_TROUBLE
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-}
-
-/// The brokers answered: the last trouble is history.
-pub fn broker_answered() {
-    *BROKER_TROUBLE.lock().unwrap_or_else(|p| p.into_inner()) = None;
-}
-
 impl ConsumerContext for Logged {}
 
 /// The client context of the one-shot commands (`publish`, `tail`, …): librdkafka's log lines
@@ -118,13 +69,13 @@ impl ClientContext for Noted {
     fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
         use RDKafkaLogLevel::{Alert, Critical, Emerg, Error};
         if matches!(level, Emerg | Alert | Critical | Error) {
-            note_trouble(message, true);
+            note_log_line(message);
         }
         tracing::debug!(target: "librdkafka", facility, message);
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
-        note_broker_trouble(&error, reason);
+        note_broker_error(&error, reason);
     }
 }
 
@@ -141,6 +92,17 @@ pub type KafkaDelivery = DeliveryFuture;
 
 impl From<KafkaError> for BrokerError {
     fn from(error: KafkaError) -> Self {
+        if let KafkaError::ClientConfig(_, description, key, value) = &error {
+            // rdkafka's own text ends with the value, which may be a secret (a misspelt
+            // `sasl.passwrod`): name the property only.
+            return BrokerError::new(
+                BrokerErrorKind::ClientConfig,
+                format!(
+                    "librdkafka refused the property \"{key}\" (value not shown): {}",
+                    crate::secret::scrub(description, value)
+                ),
+            );
+        }
         let kind = match error.rdkafka_error_code() {
             _ if matches!(error, KafkaError::ClientConfig(..)) => BrokerErrorKind::ClientConfig,
             Some(
@@ -172,7 +134,7 @@ pub fn record_of(message: &impl Message) -> Record {
 /// failure (`FAIL`) is also kept as the reason the brokers are unreachable.
 pub fn log_librdkafka(level: RDKafkaLogLevel, facility: &str, message: &str) {
     if facility == "FAIL" {
-        note_trouble(message, true);
+        note_log_line(message);
     }
     match level {
         RDKafkaLogLevel::Emerg
@@ -187,11 +149,24 @@ pub fn log_librdkafka(level: RDKafkaLogLevel, facility: &str, message: &str) {
     }
 }
 
-/// Settings shared by every client: brokers plus the operator's extra properties.
+/// Settings shared by every client: brokers, the security settings (`kafka.security_protocol`,
+/// `[kafka.tls]`, `[kafka.sasl]` and their secrets) and the operator's extra properties.
 pub fn client_config(config: &ServeConfig) -> ClientConfig {
+    let kafka = &config.kafka;
     let mut client = ClientConfig::new();
-    client.set("bootstrap.servers", &config.kafka.brokers);
-    for (key, value) in &config.kafka.client {
+    client.set("bootstrap.servers", &kafka.brokers);
+    for (key, value) in security_properties(
+        kafka.security_protocol,
+        &kafka.tls,
+        &kafka.sasl,
+        &kafka.secrets,
+    ) {
+        match value {
+            PropertyValue::Plain(value) => client.set(key, value),
+            PropertyValue::Secret(secret) => client.set(key, secret.expose()),
+        };
+    }
+    for (key, value) in kafka.client.iter() {
         client.set(key, value);
     }
     client

@@ -19,6 +19,8 @@ use crate::stream::ServeError;
 
 /// How long a command waits for a broker to answer before saying none does.
 const BROKER_WAIT: Duration = Duration::from_secs(10);
+/// How long one metadata request of that wait may take.
+const PROBE: Duration = Duration::from_secs(1);
 /// How long one record may take to be acknowledged.
 const SEND_LIMIT: Duration = Duration::from_secs(30);
 
@@ -27,13 +29,19 @@ pub enum CommandError {
     #[error(
         "no Kafka broker answered at {brokers} within {waited_secs} s ({reason}): start one \
          (scripts/kafka.sh start runs the local broker), give its address with --brokers or \
-         --set kafka.brokers=HOST:PORT, and its security settings with --set \
-         kafka.client.KEY=VALUE (e.g. security.protocol, sasl.mechanism)"
+         --set kafka.brokers=HOST:PORT, and its security settings (kafka.security_protocol, \
+         [kafka.tls], [kafka.sasl]: docs/guide/security.md)"
     )]
     NoBroker {
         brokers: String,
         waited_secs: u64,
         reason: String,
+    },
+    #[error("the Kafka broker at {brokers} refused this client ({reason}): {fix}")]
+    Refused {
+        brokers: String,
+        reason: String,
+        fix: &'static str,
     },
     #[error("{context}: {source}")]
     Broker {
@@ -173,14 +181,34 @@ fn ensure_broker<C: rdkafka::ClientContext>(
     client: &rdkafka::client::Client<C>,
     config: &ServeConfig,
 ) -> Result<(), CommandError> {
-    let answered = tokio::task::block_in_place(|| client.fetch_metadata(None, BROKER_WAIT));
-    match answered {
-        Ok(_) => Ok(()),
-        Err(error) => Err(CommandError::NoBroker {
-            brokers: config.kafka.brokers.clone(),
-            waited_secs: BROKER_WAIT.as_secs(),
-            reason: client::broker_trouble().unwrap_or_else(|| error.to_string()),
-        }),
+    let brokers = || config.kafka.brokers.clone();
+    let started = std::time::Instant::now();
+    loop {
+        // Short requests, so that a refusal that waiting will not mend (a login, a
+        // certificate) is said at once rather than after the whole wait.
+        let answered = tokio::task::block_in_place(|| client.fetch_metadata(None, PROBE));
+        let error = match answered {
+            Ok(_) => {
+                super::broker_answered();
+                return Ok(());
+            }
+            Err(error) => error,
+        };
+        let trouble = super::broker_trouble();
+        if let Some(trouble) = trouble.as_ref().filter(|t| t.kind.is_settled()) {
+            return Err(CommandError::Refused {
+                brokers: brokers(),
+                reason: trouble.reason.clone(),
+                fix: trouble.kind.fix(),
+            });
+        }
+        if started.elapsed() + PROBE > BROKER_WAIT {
+            return Err(CommandError::NoBroker {
+                brokers: brokers(),
+                waited_secs: started.elapsed().as_secs(),
+                reason: trouble.map_or_else(|| error.to_string(), |t| t.reason),
+            });
+        }
     }
 }
 

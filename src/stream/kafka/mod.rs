@@ -17,15 +17,16 @@ pub mod memory;
 mod ordered;
 pub mod read_back;
 pub mod texts;
+mod trouble;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use client::{broker_answered, broker_trouble};
 pub use error::{BrokerError, BrokerErrorKind};
 pub use memory::MemoryBroker;
 pub use ordered::{deliver, Ordered, OrderedSender};
 pub use texts::{TextsConsumer, TextsEvent};
+pub use trouble::{broker_answered, broker_trouble, Trouble, TroubleKind};
 
 use super::position::Position;
 use super::ServeError;

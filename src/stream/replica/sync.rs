@@ -387,9 +387,10 @@ impl LogSync {
                 crate::stream::kafka::broker_answered();
                 None
             }
-            Err(error) => {
-                Some(crate::stream::kafka::broker_trouble().unwrap_or_else(|| error.to_string()))
-            }
+            Err(error) => Some(
+                crate::stream::kafka::broker_trouble()
+                    .map_or_else(|| error.to_string(), |trouble| trouble.reason),
+            ),
         });
         if bounds.is_ok() {
             self.trouble.log_missing_since = None;
