@@ -40,8 +40,9 @@ impl TroubleKind {
             Self::LoginRefused => {
                 "the broker refused the login: check kafka.sasl.mechanism (the cluster's: \
                  SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN), kafka.sasl.username and the password \
-                 in kafka.sasl.password_file (or $GORAG_KAFKA_SASL_PASSWORD), and that the user \
-                 exists on the cluster for that mechanism"
+                 in kafka.sasl.password_file (or $GORAG_KAFKA_SASL_PASSWORD; or the sasl.* \
+                 properties under kafka.client, where they are set), and that the user exists \
+                 on the cluster for that mechanism"
             }
             Self::BrokerCertificateUntrusted => {
                 "the broker's certificate is not signed by a CA this client trusts: set \
@@ -74,8 +75,12 @@ impl TroubleKind {
     /// The kind of a librdkafka error code and its text.
     pub fn of(code: RDKafkaErrorCode, reason: &str) -> Self {
         let reason = reason.to_ascii_lowercase();
+        // OpenSSL's own words, wherever librdkafka met them (the handshake, or a receive after
+        // it: TLS 1.3 servers refuse a client certificate after the client thinks it is done).
         let tls_failure = reason.contains("ssl handshake failed")
             || reason.contains("ssl transport error")
+            || reason.contains("ssl routines")
+            || reason.contains("ssl alert number")
             || reason.contains("certificate verify failed");
         match code {
             _ if tls_failure => Self::of_tls(&reason),
@@ -96,7 +101,8 @@ impl TroubleKind {
             && (reason.contains("certificate") || reason.contains("unknown ca"))
         {
             Self::ClientCertificateRefused
-        } else if reason.contains("wrong version number")
+        } else if reason.contains("plaintext broker listener")
+            || reason.contains("wrong version number")
             || reason.contains("packet length too long")
             || reason.contains("record layer failure")
         {
