@@ -152,4 +152,13 @@ if "$helm" template gorag helm/gorag --set embedding.enabled=false \
   echo "embedding.enabled=false with a modelDir was accepted" >&2
   exit 1
 fi
+if "$helm" template gorag helm/gorag --set kafkaTls.existingSecret=ca \
+  --set kafkaTls.certKey=tls.crt >/dev/null 2>&1; then
+  echo "kafkaTls.certKey without kafkaTls.keyKey was accepted" >&2
+  exit 1
+fi
+if "$helm" template gorag helm/gorag --set kafkaSasl.mechanism=GSSAPI >/dev/null 2>&1; then
+  echo "values.schema.json accepted a SASL mechanism this build does not have" >&2
+  exit 1
+fi
 log "ok"
