@@ -25,7 +25,7 @@ fn client(
         max_retries: retries,
         base_delay: Duration::from_millis(10),
         max_delay: Duration::from_millis(40),
-        max_retry_after: Duration::from_secs(5),
+        budget: Duration::from_secs(30),
     };
     config.cache_dir = cache.map(|p| p.to_path_buf());
     LlmClient::new(config).expect("client")

@@ -104,9 +104,25 @@ pub struct LlmArgs {
     /// Timeout of one LLM attempt, in seconds.
     #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
     pub llm_timeout: f64,
-    /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer).
+    /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer);
+    /// at most 10.
     #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
     pub llm_retries: u32,
+    /// The time one LLM call may take from its first attempt on, retries included, in seconds.
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::retry::DEFAULT_MAX_RETRY_SECS)]
+    pub llm_max_retry_secs: f64,
+    /// Largest LLM response read, in bytes; a larger one fails the call (not retried).
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::DEFAULT_MAX_RESPONSE_BYTES)]
+    pub llm_max_response_bytes: usize,
+    /// LLM calls failed in a row that open the circuit breaker (0: never).
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::breaker::DEFAULT_BREAKER_FAILURES)]
+    pub llm_breaker_failures: u32,
+    /// Seconds the open circuit breaker sends no LLM call before one probe.
+    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::breaker::DEFAULT_BREAKER_COOLDOWN_SECS)]
+    pub llm_breaker_cooldown_secs: f64,
+    /// Send the API key over plain http to a host other than this machine.
+    #[arg(help_heading = "LLM client", long)]
+    pub llm_allow_insecure_key: bool,
     /// LLM requests in flight at once.
     #[arg(help_heading = "LLM client", long, default_value_t = 2)]
     pub llm_concurrency: usize,
@@ -118,13 +134,17 @@ pub struct LlmArgs {
 impl LlmArgs {
     pub fn client(&self) -> Result<Option<LlmClient>> {
         let settings = LlmSettings {
-            url: self.llm.clone(),
-            model: self.model.clone(),
             api_key_file: self.api_key_file.clone(),
             timeout_secs: self.llm_timeout,
             retries: self.llm_retries,
             concurrency: self.llm_concurrency,
             cache_dir: self.llm_cache.clone(),
+            max_response_bytes: self.llm_max_response_bytes,
+            max_retry_secs: self.llm_max_retry_secs,
+            breaker_failures: self.llm_breaker_failures,
+            breaker_cooldown_secs: self.llm_breaker_cooldown_secs,
+            allow_insecure_key: self.llm_allow_insecure_key,
+            ..LlmSettings::new(self.llm.clone(), self.model.clone())
         };
         Ok(settings.client()?)
     }

@@ -173,6 +173,8 @@ fn setup(error: &SetupError) -> Option<String> {
         SetupError::Timeout(_) => {
             Some("give --llm-timeout (llm.timeout_secs) a positive number.".to_string())
         }
+        // Each problem names its key and bound; the key's refusal names both ways out.
+        SetupError::Invalid(_) | SetupError::Client(LlmError::KeyTransport(_)) => None,
         SetupError::Client(e) => Some(llm(e).to_string()),
     }
 }

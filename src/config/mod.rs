@@ -256,17 +256,15 @@ impl ServeConfig {
         }
     }
 
-    /// The endpoint, its timeout and concurrency.
+    /// The endpoint, the key's way there, the client's bounds and concurrency.
     fn check_llm(&self, errors: &mut Vec<String>) {
         if self.llm.enabled() && !self.llm.url.starts_with("http") {
             errors.push(format!(
-                "llm.url: {:?} is neither an http(s) URL nor `none`",
-                self.llm.url
+                "llm.url: {} is neither an http(s) URL nor `none`",
+                crate::llm::key::shown(&self.llm.url)
             ));
         }
-        if !(self.llm.timeout_secs.is_finite() && self.llm.timeout_secs > 0.0) {
-            errors.push("llm.timeout_secs: must be a positive number".into());
-        }
+        errors.extend(self.llm.settings().problems());
         if self.llm.concurrency == 0 {
             errors.push("llm.concurrency: must be at least 1".into());
         }

@@ -139,8 +139,23 @@ pub struct LlmSection {
     pub url: String,
     pub model: String,
     pub api_key_file: Option<PathBuf>,
+    /// Send the API key over plain `http://` to a host other than this machine (loopback
+    /// needs no opt-in; https never does).
+    pub allow_insecure_key: bool,
+    /// Timeout of one attempt.
     pub timeout_secs: f64,
+    /// Retries after a failed attempt (at most `llm::retry::MAX_RETRIES`).
     pub retries: u32,
+    /// The time one call may take from its first attempt on, its retries and their waits
+    /// included (`retry-after` is honoured only within it).
+    pub max_retry_secs: f64,
+    /// Largest response body read; a larger answer fails the call, not retried.
+    pub max_response_bytes: usize,
+    /// Calls failed in a row (timeouts, 5xx, 429, connection errors, after their retries) that
+    /// open the circuit breaker; 0: it never opens.
+    pub breaker_failures: u32,
+    /// How long the open breaker sends no call before one probe.
+    pub breaker_cooldown_secs: f64,
     /// LLM requests in flight at once.
     pub concurrency: usize,
     pub cache_dir: Option<PathBuf>,
@@ -155,14 +170,21 @@ pub struct LlmSection {
 
 impl Default for LlmSection {
     fn default() -> Self {
+        let client =
+            crate::llm::LlmSettings::new("http://127.0.0.1:8080/v1", "qwen2.5-coder-0.5b-instruct");
         Self {
-            url: "http://127.0.0.1:8080/v1".into(),
-            model: "qwen2.5-coder-0.5b-instruct".into(),
-            api_key_file: None,
-            timeout_secs: crate::llm::setup::DEFAULT_TIMEOUT_SECS,
-            retries: crate::llm::setup::DEFAULT_RETRIES,
-            concurrency: 2,
-            cache_dir: None,
+            url: client.url,
+            model: client.model,
+            api_key_file: client.api_key_file,
+            allow_insecure_key: client.allow_insecure_key,
+            timeout_secs: client.timeout_secs,
+            retries: client.retries,
+            max_retry_secs: client.max_retry_secs,
+            max_response_bytes: client.max_response_bytes,
+            breaker_failures: client.breaker_failures,
+            breaker_cooldown_secs: client.breaker_cooldown_secs,
+            concurrency: client.concurrency,
+            cache_dir: client.cache_dir,
             on_failure: OnLlmFailure::Graph,
             ask_below: crate::engine::DEFAULT_ASK_BELOW,
             describe_labels: true,
@@ -185,6 +207,11 @@ impl LlmSection {
             retries: self.retries,
             concurrency: self.concurrency,
             cache_dir: self.cache_dir.clone(),
+            max_response_bytes: self.max_response_bytes,
+            max_retry_secs: self.max_retry_secs,
+            breaker_failures: self.breaker_failures,
+            breaker_cooldown_secs: self.breaker_cooldown_secs,
+            allow_insecure_key: self.allow_insecure_key,
         }
     }
 }

@@ -2,24 +2,33 @@
 //!
 //! Temperature 0, bounded answer length, a timeout per attempt, bounded concurrency, retries
 //! with exponential back-off and jitter on 429 / 5xx / timeouts / transport errors / malformed
-//! or empty answers (honouring `retry-after`), token accounting, and an optional persistent
-//! response cache. async-openai's own retry layer is replaced by a single-attempt transport so
-//! that every retry is ours: counted, bounded and visible.
+//! or empty answers (honouring `retry-after` within the call's retry time), a cap on the
+//! response body, a circuit breaker in front of the endpoint, token accounting, and an optional
+//! persistent response cache. async-openai's own retry layer is replaced by a single-attempt
+//! transport so that every retry is ours: counted, bounded and visible. The API key never
+//! prints, and goes over plain http only to this machine unless the operator says otherwise.
 
+pub mod breaker;
 pub mod cache;
+pub mod error;
+pub mod key;
 pub mod retry;
 pub mod setup;
+mod transport;
+pub mod usage;
 
+pub use error::{AttemptError, LlmError};
+pub use key::ApiKey;
 pub use setup::{LlmSettings, SetupError};
+pub use usage::{Usage, UsageSnapshot};
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_openai::config::OpenAIConfig;
-use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use async_openai::types::chat::{
     ChatChoice, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
@@ -30,32 +39,17 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::engine::prompt::Prompt;
-use cache::{CacheError, CachedAnswer, ResponseCache};
-use retry::{parse_retry_after, RetryPolicy};
+use breaker::{Admission, BreakerSettings, BreakerState};
+use cache::{CachedAnswer, ResponseCache};
+use error::classify_error;
+use retry::{NextStep, RetryPolicy};
 
-/// An API key that never shows up in logs or debug output.
-#[derive(Clone, Default)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_empty() {
-            "<none>"
-        } else {
-            "<redacted>"
-        })
-    }
-}
+/// Largest response body read unless configured otherwise: 1 MiB. An answer is a label's name,
+/// a one-sentence description or a few keywords (at most 64 tokens); with the `scored` choice's
+/// 20 log-probability alternatives per token a completion's JSON stays under about 150 KiB, so
+/// 1 MiB leaves room several times over while a runaway or hostile endpoint costs at most that
+/// per call in flight.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 1 << 20;
 
 #[derive(Debug, Clone)]
 pub struct LlmConfig {
@@ -71,6 +65,11 @@ pub struct LlmConfig {
     pub concurrency: usize,
     /// Directory of the persistent response cache (None: no cache).
     pub cache_dir: Option<PathBuf>,
+    /// Largest response body read; a larger one fails the call (not retried).
+    pub max_response_bytes: usize,
+    pub breaker: BreakerSettings,
+    /// Send the key over plain http to a host that is not this machine.
+    pub allow_insecure_key: bool,
 }
 
 impl LlmConfig {
@@ -84,73 +83,11 @@ impl LlmConfig {
             retry: RetryPolicy::default(),
             concurrency: 2,
             cache_dir: None,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            breaker: BreakerSettings::default(),
+            allow_insecure_key: false,
         }
     }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum LlmError {
-    #[error("LLM gave up after {attempts} attempts; last error: {last}")]
-    Exhausted { attempts: u32, last: AttemptError },
-    #[error("LLM request rejected ({status}): {message}")]
-    Rejected { status: u16, message: String },
-    #[error("LLM request could not be built: {0}")]
-    InvalidRequest(String),
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-}
-
-impl LlmError {
-    /// A short machine-readable reason (metrics labels, dead-letter headers).
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Exhausted { last, .. } => last.reason(),
-            Self::Rejected { .. } => "rejected",
-            Self::InvalidRequest(_) => "invalid_request",
-            Self::Cache(_) => "cache",
-        }
-    }
-}
-
-/// Why one attempt failed in a way worth retrying.
-#[derive(Debug, thiserror::Error)]
-pub enum AttemptError {
-    #[error("timed out after {0:?}")]
-    Timeout(Duration),
-    #[error("HTTP {status}: {body}")]
-    Status {
-        status: u16,
-        retry_after: Option<Duration>,
-        body: String,
-    },
-    #[error("transport: {0}")]
-    Transport(String),
-    #[error("malformed response: {0}")]
-    Malformed(String),
-    #[error("empty answer")]
-    Empty,
-}
-
-impl AttemptError {
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Timeout(_) => "timeout",
-            Self::Status { status: 429, .. } => "rate_limited",
-            Self::Status { .. } => "server_error",
-            Self::Transport(_) => "transport",
-            Self::Malformed(_) => "malformed",
-            Self::Empty => "empty_answer",
-        }
-    }
-}
-
-/// A 429 or 5xx seen by the transport, with the headers async-openai would drop.
-#[derive(Debug, thiserror::Error)]
-#[error("HTTP {status}")]
-struct RetryableStatus {
-    status: u16,
-    retry_after: Option<Duration>,
-    body: String,
 }
 
 /// One answer.
@@ -165,44 +102,6 @@ pub struct Completion {
     /// The first answer token's alternatives with their log-probabilities, when the prompt
     /// asked for them and the endpoint gave them.
     pub first_token: Vec<(String, f64)>,
-}
-
-/// Running totals, shared by every clone of a client.
-#[derive(Debug, Default)]
-pub struct Usage {
-    pub calls: AtomicU64,
-    pub attempts: AtomicU64,
-    pub retries: AtomicU64,
-    pub failures: AtomicU64,
-    pub cache_hits: AtomicU64,
-    pub prompt_tokens: AtomicU64,
-    pub completion_tokens: AtomicU64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct UsageSnapshot {
-    pub calls: u64,
-    pub attempts: u64,
-    pub retries: u64,
-    pub failures: u64,
-    pub cache_hits: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-}
-
-impl Usage {
-    pub fn snapshot(&self) -> UsageSnapshot {
-        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        UsageSnapshot {
-            calls: get(&self.calls),
-            attempts: get(&self.attempts),
-            retries: get(&self.retries),
-            failures: get(&self.failures),
-            cache_hits: get(&self.cache_hits),
-            prompt_tokens: get(&self.prompt_tokens),
-            completion_tokens: get(&self.completion_tokens),
-        }
-    }
 }
 
 /// What [`LlmClient::check_endpoint`] asks (a scripted test endpoint answers it apart).
@@ -225,8 +124,53 @@ impl fmt::Debug for LlmClient {
     }
 }
 
+/// Tells the circuit breaker how a call it let through ended, once; a probe dropped before
+/// that (its task cancelled) frees the probe for the next call.
+struct Verdict<'a> {
+    usage: &'a Usage,
+    probe: bool,
+    given: bool,
+}
+
+impl Verdict<'_> {
+    fn give<T>(mut self, result: &Result<T, LlmError>) {
+        self.given = true;
+        let breaker = &self.usage.breaker;
+        match result {
+            Ok(_) => breaker.succeeded(),
+            Err(e) if e.endpoint_unavailable() => {
+                if breaker.failed(Instant::now(), self.probe) {
+                    Usage::count(&self.usage.breaker_openings);
+                    tracing::warn!(
+                        failures = breaker.settings().failures,
+                        cooldown_secs = breaker.settings().cooldown.as_secs_f64(),
+                        "LLM circuit breaker opened: texts are decided by retrieval until a \
+                         probe call after the cool-down is answered"
+                    );
+                }
+            }
+            Err(e) if e.endpoint_answered() => breaker.succeeded(),
+            Err(_) if self.probe => breaker.probe_abandoned(),
+            Err(_) => {}
+        }
+    }
+}
+
+impl Drop for Verdict<'_> {
+    fn drop(&mut self) {
+        if self.probe && !self.given {
+            self.usage.breaker.probe_abandoned();
+        }
+    }
+}
+
 impl LlmClient {
+    /// A client for `config`. Refuses to send a key over plain http to another machine unless
+    /// `allow_insecure_key` says so ([`key::check_key_transport`]).
     pub fn new(config: LlmConfig) -> Result<Self, LlmError> {
+        if !config.api_key.is_empty() {
+            key::check_key_transport(&config.base_url, config.allow_insecure_key)?;
+        }
         let cache = match &config.cache_dir {
             Some(dir) => Some(ResponseCache::open(dir)?),
             None => None,
@@ -236,19 +180,20 @@ impl LlmClient {
             .with_api_key(config.api_key.expose());
         let http = reqwest::Client::builder()
             .build()
-            .map_err(|e| LlmError::InvalidRequest(e.to_string()))?;
+            .map_err(|e| LlmError::InvalidRequest(error::bounded(&e.to_string())))?;
+        let max_body = config.max_response_bytes;
         let client = async_openai::Client::with_config(openai).with_http_service(
             tower::service_fn(move |factory: HttpRequestFactory| {
                 let http = http.clone();
-                async move { single_attempt(http, factory).await }
+                async move { transport::single_attempt(http, max_body, factory).await }
             }),
         );
         Ok(Self {
             client,
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            usage: Arc::new(Usage::new(config.breaker)),
             config: Arc::new(config),
             cache,
-            usage: Arc::new(Usage::default()),
         })
     }
 
@@ -260,6 +205,10 @@ impl LlmClient {
         &self.usage
     }
 
+    pub fn breaker_state(&self) -> BreakerState {
+        self.usage.breaker_state()
+    }
+
     pub async fn flush_cache(&self) -> Result<(), LlmError> {
         if let Some(cache) = &self.cache {
             cache.flush().await?;
@@ -268,8 +217,9 @@ impl LlmClient {
     }
 
     /// Ask the endpoint once whether it answers: a one-token completion, never cached, no
-    /// retry, at most 15 s. Run at start, so that a wrong URL, a stopped server or a refused
-    /// key is named before any work rather than after five retries per text.
+    /// retry, at most 15 s, past the circuit breaker. Run at start, so that a wrong URL, a
+    /// stopped server or a refused key is named before any work rather than after five retries
+    /// per text.
     pub async fn check_endpoint(&self) -> Result<(), LlmError> {
         let prompt = Prompt {
             system: "Answer with one word.".into(),
@@ -282,10 +232,12 @@ impl LlmClient {
         let last = match tokio::time::timeout(limit, self.client.chat().create(request)).await {
             // Any answer, even an empty one, shows the endpoint is there and takes the key.
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(error)) => classify_error(error)?,
+            Ok(Err(error)) => {
+                classify_error(error).map_err(|e| e.scrubbed(&self.config.api_key))?
+            }
             Err(_) => AttemptError::Timeout(limit),
         };
-        Err(LlmError::Exhausted { attempts: 1, last })
+        Err(LlmError::Exhausted { attempts: 1, last }.scrubbed(&self.config.api_key))
     }
 
     /// One chat completion, from the cache or the endpoint.
@@ -320,51 +272,116 @@ impl LlmClient {
                     )?;
                 }
             }
-            Err(_) => {
-                self.usage.failures.fetch_add(1, Ordering::Relaxed);
+            // Not sent: counted as skipped, not as a failed request.
+            Err(LlmError::BreakerOpen(_)) => {}
+            Err(error) => {
+                Usage::count(&self.usage.failures);
+                if matches!(error, LlmError::Oversized { .. }) {
+                    Usage::count(&self.usage.oversized);
+                }
             }
         }
+        result.map_err(|e| e.scrubbed(&self.config.api_key))
+    }
+
+    /// Past the circuit breaker (or refused by it), then the attempts.
+    async fn complete_uncached(&self, prompt: &Prompt) -> Result<Completion, LlmError> {
+        let request = self.request(prompt)?;
+        let probe = match self.usage.breaker.admit(Instant::now()) {
+            Admission::Call => false,
+            Admission::Probe => true,
+            Admission::Refused(refusal) => {
+                Usage::count(&self.usage.breaker_skipped);
+                return Err(LlmError::BreakerOpen(refusal));
+            }
+        };
+        let verdict = Verdict {
+            usage: &self.usage,
+            probe,
+            given: false,
+        };
+        let result = self.attempts(request, probe).await;
+        verdict.give(&result);
         result
     }
 
-    async fn complete_uncached(&self, prompt: &Prompt) -> Result<Completion, LlmError> {
-        let request = self.request(prompt)?;
-        let policy = &self.config.retry;
+    /// The attempts of one call: retried on the failures worth it, until the retries or the
+    /// call's retry time are used, or the breaker opens. A probe gets one attempt: it is there
+    /// to learn whether the endpoint answers, while every other call is refused.
+    async fn attempts(
+        &self,
+        request: CreateChatCompletionRequest,
+        probe: bool,
+    ) -> Result<Completion, LlmError> {
+        let policy = RetryPolicy {
+            max_retries: if probe {
+                0
+            } else {
+                self.config.retry.max_retries
+            },
+            ..self.config.retry.clone()
+        };
+        let mut first_sent: Option<Instant> = None;
         let mut attempt = 0u32;
         loop {
             attempt += 1;
             self.usage.attempts.fetch_add(1, Ordering::Relaxed);
-            let outcome = {
+            let (outcome, timeout) = {
                 let _slot = self
                     .slots
                     .acquire()
                     .await
                     .map_err(|e| LlmError::InvalidRequest(e.to_string()))?;
-                tokio::time::timeout(
-                    self.config.timeout,
-                    self.client.chat().create(request.clone()),
-                )
-                .await
+                let first = *first_sent.get_or_insert_with(Instant::now);
+                // A retry has what is left of the call's retry time, at most a full timeout.
+                let timeout = if attempt == 1 {
+                    self.config.timeout
+                } else {
+                    self.config
+                        .timeout
+                        .min(policy.budget.saturating_sub(first.elapsed()))
+                        .max(Duration::from_millis(1))
+                };
+                let outcome =
+                    tokio::time::timeout(timeout, self.client.chat().create(request.clone())).await;
+                (outcome, timeout)
             };
             let failure = match outcome {
-                Err(_) => AttemptError::Timeout(self.config.timeout),
+                Err(_) => AttemptError::Timeout(timeout),
                 Ok(Ok(response)) => match self.completion(response, attempt) {
                     Ok(completion) => return Ok(completion),
                     Err(failure) => failure,
                 },
                 Ok(Err(error)) => classify_error(error)?,
             };
-            if attempt > policy.max_retries {
+            let retry_after = match &failure {
+                AttemptError::Status { retry_after, .. } => *retry_after,
+                _ => None,
+            };
+            let spent = first_sent.map(|t| t.elapsed()).unwrap_or_default();
+            let delay = match policy.next_step(attempt - 1, retry_after, spent) {
+                NextStep::Retry(delay) => delay,
+                NextStep::RetriesUsed => {
+                    return Err(LlmError::Exhausted {
+                        attempts: attempt,
+                        last: failure,
+                    })
+                }
+                NextStep::OutOfTime => {
+                    return Err(LlmError::OutOfTime {
+                        attempts: attempt,
+                        budget: policy.budget,
+                        last: failure,
+                    })
+                }
+            };
+            if self.usage.breaker_state() != BreakerState::Closed {
+                // Other calls found the endpoint gone: this one stops asking it too.
                 return Err(LlmError::Exhausted {
                     attempts: attempt,
                     last: failure,
                 });
             }
-            let retry_after = match &failure {
-                AttemptError::Status { retry_after, .. } => *retry_after,
-                _ => None,
-            };
-            let delay = policy.delay(attempt - 1, retry_after);
             tracing::warn!(
                 attempt,
                 reason = failure.reason(),
@@ -392,7 +409,7 @@ impl LlmClient {
             args.logprobs(true).top_logprobs(top);
         }
         args.build()
-            .map_err(|e| LlmError::InvalidRequest(e.to_string()))
+            .map_err(|e| LlmError::InvalidRequest(error::bounded(&e.to_string())))
     }
 
     /// The answer of a response (its tokens counted), or `Empty` when it has no text.
@@ -449,63 +466,4 @@ fn first_token_alternatives(choice: &ChatChoice) -> Vec<(String, f64)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Sort an async-openai error into "retry" (Ok) or "give up now" (Err).
-fn classify_error(error: OpenAIError) -> Result<AttemptError, LlmError> {
-    match error {
-        OpenAIError::Boxed(boxed) => match boxed.downcast::<RetryableStatus>() {
-            Ok(status) => Ok(AttemptError::Status {
-                status: status.status,
-                retry_after: status.retry_after,
-                body: status.body,
-            }),
-            Err(other) => Ok(AttemptError::Transport(other.to_string())),
-        },
-        OpenAIError::Reqwest(e) => Ok(AttemptError::Transport(e.to_string())),
-        OpenAIError::JSONDeserialize(e, _) => Ok(AttemptError::Malformed(e.to_string())),
-        OpenAIError::StreamError(e) => Ok(AttemptError::Transport(e.to_string())),
-        OpenAIError::ApiError(api) => {
-            let status = api.status_code.as_u16();
-            if status == 429 || status >= 500 {
-                Ok(AttemptError::Status {
-                    status,
-                    retry_after: None,
-                    body: api.api_error.message,
-                })
-            } else {
-                Err(LlmError::Rejected {
-                    status,
-                    message: api.api_error.message,
-                })
-            }
-        }
-        other => Err(LlmError::InvalidRequest(other.to_string())),
-    }
-}
-
-/// One HTTP attempt. 429 and 5xx become a [`RetryableStatus`] carrying `retry-after`, which
-/// async-openai's own error type would not keep.
-async fn single_attempt(
-    http: reqwest::Client,
-    factory: HttpRequestFactory,
-) -> Result<reqwest::Response, OpenAIError> {
-    let request = factory.build().await?;
-    let response = http.execute(request).await.map_err(OpenAIError::Reqwest)?;
-    let status = response.status().as_u16();
-    if status == 429 || response.status().is_server_error() {
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(parse_retry_after);
-        let body = response.text().await.unwrap_or_default();
-        let body: String = body.chars().take(512).collect();
-        return Err(OpenAIError::Boxed(Box::new(RetryableStatus {
-            status,
-            retry_after,
-            body,
-        })));
-    }
-    Ok(response)
 }

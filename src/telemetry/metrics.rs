@@ -86,6 +86,12 @@ pub struct Metrics {
     pub llm_failures: Counter,
     pub llm_tokens: Family<KindLabel, Counter>,
     pub llm_seconds: Histogram,
+    /// LLM responses past `llm.max_response_bytes`.
+    pub llm_oversized: Counter,
+    /// The circuit breaker's state: 1 on the current one (closed, open, half_open).
+    pub llm_breaker_state: Family<StateLabel, Gauge>,
+    pub llm_breaker_skipped: Counter,
+    pub llm_breaker_openings: Counter,
     pub stage_seconds: HistogramFamily<StageLabel>,
     pub consumer_lag: Family<PartitionLabel, Gauge>,
     pub in_flight: Gauge,
@@ -128,6 +134,10 @@ impl Metrics {
             llm_failures: Counter::default(),
             llm_tokens: Family::default(),
             llm_seconds: latency_histogram(),
+            llm_oversized: Counter::default(),
+            llm_breaker_state: Family::default(),
+            llm_breaker_skipped: Counter::default(),
+            llm_breaker_openings: Counter::default(),
             stage_seconds: Family::new_with_constructor(latency_histogram),
             consumer_lag: Family::default(),
             in_flight: Gauge::default(),
@@ -237,6 +247,27 @@ impl Metrics {
             "LLM request latency, retries included",
             self.llm_seconds.clone(),
         );
+        r.register(
+            "llm_oversized_responses",
+            "LLM responses larger than llm.max_response_bytes (read no further; the call failed)",
+            self.llm_oversized.clone(),
+        );
+        r.register(
+            "llm_breaker_state",
+            "The LLM circuit breaker's state: 1 on the current one (closed, open or half_open)",
+            self.llm_breaker_state.clone(),
+        );
+        r.register(
+            "llm_breaker_skipped_calls",
+            "LLM calls not sent because the circuit breaker was open (the texts decided by \
+             retrieval)",
+            self.llm_breaker_skipped.clone(),
+        );
+        r.register(
+            "llm_breaker_openings",
+            "Times the LLM circuit breaker opened",
+            self.llm_breaker_openings.clone(),
+        );
     }
 
     /// The engine's state: graph size and labels.
@@ -325,6 +356,7 @@ impl Metrics {
                     .get_or_create(&KindLabel { kind: kind.into() }),
             );
         }
+        self.set_breaker_state(crate::llm::breaker::BreakerState::Closed);
         for outcome in ["ok", "failed"] {
             drop(self.discovery_passes.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
@@ -366,6 +398,17 @@ impl Metrics {
             .inc();
     }
 
+    /// 1 on the breaker's current state, 0 on the others.
+    fn set_breaker_state(&self, current: crate::llm::breaker::BreakerState) {
+        for state in crate::llm::breaker::BreakerState::ALL {
+            self.llm_breaker_state
+                .get_or_create(&StateLabel {
+                    state: state.as_str().into(),
+                })
+                .set(i64::from(state == current));
+        }
+    }
+
     /// Move the LLM counters forward by what the client counted since the last call.
     pub fn llm_usage(&self, now: UsageSnapshot) {
         let Ok(mut last) = self.last_usage.lock() else {
@@ -376,6 +419,13 @@ impl Metrics {
             .inc_by(now.retries.saturating_sub(last.retries));
         self.llm_failures
             .inc_by(now.failures.saturating_sub(last.failures));
+        self.llm_oversized
+            .inc_by(now.oversized.saturating_sub(last.oversized));
+        self.llm_breaker_skipped
+            .inc_by(now.breaker_skipped.saturating_sub(last.breaker_skipped));
+        self.llm_breaker_openings
+            .inc_by(now.breaker_openings.saturating_sub(last.breaker_openings));
+        self.set_breaker_state(now.breaker);
         for (kind, now, before) in [
             ("prompt", now.prompt_tokens, last.prompt_tokens),
             ("completion", now.completion_tokens, last.completion_tokens),
@@ -444,6 +494,10 @@ mod tests {
             "llm_failures",
             "llm_tokens",
             "llm_request_seconds",
+            "llm_oversized_responses",
+            "llm_breaker_state",
+            "llm_breaker_skipped_calls",
+            "llm_breaker_openings",
             "stage_seconds",
             "consumer_lag",
             "in_flight",
@@ -475,6 +529,38 @@ mod tests {
         // Known series start at zero.
         assert!(text.contains("gorag_hallucinations_total{kind=\"unknown_label\"} 0"));
         assert!(text.contains("gorag_proposals{state=\"open\"} 0"));
+        assert!(text.contains("gorag_llm_breaker_state{state=\"closed\"} 1"));
+        assert!(text.contains("gorag_llm_breaker_state{state=\"open\"} 0"));
+    }
+
+    #[test]
+    fn the_llm_usage_moves_the_bounds_counters_and_the_breaker_gauge() {
+        let metrics = Metrics::new();
+        metrics.llm_usage(UsageSnapshot {
+            oversized: 2,
+            breaker_skipped: 7,
+            breaker_openings: 1,
+            breaker: crate::llm::breaker::BreakerState::Open,
+            ..UsageSnapshot::default()
+        });
+        metrics.llm_usage(UsageSnapshot {
+            oversized: 3,
+            breaker_skipped: 9,
+            breaker_openings: 1,
+            breaker: crate::llm::breaker::BreakerState::HalfOpen,
+            ..UsageSnapshot::default()
+        });
+        let text = metrics.encode();
+        for line in [
+            "gorag_llm_oversized_responses_total 3",
+            "gorag_llm_breaker_skipped_calls_total 9",
+            "gorag_llm_breaker_openings_total 1",
+            "gorag_llm_breaker_state{state=\"half_open\"} 1",
+            "gorag_llm_breaker_state{state=\"open\"} 0",
+            "gorag_llm_breaker_state{state=\"closed\"} 0",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} in:\n{text}");
+        }
         assert!(text.contains("gorag_corrections_total{agreed=\"false\",confidence=\"0.9-1\"} 0"));
     }
 }

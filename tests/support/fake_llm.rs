@@ -1,9 +1,11 @@
 //! A scripted OpenAI-compatible HTTP server on loopback, for what a real model cannot do on
-//! demand: wrong answers, 429 with `retry-after`, 5xx, hangs, malformed JSON, empty answers.
+//! demand: wrong answers, 429 with `retry-after`, 5xx, hangs, malformed JSON, empty answers,
+//! answers of hundreds of megabytes.
 //! It is a real HTTP/1.1 server on a real socket; each request takes the next scripted reply,
 //! and the default reply once the script runs out.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,6 +25,12 @@ pub enum Reply {
     Malformed,
     /// 200 with an empty answer.
     Empty,
+    /// 200 with an answer this many bytes long, written 64 KiB at a time as the client reads
+    /// (never held whole); its length declared in `content-length`, or sent chunked.
+    Huge { bytes: u64, declared: bool },
+    /// This status with an error message quoting the request's `authorization` header (as a
+    /// careless proxy might).
+    EchoAuthorization(u16),
     /// Answer a classification prompt with its first class (an instant, agreeable model for
     /// throughput runs); any other prompt gets a short sentence.
     FirstCandidate,
@@ -109,6 +117,7 @@ pub struct FakeLlm {
     script: Arc<Mutex<VecDeque<Reply>>>,
     requests: Arc<Mutex<Vec<String>>>,
     heads: Arc<Mutex<Vec<String>>>,
+    huge_sent: Arc<AtomicU64>,
 }
 
 #[allow(dead_code)]
@@ -122,17 +131,19 @@ impl FakeLlm {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let served = Arc::new(Mutex::new(std::collections::BTreeMap::new()));
         let heads = Arc::new(Mutex::new(Vec::new()));
-        let (s, r, c, h) = (
+        let huge_sent = Arc::new(AtomicU64::new(0));
+        let (s, r, c, h, sent) = (
             script.clone(),
             requests.clone(),
             served.clone(),
             heads.clone(),
+            huge_sent.clone(),
         );
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
                 let (s, r, c, d) = (s.clone(), r.clone(), c.clone(), default.clone());
-                let h = h.clone();
-                tokio::spawn(async move { serve(stream, s, r, c, h, d).await });
+                let (h, sent) = (h.clone(), sent.clone());
+                tokio::spawn(async move { serve(stream, s, r, c, h, sent, d).await });
             }
         });
         Self {
@@ -141,7 +152,14 @@ impl FakeLlm {
             script,
             requests,
             heads,
+            huge_sent,
         }
+    }
+
+    /// Bytes of `Huge` bodies the client took before it stopped reading (what the socket
+    /// accepted).
+    pub fn huge_bytes_sent(&self) -> u64 {
+        self.huge_sent.load(Ordering::Relaxed)
     }
 
     pub fn push(&self, replies: impl IntoIterator<Item = Reply>) {
@@ -280,6 +298,7 @@ async fn serve(
     requests: Arc<Mutex<Vec<String>>>,
     served: Arc<Mutex<std::collections::BTreeMap<String, u64>>>,
     heads: Arc<Mutex<Vec<String>>>,
+    huge_sent: Arc<AtomicU64>,
     default: Reply,
 ) {
     // Keep-alive: answer requests on this connection until the client closes it.
@@ -287,7 +306,7 @@ async fn serve(
         {
             let mut heads = heads.lock().expect("lock");
             if heads.len() < 100 {
-                heads.push(head);
+                heads.push(head.clone());
             }
         }
         // gorag's check at start is answered apart: it takes no scripted reply and is not
@@ -355,6 +374,22 @@ async fn serve(
                 (200, String::new(), completion(&first))
             }
             Reply::Malformed => (200, String::new(), "{not json".to_string()),
+            Reply::EchoAuthorization(code) => {
+                let authorization = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("authorization")
+                            .then(|| value.trim().to_string())
+                    })
+                    .unwrap_or_default();
+                let message = format!("Incorrect API key provided: {authorization}");
+                (
+                    code,
+                    String::new(),
+                    serde_json::json!({"error": {"message": message, "type": "fake"}}).to_string(),
+                )
+            }
             Reply::Status(code, retry_after) => (
                 code,
                 retry_after
@@ -367,6 +402,15 @@ async fn serve(
                 tokio::time::sleep(Duration::from_secs(3600)).await;
                 return;
             }
+            Reply::Huge { bytes, declared } => {
+                if write_huge(&mut stream, bytes, declared, &huge_sent)
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
         };
         let response = format!(
             "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n{body}",
@@ -376,4 +420,50 @@ async fn serve(
             return;
         }
     }
+}
+
+/// A completion whose answer is `bytes` of `a`, streamed: the JSON around it, the answer 64 KiB
+/// at a time. Counts what the socket took into `sent`; fails once the client hangs up.
+async fn write_huge(
+    stream: &mut TcpStream,
+    bytes: u64,
+    declared: bool,
+    sent: &AtomicU64,
+) -> std::io::Result<()> {
+    let template = completion("@@answer@@");
+    let (before, after) = template.split_once("@@answer@@").unwrap_or((&template, ""));
+    let total = before.len() as u64 + bytes + after.len() as u64;
+    let head = if declared {
+        format!(
+            "HTTP/1.1 200 X\r\ncontent-type: application/json\r\ncontent-length: {total}\r\n\r\n"
+        )
+    } else {
+        "HTTP/1.1 200 X\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+            .to_string()
+    };
+    stream.write_all(head.as_bytes()).await?;
+    let piece = |data: &[u8]| -> Vec<u8> {
+        if declared {
+            data.to_vec()
+        } else {
+            let mut framed = format!("{:x}\r\n", data.len()).into_bytes();
+            framed.extend_from_slice(data);
+            framed.extend_from_slice(b"\r\n");
+            framed
+        }
+    };
+    stream.write_all(&piece(before.as_bytes())).await?;
+    let block = vec![b'a'; 64 * 1024];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        stream.write_all(&piece(&block[..n])).await?;
+        sent.fetch_add(n as u64, Ordering::Relaxed);
+        left -= n as u64;
+    }
+    stream.write_all(&piece(after.as_bytes())).await?;
+    if !declared {
+        stream.write_all(b"0\r\n\r\n").await?;
+    }
+    Ok(())
 }

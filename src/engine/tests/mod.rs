@@ -260,8 +260,8 @@ fn keyword_input_ablation_sends_keywords() {
     let analysis = engine.analyze(text);
     let retrieval = engine.retrieve(&analysis).unwrap();
     let prompt = engine.classification_prompt(&retrieval, text, &analysis);
-    let body = prompt.user["Text: ".len()..].split("\n\n").next().unwrap();
-    assert!(prompt.user.starts_with("Text: "));
+    let fenced = prompt.user.strip_prefix("Text:\n<text>\n").unwrap();
+    let body = fenced.split("\n</text>").next().unwrap();
     assert!(body.contains(", "));
     assert_ne!(body, text);
 }
