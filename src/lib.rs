@@ -19,6 +19,7 @@
 //!   `state::codec` every persisted format with the compatibility policy;
 //! - [`embedded`]: `gorag classify`'s session, the state driven from files;
 //! - [`input`]: the one CSV/JSONL reader;
+//! - [`bounds`]: the limits every input keeps, and the cutting of error texts;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
@@ -27,6 +28,7 @@
 //! Each module uses only modules of the layers below its own (the table in `tests/layers.rs`,
 //! which checks it: no import cycle); docs/design/architecture.md, "Layers", draws them.
 
+pub mod bounds;
 pub mod classify;
 pub mod cli;
 pub mod config;
