@@ -66,7 +66,11 @@ fn shorten_quoted(message: &str) -> Cow<'_, str> {
         if out.len() > ERROR_TEXT_BYTES {
             return Cow::Owned(out);
         }
-        let quote = if rest.as_bytes()[open] == b'"' { '"' } else { '`' };
+        let quote = if rest.as_bytes()[open] == b'"' {
+            '"'
+        } else {
+            '`'
+        };
         out.push_str(&rest[..=open]);
         let inner = &rest[open + 1..];
         let close = closing(inner, quote);
@@ -204,7 +208,10 @@ mod tests {
         let long = "x".repeat(10_000);
         let quoted = excerpt(&long);
         assert!(quoted.len() <= EXCERPT_BYTES + 2, "{}", quoted.len());
-        assert!(quoted.starts_with("\"xxx") && quoted.ends_with("…\""), "{quoted}");
+        assert!(
+            quoted.starts_with("\"xxx") && quoted.ends_with("…\""),
+            "{quoted}"
+        );
         assert_eq!(excerpt("billing"), "\"billing\"");
     }
 
@@ -218,14 +225,13 @@ mod tests {
         struct Typed {
             id: u32,
         }
-        let error = serde_json::from_str::<Typed>(&json).unwrap_err().to_string();
+        let error = serde_json::from_str::<Typed>(&json)
+            .unwrap_err()
+            .to_string();
         assert!(error.len() > 600_000);
         let text = error_text(error);
         assert!(text.len() <= 200, "{}: {text}", text.len());
-        assert!(
-            text.starts_with("invalid type: string \"a\\\"b"),
-            "{text}"
-        );
+        assert!(text.starts_with("invalid type: string \"a\\\"b"), "{text}");
         assert!(text.contains("…\", expected u32"), "{text}");
     }
 
@@ -256,8 +262,8 @@ mod tests {
     #[test]
     fn over_bytes_names_the_key_and_quotes_an_excerpt() {
         assert_eq!(over_bytes("label id", "ok", 2, keys::LABEL_ID_BYTES), None);
-        let message = over_bytes("label id", &"z".repeat(1000), 256, keys::LABEL_ID_BYTES)
-            .expect("over");
+        let message =
+            over_bytes("label id", &"z".repeat(1000), 256, keys::LABEL_ID_BYTES).expect("over");
         assert!(
             message.starts_with("label id is 1000 bytes; the limit (labels.max_id_bytes) is 256"),
             "{message}"

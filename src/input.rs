@@ -109,7 +109,10 @@ pub fn csv(text: &str) -> Result<Csv, RowError> {
         .find(|(i, c)| columns[..*i].contains(c))
         .map(|(_, c)| c)
     {
-        return Err(RowError::new(1, format!("column {} is named twice", excerpt(twice))));
+        return Err(RowError::new(
+            1,
+            format!("column {} is named twice", excerpt(twice)),
+        ));
     }
     let mut rows: Vec<Result<Row, RowError>> = reader
         .records()

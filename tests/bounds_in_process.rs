@@ -111,7 +111,11 @@ fn letter_of<'a>(letters: &'a [Record], topic: &str, offset: i64) -> &'a Record 
                 && header(l, "__connect.errors.offset") == offset.to_string()
         })
         .collect();
-    assert_eq!(found.len(), 1, "dead letters of {topic}@{offset}: {found:?}");
+    assert_eq!(
+        found.len(),
+        1,
+        "dead letters of {topic}@{offset}: {found:?}"
+    );
     found[0]
 }
 
@@ -170,25 +174,64 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
     // (the event, the bound it passes: None for the events that are applied)
     let mut events: Vec<(String, Option<&str>)> = vec![(example("round-1.jsonl")[0].clone(), None)];
     events.extend([
-        (round("b1", serde_json::json!([label(&long(33))])), Some(keys::LABEL_ID_BYTES)),
-        (round(&long(33), serde_json::json!([label("x")])), Some(keys::LABEL_ID_BYTES)),
-        (round("b3", serde_json::json!([named])), Some(keys::NAME_BYTES)),
-        (round("b4", serde_json::json!([described])), Some(keys::DESCRIPTION_BYTES)),
-        (round("b5", serde_json::json!([many])), Some(keys::EXAMPLES_PER_LABEL)),
-        (round("b6", serde_json::json!([long_example])), Some(keys::TEXT_BYTES)),
-        (round("b7", serde_json::json!(five)), Some(keys::LABELS_PER_ROUND)),
+        (
+            round("b1", serde_json::json!([label(&long(33))])),
+            Some(keys::LABEL_ID_BYTES),
+        ),
+        (
+            round(&long(33), serde_json::json!([label("x")])),
+            Some(keys::LABEL_ID_BYTES),
+        ),
+        (
+            round("b3", serde_json::json!([named])),
+            Some(keys::NAME_BYTES),
+        ),
+        (
+            round("b4", serde_json::json!([described])),
+            Some(keys::DESCRIPTION_BYTES),
+        ),
+        (
+            round("b5", serde_json::json!([many])),
+            Some(keys::EXAMPLES_PER_LABEL),
+        ),
+        (
+            round("b6", serde_json::json!([long_example])),
+            Some(keys::TEXT_BYTES),
+        ),
+        (
+            round("b7", serde_json::json!(five)),
+            Some(keys::LABELS_PER_ROUND),
+        ),
         // Three active, four more: seven, past six.
-        (round("b8", serde_json::json!(labels_ahead)), Some(keys::ACTIVE_LABELS)),
-        (add("billing", serde_json::json!(["a", "b", "c", "d"])), Some(keys::EXAMPLES_PER_LABEL)),
-        (add(&long(33), serde_json::json!(["a"])), Some(keys::LABEL_ID_BYTES)),
+        (
+            round("b8", serde_json::json!(labels_ahead)),
+            Some(keys::ACTIVE_LABELS),
+        ),
+        (
+            add("billing", serde_json::json!(["a", "b", "c", "d"])),
+            Some(keys::EXAMPLES_PER_LABEL),
+        ),
+        (
+            add(&long(33), serde_json::json!(["a"])),
+            Some(keys::LABEL_ID_BYTES),
+        ),
         (
             serde_json::json!({"type": "retire_label", "label": long(33)}).to_string(),
             Some(keys::LABEL_ID_BYTES),
         ),
-        (correct(&long(65), "I was charged twice"), Some(keys::TEXT_ID_BYTES)),
+        (
+            correct(&long(65), "I was charged twice"),
+            Some(keys::TEXT_ID_BYTES),
+        ),
         (correct("t-9", &long(2001)), Some(keys::TEXT_BYTES)),
         (example("round-2.jsonl")[0].clone(), None),
-        (add("billing", serde_json::json!(["refund the duplicate charge"])), None),
+        (
+            add(
+                "billing",
+                serde_json::json!(["refund the duplicate charge"]),
+            ),
+            None,
+        ),
     ]);
     let lines: Vec<String> = events.iter().map(|(line, _)| line.clone()).collect();
     publish(&broker, &topics.labels, &lines);
@@ -196,24 +239,47 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
     let mut gold = text("gold", "my parcel never arrived");
     gold = gold.replace('}', &format!(r#","gold_label":"{}"}}"#, long(33)));
     let texts: Vec<(String, Option<&str>)> = vec![
-        (text(&long(65), "my parcel never arrived"), Some(keys::TEXT_ID_BYTES)),
-        (text("g1", "the courier lost my parcel, tracking shows nothing"), None),
+        (
+            text(&long(65), "my parcel never arrived"),
+            Some(keys::TEXT_ID_BYTES),
+        ),
+        (
+            text("g1", "the courier lost my parcel, tracking shows nothing"),
+            None,
+        ),
         (gold, Some(keys::LABEL_ID_BYTES)),
-        (text("g2", "I was charged twice on my card for one invoice"), None),
+        (
+            text("g2", "I was charged twice on my card for one invoice"),
+            None,
+        ),
         (text("too-long", &long(2001)), Some(keys::TEXT_BYTES)),
-        (text("g3", "the blender motor burned out after two days, smells of smoke"), None),
+        (
+            text(
+                "g3",
+                "the blender motor burned out after two days, smells of smoke",
+            ),
+            None,
+        ),
     ];
     let lines: Vec<String> = texts.iter().map(|(line, _)| line.clone()).collect();
     publish(&broker, &topics.texts, &lines);
 
-    let bad = events.iter().chain(&texts).filter(|(_, b)| b.is_some()).count();
+    let bad = events
+        .iter()
+        .chain(&texts)
+        .filter(|(_, b)| b.is_some())
+        .count();
     let summary = serve_until(&broker, config, || {
         predicted(&broker, &topics).len() >= 3 && dead_letters(&broker, &topics).len() >= bad
     })
     .await;
 
     let letters = dead_letters(&broker, &topics);
-    assert_eq!(letters.len(), bad, "one dead letter per bad input: {letters:#?}");
+    assert_eq!(
+        letters.len(),
+        bad,
+        "one dead letter per bad input: {letters:#?}"
+    );
     for (inputs, topic) in [(&events, &topics.labels), (&texts, &topics.texts)] {
         for (offset, (_, bound)) in inputs.iter().enumerate() {
             let Some(key) = bound else { continue };
@@ -226,7 +292,10 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
                 "over_limit"
             };
             assert_eq!(reason, expected, "{topic}@{offset}: {message}");
-            assert!(message.contains(key), "{topic}@{offset} names {key}: {message}");
+            assert!(
+                message.contains(key),
+                "{topic}@{offset} names {key}: {message}"
+            );
             assert!(message.len() <= 300, "{topic}@{offset}: {message}");
         }
     }
@@ -236,7 +305,10 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
     let ids: Vec<&str> = predictions.keys().map(String::as_str).collect();
     assert_eq!(ids, ["g1", "g2", "g3"]);
     assert!(
-        predictions["g3"].candidates.iter().any(|c| c == "product_defect"),
+        predictions["g3"]
+            .candidates
+            .iter()
+            .any(|c| c == "product_defect"),
         "{:?}",
         predictions["g3"].candidates
     );
@@ -244,7 +316,10 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
     assert_eq!(summary.label_events as usize, events.len(), "{summary:?}");
     // Nothing lost: every text is predicted or dead-lettered, and committed.
     assert_eq!(summary.texts_in as usize, texts.len(), "{summary:?}");
-    assert_eq!(broker.committed("bounds").get(&0), Some(&(texts.len() as i64)));
+    assert_eq!(
+        broker.committed("bounds").get(&0),
+        Some(&(texts.len() as i64))
+    );
 }
 
 /// A 700 kB record whose field of the wrong type serde_json's error quotes whole used to make a
@@ -277,13 +352,25 @@ async fn a_huge_bad_record_leaves_a_dead_letter_that_fits() {
     .await;
 
     let letters = dead_letters(&broker, &topics);
-    assert_eq!(letters.len(), 2, "{:?}", letters.iter().map(|l| &l.headers).collect::<Vec<_>>());
+    assert_eq!(
+        letters.len(),
+        2,
+        "{:?}",
+        letters.iter().map(|l| &l.headers).collect::<Vec<_>>()
+    );
     let quoted_letter = letter_of(&letters, &topics.texts, 0);
     assert_eq!(header(quoted_letter, "gorag.reason"), "invalid_event");
     let message = header(quoted_letter, "__connect.errors.exception.message");
     assert!(message.len() <= ERROR_TEXT_BYTES, "{} bytes", message.len());
-    assert!(message.starts_with("invalid type: string \"vvv"), "{message}");
-    assert_eq!(quoted_letter.payload, quoted.as_bytes(), "kept whole: it fits");
+    assert!(
+        message.starts_with("invalid type: string \"vvv"),
+        "{message}"
+    );
+    assert_eq!(
+        quoted_letter.payload,
+        quoted.as_bytes(),
+        "kept whole: it fits"
+    );
     assert_eq!(header(quoted_letter, "gorag.truncated_from"), "");
 
     let cut_letter = letter_of(&letters, &topics.texts, 2);
@@ -339,13 +426,23 @@ async fn outputs_and_dead_letters_a_topic_refuses_end_as_smaller_dead_letters() 
     .await;
 
     let letters = dead_letters(&broker, &topics);
-    assert_eq!(letters.len(), 2, "{:?}", letters.iter().map(|l| &l.headers).collect::<Vec<_>>());
+    assert_eq!(
+        letters.len(),
+        2,
+        "{:?}",
+        letters.iter().map(|l| &l.headers).collect::<Vec<_>>()
+    );
     for (offset, reason, original) in [
         (0, "malformed_json", malformed.len()),
         (2, "output_too_large", with_metadata.len()),
     ] {
         let letter = letter_of(&letters, &topics.texts, offset);
-        assert_eq!(header(letter, "gorag.reason"), reason, "{:?}", letter.headers);
+        assert_eq!(
+            header(letter, "gorag.reason"),
+            reason,
+            "{:?}",
+            letter.headers
+        );
         assert!(letter.payload.is_empty(), "sent without its value");
         assert_eq!(header(letter, "gorag.truncated_from"), original.to_string());
     }

@@ -134,7 +134,9 @@ fn nesting_beyond_the_limit_is_malformed_not_a_stack_overflow() {
     for depth in [200, 10_000, 100_000] {
         let doc = format!("{}{}", "{\"a\":".repeat(depth), "}".repeat(depth));
         assert_eq!(
-            decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(100)).unwrap_err().reason,
+            decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(100))
+                .unwrap_err()
+                .reason,
             Reason::MalformedJson,
             "depth {depth}"
         );

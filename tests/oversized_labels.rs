@@ -108,7 +108,9 @@ fn bad_records_whose_errors_quote_them_leave_dead_letters_that_fit() {
     let predictions = read_until(&topics.predictions, Duration::from_secs(90), |r| {
         !r.is_empty()
     });
-    let dead = read_until(&topics.dead_letter, Duration::from_secs(30), |r| r.len() >= 2);
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(30), |r| {
+        r.len() >= 2
+    });
     let log = service.stop();
     assert_eq!(predicted_ids(&predictions).len(), 1, "{log}");
     assert_eq!(predictions[0].json()["label"], "billing", "{log}");
@@ -128,6 +130,7 @@ fn bad_records_whose_errors_quote_them_leave_dead_letters_that_fit() {
         let message = &letter.headers["__connect.errors.exception.message"];
         assert!(message.len() <= 1024, "{} bytes", message.len());
     }
-    assert!(label_letter.headers["__connect.errors.exception.message"]
-        .contains("labels.max_id_bytes"));
+    assert!(
+        label_letter.headers["__connect.errors.exception.message"].contains("labels.max_id_bytes")
+    );
 }

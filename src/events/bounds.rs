@@ -13,7 +13,12 @@ use crate::bounds::{excerpt, keys, over_bytes, Bounds};
 pub fn label_event(event: &LabelEvent, bounds: &Bounds) -> Result<(), Rejection> {
     match event {
         LabelEvent::Round { round, labels, .. } => {
-            if let Some(over) = over_bytes("the round id", round, bounds.label_id_bytes, keys::LABEL_ID_BYTES) {
+            if let Some(over) = over_bytes(
+                "the round id",
+                round,
+                bounds.label_id_bytes,
+                keys::LABEL_ID_BYTES,
+            ) {
                 return Err(Rejection::over_limit(over));
             }
             if labels.len() > bounds.labels_per_round {
@@ -40,10 +45,20 @@ pub fn label_event(event: &LabelEvent, bounds: &Bounds) -> Result<(), Rejection>
             ..
         } => {
             label_id(label, bounds)?;
-            if let Some(over) = over_bytes("the text's id", text_id, bounds.text_id_bytes, keys::TEXT_ID_BYTES) {
+            if let Some(over) = over_bytes(
+                "the text's id",
+                text_id,
+                bounds.text_id_bytes,
+                keys::TEXT_ID_BYTES,
+            ) {
                 return Err(Rejection::over_limit(over));
             }
-            if let Some(over) = over_bytes("the corrected text", text, bounds.text_bytes, keys::TEXT_BYTES) {
+            if let Some(over) = over_bytes(
+                "the corrected text",
+                text,
+                bounds.text_bytes,
+                keys::TEXT_BYTES,
+            ) {
                 return Err(Rejection::over_limit(over));
             }
             Ok(())
@@ -67,7 +82,12 @@ pub fn active_labels(active: usize, new: usize, bounds: &Bounds) -> Result<(), R
 }
 
 fn label_id(label: &str, bounds: &Bounds) -> Result<(), Rejection> {
-    match over_bytes("the label id", label, bounds.label_id_bytes, keys::LABEL_ID_BYTES) {
+    match over_bytes(
+        "the label id",
+        label,
+        bounds.label_id_bytes,
+        keys::LABEL_ID_BYTES,
+    ) {
         Some(over) => Err(Rejection::over_limit(over)),
         None => Ok(()),
     }
@@ -152,7 +172,10 @@ mod tests {
     #[test]
     fn an_event_within_every_bound_passes() {
         let bounds = Bounds::default();
-        assert_eq!(label_event(&round(vec![spec("a"), spec("b")]), &bounds), Ok(()));
+        assert_eq!(
+            label_event(&round(vec![spec("a"), spec("b")]), &bounds),
+            Ok(())
+        );
     }
 
     #[test]
@@ -222,7 +245,10 @@ mod tests {
         };
         let cases = [
             (add("too-long-label", vec![]), keys::LABEL_ID_BYTES),
-            (add("a", vec!["x".into(), "y".into()]), keys::EXAMPLES_PER_LABEL),
+            (
+                add("a", vec!["x".into(), "y".into()]),
+                keys::EXAMPLES_PER_LABEL,
+            ),
             (add("a", vec!["z".repeat(21)]), keys::TEXT_BYTES),
             (
                 LabelEvent::RetireLabel {

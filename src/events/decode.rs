@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{LabelEvent, TextEvent, EVENT_VERSION};
-use crate::bounds::{error_text, excerpt, over_bytes, keys, Bounds};
+use crate::bounds::{error_text, excerpt, keys, over_bytes, Bounds};
 
 /// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
 /// metric label (and its serde form, in changelog records); the message says what exactly was
@@ -200,7 +200,12 @@ pub fn text_event(bytes: &[u8], bounds: &Bounds) -> Result<TextEvent, Rejection>
             "field `id` must not be empty",
         ));
     }
-    if let Some(over) = over_bytes("the text's id", &event.id, bounds.text_id_bytes, keys::TEXT_ID_BYTES) {
+    if let Some(over) = over_bytes(
+        "the text's id",
+        &event.id,
+        bounds.text_id_bytes,
+        keys::TEXT_ID_BYTES,
+    ) {
         return Err(Rejection::over_limit(over));
     }
     if event.text.len() > bounds.text_bytes {
@@ -215,7 +220,12 @@ pub fn text_event(bytes: &[u8], bounds: &Bounds) -> Result<TextEvent, Rejection>
         ));
     }
     if let Some(over) = event.gold_label.as_deref().and_then(|gold| {
-        over_bytes("the gold label", gold, bounds.label_id_bytes, keys::LABEL_ID_BYTES)
+        over_bytes(
+            "the gold label",
+            gold,
+            bounds.label_id_bytes,
+            keys::LABEL_ID_BYTES,
+        )
     }) {
         return Err(Rejection::over_limit(over));
     }
@@ -242,7 +252,9 @@ mod tests {
     }
 
     fn reason_of_text(bytes: &[u8]) -> Reason {
-        text_event(bytes, &Bounds::with_text_bytes(100)).unwrap_err().reason
+        text_event(bytes, &Bounds::with_text_bytes(100))
+            .unwrap_err()
+            .reason
     }
 
     #[test]
@@ -332,11 +344,20 @@ mod tests {
     #[test]
     fn a_text_id_or_gold_label_past_its_bound_is_over_limit() {
         let bounds = Bounds::default();
-        let long_id = format!(r#"{{"id":"{}","text":"x"}}"#, "i".repeat(bounds.text_id_bytes + 1));
+        let long_id = format!(
+            r#"{{"id":"{}","text":"x"}}"#,
+            "i".repeat(bounds.text_id_bytes + 1)
+        );
         let rejection = text_event(long_id.as_bytes(), &bounds).unwrap_err();
         assert_eq!(rejection.reason, Reason::OverLimit);
-        assert!(rejection.message.contains(keys::TEXT_ID_BYTES), "{rejection}");
-        let fits = format!(r#"{{"id":"{}","text":"x"}}"#, "i".repeat(bounds.text_id_bytes));
+        assert!(
+            rejection.message.contains(keys::TEXT_ID_BYTES),
+            "{rejection}"
+        );
+        let fits = format!(
+            r#"{{"id":"{}","text":"x"}}"#,
+            "i".repeat(bounds.text_id_bytes)
+        );
         assert!(text_event(fits.as_bytes(), &bounds).is_ok());
         let gold = format!(
             r#"{{"id":"t","text":"x","gold_label":"{}"}}"#,
@@ -344,7 +365,10 @@ mod tests {
         );
         let rejection = text_event(gold.as_bytes(), &bounds).unwrap_err();
         assert_eq!(rejection.reason, Reason::OverLimit);
-        assert!(rejection.message.contains(keys::LABEL_ID_BYTES), "{rejection}");
+        assert!(
+            rejection.message.contains(keys::LABEL_ID_BYTES),
+            "{rejection}"
+        );
     }
 
     /// A 700 kB value in a field of the wrong type: serde_json's message quotes it whole.

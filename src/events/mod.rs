@@ -309,8 +309,9 @@ pub struct DeadLetterHeaders {
         skip_serializing_if = "Option::is_none"
     )]
     pub truncated_from: Option<String>,
-    /// Present only when the key was cut (a key longer than
-    /// [`DEAD_LETTER_MAX_KEY_BYTES`]): the original key's length in bytes, in decimal.
+    /// Present only when the key was cut (a key longer than 4 KiB,
+    /// `DEAD_LETTER_MAX_KEY_BYTES`, keeps its first 4 KiB): the original key's length in
+    /// bytes, in decimal.
     #[serde(
         rename = "gorag.key_truncated_from",
         default,

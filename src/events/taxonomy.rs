@@ -242,7 +242,12 @@ fn row_over_bounds(row: &Row, bounds: &Bounds) -> Option<String> {
         .or_else(|| {
             let description = row.description.as_deref()?;
             let limit = bounds.description_bytes;
-            over_bytes("the description", description, limit, keys::DESCRIPTION_BYTES)
+            over_bytes(
+                "the description",
+                description,
+                limit,
+                keys::DESCRIPTION_BYTES,
+            )
         })
         .or_else(|| {
             examples
@@ -358,7 +363,13 @@ mod tests {
         assert_eq!(specs[1].id, "b");
 
         // Lines are the file's, counting the lines inside quoted cells.
-        let errors = rounds("label,name\na,\"x\ny\"\na,z\n", Format::Csv, "r1", &Bounds::default()).unwrap_err();
+        let errors = rounds(
+            "label,name\na,\"x\ny\"\na,z\n",
+            Format::Csv,
+            "r1",
+            &Bounds::default(),
+        )
+        .unwrap_err();
         assert!(errors.0[0].starts_with("line 4: "), "{errors:?}");
     }
 
@@ -392,7 +403,13 @@ mod tests {
 
     #[test]
     fn every_problem_is_reported_at_once_with_its_line() {
-        let errors = rounds("label,exmple,owner\na,x,me\n", Format::Csv, "r1", &Bounds::default()).unwrap_err();
+        let errors = rounds(
+            "label,exmple,owner\na,x,me\n",
+            Format::Csv,
+            "r1",
+            &Bounds::default(),
+        )
+        .unwrap_err();
         assert_eq!(errors.0.len(), 2, "{errors:?}");
         assert!(errors.0[0].contains("unknown column \"exmple\""));
 

@@ -19,7 +19,11 @@ use crate::events::{bounds as event_bounds, LabelEvent};
 
 /// Turn a label event into an engine update, checked against `bounds` and `engine` before any
 /// LLM call.
-pub fn label_update(engine: &Engine, event: LabelEvent, bounds: &Bounds) -> Result<Update, Rejection> {
+pub fn label_update(
+    engine: &Engine,
+    event: LabelEvent,
+    bounds: &Bounds,
+) -> Result<Update, Rejection> {
     LabelChecks::new(engine, *bounds).update(event)
 }
 
@@ -182,7 +186,9 @@ mod tests {
         let rejection = label_update(&engine, round("r1", &["c", "d"]), &bounds).unwrap_err();
         assert_eq!(rejection.reason, Reason::OverLimit);
         assert!(
-            rejection.message.contains("4 active labels (2 active, 2 new)")
+            rejection
+                .message
+                .contains("4 active labels (2 active, 2 new)")
                 && rejection.message.contains(keys::ACTIVE_LABELS),
             "{rejection}"
         );

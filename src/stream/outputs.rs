@@ -134,7 +134,12 @@ mod tests {
 
     #[test]
     fn a_value_that_fits_is_kept_whole() {
-        let record = letter(Some(b"t1".to_vec()), vec![b'x'; 500_000], "too long", 1_000_000);
+        let record = letter(
+            Some(b"t1".to_vec()),
+            vec![b'x'; 500_000],
+            "too long",
+            1_000_000,
+        );
         assert_eq!(record.payload.len(), 500_000);
         assert_eq!(header(&record, TRUNCATED_FROM), None);
         assert_eq!(header(&record, "gorag.reason"), Some("oversized_text"));
@@ -173,7 +178,10 @@ mod tests {
     #[test]
     fn a_huge_key_is_cut_and_says_so() {
         let record = letter(Some(vec![b'k'; 100_000]), b"{}".to_vec(), "id", 1_000_000);
-        assert_eq!(record.key.as_ref().map(Vec::len), Some(DEAD_LETTER_MAX_KEY_BYTES));
+        assert_eq!(
+            record.key.as_ref().map(Vec::len),
+            Some(DEAD_LETTER_MAX_KEY_BYTES)
+        );
         assert_eq!(header(&record, KEY_TRUNCATED_FROM), Some("100000"));
         assert_eq!(record.payload, b"{}");
     }

@@ -183,7 +183,11 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
 #[test]
 fn rejection_reasons_keep_their_postcard_numbers_and_round_trip() {
     for (number, reason) in Reason::ALL.into_iter().enumerate() {
-        assert_eq!(postcard::to_stdvec(&reason).unwrap(), [number as u8], "{reason}");
+        assert_eq!(
+            postcard::to_stdvec(&reason).unwrap(),
+            [number as u8],
+            "{reason}"
+        );
     }
     assert_eq!(Reason::ALL[14], Reason::OverLimit);
     let record = ChangeRecord {
