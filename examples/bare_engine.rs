@@ -6,6 +6,7 @@
 
 use std::time::Instant;
 
+use gorag::bounds::Bounds;
 use gorag::engine::{Engine, EngineConfig, NewLabel};
 use gorag::events::{decode, LabelEvent};
 
@@ -24,7 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let texts: Vec<String> = std::fs::read_to_string(&path)?
         .lines()
         .filter(|l| !l.trim().is_empty())
-        .map(|l| decode::text_event(l.as_bytes(), 100_000).map(|e| e.text))
+        .map(|l| decode::text_event(l.as_bytes(), &Bounds::default()).map(|e| e.text))
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
     for text in &texts {

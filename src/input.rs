@@ -12,6 +12,8 @@ use std::path::Path;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::bounds::{error_text, excerpt};
+
 /// A file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -44,10 +46,12 @@ pub struct RowError {
 }
 
 impl RowError {
+    /// The message is bounded as every error text is ([`error_text`]): serde_json's quote the
+    /// cell they refuse.
     pub fn new(line: usize, message: impl Into<String>) -> Self {
         Self {
             line,
-            message: message.into(),
+            message: error_text(message),
         }
     }
 }
@@ -105,7 +109,10 @@ pub fn csv(text: &str) -> Result<Csv, RowError> {
         .find(|(i, c)| columns[..*i].contains(c))
         .map(|(_, c)| c)
     {
-        return Err(RowError::new(1, format!("column {twice:?} is named twice")));
+        return Err(RowError::new(
+            1,
+            format!("column {} is named twice", excerpt(twice)),
+        ));
     }
     let mut rows: Vec<Result<Row, RowError>> = reader
         .records()

@@ -20,6 +20,7 @@
 //! - [`embedded`]: `gorag classify`'s session, the state driven from files;
 //! - [`input`]: the one CSV/JSONL reader;
 //! - [`secret`]: values never shown (passwords, keys), read from files;
+//! - [`bounds`]: the limits every input keeps, and the cutting of error texts;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
@@ -28,6 +29,7 @@
 //! Each module uses only modules of the layers below its own (the table in `tests/layers.rs`,
 //! which checks it: no import cycle); docs/design/architecture.md, "Layers", draws them.
 
+pub mod bounds;
 pub mod classify;
 pub mod cli;
 pub mod config;

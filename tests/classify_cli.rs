@@ -287,3 +287,68 @@ fn an_llm_endpoint_that_does_not_answer_stops_classify_at_once() {
         "{stderr}"
     );
 }
+
+/// `gorag classify` without an LLM or a sentence encoder (neither is what these tests are about).
+fn classify_plain(labels: &Path, texts: &Path, sets: &[&str]) -> Output {
+    let mut command = gorag();
+    command
+        .args(["--llm", "none", "--set", "engine.embedding_model=none"])
+        .arg("--labels")
+        .arg(labels)
+        .arg(texts);
+    for set in sets {
+        command.args(["--set", set]);
+    }
+    command.output().expect("run gorag")
+}
+
+/// The bounds of docs/guide/bounds.md in `gorag classify`: a labels file past one is refused
+/// with the line and the bound's key (until the bound is raised); a text or label event past
+/// one among the texts is named with its line, and the lines after it are classified.
+#[test]
+fn labels_and_texts_past_their_bounds_are_named_with_their_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let labels = dir.path().join("labels.csv");
+    let long_id = "x".repeat(300);
+    std::fs::write(&labels, format!("{LABELS}{long_id},an example of it\n")).expect("write");
+    let texts = dir.path().join("texts.jsonl");
+    let round = serde_json::json!({"type": "round", "round": "r2", "labels": [
+        {"id": "refund", "name": "n".repeat(300), "examples": ["refund my order"]}
+    ]});
+    let input = [
+        serde_json::json!({"id": "i".repeat(1025), "text": "charged twice"}).to_string(),
+        round.to_string(),
+        serde_json::json!({"id": "t3", "text": "I was charged twice this month"}).to_string(),
+    ]
+    .join("\n");
+    std::fs::write(&texts, input).expect("write");
+
+    let output = classify_plain(&labels, &texts, &[]);
+    let (stdout, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(stdout.is_empty(), "nothing classified: {stdout}");
+    assert!(
+        stderr
+            .contains("line 5: the label id is 300 bytes; the limit (labels.max_id_bytes) is 256"),
+        "{stderr}"
+    );
+    assert!(stderr.len() < 2_000, "the id is quoted short: {stderr}");
+
+    let output = classify_plain(&labels, &texts, &["labels.max_id_bytes=300"]);
+    let (stdout, stderr) = text(&output);
+    assert!(!output.status.success(), "two lines unusable: {stderr}");
+    assert!(
+        stderr.contains("texts.jsonl:line 1: over_limit: the text's id is 1025 bytes; the limit (input.max_id_bytes) is 1024"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("texts.jsonl:line 2: over_limit: label \"refund\": its name is 300 bytes; the limit (labels.max_name_bytes)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 line(s) could not be used"), "{stderr}");
+    let ids: Vec<serde_json::Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON")["text_id"].clone())
+        .collect();
+    assert_eq!(ids, ["t3"], "{stdout}");
+}

@@ -1,6 +1,7 @@
 //! Property tests on the event decoders: whatever the bytes, no panic, and every refusal names a
 //! reason the dead-letter topic knows.
 
+use gorag::bounds::{Bounds, ERROR_TEXT_BYTES};
 use gorag::events::decode::{self, Reason};
 use proptest::prelude::*;
 
@@ -55,10 +56,12 @@ proptest! {
         if let Err(rejection) = decode::label_event(&bytes) {
             prop_assert!(known(rejection.reason));
             prop_assert!(!rejection.message.is_empty());
+            prop_assert!(rejection.message.len() <= ERROR_TEXT_BYTES);
         }
-        if let Err(rejection) = decode::text_event(&bytes, 100) {
+        if let Err(rejection) = decode::text_event(&bytes, &Bounds::with_text_bytes(100)) {
             prop_assert!(known(rejection.reason));
             prop_assert!(!rejection.message.is_empty());
+            prop_assert!(rejection.message.len() <= ERROR_TEXT_BYTES);
         }
     }
 
@@ -68,12 +71,45 @@ proptest! {
             Ok(event) => prop_assert_eq!(event.version(), 1),
             Err(rejection) => prop_assert!(known(rejection.reason)),
         }
-        match decode::text_event(doc.as_bytes(), 64) {
+        match decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(64)) {
             Ok(event) => {
                 prop_assert!(!event.id.trim().is_empty());
                 prop_assert!(!event.text.trim().is_empty() && event.text.len() <= 64);
             }
             Err(rejection) => prop_assert!(known(rejection.reason)),
+        }
+    }
+
+    /// Whatever long value a record carries, and wherever, its rejection quotes at most a
+    /// short excerpt of it (a field name with backticks in it, which serde_json quotes between
+    /// backticks, can only be cut with the whole message, at 1 KiB).
+    #[test]
+    fn a_rejection_never_copies_a_long_value(
+        value in "[a-z\\\\\"`é]{2000,4000}",
+        at in 0usize..5,
+    ) {
+        let quoted = serde_json::to_string(&value).unwrap();
+        let doc = match at {
+            0 => format!(r#"{{"id":{quoted},"text":"x","version":{quoted}}}"#),
+            1 => format!(r#"{{"id":"t",{quoted}:2,"text":"x"}}"#),
+            2 => format!(r#"{{"type":{quoted}}}"#),
+            3 => format!(r#"{{"type":"round","round":"r","labels":[{{"id":1,"name":{quoted}}}]}}"#),
+            _ => format!(r#"{{"type":"retire_label","label":"a","version":{quoted}}}"#),
+        };
+        for rejection in [
+            decode::label_event(doc.as_bytes()).err(),
+            decode::text_event(doc.as_bytes(), &Bounds::default()).err(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let limit = if value.contains('`') { ERROR_TEXT_BYTES } else { 400 };
+            prop_assert!(
+                rejection.message.len() <= limit,
+                "{} bytes: {}",
+                rejection.message.len(),
+                rejection.message
+            );
         }
     }
 
@@ -83,7 +119,7 @@ proptest! {
         text in "\\PC{1,200}",
     ) {
         let doc = serde_json::json!({"id": id, "text": text}).to_string();
-        let decoded = decode::text_event(doc.as_bytes(), 1_000);
+        let decoded = decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(1_000));
         if text.trim().is_empty() {
             prop_assert_eq!(decoded.unwrap_err().reason, Reason::EmptyText);
         } else {
@@ -98,7 +134,9 @@ fn nesting_beyond_the_limit_is_malformed_not_a_stack_overflow() {
     for depth in [200, 10_000, 100_000] {
         let doc = format!("{}{}", "{\"a\":".repeat(depth), "}".repeat(depth));
         assert_eq!(
-            decode::text_event(doc.as_bytes(), 100).unwrap_err().reason,
+            decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(100))
+                .unwrap_err()
+                .reason,
             Reason::MalformedJson,
             "depth {depth}"
         );
@@ -109,18 +147,18 @@ fn nesting_beyond_the_limit_is_malformed_not_a_stack_overflow() {
 fn control_characters_and_huge_texts_are_handled() {
     let doc =
         serde_json::json!({"id": "c", "text": "bell\u{7} nul\u{0} esc\u{1b}[31m"}).to_string();
-    assert!(decode::text_event(doc.as_bytes(), 1_000).is_ok());
+    assert!(decode::text_event(doc.as_bytes(), &Bounds::with_text_bytes(1_000)).is_ok());
     let only_controls =
         serde_json::json!({"id": "c", "text": "\u{0}\u{7}\u{1b} \t\u{7f}"}).to_string();
     assert_eq!(
-        decode::text_event(only_controls.as_bytes(), 1_000)
+        decode::text_event(only_controls.as_bytes(), &Bounds::with_text_bytes(1_000))
             .unwrap_err()
             .reason,
         Reason::EmptyText
     );
     let huge = serde_json::json!({"id": "h", "text": "x".repeat(10 * 1024 * 1024)}).to_string();
     assert_eq!(
-        decode::text_event(huge.as_bytes(), 100_000)
+        decode::text_event(huge.as_bytes(), &Bounds::with_text_bytes(100_000))
             .unwrap_err()
             .reason,
         Reason::OversizedText

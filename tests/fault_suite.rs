@@ -80,7 +80,7 @@ fn bad_corpus(round: usize) -> Vec<(Option<String>, Vec<u8>, &'static str)> {
         (k("nothing"), Vec::new(), "malformed_json"),
     ];
     // One 10 MB text per run (the texts topic allows 16 MB records): its dead letter carries
-    // the first 512 KiB and says so.
+    // what of it fits the producer's record limit and says so.
     if round == 10 {
         corpus.push((
             k("10mb"),

@@ -26,6 +26,20 @@ fn gorag(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `gorag ARGS` for a dry run: no broker needed.
+fn gorag_offline(args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("run gorag");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 fn label_event_schema() -> Value {
     schema::all()
         .into_iter()
@@ -106,4 +120,48 @@ async fn an_import_reaches_the_labels_topic_once() {
     );
     let again = read_until(&topic, Duration::from_secs(3), |r| r.len() > 1);
     assert_eq!(again.len(), 1, "a refused import published nothing");
+}
+
+/// A taxonomy past a bound of docs/guide/bounds.md is refused before anything is published,
+/// each row at fault named with its line and the bound's key; raising the bound lets it through.
+#[test]
+fn a_taxonomy_past_a_bound_is_refused_with_its_lines() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("big.csv");
+    let mut rows = String::from("label,description,example\n");
+    rows.push_str(&format!("billing,{},charged twice\n", "d".repeat(5000)));
+    for i in 0..4 {
+        rows.push_str(&format!("l{i},,an example\n"));
+    }
+    std::fs::write(&path, rows).expect("write");
+    let file = path.to_str().unwrap();
+    let (ok, out, err) = gorag_offline(&[
+        "labels",
+        "import",
+        file,
+        "--dry-run",
+        "--set",
+        "labels.max_per_round=3",
+    ]);
+    assert!(!ok);
+    assert!(out.is_empty(), "nothing printed as events: {out}");
+    assert!(
+        err.contains("line 2: the description is 5000 bytes; the limit (labels.max_description_bytes) is 4096"),
+        "{err}"
+    );
+    assert!(
+        err.contains("line 6: label \"l3\" is round \"big\"'s label 4; the limit (labels.max_per_round) is 3"),
+        "{err}"
+    );
+    assert!(err.len() < 3_000, "the description is quoted short: {err}");
+    let (ok, out, err) = gorag_offline(&[
+        "labels",
+        "import",
+        file,
+        "--dry-run",
+        "--set",
+        "labels.max_description_bytes=5000",
+    ]);
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
 }

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// The crate's top-level modules by layer, lowest first: a module may use the modules of the
 /// layers below its own, and no other.
 const LAYERS: &[&[&str]] = &[
+    &["bounds"],
     &["threads", "input", "secret"],
     &["engine"],
     &["events", "llm"],

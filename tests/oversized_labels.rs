@@ -1,5 +1,8 @@
-//! A label event the changelog cannot carry, against the real broker: dead-lettered once, and
-//! the label events after it still applied.
+//! Records too large for what they become, against the real broker: a label event the
+//! changelog cannot carry (dead-lettered once, the label events after it still applied), and
+//! bad records whose error quotes them (their dead letters fit the broker; the records after
+//! them still applied and predicted). The in-process flows of every bound:
+//! `tests/bounds_in_process.rs`.
 
 // Only the broker helpers are used here.
 #[allow(dead_code)]
@@ -62,5 +65,72 @@ fn a_label_event_too_large_for_the_changelog_is_dead_lettered_and_the_next_appli
     assert!(
         log.contains("label event too large for the changelog"),
         "{log}"
+    );
+}
+
+/// A 700 kB text record whose field of the wrong type serde_json's error quotes whole, and a
+/// round whose label id is 300 kB: before, the text's dead letter (a 700 kB error header beside
+/// its value) was larger than the producer sends, refused, and the text left nothing; the label
+/// id was taken and copied into every prediction. Now each gets a dead letter that fits (the
+/// error cut to an excerpt, the value whole), and the round and text after them are applied
+/// and predicted.
+#[test]
+fn bad_records_whose_errors_quote_them_leave_dead_letters_that_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("quoted");
+    let mut sets = topics.sets();
+    sets.extend([
+        format!("state.dir={}", dir.path().join("state").display()),
+        "llm.url=none".into(),
+        "kafka.partitions=1".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let long_id = "i".repeat(300_000);
+    let bad_round = format!(
+        r#"{{"type":"round","round":"huge","labels":[{{"id":"{long_id}","examples":["x y"]}}]}}"#
+    );
+    let mut labels = vec![bad_round.clone()];
+    labels.extend(example("round-1.jsonl"));
+    rt.block_on(publish_json(&topics.labels, &labels));
+    let quoted = format!(
+        r#"{{"id":"big","text":"my parcel","version":"{}"}}"#,
+        "v".repeat(700_000)
+    );
+    rt.block_on(publish_json(
+        &topics.texts,
+        &[
+            quoted.clone(),
+            r#"{"id":"after","text":"I was charged twice on my invoice"}"#.to_string(),
+        ],
+    ));
+    let predictions = read_until(&topics.predictions, Duration::from_secs(90), |r| {
+        !r.is_empty()
+    });
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(30), |r| {
+        r.len() >= 2
+    });
+    let log = service.stop();
+    assert_eq!(predicted_ids(&predictions).len(), 1, "{log}");
+    assert_eq!(predictions[0].json()["label"], "billing", "{log}");
+    assert_eq!(dead.len(), 2, "{dead:?}\n{log}");
+    let of = |topic: &str| {
+        dead.iter()
+            .find(|r| r.headers["__connect.errors.topic"] == topic)
+            .unwrap_or_else(|| panic!("no dead letter of {topic}: {log}"))
+    };
+    let text_letter = of(&topics.texts);
+    assert_eq!(text_letter.headers["gorag.reason"], "invalid_event");
+    assert_eq!(text_letter.value, quoted.as_bytes(), "the value kept whole");
+    let label_letter = of(&topics.labels);
+    assert_eq!(label_letter.headers["gorag.reason"], "over_limit");
+    assert_eq!(label_letter.value, bad_round.as_bytes());
+    for letter in [text_letter, label_letter] {
+        let message = &letter.headers["__connect.errors.exception.message"];
+        assert!(message.len() <= 1024, "{} bytes", message.len());
+    }
+    assert!(
+        label_letter.headers["__connect.errors.exception.message"].contains("labels.max_id_bytes")
     );
 }

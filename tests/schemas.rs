@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use gorag::bounds::Bounds;
 use gorag::events::{decode, schema};
 use serde_json::Value;
 
@@ -104,7 +105,7 @@ fn every_documented_example_validates_and_decodes() {
                         .unwrap_or_else(|e| panic!("{origin}: {e}"));
                 }
                 "text-event" => {
-                    decode::text_event(body.as_bytes(), 100_000)
+                    decode::text_event(body.as_bytes(), &Bounds::with_text_bytes(100_000))
                         .unwrap_or_else(|e| panic!("{origin}: {e}"));
                 }
                 "prediction" => {

@@ -424,7 +424,7 @@ impl EvalArgs {
         let format = super::labels::format_of(path)?;
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-        let events = crate::events::taxonomy::rounds(&text, format, "eval")
+        let events = crate::events::taxonomy::rounds(&text, format, "eval", &Default::default())
             .with_context(|| format!("--labels {}", path.display()))?;
         for event in &events {
             if let crate::events::LabelEvent::Round { labels, .. } = event {

@@ -73,7 +73,9 @@ async fn import(args: ImportArgs) -> Result<()> {
     };
     let text = std::fs::read_to_string(&args.file)
         .with_context(|| format!("reading {}", args.file.display()))?;
-    let events = taxonomy::rounds(&text, format, &default_round)
+    // The service's bounds (`[input]`, `[labels]`): what it would dead-letter is refused here.
+    let config = labels_config(&args.kafka, args.topic.as_deref())?;
+    let events = taxonomy::rounds(&text, format, &default_round, &config.bounds())
         .with_context(|| format!("{} is not a taxonomy gorag can import", args.file.display()))?;
     let summary = summary(&events);
     if args.dry_run {
@@ -83,7 +85,6 @@ async fn import(args: ImportArgs) -> Result<()> {
         eprintln!("{summary}; checked, not published (--dry-run)");
         return Ok(());
     }
-    let config = labels_config(&args.kafka, args.topic.as_deref())?;
     let topic = config.topics.labels.clone();
     // Before reading the topic: a labels topic the broker would auto-create on that read
     // would not have the layout the service needs.

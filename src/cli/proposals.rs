@@ -130,6 +130,14 @@ async fn accept(
     let LabelEvent::Round { labels, .. } = &round else {
         bail!("accepting {} did not make a round", open.proposal);
     };
+    // Past a bound the service would dead-letter the round (docs/guide/bounds.md).
+    if let Err(rejection) = crate::events::bounds::label_event(&round, &config.bounds()) {
+        bail!(
+            "accepting {} would publish a round the service refuses: {}",
+            open.proposal,
+            rejection.message
+        );
+    }
     let label = labels.first().map(|l| l.id.clone()).unwrap_or_default();
     // The topics first: reading a missing labels topic could have the broker create it with
     // its default partition count.

@@ -17,6 +17,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+use crate::bounds::{keys, Bounds};
+
 mod kafka_security;
 mod sections;
 pub use kafka_security::*;
@@ -30,6 +32,8 @@ pub struct ServeConfig {
     pub llm: LlmSection,
     pub engine: EngineSection,
     pub input: InputSection,
+    /// The bounds on label events (`[labels]`).
+    pub labels: LabelsSection,
     pub state: StateSection,
     pub admin: AdminSection,
     /// Emerging-class discovery (`[discovery]`): the pool of poorly explained texts, the
@@ -330,8 +334,20 @@ impl ServeConfig {
         if self.input.backlog_mb == 0 {
             errors.push("input.backlog_mb: must be at least 1".into());
         }
-        if self.input.max_text_bytes == 0 {
-            errors.push("input.max_text_bytes: must be at least 1".into());
+        let bounds = self.bounds();
+        for (key, value) in [
+            (keys::TEXT_BYTES, bounds.text_bytes),
+            (keys::TEXT_ID_BYTES, bounds.text_id_bytes),
+            (keys::LABEL_ID_BYTES, bounds.label_id_bytes),
+            (keys::NAME_BYTES, bounds.name_bytes),
+            (keys::DESCRIPTION_BYTES, bounds.description_bytes),
+            (keys::EXAMPLES_PER_LABEL, bounds.examples_per_label),
+            (keys::LABELS_PER_ROUND, bounds.labels_per_round),
+            (keys::ACTIVE_LABELS, bounds.active_labels),
+        ] {
+            if value == 0 {
+                errors.push(format!("{key}: must be at least 1"));
+            }
         }
         if self.state.snapshot_every == 0 {
             errors.push("state.snapshot_every: must be at least 1".into());
@@ -352,6 +368,20 @@ impl ServeConfig {
         }
         if self.state.cache_mb == 0 {
             errors.push("state.cache_mb: must be at least 1".into());
+        }
+    }
+
+    /// The bounds every input keeps (`[input]`, `[labels]`).
+    pub fn bounds(&self) -> Bounds {
+        Bounds {
+            text_bytes: self.input.max_text_bytes,
+            text_id_bytes: self.input.max_id_bytes,
+            label_id_bytes: self.labels.max_id_bytes,
+            name_bytes: self.labels.max_name_bytes,
+            description_bytes: self.labels.max_description_bytes,
+            examples_per_label: self.labels.max_examples,
+            labels_per_round: self.labels.max_per_round,
+            active_labels: self.labels.max_active,
         }
     }
 

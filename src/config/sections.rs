@@ -312,8 +312,11 @@ impl EngineSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct InputSection {
-    /// Texts longer than this (UTF-8 bytes) go to the dead-letter topic.
+    /// Texts longer than this (UTF-8 bytes) go to the dead-letter topic; labelled examples and
+    /// corrected texts longer than this are refused with their label event.
     pub max_text_bytes: usize,
+    /// Text ids longer than this (UTF-8 bytes) go to the dead-letter topic (`over_limit`).
+    pub max_id_bytes: usize,
     /// Texts being classified at once (LLM latency dominates; offsets still commit in order).
     pub max_in_flight: usize,
     /// Texts read ahead of the intake, in MiB: the partitions are paused when it is full and
@@ -323,10 +326,45 @@ pub struct InputSection {
 
 impl Default for InputSection {
     fn default() -> Self {
+        let defaults = crate::bounds::Bounds::default();
         Self {
-            max_text_bytes: 100_000,
+            max_text_bytes: defaults.text_bytes,
+            max_id_bytes: defaults.text_id_bytes,
             max_in_flight: 8,
             backlog_mb: 16,
+        }
+    }
+}
+
+/// The bounds on label events (docs/guide/bounds.md, "Labels and rounds"): an event past one
+/// is refused whole, with a dead letter (`over_limit`) naming the bound.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LabelsSection {
+    /// A label id's length, in UTF-8 bytes (round ids and gold labels too).
+    pub max_id_bytes: usize,
+    /// A label name's length, in UTF-8 bytes.
+    pub max_name_bytes: usize,
+    /// A label description's length, in UTF-8 bytes.
+    pub max_description_bytes: usize,
+    /// Examples one event gives one label (a round's label, an `add_examples` event).
+    pub max_examples: usize,
+    /// Labels one round announces.
+    pub max_per_round: usize,
+    /// Active labels in all: a round that would pass it is refused.
+    pub max_active: usize,
+}
+
+impl Default for LabelsSection {
+    fn default() -> Self {
+        let defaults = crate::bounds::Bounds::default();
+        Self {
+            max_id_bytes: defaults.label_id_bytes,
+            max_name_bytes: defaults.name_bytes,
+            max_description_bytes: defaults.description_bytes,
+            max_examples: defaults.examples_per_label,
+            max_per_round: defaults.labels_per_round,
+            max_active: defaults.active_labels,
         }
     }
 }

@@ -16,6 +16,7 @@ use thiserror::Error;
 
 pub use taxonomy_sync::{sync_taxonomy, TaxonomySync};
 
+use crate::bounds::Bounds;
 use crate::classify::Classifier;
 use crate::config::ServeConfig;
 use crate::embed::{read_meaning, KeptVectors, LoadError};
@@ -61,7 +62,8 @@ pub struct Session {
     state: State,
     classifier: Classifier,
     describe_labels: bool,
-    max_text_bytes: usize,
+    /// The bounds texts and label events keep, as the service's.
+    bounds: Bounds,
     model: Option<String>,
     store: Option<SledStore>,
     /// Updates applied since the state folder last recorded them.
@@ -91,7 +93,7 @@ impl Session {
             state,
             classifier: Classifier::new(llm, config.engine.keywords),
             describe_labels: config.llm.describe_labels,
-            max_text_bytes: config.input.max_text_bytes,
+            bounds: config.bounds(),
             model,
             store,
             unrecorded: Vec::new(),
@@ -101,6 +103,11 @@ impl Session {
 
     pub fn engine(&self) -> &Engine {
         self.state.engine()
+    }
+
+    /// The bounds texts and label events keep.
+    pub fn bounds(&self) -> &Bounds {
+        &self.bounds
     }
 
     pub fn llm(&self) -> Option<&LlmClient> {
@@ -127,7 +134,7 @@ impl Session {
     /// Apply a label event (a labels-topic record's bytes or its decoded event), describing a
     /// round's named labels first when the LLM is to.
     pub async fn apply(&mut self, event: LabelEvent) -> Result<Applied, Rejection> {
-        let mut update = label_update(self.state.engine(), event)?;
+        let mut update = label_update(self.state.engine(), event, &self.bounds)?;
         let mut description_calls = 0;
         if let Update::Round { labels, .. } = &mut update {
             if self.describe_labels {
@@ -152,7 +159,7 @@ impl Session {
 
     /// Decode a text event as the texts topic's records are.
     pub fn decode_text(&self, bytes: &[u8]) -> Result<TextEvent, Rejection> {
-        decode::text_event(bytes, self.max_text_bytes)
+        decode::text_event(bytes, &self.bounds)
     }
 
     /// Classify `event` and learn from the decision as the service does; its prediction is the

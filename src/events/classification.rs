@@ -58,7 +58,9 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .collect(),
         hallucination: c.decision.hallucination.is_some(),
         hallucination_kind: c.decision.hallucination,
-        llm_error: c.llm_error.map(str::to_string),
+        // An endpoint's error may quote what it was sent or answered: bounded like every
+        // error text.
+        llm_error: c.llm_error.map(crate::bounds::error_text),
         round: engine.last_round().map(str::to_string),
         label_version: engine.label_version(),
         model: c.model.map(str::to_string),

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{LabelEvent, TextEvent, EVENT_VERSION};
+use crate::bounds::{error_text, excerpt, keys, over_bytes, Bounds};
 
 /// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
 /// metric label (and its serde form, in changelog records); the message says what exactly was
@@ -36,10 +37,14 @@ pub enum Reason {
     LlmFailed,
     /// The prediction for this text is larger than the broker accepts (huge metadata).
     OutputTooLarge,
+    /// An input past one of the bounds of docs/guide/bounds.md (a label id, name or
+    /// description too long, too many labels or examples, a text id too long); the message
+    /// names the bound's configuration key.
+    OverLimit,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 14] = [
+    pub const ALL: [Reason; 15] = [
         Reason::InvalidUtf8,
         Reason::MalformedJson,
         Reason::InvalidEvent,
@@ -54,6 +59,7 @@ impl Reason {
         Reason::NoActiveLabels,
         Reason::LlmFailed,
         Reason::OutputTooLarge,
+        Reason::OverLimit,
     ];
 
     pub fn code(self) -> &'static str {
@@ -72,6 +78,7 @@ impl Reason {
             Reason::NoActiveLabels => "no_active_labels",
             Reason::LlmFailed => "llm_failed",
             Reason::OutputTooLarge => "output_too_large",
+            Reason::OverLimit => "over_limit",
         }
     }
 }
@@ -91,6 +98,9 @@ impl fmt::Display for Reason {
     }
 }
 
+/// Why an input was refused: its reason, and a message of at most
+/// [`ERROR_TEXT_BYTES`](crate::bounds::ERROR_TEXT_BYTES) that quotes the input only as short
+/// excerpts (made so by [`Rejection::new`], the only way one is made).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{reason}: {message}")]
 pub struct Rejection {
@@ -99,11 +109,18 @@ pub struct Rejection {
 }
 
 impl Rejection {
+    /// A rejection whose message is bounded ([`error_text`]): it goes into a dead letter's
+    /// header, a log line, a command's output.
     pub fn new(reason: Reason, message: impl Into<String>) -> Self {
         Self {
             reason,
-            message: message.into(),
+            message: error_text(message),
         }
+    }
+
+    /// An input past a bound: [`Reason::OverLimit`] with `message` (which names the bound's key).
+    pub fn over_limit(message: impl Into<String>) -> Self {
+        Self::new(Reason::OverLimit, message)
     }
 }
 
@@ -145,7 +162,8 @@ pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
             return Err(Rejection::new(
                 Reason::UnknownEventType,
                 format!(
-                    "event type {kind:?}; expected one of {}",
+                    "event type {}; expected one of {}",
+                    excerpt(kind),
                     LABEL_EVENT_TYPES.join(", ")
                 ),
             ))
@@ -172,8 +190,8 @@ pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
     Ok(event)
 }
 
-/// Decode a texts-topic record; `max_text_bytes` bounds the text's UTF-8 length.
-pub fn text_event(bytes: &[u8], max_text_bytes: usize) -> Result<TextEvent, Rejection> {
+/// Decode a texts-topic record, within `bounds` (the text's length, its id's, its gold label's).
+pub fn text_event(bytes: &[u8], bounds: &Bounds) -> Result<TextEvent, Rejection> {
     let event: TextEvent = typed(json(bytes)?)?;
     check_version(event.version)?;
     if event.id.trim().is_empty() {
@@ -182,14 +200,34 @@ pub fn text_event(bytes: &[u8], max_text_bytes: usize) -> Result<TextEvent, Reje
             "field `id` must not be empty",
         ));
     }
-    if event.text.len() > max_text_bytes {
+    if let Some(over) = over_bytes(
+        "the text's id",
+        &event.id,
+        bounds.text_id_bytes,
+        keys::TEXT_ID_BYTES,
+    ) {
+        return Err(Rejection::over_limit(over));
+    }
+    if event.text.len() > bounds.text_bytes {
         return Err(Rejection::new(
             Reason::OversizedText,
             format!(
-                "text is {} bytes; the limit (input.max_text_bytes) is {max_text_bytes}",
-                event.text.len()
+                "text is {} bytes; the limit ({}) is {}",
+                event.text.len(),
+                keys::TEXT_BYTES,
+                bounds.text_bytes
             ),
         ));
+    }
+    if let Some(over) = event.gold_label.as_deref().and_then(|gold| {
+        over_bytes(
+            "the gold label",
+            gold,
+            bounds.label_id_bytes,
+            keys::LABEL_ID_BYTES,
+        )
+    }) {
+        return Err(Rejection::over_limit(over));
     }
     // Control characters carry no words: a text of nothing else has nothing to classify.
     if event
@@ -214,7 +252,9 @@ mod tests {
     }
 
     fn reason_of_text(bytes: &[u8]) -> Reason {
-        text_event(bytes, 100).unwrap_err().reason
+        text_event(bytes, &Bounds::with_text_bytes(100))
+            .unwrap_err()
+            .reason
     }
 
     #[test]
@@ -268,7 +308,11 @@ mod tests {
 
     #[test]
     fn text_events_decode_and_pass_metadata() {
-        let event = text_event(br#"{"id":"t1","text":"hello","metadata":{"a":[1]}}"#, 100).unwrap();
+        let event = text_event(
+            br#"{"id":"t1","text":"hello","metadata":{"a":[1]}}"#,
+            &Bounds::with_text_bytes(100),
+        )
+        .unwrap();
         assert_eq!(event.id, "t1");
         assert_eq!(event.metadata, Some(serde_json::json!({"a": [1]})));
     }
@@ -295,5 +339,52 @@ mod tests {
             reason_of_text(b"{\"id\":\"t\",\"text\":\"\xc3\x28\"}"),
             Reason::InvalidUtf8
         );
+    }
+
+    #[test]
+    fn a_text_id_or_gold_label_past_its_bound_is_over_limit() {
+        let bounds = Bounds::default();
+        let long_id = format!(
+            r#"{{"id":"{}","text":"x"}}"#,
+            "i".repeat(bounds.text_id_bytes + 1)
+        );
+        let rejection = text_event(long_id.as_bytes(), &bounds).unwrap_err();
+        assert_eq!(rejection.reason, Reason::OverLimit);
+        assert!(
+            rejection.message.contains(keys::TEXT_ID_BYTES),
+            "{rejection}"
+        );
+        let fits = format!(
+            r#"{{"id":"{}","text":"x"}}"#,
+            "i".repeat(bounds.text_id_bytes)
+        );
+        assert!(text_event(fits.as_bytes(), &bounds).is_ok());
+        let gold = format!(
+            r#"{{"id":"t","text":"x","gold_label":"{}"}}"#,
+            "g".repeat(bounds.label_id_bytes + 1)
+        );
+        let rejection = text_event(gold.as_bytes(), &bounds).unwrap_err();
+        assert_eq!(rejection.reason, Reason::OverLimit);
+        assert!(
+            rejection.message.contains(keys::LABEL_ID_BYTES),
+            "{rejection}"
+        );
+    }
+
+    /// A 700 kB value in a field of the wrong type: serde_json's message quotes it whole.
+    #[test]
+    fn a_rejection_quotes_a_huge_value_only_as_an_excerpt() {
+        let huge = "v".repeat(700_000);
+        let record = format!(r#"{{"id":"t","text":"x","version":"{huge}"}}"#);
+        let rejection = text_event(record.as_bytes(), &Bounds::default()).unwrap_err();
+        assert_eq!(rejection.reason, Reason::InvalidEvent);
+        assert!(rejection.message.len() <= 200, "{}", rejection.message);
+        let label = format!(r#"{{"type":"{huge}"}}"#);
+        let rejection = label_event(label.as_bytes()).unwrap_err();
+        assert_eq!(rejection.reason, Reason::UnknownEventType);
+        assert!(rejection.message.len() <= 200, "{}", rejection.message);
+        let field = format!(r#"{{"type":"round","round":"r","labels":[],"{huge}":1}}"#);
+        let rejection = label_event(field.as_bytes()).unwrap_err();
+        assert!(rejection.message.len() <= 200, "{}", rejection.message);
     }
 }

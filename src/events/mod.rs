@@ -6,6 +6,7 @@
 //! drop an operator's examples, so it goes to the dead-letter topic instead. `version` may be
 //! left out (it means 1); any other version is refused until this code knows it.
 
+pub mod bounds;
 pub mod classification;
 pub mod decode;
 pub mod proposal;
@@ -200,7 +201,7 @@ pub struct Prediction {
     pub hallucination: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hallucination_kind: Option<HallucinationKind>,
-    /// Why the LLM gave no answer (`source` is then `graph`).
+    /// Why the LLM gave no answer (`source` is then `graph`); at most 1 KiB.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub llm_error: Option<String>,
     /// The last round applied when the text was classified.
@@ -292,27 +293,36 @@ pub struct DeadLetterHeaders {
     /// `gorag.<reason>`, in the place Connect puts the exception class.
     #[serde(rename = "__connect.errors.exception.class.name")]
     pub class_name: String,
-    /// What exactly was wrong.
+    /// What exactly was wrong: at most 1 KiB, quoting the input only in short excerpts.
     #[serde(rename = "__connect.errors.exception.message")]
     pub message: String,
     /// The reason code alone (see `schemas/README.md` for the list).
     #[serde(rename = "gorag.reason")]
     pub reason: String,
     /// Present only when the value was cut to fit the dead-letter topic: the original value's
-    /// length in bytes, in decimal (the record carries its first
-    /// [`DEAD_LETTER_MAX_VALUE_BYTES`]).
+    /// length in bytes, in decimal. The record keeps as much of the value's start as fits the
+    /// broker's record limit (the producer's `message.max.bytes`, `kafka.client`); nothing of
+    /// it when even that was refused.
     #[serde(
         rename = "gorag.truncated_from",
         default,
         skip_serializing_if = "Option::is_none"
     )]
     pub truncated_from: Option<String>,
+    /// Present only when the key was cut (a key longer than 4 KiB,
+    /// `DEAD_LETTER_MAX_KEY_BYTES`, keeps its first 4 KiB): the original key's length in
+    /// bytes, in decimal.
+    #[serde(
+        rename = "gorag.key_truncated_from",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub key_truncated_from: Option<String>,
 }
 
-/// The most of a rejected value a dead letter carries. Brokers and clients refuse records over
-/// 1 MiB by default; a 10 MB text must still leave a dead letter, so its value is cut to this
-/// and `gorag.truncated_from` says so.
-pub const DEAD_LETTER_MAX_VALUE_BYTES: usize = 512 * 1024;
+/// The most of a rejected record's key a dead letter keeps: a key that long is itself the
+/// problem (a text id past `input.max_id_bytes`), and the value keeps the record's content.
+pub const DEAD_LETTER_MAX_KEY_BYTES: usize = 4096;
 
 impl DeadLetterHeaders {
     pub fn new(position: &InputPosition, stage: &str, rejection: &decode::Rejection) -> Self {
@@ -322,9 +332,10 @@ impl DeadLetterHeaders {
             offset: position.offset.to_string(),
             stage: stage.to_string(),
             class_name: format!("gorag.{}", rejection.reason.code()),
-            message: rejection.message.clone(),
+            message: crate::bounds::error_text(rejection.message.as_str()),
             reason: rejection.reason.code().to_string(),
             truncated_from: None,
+            key_truncated_from: None,
         }
     }
 
@@ -341,6 +352,9 @@ impl DeadLetterHeaders {
         ];
         if let Some(length) = &self.truncated_from {
             pairs.push(("gorag.truncated_from", length.as_str()));
+        }
+        if let Some(length) = &self.key_truncated_from {
+            pairs.push(("gorag.key_truncated_from", length.as_str()));
         }
         pairs
     }

@@ -8,9 +8,10 @@
 //! in which the file first names them. Unknown columns are refused, like unknown event fields:
 //! a misspelt `exmple` column would otherwise drop every example silently.
 //!
-//! The result is checked the way the service will check it — each event through the labels
-//! topic's decoder, the rounds applied in order to an empty engine — and every problem is
-//! reported at once, with its line.
+//! The result is checked the way the service will check it — each row against the bounds of
+//! docs/guide/bounds.md (with its line), each event through the labels topic's decoder and the
+//! same bounds, the rounds applied in order to an empty engine — and every problem is reported
+//! at once, with its line.
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,7 @@ use serde::Deserialize;
 use thiserror::Error;
 
 use super::{decode, LabelEvent, LabelSpec, EVENT_VERSION};
+use crate::bounds::{excerpt, keys, over_bytes, Bounds};
 use crate::engine::{Engine, EngineConfig, NewLabel};
 use crate::input::{self, RowError};
 
@@ -48,19 +50,20 @@ struct Row {
     round: Option<String>,
 }
 
-/// The round events a taxonomy file announces, checked; `default_round` names the round of rows
-/// that give none.
+/// The round events a taxonomy file announces, checked against `bounds`; `default_round`
+/// names the round of rows that give none.
 pub fn rounds(
     text: &str,
     format: Format,
     default_round: &str,
+    bounds: &Bounds,
 ) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
     let rows = match format {
         Format::Csv => csv_rows(text),
         Format::Jsonl => jsonl_rows(text),
     }?;
-    let events = group(rows, default_round)?;
-    check(&events)?;
+    let events = group(rows, default_round, bounds)?;
+    check(&events, bounds)?;
     Ok(events)
 }
 
@@ -76,7 +79,8 @@ fn csv_rows(text: &str) -> Result<Vec<(usize, Row)>, TaxonomyErrors> {
         .filter(|c| !COLUMNS.contains(&c.as_str()))
         .map(|c| {
             format!(
-                "line 1: unknown column {c:?}; expected {}",
+                "line 1: unknown column {}; expected {}",
+                excerpt(c),
                 COLUMNS.join(", ")
             )
         })
@@ -131,7 +135,11 @@ fn without_empty(row: Row) -> Row {
 }
 
 /// Merge rows into rounds of labels, in the order the file names them.
-fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
+fn group(
+    rows: Vec<(usize, Row)>,
+    default_round: &str,
+    bounds: &Bounds,
+) -> Result<Vec<LabelEvent>, TaxonomyErrors> {
     let mut errors = Vec::new();
     let mut rounds: Vec<(String, Vec<LabelSpec>)> = Vec::new();
     // label id → (round position, label position, line first seen)
@@ -139,6 +147,10 @@ fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>
     for (line, row) in rows {
         if row.label.is_empty() {
             errors.push(format!("line {line}: empty label id"));
+            continue;
+        }
+        if let Some(over) = row_over_bounds(&row, bounds) {
+            errors.push(format!("line {line}: {over}"));
             continue;
         }
         let round = row
@@ -168,18 +180,38 @@ fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>
         };
         if at_round != r {
             errors.push(format!(
-                "line {line}: label {:?} is in round {:?} here but in round {:?} on line \
+                "line {line}: label {} is in round {} here but in round {} on line \
                  {first_line}; a label belongs to one round",
-                row.label, round, rounds[at_round].0
+                excerpt(&row.label),
+                excerpt(&round),
+                excerpt(&rounds[at_round].0)
             ));
             continue;
         }
-        merge_row(
-            &mut rounds[r].1[at_label],
-            row,
-            (line, first_line),
-            &mut errors,
-        );
+        if at_label == bounds.labels_per_round && first_line == line {
+            errors.push(format!(
+                "line {line}: label {} is round {}'s label {}; the limit ({}) is {}: give \
+                 the labels past it another round",
+                excerpt(&row.label),
+                excerpt(&round),
+                at_label + 1,
+                keys::LABELS_PER_ROUND,
+                bounds.labels_per_round
+            ));
+        }
+        let spec = &mut rounds[r].1[at_label];
+        let had = spec.examples.len();
+        merge_row(spec, row, (line, first_line), &mut errors);
+        if had <= bounds.examples_per_label && spec.examples.len() > bounds.examples_per_label {
+            errors.push(format!(
+                "line {line}: label {} has {} examples up to here; the limit ({}) is {}: \
+                 send the rest in add_examples events",
+                excerpt(&spec.id),
+                spec.examples.len(),
+                keys::EXAMPLES_PER_LABEL,
+                bounds.examples_per_label
+            ));
+        }
     }
     if !errors.is_empty() {
         return Err(TaxonomyErrors(errors));
@@ -192,6 +224,36 @@ fn group(rows: Vec<(usize, Row)>, default_round: &str) -> Result<Vec<LabelEvent>
             labels,
         })
         .collect())
+}
+
+/// The first bound one row passes, said as the service would say it.
+fn row_over_bounds(row: &Row, bounds: &Bounds) -> Option<String> {
+    let id = bounds.label_id_bytes;
+    let examples = row.example.iter().chain(&row.examples);
+    over_bytes("the label id", &row.label, id, keys::LABEL_ID_BYTES)
+        .or_else(|| {
+            let round = row.round.as_deref()?;
+            over_bytes("the round id", round, id, keys::LABEL_ID_BYTES)
+        })
+        .or_else(|| {
+            let name = row.name.as_deref()?;
+            over_bytes("the name", name, bounds.name_bytes, keys::NAME_BYTES)
+        })
+        .or_else(|| {
+            let description = row.description.as_deref()?;
+            let limit = bounds.description_bytes;
+            over_bytes(
+                "the description",
+                description,
+                limit,
+                keys::DESCRIPTION_BYTES,
+            )
+        })
+        .or_else(|| {
+            examples
+                .filter_map(|e| over_bytes("an example", e, bounds.text_bytes, keys::TEXT_BYTES))
+                .next()
+        })
 }
 
 /// Add a row's examples to its label, and its name and description unless the label's first
@@ -208,9 +270,10 @@ fn merge_row(
     ] {
         match (value, kept.as_ref()) {
             (Some(new), Some(old)) if new != *old => errors.push(format!(
-                "line {line}: label {:?} has {field} {new:?} here but {old:?} on line \
-                 {first_line}",
-                row.label
+                "line {line}: label {} has {field} {} here but {} on line {first_line}",
+                excerpt(&row.label),
+                excerpt(&new),
+                excerpt(old)
             )),
             (Some(new), None) => *kept = Some(new),
             _ => {}
@@ -220,24 +283,29 @@ fn merge_row(
     spec.examples.extend(row.examples);
 }
 
-/// The service's own checks: the labels topic's decoder, then the rounds applied in order.
-fn check(events: &[LabelEvent]) -> Result<(), TaxonomyErrors> {
+/// The service's own checks: the labels topic's decoder, the bounds, then the rounds applied in
+/// order.
+fn check(events: &[LabelEvent], bounds: &Bounds) -> Result<(), TaxonomyErrors> {
     let mut errors = Vec::new();
     let mut engine = Engine::new(EngineConfig::default());
     for event in events {
         let LabelEvent::Round { round, labels, .. } = event else {
             continue;
         };
-        let decoded = serde_json::to_vec(event)
+        let round = excerpt(round);
+        let active = engine.active_labels().count();
+        let checked = serde_json::to_vec(event)
             .map_err(|e| e.to_string())
-            .and_then(|bytes| decode::label_event(&bytes).map_err(|e| e.to_string()));
-        if let Err(error) = decoded {
-            errors.push(format!("round {round:?}: {error}"));
-            continue;
-        }
+            .and_then(|bytes| decode::label_event(&bytes).map_err(|e| e.to_string()))
+            .and_then(|event| {
+                super::bounds::label_event(&event, bounds)
+                    .and_then(|()| super::bounds::active_labels(active, labels.len(), bounds))
+                    .map_err(|e| e.to_string())
+            });
         let new: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-        if let Err(error) = engine.apply_round(&new) {
-            errors.push(format!("round {round:?}: {error}"));
+        let applied = checked.and_then(|()| engine.apply_round(&new).map_err(|e| e.to_string()));
+        if let Err(error) = applied {
+            errors.push(format!("round {round}: {error}"));
         }
     }
     if errors.is_empty() {
@@ -264,7 +332,7 @@ mod tests {
                     billing,billing and payments,Charges and invoices,I was charged twice.\n\
                     shipping,shipping,,\"Parcel late, no tracking.\"\n\
                     billing,,,Wrong VAT on my invoice.\n";
-        let events = rounds(text, Format::Csv, "r1").unwrap();
+        let events = rounds(text, Format::Csv, "r1", &Bounds::default()).unwrap();
         assert_eq!(events.len(), 1);
         let (round, specs) = labels(&events[0]);
         assert_eq!(round, "r1");
@@ -289,20 +357,26 @@ mod tests {
     #[test]
     fn a_spreadsheet_byte_order_mark_and_quoted_line_breaks_are_read() {
         let text = "\u{feff}label,example\na,\"two\nlines\"\nb,x\n";
-        let events = rounds(text, Format::Csv, "r1").unwrap();
+        let events = rounds(text, Format::Csv, "r1", &Bounds::default()).unwrap();
         let (_, specs) = labels(&events[0]);
         assert_eq!(specs[0].examples, ["two\nlines"]);
         assert_eq!(specs[1].id, "b");
 
         // Lines are the file's, counting the lines inside quoted cells.
-        let errors = rounds("label,name\na,\"x\ny\"\na,z\n", Format::Csv, "r1").unwrap_err();
+        let errors = rounds(
+            "label,name\na,\"x\ny\"\na,z\n",
+            Format::Csv,
+            "r1",
+            &Bounds::default(),
+        )
+        .unwrap_err();
         assert!(errors.0[0].starts_with("line 4: "), "{errors:?}");
     }
 
     #[test]
     fn a_round_column_splits_rounds_in_the_order_first_named() {
         let text = "round,label,text\nr2,b,x\nr1,a,y\n,c,z\n";
-        let events = rounds(text, Format::Csv, "base").unwrap();
+        let events = rounds(text, Format::Csv, "base", &Bounds::default()).unwrap();
         let ids: Vec<(&str, Vec<&str>)> = events
             .iter()
             .map(|e| {
@@ -321,7 +395,7 @@ mod tests {
         let text = "{\"label\":\"a\",\"examples\":[\"x\",\"y\"]}\n\n\
                     {\"label\":\"a\",\"example\":\"z\"}\n\
                     {\"label\":\"b\",\"name\":\"zero shot\"}\n";
-        let events = rounds(text, Format::Jsonl, "r1").unwrap();
+        let events = rounds(text, Format::Jsonl, "r1", &Bounds::default()).unwrap();
         let (_, specs) = labels(&events[0]);
         assert_eq!(specs[0].examples, ["x", "y", "z"]);
         assert!(specs[1].examples.is_empty());
@@ -329,7 +403,13 @@ mod tests {
 
     #[test]
     fn every_problem_is_reported_at_once_with_its_line() {
-        let errors = rounds("label,exmple,owner\na,x,me\n", Format::Csv, "r1").unwrap_err();
+        let errors = rounds(
+            "label,exmple,owner\na,x,me\n",
+            Format::Csv,
+            "r1",
+            &Bounds::default(),
+        )
+        .unwrap_err();
         assert_eq!(errors.0.len(), 2, "{errors:?}");
         assert!(errors.0[0].contains("unknown column \"exmple\""));
 
@@ -337,6 +417,7 @@ mod tests {
             "label,name,round\na,A,r1\na,B,r1\nb,,r1\nb,,r2\n,,r1\n",
             Format::Csv,
             "r1",
+            &Bounds::default(),
         )
         .unwrap_err();
         let text = errors.to_string();
@@ -354,6 +435,7 @@ mod tests {
             "{\"label\":\"a\",\"colour\":1}\nnot json\n",
             Format::Jsonl,
             "r1",
+            &Bounds::default(),
         )
         .unwrap_err();
         assert_eq!(errors.0.len(), 2);
@@ -368,8 +450,78 @@ mod tests {
     fn a_label_repeated_across_the_round_column_is_caught_by_the_engine_check() {
         // Same id in two rounds is refused by grouping; the engine check is the backstop for
         // what grouping cannot see, e.g. an empty round.
-        let events = rounds("label\na\n", Format::Csv, "r1").unwrap();
+        let events = rounds("label\na\n", Format::Csv, "r1", &Bounds::default()).unwrap();
         assert_eq!(events.len(), 1);
-        assert!(check(&[events[0].clone(), events[0].clone()]).is_err());
+        assert!(check(&[events[0].clone(), events[0].clone()], &Bounds::default()).is_err());
+    }
+
+    /// Each bound a row passes is an error naming its line and the bound's key.
+    #[test]
+    fn every_bound_a_row_passes_names_its_line_and_key() {
+        let bounds = Bounds {
+            text_bytes: 30,
+            label_id_bytes: 8,
+            name_bytes: 10,
+            description_bytes: 20,
+            examples_per_label: 2,
+            labels_per_round: 2,
+            active_labels: 3,
+            ..Bounds::default()
+        };
+        let long = |n: usize| "z".repeat(n);
+        let text = format!(
+            "label,name,description,example,round\n\
+             ok,,,fine,r1\n\
+             {},,,x,r1\n\
+             a,{},,x,r1\n\
+             b,,{},x,r1\n\
+             c,,,{},r1\n\
+             d,,,x,{}\n\
+             ok,,,two,r1\n\
+             ok,,,three,r1\n\
+             e,,,x,r1\n\
+             f,,,x,r1\n",
+            long(9),
+            long(11),
+            long(21),
+            long(31),
+            long(9)
+        );
+        let errors = rounds(&text, Format::Csv, "r1", &bounds).unwrap_err().0;
+        let expected = [
+            (3, keys::LABEL_ID_BYTES),
+            (4, keys::NAME_BYTES),
+            (5, keys::DESCRIPTION_BYTES),
+            (6, keys::TEXT_BYTES),
+            (7, keys::LABEL_ID_BYTES),
+            (9, keys::EXAMPLES_PER_LABEL),
+            (11, keys::LABELS_PER_ROUND),
+        ];
+        for (line, key) in expected {
+            assert!(
+                errors
+                    .iter()
+                    .any(|e| e.starts_with(&format!("line {line}: ")) && e.contains(key)),
+                "line {line} ({key}) not reported: {errors:#?}"
+            );
+        }
+        assert_eq!(errors.len(), expected.len(), "{errors:#?}");
+        assert!(errors.iter().all(|e| e.len() < 300), "{errors:#?}");
+    }
+
+    #[test]
+    fn rounds_past_the_active_labels_bound_are_refused() {
+        let bounds = Bounds {
+            active_labels: 2,
+            ..Bounds::default()
+        };
+        let text = "label,round\na,r1\nb,r1\nc,r2\n";
+        let errors = rounds(text, Format::Csv, "r1", &bounds).unwrap_err();
+        assert_eq!(errors.0.len(), 1, "{errors}");
+        assert!(
+            errors.0[0].starts_with("round \"r2\": over_limit: the round would make 3"),
+            "{errors}"
+        );
+        assert!(errors.0[0].contains(keys::ACTIVE_LABELS), "{errors}");
     }
 }

@@ -7,6 +7,7 @@ use tokio::sync::oneshot;
 
 use crate::config::ServeConfig;
 use crate::state::codec::{self, LearnedText};
+use crate::stream::kafka::RecordLimit;
 
 /// Largest learn record written with several texts in it: well under the broker's default
 /// `message.max.bytes` (1 MB), so batching never makes a record the broker refuses.
@@ -32,13 +33,8 @@ impl GroupCommit {
     /// The size limit is [`RECORD_BYTES`], or half the producer's own `message.max.bytes` when
     /// the operator set it lower.
     pub fn new(config: &ServeConfig) -> Self {
-        let limit = config
-            .kafka
-            .client
-            .get("message.max.bytes")
-            .and_then(|value| value.parse::<usize>().ok())
-            .map_or(RECORD_BYTES, |max| RECORD_BYTES.min(max / 2));
-        Self::with_limit(limit)
+        let max = RecordLimit::of(config).bytes();
+        Self::with_limit(RECORD_BYTES.min(max / 2))
     }
 
     fn with_limit(limit: usize) -> Self {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::kafka::{self, Broker, MetadataClient, Producer};
+use super::kafka::{self, Broker, MetadataClient, Producer, RecordLimit};
 use super::replica::sync::{LogClients, LogSync};
 use super::replica::{Cursor, LogTopics, Replica, SnapshotPolicy};
 use super::stop::{Phase, Stop};
@@ -84,6 +84,7 @@ pub async fn start(
         classifier.clone(),
         config.llm.describe_labels,
         cursor.labels_next,
+        config.bounds(),
     );
     Ok(Started {
         replica,
@@ -135,7 +136,8 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
         policy,
         config.topics.dead_letter.clone(),
     )
-    .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled));
+    .with_passes_every(Some(config.discovery.pass_every).filter(|_| config.discovery.enabled))
+    .with_dead_letter_limit(RecordLimit::of(config));
     Ok((replica, kept_vectors))
 }
 

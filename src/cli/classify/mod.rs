@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::config_args::ConfigArgs;
+use crate::bounds::Bounds;
 use crate::embedded::{sync_taxonomy, Session};
 use crate::events::taxonomy;
 use crate::events::InputPosition;
@@ -72,7 +73,7 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
     let source = Source::new(args.texts.clone(), args.format.map(Format::from))?;
     let mut session = Session::open(&config, args.state.as_deref())?;
     let taxonomy = match &args.labels {
-        Some(path) => Some(read_taxonomy(path)?),
+        Some(path) => Some(read_taxonomy(path, session.bounds())?),
         None => None,
     };
     let sync = taxonomy.map(|events| sync_taxonomy(session.engine(), events));
@@ -138,14 +139,14 @@ fn display(path: Option<&Path>) -> String {
     path.map_or(String::new(), |p| p.display().to_string())
 }
 
-fn read_taxonomy(path: &Path) -> Result<Vec<crate::events::LabelEvent>> {
+fn read_taxonomy(path: &Path, bounds: &Bounds) -> Result<Vec<crate::events::LabelEvent>> {
     let format = super::labels::format_of(path)?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let default_round = path
         .file_stem()
         .map_or("labels".to_string(), |s| s.to_string_lossy().into_owned());
-    taxonomy::rounds(&text, format, &default_round)
+    taxonomy::rounds(&text, format, &default_round, bounds)
         .with_context(|| format!("{} is not a labels file gorag can read", path.display()))
 }
 

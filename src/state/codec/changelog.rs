@@ -8,7 +8,8 @@
 //! `mod.rs`), not a public contract like `schemas/`: postcard behind a one-byte marker (a tenth
 //! of JSON's encode and decode time on learn records, which are most of the log). Version 5 put
 //! the writer's arrival score in the discovery note, 6 added corrections (`Update::Correct`) and the `needs_review` pooling reason, version 7
-//! audited corrections (`Update::Audit`). An older build cannot read what this one writes:
+//! audited corrections (`Update::Audit`), version 8 the `over_limit` rejection reason (a label
+//! event past a bound, `crate::bounds`). An older build cannot read what this one writes:
 //! upgrade every replica together.
 
 use serde::{Deserialize, Serialize};

@@ -179,6 +179,34 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
     }
 }
 
+/// Every reason keeps its postcard number: version 8 appended `over_limit` as 14.
+#[test]
+fn rejection_reasons_keep_their_postcard_numbers_and_round_trip() {
+    for (number, reason) in Reason::ALL.into_iter().enumerate() {
+        assert_eq!(
+            postcard::to_stdvec(&reason).unwrap(),
+            [number as u8],
+            "{reason}"
+        );
+    }
+    assert_eq!(Reason::ALL[14], Reason::OverLimit);
+    let record = ChangeRecord {
+        version: CHANGELOG_VERSION,
+        origin: "i1".into(),
+        change: Change::Label {
+            offset: 4,
+            key: None,
+            payload: b"{}".to_vec(),
+            outcome: LabelOutcome::Reject {
+                stage: RejectStage::Apply,
+                reason: Reason::OverLimit,
+                message: "the label id is 300 bytes".into(),
+            },
+        },
+    };
+    assert_eq!(ChangeRecord::decode(&record.encode()).unwrap(), record);
+}
+
 #[test]
 fn records_are_postcard_behind_a_marker_and_other_versions_are_refused() {
     let record = ChangeRecord {

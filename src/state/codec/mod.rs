@@ -50,10 +50,10 @@ pub use changelog::{
 pub use snapshot::Snapshot;
 
 /// The changelog record version this build writes.
-pub const CHANGELOG_VERSION: u32 = 7;
+pub const CHANGELOG_VERSION: u32 = 8;
 /// The oldest changelog record version this build reads: version 5 put the arrival score in
-/// the discovery note; 6 (corrections) and 7 (audited corrections) only appended enum
-/// variants, so version 5's records read as they are.
+/// the discovery note; 6 (corrections), 7 (audited corrections) and 8 (the `over_limit`
+/// rejection reason) only appended enum variants, so version 5's records read as they are.
 pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 5;
 
 /// The state store format this build writes (the snapshot layout with confidence outcomes,

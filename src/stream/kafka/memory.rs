@@ -8,6 +8,10 @@
 //! Like Kafka's consumer, a member hands over records, assignments and revocations in one
 //! sequence (its feeder task is the only sender), so no record of a partition arrives after
 //! the partition was revoked.
+//!
+//! Like Kafka's `message.max.bytes`, a record larger than the broker's limit (or its topic's,
+//! [`MemoryBroker::limit_topic`]) is refused as [`BrokerErrorKind::TooLarge`]; the size is
+//! counted as Kafka counts a one-record batch (key, value, headers and their framing).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -36,9 +40,16 @@ struct Shared {
     rebalancing: tokio::sync::Mutex<()>,
 }
 
+/// Kafka's broker default `message.max.bytes` (the largest record batch it takes).
+pub const KAFKA_DEFAULT_MAX_MESSAGE_BYTES: usize = 1_048_588;
+
 #[derive(Default)]
 struct State {
     topics: BTreeMap<String, Vec<Vec<Stored>>>,
+    /// The largest record batch taken (Kafka's `message.max.bytes`), and per topic when set
+    /// lower (a topic's `max.message.bytes`).
+    max_message_bytes: usize,
+    topic_max_message_bytes: BTreeMap<String, usize>,
     groups: BTreeMap<String, Group>,
     next_member: u64,
     /// Round-robin partition for records without a key.
@@ -76,10 +87,19 @@ impl Default for MemoryBroker {
 }
 
 impl MemoryBroker {
+    /// A broker taking records up to Kafka's default size.
     pub fn new() -> Self {
+        Self::with_max_message_bytes(KAFKA_DEFAULT_MAX_MESSAGE_BYTES)
+    }
+
+    /// A broker taking records up to `max_bytes` (its `message.max.bytes`).
+    pub fn with_max_message_bytes(max_bytes: usize) -> Self {
         Self {
             shared: Arc::new(Shared {
-                state: Mutex::new(State::default()),
+                state: Mutex::new(State {
+                    max_message_bytes: max_bytes,
+                    ..State::default()
+                }),
                 version: watch::Sender::new(0),
                 rebalancing: tokio::sync::Mutex::new(()),
             }),
@@ -110,13 +130,39 @@ impl MemoryBroker {
         }
     }
 
-    /// Append a record (keyed records by the key's hash, others in turn): its position.
+    /// Take records of `topic` only up to `max_bytes` (its `max.message.bytes`).
+    pub fn limit_topic(&self, topic: &str, max_bytes: usize) {
+        self.state()
+            .topic_max_message_bytes
+            .insert(topic.to_string(), max_bytes);
+    }
+
+    /// Append a record (keyed records by the key's hash, others in turn): its position. A
+    /// record over the limit is refused as [`BrokerErrorKind::TooLarge`].
     pub fn append(&self, outgoing: &Outgoing) -> Result<Position, BrokerError> {
         let position = {
             let mut state = self.state();
             let State {
-                topics, unkeyed, ..
+                topics,
+                unkeyed,
+                max_message_bytes,
+                topic_max_message_bytes,
+                ..
             } = &mut *state;
+            let limit = topic_max_message_bytes
+                .get(&outgoing.topic)
+                .map_or(*max_message_bytes, |topic| (*topic).min(*max_message_bytes));
+            let size = outgoing.batch_bytes();
+            if size > limit {
+                return Err(BrokerError::new(
+                    BrokerErrorKind::TooLarge,
+                    format!(
+                        "Broker: Message size too large: a record of {size} bytes for {} (the \
+                         limit is {limit})",
+                        outgoing.topic
+                    ),
+                ));
+            }
             let Some(partitions) = topics.get_mut(&outgoing.topic) else {
                 return Err(BrokerError::new(
                     BrokerErrorKind::UnknownTopic,

@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use error::{BrokerError, BrokerErrorKind};
-pub use memory::MemoryBroker;
+pub use memory::{MemoryBroker, KAFKA_DEFAULT_MAX_MESSAGE_BYTES};
 pub use ordered::{deliver, Ordered, OrderedSender};
 pub use texts::{TextsConsumer, TextsEvent};
 pub use trouble::{broker_answered, broker_trouble, Trouble, TroubleKind};
@@ -63,6 +63,54 @@ pub struct Outgoing {
     pub key: Option<Vec<u8>>,
     pub payload: Vec<u8>,
     pub headers: Vec<(String, String)>,
+}
+
+impl Outgoing {
+    /// The bytes the record carries: its key, its value, and each header's name and value
+    /// (what a broker's record limit counts, less the record's framing).
+    pub fn size(&self) -> usize {
+        let headers: usize = self
+            .headers
+            .iter()
+            .map(|(name, value)| name.len() + value.len())
+            .sum();
+        self.key.as_ref().map_or(0, Vec::len) + self.payload.len() + headers
+    }
+
+    /// The bytes Kafka counts against `message.max.bytes` for this record alone in a batch:
+    /// [`Outgoing::size`] and the framing — the batch's header (61 bytes in Kafka's v2
+    /// format), the record's length fields (36 at most) and each header's (10 at most).
+    pub fn batch_bytes(&self) -> usize {
+        61 + 36 + 10 * self.headers.len() + self.size()
+    }
+}
+
+/// The largest record the producer sends: its `message.max.bytes` (`kafka.client`), else
+/// librdkafka's default, 1,000,000 bytes (below Kafka's broker default, 1,048,588). A record
+/// over it is refused as [`BrokerErrorKind::TooLarge`] before it leaves the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordLimit(usize);
+
+impl RecordLimit {
+    /// librdkafka's default `message.max.bytes`.
+    pub const DEFAULT: Self = Self(1_000_000);
+
+    pub fn of(config: &ServeConfig) -> Self {
+        config
+            .kafka
+            .client
+            .get("message.max.bytes")
+            .and_then(|value| value.trim().parse::<usize>().ok())
+            .map_or(Self::DEFAULT, Self)
+    }
+
+    pub fn new(bytes: usize) -> Self {
+        Self(bytes)
+    }
+
+    pub fn bytes(self) -> usize {
+        self.0
+    }
 }
 
 /// One of the service's topics as it is created.

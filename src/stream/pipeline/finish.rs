@@ -15,7 +15,7 @@ use crate::events::decode::{Reason, Rejection};
 use crate::events::{PredictionStatus, TextEvent};
 use crate::state::codec::LearnedText;
 use crate::stream::delivery::OutputKind;
-use crate::stream::kafka::Outgoing;
+use crate::stream::kafka::{Outgoing, RecordLimit};
 use crate::stream::outputs;
 use crate::stream::stats::Stats;
 
@@ -28,6 +28,8 @@ pub struct Finishing<'a> {
     pub discovery: Option<&'a DiscoveryConfig>,
     /// The model's name, when there is an LLM.
     pub model: Option<&'a str>,
+    /// The largest record the producer sends (a dead letter is cut to it).
+    pub record_limit: RecordLimit,
 }
 
 /// Whether the text may be learned, as the loop knows it.
@@ -101,6 +103,7 @@ impl Finished {
             source.payload,
             stage,
             &rejection,
+            finishing.record_limit,
         );
         Self {
             learn: None,
@@ -346,7 +349,10 @@ mod tests {
         let stats = Stats::new(std::sync::Arc::new(Metrics::new()));
         let classifier = Classifier::new(None, KeywordMode::Tfidf);
         let span = tracing::Span::none();
-        let decoded = crate::events::decode::text_event(payload.as_bytes(), 10_000);
+        let decoded = crate::events::decode::text_event(
+            payload.as_bytes(),
+            &crate::bounds::Bounds::with_text_bytes(10_000),
+        );
         let work = begin(&classifier, engine, &stats, &span, decoded, 0.0);
         Text {
             span,
@@ -371,6 +377,7 @@ mod tests {
             online_indexing,
             discovery: None,
             model: None,
+            record_limit: RecordLimit::DEFAULT,
         }
     }
 

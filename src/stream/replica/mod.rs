@@ -15,7 +15,7 @@ pub use crate::state::from_event::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
 use report::label_span;
 
-use super::kafka::Outgoing;
+use super::kafka::{Outgoing, RecordLimit};
 use super::stats::Stats;
 use super::ServeError;
 use crate::engine::embedding::TextEncoder;
@@ -49,6 +49,8 @@ pub struct Replica {
     policy: SnapshotPolicy,
     last_snapshot: Instant,
     dead_letter_topic: String,
+    /// The largest dead letter the producer sends.
+    dead_letter_limit: RecordLimit,
     /// Dead letters for label events refused in the log, for the loop to deliver.
     outbox: Vec<Outgoing>,
     /// A community pass after every this many pooled texts (None: discovery off).
@@ -108,6 +110,7 @@ impl Replica {
             policy,
             last_snapshot: Instant::now(),
             dead_letter_topic,
+            dead_letter_limit: RecordLimit::DEFAULT,
             outbox: Vec::new(),
             pass_every: None,
             pass_due: false,
@@ -118,6 +121,12 @@ impl Replica {
     /// crosses the mark runs it (every replica holds the same pool there).
     pub fn with_passes_every(mut self, every: Option<u64>) -> Self {
         self.pass_every = every.filter(|&n| n > 0);
+        self
+    }
+
+    /// Dead letters no larger than `limit` (the producer's `message.max.bytes`).
+    pub fn with_dead_letter_limit(mut self, limit: RecordLimit) -> Self {
+        self.dead_letter_limit = limit;
         self
     }
 

@@ -101,6 +101,7 @@ impl Replica {
                         payload,
                         stage.as_str(),
                         &rejection,
+                        self.dead_letter_limit,
                     ));
                 }
                 self.gauges(stats.metrics());

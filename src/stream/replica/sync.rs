@@ -16,6 +16,7 @@ use forward::Forwarded;
 
 use super::job::{Job, Prepared, Then};
 use super::{now_ms, Replica};
+use crate::bounds::Bounds;
 use crate::classify::Classifier;
 use crate::state::codec::{ChangeRecord, LabelOutcome};
 use crate::state::Update;
@@ -44,6 +45,8 @@ pub struct LogSync {
     producer: Producer,
     stop: Stop,
     health: Arc<Health>,
+    /// The bounds label events are checked against before they are forwarded.
+    bounds: Bounds,
     /// Label events get LLM-written descriptions before they are forwarded.
     classifier: Classifier,
     describe_labels: bool,
@@ -120,8 +123,10 @@ impl LogSync {
         classifier: Classifier,
         describe_labels: bool,
         labels_next: i64,
+        bounds: Bounds,
     ) -> Self {
         Self {
+            bounds,
             labels: clients.labels,
             changelog: clients.changelog,
             watermarks: clients.watermarks,

@@ -26,7 +26,7 @@ use super::discovery_pass::{PassError, PassReport, PassSettings};
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
 use super::kafka::{
-    Broker, BrokerError, OrderedSender, Producer, Record, TextsConsumer, TextsEvent,
+    Broker, BrokerError, OrderedSender, Producer, Record, RecordLimit, TextsConsumer, TextsEvent,
 };
 use super::lag::LagProbe;
 use super::pipeline::{LlmTask, Slots, Source, Text};
@@ -76,6 +76,8 @@ struct Service {
     ordered: OrderedSender,
     /// Learn steps gathered for the next learn record.
     group: GroupCommit,
+    /// The largest record the producer sends (dead letters are cut to it).
+    record_limit: RecordLimit,
     intake: Intake,
     /// `input.*` as the intake's pause rule wants it (derived once).
     backlog_limit: BacklogLimit,
@@ -132,6 +134,7 @@ pub(super) async fn run(
         jobs: Jobs::default(),
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
+        record_limit: RecordLimit::of(&config),
         config,
         replica,
         logs,

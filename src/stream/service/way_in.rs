@@ -124,7 +124,7 @@ impl Service {
             source = tracing::field::Empty,
         );
         let decoded = tracing::info_span!(parent: &span, "decode")
-            .in_scope(|| decode::text_event(&source.payload, self.config.input.max_text_bytes));
+            .in_scope(|| decode::text_event(&source.payload, &self.config.bounds()));
         if let Ok(event) = &decoded {
             span.record("text_id", event.id.as_str());
         }

@@ -7,7 +7,7 @@ use tracing::Instrument;
 
 use super::{Delivered, Service};
 use crate::stream::delivery::{self, OutputKind};
-use crate::stream::kafka::{self, Outgoing, Producer};
+use crate::stream::kafka::{self, BrokerError, BrokerErrorKind, Outgoing, Producer};
 use crate::stream::outputs;
 use crate::stream::pipeline::finish::{finish, Finishing, Learning};
 use crate::stream::position::Position;
@@ -35,6 +35,7 @@ impl Service {
                     .classifier
                     .llm()
                     .map(|_| self.config.llm.model.as_str()),
+                record_limit: self.record_limit,
             };
             let span = text.span.clone();
             let finished = finish(&finishing, self.replica.state().engine(), text, learning);
@@ -122,10 +123,14 @@ impl Service {
     pub(super) fn send_outbox(&mut self) {
         for record in self.replica.take_outbox() {
             let producer = self.producer.clone();
-            let ordered = self.ordered.send(record);
+            let ordered = self.ordered.send(record.clone());
             self.deliveries.push(tokio::spawn(async move {
                 let refused = match ordered.confirm(&producer).await {
                     Ok(()) => Vec::new(),
+                    // Its topic takes less than the producer sends: its headers alone.
+                    Err(error) if error.kind() == BrokerErrorKind::TooLarge => {
+                        deliver_smaller(&producer, &record, &error).await
+                    }
                     Err(error) => {
                         tracing::error!(%error, "label event's dead letter refused by the broker");
                         vec![OutputKind::DeadLetter]
@@ -170,6 +175,7 @@ impl Service {
                 source.payload,
                 "produce",
                 &rejection,
+                self.record_limit,
             );
             let producer = self.producer.clone();
             self.deliveries.push(tokio::spawn(async move {
@@ -188,17 +194,48 @@ impl Service {
     }
 }
 
-/// Send each record until the broker acknowledges it; return the kinds it refused.
+/// Send each record until the broker acknowledges it; return the kinds it refused. A dead
+/// letter refused as too large (its topic takes less than the producer sends) is sent again
+/// without its value: refused outputs end as a dead letter, never as a retry for ever.
 pub(super) async fn deliver_all(
     producer: &Producer,
     records: &[(OutputKind, Outgoing)],
 ) -> Vec<OutputKind> {
     let mut refused = Vec::new();
     for (kind, record) in records {
-        if let Err(error) = kafka::deliver(producer, record).await {
-            tracing::error!(%error, topic = %record.topic, "output refused by the broker");
-            refused.push(*kind);
+        match kafka::deliver(producer, record).await {
+            Ok(()) => {}
+            Err(error) if *kind == OutputKind::DeadLetter => {
+                refused.extend(deliver_smaller(producer, record, &error).await);
+            }
+            Err(error) => {
+                tracing::error!(%error, topic = %record.topic, "output refused by the broker");
+                refused.push(*kind);
+            }
         }
     }
     refused
+}
+
+/// Send `letter`, a dead letter the broker refused with `error`, without its value (only a
+/// record its size refuses is sent again); the kind refused if even that is.
+async fn deliver_smaller(
+    producer: &Producer,
+    letter: &Outgoing,
+    error: &BrokerError,
+) -> Vec<OutputKind> {
+    tracing::warn!(
+        %error,
+        topic = %letter.topic,
+        size = letter.size(),
+        "dead letter refused by the broker; sending it without the rejected value"
+    );
+    let smaller = outputs::without_value(letter);
+    match kafka::deliver(producer, &smaller).await {
+        Ok(()) => Vec::new(),
+        Err(error) => {
+            tracing::error!(%error, topic = %letter.topic, "dead letter refused by the broker");
+            vec![OutputKind::DeadLetter]
+        }
+    }
 }

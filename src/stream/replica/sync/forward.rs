@@ -6,7 +6,7 @@ use super::{next_record, LogSync, UnderWay};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
 use crate::state::codec::{Change, ChangeRecord, LabelOutcome, RejectStage, CHANGELOG_VERSION};
-use crate::state::from_event::label_update;
+use crate::state::from_event::LabelChecks;
 use crate::state::Update;
 use crate::stream::kafka::{self, BrokerError, Outgoing, Record};
 use crate::stream::replica::job::Job;
@@ -31,6 +31,8 @@ impl LogSync {
         let under_way = self.under_way.get_or_insert_with(UnderWay::now);
         let end = *under_way.labels_end.get_or_insert(high);
         let mut forwarded = Forwarded::Nothing;
+        // The events forwarded before one count towards its bounds, applied or not yet.
+        let mut checks = LabelChecks::new(replica.state.engine(), self.bounds);
         self.labels_forward_next = self
             .labels_forward_next
             .max(replica.cursor.labels_next)
@@ -45,7 +47,7 @@ impl LogSync {
             }
             let outcome = match decode::label_event(&message.payload) {
                 Err(rejection) => reject(RejectStage::Decode, rejection),
-                Ok(event) => match label_update(replica.state.engine(), event) {
+                Ok(event) => match checks.update(event) {
                     Ok(Update::Round { round, labels }) if self.to_describe(&labels) => {
                         return self.describe_first(message, round, labels);
                     }
@@ -105,23 +107,27 @@ impl LogSync {
         let payload = message.payload.as_slice();
         let (offset, key) = (message.offset(), message.key.clone());
         let record = label_record(replica, offset, key.clone(), payload.to_vec(), outcome);
-        let delivered = match self.forward(record).await {
-            Some(Err(error)) => {
-                // Larger than the changelog takes (it carries the event and its decoded
-                // update): dead-lettered once, through the log like any rejected event.
-                let size = payload.len();
-                tracing::error!(%error, offset, size, "label event too large for the changelog");
-                let rejection = Rejection::new(
-                    Reason::OutputTooLarge,
-                    format!("the label event ({size} bytes) is larger than the changelog accepts"),
-                );
-                let outcome = reject(RejectStage::Apply, rejection);
-                let excerpt = payload[..size.min(TOO_LARGE_EXCERPT)].to_vec();
-                let record = label_record(replica, offset, key, excerpt, outcome);
-                self.forward(record).await
-            }
-            delivered => delivered,
-        };
+        let mut delivered = self.forward(record).await;
+        // Larger than the changelog takes (it carries the event and its decoded update):
+        // dead-lettered once, through the log like any rejected event, with its first 64 KiB —
+        // or none of it and at most 256 bytes of its key, should the changelog take even less.
+        for excerpt in [TOO_LARGE_EXCERPT, 0] {
+            let Some(Err(error)) = &delivered else { break };
+            let size = payload.len();
+            tracing::error!(%error, offset, size, excerpt, "label event too large for the changelog");
+            let rejection = Rejection::new(
+                Reason::OutputTooLarge,
+                format!("the label event ({size} bytes) is larger than the changelog accepts"),
+            );
+            let outcome = reject(RejectStage::Apply, rejection);
+            let kept = payload[..size.min(excerpt)].to_vec();
+            let key = match &key {
+                Some(key) if excerpt == 0 => Some(key[..key.len().min(256)].to_vec()),
+                key => key.clone(),
+            };
+            let record = label_record(replica, offset, key, kept, outcome);
+            delivered = self.forward(record).await;
+        }
         if let Err(error) = delivered? {
             tracing::error!(%error, offset, "label event not forwarded");
         }
