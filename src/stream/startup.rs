@@ -269,6 +269,8 @@ async fn check_one_partition(client: &MetadataClient, topic: &str) -> Result<(),
 /// the service runs without it (texts are decided by retrieval; labels go undescribed), so
 /// this warns rather than stops, with the URL, the error and the fix in one line.
 fn check_llm_endpoint(llm: crate::llm::LlmClient, url: String) {
+    // Scheme, host and port: a URL may carry a user and password.
+    let url = crate::llm::key::shown(&url);
     tokio::spawn(async move {
         match llm.check_endpoint().await {
             Ok(()) => tracing::info!(%url, "the LLM endpoint answered"),
