@@ -141,8 +141,7 @@ fn display(path: Option<&Path>) -> String {
 
 fn read_taxonomy(path: &Path) -> Result<Vec<crate::events::LabelEvent>> {
     let format = super::labels::format_of(path)?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = super::labels::read_text_file(path)?;
     let default_round = path
         .file_stem()
         .map_or("labels".to_string(), |s| s.to_string_lossy().into_owned());
