@@ -161,4 +161,27 @@ if "$helm" template gorag helm/gorag --set kafkaSasl.mechanism=GSSAPI >/dev/null
   echo "values.schema.json accepted a SASL mechanism this build does not have" >&2
   exit 1
 fi
+log "the NetworkPolicy: on by default, admin port only, off with networkPolicy.enabled=false"
+python3 - "$out/default.yaml" <<'PY'
+import sys
+docs = open(sys.argv[1]).read().split("\n---")
+policies = [d for d in docs if "kind: NetworkPolicy" in d]
+assert len(policies) == 1, f"{len(policies)} NetworkPolicies by default"
+policy = policies[0]
+for expected in ("- Ingress", "kubernetes.io/metadata.name: monitoring", "port: admin"):
+    assert expected in policy, f"the default NetworkPolicy lacks {expected!r}:\n{policy}"
+assert "- Egress" not in policy, "egress is restricted by default"
+PY
+if grep -q 'kind: NetworkPolicy' <("$helm" template gorag helm/gorag --set networkPolicy.enabled=false); then
+  echo "networkPolicy.enabled=false still rendered a NetworkPolicy" >&2
+  exit 1
+fi
+if ! grep -q -- '- Egress' <("$helm" template gorag helm/gorag -f helm/gorag/ci/production-values.yaml); then
+  echo "networkPolicy.egress.restricted=true did not restrict egress" >&2
+  exit 1
+fi
+if "$helm" template gorag helm/gorag --set networkPolicy.metrics.namespaceSelector=monitoring >/dev/null 2>&1; then
+  echo "values.schema.json accepted a namespaceSelector that is not a label map" >&2
+  exit 1
+fi
 log "ok"

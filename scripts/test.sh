@@ -13,6 +13,9 @@ echo "== format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 
+echo "== supply chain (cargo deny: licences, bans, sources; advisories where the database is had)"
+scripts/deny.sh
+
 echo "== build (before the LLM server starts: builds slow it down)"
 # Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
 cargo build --tests

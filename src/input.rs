@@ -3,8 +3,14 @@
 //! read — an unclosed quote, more or fewer cells than the header, a line that is not a JSON
 //! object — is an error naming its line, never a row silently merged, cut or dropped.
 //!
+//! A line ends at LF, CRLF or a lone CR, and bytes that are not UTF-8 are named by line, column
+//! and value with the fix ([`text`]): a file read whole is refused at its first such byte, a
+//! JSONL line holding one is a row that cannot be read.
+//!
 //! A row is a JSON object whatever the format, so each command deserialises its own type from
 //! it. CSV cells are strings, trimmed; an empty cell is absent.
+
+mod text;
 
 use std::io::BufRead;
 use std::path::Path;
@@ -13,6 +19,7 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 use crate::bounds::{error_text, excerpt};
+pub use text::{utf8, NotUtf8};
 
 /// A file's format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +63,17 @@ impl RowError {
     }
 }
 
+impl From<NotUtf8> for RowError {
+    fn from(error: NotUtf8) -> Self {
+        Self::new(error.line, error.to_string())
+    }
+}
+
+/// A whole file's bytes as text, or an error at the line of its first byte that is not UTF-8.
+pub fn text_of(bytes: &[u8]) -> Result<&str, RowError> {
+    Ok(utf8(bytes)?)
+}
+
 /// One record: its first line, and its fields.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row {
@@ -80,7 +98,9 @@ pub struct Csv {
 
 /// Read CSV text with a header line. No header at all (an empty file) is an error.
 pub fn csv(text: &str) -> Result<Csv, RowError> {
-    let text = without_bom(text);
+    // The reader ends a record at a lone CR too, but counts lines at line feeds only.
+    let text = text::with_line_feeds(without_bom(text));
+    let text = text.as_ref();
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)
         .flexible(true)
@@ -194,14 +214,14 @@ fn unclosed_quote(text: &str) -> Option<usize> {
 
 /// JSONL: one JSON object per non-empty line.
 pub struct JsonLines<R> {
-    lines: std::io::Lines<R>,
+    lines: text::Lines<R>,
     line: usize,
 }
 
 /// The rows of JSONL read from `reader` as they arrive (stdin is read line by line).
 pub fn json_lines<R: BufRead>(reader: R) -> JsonLines<R> {
     JsonLines {
-        lines: reader.lines(),
+        lines: text::Lines::new(reader),
         line: 0,
     }
 }
@@ -211,21 +231,25 @@ impl<R: BufRead> Iterator for JsonLines<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let text = match self.lines.next()? {
-                Ok(text) => text,
+            let bytes = self.lines.next()?;
+            self.line += 1;
+            let bytes = match bytes {
+                Ok(bytes) => bytes,
                 Err(error) => {
-                    self.line += 1;
                     return Some(Err(RowError::new(
                         self.line,
                         format!("cannot read: {error}"),
-                    )));
+                    )))
                 }
             };
-            self.line += 1;
+            let text = match utf8(&bytes) {
+                Ok(text) => text,
+                Err(error) => return Some(Err(RowError::new(self.line, error.to_string()))),
+            };
             let text = if self.line == 1 {
-                without_bom(&text)
+                without_bom(text)
             } else {
-                &text
+                text
             };
             if text.trim().is_empty() {
                 continue;

@@ -422,8 +422,7 @@ impl EvalArgs {
             return Ok(taxonomy);
         };
         let format = super::labels::format_of(path)?;
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = super::labels::read_text_file(path)?;
         let events = crate::events::taxonomy::rounds(&text, format, "eval", &Default::default())
             .with_context(|| format!("--labels {}", path.display()))?;
         for event in &events {

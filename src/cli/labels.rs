@@ -71,8 +71,7 @@ async fn import(args: ImportArgs) -> Result<()> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "r1".to_string()),
     };
-    let text = std::fs::read_to_string(&args.file)
-        .with_context(|| format!("reading {}", args.file.display()))?;
+    let text = read_text_file(&args.file)?;
     // The service's bounds (`[input]`, `[labels]`): what it would dead-letter is refused here.
     let config = labels_config(&args.kafka, args.topic.as_deref())?;
     let events = taxonomy::rounds(&text, format, &default_round, &config.bounds())
@@ -97,6 +96,16 @@ async fn import(args: ImportArgs) -> Result<()> {
     }
     eprintln!("{summary}; published to {topic}");
     Ok(())
+}
+
+/// A labels or texts file read whole, as text: bytes that are not UTF-8 stop it with the line,
+/// column and value of the first, how many lines hold one, and how to convert the file.
+pub(crate) fn read_text_file(path: &std::path::Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    if let Err(error) = crate::input::text_of(&bytes) {
+        bail!("{}: {error}", path.display());
+    }
+    String::from_utf8(bytes).with_context(|| format!("reading {}", path.display()))
 }
 
 pub(crate) fn format_of(path: &std::path::Path) -> Result<Format> {

@@ -16,6 +16,7 @@ pub mod labels_topic;
 pub mod prediction_view;
 pub mod proposals;
 pub mod serve;
+pub mod stop;
 pub mod topic_admin;
 pub mod topics;
 

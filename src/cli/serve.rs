@@ -48,28 +48,12 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
 }
 
 /// SIGTERM (Kubernetes) or SIGINT (a terminal).
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(error) => {
-                tracing::warn!(%error, "no SIGTERM handler; only Ctrl-C stops the service");
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send {
+    let signal = super::stop::listen();
+    async move {
+        let signal = signal.await;
+        tracing::info!(%signal, "shutdown signal received");
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
-    tracing::info!("shutdown signal received");
 }
 
 #[derive(Debug, Args)]

@@ -363,6 +363,23 @@ impl ServeConfig {
                 self.admin.listen
             ));
         }
+        if !(1..=AdminSection::MOST_CONNECTIONS).contains(&self.admin.max_connections) {
+            errors.push(format!(
+                "admin.max_connections: must be between 1 and {}",
+                AdminSection::MOST_CONNECTIONS
+            ));
+        }
+        let header_secs = self.admin.header_read_timeout_secs;
+        if !(header_secs.is_finite()
+            && header_secs > 0.0
+            && header_secs <= AdminSection::LONGEST_HEADER_READ_SECS)
+        {
+            errors.push(format!(
+                "admin.header_read_timeout_secs: must be a number of seconds above 0 and at \
+                 most {}",
+                AdminSection::LONGEST_HEADER_READ_SECS
+            ));
+        }
         if !(self.state.drain_timeout_secs.is_finite() && self.state.drain_timeout_secs >= 0.0) {
             errors.push("state.drain_timeout_secs: must be a number ≥ 0".into());
         }

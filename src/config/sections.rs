@@ -19,12 +19,39 @@ pub struct AdminSection {
     /// Address of the admin HTTP port (`/healthz`, `/readyz`, `/metrics`); port 0 picks a free
     /// one (logged at start).
     pub listen: String,
+    /// Connections open at once; at the cap a new one closes the oldest that is not answering
+    /// a request.
+    pub max_connections: usize,
+    /// The longest a connection may take to send a request's head (and may idle between
+    /// requests) before it is closed.
+    pub header_read_timeout_secs: f64,
 }
 
 impl Default for AdminSection {
     fn default() -> Self {
+        let limits = crate::telemetry::admin::Limits::default();
         Self {
             listen: "127.0.0.1:9464".into(),
+            max_connections: limits.max_connections,
+            header_read_timeout_secs: limits.header_read_timeout.as_secs_f64(),
+        }
+    }
+}
+
+impl AdminSection {
+    /// The most `max_connections` may be (each is a descriptor and a task).
+    pub const MOST_CONNECTIONS: usize = 10_000;
+    /// The longest `header_read_timeout_secs` may be.
+    pub const LONGEST_HEADER_READ_SECS: f64 = 3600.0;
+
+    /// The connection limits (the values checked by [`super::ServeConfig`]'s validation).
+    pub fn limits(&self) -> crate::telemetry::admin::Limits {
+        let secs = self
+            .header_read_timeout_secs
+            .clamp(0.001, Self::LONGEST_HEADER_READ_SECS);
+        crate::telemetry::admin::Limits {
+            max_connections: self.max_connections.clamp(1, Self::MOST_CONNECTIONS),
+            header_read_timeout: std::time::Duration::from_secs_f64(secs),
         }
     }
 }

@@ -171,7 +171,12 @@ pub async fn serve_on(
     if let Ok(address) = listener.local_addr() {
         tracing::info!(%address, "admin port: /healthz /readyz /metrics");
     }
-    let server = tokio::spawn(admin::serve(listener, health.clone(), metrics.clone()));
+    let server = tokio::spawn(admin::serve(
+        listener,
+        health.clone(),
+        metrics.clone(),
+        config.admin.limits(),
+    ));
     let broker = kafka::Broker::new(transport, &config);
     let result = service::run(broker, config, shutdown, health, metrics).await;
     server.abort();

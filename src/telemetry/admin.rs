@@ -1,5 +1,6 @@
 //! The admin HTTP port: `/healthz` (the process is alive), `/readyz` (state loaded, broker
-//! reachable, LLM reachable or the graph fallback enabled), `/metrics` (Prometheus text).
+//! reachable, LLM reachable or the graph fallback enabled), `/metrics` (Prometheus text); each
+//! connection bounded by [`Limits`].
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,7 @@ use axum::Router;
 use serde::Serialize;
 use tokio::net::TcpListener;
 
+pub use super::connections::Limits;
 use super::metrics::Metrics;
 
 /// What `/readyz` checks; the service flips these.
@@ -139,14 +141,17 @@ pub async fn bind(listen: &str) -> std::io::Result<TcpListener> {
     TcpListener::bind(address).await
 }
 
-/// Serve until the task is dropped.
-pub async fn serve(listener: TcpListener, health: Arc<Health>, metrics: Arc<Metrics>) {
+/// Serve until the task is dropped, each connection under `limits`.
+pub async fn serve(
+    listener: TcpListener,
+    health: Arc<Health>,
+    metrics: Arc<Metrics>,
+    limits: Limits,
+) {
     let app = Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics_text))
         .with_state(Shared { health, metrics });
-    if let Err(error) = axum::serve(listener, app).await {
-        tracing::error!(%error, "admin server stopped");
-    }
+    super::connections::serve(listener, app, limits).await;
 }

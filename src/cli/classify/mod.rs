@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
 use super::config_args::ConfigArgs;
+use super::stop::StopSignal;
 use crate::bounds::Bounds;
 use crate::embedded::{sync_taxonomy, Session};
 use crate::events::taxonomy;
@@ -117,10 +118,10 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
     // What was learned is saved whatever stopped the run (a closed pipe, an LLM check).
     let ran = run(&mut session, reading, &mut tally).await;
     session.save().context("saving what was learned")?;
-    let interrupted = ran?;
+    let stopped_by = ran?;
     eprintln!("{}", tally.summary());
-    if interrupted {
-        bail!("interrupted: what was read so far is classified and saved");
+    if let Some(signal) = stopped_by {
+        bail!("interrupted by {signal}: what was read so far is classified and saved");
     }
     if tally.classified == 0 && tally.unusable == 0 {
         bail!("{}: no texts in it", source.name());
@@ -141,8 +142,7 @@ fn display(path: Option<&Path>) -> String {
 
 fn read_taxonomy(path: &Path, bounds: &Bounds) -> Result<Vec<crate::events::LabelEvent>> {
     let format = super::labels::format_of(path)?;
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = super::labels::read_text_file(path)?;
     let default_round = path
         .file_stem()
         .map_or("labels".to_string(), |s| s.to_string_lossy().into_owned());
@@ -177,8 +177,12 @@ struct Reading<'a> {
     llm_checked: bool,
 }
 
-/// Classify what `source` holds, in order; true when Ctrl-C stopped it.
-async fn run(session: &mut Session, reading: Reading<'_>, tally: &mut Tally) -> Result<bool> {
+/// Classify what `source` holds, in order; the signal that stopped it, if one did.
+async fn run(
+    session: &mut Session,
+    reading: Reading<'_>,
+    tally: &mut Tally,
+) -> Result<Option<StopSignal>> {
     let Reading {
         source,
         format,
@@ -189,16 +193,17 @@ async fn run(session: &mut Session, reading: Reading<'_>, tally: &mut Tally) -> 
     let mut printer = Printer::new(format)?;
     let name = source.name();
     let mut since_recorded = 0;
-    // Listening from here on: a Ctrl-C while a text is classified is seen at the next one.
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    // Listening from here on, to SIGTERM as to Ctrl-C (a job scheduler's stop, `kill`): one
+    // that comes while a text is classified is seen at the next one.
+    let stop = super::stop::listen();
+    tokio::pin!(stop);
     loop {
         let item = tokio::select! {
             item = items.recv() => item,
-            _ = &mut ctrl_c => return Ok(true),
+            signal = &mut stop => return Ok(Some(signal)),
         };
         let Some(item) = item else {
-            return Ok(false);
+            return Ok(None);
         };
         match item {
             Item::Unreadable(error) => {

@@ -111,13 +111,19 @@ impl Source {
         })
     }
 
-    /// A CSV is read whole (a quoted cell may span lines).
+    /// A CSV is read whole (a quoted cell may span lines), and so is checked whole: bytes that
+    /// are not UTF-8 stop the run before any text is classified (a file in another encoding
+    /// has them on many lines; classifying the rest would learn texts the corrected file
+    /// teaches again).
     fn whole_text(&self) -> Result<String> {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         self.reader()?
-            .read_to_string(&mut text)
+            .read_to_end(&mut bytes)
             .with_context(|| format!("reading {}", self.name()))?;
-        Ok(text)
+        if let Err(error) = input::text_of(&bytes) {
+            bail!("{}: {error}; nothing was classified", self.name());
+        }
+        String::from_utf8(bytes).with_context(|| format!("reading {}", self.name()))
     }
 }
 
