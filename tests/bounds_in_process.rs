@@ -451,3 +451,51 @@ async fn outputs_and_dead_letters_a_topic_refuses_end_as_smaller_dead_letters() 
     assert_eq!(summary.texts_in, 4, "{summary:?}");
     assert_eq!(broker.committed("bounds").get(&0), Some(&4));
 }
+
+/// A label id of a megabyte (which would be copied into every prediction) is refused as
+/// `over_limit`: its record is too large for the changelog too, and its dead letter keeps that
+/// reason (its first 64 KiB kept); the round after it is applied and the text after it
+/// predicted without it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_megabyte_label_id_is_refused_as_over_limit_and_never_copied() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config(dir.path(), &[]);
+    let topics = config.topics.clone();
+    let broker = MemoryBroker::new();
+    broker.ensure_topics(&config);
+    let huge = round(
+        "huge",
+        serde_json::json!([{"id": "i".repeat(1_000_000), "examples": ["an example"]}]),
+    );
+    let mut labels = vec![huge];
+    labels.extend(example("round-1.jsonl"));
+    publish(&broker, &topics.labels, &labels);
+    publish(
+        &broker,
+        &topics.texts,
+        &[text("g1", "I was charged twice on my card for one invoice")],
+    );
+    let summary = serve_until(&broker, config, || {
+        !predicted(&broker, &topics).is_empty() && !dead_letters(&broker, &topics).is_empty()
+    })
+    .await;
+    let letters = dead_letters(&broker, &topics);
+    assert_eq!(
+        letters.len(),
+        1,
+        "{:?}",
+        letters.iter().map(|l| &l.headers).collect::<Vec<_>>()
+    );
+    let letter = letter_of(&letters, &topics.labels, 0);
+    assert_eq!(header(letter, "gorag.reason"), "over_limit");
+    let message = header(letter, "__connect.errors.exception.message");
+    assert!(message.contains(keys::LABEL_ID_BYTES), "{message}");
+    assert!(message.len() <= 300, "{message}");
+    assert_eq!(letter.payload.len(), 64 * 1024, "cut to fit the changelog");
+    let prediction = &predicted(&broker, &topics)["g1"];
+    assert!(
+        prediction.candidates.iter().all(|c| c.len() < 100),
+        "{prediction:?}"
+    );
+    assert_eq!(summary.labels, 3, "{summary:?}");
+}

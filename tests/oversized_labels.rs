@@ -25,6 +25,8 @@ fn a_label_event_too_large_for_the_changelog_is_dead_lettered_and_the_next_appli
     sets.extend([
         format!("state.dir={}", dir.path().join("state").display()),
         "llm.url=none".into(),
+        // Words only: the sentence encoder is not what these tests are about.
+        "engine.embedding_model=none".into(),
         "kafka.partitions=1".into(),
     ]);
     let mut service = Service::start(dir.path(), &sets);
@@ -82,6 +84,8 @@ fn bad_records_whose_errors_quote_them_leave_dead_letters_that_fit() {
     sets.extend([
         format!("state.dir={}", dir.path().join("state").display()),
         "llm.url=none".into(),
+        // Words only: the sentence encoder is not what these tests are about.
+        "engine.embedding_model=none".into(),
         "kafka.partitions=1".into(),
     ]);
     let mut service = Service::start(dir.path(), &sets);
@@ -132,5 +136,96 @@ fn bad_records_whose_errors_quote_them_leave_dead_letters_that_fit() {
     }
     assert!(
         label_letter.headers["__connect.errors.exception.message"].contains("labels.max_id_bytes")
+    );
+}
+
+/// The dead-letter topic takes less than the producer sends (its `max.message.bytes` 20,000),
+/// and the predictions topic 5,000: a 100 kB bad record's dead letter, and the dead letter of a
+/// text whose prediction is too large, are refused by the broker — and sent again without their
+/// values, never retried for ever; the texts after them are predicted.
+#[test]
+fn dead_letters_the_broker_refuses_are_sent_without_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let topics = Topics::new("small-dlq");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let brokers = support::kafka::brokers();
+    rt.block_on(support::kafka::create_topic(
+        &brokers,
+        &topics.dead_letter,
+        1,
+        &[("max.message.bytes", "20000")],
+    ));
+    rt.block_on(support::kafka::create_topic(
+        &brokers,
+        &topics.predictions,
+        1,
+        &[("max.message.bytes", "5000")],
+    ));
+    let mut sets = topics.sets();
+    sets.extend([
+        format!("state.dir={}", dir.path().join("state").display()),
+        "llm.url=none".into(),
+        "engine.embedding_model=none".into(),
+        "kafka.partitions=1".into(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    rt.block_on(publish_json(&topics.labels, &example("round-1.jsonl")));
+    // Letters at random: the producer compresses (lz4), and the broker's limit is on what it
+    // receives.
+    let mut random = support::Lcg(7);
+    let mut noise = |n: usize| -> String {
+        (0..n)
+            .map(|_| char::from(b'a' + (random.next() % 26) as u8))
+            .collect()
+    };
+    let malformed = format!("{{\"id\":\"m\",\"text\":\"{}", noise(100_000));
+    let with_metadata = serde_json::json!({
+        "id": "meta",
+        "text": "my parcel never arrived",
+        "metadata": {"note": noise(30_000)},
+    })
+    .to_string();
+    rt.block_on(support::kafka::publish(
+        &topics.texts,
+        &[
+            (Some("m"), malformed.clone().into_bytes()),
+            (
+                Some("g1"),
+                br#"{"id":"g1","text":"the courier lost my parcel"}"#.to_vec(),
+            ),
+            (Some("meta"), with_metadata.clone().into_bytes()),
+            (
+                Some("g2"),
+                br#"{"id":"g2","text":"I was charged twice on my invoice"}"#.to_vec(),
+            ),
+        ],
+    ));
+    let predictions = read_until(&topics.predictions, Duration::from_secs(90), |r| {
+        let ids = predicted_ids(r);
+        ids.contains("g1") && ids.contains("g2")
+    });
+    let dead = read_until(&topics.dead_letter, Duration::from_secs(60), |r| {
+        r.len() >= 2
+    });
+    let log = service.stop();
+    let ids = predicted_ids(&predictions);
+    assert!(ids.contains("g1") && ids.contains("g2"), "{ids:?}\n{log}");
+    assert_eq!(dead.len(), 2, "{dead:?}\n{log}");
+    for (key, reason, original) in [
+        ("m", "malformed_json", malformed.len()),
+        ("meta", "output_too_large", with_metadata.len()),
+    ] {
+        let letter = dead
+            .iter()
+            .find(|r| r.key.as_deref() == Some(key))
+            .unwrap_or_else(|| panic!("no dead letter for {key}: {log}"));
+        assert_eq!(letter.headers["gorag.reason"], reason, "{log}");
+        assert!(letter.value.is_empty(), "sent without its value");
+        assert_eq!(letter.headers["gorag.truncated_from"], original.to_string());
+    }
+    assert!(
+        log.contains("dead letter refused by the broker; sending it without the rejected value"),
+        "{log}"
     );
 }

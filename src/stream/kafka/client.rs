@@ -110,7 +110,9 @@ impl From<KafkaError> for BrokerError {
                 | RDKafkaErrorCode::UnknownTopic
                 | RDKafkaErrorCode::UnknownTopicOrPartition,
             ) => BrokerErrorKind::UnknownTopic,
-            Some(RDKafkaErrorCode::MessageSizeTooLarge) => BrokerErrorKind::TooLarge,
+            Some(
+                RDKafkaErrorCode::MessageSizeTooLarge | RDKafkaErrorCode::MessageBatchTooLarge,
+            ) => BrokerErrorKind::TooLarge,
             Some(RDKafkaErrorCode::QueueFull) => BrokerErrorKind::QueueFull,
             _ => BrokerErrorKind::Other,
         };

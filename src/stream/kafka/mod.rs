@@ -185,7 +185,10 @@ impl Broker {
     pub fn producer(&self) -> Result<Producer, ServeError> {
         match &self.transport {
             Transport::Kafka => client::producer(&self.config).map(Producer::Kafka),
-            Transport::Memory(broker) => Ok(Producer::Memory(broker.clone())),
+            Transport::Memory(broker) => Ok(Producer::Memory(
+                broker.clone(),
+                RecordLimit::of(&self.config),
+            )),
         }
     }
 
@@ -237,7 +240,7 @@ impl Broker {
             (Transport::Memory(broker), _) => {
                 Ok(broker.join(&config.kafka.group_id, &config.topics.texts))
             }
-            (Transport::Kafka, Producer::Memory(_)) => Err(ServeError::Topic(
+            (Transport::Kafka, Producer::Memory(..)) => Err(ServeError::Topic(
                 "a Kafka texts consumer needs a Kafka producer".to_string(),
             )),
         }
@@ -271,7 +274,9 @@ impl Broker {
 #[derive(Clone)]
 pub enum Producer {
     Kafka(client::KafkaProducer),
-    Memory(MemoryBroker),
+    /// The in-process broker, and the producer's own limit (as librdkafka's
+    /// `message.max.bytes`: a record over it is refused before it is sent).
+    Memory(MemoryBroker, RecordLimit),
 }
 
 /// A record handed to the producer: wait for it with [`Delivery::acknowledged`].
@@ -296,7 +301,15 @@ impl Producer {
     pub fn enqueue(&self, outgoing: &Outgoing) -> Result<Delivery, BrokerError> {
         match self {
             Self::Kafka(producer) => client::enqueue(producer, outgoing).map(Delivery::Kafka),
-            Self::Memory(broker) => Ok(Delivery::Settled(broker.append(outgoing).map(|_| ()))),
+            Self::Memory(_, limit) if outgoing.size() > limit.bytes() => Err(BrokerError::new(
+                BrokerErrorKind::TooLarge,
+                format!(
+                    "Message size too large: {} bytes over the producer's message.max.bytes ({})",
+                    outgoing.size(),
+                    limit.bytes()
+                ),
+            )),
+            Self::Memory(broker, _) => Ok(Delivery::Settled(broker.append(outgoing).map(|_| ()))),
         }
     }
 
@@ -304,7 +317,7 @@ impl Producer {
     pub fn flush(&self, limit: Duration) -> Result<(), BrokerError> {
         match self {
             Self::Kafka(producer) => client::flush(producer, limit),
-            Self::Memory(_) => Ok(()),
+            Self::Memory(..) => Ok(()),
         }
     }
 }

@@ -96,20 +96,38 @@ impl Ordered {
     }
 }
 
+/// How often a record the broker refused as too large is sent again before it counts as too
+/// large: the broker refuses a whole batch, and librdkafka does not split one, so a small
+/// record batched with a large one is refused with it (only when a topic takes less than the
+/// producer's `message.max.bytes`; docs/guide/bounds.md).
+const TOO_LARGE_TRIES: u32 = 4;
+
 /// Send until the broker acknowledges. librdkafka already retries inside its delivery timeout;
 /// past that we back off and send again (a duplicate at worst, never a loss); the caller bounds
-/// the whole thing with its shutdown deadline. Only a record the broker can never take (too
-/// large) comes back as an error.
+/// the whole thing with its shutdown deadline. Only a record the broker can never take comes
+/// back as an error ([`BrokerErrorKind::TooLarge`]): at once when the producer refuses it
+/// (larger than its own `message.max.bytes`); when the broker does, after
+/// [`TOO_LARGE_TRIES`] sends at random moments (alone, it is taken if it fits).
 pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), BrokerError> {
     let mut backoff = Duration::from_millis(100);
+    let mut refused_for_size = 0;
     loop {
         let sent = match enqueue_when_room(producer, outgoing, DELIVER_PAUSE).await {
             Ok(delivery) => delivery.acknowledged().await,
+            // The producer's own refusal: the record alone is over its limit.
+            Err(error) if error.kind() == BrokerErrorKind::TooLarge => return Err(error),
             Err(error) => Err(error),
         };
         match sent {
             Ok(()) => return Ok(()),
-            Err(error) if error.kind() == BrokerErrorKind::TooLarge => return Err(error),
+            Err(error) if error.kind() == BrokerErrorKind::TooLarge => {
+                refused_for_size += 1;
+                if refused_for_size >= TOO_LARGE_TRIES {
+                    return Err(error);
+                }
+                tracing::debug!(topic = %outgoing.topic, %error, "refused as too large; sending alone");
+                tokio::time::sleep(apart()).await;
+            }
             Err(error) => {
                 tracing::warn!(topic = %outgoing.topic, %error, "delivery failed; retrying");
                 tokio::time::sleep(backoff).await;
@@ -117,4 +135,11 @@ pub async fn deliver(producer: &Producer, outgoing: &Outgoing) -> Result<(), Bro
             }
         }
     }
+}
+
+/// A random pause of 20–500 ms: records refused in one batch are sent again at different
+/// moments, each in a batch of its own (the producer lingers 5 ms).
+fn apart() -> Duration {
+    use rand::Rng;
+    Duration::from_millis(rand::rng().random_range(20..=500))
 }

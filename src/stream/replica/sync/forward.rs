@@ -106,6 +106,11 @@ impl LogSync {
     ) -> Option<()> {
         let payload = message.payload.as_slice();
         let (offset, key) = (message.offset(), message.key.clone());
+        // A rejected event keeps its own reason should its record be cut.
+        let rejected = match &outcome {
+            LabelOutcome::Reject { .. } => Some(outcome.clone()),
+            LabelOutcome::Apply(_) => None,
+        };
         let record = label_record(replica, offset, key.clone(), payload.to_vec(), outcome);
         let mut delivered = self.forward(record).await;
         // Larger than the changelog takes (it carries the event and its decoded update):
@@ -115,11 +120,17 @@ impl LogSync {
             let Some(Err(error)) = &delivered else { break };
             let size = payload.len();
             tracing::error!(%error, offset, size, excerpt, "label event too large for the changelog");
-            let rejection = Rejection::new(
-                Reason::OutputTooLarge,
-                format!("the label event ({size} bytes) is larger than the changelog accepts"),
-            );
-            let outcome = reject(RejectStage::Apply, rejection);
+            let outcome = rejected.clone().unwrap_or_else(|| {
+                reject(
+                    RejectStage::Apply,
+                    Rejection::new(
+                        Reason::OutputTooLarge,
+                        format!(
+                            "the label event ({size} bytes) is larger than the changelog accepts"
+                        ),
+                    ),
+                )
+            });
             let kept = payload[..size.min(excerpt)].to_vec();
             let key = match &key {
                 Some(key) if excerpt == 0 => Some(key[..key.len().min(256)].to_vec()),
