@@ -94,6 +94,10 @@ impl Engine {
     /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
     /// under any label).
     pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {
+        // None to find (a first round's held-out examples): no search over every labelled text.
+        if self.index.seen_count() + self.index.tentative_count() == 0 {
+            return Vec::new();
+        }
         let learned = self.learnable(analysis);
         self.index
             .search(&learned.terms)

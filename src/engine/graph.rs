@@ -63,6 +63,11 @@ pub struct KeywordGraph {
     /// Per label, its edges to keywords linked to two or more labels: the only keywords that
     /// can relay between labels, kept so a search need not walk a label's many leaf keywords.
     shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
+    /// Each keyword→label edge by its (keyword, label) endpoints: a sighting finds its edge in
+    /// O(1), where petgraph's `find_edge` walks the keyword's edges — thousands for a common
+    /// word, which made a round of many labels quadratic. Derived from `graph` (rebuilt on
+    /// restore, never persisted).
+    label_edges: HashMap<(NodeIndex, NodeIndex), EdgeIndex>,
 }
 
 impl Default for KeywordGraph {
@@ -82,6 +87,7 @@ impl KeywordGraph {
             hub,
             hub_edges: HashMap::new(),
             shared: HashMap::new(),
+            label_edges: HashMap::new(),
         }
     }
 
@@ -94,6 +100,17 @@ impl KeywordGraph {
         hub_edges: HashMap<NodeIndex, EdgeIndex>,
         shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
     ) -> Self {
+        let mut label_edges = HashMap::new();
+        for edge in graph.edge_references() {
+            let (a, b) = (edge.source(), edge.target());
+            let pair = match (graph.node_weight(a), graph.node_weight(b)) {
+                (Some(Node::Keyword(_)), Some(Node::Label(_))) => (a, b),
+                (Some(Node::Label(_)), Some(Node::Keyword(_))) => (b, a),
+                _ => continue,
+            };
+            // In edge order, so a pair joined twice keeps its newest edge, as `find_edge` would.
+            label_edges.insert(pair, edge.id());
+        }
         Self {
             graph,
             keywords,
@@ -101,6 +118,7 @@ impl KeywordGraph {
             hub,
             hub_edges,
             shared,
+            label_edges,
         }
     }
 
@@ -166,25 +184,33 @@ impl KeywordGraph {
     pub fn observe(&mut self, phrase: &str, label: &str, cost: f64) {
         let label_node = self.ensure_label(label);
         let (keyword_node, _) = self.ensure_keyword(phrase);
-        match self.graph.find_edge(keyword_node, label_node) {
-            Some(edge) => {
+        match self.label_edges.get(&(keyword_node, label_node)) {
+            Some(&edge) => {
                 if let Some(weight) = self.graph.edge_weight_mut(edge) {
                     weight.total += cost;
                     weight.count += 1;
                 }
             }
             None => {
-                let edge = self
-                    .graph
-                    .add_edge(keyword_node, label_node, EdgeCost::single(cost));
+                let edge = self.link(keyword_node, label_node, cost);
                 self.note_shared(keyword_node, label_node, edge);
             }
         }
     }
 
-    /// Keep `shared` up to date after `edge` joined `keyword` to `label`.
+    /// A new keyword→label edge.
+    fn link(&mut self, keyword: NodeIndex, label: NodeIndex, cost: f64) -> EdgeIndex {
+        let edge = self.graph.add_edge(keyword, label, EdgeCost::single(cost));
+        self.label_edges.insert((keyword, label), edge);
+        edge
+    }
+
+    /// Keep `shared` up to date after `edge` joined `keyword` to `label`: what happens depends
+    /// only on whether the keyword had no other label, one, or more, so at most two of its other
+    /// edges are read. The new edge heads the keyword's edge list (petgraph prepends), so this
+    /// is O(1) however many labels share the keyword.
     fn note_shared(&mut self, keyword: NodeIndex, label: NodeIndex, edge: EdgeIndex) {
-        let others: Vec<(NodeIndex, EdgeIndex)> = self
+        let mut others = self
             .graph
             .edges(keyword)
             .filter(|e| e.id() != edge)
@@ -197,20 +223,18 @@ impl KeywordGraph {
                     },
                     e.id(),
                 )
-            })
-            .collect();
-        match others.len() {
-            0 => {}
+            });
+        match (others.next(), others.next()) {
+            (None, _) => {}
             // The keyword just became shared: both labels learn of it.
-            1 => {
-                let (other_label, other_edge) = others[0];
+            (Some((other_label, other_edge)), None) => {
                 self.shared
                     .entry(other_label)
                     .or_default()
                     .push((keyword, other_edge));
                 self.shared.entry(label).or_default().push((keyword, edge));
             }
-            _ => self.shared.entry(label).or_default().push((keyword, edge)),
+            (Some(_), Some(_)) => self.shared.entry(label).or_default().push((keyword, edge)),
         }
     }
 
@@ -235,8 +259,7 @@ impl KeywordGraph {
         }
         let label_node = self.ensure_label(label);
         let (keyword_node, _) = self.ensure_keyword(phrase);
-        self.graph
-            .add_edge(keyword_node, label_node, EdgeCost::single(cost));
+        self.link(keyword_node, label_node, cost);
         true
     }
 
@@ -278,6 +301,10 @@ impl KeywordGraph {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -339,5 +366,133 @@ mod tests {
         assert_eq!(graph.edge_count(), 2);
         assert!(graph.inner().find_edge(a, graph.hub).is_some());
         assert!(graph.inner().find_edge(b, graph.hub).is_some());
+    }
+
+    /// Per label node, its shared (keyword, edge) pairs by index.
+    type SharedLists = BTreeMap<usize, Vec<(usize, usize)>>;
+
+    fn shared_as_kept(graph: &KeywordGraph) -> SharedLists {
+        graph
+            .shared_lists()
+            .map(|(label, list)| {
+                let pairs = list.iter().map(|(k, e)| (k.index(), e.index())).collect();
+                (label.index(), pairs)
+            })
+            .collect()
+    }
+
+    /// What `shared` must hold, recomputed from the graph alone: per label, its edges to
+    /// keywords with two or more labels, in the order each became shared for it — when its own
+    /// edge came or when the keyword's second edge came, whichever is later (edge indices are
+    /// the order edges came in: nothing is ever removed).
+    fn shared_from_scratch(graph: &KeywordGraph) -> SharedLists {
+        let inner = graph.inner();
+        let mut found: BTreeMap<usize, Vec<(usize, usize, usize)>> = BTreeMap::new();
+        for keyword in inner.node_indices() {
+            if !matches!(inner[keyword], Node::Keyword(_)) {
+                continue;
+            }
+            let mut edges: Vec<(usize, usize)> = inner
+                .edges(keyword)
+                .map(|e| {
+                    let label = if e.source() == keyword {
+                        e.target()
+                    } else {
+                        e.source()
+                    };
+                    (e.id().index(), label.index())
+                })
+                .collect();
+            if edges.len() < 2 {
+                continue;
+            }
+            edges.sort_unstable();
+            let became_shared = edges[1].0;
+            for (edge, label) in edges {
+                let entry = (edge.max(became_shared), keyword.index(), edge);
+                found.entry(label).or_default().push(entry);
+            }
+        }
+        found
+            .into_iter()
+            .map(|(label, mut list)| {
+                list.sort_unstable();
+                (label, list.into_iter().map(|(_, k, e)| (k, e)).collect())
+            })
+            .collect()
+    }
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        Observe(usize, usize, f64),
+        AddIfNew(usize, usize, f64),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let parts = || (0..10usize, 0..6usize, 0.0..1.0f64);
+        prop_oneof![
+            4 => parts().prop_map(|(k, l, c)| Step::Observe(k, l, c)),
+            1 => parts().prop_map(|(k, l, c)| Step::AddIfNew(k, l, c)),
+        ]
+    }
+
+    fn take(graph: &mut KeywordGraph, step: &Step) {
+        match *step {
+            Step::Observe(k, l, cost) => graph.observe(&format!("k{k}"), &format!("l{l}"), cost),
+            Step::AddIfNew(k, l, cost) => {
+                graph.add_if_new(&format!("k{k}"), &format!("l{l}"), cost);
+            }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// The incremental bookkeeping (`shared`, the edge lookup) against recomputations: the
+        /// shared lists from the graph alone, each pair's cost from the steps alone; and a graph
+        /// restored from its state part way keeps on as the uninterrupted one.
+        #[test]
+        fn incremental_bookkeeping_equals_a_recomputation(
+            steps in proptest::collection::vec(step(), 0..80),
+            restart_at in 0usize..80,
+        ) {
+            let mut graph = KeywordGraph::new();
+            let mut restarted = KeywordGraph::new();
+            let mut costs: BTreeMap<(String, String), EdgeCost> = BTreeMap::new();
+            let mut seen: std::collections::BTreeSet<usize> = Default::default();
+            for (i, step) in steps.iter().enumerate() {
+                if i == restart_at {
+                    restarted = KeywordGraph::from_state(&restarted.to_state()).unwrap();
+                }
+                take(&mut graph, step);
+                take(&mut restarted, step);
+                match *step {
+                    Step::Observe(k, l, cost) => {
+                        let pair = (format!("k{k}"), format!("l{l}"));
+                        let entry = costs.entry(pair).or_insert(EdgeCost { total: 0.0, count: 0 });
+                        entry.total += cost;
+                        entry.count += 1;
+                        seen.insert(k);
+                    }
+                    Step::AddIfNew(k, l, cost) => {
+                        if seen.insert(k) {
+                            costs.insert((format!("k{k}"), format!("l{l}")), EdgeCost::single(cost));
+                        }
+                    }
+                }
+                prop_assert_eq!(shared_as_kept(&graph), shared_from_scratch(&graph));
+            }
+            let edges: BTreeMap<(String, String), EdgeCost> = graph
+                .keyword_edges()
+                .map(|(k, l, cost)| ((k.to_string(), l.to_string()), cost))
+                .collect();
+            prop_assert_eq!(&edges, &costs);
+            prop_assert_eq!(graph.label_edges.len(), graph.keyword_edges().count());
+            for (&(keyword, label), &edge) in &graph.label_edges {
+                prop_assert_eq!(graph.inner().find_edge(keyword, label), Some(edge));
+            }
+            prop_assert_eq!(graph.to_state(), restarted.to_state());
+            prop_assert_eq!(&graph.label_edges, &restarted.label_edges);
+        }
     }
 }

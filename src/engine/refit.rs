@@ -206,12 +206,30 @@ impl Engine {
     /// Score examples just indexed, each as if it were not (only those whose label has other
     /// examples: a lone example says how well a name alone does, not how the label's texts are
     /// found), and refit. Nothing when refitting is off.
+    ///
+    /// The log keeps only the latest [`OUTCOME_CAPACITY`] outcomes, so of a batch that brings
+    /// more only the last ones would stay: those alone are scored (latest first, then put back
+    /// in order), which leaves the same log and fit. A round of 50,000 labels costs at most
+    /// that many retrievals, not one per example.
     pub(super) fn score_held_out(&mut self, examples: &[IndexedExample<'_>]) {
         if !self.config.refit_confidence {
             return;
         }
+        let outcomes = self.held_out_outcomes(examples, OUTCOME_CAPACITY);
+        self.record_outcomes(outcomes);
+    }
+
+    /// The outcomes of the last `keep` examples that make one, in the examples' order.
+    pub(super) fn held_out_outcomes(
+        &self,
+        examples: &[IndexedExample<'_>],
+        keep: usize,
+    ) -> Vec<Outcome> {
         let mut outcomes = Vec::new();
-        for example in examples {
+        for example in examples.iter().rev() {
+            if outcomes.len() == keep {
+                break;
+            }
             let Some(label) = self.labels.get(example.position) else {
                 continue;
             };
@@ -239,7 +257,8 @@ impl Engine {
                 right: decided == label.id,
             });
         }
-        self.record_outcomes(outcomes);
+        outcomes.reverse();
+        outcomes
     }
 
     /// Keep outcomes and refit (nothing when refitting is off or there are none).

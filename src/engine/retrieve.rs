@@ -147,7 +147,9 @@ impl Engine {
             candidates.push(self.labels[label as usize].id.clone());
             scores.push(score);
             parts.push(CandidateParts::from(ranking.parts.of(label)));
-            example_matches.push(example.and_then(|doc| {
+            // A rationale for a text shown to someone; a held-out example's decision is only
+            // scored (and it costs a walk over the documents before the example's).
+            example_matches.push(example.filter(|_| held_out.is_none()).and_then(|doc| {
                 self.index
                     .example_match(doc, &analysis.terms, MATCHED_TERMS)
             }));
@@ -190,9 +192,17 @@ impl Engine {
             .iter()
             .map(|&(label, _)| self.labels[label as usize].id.clone())
             .collect();
-        for id in self.all_active() {
-            if !candidates.contains(&id) {
-                candidates.push(id);
+        // Membership by label position: a scan of the growing list would be quadratic in the
+        // labels.
+        let mut listed = vec![false; self.labels.len()];
+        for &(label, _) in &ranking.ranked {
+            if let Some(slot) = listed.get_mut(label as usize) {
+                *slot = true;
+            }
+        }
+        for (position, label) in self.labels.iter().enumerate() {
+            if label.active && !listed[position] {
+                candidates.push(label.id.clone());
             }
         }
         let choice = if ranking.ranked.is_empty() {

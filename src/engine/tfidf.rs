@@ -27,7 +27,13 @@ impl CorpusStats {
     pub fn add(&mut self, phrases: &PhraseCounts) {
         self.documents += 1;
         for phrase in phrases.counts.keys() {
-            *self.document_frequency.entry(phrase.clone()).or_insert(0) += 1;
+            // A phrase already counted is not copied (`entry` would take an owned key).
+            match self.document_frequency.get_mut(phrase) {
+                Some(df) => *df += 1,
+                None => {
+                    self.document_frequency.insert(phrase.clone(), 1);
+                }
+            }
         }
     }
 

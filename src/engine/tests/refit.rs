@@ -205,3 +205,26 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
         "{with_copy:?} against {without:?}"
     );
 }
+
+#[test]
+fn a_batch_scores_only_the_outcomes_the_log_keeps() {
+    // The log keeps the latest `OUTCOME_CAPACITY` outcomes, so a batch scores only its last
+    // ones: they must be exactly the last ones of scoring it all.
+    let mut engine = two_topics_three_shots(EngineConfig::default());
+    let astronomy: Vec<String> = (0..4)
+        .map(|i| format!("a comet and {i} moons of a planet seen through the telescope"))
+        .collect();
+    let cooking: Vec<String> = (0..4)
+        .map(|i| format!("{i} loaves of bread from dough with flour, yeast and stars of anise"))
+        .collect();
+    let (_, mut indexed) = engine.index_examples("astronomy", &astronomy).unwrap();
+    let (_, cooked) = engine.index_examples("cooking", &cooking).unwrap();
+    indexed.extend(cooked);
+    let all = engine.held_out_outcomes(&indexed, usize::MAX);
+    assert_eq!(all.len(), 8);
+    assert!(all.windows(2).any(|w| w[0] != w[1]), "{all:?}");
+    for keep in [0, 1, 3, 7, 8, 20] {
+        let kept = engine.held_out_outcomes(&indexed, keep);
+        assert_eq!(kept, all[all.len().saturating_sub(keep)..], "keep {keep}");
+    }
+}
