@@ -1,9 +1,10 @@
 //! One round of N synthetic labels (`benches/support/round.rs`) applied to a fresh engine, in
 //! a process of its own so its peak memory is the round's: prints the time `apply_round` took,
 //! the graph's and the index's sizes and the resident memory before and after (VmRSS) and at
-//! its peak (VmHWM). `scripts/bench-round-size.sh` runs it for each size.
+//! its peak (VmHWM). `scripts/bench-round-size.sh` runs it for each size. `--no-refit` applies
+//! it with `refit_confidence` off (no held-out scoring of the examples: the indexing alone).
 //!
-//!   cargo run --release --example round_size -- 10000
+//!   cargo run --release --example round_size -- 10000 [--no-refit]
 
 #[path = "../benches/support/round.rs"]
 mod round;
@@ -13,19 +14,28 @@ use std::time::Instant;
 use gorag::engine::{Engine, EngineConfig};
 
 fn main() -> Result<(), String> {
+    let usage = "usage: round_size LABELS [--no-refit]";
     let labels: usize = std::env::args()
         .nth(1)
-        .ok_or("usage: round_size LABELS")?
+        .ok_or(usage)?
         .parse()
         .map_err(|e| format!("LABELS: {e}"))?;
+    let refit = match std::env::args().nth(2).as_deref() {
+        None => true,
+        Some("--no-refit") => false,
+        Some(_) => return Err(usage.into()),
+    };
     let round = round::RoundMaker::new(7).round(labels);
     let before = memory("VmRSS");
-    let mut engine = Engine::new(EngineConfig::default());
+    let mut engine = Engine::new(EngineConfig {
+        refit_confidence: refit,
+        ..EngineConfig::default()
+    });
     let started = Instant::now();
     let report = engine.apply_round(&round).map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
     println!(
-        "{{\"labels\": {labels}, \"seconds\": {seconds:.3}, \"texts_indexed\": {}, \
+        "{{\"labels\": {labels}, \"refit\": {refit}, \"seconds\": {seconds:.3}, \"texts_indexed\": {}, \
          \"keywords\": {}, \"graph_edges\": {}, \"index_terms\": {}, \
          \"rss_before\": \"{before}\", \"rss_after\": \"{}\", \"rss_peak\": \"{}\"}}",
         report.texts_indexed,
