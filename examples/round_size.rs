@@ -1,47 +1,73 @@
-//! One round of N synthetic labels (`benches/support/round.rs`) applied to a fresh engine, in
-//! a process of its own so its peak memory is the round's: prints the time `apply_round` took,
-//! the graph's and the index's sizes and the resident memory before and after (VmRSS) and at
-//! its peak (VmHWM). `scripts/bench-round-size.sh` runs it for each size. `--no-refit` applies
-//! it with `refit_confidence` off (no held-out scoring of the examples: the indexing alone).
+//! One round of N synthetic labels (`benches/support/round.rs`) applied to a fresh replicated
+//! state the way `gorag serve` and `gorag classify` apply one — `State::apply` of an
+//! `Update::Round`, under the service's default engine configuration — in a process of its
+//! own so its peak memory is the round's: prints the time the apply took, the graph's and the
+//! index's sizes and the resident memory before and after (VmRSS) and at its peak (VmHWM).
+//! `scripts/bench-round-size.sh` runs it for each size.
 //!
-//!   cargo run --release --example round_size -- 10000 [--no-refit]
+//!   cargo run --release --example round_size -- 10000 [--no-refit] [--embedding]
+//!
+//! `--no-refit`: `refit_confidence` off (no held-out scoring of the examples: the indexing
+//! alone). `--embedding`: the embedding signal on with the default encoder, as the service
+//! runs by default (`scripts/embedding-model.sh` fetches it); the round's names and examples
+//! are encoded as part of the apply, which the service does ahead, off its loop.
 
 #[path = "../benches/support/round.rs"]
 mod round;
 
 use std::time::Instant;
 
-use gorag::engine::{Engine, EngineConfig};
+use gorag::config::ServeConfig;
+use gorag::embed::{read_meaning, EmbeddingModel};
+use gorag::engine::Engine;
+use gorag::state::{State, Update};
 
 fn main() -> Result<(), String> {
-    let usage = "usage: round_size LABELS [--no-refit]";
-    let labels: usize = std::env::args()
-        .nth(1)
+    let usage = "usage: round_size LABELS [--no-refit] [--embedding]";
+    let mut args = std::env::args().skip(1);
+    let labels: usize = args
+        .next()
         .ok_or(usage)?
         .parse()
         .map_err(|e| format!("LABELS: {e}"))?;
-    let refit = match std::env::args().nth(2).as_deref() {
-        None => true,
-        Some("--no-refit") => false,
-        Some(_) => return Err(usage.into()),
+    let (mut refit, mut embedding) = (true, false);
+    for flag in args {
+        match flag.as_str() {
+            "--no-refit" => refit = false,
+            "--embedding" => embedding = true,
+            _ => return Err(usage.into()),
+        }
+    }
+    let round = Update::Round {
+        round: "r1".into(),
+        labels: round::RoundMaker::new(7).round(labels),
     };
-    let round = round::RoundMaker::new(7).round(labels);
+    let service = ServeConfig::default();
+    let mut config = service.engine_config();
+    config.refit_confidence = refit;
+    let state = State::new(Engine::new(config), service.discovery.pool_capacity);
+    let mut state = if embedding {
+        read_meaning(state, &EmbeddingModel::default(), None)
+            .map_err(|e| e.to_string())?
+            .0
+    } else {
+        state
+    };
     let before = memory("VmRSS");
-    let mut engine = Engine::new(EngineConfig {
-        refit_confidence: refit,
-        ..EngineConfig::default()
-    });
     let started = Instant::now();
-    let report = engine.apply_round(&round).map_err(|e| e.to_string())?;
+    let report = state.apply(&round).map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
+    let engine = state.engine();
     println!(
-        "{{\"labels\": {labels}, \"refit\": {refit}, \"seconds\": {seconds:.3}, \"texts_indexed\": {}, \
-         \"keywords\": {}, \"graph_edges\": {}, \"index_terms\": {}, \
+        "{{\"labels\": {labels}, \"refit\": {refit}, \"embedding\": {embedding}, \
+         \"seconds\": {seconds:.3}, \"texts_indexed\": {}, \"keywords\": {}, \
+         \"graph_edges\": {}, \"index_terms\": {}, \"outcomes\": {}, \
          \"rss_before\": \"{before}\", \"rss_after\": \"{}\", \"rss_peak\": \"{}\"}}",
         report.texts_indexed,
         engine.graph().keyword_count(),
         engine.graph().edge_count(),
         engine.index().vocabulary_len(),
+        engine.outcomes().outcomes().len(),
         memory("VmRSS"),
         memory("VmHWM"),
     );

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Applying one round of N synthetic labels to a fresh engine: its time and peak memory, one
+# Applying one round of N synthetic labels to a fresh state (State::apply, as gorag serve and
+# gorag classify apply one): its time and peak memory, one
 # process per size (examples/round_size.rs), the output in out/bench-round-size/. The time alone
 # is also a criterion benchmark: cargo bench --bench round_size.
 #
-#   scripts/bench-round-size.sh [sizes="1000 10000 50000"] [runs=2] [--no-refit]
+#   scripts/bench-round-size.sh [sizes="1000 10000 50000"] [runs=2] [--no-refit] [--embedding]
 #
 # --no-refit: `refit_confidence` off, so no held-out scoring of the round's examples (the
-# indexing alone).
+# indexing alone). --embedding: the embedding signal on with the default encoder, as the
+# service runs by default (scripts/embedding-model.sh fetches it).
 #
 # Peak memory is the process's (VmHWM, and /usr/bin/time's maximum resident set size when it is
 # installed): the round's labels themselves are in it. These machines are noisy: compare medians.
