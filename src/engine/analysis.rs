@@ -99,7 +99,12 @@ impl Engine {
     /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
     pub fn analyze_with_llm_keywords(&self, text: &str, answer: &str) -> Analysis {
         let phrases = PhraseCounts::of(text);
-        let scores: HashMap<String, f64> = self.stats.scores(&phrases, false).into_iter().collect();
+        let scores: HashMap<String, f64> = self
+            .stats
+            .scores(&phrases, false)
+            .into_iter()
+            .map(|(phrase, score)| (phrase.to_string(), score))
+            .collect();
         let keywords = keywords::from_llm_answer(answer, &phrases, &scores, &self.config.selection);
         Analysis {
             phrases,

@@ -12,8 +12,7 @@
 //! candidate. Nodes are never removed (retired labels are only marked inactive by the engine),
 //! so node indices are stable.
 
-use std::collections::HashMap;
-
+use foldhash::HashMap;
 use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
@@ -82,12 +81,12 @@ impl KeywordGraph {
         let hub = graph.add_node(Node::Hub);
         Self {
             graph,
-            keywords: HashMap::new(),
-            labels: HashMap::new(),
+            keywords: HashMap::default(),
+            labels: HashMap::default(),
             hub,
-            hub_edges: HashMap::new(),
-            shared: HashMap::new(),
-            label_edges: HashMap::new(),
+            hub_edges: HashMap::default(),
+            shared: HashMap::default(),
+            label_edges: HashMap::default(),
         }
     }
 
@@ -100,7 +99,7 @@ impl KeywordGraph {
         hub_edges: HashMap<NodeIndex, EdgeIndex>,
         shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
     ) -> Self {
-        let mut label_edges = HashMap::new();
+        let mut label_edges = HashMap::default();
         for edge in graph.edge_references() {
             let (a, b) = (edge.source(), edge.target());
             let pair = match (graph.node_weight(a), graph.node_weight(b)) {
@@ -183,6 +182,12 @@ impl KeywordGraph {
     /// (labelled examples and descriptions: existing edges take part in the running mean).
     pub fn observe(&mut self, phrase: &str, label: &str, cost: f64) {
         let label_node = self.ensure_label(label);
+        self.observe_at(phrase, label_node, cost);
+    }
+
+    /// [`Self::observe`] for a label node already at hand ([`Self::ensure_label`]): a text's
+    /// keywords all go to one label.
+    pub fn observe_at(&mut self, phrase: &str, label_node: NodeIndex, cost: f64) {
         let (keyword_node, _) = self.ensure_keyword(phrase);
         match self.label_edges.get(&(keyword_node, label_node)) {
             Some(&edge) => {

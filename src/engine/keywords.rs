@@ -62,21 +62,35 @@ pub struct Keyword {
 
 /// The best phrases of a text by score. Ties (common in short texts, where every phrase occurs
 /// once) go to shorter phrases — a single word is more likely to recur in later texts — then
-/// alphabetically, so results are stable.
-pub fn select(scores: Vec<(String, f64)>, selection: &KeywordSelection) -> Vec<Keyword> {
-    let mut ranked: Vec<Keyword> = scores
+/// alphabetically, so results are stable. The phrases are distinct, so that order is total: the
+/// best `top_k` are picked first and only they are sorted (and copied), which gives what
+/// sorting them all would.
+pub fn select<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection) -> Vec<Keyword> {
+    let mut ranked: Vec<(f64, usize, P)> = scores
         .into_iter()
         .filter(|(_, s)| *s >= selection.min_score)
-        .map(|(phrase, score)| Keyword { phrase, score })
+        .map(|(phrase, score)| (score, word_count(phrase.as_ref()), phrase))
         .collect();
-    ranked.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| word_count(&a.phrase).cmp(&word_count(&b.phrase)))
-            .then_with(|| a.phrase.cmp(&b.phrase))
-    });
-    ranked.truncate(selection.top_k);
+    let order = |a: &(f64, usize, P), b: &(f64, usize, P)| {
+        b.0.total_cmp(&a.0)
+            .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| a.2.as_ref().cmp(b.2.as_ref()))
+    };
+    if selection.top_k == 0 {
+        return Vec::new();
+    }
+    if ranked.len() > selection.top_k {
+        ranked.select_nth_unstable_by(selection.top_k - 1, order);
+        ranked.truncate(selection.top_k);
+    }
+    ranked.sort_by(order);
     ranked
+        .into_iter()
+        .map(|(score, _, phrase)| Keyword {
+            phrase: phrase.as_ref().to_string(),
+            score,
+        })
+        .collect()
 }
 
 /// Keywords proposed by an LLM answer, kept only when they are phrases of the text.

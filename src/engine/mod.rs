@@ -33,7 +33,7 @@ pub mod update;
 pub use analysis::{Analysis, POOL_TERMS};
 pub use material::LabelMaterial;
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -382,7 +382,7 @@ impl Engine {
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),
             labels: Vec::new(),
-            label_index: HashMap::new(),
+            label_index: HashMap::default(),
             label_version: 0,
             last_round: None,
             embeddings: None,

@@ -252,7 +252,8 @@ fn best_first(total: Vec<f64>) -> Vec<(u32, f64)> {
         .filter(|&(_, s)| s > 0.0)
         .map(|(l, s)| (l as u32, s))
         .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    // Labels are distinct, so the order is total and an unstable sort gives the stable one's.
+    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     ranked
 }
 
@@ -338,18 +339,32 @@ impl<'h> Gathered<'h> {
 
 /// Per label position, its examples' cosines best first, each weighted `decay` times the one
 /// before: `s₁ + decay·s₂ + decay²·s₃ + …` (with one example, or `decay` 0, the best alone).
-fn combine_examples(mut hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {
-    hits.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+/// The hits are put in buckets by label first and only each label's few are sorted: a query
+/// sharing a common word with every label's examples has as many hits as there are examples.
+fn combine_examples(hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {
     let mut combined = vec![0.0f64; labels];
-    let mut factor = 1.0;
-    let mut previous = None;
+    // Where each label's bucket starts (and, one past the last label, where they all end).
+    let mut start = vec![0usize; labels + 1];
+    for &(label, _) in &hits {
+        start[label as usize + 1] += 1;
+    }
+    for label in 0..labels {
+        start[label + 1] += start[label];
+    }
+    let mut next = start.clone();
+    let mut similarities = vec![0.0f64; hits.len()];
     for (label, similarity) in hits {
-        if previous != Some(label) {
-            factor = 1.0;
-            previous = Some(label);
+        similarities[next[label as usize]] = similarity;
+        next[label as usize] += 1;
+    }
+    for (label, combined) in combined.iter_mut().enumerate() {
+        let bucket = &mut similarities[start[label]..start[label + 1]];
+        bucket.sort_unstable_by(|a, b| b.total_cmp(a));
+        let mut factor = 1.0;
+        for similarity in bucket {
+            *combined += factor * *similarity;
+            factor *= decay;
         }
-        combined[label as usize] += factor * similarity;
-        factor *= decay;
     }
     combined
 }

@@ -172,6 +172,26 @@ impl OutcomeLog {
     }
 }
 
+/// Held-out examples scored per batch at most (a round, an `add_examples`): enough for the
+/// two-parameter refit many times over, and more than any round of the tuning streams brings
+/// (WOS 5-shot round 2: 53 labels × 5 examples), so their outcomes are those of scoring every
+/// example. A round of 50,000 labels costs this many retrievals, not one per example
+/// (docs/results/benchmarks.md, "Applying a round").
+pub const HELD_OUT_PER_BATCH: usize = 300;
+
+/// Held-out examples from which scoring them is spread over the cores.
+const HELD_OUT_IN_THREADS_FROM: usize = 16;
+
+/// Which of `count` scoreable examples a batch scores: all of them up to `at_most`, else
+/// `at_most` spread evenly (positions ⌊i·count/at_most⌋, ascending), so a round's labels are
+/// sampled across it whatever order its file lists them in.
+pub(super) fn held_out_sample(count: usize, at_most: usize) -> Vec<usize> {
+    if count <= at_most {
+        return (0..count).collect();
+    }
+    (0..at_most).map(|i| i * count / at_most).collect()
+}
+
 /// An example just indexed, to be scored as if it were not ([`Engine::score_held_out`]).
 pub(super) struct IndexedExample<'t> {
     pub position: usize,
@@ -207,58 +227,68 @@ impl Engine {
     /// examples: a lone example says how well a name alone does, not how the label's texts are
     /// found), and refit. Nothing when refitting is off.
     ///
-    /// The log keeps only the latest [`OUTCOME_CAPACITY`] outcomes, so of a batch that brings
-    /// more only the last ones would stay: those alone are scored (latest first, then put back
-    /// in order), which leaves the same log and fit. A round of 50,000 labels costs at most
-    /// that many retrievals, not one per example.
+    /// Each costs a retrieval over every label, so a batch scores at most
+    /// [`HELD_OUT_PER_BATCH`] of them, spread evenly over it ([`held_out_sample`]): scoring every
+    /// example made a round of N labels cost N retrievals of O(N) each.
     pub(super) fn score_held_out(&mut self, examples: &[IndexedExample<'_>]) {
         if !self.config.refit_confidence {
             return;
         }
-        let outcomes = self.held_out_outcomes(examples, OUTCOME_CAPACITY);
+        let outcomes = self.held_out_outcomes(examples, HELD_OUT_PER_BATCH);
         self.record_outcomes(outcomes);
     }
 
-    /// The outcomes of the last `keep` examples that make one, in the examples' order.
+    /// The outcomes of at most `at_most` of the examples that make one (an even sample when
+    /// there are more), in the examples' order; scored on every core for a large batch (each
+    /// is a pure function of the engine, so the outcomes are the same).
     pub(super) fn held_out_outcomes(
         &self,
         examples: &[IndexedExample<'_>],
-        keep: usize,
+        at_most: usize,
     ) -> Vec<Outcome> {
-        let mut outcomes = Vec::new();
-        for example in examples.iter().rev() {
-            if outcomes.len() == keep {
-                break;
-            }
-            let Some(label) = self.labels.get(example.position) else {
-                continue;
-            };
-            if label.examples < 2 {
-                continue;
-            }
-            let mut analysis = self.analyze(example.text);
-            analysis.embedding = example.vector.clone();
-            let mut docs = self.learned_copies(&analysis);
-            docs.push(example.doc);
-            let held_out = HeldOut {
-                docs,
-                vector: example
-                    .vector
-                    .clone()
-                    .map(|vector| (example.position as u32, vector)),
-            };
-            let Some(retrieval) = self.retrieve_held_out(&analysis, &held_out) else {
-                continue;
-            };
-            let decided = self.decide(&retrieval, None).label;
-            let signals = self.signals(&retrieval, &decided, None, &[]);
-            outcomes.push(Outcome {
-                features: signals.features(),
-                right: decided == label.id,
-            });
-        }
-        outcomes.reverse();
-        outcomes
+        let scoreable: Vec<&IndexedExample<'_>> = examples
+            .iter()
+            .filter(|example| {
+                self.labels
+                    .get(example.position)
+                    .is_some_and(|label| label.examples >= 2)
+            })
+            .collect();
+        let sample = held_out_sample(scoreable.len(), at_most);
+        let threads = if sample.len() >= HELD_OUT_IN_THREADS_FROM {
+            crate::threads::cores()
+        } else {
+            1
+        };
+        let picked: Vec<&IndexedExample<'_>> = sample.into_iter().map(|i| scoreable[i]).collect();
+        crate::threads::in_threads(picked, threads, |example| self.held_out_outcome(example))
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    /// How the engine would decide a labelled example were it not indexed (None when retrieval
+    /// gives no decision).
+    fn held_out_outcome(&self, example: &IndexedExample<'_>) -> Option<Outcome> {
+        let label = self.labels.get(example.position)?;
+        let mut analysis = self.analyze(example.text);
+        analysis.embedding = example.vector.clone();
+        let mut docs = self.learned_copies(&analysis);
+        docs.push(example.doc);
+        let held_out = HeldOut {
+            docs,
+            vector: example
+                .vector
+                .clone()
+                .map(|vector| (example.position as u32, vector)),
+        };
+        let retrieval = self.retrieve_held_out(&analysis, &held_out)?;
+        let decided = self.decide(&retrieval, None).label;
+        let signals = self.signals(&retrieval, &decided, None, &[]);
+        Some(Outcome {
+            features: signals.features(),
+            right: decided == label.id,
+        })
     }
 
     /// Keep outcomes and refit (nothing when refitting is off or there are none).

@@ -21,12 +21,17 @@ fn example_to_encode<'t>(text: &'t str, is_example: bool, terms: &TermCounts) ->
     (is_example && !terms.is_empty()).then(|| prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
 }
 
+/// Documents in a batch from which preparing them is spread over the cores (below it, starting
+/// threads costs more than it saves).
+const PREPARE_IN_THREADS_FROM: usize = 256;
+
 /// A labelled document ready to index (see [`Engine::prepare_documents`]).
 struct PreparedDocument<'t> {
     position: usize,
     text: &'t str,
     is_example: bool,
     terms: TermCounts,
+    phrases: PhraseCounts,
     /// With the embedding signal, its vector (Some(None): the encoder failed on it).
     vector: Option<Option<Vec<f32>>>,
 }
@@ -194,7 +199,8 @@ impl Engine {
         Ok(position)
     }
 
-    /// What is derived from a batch of labelled material: each document's retrieval terms and,
+    /// What is derived from a batch of labelled material: each document's retrieval terms and
+    /// keyword phrases (on every core for a large batch: they depend on the text alone) and,
     /// with the embedding signal, each kept example's vector (encoded from the text the index
     /// keeps, so a restored engine encodes the same). An encoder failure leaves the document
     /// without a vector rather than refusing it: whether a round applies must depend on the
@@ -203,16 +209,22 @@ impl Engine {
         &self,
         documents: &[(usize, &'t str, bool)],
     ) -> Vec<PreparedDocument<'t>> {
-        let mut prepared: Vec<PreparedDocument<'t>> = documents
-            .iter()
-            .map(|&(position, text, is_example)| PreparedDocument {
-                position,
-                text,
-                is_example,
-                terms: TermCounts::of(text),
-                vector: None,
-            })
-            .collect();
+        let threads = if documents.len() >= PREPARE_IN_THREADS_FROM {
+            crate::threads::cores()
+        } else {
+            1
+        };
+        let mut prepared: Vec<PreparedDocument<'t>> =
+            crate::threads::in_threads(documents.to_vec(), threads, |(position, text, is_example)| {
+                PreparedDocument {
+                    position,
+                    text,
+                    is_example,
+                    terms: TermCounts::of(text),
+                    phrases: PhraseCounts::of(text),
+                    vector: None,
+                }
+            });
         let Some(embeddings) = &self.embeddings else {
             return prepared;
         };
@@ -297,24 +309,17 @@ impl Engine {
             .iter()
             .filter(|d| matches!(d.vector, Some(None)))
             .count();
-        let analysed: Vec<(PreparedDocument<'_>, PhraseCounts)> = documents
-            .into_iter()
-            .map(|document| {
-                let phrases = PhraseCounts::of(document.text);
-                (document, phrases)
-            })
-            .collect();
-        for (_, phrases) in &analysed {
-            self.stats.add(phrases);
+        for document in &documents {
+            self.stats.add(&document.phrases);
         }
         let before = self.graph.keyword_count();
         let mut indexed = Vec::new();
-        for (document, phrases) in analysed {
-            let scores = self.stats.scores(&phrases, true);
-            let label_id = self.labels[document.position].id.clone();
+        for document in documents {
+            let scores = self.stats.scores(&document.phrases, true);
+            let label_node = self.graph.ensure_label(&self.labels[document.position].id);
             for keyword in keywords::select(scores, &self.config.example_selection) {
                 self.graph
-                    .observe(&keyword.phrase, &label_id, 1.0 - keyword.score);
+                    .observe_at(&keyword.phrase, label_node, 1.0 - keyword.score);
             }
             let kind = if document.is_example {
                 DocKind::Example

@@ -5,8 +5,7 @@
 //! (same indices, same adjacency order) and breaks retrieval ties the same way as the engine
 //! that was saved. That is what makes a restarted service reproduce an uninterrupted one.
 
-use std::collections::HashMap;
-
+use foldhash::HashMap;
 use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
@@ -94,8 +93,8 @@ impl KeywordGraph {
 
     pub fn from_state(state: &GraphState) -> Result<Self, StateError> {
         let mut graph = petgraph::graph::UnGraph::default();
-        let mut keywords = HashMap::new();
-        let mut labels = HashMap::new();
+        let mut keywords = HashMap::default();
+        let mut labels = HashMap::default();
         let mut hub = None;
         for node in &state.nodes {
             let index = graph.add_node(node.clone());
@@ -110,7 +109,7 @@ impl KeywordGraph {
         }
         let hub = hub.ok_or(StateError::NoHub)?;
         let count = state.nodes.len();
-        let mut hub_edges = HashMap::new();
+        let mut hub_edges = HashMap::default();
         for (position, &(a, b, cost)) in state.edges.iter().enumerate() {
             let (a, b) = (a as usize, b as usize);
             if a >= count || b >= count {
@@ -125,7 +124,7 @@ impl KeywordGraph {
             }
         }
         let edge_total = state.edges.len();
-        let mut shared = HashMap::new();
+        let mut shared = HashMap::default();
         for (label, list) in &state.shared {
             let mut pairs = Vec::with_capacity(list.len());
             for &(keyword, edge) in list {
@@ -162,7 +161,7 @@ impl Engine {
 
     pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Self, StateError> {
         let graph = KeywordGraph::from_state(&state.graph)?;
-        let mut label_index = HashMap::new();
+        let mut label_index = HashMap::default();
         for (position, label) in state.labels.iter().enumerate() {
             if graph.label(&label.id).is_none() {
                 return Err(StateError::MissingLabel(label.id.clone()));

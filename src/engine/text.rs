@@ -6,7 +6,7 @@
 //! the bigram "analysis variance". This matches how the reference code's vectoriser builds its
 //! vocabulary with `stop_words='english'`.
 
-use std::collections::{HashMap, HashSet};
+use foldhash::{HashMap, HashMapExt, HashSet};
 use std::sync::LazyLock;
 
 /// The longest phrase, in words, that becomes a keyword.
@@ -332,7 +332,7 @@ impl PhraseCounts {
     }
 
     pub fn of_words(words: &[String]) -> Self {
-        let mut counts: HashMap<String, u32> = HashMap::new();
+        let mut counts: HashMap<String, u32> = HashMap::with_capacity(MAX_NGRAM * words.len());
         let mut total = 0u32;
         for n in 1..=MAX_NGRAM {
             for window in words.windows(n) {

@@ -8,7 +8,9 @@
 //! Bounded: past a capacity of distinct phrases the rarest are forgotten ([`CorpusStats::bound`]),
 //! so a stream that keeps bringing new words does not grow the table without end.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use foldhash::HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -83,7 +85,12 @@ impl CorpusStats {
     /// Score every phrase of a text. When `text_is_counted` is false the text is scored as if it
     /// had already joined the statistics (N + 1, df + 1), which is what the reference code's
     /// vectoriser sees after fitting on the corpus that includes the text.
-    pub fn scores(&self, phrases: &PhraseCounts, text_is_counted: bool) -> Vec<(String, f64)> {
+    /// The phrases are borrowed: a caller keeps the few it selects (a text has many).
+    pub fn scores<'p>(
+        &self,
+        phrases: &'p PhraseCounts,
+        text_is_counted: bool,
+    ) -> Vec<(&'p str, f64)> {
         if phrases.total == 0 {
             return Vec::new();
         }
@@ -99,7 +106,7 @@ impl CorpusStats {
                 let tf = f64::from(count) / total;
                 let idf = ((n + 1.0) / (df + 1.0)).ln();
                 let s = if norm > 0.0 { tf * idf / norm } else { 0.0 };
-                (phrase.clone(), s)
+                (phrase.as_str(), s)
             })
             .collect()
     }
@@ -117,10 +124,10 @@ impl CorpusStats {
 mod tests {
     use super::*;
 
-    fn score_of(scores: &[(String, f64)], phrase: &str) -> f64 {
+    fn score_of(scores: &[(&str, f64)], phrase: &str) -> f64 {
         scores
             .iter()
-            .find(|(p, _)| p == phrase)
+            .find(|(p, _)| *p == phrase)
             .map(|(_, s)| *s)
             .unwrap_or(f64::NAN)
     }

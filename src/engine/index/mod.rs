@@ -17,9 +17,10 @@
 //! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
 //! compacted away in bulk, see [`upkeep`]).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
+use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::terms::TermCounts;
@@ -33,6 +34,10 @@ pub use example_match::ExampleMatch;
 pub use ids::{DocId, LabelPos, TermId};
 use spread::{insert_sorted, union_len, LearnedSpread};
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
+
+/// A query whose postings touch more than one document in this many reads its hits off the
+/// whole accumulator rather than sorting the touched ids.
+const SCAN_WHEN_TOUCHED: usize = 8;
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
@@ -553,11 +558,12 @@ impl TextIndex {
                 *score += weight * f64::from(w);
             }
         }
-        let mut hits: Vec<Hit> = touched
-            .into_iter()
-            .map(|id| (id, scores[id.index()]))
-            .filter(|&(id, s)| s > 0.0 && self.alive[id.index()])
-            .map(|(id, s)| {
+        // In document order: the touched ids sorted (a document touched again after a zero
+        // contribution appears twice), or, when a query touches a large share of the index (a
+        // common word in every label's text), the accumulator scanned instead.
+        let hit = |id: DocId| {
+            let s = scores[id.index()];
+            (s > 0.0 && self.alive[id.index()]).then(|| {
                 let doc = &self.docs[id.index()];
                 Hit {
                     doc: id,
@@ -566,10 +572,14 @@ impl TextIndex {
                     similarity: s / norm,
                 }
             })
-            .collect();
-        hits.sort_unstable_by_key(|h| h.doc);
-        hits.dedup_by_key(|h| h.doc);
-        hits
+        };
+        if touched.len() * SCAN_WHEN_TOUCHED > self.docs.len() {
+            (0..self.docs.len()).map(DocId::at).filter_map(hit).collect()
+        } else {
+            touched.sort_unstable();
+            touched.dedup();
+            touched.into_iter().filter_map(hit).collect()
+        }
     }
 }
 

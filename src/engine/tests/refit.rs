@@ -207,9 +207,9 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
 }
 
 #[test]
-fn a_batch_scores_only_the_outcomes_the_log_keeps() {
-    // The log keeps the latest `OUTCOME_CAPACITY` outcomes, so a batch scores only its last
-    // ones: they must be exactly the last ones of scoring it all.
+fn a_batch_over_the_bound_scores_an_even_sample_of_its_examples() {
+    // A batch scores at most `HELD_OUT_PER_BATCH` examples: those of the sample, each exactly
+    // as scoring them all would (and a batch within the bound scores them all).
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let astronomy: Vec<String> = (0..4)
         .map(|i| format!("a comet and {i} moons of a planet seen through the telescope"))
@@ -223,8 +223,25 @@ fn a_batch_scores_only_the_outcomes_the_log_keeps() {
     let all = engine.held_out_outcomes(&indexed, usize::MAX);
     assert_eq!(all.len(), 8);
     assert!(all.windows(2).any(|w| w[0] != w[1]), "{all:?}");
-    for keep in [0, 1, 3, 7, 8, 20] {
-        let kept = engine.held_out_outcomes(&indexed, keep);
-        assert_eq!(kept, all[all.len().saturating_sub(keep)..], "keep {keep}");
+    for at_most in [0, 1, 3, 7, 8, 20] {
+        let sample = refit::held_out_sample(all.len(), at_most);
+        assert_eq!(sample.len(), at_most.min(all.len()), "at most {at_most}");
+        let expected: Vec<_> = sample.iter().map(|&i| all[i]).collect();
+        assert_eq!(
+            engine.held_out_outcomes(&indexed, at_most),
+            expected,
+            "at most {at_most}"
+        );
     }
+}
+
+#[test]
+fn the_sample_spreads_over_the_batch() {
+    assert_eq!(refit::held_out_sample(5, 10), vec![0, 1, 2, 3, 4]);
+    assert_eq!(refit::held_out_sample(10, 5), vec![0, 2, 4, 6, 8]);
+    assert!(refit::held_out_sample(10, 0).is_empty());
+    let sample = refit::held_out_sample(100_000, refit::HELD_OUT_PER_BATCH);
+    assert_eq!(sample.len(), refit::HELD_OUT_PER_BATCH);
+    assert!(sample.windows(2).all(|w| w[1] - w[0] >= 333 && w[1] - w[0] <= 334));
+    assert!(sample[sample.len() - 1] >= 99_000);
 }
