@@ -62,10 +62,24 @@ pub struct Keyword {
 
 /// The best phrases of a text by score. Ties (common in short texts, where every phrase occurs
 /// once) go to shorter phrases — a single word is more likely to recur in later texts — then
-/// alphabetically, so results are stable. The phrases are distinct, so that order is total: the
-/// best `top_k` are picked first and only they are sorted (and copied), which gives what
-/// sorting them all would.
+/// alphabetically, so results are stable.
 pub fn select<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection) -> Vec<Keyword> {
+    best(scores, selection)
+        .into_iter()
+        .map(|(phrase, score)| Keyword {
+            phrase: phrase.as_ref().to_string(),
+            score,
+        })
+        .collect()
+}
+
+/// [`select`]'s phrases and scores, as they were given (no copy). The phrases are distinct, so
+/// the order is total: the best `top_k` are picked first and only they are sorted, which gives
+/// what sorting them all would.
+pub fn best<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection) -> Vec<(P, f64)> {
+    if selection.top_k == 0 {
+        return Vec::new();
+    }
     let mut ranked: Vec<(f64, usize, P)> = scores
         .into_iter()
         .filter(|(_, s)| *s >= selection.min_score)
@@ -76,9 +90,6 @@ pub fn select<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection
             .then_with(|| a.1.cmp(&b.1))
             .then_with(|| a.2.as_ref().cmp(b.2.as_ref()))
     };
-    if selection.top_k == 0 {
-        return Vec::new();
-    }
     if ranked.len() > selection.top_k {
         ranked.select_nth_unstable_by(selection.top_k - 1, order);
         ranked.truncate(selection.top_k);
@@ -86,10 +97,7 @@ pub fn select<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection
     ranked.sort_by(order);
     ranked
         .into_iter()
-        .map(|(score, _, phrase)| Keyword {
-            phrase: phrase.as_ref().to_string(),
-            score,
-        })
+        .map(|(score, _, phrase)| (phrase, score))
         .collect()
 }
 

@@ -2,8 +2,9 @@
 //! names — into the corpus statistics, the keyword graph, the retrieval index and (with the
 //! embedding signal) the labels' vectors; and turning the embedding signal on.
 
-use std::collections::HashSet;
 use std::sync::Arc;
+
+use foldhash::{HashSet, HashSetExt};
 
 use super::embedding::{Embeddings, TextEncoder};
 use super::index::{self, DocKind, LabelPos};
@@ -11,7 +12,7 @@ use super::keywords;
 use super::prompt;
 use super::refit::IndexedExample;
 use super::terms::TermCounts;
-use super::text::PhraseCounts;
+use super::text::PhraseSpans;
 use super::update::Update;
 use super::{Engine, EngineError, IndexReport, LabelInfo, NewLabel};
 
@@ -31,7 +32,7 @@ struct PreparedDocument<'t> {
     text: &'t str,
     is_example: bool,
     terms: TermCounts,
-    phrases: PhraseCounts,
+    phrases: PhraseSpans,
     /// With the embedding signal, its vector (Some(None): the encoder failed on it).
     vector: Option<Option<Vec<f32>>>,
 }
@@ -137,7 +138,7 @@ impl Engine {
     /// Whether [`Engine::apply_round`] would accept `labels` (checked before asking an LLM to
     /// describe them).
     pub fn check_round(&self, labels: &[NewLabel]) -> Result<(), EngineError> {
-        let mut in_round = HashSet::new();
+        let mut in_round = HashSet::with_capacity(labels.len());
         for label in labels {
             if label.id.trim().is_empty() {
                 return Err(EngineError::EmptyLabelId);
@@ -221,7 +222,7 @@ impl Engine {
                     text,
                     is_example,
                     terms: TermCounts::of(text),
-                    phrases: PhraseCounts::of(text),
+                    phrases: PhraseSpans::of(text),
                     vector: None,
                 }
             });
@@ -309,17 +310,31 @@ impl Engine {
             .iter()
             .filter(|d| matches!(d.vector, Some(None)))
             .count();
-        for document in &documents {
-            self.stats.add(&document.phrases);
+        let (phrases, documents): (Vec<PhraseSpans>, Vec<PreparedDocument<'t>>) = documents
+            .into_iter()
+            .map(|mut document| (std::mem::take(&mut document.phrases), document))
+            .unzip();
+        for text in &phrases {
+            self.stats.add_distinct(text.iter().map(|(phrase, _)| phrase));
         }
+        // Each text's keywords, scored with every text counted, depend on the statistics
+        // alone: chosen on every core for a large batch, then linked in the documents' order.
+        let threads = if documents.len() >= PREPARE_IN_THREADS_FROM {
+            crate::threads::cores()
+        } else {
+            1
+        };
+        let (stats, selection) = (&self.stats, &self.config.example_selection);
+        let chosen: Vec<Vec<(&str, f64)>> =
+            crate::threads::in_threads(phrases.iter().collect(), threads, |text| {
+                keywords::best(stats.scores_of(text.iter(), text.total, true), selection)
+            });
         let before = self.graph.keyword_count();
         let mut indexed = Vec::new();
-        for document in documents {
-            let scores = self.stats.scores(&document.phrases, true);
+        for (document, chosen) in documents.into_iter().zip(chosen) {
             let label_node = self.graph.ensure_label(&self.labels[document.position].id);
-            for keyword in keywords::select(scores, &self.config.example_selection) {
-                self.graph
-                    .observe_at(&keyword.phrase, label_node, 1.0 - keyword.score);
+            for (phrase, score) in chosen {
+                self.graph.observe_at(phrase, label_node, 1.0 - score);
             }
             let kind = if document.is_example {
                 DocKind::Example

@@ -29,19 +29,21 @@ thread_local! {
     static STEMS: RefCell<HashMap<String, String>> = RefCell::new(HashMap::default());
 }
 
-/// The Snowball stem of a lower-cased word (a pure function, remembered per thread).
-fn stem(word: &str) -> String {
+/// Append the Snowball stem of a lower-cased word to `out` (a pure function, remembered per
+/// thread).
+fn stem_into(word: &str, out: &mut String) {
     STEMS.with(|stems| {
         let mut stems = stems.borrow_mut();
         if let Some(stem) = stems.get(word) {
-            return stem.clone();
+            out.push_str(stem);
+            return;
         }
         let stem = STEMMER.stem(word).into_owned();
+        out.push_str(&stem);
         if stems.len() >= STEMS_KEPT {
             stems.clear();
         }
-        stems.insert(word.to_string(), stem.clone());
-        stem
+        stems.insert(word.to_string(), stem);
     })
 }
 
@@ -54,20 +56,22 @@ pub struct TermCounts {
 
 impl TermCounts {
     pub fn of(text: &str) -> Self {
-        let mut all: Vec<String> = Vec::new();
-        for run in stemmed_runs(text) {
+        let stems = StemmedRuns::of(text);
+        let mut grams: Vec<&str> = Vec::new();
+        for run in &stems.runs {
+            let run = &stems.words[run.clone()];
             for n in 1..=MAX_TERM_WORDS {
                 for window in run.windows(n) {
-                    all.push(window.join(" "));
+                    grams.push(&stems.joined[window[0].0..window[n - 1].1]);
                 }
             }
         }
-        all.sort_unstable();
+        grams.sort_unstable();
         let mut counts: Vec<(String, u32)> = Vec::new();
-        for term in all {
+        for term in grams {
             match counts.last_mut() {
-                Some((last, count)) if *last == term => *count += 1,
-                _ => counts.push((term, 1)),
+                Some((last, count)) if last == term => *count += 1,
+                _ => counts.push((term.to_string(), 1)),
             }
         }
         Self { counts }
@@ -79,38 +83,60 @@ impl TermCounts {
 }
 
 /// Runs of consecutive content words, stemmed. A stop word, a number or any character other
-/// than letters, digits, spaces, hyphens and apostrophes ends a run.
-fn stemmed_runs(text: &str) -> Vec<Vec<String>> {
-    let mut runs: Vec<Vec<String>> = Vec::new();
-    let mut run: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let end_run = |run: &mut Vec<String>, runs: &mut Vec<Vec<String>>| {
-        if !run.is_empty() {
-            runs.push(std::mem::take(run));
-        }
-    };
-    for ch in text.chars().chain(std::iter::once('.')) {
-        if ch.is_alphanumeric() {
-            word.extend(ch.to_lowercase());
-            continue;
-        }
-        if !word.is_empty() {
-            let content = word.chars().count() >= 2
-                && !word.chars().all(|c| c.is_ascii_digit())
-                && !is_stop_word(&word);
-            if content {
-                run.push(stem(&word));
-            } else {
-                end_run(&mut run, &mut runs);
+/// than letters, digits, spaces, hyphens and apostrophes ends a run. Every stem is in one
+/// string, separated by single spaces, so each n-gram of a run is a slice of it: one string per
+/// distinct term, not one per word and per n-gram.
+struct StemmedRuns {
+    joined: String,
+    /// Each stem's place in `joined`.
+    words: Vec<(usize, usize)>,
+    /// Each run's stems in `words`.
+    runs: Vec<std::ops::Range<usize>>,
+}
+
+impl StemmedRuns {
+    fn of(text: &str) -> Self {
+        let mut stems = Self {
+            joined: String::new(),
+            words: Vec::new(),
+            runs: Vec::new(),
+        };
+        let mut run_start = 0;
+        let mut word = String::new();
+        let end_run = |stems: &mut Self, run_start: &mut usize| {
+            if stems.words.len() > *run_start {
+                stems.runs.push(*run_start..stems.words.len());
+                *run_start = stems.words.len();
             }
-            word.clear();
+        };
+        for ch in text.chars().chain(std::iter::once('.')) {
+            if ch.is_alphanumeric() {
+                word.extend(ch.to_lowercase());
+                continue;
+            }
+            if !word.is_empty() {
+                let content = word.chars().count() >= 2
+                    && !word.chars().all(|c| c.is_ascii_digit())
+                    && !is_stop_word(&word);
+                if content {
+                    if !stems.joined.is_empty() {
+                        stems.joined.push(' ');
+                    }
+                    let start = stems.joined.len();
+                    stem_into(&word, &mut stems.joined);
+                    stems.words.push((start, stems.joined.len()));
+                } else {
+                    end_run(&mut stems, &mut run_start);
+                }
+                word.clear();
+            }
+            if !(ch.is_whitespace() || ch == '-' || ch == '\'' || ch == '’') {
+                end_run(&mut stems, &mut run_start);
+            }
         }
-        if !(ch.is_whitespace() || ch == '-' || ch == '\'' || ch == '’') {
-            end_run(&mut run, &mut runs);
-        }
+        end_run(&mut stems, &mut run_start);
+        stems
     }
-    end_run(&mut run, &mut runs);
-    runs
 }
 
 #[cfg(test)]
@@ -151,10 +177,80 @@ mod tests {
         assert_eq!(get("network neural"), None);
     }
 
+    /// The terms as they were first computed (a string per word and per n-gram): the oracle
+    /// for the one-string version.
+    fn terms_one_string_each(text: &str) -> Vec<(String, u32)> {
+        let mut runs: Vec<Vec<String>> = vec![Vec::new()];
+        let mut word = String::new();
+        for ch in text.chars().chain(std::iter::once('.')) {
+            if ch.is_alphanumeric() {
+                word.extend(ch.to_lowercase());
+                continue;
+            }
+            if !word.is_empty() {
+                let content = word.chars().count() >= 2
+                    && !word.chars().all(|c| c.is_ascii_digit())
+                    && !is_stop_word(&word);
+                if content {
+                    runs.last_mut().unwrap().push(STEMMER.stem(&word).into_owned());
+                } else {
+                    runs.push(Vec::new());
+                }
+                word.clear();
+            }
+            if !(ch.is_whitespace() || ch == '-' || ch == '\'' || ch == '’') {
+                runs.push(Vec::new());
+            }
+        }
+        let mut all: Vec<String> = Vec::new();
+        for run in runs {
+            for n in 1..=MAX_TERM_WORDS {
+                for window in run.windows(n) {
+                    all.push(window.join(" "));
+                }
+            }
+        }
+        all.sort_unstable();
+        let mut counts: Vec<(String, u32)> = Vec::new();
+        for term in all {
+            match counts.last_mut() {
+                Some((last, count)) if *last == term => *count += 1,
+                _ => counts.push((term, 1)),
+            }
+        }
+        counts
+    }
+
+    fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let words = [
+            "Classifiers", "classifying", "running", "the", "of", "42", "7b", "network",
+            "networks", "x", "Übergang", "façade", "data-driven", "don't", "analysis",
+        ];
+        let separators = [" ", "  ", ", ", "-", "'", "’", ". ", "\n", "; "];
+        (
+            proptest::sample::select(words.to_vec()),
+            proptest::sample::select(separators.to_vec()),
+        )
+            .prop_map(|(word, separator)| format!("{word}{separator}"))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn terms_are_those_of_a_string_per_word_and_n_gram(
+            pieces in proptest::collection::vec(piece(), 0..24)
+        ) {
+            let text = pieces.concat();
+            proptest::prop_assert_eq!(TermCounts::of(&text).counts, terms_one_string_each(&text));
+        }
+    }
+
     #[test]
     fn remembered_stems_are_the_stemmer_s() {
         for word in ["classifiers", "running", "generalization", "gen42", "ran", "classifiers"] {
-            assert_eq!(stem(word), STEMMER.stem(word), "{word}");
+            let mut stem = String::new();
+            stem_into(word, &mut stem);
+            assert_eq!(stem, STEMMER.stem(word), "{word}");
         }
     }
 

@@ -296,26 +296,31 @@ pub fn is_stop_word(word: &str) -> bool {
 /// Lower-cased content words of `text`, in order.
 pub fn content_words(text: &str) -> Vec<String> {
     let mut words = Vec::new();
+    for_each_content_word(text, |word| words.push(word.to_string()));
+    words
+}
+
+/// `f` on each lower-cased content word of `text`, in order: runs of letters and digits of two
+/// or more characters, not all digits, not stop words.
+fn for_each_content_word(text: &str, mut f: impl FnMut(&str)) {
     let mut current = String::new();
-    let flush = |current: &mut String, words: &mut Vec<String>| {
+    let mut flush = |current: &mut String| {
         if current.chars().count() >= 2
             && !current.chars().all(|c| c.is_ascii_digit())
             && !is_stop_word(current)
         {
-            words.push(std::mem::take(current));
-        } else {
-            current.clear();
+            f(current);
         }
+        current.clear();
     };
     for ch in text.chars() {
         if ch.is_alphanumeric() {
             current.extend(ch.to_lowercase());
         } else {
-            flush(&mut current, &mut words);
+            flush(&mut current);
         }
     }
-    flush(&mut current, &mut words);
-    words
+    flush(&mut current);
 }
 
 /// Every 1..=`MAX_NGRAM`-word phrase of `text` with its count, and the total number of phrases
@@ -343,8 +348,73 @@ impl PhraseCounts {
         Self { counts, total }
     }
 
+    /// Each distinct phrase with its count.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.counts.iter().map(|(phrase, &count)| (phrase.as_str(), count))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.total == 0
+    }
+}
+
+/// The phrases [`PhraseCounts`] counts, as ranges of one string (the content words joined by
+/// single spaces, in which every phrase is a run): no string per phrase, for a round's many
+/// labelled texts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PhraseSpans {
+    joined: String,
+    /// Each distinct phrase's (start, end) in `joined`, and its count, in order of first sight.
+    distinct: Vec<(u32, u32, u32)>,
+    /// All phrases counted (the denominator of term frequency).
+    pub total: u32,
+}
+
+impl PhraseSpans {
+    pub fn of(text: &str) -> Self {
+        let mut joined = String::new();
+        let mut words: Vec<(u32, u32)> = Vec::new();
+        for_each_content_word(text, |word| {
+            if !joined.is_empty() {
+                joined.push(' ');
+            }
+            let start = joined.len();
+            joined.push_str(word);
+            words.push((start as u32, joined.len() as u32));
+        });
+        let mut distinct: Vec<(u32, u32, u32)> = Vec::with_capacity(MAX_NGRAM * words.len());
+        let mut total = 0u32;
+        {
+            let mut at: HashMap<&str, usize> = HashMap::with_capacity(MAX_NGRAM * words.len());
+            for n in 1..=MAX_NGRAM {
+                for window in words.windows(n) {
+                    let (start, end) = (window[0].0, window[n - 1].1);
+                    let phrase = &joined[start as usize..end as usize];
+                    match at.entry(phrase) {
+                        std::collections::hash_map::Entry::Occupied(seen) => {
+                            distinct[*seen.get()].2 += 1;
+                        }
+                        std::collections::hash_map::Entry::Vacant(new) => {
+                            new.insert(distinct.len());
+                            distinct.push((start, end, 1));
+                        }
+                    }
+                    total += 1;
+                }
+            }
+        }
+        Self {
+            joined,
+            distinct,
+            total,
+        }
+    }
+
+    /// Each distinct phrase with its count.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.distinct
+            .iter()
+            .map(|&(start, end, count)| (&self.joined[start as usize..end as usize], count))
     }
 }
 
@@ -392,6 +462,54 @@ mod tests {
         assert_eq!(counts.counts["neural"], 2);
         assert_eq!(counts.counts["network neural network"], 1);
         assert_eq!(counts.counts["network training"], 1);
+    }
+
+    #[test]
+    fn phrase_spans_are_the_phrase_counts() {
+        for text in [
+            "neural network, neural network training",
+            "The (3+1)-dimensional KP equations of a fluid, in 2019! Übergang façade façade",
+            "",
+            "of the and, 42 !",
+            "a b c dd ee dd ee dd ee",
+        ] {
+            let counts = PhraseCounts::of(text);
+            let spans = PhraseSpans::of(text);
+            let from_spans: std::collections::BTreeMap<&str, u32> = spans.iter().collect();
+            let from_counts: std::collections::BTreeMap<&str, u32> = counts.iter().collect();
+            assert_eq!(from_spans, from_counts, "{text}");
+            assert_eq!(spans.iter().count(), counts.counts.len(), "{text}");
+            assert_eq!(spans.total, counts.total, "{text}");
+        }
+    }
+
+    fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let words = [
+            "Neural", "network", "networks", "the", "of", "42", "7b", "x", "Übergang", "façade",
+            "data_driven", "don't", "training", "network",
+        ];
+        let separators = [" ", "  ", ", ", "-", "'", ". ", "\n"];
+        (
+            proptest::sample::select(words.to_vec()),
+            proptest::sample::select(separators.to_vec()),
+        )
+            .prop_map(|(word, separator)| format!("{word}{separator}"))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn phrase_spans_count_what_phrase_counts_counts(
+            pieces in proptest::collection::vec(piece(), 0..24)
+        ) {
+            let text = pieces.concat();
+            let counts = PhraseCounts::of(&text);
+            let spans = PhraseSpans::of(&text);
+            let from_spans: std::collections::BTreeMap<&str, u32> = spans.iter().collect();
+            let from_counts: std::collections::BTreeMap<&str, u32> = counts.iter().collect();
+            proptest::prop_assert_eq!(from_spans, from_counts);
+            proptest::prop_assert_eq!(spans.total, counts.total);
+        }
     }
 
     #[test]

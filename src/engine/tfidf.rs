@@ -27,13 +27,18 @@ pub struct CorpusStats {
 impl CorpusStats {
     /// Make `phrases` part of the statistics (N += 1, df += 1 for each distinct phrase).
     pub fn add(&mut self, phrases: &PhraseCounts) {
+        self.add_distinct(phrases.counts.keys().map(String::as_str));
+    }
+
+    /// [`Self::add`] of a text's distinct phrases however they are held.
+    pub fn add_distinct<'p>(&mut self, phrases: impl Iterator<Item = &'p str>) {
         self.documents += 1;
-        for phrase in phrases.counts.keys() {
+        for phrase in phrases {
             // A phrase already counted is not copied (`entry` would take an owned key).
             match self.document_frequency.get_mut(phrase) {
                 Some(df) => *df += 1,
                 None => {
-                    self.document_frequency.insert(phrase.clone(), 1);
+                    self.document_frequency.insert(phrase.to_string(), 1);
                 }
             }
         }
@@ -91,22 +96,31 @@ impl CorpusStats {
         phrases: &'p PhraseCounts,
         text_is_counted: bool,
     ) -> Vec<(&'p str, f64)> {
-        if phrases.total == 0 {
+        self.scores_of(phrases.iter(), phrases.total, text_is_counted)
+    }
+
+    /// [`Self::scores`] of a text's distinct phrases and counts however they are held, `total`
+    /// phrases in all.
+    pub fn scores_of<'p>(
+        &self,
+        phrases: impl Iterator<Item = (&'p str, u32)>,
+        total: u32,
+        text_is_counted: bool,
+    ) -> Vec<(&'p str, f64)> {
+        if total == 0 {
             return Vec::new();
         }
         let extra = u64::from(!text_is_counted);
         let n = (self.documents + extra) as f64;
         let norm = (n + 1.0).ln();
-        let total = f64::from(phrases.total);
+        let total = f64::from(total);
         phrases
-            .counts
-            .iter()
-            .map(|(phrase, &count)| {
+            .map(|(phrase, count)| {
                 let df = (self.df(phrase) + extra) as f64;
                 let tf = f64::from(count) / total;
                 let idf = ((n + 1.0) / (df + 1.0)).ln();
                 let s = if norm > 0.0 { tf * idf / norm } else { 0.0 };
-                (phrase.as_str(), s)
+                (phrase, s)
             })
             .collect()
     }
@@ -173,7 +187,8 @@ mod tests {
     #[test]
     fn first_text_scores_zero_and_empty_text_scores_nothing() {
         let stats = CorpusStats::default();
-        let scores = stats.scores(&PhraseCounts::of("solitary text"), false);
+        let solitary = PhraseCounts::of("solitary text");
+        let scores = stats.scores(&solitary, false);
         assert!(scores.iter().all(|(_, s)| *s == 0.0));
         assert!(stats.scores(&PhraseCounts::default(), false).is_empty());
     }

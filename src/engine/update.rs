@@ -50,11 +50,7 @@ impl Engine {
     /// Apply one update. On error the engine is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
-            Update::Round { round, labels } => {
-                let report = self.apply_round(labels)?;
-                self.last_round = Some(round.clone());
-                Ok(report)
-            }
+            Update::Round { round, labels } => self.apply_named_round(round, labels),
             Update::AddExamples { label, examples } => self.add_examples(label, examples),
             Update::RetireLabel { label } => {
                 self.retire_label(label)?;
@@ -77,6 +73,19 @@ impl Engine {
                 confident,
             } => Ok(self.learn_text(analysis, label, *confident)),
         }
+    }
+
+    /// A round of new labels ([`Update::Round`]), without an update value to hold it: the
+    /// replicated state applies its logged updates by reference (a round can hold 50,000
+    /// labels).
+    pub fn apply_named_round(
+        &mut self,
+        round: &str,
+        labels: &[NewLabel],
+    ) -> Result<IndexReport, EngineError> {
+        let report = self.apply_round(labels)?;
+        self.last_round = Some(round.to_string());
+        Ok(report)
     }
 
     /// Online indexing of one classified text ([`Update::Learn`]), without an update value to

@@ -71,7 +71,9 @@ impl State {
                 });
                 Ok(IndexReport::default())
             }
-            // Most of the log: applied by reference, not through a copy for the engine.
+            // Most of the log, and the largest updates: applied by reference, not through a
+            // copy for the engine.
+            Update::Round { round, labels } => self.engine.apply_named_round(round, labels),
             Update::Learn {
                 analysis,
                 label,
