@@ -172,10 +172,7 @@ impl Embeddings {
                 .iter()
                 .filter(|v| skipped != Some(v.as_slice()))
                 .count();
-            let example = cosines
-                .by_ref()
-                .take(examples)
-                .fold(0.0f64, f64::max);
+            let example = cosines.by_ref().take(examples).fold(0.0f64, f64::max);
             let name = match label.name {
                 Some(_) => cosines.next().unwrap_or(0.0).max(0.0),
                 None => 0.0,

@@ -6,15 +6,19 @@ use std::sync::Arc;
 
 use foldhash::{HashSet, HashSetExt};
 
+use petgraph::graph::NodeIndex;
+
 use super::embedding::{Embeddings, TextEncoder};
-use super::index::{self, DocKind, LabelPos};
+use super::graph::KeywordGraph;
+use super::index::{self, DocKind, LabelPos, TextIndex};
 use super::keywords;
 use super::prompt;
 use super::refit::IndexedExample;
 use super::terms::TermCounts;
 use super::text::PhraseSpans;
+use super::tfidf::CorpusStats;
 use super::update::Update;
-use super::{Engine, EngineError, IndexReport, LabelInfo, NewLabel};
+use super::{Engine, EngineConfig, EngineError, IndexReport, LabelInfo, NewLabel};
 
 /// What of a labelled document the encoder reads: an example's text as the index keeps it
 /// (clipped), when it has any term at all; descriptions are not encoded.
@@ -99,6 +103,17 @@ impl Engine {
             }
         }
         let prepared = self.prepare_documents(&documents);
+        let threads = if labels.len() >= PREPARE_IN_THREADS_FROM {
+            crate::threads::cores()
+        } else {
+            1
+        };
+        let name_terms = crate::threads::in_threads(labels.iter().collect(), threads, |label| {
+            label
+                .name
+                .as_ref()
+                .map(|name| TermCounts::of(&name.replace('_', " ")))
+        });
         let name_vectors: Vec<_> = labels
             .iter()
             .map(|label| self.encode_name(label.name.as_deref()))
@@ -107,7 +122,7 @@ impl Engine {
             .iter()
             .filter(|v| matches!(v, Some(None)))
             .count();
-        for (label, name_vector) in labels.iter().zip(name_vectors) {
+        for ((label, name_vector), name_terms) in labels.iter().zip(name_vectors).zip(name_terms) {
             let position = self.labels.len();
             self.labels.push(LabelInfo {
                 id: label.id.clone(),
@@ -118,8 +133,7 @@ impl Engine {
             });
             self.label_index.insert(label.id.clone(), position);
             self.graph.ensure_label(&label.id);
-            if let Some(name) = &label.name {
-                let terms = TermCounts::of(&name.replace('_', " "));
+            if let Some(terms) = name_terms {
                 self.index
                     .add_labelled(DocKind::Name, LabelPos::at(position), terms, None);
             }
@@ -215,17 +229,18 @@ impl Engine {
         } else {
             1
         };
-        let mut prepared: Vec<PreparedDocument<'t>> =
-            crate::threads::in_threads(documents.to_vec(), threads, |(position, text, is_example)| {
-                PreparedDocument {
-                    position,
-                    text,
-                    is_example,
-                    terms: TermCounts::of(text),
-                    phrases: PhraseSpans::of(text),
-                    vector: None,
-                }
-            });
+        let mut prepared: Vec<PreparedDocument<'t>> = crate::threads::in_threads(
+            documents.to_vec(),
+            threads,
+            |(position, text, is_example)| PreparedDocument {
+                position,
+                text,
+                is_example,
+                terms: TermCounts::of(text),
+                phrases: PhraseSpans::of(text),
+                vector: None,
+            },
+        );
         let Some(embeddings) = &self.embeddings else {
             return prepared;
         };
@@ -300,7 +315,8 @@ impl Engine {
     /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
     /// statistics first, then each is scored and linked to its label. The retrieval index gets
     /// the examples and descriptions too, and each new label's name, then recomputes its
-    /// weights once for the batch.
+    /// weights once for the batch. The two sides touch different state, so a large batch runs
+    /// them side by side, each in the documents' order.
     fn index_documents<'t>(
         &mut self,
         documents: Vec<PreparedDocument<'t>>,
@@ -310,59 +326,45 @@ impl Engine {
             .iter()
             .filter(|d| matches!(d.vector, Some(None)))
             .count();
-        let (phrases, documents): (Vec<PhraseSpans>, Vec<PreparedDocument<'t>>) = documents
-            .into_iter()
-            .map(|mut document| (std::mem::take(&mut document.phrases), document))
-            .unzip();
-        for text in &phrases {
-            self.stats.add_distinct(text.iter().map(|(phrase, _)| phrase));
-        }
-        // Each text's keywords, scored with every text counted, depend on the statistics
-        // alone: chosen on every core for a large batch, then linked in the documents' order.
         let threads = if documents.len() >= PREPARE_IN_THREADS_FROM {
             crate::threads::cores()
         } else {
             1
         };
-        let (stats, selection) = (&self.stats, &self.config.example_selection);
-        let chosen: Vec<Vec<(&str, f64)>> =
-            crate::threads::in_threads(phrases.iter().collect(), threads, |text| {
-                keywords::best(stats.scores_of(text.iter(), text.total, true), selection)
-            });
         let before = self.graph.keyword_count();
-        let mut indexed = Vec::new();
-        for (document, chosen) in documents.into_iter().zip(chosen) {
-            let label_node = self.graph.ensure_label(&self.labels[document.position].id);
-            for (phrase, score) in chosen {
-                self.graph.observe_at(phrase, label_node, 1.0 - score);
-            }
-            let kind = if document.is_example {
-                DocKind::Example
-            } else {
-                DocKind::Description
-            };
-            let doc = self.index.add_labelled(
-                kind,
-                LabelPos::at(document.position),
-                document.terms,
-                Some(document.text),
-            );
-            let vector = document.vector.flatten();
-            if let (Some(embeddings), Some(vector)) = (&mut self.embeddings, &vector) {
-                embeddings.push_example(document.position, vector.clone());
-            }
-            if let (true, Some(doc)) = (document.is_example, doc) {
-                indexed.push(IndexedExample {
-                    position: document.position,
-                    doc,
-                    text: document.text,
-                    vector,
-                });
-            }
+        let mut phrases = Vec::with_capacity(documents.len());
+        let mut material = Vec::with_capacity(documents.len());
+        for document in documents {
+            let PreparedDocument {
+                position,
+                text,
+                is_example,
+                terms,
+                phrases: spans,
+                vector,
+            } = document;
+            let label = self.graph.ensure_label(&self.labels[position].id);
+            phrases.push((label, spans));
+            material.push((position, text, is_example, terms, vector));
         }
-        // After the batch's keywords were chosen: they were scored with every text counted.
-        self.stats.bound(self.config.phrase_capacity);
-        self.index.reweigh();
+        let sides = vec![
+            Side::Keywords {
+                graph: &mut self.graph,
+                stats: &mut self.stats,
+                config: &self.config,
+                phrases,
+                threads,
+            },
+            Side::Index {
+                index: &mut self.index,
+                embeddings: self.embeddings.as_mut(),
+                material,
+            },
+        ];
+        let indexed = crate::threads::in_threads(sides, threads.min(2), Side::run)
+            .into_iter()
+            .flatten()
+            .collect();
         let report = IndexReport {
             labels_added: 0,
             texts_indexed,
@@ -371,5 +373,96 @@ impl Engine {
             correction: None,
         };
         (report, indexed)
+    }
+}
+
+/// One side of indexing a batch ([`Engine::index_documents`]).
+enum Side<'e, 't> {
+    /// The statistics, each text's keywords and the keyword graph.
+    Keywords {
+        graph: &'e mut KeywordGraph,
+        stats: &'e mut CorpusStats,
+        config: &'e EngineConfig,
+        /// Per document, its label's node and its phrases.
+        phrases: Vec<(NodeIndex, PhraseSpans)>,
+        threads: usize,
+    },
+    /// The retrieval index and, with the embedding signal, the examples' vectors.
+    Index {
+        index: &'e mut TextIndex,
+        embeddings: Option<&'e mut Embeddings>,
+        /// Per document: its label's position, its text, whether it is an example, its terms
+        /// and its vector.
+        material: Vec<Material<'t>>,
+    },
+}
+
+type Material<'t> = (usize, &'t str, bool, TermCounts, Option<Option<Vec<f32>>>);
+
+impl<'t> Side<'_, 't> {
+    /// Index this side; the examples indexed come back from the index's side.
+    fn run(self) -> Vec<IndexedExample<'t>> {
+        match self {
+            Side::Keywords {
+                graph,
+                stats,
+                config,
+                phrases,
+                threads,
+            } => {
+                for (_, text) in &phrases {
+                    stats.add_distinct(text.iter().map(|(phrase, _)| phrase));
+                }
+                // Each text's keywords, scored with every text counted, depend on the
+                // statistics alone: chosen on every core, then linked in the documents' order.
+                let stats_now: &CorpusStats = stats;
+                let selection = &config.example_selection;
+                let chosen: Vec<Vec<(&str, f64)>> =
+                    crate::threads::in_threads(phrases.iter().collect(), threads, |(_, text)| {
+                        keywords::best(
+                            stats_now.scores_of(text.iter(), text.total, true),
+                            selection,
+                        )
+                    });
+                for ((label, _), chosen) in phrases.iter().zip(chosen) {
+                    for (phrase, score) in chosen {
+                        graph.observe_at(phrase, *label, 1.0 - score);
+                    }
+                }
+                // After the batch's keywords were chosen: they were scored with every text
+                // counted.
+                stats.bound(config.phrase_capacity);
+                Vec::new()
+            }
+            Side::Index {
+                index,
+                mut embeddings,
+                material,
+            } => {
+                let mut indexed = Vec::new();
+                for (position, text, is_example, terms, vector) in material {
+                    let kind = if is_example {
+                        DocKind::Example
+                    } else {
+                        DocKind::Description
+                    };
+                    let doc = index.add_labelled(kind, LabelPos::at(position), terms, Some(text));
+                    let vector = vector.flatten();
+                    if let (Some(embeddings), Some(vector)) = (embeddings.as_deref_mut(), &vector) {
+                        embeddings.push_example(position, vector.clone());
+                    }
+                    if let (true, Some(doc)) = (is_example, doc) {
+                        indexed.push(IndexedExample {
+                            position,
+                            doc,
+                            text,
+                            vector,
+                        });
+                    }
+                }
+                index.reweigh();
+                indexed
+            }
+        }
     }
 }

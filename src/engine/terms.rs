@@ -13,7 +13,7 @@ use foldhash::HashMap;
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
 
-use super::text::is_stop_word;
+use super::text::{is_stop_word, push_lowercase};
 
 /// Longest n-gram, in words.
 pub const MAX_TERM_WORDS: usize = 3;
@@ -111,7 +111,7 @@ impl StemmedRuns {
         };
         for ch in text.chars().chain(std::iter::once('.')) {
             if ch.is_alphanumeric() {
-                word.extend(ch.to_lowercase());
+                push_lowercase(&mut word, ch);
                 continue;
             }
             if !word.is_empty() {
@@ -192,7 +192,9 @@ mod tests {
                     && !word.chars().all(|c| c.is_ascii_digit())
                     && !is_stop_word(&word);
                 if content {
-                    runs.last_mut().unwrap().push(STEMMER.stem(&word).into_owned());
+                    runs.last_mut()
+                        .unwrap()
+                        .push(STEMMER.stem(&word).into_owned());
                 } else {
                     runs.push(Vec::new());
                 }
@@ -224,8 +226,21 @@ mod tests {
     fn piece() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let words = [
-            "Classifiers", "classifying", "running", "the", "of", "42", "7b", "network",
-            "networks", "x", "Übergang", "façade", "data-driven", "don't", "analysis",
+            "Classifiers",
+            "classifying",
+            "running",
+            "the",
+            "of",
+            "42",
+            "7b",
+            "network",
+            "networks",
+            "x",
+            "Übergang",
+            "façade",
+            "data-driven",
+            "don't",
+            "analysis",
         ];
         let separators = [" ", "  ", ", ", "-", "'", "’", ". ", "\n", "; "];
         (
@@ -247,7 +262,14 @@ mod tests {
 
     #[test]
     fn remembered_stems_are_the_stemmer_s() {
-        for word in ["classifiers", "running", "generalization", "gen42", "ran", "classifiers"] {
+        for word in [
+            "classifiers",
+            "running",
+            "generalization",
+            "gen42",
+            "ran",
+            "classifiers",
+        ] {
             let mut stem = String::new();
             stem_into(word, &mut stem);
             assert_eq!(stem, STEMMER.stem(word), "{word}");

@@ -315,12 +315,22 @@ fn for_each_content_word(text: &str, mut f: impl FnMut(&str)) {
     };
     for ch in text.chars() {
         if ch.is_alphanumeric() {
-            current.extend(ch.to_lowercase());
+            push_lowercase(&mut current, ch);
         } else {
             flush(&mut current);
         }
     }
     flush(&mut current);
+}
+
+/// `ch` lower-cased onto `word` (ASCII directly: most text is, and `to_lowercase` walks
+/// Unicode's tables).
+pub(super) fn push_lowercase(word: &mut String, ch: char) {
+    if ch.is_ascii() {
+        word.push(ch.to_ascii_lowercase());
+    } else {
+        word.extend(ch.to_lowercase());
+    }
 }
 
 /// Every 1..=`MAX_NGRAM`-word phrase of `text` with its count, and the total number of phrases
@@ -350,7 +360,9 @@ impl PhraseCounts {
 
     /// Each distinct phrase with its count.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
-        self.counts.iter().map(|(phrase, &count)| (phrase.as_str(), count))
+        self.counts
+            .iter()
+            .map(|(phrase, &count)| (phrase.as_str(), count))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -486,8 +498,20 @@ mod tests {
     fn piece() -> impl proptest::strategy::Strategy<Value = String> {
         use proptest::prelude::*;
         let words = [
-            "Neural", "network", "networks", "the", "of", "42", "7b", "x", "Übergang", "façade",
-            "data_driven", "don't", "training", "network",
+            "Neural",
+            "network",
+            "networks",
+            "the",
+            "of",
+            "42",
+            "7b",
+            "x",
+            "Übergang",
+            "façade",
+            "data_driven",
+            "don't",
+            "training",
+            "network",
         ];
         let separators = [" ", "  ", ", ", "-", "'", ". ", "\n"];
         (

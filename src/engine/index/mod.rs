@@ -574,7 +574,10 @@ impl TextIndex {
             })
         };
         if touched.len() * SCAN_WHEN_TOUCHED > self.docs.len() {
-            (0..self.docs.len()).map(DocId::at).filter_map(hit).collect()
+            (0..self.docs.len())
+                .map(DocId::at)
+                .filter_map(hit)
+                .collect()
         } else {
             touched.sort_unstable();
             touched.dedup();

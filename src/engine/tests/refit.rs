@@ -242,6 +242,8 @@ fn the_sample_spreads_over_the_batch() {
     assert!(refit::held_out_sample(10, 0).is_empty());
     let sample = refit::held_out_sample(100_000, refit::HELD_OUT_PER_BATCH);
     assert_eq!(sample.len(), refit::HELD_OUT_PER_BATCH);
-    assert!(sample.windows(2).all(|w| w[1] - w[0] >= 333 && w[1] - w[0] <= 334));
+    assert!(sample
+        .windows(2)
+        .all(|w| w[1] - w[0] >= 333 && w[1] - w[0] <= 334));
     assert!(sample[sample.len() - 1] >= 99_000);
 }
