@@ -192,7 +192,7 @@ fn cosine(a: &[f32], b: &[f32]) -> f64 {
 }
 
 /// Cosines computed together.
-const LANES: usize = 8;
+const LANES: usize = 4;
 
 /// [`cosine`] of `query` with each vector, bit for bit: each sum still adds its products in
 /// order, but `LANES` sums advance side by side, so the processor overlaps their additions

@@ -17,6 +17,10 @@ use petgraph::graph::{EdgeIndex, NodeIndex, UnGraph};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
+mod keyword_nodes;
+
+use keyword_nodes::KeywordNodes;
+
 /// The reference code's hub edge cost.
 pub const HUB_EDGE_COST: f64 = 0.5;
 
@@ -54,7 +58,8 @@ impl EdgeCost {
 #[derive(Debug, Clone)]
 pub struct KeywordGraph {
     graph: UnGraph<Node, EdgeCost>,
-    keywords: HashMap<String, NodeIndex>,
+    /// The keyword nodes by phrase. Derived from `graph` (rebuilt on restore).
+    keywords: KeywordNodes,
     labels: HashMap<String, NodeIndex>,
     hub: NodeIndex,
     /// Each label's edge to the hub.
@@ -81,7 +86,7 @@ impl KeywordGraph {
         let hub = graph.add_node(Node::Hub);
         Self {
             graph,
-            keywords: HashMap::default(),
+            keywords: KeywordNodes::default(),
             labels: HashMap::default(),
             hub,
             hub_edges: HashMap::default(),
@@ -90,10 +95,10 @@ impl KeywordGraph {
         }
     }
 
-    /// Reassemble a graph from its parts (see `state.rs`); the caller keeps them consistent.
+    /// Reassemble a graph from its parts (see `state.rs`); the caller keeps them consistent
+    /// (no keyword twice among the nodes).
     pub(super) fn from_parts(
         graph: UnGraph<Node, EdgeCost>,
-        keywords: HashMap<String, NodeIndex>,
         labels: HashMap<String, NodeIndex>,
         hub: NodeIndex,
         hub_edges: HashMap<NodeIndex, EdgeIndex>,
@@ -111,8 +116,8 @@ impl KeywordGraph {
             label_edges.insert(pair, edge.id());
         }
         Self {
+            keywords: KeywordNodes::of(&graph),
             graph,
-            keywords,
             labels,
             hub,
             hub_edges,
@@ -144,7 +149,8 @@ impl KeywordGraph {
     }
 
     pub fn keyword(&self, phrase: &str) -> Option<NodeIndex> {
-        self.keywords.get(phrase).copied()
+        let hash = self.keywords.hash(phrase);
+        self.keywords.find(&self.graph, hash, phrase)
     }
 
     pub fn label(&self, id: &str) -> Option<NodeIndex> {
@@ -170,12 +176,21 @@ impl KeywordGraph {
     }
 
     fn ensure_keyword(&mut self, phrase: &str) -> (NodeIndex, bool) {
-        if let Some(&index) = self.keywords.get(phrase) {
+        let hash = self.keywords.hash(phrase);
+        if let Some(index) = self.keywords.find(&self.graph, hash, phrase) {
             return (index, false);
         }
         let index = self.graph.add_node(Node::Keyword(phrase.to_string()));
-        self.keywords.insert(phrase.to_string(), index);
+        self.keywords.insert(&self.graph, hash, index);
         (index, true)
+    }
+
+    /// Room for `keywords` more keyword nodes and keyword→label edges (a batch's, at most).
+    pub fn reserve(&mut self, keywords: usize) {
+        self.graph.reserve_nodes(keywords);
+        self.graph.reserve_edges(keywords);
+        self.keywords.reserve(&self.graph, keywords);
+        self.label_edges.reserve(keywords);
     }
 
     /// Record one more sighting of `phrase` in a text of `label` with cost `1 − s`
@@ -259,7 +274,7 @@ impl KeywordGraph {
     /// Online indexing: link `phrase` to `label` only if the phrase is not a node yet.
     /// Existing keywords and edges are left untouched. Returns whether a node was added.
     pub fn add_if_new(&mut self, phrase: &str, label: &str, cost: f64) -> bool {
-        if self.keywords.contains_key(phrase) {
+        if self.keyword(phrase).is_some() {
             return false;
         }
         let label_node = self.ensure_label(label);

@@ -410,6 +410,8 @@ impl<'t> Side<'_, 't> {
                 phrases,
                 threads,
             } => {
+                let distinct: usize = phrases.iter().map(|(_, text)| text.distinct()).sum();
+                stats.reserve(distinct.min(config.phrase_capacity));
                 for (_, text) in &phrases {
                     stats.add_distinct(text.iter().map(|(phrase, _)| phrase));
                 }
@@ -424,6 +426,7 @@ impl<'t> Side<'_, 't> {
                             selection,
                         )
                     });
+                graph.reserve(chosen.iter().map(Vec::len).sum());
                 for ((label, _), chosen) in phrases.iter().zip(chosen) {
                     for (phrase, score) in chosen {
                         graph.observe_at(phrase, *label, 1.0 - score);

@@ -5,7 +5,7 @@
 //! (same indices, same adjacency order) and breaks retrieval ties the same way as the engine
 //! that was saved. That is what makes a restarted service reproduce an uninterrupted one.
 
-use foldhash::HashMap;
+use foldhash::{HashMap, HashSet};
 use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
@@ -93,13 +93,13 @@ impl KeywordGraph {
 
     pub fn from_state(state: &GraphState) -> Result<Self, StateError> {
         let mut graph = petgraph::graph::UnGraph::default();
-        let mut keywords = HashMap::default();
+        let mut keywords = HashSet::default();
         let mut labels = HashMap::default();
         let mut hub = None;
         for node in &state.nodes {
             let index = graph.add_node(node.clone());
             let duplicate = match node {
-                Node::Keyword(k) => keywords.insert(k.clone(), index).is_some(),
+                Node::Keyword(k) => !keywords.insert(k.as_str()),
                 Node::Label(l) => labels.insert(l.clone(), index).is_some(),
                 Node::Hub => hub.replace(index).is_some(),
             };
@@ -139,7 +139,7 @@ impl KeywordGraph {
             shared.insert(NodeIndex::new(*label as usize), pairs);
         }
         Ok(KeywordGraph::from_parts(
-            graph, keywords, labels, hub, hub_edges, shared,
+            graph, labels, hub, hub_edges, shared,
         ))
     }
 }

@@ -422,6 +422,11 @@ impl PhraseSpans {
         }
     }
 
+    /// Distinct phrases.
+    pub fn distinct(&self) -> usize {
+        self.distinct.len()
+    }
+
     /// Each distinct phrase with its count.
     pub fn iter(&self) -> impl Iterator<Item = (&str, u32)> {
         self.distinct

@@ -30,6 +30,12 @@ impl CorpusStats {
         self.add_distinct(phrases.counts.keys().map(String::as_str));
     }
 
+    /// Room for `phrases` more distinct phrases (a batch's, at most: the table is not grown
+    /// and rehashed again and again while it adds them).
+    pub fn reserve(&mut self, phrases: usize) {
+        self.document_frequency.reserve(phrases);
+    }
+
     /// [`Self::add`] of a text's distinct phrases however they are held.
     pub fn add_distinct<'p>(&mut self, phrases: impl Iterator<Item = &'p str>) {
         self.documents += 1;
