@@ -28,7 +28,7 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
         let label = corpus.label();
         let text = corpus.text(label);
         let phrases = PhraseCounts::of(&text);
-        let known: Vec<(String, f64)> = engine
+        let known: Vec<(&str, f64)> = engine
             .stats()
             .scores(&phrases, false)
             .into_iter()

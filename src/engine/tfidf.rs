@@ -185,8 +185,8 @@ mod tests {
         let after = stats.scores(&text, true);
         let mut before: Vec<_> = before;
         let mut after: Vec<_> = after;
-        before.sort_by(|a, b| a.0.cmp(&b.0));
-        after.sort_by(|a, b| a.0.cmp(&b.0));
+        before.sort_by(|a, b| a.0.cmp(b.0));
+        after.sort_by(|a, b| a.0.cmp(b.0));
         assert_eq!(before, after);
     }
 

@@ -27,6 +27,7 @@ use super::terms::TermCounts;
 
 mod example_match;
 mod ids;
+mod search;
 mod spread;
 mod upkeep;
 
@@ -34,10 +35,6 @@ pub use example_match::ExampleMatch;
 pub use ids::{DocId, LabelPos, TermId};
 use spread::{insert_sorted, union_len, LearnedSpread};
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
-
-/// A query whose postings touch more than one document in this many reads its hits off the
-/// whole accumulator rather than sorting the touched ids.
-const SCAN_WHEN_TOUCHED: usize = 8;
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
@@ -527,61 +524,6 @@ impl TextIndex {
     fn evict_over_capacity(&mut self) {
         if self.tombstone_over_capacity() {
             self.compact();
-        }
-    }
-
-    /// Cosine similarity of the query with every document sharing a term with it (in document
-    /// order). The query's norm counts all its terms, known to the index or not.
-    pub fn search(&self, query: &TermCounts) -> Vec<Hit> {
-        let mut weights: Vec<(TermId, f64)> = Vec::new();
-        let mut norm = 0.0;
-        for (term, count) in &query.counts {
-            let weight = self.term_weight(term, *count);
-            norm += weight * weight;
-            if let Some(&id) = self.vocabulary.get(term.as_str()) {
-                weights.push((id, weight));
-            }
-        }
-        if norm == 0.0 || self.docs.is_empty() {
-            return Vec::new();
-        }
-        let norm = norm.sqrt();
-        // Dense accumulator, but only the documents that share a term are visited afterwards.
-        let mut scores = vec![0.0f64; self.docs.len()];
-        let mut touched: Vec<DocId> = Vec::new();
-        for (term_id, weight) in weights {
-            for &(doc, w) in &self.postings[term_id.index()] {
-                let score = &mut scores[doc.index()];
-                if *score == 0.0 {
-                    touched.push(doc);
-                }
-                *score += weight * f64::from(w);
-            }
-        }
-        // In document order: the touched ids sorted (a document touched again after a zero
-        // contribution appears twice), or, when a query touches a large share of the index (a
-        // common word in every label's text), the accumulator scanned instead.
-        let hit = |id: DocId| {
-            let s = scores[id.index()];
-            (s > 0.0 && self.alive[id.index()]).then(|| {
-                let doc = &self.docs[id.index()];
-                Hit {
-                    doc: id,
-                    kind: doc.kind,
-                    label: doc.label,
-                    similarity: s / norm,
-                }
-            })
-        };
-        if touched.len() * SCAN_WHEN_TOUCHED > self.docs.len() {
-            (0..self.docs.len())
-                .map(DocId::at)
-                .filter_map(hit)
-                .collect()
-        } else {
-            touched.sort_unstable();
-            touched.dedup();
-            touched.into_iter().filter_map(hit).collect()
         }
     }
 }

@@ -43,6 +43,28 @@ fn a_query_finds_the_documents_sharing_its_terms_and_self_similarity_is_one() {
 }
 
 #[test]
+fn hits_come_in_document_order_whether_a_query_touches_few_documents_or_most() {
+    let mut index = TextIndex::new(ClassifiedCapacity::default(), TermWeighting::LabelSpread);
+    for i in 0..40 {
+        let text = format!("common word{i} shared{}", i % 3);
+        index.add_labelled(DocKind::Example, LabelPos(i % 5), t(&text), None);
+    }
+    index.reweigh();
+    // Three documents of forty: the touched ids are sorted.
+    let few = index.search(&t("word31 word7 word2"));
+    let docs: Vec<usize> = few.iter().map(|h| h.doc.index()).collect();
+    assert_eq!(docs, vec![2, 7, 31]);
+    // Every document: the accumulator is read in order.
+    let many = index.search(&t("common word7"));
+    assert_eq!(many.len(), 40);
+    assert!(many.windows(2).all(|w| w[0].doc < w[1].doc));
+    let best = many
+        .iter()
+        .max_by(|a, b| a.similarity.total_cmp(&b.similarity));
+    assert_eq!(best.map(|h| h.doc.index()), Some(7));
+}
+
+#[test]
 fn seen_texts_are_bounded_and_the_oldest_goes_first() {
     let mut index = index();
     for i in 0..5 {
@@ -463,6 +485,7 @@ mod against_brute_force {
             let query = TermCounts::of(&text(&query));
             let expected = brute_force(weighting, &examples, &seen, &query);
             let hits = index.search(&query);
+            prop_assert!(hits.windows(2).all(|w| w[0].doc < w[1].doc), "{hits:?}");
             for (doc, want) in expected.iter().enumerate() {
                 let got = hits.iter().find(|h| h.doc.index() == doc).map(|h| h.similarity);
                 match got {

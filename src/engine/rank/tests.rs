@@ -240,3 +240,35 @@ fn the_embedding_signal_adds_to_active_labels_and_reranks() {
     );
     assert_eq!(ranking.best_without_descriptions, 0.5);
 }
+
+/// Per label, its examples' cosines best first with the decay, as first written: every hit
+/// sorted by label, then by cosine (the oracle for the bucketed version).
+fn combined_by_sorting(mut hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {
+    hits.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut combined = vec![0.0f64; labels];
+    let mut factor = 1.0;
+    let mut previous = None;
+    for (label, similarity) in hits {
+        if previous != Some(label) {
+            factor = 1.0;
+            previous = Some(label);
+        }
+        combined[label as usize] += factor * similarity;
+        factor *= decay;
+    }
+    combined
+}
+
+proptest::proptest! {
+    #[test]
+    fn bucketed_examples_combine_bit_for_bit_as_sorted_ones(
+        hits in proptest::collection::vec((0u32..6, 0.0f64..1.0), 0..40),
+        decay in 0.0f64..1.0,
+    ) {
+        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+        proptest::prop_assert_eq!(
+            bits(combine_examples(hits.clone(), 6, decay)),
+            bits(combined_by_sorting(hits, 6, decay))
+        );
+    }
+}
