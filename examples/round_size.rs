@@ -1,8 +1,9 @@
 //! One round of N synthetic labels (`benches/support/round.rs`) applied to a fresh replicated
 //! state the way `gorag serve` and `gorag classify` apply one — `State::apply` of an
 //! `Update::Round`, under the service's default engine configuration — in a process of its
-//! own so its peak memory is the round's: prints the time the apply took, the graph's and the
-//! index's sizes and the resident memory before and after (VmRSS) and at its peak (VmHWM).
+//! own so its peak memory is the round's: prints the time the apply took (and the processor
+//! time its threads spent), the graph's and the index's sizes and the resident memory before
+//! and after (VmRSS) and at its peak (VmHWM).
 //! `scripts/bench-round-size.sh` runs it for each size.
 //!
 //!   cargo run --release --example round_size -- 10000 [--no-refit] [--embedding]
@@ -54,13 +55,15 @@ fn main() -> Result<(), String> {
         state
     };
     let before = memory("VmRSS");
+    let cpu_before = cpu_seconds();
     let started = Instant::now();
     let report = state.apply(&round).map_err(|e| e.to_string())?;
     let seconds = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu_before;
     let engine = state.engine();
     println!(
         "{{\"labels\": {labels}, \"refit\": {refit}, \"embedding\": {embedding}, \
-         \"seconds\": {seconds:.3}, \"texts_indexed\": {}, \"keywords\": {}, \
+         \"seconds\": {seconds:.3}, \"cpu_seconds\": {cpu:.2}, \"texts_indexed\": {}, \"keywords\": {}, \
          \"graph_edges\": {}, \"index_terms\": {}, \"outcomes\": {}, \
          \"rss_before\": \"{before}\", \"rss_after\": \"{}\", \"rss_peak\": \"{}\"}}",
         report.texts_indexed,
@@ -72,6 +75,20 @@ fn main() -> Result<(), String> {
         memory("VmHWM"),
     );
     Ok(())
+}
+
+/// User and system time of the process's threads so far, from /proc/self/stat (in USER_HZ,
+/// 100 a second; 0 off Linux).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which is in parentheses and may hold spaces).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |at: usize| fields.get(at).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime: fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// A line of /proc/self/status ("unknown" off Linux).
