@@ -94,7 +94,7 @@ pub fn best<P: AsRef<str>>(scores: Vec<(P, f64)>, selection: &KeywordSelection) 
         ranked.select_nth_unstable_by(selection.top_k - 1, order);
         ranked.truncate(selection.top_k);
     }
-    ranked.sort_by(order);
+    ranked.sort_unstable_by(order);
     ranked
         .into_iter()
         .map(|(score, _, phrase)| (phrase, score))
@@ -125,8 +125,9 @@ pub fn from_llm_answer(
     select(picked, selection)
 }
 
+/// Words of a phrase (single spaces between them).
 fn word_count(phrase: &str) -> usize {
-    phrase.split(' ').count()
+    phrase.bytes().filter(|&b| b == b' ').count() + 1
 }
 
 fn strip_list_marker(piece: &str) -> &str {

@@ -106,7 +106,12 @@ pub struct Evidence {
 /// Per-label scores, best first, active labels with a positive score only.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ranking {
+    /// Every active label with a positive score: the first [`Ranking::sorted`] of them best
+    /// first (all of them from [`score`]; [`score_top`] orders only the best few, and the rest
+    /// follow in no particular order).
     pub ranked: Vec<(u32, f64)>,
+    /// How many of `ranked`'s first entries are in order.
+    pub sorted: usize,
     /// Per ranked label, its most similar labelled example (document id), if any. Valid until
     /// the index next changes (compaction renumbers documents).
     pub best_example: Vec<Option<DocId>>,
@@ -140,6 +145,22 @@ impl ScoreParts {
 }
 
 impl Ranking {
+    /// Put every entry of `ranked` in order (and its best examples with them).
+    pub fn sort_all(&mut self) {
+        if self.sorted >= self.ranked.len() {
+            return;
+        }
+        let mut entries: Vec<((u32, f64), Option<DocId>)> = self
+            .ranked
+            .iter()
+            .copied()
+            .zip(self.best_example.iter().copied())
+            .collect();
+        entries.sort_unstable_by(|a, b| in_order(&a.0, &b.0));
+        (self.ranked, self.best_example) = entries.into_iter().unzip();
+        self.sorted = self.ranked.len();
+    }
+
     /// Best score minus the second best (the best alone when only one label scored).
     pub fn margin(&self) -> f64 {
         match self.ranked.as_slice() {
@@ -158,6 +179,20 @@ pub fn score(
     is_active: impl Fn(u32) -> bool,
     config: &RankingConfig,
     evidence: Evidence,
+) -> Ranking {
+    score_top(hits, labels, is_active, config, evidence, usize::MAX)
+}
+
+/// [`score`] with only the best `top` labels put in order (the rest of `ranked` follows them
+/// unordered): what a caller reading only the best few needs, without sorting every label
+/// that shares a common word with the query.
+pub fn score_top(
+    hits: &[Hit],
+    labels: usize,
+    is_active: impl Fn(u32) -> bool,
+    config: &RankingConfig,
+    evidence: Evidence,
+    top: usize,
 ) -> Ranking {
     let mut gathered = Gathered::from_hits(hits, labels, is_active, evidence, config.example_decay);
     let mut total = gathered.first_hop(config, evidence, config.description_weight);
@@ -185,13 +220,14 @@ pub fn score(
     } else {
         total.iter().copied().fold(0.0f64, f64::max)
     };
-    let ranked = best_first(total);
+    let (ranked, sorted) = best_first(total, top);
     let best_example = ranked
         .iter()
         .map(|(l, _)| gathered.example_doc[*l as usize])
         .collect();
     Ranking {
         ranked,
+        sorted,
         best_example,
         first_hop_labels,
         best_without_descriptions,
@@ -239,22 +275,39 @@ pub fn add_embedding(
             *score += weight * similarity;
         }
     }
-    let ranked = best_first(total);
+    let (ranked, sorted) = best_first(total, ranking.sorted);
     ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
     ranking.ranked = ranked;
+    ranking.sorted = sorted;
 }
 
-/// Labels with a positive score, best first (ties by label position).
-fn best_first(total: Vec<f64>) -> Vec<(u32, f64)> {
+/// Best first, ties by label position: labels are distinct, so the order is total (an
+/// unstable sort gives the stable one's, and the best `k` picked first then sorted are the
+/// first `k` of sorting them all).
+fn in_order(a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
+}
+
+/// Labels with a positive score, the best `top` of them first and in order; how many are in
+/// order comes back too (all of them when there are no more than `top`).
+fn best_first(total: Vec<f64>, top: usize) -> (Vec<(u32, f64)>, usize) {
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
         .enumerate()
         .filter(|&(_, s)| s > 0.0)
         .map(|(l, s)| (l as u32, s))
         .collect();
-    // Labels are distinct, so the order is total and an unstable sort gives the stable one's.
-    ranked.sort_unstable_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    ranked
+    if top == 0 {
+        return (ranked, 0);
+    }
+    if ranked.len() > top {
+        ranked.select_nth_unstable_by(top - 1, in_order);
+        ranked[..top].sort_unstable_by(in_order);
+        return (ranked, top);
+    }
+    ranked.sort_unstable_by(in_order);
+    let sorted = ranked.len();
+    (ranked, sorted)
 }
 
 /// A query's hits sorted by what they say, per active label position: its closest example
@@ -359,7 +412,9 @@ fn combine_examples(hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64
     }
     for (label, combined) in combined.iter_mut().enumerate() {
         let bucket = &mut similarities[start[label]..start[label + 1]];
-        bucket.sort_unstable_by(|a, b| b.total_cmp(a));
+        if bucket.len() > 1 {
+            bucket.sort_unstable_by(|a, b| b.total_cmp(a));
+        }
         let mut factor = 1.0;
         for similarity in bucket {
             *combined += factor * *similarity;

@@ -111,8 +111,13 @@ impl Engine {
         if let Some(held_out) = held_out {
             hits.retain(|hit| !held_out.docs.contains(&hit.doc));
         }
-        let mut ranking = self.rank_hits(&hits, evidence);
+        // Only the best candidates and the margin are read from the ranking: only they are
+        // put in order (a query sharing a common word with most labels scores most of them).
+        let keep = self.config.ranking.max_candidates.max(1);
+        let mut ranking = self.rank_hits_top(&hits, evidence, keep.max(2));
         if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
+            // Every scored label is listed, in order (the second hop's few, here).
+            ranking.sort_all();
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
         let weight = self.config.ranking.embedding_weight;
@@ -135,7 +140,6 @@ impl Engine {
             });
         }
         let margin = ranking.margin();
-        let keep = self.config.ranking.max_candidates.max(1);
         let mut candidates = Vec::with_capacity(keep);
         let mut scores = Vec::with_capacity(keep);
         let mut examples = Vec::with_capacity(keep);
@@ -233,7 +237,12 @@ impl Engine {
     }
 
     fn rank_hits(&self, hits: &[Hit], evidence: Evidence) -> Ranking {
-        rank::score(
+        self.rank_hits_top(hits, evidence, usize::MAX)
+    }
+
+    /// [`Self::rank_hits`] with the best `top` labels in order ([`rank::score_top`]).
+    fn rank_hits_top(&self, hits: &[Hit], evidence: Evidence, top: usize) -> Ranking {
+        rank::score_top(
             hits,
             self.labels.len(),
             |l| {
@@ -243,6 +252,7 @@ impl Engine {
             },
             &self.config.ranking,
             evidence,
+            top,
         )
     }
 

@@ -20,13 +20,21 @@ pub const MAX_TERM_WORDS: usize = 3;
 
 static STEMMER: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
-/// Words whose stems each thread remembers, at most (past it, it starts afresh): words recur
-/// (a vocabulary's common words are most of any text), and the Snowball stemmer costs a few
-/// thousand instructions a word, most of what a round's indexing cost.
-const STEMS_KEPT: usize = 1 << 14;
+/// Words whose stems each thread remembers in each of two generations: words recur (a
+/// vocabulary's common words are most of any text), and the Snowball stemmer costs a few
+/// thousand instructions a word, most of what preparing a round's texts cost. When the young
+/// generation is full it becomes the old one (the old one is dropped); a word found among the
+/// old moves back to the young, so the words in use stay while one-off words pass through.
+const STEMS_KEPT: usize = 1 << 13;
+
+#[derive(Default)]
+struct Stems {
+    young: HashMap<String, String>,
+    old: HashMap<String, String>,
+}
 
 thread_local! {
-    static STEMS: RefCell<HashMap<String, String>> = RefCell::new(HashMap::default());
+    static STEMS: RefCell<Stems> = RefCell::new(Stems::default());
 }
 
 /// Append the Snowball stem of a lower-cased word to `out` (a pure function, remembered per
@@ -34,16 +42,19 @@ thread_local! {
 fn stem_into(word: &str, out: &mut String) {
     STEMS.with(|stems| {
         let mut stems = stems.borrow_mut();
-        if let Some(stem) = stems.get(word) {
+        if let Some(stem) = stems.young.get(word) {
             out.push_str(stem);
             return;
         }
-        let stem = STEMMER.stem(word).into_owned();
+        let stem = match stems.old.remove(word) {
+            Some(stem) => stem,
+            None => STEMMER.stem(word).into_owned(),
+        };
         out.push_str(&stem);
-        if stems.len() >= STEMS_KEPT {
-            stems.clear();
+        if stems.young.len() >= STEMS_KEPT {
+            stems.old = std::mem::take(&mut stems.young);
         }
-        stems.insert(word.to_string(), stem);
+        stems.young.insert(word.to_string(), stem);
     })
 }
 
@@ -57,7 +68,7 @@ pub struct TermCounts {
 impl TermCounts {
     pub fn of(text: &str) -> Self {
         let stems = StemmedRuns::of(text);
-        let mut grams: Vec<&str> = Vec::new();
+        let mut grams: Vec<&str> = Vec::with_capacity(MAX_TERM_WORDS * stems.words.len());
         for run in &stems.runs {
             let run = &stems.words[run.clone()];
             for n in 1..=MAX_TERM_WORDS {
@@ -67,7 +78,7 @@ impl TermCounts {
             }
         }
         grams.sort_unstable();
-        let mut counts: Vec<(String, u32)> = Vec::new();
+        let mut counts: Vec<(String, u32)> = Vec::with_capacity(grams.len());
         for term in grams {
             match counts.last_mut() {
                 Some((last, count)) if last == term => *count += 1,
@@ -97,7 +108,7 @@ struct StemmedRuns {
 impl StemmedRuns {
     fn of(text: &str) -> Self {
         let mut stems = Self {
-            joined: String::new(),
+            joined: String::with_capacity(text.len()),
             words: Vec::new(),
             runs: Vec::new(),
         };
@@ -262,14 +273,21 @@ mod tests {
 
     #[test]
     fn remembered_stems_are_the_stemmer_s() {
-        for word in [
-            "classifiers",
-            "running",
-            "generalization",
-            "gen42",
-            "ran",
-            "classifiers",
-        ] {
+        // Past both generations, so words come back from the old one and are stemmed again.
+        let words: Vec<String> = (0..3 * STEMS_KEPT)
+            .map(|i| format!("running{}", i % (STEMS_KEPT + 7)))
+            .chain(
+                [
+                    "classifiers",
+                    "generalization",
+                    "gen42",
+                    "ran",
+                    "classifiers",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        for word in &words {
             let mut stem = String::new();
             stem_into(word, &mut stem);
             assert_eq!(stem, STEMMER.stem(word), "{word}");

@@ -384,7 +384,7 @@ pub struct PhraseSpans {
 
 impl PhraseSpans {
     pub fn of(text: &str) -> Self {
-        let mut joined = String::new();
+        let mut joined = String::with_capacity(text.len());
         let mut words: Vec<(u32, u32)> = Vec::new();
         for_each_content_word(text, |word| {
             if !joined.is_empty() {

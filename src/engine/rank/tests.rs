@@ -222,6 +222,7 @@ fn retired_labels_and_empty_evidence_give_nothing() {
 fn the_embedding_signal_adds_to_active_labels_and_reranks() {
     let mut ranking = Ranking {
         ranked: vec![(0, 0.5), (1, 0.4)],
+        sorted: 2,
         best_example: docs(&[Some(7), Some(8)]),
         first_hop_labels: 2,
         best_without_descriptions: 0.5,
@@ -270,5 +271,33 @@ proptest::proptest! {
             bits(combine_examples(hits.clone(), 6, decay)),
             bits(combined_by_sorting(hits, 6, decay))
         );
+    }
+}
+
+proptest::proptest! {
+    /// The best few in order are the first few of every label in order, and sorting the rest
+    /// afterwards gives the whole order.
+    #[test]
+    fn the_best_few_in_order_are_the_first_of_all_in_order(
+        totals in proptest::collection::vec(proptest::prop_oneof![
+            proptest::strategy::Just(0.0f64),
+            0.0f64..1.0,
+            proptest::strategy::Just(0.5f64),
+        ], 0..30),
+        top in 0usize..8,
+    ) {
+        let (all, sorted_all) = best_first(totals.clone(), usize::MAX);
+        proptest::prop_assert_eq!(sorted_all, all.len());
+        let (few, sorted) = best_first(totals, top);
+        proptest::prop_assert_eq!(sorted, top.min(all.len()));
+        proptest::prop_assert_eq!(&few[..sorted], &all[..sorted]);
+        let mut ranking = Ranking {
+            best_example: vec![None; few.len()],
+            ranked: few,
+            sorted,
+            ..Ranking::default()
+        };
+        ranking.sort_all();
+        proptest::prop_assert_eq!(ranking.ranked, all);
     }
 }
