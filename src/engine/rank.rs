@@ -209,7 +209,6 @@ pub fn score_top(
         Vec::new()
     };
     add_votes(&mut total, &votes, config, evidence.first_hop);
-    let parts = score_parts(&gathered, &votes);
     // Discovery's scale: the same scoring as if no label had a description (the second hop's
     // bound included). Without descriptions among the hits it is the best score itself.
     let described = evidence.first_hop && gathered.description.iter().any(|&d| d > 0.0);
@@ -220,6 +219,7 @@ pub fn score_top(
     } else {
         total.iter().copied().fold(0.0f64, f64::max)
     };
+    let parts = score_parts(&mut gathered, &votes);
     let (ranked, sorted) = best_first(total, top);
     let best_example = ranked
         .iter()
@@ -235,7 +235,8 @@ pub fn score_top(
     }
 }
 
-fn score_parts(gathered: &Gathered<'_>, votes: &[(usize, f64)]) -> ScoreParts {
+/// Takes the per-label cosines out of `gathered` (read last).
+fn score_parts(gathered: &mut Gathered<'_>, votes: &[(usize, f64)]) -> ScoreParts {
     let all_votes: f64 = votes.iter().map(|(_, v)| v).sum();
     let mut vote_share = vec![0.0f64; gathered.example.len()];
     if all_votes > 0.0 {
@@ -246,8 +247,8 @@ fn score_parts(gathered: &Gathered<'_>, votes: &[(usize, f64)]) -> ScoreParts {
         }
     }
     ScoreParts {
-        example: gathered.example.clone(),
-        name: gathered.name.clone(),
+        example: std::mem::take(&mut gathered.example),
+        name: std::mem::take(&mut gathered.name),
         vote_share,
     }
 }
@@ -392,34 +393,51 @@ impl<'h> Gathered<'h> {
 
 /// Per label position, its examples' cosines best first, each weighted `decay` times the one
 /// before: `s₁ + decay·s₂ + decay²·s₃ + …` (with one example, or `decay` 0, the best alone).
-/// The hits are put in buckets by label first and only each label's few are sorted: a query
-/// sharing a common word with every label's examples has as many hits as there are examples.
+/// A label's one or two example hits are combined as they come (most labels have one or two
+/// examples), and only labels with more are sorted, among themselves: a query sharing a common
+/// word with every label's examples has as many hits as there are examples.
 fn combine_examples(hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {
+    /// A label with two hits whose first is held in `combined` until the second comes.
+    const HELD: u32 = u32::MAX;
     let mut combined = vec![0.0f64; labels];
-    // Where each label's bucket starts (and, one past the last label, where they all end).
-    let mut start = vec![0usize; labels + 1];
+    let mut count = vec![0u32; labels];
     for &(label, _) in &hits {
-        start[label as usize + 1] += 1;
+        count[label as usize] += 1;
     }
-    for label in 0..labels {
-        start[label + 1] += start[label];
-    }
-    let mut next = start.clone();
-    let mut similarities = vec![0.0f64; hits.len()];
+    let mut several: Vec<(u32, f64)> = Vec::new();
     for (label, similarity) in hits {
-        similarities[next[label as usize]] = similarity;
-        next[label as usize] += 1;
+        let l = label as usize;
+        match count[l] {
+            1 => combined[l] += 1.0 * similarity,
+            2 => {
+                combined[l] = similarity;
+                count[l] = HELD;
+            }
+            HELD => {
+                let first = combined[l];
+                let (best, other) = if similarity.total_cmp(&first).is_gt() {
+                    (similarity, first)
+                } else {
+                    (first, similarity)
+                };
+                // As the sum below: 1 × the best, then `decay` (1 × decay) × the other.
+                combined[l] = 0.0;
+                combined[l] += 1.0 * best;
+                combined[l] += (1.0 * decay) * other;
+            }
+            _ => several.push((label, similarity)),
+        }
     }
-    for (label, combined) in combined.iter_mut().enumerate() {
-        let bucket = &mut similarities[start[label]..start[label + 1]];
-        if bucket.len() > 1 {
-            bucket.sort_unstable_by(|a, b| b.total_cmp(a));
+    several.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)));
+    let mut factor = 1.0;
+    let mut previous = None;
+    for (label, similarity) in several {
+        if previous != Some(label) {
+            factor = 1.0;
+            previous = Some(label);
         }
-        let mut factor = 1.0;
-        for similarity in bucket {
-            *combined += factor * *similarity;
-            factor *= decay;
-        }
+        combined[label as usize] += factor * similarity;
+        factor *= decay;
     }
     combined
 }
@@ -468,6 +486,9 @@ fn add_votes(total: &mut [f64], votes: &[(usize, f64)], config: &RankingConfig, 
 /// The `k` most similar texts (ties: earlier document first), each voting its similarity for
 /// its label.
 fn proximity_votes(mut neighbours: Vec<&Hit>, labels: usize, k: usize) -> Vec<(usize, f64)> {
+    if neighbours.is_empty() || k == 0 {
+        return Vec::new();
+    }
     neighbours.sort_by(|a, b| {
         b.similarity
             .total_cmp(&a.similarity)

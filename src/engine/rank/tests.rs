@@ -263,13 +263,16 @@ fn combined_by_sorting(mut hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> 
 proptest::proptest! {
     #[test]
     fn bucketed_examples_combine_bit_for_bit_as_sorted_ones(
-        hits in proptest::collection::vec((0u32..6, 0.0f64..1.0), 0..40),
+        hits in proptest::collection::vec(
+            (0u32..12, proptest::prop_oneof![proptest::strategy::Just(0.5f64), 0.0f64..1.0]),
+            0..40,
+        ),
         decay in 0.0f64..1.0,
     ) {
         let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
         proptest::prop_assert_eq!(
-            bits(combine_examples(hits.clone(), 6, decay)),
-            bits(combined_by_sorting(hits, 6, decay))
+            bits(combine_examples(hits.clone(), 12, decay)),
+            bits(combined_by_sorting(hits, 12, decay))
         );
     }
 }
