@@ -7,14 +7,17 @@
 //! (scripts/embedding-model.sh NAME; GORAG_STATIC_MODEL, GORAG_EMBEDDING_MODEL and
 //! GORAG_INT8_MODEL, or the script's folders). A model that is missing is skipped with a word.
 //!
-//!   taskset -c 0 cargo bench --bench embedding -- encode/
+//!   RAYON_NUM_THREADS=1 taskset -c 0 cargo bench --bench embedding -- encode/
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 #[path = "support/synthetic.rs"]
 mod synthetic;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use criterion::measurement::Measurement;
 use criterion::{criterion_group, criterion_main, Criterion};
 use gorag::embed::SentenceModel;
 use gorag::engine::embedding::TextEncoder;
@@ -82,29 +85,59 @@ fn queries(texts: &[String]) -> Vec<String> {
 }
 
 /// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2 on
-/// candle; its int8 export on ONNX Runtime) and per length: `encode/<model>/<texts>`.
+/// candle; its int8 export on ONNX Runtime) and per length: `embedding/encode/<model>/<texts>`
+/// in wall time, and the same in the encoding thread's CPU time, `embedding-cpu/…` (what the
+/// work costs when other work shares the core).
 fn encoders(c: &mut Criterion) {
+    encode_each(c, "embedding");
+}
+
+fn encoders_in_cpu_time(c: &mut Criterion<cpu_time::ThreadCpuTime>) {
+    if cpu_time::available() {
+        encode_each(c, "embedding-cpu");
+    } else {
+        eprintln!("no /proc/thread-self/schedstat: no CPU-time figures");
+    }
+}
+
+fn encode_each<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
     let (long_name, long) = abstracts();
     let short = queries(&long);
-    let mut group = c.benchmark_group("embedding");
-    for (model_name, variable, folder) in [
-        ("static", "GORAG_STATIC_MODEL", "potion-base-8M"),
-        ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
-        ("minilm-int8", "GORAG_INT8_MODEL", "all-MiniLM-L6-v2-int8"),
+    let mut group = c.benchmark_group(group_name);
+    // The BERT models read 256 tokens (the default) or 128 (`engine.embedding_max_tokens`).
+    for (model_name, variable, folder, max_tokens) in [
+        ("static", "GORAG_STATIC_MODEL", "potion-base-8M", 256),
+        ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2", 256),
+        (
+            "minilm-int8",
+            "GORAG_INT8_MODEL",
+            "all-MiniLM-L6-v2-int8",
+            256,
+        ),
+        (
+            "minilm-int8-128",
+            "GORAG_INT8_MODEL",
+            "all-MiniLM-L6-v2-int8",
+            128,
+        ),
     ] {
         let Some(dir) = model_dir(variable, folder) else {
             eprintln!("no {folder}: run scripts/embedding-model.sh {folder} first");
             continue;
         };
-        let model = match SentenceModel::load(&dir) {
+        let model = match SentenceModel::load_reading(&dir, max_tokens) {
             Ok(model) => model,
             Err(error) => {
                 eprintln!("{error}");
                 continue;
             }
         };
-        // MiniLM takes a tenth of a second a text: fewer samples keep the run short.
-        group.sample_size(if model_name == "minilm" { 10 } else { 100 });
+        // MiniLM takes a tenth of a second a text on candle: fewer samples keep the run short.
+        group.sample_size(match model_name {
+            "minilm" => 10,
+            "minilm-int8" | "minilm-int8-128" => 30,
+            _ => 100,
+        });
         for (name, texts) in [(long_name, &long), ("8-words", &short)] {
             let mut next = 0;
             group.bench_function(format!("encode/{model_name}/{name}"), |b| {
@@ -159,4 +192,9 @@ fn embedding(c: &mut Criterion) {
 }
 
 criterion_group!(benches, encoders, embedding);
-criterion_main!(benches);
+criterion_group! {
+    name = in_cpu_time;
+    config = Criterion::default().with_measurement(cpu_time::ThreadCpuTime);
+    targets = encoders_in_cpu_time
+}
+criterion_main!(benches, in_cpu_time);

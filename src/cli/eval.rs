@@ -260,6 +260,9 @@ pub struct EvalArgs {
     /// name (fetched by scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
     #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
     pub embedding_model: crate::embed::EmbeddingModel,
+    /// Tokens of a text a BERT encoder reads (1 to 512; `engine.embedding_max_tokens`).
+    #[arg(long, default_value_t = crate::embed::MAX_TOKENS)]
+    pub embedding_max_tokens: usize,
     /// Folder for report.json, accuracy.svg, each text's prediction (texts-STRATEGY.jsonl and
     /// .csv) and per-label figures (labels-STRATEGY.csv, confusions-STRATEGY.csv).
     #[arg(long, default_value = "out/eval")]
@@ -376,7 +379,10 @@ impl EvalArgs {
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
         if self.embedding_model == crate::embed::EmbeddingModel::Off
-            && self.strategy.iter().any(|s| matches!(s, StrategyArg::Nearest))
+            && self
+                .strategy
+                .iter()
+                .any(|s| matches!(s, StrategyArg::Nearest))
         {
             bail!(
                 "--strategy nearest reads only the sentence encoder: give it one with \
@@ -399,7 +405,7 @@ impl EvalArgs {
         }
         let Some(model) = self
             .embedding_model
-            .load()
+            .load(self.embedding_max_tokens)
             .context("--embedding-model (the embedding signal)")?
         else {
             return Ok(None);

@@ -323,6 +323,12 @@ impl ServeConfig {
                     .into(),
             );
         }
+        if !(1..=crate::embed::TOKEN_CAPACITY).contains(&self.engine.embedding_max_tokens) {
+            errors.push(format!(
+                "engine.embedding_max_tokens: must be 1 to {}",
+                crate::embed::TOKEN_CAPACITY
+            ));
+        }
         if r.example_decay >= 1.0 {
             // At 1 a label's score would be the sum of its examples' cosines: it would grow
             // with every example, and every threshold on scores with it.

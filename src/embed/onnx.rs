@@ -67,8 +67,8 @@ impl OnnxModel {
         tokenizer: Tokenizer,
         sessions: usize,
     ) -> Result<Self, OnnxError> {
-        let library = std::path::absolute(dir.join(RUNTIME_FILE))
-            .unwrap_or_else(|_| dir.join(RUNTIME_FILE));
+        let library =
+            std::path::absolute(dir.join(RUNTIME_FILE)).unwrap_or_else(|_| dir.join(RUNTIME_FILE));
         let environment = environment(&library)?;
         let runtime = ort::info().to_string();
         let sessions = (0..sessions.max(1))
@@ -171,6 +171,14 @@ impl OnnxModel {
     }
 }
 
+/// The process's ONNX Runtime environment, made with `dir`'s library the first time: a folder
+/// whose library does not load says so before anything else is read.
+pub(super) fn runtime_of(dir: &Path) -> Result<Environment, OnnxError> {
+    let library =
+        std::path::absolute(dir.join(RUNTIME_FILE)).unwrap_or_else(|_| dir.join(RUNTIME_FILE));
+    environment(&library)
+}
+
 /// The process's ONNX Runtime environment, made with the library at `library` the first time
 /// (ONNX Runtime allows one environment a process, and `ort` loads one library: a later
 /// folder's library is not read).
@@ -202,7 +210,7 @@ fn session(environment: &Environment, model: &[u8]) -> Result<Session, OnnxError
     };
     let mut builder = Session::builder(environment)
         .map_err(|e| refused(&e))?
-        .with_optimization_level(GraphOptimizationLevel::Level3)
+        .with_optimization_level(GraphOptimizationLevel::All)
         .and_then(|b| b.with_intra_threads(1))
         .and_then(|b| b.with_inter_threads(1))
         .map_err(|e| refused(&e))?;
@@ -234,7 +242,10 @@ mod tests {
         let v = mean_unit(&hidden, 2).unwrap_or_default();
         // mean (2, 2) → (1/√2, 1/√2)
         assert!((v[0] - 0.5f32.sqrt()).abs() < 1e-6 && (v[1] - v[0]).abs() < 1e-6);
-        assert!(mean_unit(&[0.0, 0.0], 2).is_err(), "a zero vector is an error");
+        assert!(
+            mean_unit(&[0.0, 0.0], 2).is_err(),
+            "a zero vector is an error"
+        );
         assert!(mean_unit(&[f32::NAN, 1.0], 2).is_err());
     }
 }

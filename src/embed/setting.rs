@@ -112,15 +112,16 @@ impl EmbeddingModel {
         })
     }
 
-    /// The loaded model, or None when the signal is off.
-    pub fn load(&self) -> Result<Option<SentenceModel>, LoadError> {
+    /// The loaded model (a BERT model reading at most `max_tokens` of a text), or None when
+    /// the signal is off.
+    pub fn load(&self, max_tokens: usize) -> Result<Option<SentenceModel>, LoadError> {
         let Some(dir) = self.folder() else {
             return Ok(None);
         };
         if let Some(problem) = self.problem() {
             return Err(LoadError::NotFetched(problem));
         }
-        SentenceModel::load(&dir).map(Some)
+        SentenceModel::load_reading(&dir, max_tokens).map(Some)
     }
 
     /// A short name for reports: `none`, the model's name, or the folder's last component.
@@ -211,8 +212,14 @@ mod tests {
         assert!(problem.contains("/nonexistent/gorag-model"), "{problem}");
         assert!(problem.contains("scripts/embedding-model.sh"), "{problem}");
         assert!(problem.contains("\"none\""), "{problem}");
-        assert!(matches!(model.load(), Err(LoadError::NotFetched(_))));
-        assert!(matches!(EmbeddingModel::Off.load(), Ok(None)));
+        assert!(matches!(
+            model.load(crate::embed::MAX_TOKENS),
+            Err(LoadError::NotFetched(_))
+        ));
+        assert!(matches!(
+            EmbeddingModel::Off.load(crate::embed::MAX_TOKENS),
+            Ok(None)
+        ));
     }
 
     #[test]
@@ -228,6 +235,42 @@ mod tests {
         assert!(
             known.contains("scripts/embedding-model.sh potion-base-8M"),
             "{known}"
+        );
+    }
+
+    /// An ONNX folder without the runtime's library, or with one that does not load: one
+    /// sentence at start (the service's and eval's), never a panic.
+    #[test]
+    fn an_onnx_folder_needs_a_runtime_library_that_loads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for file in ["config.json", "model.onnx", "tokenizer.json"] {
+            std::fs::write(dir.path().join(file), b"{}").unwrap_or_default();
+        }
+        let model = EmbeddingModel::Folder(dir.path().to_path_buf());
+        let problem = model.problem().unwrap_or_default();
+        assert!(problem.contains("missing libonnxruntime.so"), "{problem}");
+        assert!(matches!(
+            model.load(crate::embed::MAX_TOKENS),
+            Err(LoadError::NotFetched(_))
+        ));
+        let named = EmbeddingModel::Named(INT8_MODEL.into()).fetch_hint();
+        assert!(
+            named.contains("scripts/embedding-model.sh all-MiniLM-L6-v2-int8"),
+            "{named}"
+        );
+
+        std::fs::write(dir.path().join("libonnxruntime.so"), b"not a library").unwrap_or_default();
+        assert_eq!(model.problem(), None);
+        let error = model
+            .load(crate::embed::MAX_TOKENS)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        // The library does not load, or (when another test loaded the real one first: one
+        // runtime a process) the model does not.
+        assert!(
+            error.contains("libonnxruntime.so does not load") || error.contains("model.onnx"),
+            "{error}"
         );
     }
 }

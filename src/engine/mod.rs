@@ -305,17 +305,18 @@ pub enum Basis {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retrieval {
-    /// Candidate label ids: best first for the ranked strategies, in label registration order
-    /// for the others.
+    /// Candidate label ids: best first for the ranked strategies and `nearest`, in label
+    /// registration order for the others.
     pub candidates: Vec<String>,
-    /// Ranked strategies: each candidate's score (same order); empty otherwise.
+    /// Ranked strategies: each candidate's score (same order); `nearest`: its closest
+    /// example's cosine; empty otherwise.
     pub scores: Vec<f64>,
     /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
     pub examples: Vec<Option<String>>,
     /// Ranked strategies: why each candidate's most similar example matched (same order).
     pub example_matches: Vec<Option<index::ExampleMatch>>,
     /// Ranked strategies: best score minus second best (0 when nothing scored); None for the
-    /// strategies without scores (`steiner`, `all`, `naive`).
+    /// strategies without calibrated scores (`steiner`, `all`, `naive`, `nearest`).
     pub margin: Option<f64>,
     /// The text's keywords that are graph nodes.
     pub terminals: Vec<String>,
@@ -329,7 +330,8 @@ pub struct Retrieval {
     pub discovery_score: Option<f64>,
     /// Ranked strategies: what each candidate's score is made of (same order); empty otherwise.
     pub parts: Vec<confidence::CandidateParts>,
-    /// Labels the first hop found evidence for (0 for the strategies without scores).
+    /// Labels the first hop found evidence for (0 for the strategies without scores;
+    /// `nearest`: the labels with an example vector).
     pub first_hop_labels: usize,
     /// Active labels when the text was retrieved.
     pub active_labels: usize,

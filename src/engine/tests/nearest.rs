@@ -47,7 +47,11 @@ fn the_label_of_the_nearest_example_wins_whatever_the_words() {
     let cosine = |text: &str| {
         let example = TopicEncoder.encode(text).unwrap();
         let query = query.as_ref().unwrap();
-        query.iter().zip(&example).map(|(a, b)| f64::from(a * b)).sum::<f64>()
+        query
+            .iter()
+            .zip(&example)
+            .map(|(a, b)| f64::from(a * b))
+            .sum::<f64>()
     };
     let expected = [
         cosine("money"),
@@ -58,7 +62,10 @@ fn the_label_of_the_nearest_example_wins_whatever_the_words() {
         assert!((score - expected).abs() < 1e-6, "{:?}", retrieval.scores);
     }
     assert!(retrieval.scores.windows(2).all(|w| w[0] >= w[1]));
-    assert_eq!(retrieval.margin, None, "no calibrated scores: never held for review");
+    assert_eq!(
+        retrieval.margin, None,
+        "no calibrated scores: never held for review"
+    );
 }
 
 #[test]
@@ -66,8 +73,15 @@ fn a_label_counts_its_closest_example_and_candidates_are_capped() {
     let engine = engine(2);
     let retrieval = retrieve(&engine, "food");
     assert_eq!(retrieval.candidates, ["kitchen", "orbit"]);
-    assert!((retrieval.scores[0] - 1.0).abs() < 1e-6, "{:?}", retrieval.scores);
-    assert_eq!(retrieval.first_hop_labels, 3, "every label with an example was ranked");
+    assert!(
+        (retrieval.scores[0] - 1.0).abs() < 1e-6,
+        "{:?}",
+        retrieval.scores
+    );
+    assert_eq!(
+        retrieval.first_hop_labels, 3,
+        "every label with an example was ranked"
+    );
 }
 
 #[test]
