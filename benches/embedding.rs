@@ -96,7 +96,7 @@ fn encoders_in_cpu_time(c: &mut Criterion<cpu_time::ThreadCpuTime>) {
     if cpu_time::available() {
         encode_each(c, "embedding-cpu");
     } else {
-        eprintln!("no /proc/thread-self/schedstat: no CPU-time figures");
+        eprintln!("no thread CPU clock: no CPU-time figures");
     }
 }
 
