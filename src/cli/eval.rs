@@ -10,40 +10,16 @@ use super::discover;
 
 mod outputs;
 mod ranking;
+mod strategy;
 use crate::classify::Classifier;
 use crate::config::EngineSection;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
-use crate::engine::{EngineConfig, Strategy};
+use crate::engine::EngineConfig;
 use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
 pub use ranking::RankingArgs;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StrategyArg {
-    Steiner,
-    All,
-    Naive,
-    Ranked,
-    Proximity,
-    Hybrid,
-    /// The embedding baseline: the label of the nearest labelled example by the encoder.
-    Nearest,
-}
-
-impl From<StrategyArg> for Strategy {
-    fn from(value: StrategyArg) -> Self {
-        match value {
-            StrategyArg::Steiner => Strategy::Steiner,
-            StrategyArg::All => Strategy::All,
-            StrategyArg::Naive => Strategy::Naive,
-            StrategyArg::Ranked => Strategy::Ranked,
-            StrategyArg::Proximity => Strategy::Proximity,
-            StrategyArg::Hybrid => Strategy::Hybrid,
-            StrategyArg::Nearest => Strategy::Nearest,
-        }
-    }
-}
+pub use strategy::StrategyArg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Ablation {

@@ -211,12 +211,13 @@ fn session(environment: &Environment, model: &[u8]) -> Result<Session, OnnxError
     let refused = |e: &dyn std::fmt::Display| {
         OnnxError::Model(format!("ONNX Runtime refuses {ONNX_FILE}: {e}"))
     };
-    let mut builder = Session::builder(environment)
-        .map_err(|e| refused(&e))?
+    // Each step's error carries the builder back (large): read at once, one step at a time.
+    let builder = Session::builder(environment).map_err(|e| refused(&e))?;
+    let builder = builder
         .with_optimization_level(GraphOptimizationLevel::All)
-        .and_then(|b| b.with_intra_threads(1))
-        .and_then(|b| b.with_inter_threads(1))
         .map_err(|e| refused(&e))?;
+    let builder = builder.with_intra_threads(1).map_err(|e| refused(&e))?;
+    let mut builder = builder.with_inter_threads(1).map_err(|e| refused(&e))?;
     builder.commit_from_memory(model).map_err(|e| refused(&e))
 }
 
