@@ -1,18 +1,23 @@
 //! The embedding signal's costs (docs/embedding.md): encoding one text with the static
-//! potion-base-8M (the default) and with all-MiniLM-L6-v2 on the CPU (a WOS abstract and a
-//! 15-word query), and `hybrid` retrieval with the signal on (query vector given) on the
-//! synthetic WOS-scale engine of the retrieval bench. On one core: `taskset -c 0 cargo bench …`. Needs the models
-//! (scripts/embedding-model.sh [potion-base-8M]; GORAG_EMBEDDING_MODEL and GORAG_STATIC_MODEL,
-//! or the script's folders). A model that is missing is skipped with a word.
+//! potion-base-8M (the default), with all-MiniLM-L6-v2 on candle and with its int8 export on
+//! ONNX Runtime (a WOS abstract, ≈ 200 words, and a short text: its first 8 words), and
+//! `hybrid` retrieval with the signal on (query vector given) on the synthetic WOS-scale engine
+//! of the retrieval bench. On one core: `taskset -c 0 cargo bench …` (each model encodes on one
+//! thread; candle's matrix products would otherwise use every core). Needs the models
+//! (scripts/embedding-model.sh NAME; GORAG_STATIC_MODEL, GORAG_EMBEDDING_MODEL and
+//! GORAG_INT8_MODEL, or the script's folders). A model that is missing is skipped with a word.
 //!
-//!   taskset -c 0 cargo bench --bench embedding -- encode/
+//!   RAYON_NUM_THREADS=1 taskset -c 0 cargo bench --bench embedding -- encode/
 
+#[path = "support/cpu_time.rs"]
+mod cpu_time;
 #[path = "support/synthetic.rs"]
 mod synthetic;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use criterion::measurement::Measurement;
 use criterion::{criterion_group, criterion_main, Criterion};
 use gorag::embed::SentenceModel;
 use gorag::engine::embedding::TextEncoder;
@@ -26,7 +31,7 @@ fn model_dir(variable: &str, name: &str) -> Option<PathBuf> {
                 .join(name)
         })
     })?;
-    dir.join("model.safetensors").is_file().then_some(dir)
+    (dir.join("model.safetensors").is_file() || dir.join("model.onnx").is_file()).then_some(dir)
 }
 
 /// `words` words of synthetic text (the retrieval bench's vocabulary).
@@ -71,38 +76,69 @@ fn abstracts() -> (&'static str, Vec<String>) {
     )
 }
 
-/// The first 15 words of each text: a short query in the same vocabulary.
+/// The first 8 words of each text: a short text (a customer's query) in the same vocabulary.
 fn queries(texts: &[String]) -> Vec<String> {
     texts
         .iter()
-        .map(|t| t.split_whitespace().take(15).collect::<Vec<_>>().join(" "))
+        .map(|t| t.split_whitespace().take(8).collect::<Vec<_>>().join(" "))
         .collect()
 }
 
-/// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2, the
-/// former signal) and per length: `encode/<model>/<texts>`.
+/// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2 on
+/// candle; its int8 export on ONNX Runtime) and per length: `embedding/encode/<model>/<texts>`
+/// in wall time, and the same in the encoding thread's CPU time, `embedding-cpu/…` (what the
+/// work costs when other work shares the core).
 fn encoders(c: &mut Criterion) {
+    encode_each(c, "embedding");
+}
+
+fn encoders_in_cpu_time(c: &mut Criterion<cpu_time::ThreadCpuTime>) {
+    if cpu_time::available() {
+        encode_each(c, "embedding-cpu");
+    } else {
+        eprintln!("no thread CPU clock: no CPU-time figures");
+    }
+}
+
+fn encode_each<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
     let (long_name, long) = abstracts();
     let short = queries(&long);
-    let mut group = c.benchmark_group("embedding");
-    for (model_name, variable, folder) in [
-        ("static", "GORAG_STATIC_MODEL", "potion-base-8M"),
-        ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2"),
+    let mut group = c.benchmark_group(group_name);
+    // The BERT models read 256 tokens (the default) or 128 (`engine.embedding_max_tokens`).
+    for (model_name, variable, folder, max_tokens) in [
+        ("static", "GORAG_STATIC_MODEL", "potion-base-8M", 256),
+        ("minilm", "GORAG_EMBEDDING_MODEL", "all-MiniLM-L6-v2", 256),
+        (
+            "minilm-int8",
+            "GORAG_INT8_MODEL",
+            "all-MiniLM-L6-v2-int8",
+            256,
+        ),
+        (
+            "minilm-int8-128",
+            "GORAG_INT8_MODEL",
+            "all-MiniLM-L6-v2-int8",
+            128,
+        ),
     ] {
         let Some(dir) = model_dir(variable, folder) else {
             eprintln!("no {folder}: run scripts/embedding-model.sh {folder} first");
             continue;
         };
-        let model = match SentenceModel::load(&dir) {
+        let model = match SentenceModel::load_reading(&dir, max_tokens) {
             Ok(model) => model,
             Err(error) => {
                 eprintln!("{error}");
                 continue;
             }
         };
-        // MiniLM takes a tenth of a second a text: fewer samples keep the run short.
-        group.sample_size(if model_name == "minilm" { 10 } else { 100 });
-        for (name, texts) in [(long_name, &long), ("15-words", &short)] {
+        // MiniLM takes a tenth of a second a text on candle: fewer samples keep the run short.
+        group.sample_size(match model_name {
+            "minilm" => 10,
+            "minilm-int8" | "minilm-int8-128" => 30,
+            _ => 100,
+        });
+        for (name, texts) in [(long_name, &long), ("8-words", &short)] {
             let mut next = 0;
             group.bench_function(format!("encode/{model_name}/{name}"), |b| {
                 b.iter(|| {
@@ -156,4 +192,9 @@ fn embedding(c: &mut Criterion) {
 }
 
 criterion_group!(benches, encoders, embedding);
-criterion_main!(benches);
+criterion_group! {
+    name = in_cpu_time;
+    config = Criterion::default().with_measurement(cpu_time::ThreadCpuTime);
+    targets = encoders_in_cpu_time
+}
+criterion_main!(benches, in_cpu_time);

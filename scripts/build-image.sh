@@ -4,8 +4,9 @@
 # replaced by the gorag binary built on this (Debian bookworm) host, passed as the `build`
 # context. Then the image is run with podman: `gorag --version` as uid 10001.
 #
-#   scripts/build-image.sh              # → localhost/gorag:dev (with potion-base-8M, the default)
-#   scripts/build-image.sh --embedding  # → localhost/gorag:dev-embedding, all-MiniLM-L6-v2 too
+#   scripts/build-image.sh                    # → localhost/gorag:dev (with potion-base-8M, the default)
+#   scripts/build-image.sh --embedding        # → localhost/gorag:dev-embedding, all-MiniLM-L6-v2 too
+#   scripts/build-image.sh --embedding all-MiniLM-L6-v2-int8   # → …:dev-embedding, the int8 model too
 #
 # The Dockerfile's model stage is replaced too, by the folders scripts/embedding-model.sh
 # fetches and verifies on this host (the stage runs that same script; here the build's
@@ -18,9 +19,11 @@ cd "$(dirname "$0")/.."
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 tag="localhost/gorag:dev"
 embedding=0
+extra_model=all-MiniLM-L6-v2
 if [ "${1:-}" = "--embedding" ]; then
   tag="localhost/gorag:dev-embedding"
   embedding=1
+  extra_model="${2:-all-MiniLM-L6-v2}"
 fi
 target="${CARGO_TARGET_DIR:-target}"
 log() { echo "[build-image] $*" >&2; }
@@ -48,13 +51,14 @@ strip "$context/usr/local/bin/gorag"
 models=(potion-base-8M)
 build_args=()
 if [ "$embedding" = 1 ]; then
-  models+=(all-MiniLM-L6-v2)
-  build_args=(--build-arg EMBEDDING_MODEL=all-MiniLM-L6-v2)
+  models+=("$extra_model")
+  build_args=(--build-arg "EMBEDDING_MODEL=$extra_model")
 fi
 for name in "${models[@]}"; do
   model="$(scripts/embedding-model.sh "$name")"
   mkdir -p "$context/model/opt/gorag/embedding/$name"
-  cp "$model"/{config.json,model.safetensors,tokenizer.json} "$context/model/opt/gorag/embedding/$name/"
+  # Every file of the verified folder (three for potion and MiniLM, four for the int8 model).
+  cp "$model"/* "$context/model/opt/gorag/embedding/$name/"
 done
 build_args+=(--build-context "embedding=$context/model")
 

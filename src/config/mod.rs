@@ -314,6 +314,21 @@ impl ServeConfig {
                 errors.push(format!("{key}: must be a number ≥ 0"));
             }
         }
+        if self.engine.strategy == crate::engine::Strategy::Nearest
+            && self.engine.embedding_model == crate::embed::EmbeddingModel::Off
+        {
+            errors.push(
+                "engine.strategy: nearest reads only the sentence encoder; set \
+                 engine.embedding_model to a model, not none"
+                    .into(),
+            );
+        }
+        if !(1..=crate::embed::TOKEN_CAPACITY).contains(&self.engine.embedding_max_tokens) {
+            errors.push(format!(
+                "engine.embedding_max_tokens: must be 1 to {}",
+                crate::embed::TOKEN_CAPACITY
+            ));
+        }
         if r.example_decay >= 1.0 {
             // At 1 a label's score would be the sum of its examples' cosines: it would grow
             // with every example, and every threshold on scores with it.

@@ -286,6 +286,10 @@ pub struct EngineSection {
     /// `scripts/embedding-model.sh NAME` into `$GORAG_HOME/embedding/`), a folder path, or
     /// `none` (words only). Default `potion-base-8M` (docs/embedding.md).
     pub embedding_model: crate::embed::EmbeddingModel,
+    /// Tokens of a text a BERT encoder (all-MiniLM-L6-v2, and its int8 export) reads, 1 to
+    /// 512; default 256, the model's own limit. Fewer cost less on long texts (docs/embedding.md,
+    /// "The int8 encoder"); a static model keeps its own limit.
+    pub embedding_max_tokens: usize,
 }
 
 impl Default for EngineSection {
@@ -309,6 +313,7 @@ impl Default for EngineSection {
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
             embedding_model: crate::embed::EmbeddingModel::default(),
+            embedding_max_tokens: crate::embed::MAX_TOKENS,
         }
     }
 }

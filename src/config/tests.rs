@@ -244,3 +244,30 @@ fn kafka_security_reads_its_secrets_and_checks_its_files() {
         "{errors}"
     );
 }
+
+#[test]
+fn nearest_needs_an_encoder_and_the_token_limit_a_range() {
+    let errors = load(
+        "",
+        &[],
+        &["engine.strategy=nearest", "engine.embedding_model=none"],
+    )
+    .unwrap_err()
+    .0;
+    assert!(
+        errors.iter().any(|e| e.contains("engine.strategy: nearest")),
+        "{errors:?}"
+    );
+    let config = load("", &[], &["engine.strategy=nearest"]).unwrap();
+    assert!(config.engine_config().strategy.reads_meaning());
+    for bad in ["0", "513"] {
+        let set = format!("engine.embedding_max_tokens={bad}");
+        let errors = load("", &[], &[set.as_str()]).unwrap_err().0;
+        assert!(
+            errors.iter().any(|e| e.contains("engine.embedding_max_tokens")),
+            "{bad}: {errors:?}"
+        );
+    }
+    let config = load("", &[], &["engine.embedding_max_tokens=128"]).unwrap();
+    assert_eq!(config.engine.embedding_max_tokens, 128);
+}

@@ -12,18 +12,20 @@ use crate::store::{NoVectorStore, SledStore, VectorStore};
 /// The encoder that keeps the labels' vectors in the state store.
 pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
 
-/// `state`'s engine reading meaning with `setting` (`engine.embedding_model`), when its
-/// strategy reads meaning (only `ranked` and `hybrid` do: the other strategies need no model).
+/// `state`'s engine reading meaning with `setting` (`engine.embedding_model`, reading at most
+/// `max_tokens` of a text: `engine.embedding_max_tokens`), when its strategy reads meaning
+/// (`ranked`, `hybrid` and `nearest` do: the other strategies need no model).
 /// Every label's examples and names get their vectors here, before the first text; those
 /// `store` kept from earlier runs are read back, not encoded again.
 pub fn read_meaning(
     state: State,
     setting: &EmbeddingModel,
+    max_tokens: usize,
     store: Option<&SledStore>,
 ) -> Result<(State, Option<KeptVectors>), LoadError> {
     let started = Instant::now();
     let model = if state.engine().config().strategy.reads_meaning() {
-        setting.load()?
+        setting.load(max_tokens)?
     } else {
         None
     };

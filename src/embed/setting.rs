@@ -9,13 +9,16 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{LoadError, SentenceModel, MODEL_FILES};
+use super::{LoadError, SentenceModel, MODEL_FILES, ONNX_FILES};
 
 /// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
 pub const DEFAULT_MODEL: &str = "potion-base-8M";
 
+/// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (docs/embedding.md, "The int8 encoder").
+pub const INT8_MODEL: &str = "all-MiniLM-L6-v2-int8";
+
 /// The models `scripts/embedding-model.sh` fetches by name.
-pub const FETCHABLE: [&str; 2] = [DEFAULT_MODEL, "all-MiniLM-L6-v2"];
+pub const FETCHABLE: [&str; 3] = [DEFAULT_MODEL, "all-MiniLM-L6-v2", INT8_MODEL];
 
 /// What `engine.embedding_model` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +60,11 @@ impl EmbeddingModel {
     /// How to get this model, as a user would type or do it: the fetch command for a model the
     /// script knows (with `GORAG_HOME` when it is set), else what the folder must hold.
     pub fn fetch_hint(&self) -> String {
-        let files = MODEL_FILES.join(", ");
+        let files = format!(
+            "{} (or, for an ONNX model, {})",
+            MODEL_FILES.join(", "),
+            ONNX_FILES.join(", ")
+        );
         match self {
             Self::Named(name) if FETCHABLE.contains(&name.as_str()) => {
                 let home = std::env::var("GORAG_HOME")
@@ -70,12 +77,12 @@ impl EmbeddingModel {
             Self::Named(_) => format!(
                 "scripts/embedding-model.sh fetches {} by name; any other model is a folder \
                  holding {files}, given by its path (with a `/`, e.g. `./my-model`)",
-                FETCHABLE.join(" or ")
+                FETCHABLE.join(", ")
             ),
             _ => format!(
                 "put {files} there (scripts/embedding-model.sh fetches {} into \
                  $GORAG_HOME/embedding/)",
-                FETCHABLE.join(" or ")
+                FETCHABLE.join(", ")
             ),
         }
     }
@@ -85,8 +92,13 @@ impl EmbeddingModel {
     /// (or the signal is off). The model itself is read by [`Self::load`].
     pub fn problem(&self) -> Option<String> {
         let dir = self.folder()?;
-        let missing: Vec<&str> = MODEL_FILES
-            .into_iter()
+        let files = match self {
+            Self::Named(name) if name == INT8_MODEL => &ONNX_FILES,
+            _ => super::files_of(&dir),
+        };
+        let missing: Vec<&str> = files
+            .iter()
+            .copied()
             .filter(|file| !dir.join(file).is_file())
             .collect();
         (!missing.is_empty()).then(|| {
@@ -100,15 +112,16 @@ impl EmbeddingModel {
         })
     }
 
-    /// The loaded model, or None when the signal is off.
-    pub fn load(&self) -> Result<Option<SentenceModel>, LoadError> {
+    /// The loaded model (a BERT model reading at most `max_tokens` of a text), or None when
+    /// the signal is off.
+    pub fn load(&self, max_tokens: usize) -> Result<Option<SentenceModel>, LoadError> {
         let Some(dir) = self.folder() else {
             return Ok(None);
         };
         if let Some(problem) = self.problem() {
             return Err(LoadError::NotFetched(problem));
         }
-        SentenceModel::load(&dir).map(Some)
+        SentenceModel::load_reading(&dir, max_tokens).map(Some)
     }
 
     /// A short name for reports: `none`, the model's name, or the folder's last component.
@@ -199,8 +212,14 @@ mod tests {
         assert!(problem.contains("/nonexistent/gorag-model"), "{problem}");
         assert!(problem.contains("scripts/embedding-model.sh"), "{problem}");
         assert!(problem.contains("\"none\""), "{problem}");
-        assert!(matches!(model.load(), Err(LoadError::NotFetched(_))));
-        assert!(matches!(EmbeddingModel::Off.load(), Ok(None)));
+        assert!(matches!(
+            model.load(crate::embed::MAX_TOKENS),
+            Err(LoadError::NotFetched(_))
+        ));
+        assert!(matches!(
+            EmbeddingModel::Off.load(crate::embed::MAX_TOKENS),
+            Ok(None)
+        ));
     }
 
     #[test]
@@ -216,6 +235,42 @@ mod tests {
         assert!(
             known.contains("scripts/embedding-model.sh potion-base-8M"),
             "{known}"
+        );
+    }
+
+    /// An ONNX folder without the runtime's library, or with one that does not load: one
+    /// sentence at start (the service's and eval's), never a panic.
+    #[test]
+    fn an_onnx_folder_needs_a_runtime_library_that_loads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for file in ["config.json", "model.onnx", "tokenizer.json"] {
+            std::fs::write(dir.path().join(file), b"{}").unwrap_or_default();
+        }
+        let model = EmbeddingModel::Folder(dir.path().to_path_buf());
+        let problem = model.problem().unwrap_or_default();
+        assert!(problem.contains("missing libonnxruntime.so"), "{problem}");
+        assert!(matches!(
+            model.load(crate::embed::MAX_TOKENS),
+            Err(LoadError::NotFetched(_))
+        ));
+        let named = EmbeddingModel::Named(INT8_MODEL.into()).fetch_hint();
+        assert!(
+            named.contains("scripts/embedding-model.sh all-MiniLM-L6-v2-int8"),
+            "{named}"
+        );
+
+        std::fs::write(dir.path().join("libonnxruntime.so"), b"not a library").unwrap_or_default();
+        assert_eq!(model.problem(), None);
+        let error = model
+            .load(crate::embed::MAX_TOKENS)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        // The library does not load, or (when another test loaded the real one first: one
+        // runtime a process) the model does not.
+        assert!(
+            error.contains("libonnxruntime.so does not load") || error.contains("model.onnx"),
+            "{error}"
         );
     }
 }

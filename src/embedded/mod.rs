@@ -85,8 +85,12 @@ impl Session {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
         let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
-        let (state, kept_vectors) =
-            read_meaning(restored, &config.engine.embedding_model, store.as_ref())?;
+        let (state, kept_vectors) = read_meaning(
+            restored,
+            &config.engine.embedding_model,
+            config.engine.embedding_max_tokens,
+            store.as_ref(),
+        )?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         Ok(Self {

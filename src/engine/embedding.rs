@@ -183,6 +183,22 @@ impl Embeddings {
     }
 }
 
+impl Embeddings {
+    /// Per label position (`labels` of them): the query's highest cosine with one of the
+    /// label's examples; None for a label without example vectors (names are not read).
+    pub fn nearest_examples(&self, query: &[f32], labels: usize) -> Vec<Option<f64>> {
+        let mut nearest = vec![None; labels];
+        for (best, label) in nearest.iter_mut().zip(&self.labels) {
+            *best = label
+                .examples
+                .iter()
+                .map(|v| cosine(query, v))
+                .reduce(f64::max);
+        }
+        nearest
+    }
+}
+
 /// Dot product of two unit vectors (their cosine): the products summed in order in `f64`.
 fn cosine(a: &[f32], b: &[f32]) -> f64 {
     a.iter()

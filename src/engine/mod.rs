@@ -18,6 +18,7 @@ pub mod graph;
 pub mod index;
 pub mod keywords;
 mod material;
+mod nearest;
 pub mod prompt;
 pub mod rank;
 pub mod refit;
@@ -69,6 +70,9 @@ pub enum Strategy {
     /// class").
     #[default]
     Hybrid,
+    /// The embedding baseline: labels by their closest labelled example's cosine with the text
+    /// under the sentence encoder (words, names, descriptions and learned texts unread).
+    Nearest,
 }
 
 impl Strategy {
@@ -80,22 +84,23 @@ impl Strategy {
             Self::Ranked => "ranked",
             Self::Proximity => "proximity",
             Self::Hybrid => "hybrid",
+            Self::Nearest => "nearest",
         }
     }
 
-    /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`); the
-    /// others need no sentence encoder.
+    /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`; and
+    /// `nearest`, which reads nothing else); the others need no sentence encoder.
     pub fn reads_meaning(self) -> bool {
-        self.evidence().is_some_and(|evidence| evidence.first_hop)
+        self == Self::Nearest || self.evidence().is_some_and(|evidence| evidence.first_hop)
     }
 
-    /// The evidence of a ranked strategy; None for `steiner`, `all` and `naive`.
+    /// The evidence of a ranked strategy; None for `steiner`, `all`, `naive` and `nearest`.
     pub fn evidence(self) -> Option<Evidence> {
         let (first_hop, second_hop) = match self {
             Self::Ranked => (true, false),
             Self::Proximity => (false, true),
             Self::Hybrid => (true, true),
-            Self::Steiner | Self::All | Self::Naive => return None,
+            Self::Steiner | Self::All | Self::Naive | Self::Nearest => return None,
         };
         Some(Evidence {
             first_hop,
@@ -291,7 +296,8 @@ pub enum Basis {
     NoEvidence,
     /// The `all` strategy.
     AllLabels,
-    /// The `naive` strategy.
+    /// The `naive` strategy (by words), and `nearest` (by the sentence encoder): the labels of
+    /// the most similar labelled examples.
     SimilarExamples,
     /// A ranked strategy (`ranked`, `proximity`, `hybrid`): the best-scored labels.
     RankedScores,
@@ -299,17 +305,18 @@ pub enum Basis {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Retrieval {
-    /// Candidate label ids: best first for the ranked strategies, in label registration order
-    /// for the others.
+    /// Candidate label ids: best first for the ranked strategies and `nearest`, in label
+    /// registration order for the others.
     pub candidates: Vec<String>,
-    /// Ranked strategies: each candidate's score (same order); empty otherwise.
+    /// Ranked strategies: each candidate's score (same order); `nearest`: its closest
+    /// example's cosine; empty otherwise.
     pub scores: Vec<f64>,
     /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
     pub examples: Vec<Option<String>>,
     /// Ranked strategies: why each candidate's most similar example matched (same order).
     pub example_matches: Vec<Option<index::ExampleMatch>>,
     /// Ranked strategies: best score minus second best (0 when nothing scored); None for the
-    /// strategies without scores (`steiner`, `all`, `naive`).
+    /// strategies without calibrated scores (`steiner`, `all`, `naive`, `nearest`).
     pub margin: Option<f64>,
     /// The text's keywords that are graph nodes.
     pub terminals: Vec<String>,
@@ -323,7 +330,8 @@ pub struct Retrieval {
     pub discovery_score: Option<f64>,
     /// Ranked strategies: what each candidate's score is made of (same order); empty otherwise.
     pub parts: Vec<confidence::CandidateParts>,
-    /// Labels the first hop found evidence for (0 for the strategies without scores).
+    /// Labels the first hop found evidence for (0 for the strategies without scores;
+    /// `nearest`: the labels with an example vector).
     pub first_hop_labels: usize,
     /// Active labels when the text was retrieved.
     pub active_labels: usize,

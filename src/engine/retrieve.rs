@@ -44,6 +44,9 @@ impl Engine {
         if let Some(evidence) = self.config.strategy.evidence() {
             return Ok(self.ranked_retrieval(analysis, evidence, &terminals, None));
         }
+        if self.config.strategy == Strategy::Nearest {
+            return Ok(self.nearest_retrieval(analysis, &terminals));
+        }
         let (candidates, basis, tree_cost) = match self.config.strategy {
             Strategy::Naive => match self.similar_example_labels(analysis) {
                 Some(labels) => (labels, Basis::SimilarExamples, None),
@@ -374,7 +377,11 @@ impl Engine {
     /// The graph-only prediction: among the candidates, the label most strongly tied to the
     /// text's keywords, Σ over linked terminals of s_text · (1 − edge cost); ties → more linked
     /// terminals → earlier label.
-    fn best_connected(&self, candidates: &[String], terminals: &[(&Keyword, NodeIndex)]) -> String {
+    pub(super) fn best_connected(
+        &self,
+        candidates: &[String],
+        terminals: &[(&Keyword, NodeIndex)],
+    ) -> String {
         let mut strength: HashMap<&str, (f64, usize)> = HashMap::new();
         for (keyword, node) in terminals {
             for (label, cost) in self.graph.labels_of(*node) {

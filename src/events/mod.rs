@@ -167,7 +167,8 @@ pub struct Prediction {
     /// Candidate labels retrieved for the text (what the LLM chose from): best first under the
     /// ranked strategies (`hybrid`, `ranked`, `proximity`).
     pub candidates: Vec<String>,
-    /// Ranked strategies: each candidate's retrieval score, in the same order.
+    /// Ranked strategies: each candidate's retrieval score, in the same order (`nearest`: its
+    /// closest labelled example's cosine with the text).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub candidate_scores: Vec<f64>,
     /// Why the candidates are what they are.

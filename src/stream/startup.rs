@@ -105,9 +105,13 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
     let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
-    let (state, kept_vectors) =
-        read_meaning(restored, &config.engine.embedding_model, Some(&store))
-            .map_err(ServeError::Embedding)?;
+    let (state, kept_vectors) = read_meaning(
+        restored,
+        &config.engine.embedding_model,
+        config.engine.embedding_max_tokens,
+        Some(&store),
+    )
+    .map_err(ServeError::Embedding)?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

@@ -1,0 +1,85 @@
+//! The `nearest` strategy, the embedding baseline: a text's label is the label of the labelled
+//! example closest to it under the sentence encoder (cosine of unit vectors), and its
+//! candidates are the active labels ranked by their closest example, capped at
+//! `max_candidates` as the ranked strategies are. It reads the labels' examples only: no words,
+//! no names or descriptions, and none of the texts the engine learned (they are never
+//! encoded), so it is the same with online indexing on or off.
+
+use petgraph::graph::NodeIndex;
+
+use super::keywords::Keyword;
+use super::{Analysis, Basis, Engine, Retrieval};
+
+impl Engine {
+    /// Candidates of `nearest`. Without a vector for the text (no encoder, or encoding failed)
+    /// or without a labelled example's vector, nothing is nearer than anything: every active
+    /// label, as [`Basis::NoEvidence`] (in registration order), the keyword graph's
+    /// best-connected one chosen.
+    pub(super) fn nearest_retrieval(
+        &self,
+        analysis: &Analysis,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+    ) -> Retrieval {
+        let terminals: Vec<String> = terminal_nodes
+            .iter()
+            .map(|(k, _)| k.phrase.clone())
+            .collect();
+        let nearest = match (&self.embeddings, &analysis.embedding) {
+            (Some(embeddings), Some(query)) => {
+                embeddings.nearest_examples(query, self.labels.len())
+            }
+            _ => Vec::new(),
+        };
+        let mut ranked: Vec<(usize, f64)> = nearest
+            .iter()
+            .enumerate()
+            .filter_map(|(position, cosine)| Some((position, (*cosine)?)))
+            .filter(|&(position, _)| self.labels[position].active)
+            .collect();
+        // Best first; a tie goes to the label registered first.
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let active_labels = self.active_labels().count();
+        if ranked.is_empty() {
+            let candidates = self.all_active();
+            let choice = self.best_connected(&candidates, terminal_nodes);
+            return Retrieval {
+                graph_choice: choice,
+                candidates,
+                scores: Vec::new(),
+                examples: Vec::new(),
+                example_matches: Vec::new(),
+                margin: None,
+                terminals,
+                basis: Basis::NoEvidence,
+                tree_cost: None,
+                discovery_score: None,
+                parts: Vec::new(),
+                first_hop_labels: 0,
+                active_labels,
+            };
+        }
+        let first_hop_labels = ranked.len();
+        ranked.truncate(self.config.ranking.max_candidates.max(1));
+        let candidates: Vec<String> = ranked
+            .iter()
+            .map(|&(position, _)| self.labels[position].id.clone())
+            .collect();
+        Retrieval {
+            graph_choice: candidates[0].clone(),
+            scores: ranked.iter().map(|&(_, cosine)| cosine).collect(),
+            examples: vec![None; candidates.len()],
+            example_matches: vec![None; candidates.len()],
+            candidates,
+            // No margin: like the other strategies without calibrated scores, its decisions
+            // are never held for review and every one is learned from.
+            margin: None,
+            terminals,
+            basis: Basis::SimilarExamples,
+            tree_cost: None,
+            discovery_score: None,
+            parts: Vec::new(),
+            first_hop_labels,
+            active_labels,
+        }
+    }
+}
