@@ -12,6 +12,7 @@ use super::confidence::CandidateParts;
 use super::graph::{self, Node};
 use super::index::{DocKind, Hit};
 use super::keywords::Keyword;
+use super::no_match::{self, MatchEvidence};
 use super::rank::{self, Evidence, Ranking};
 use super::refit::HeldOut;
 use super::steiner;
@@ -71,6 +72,7 @@ impl Engine {
             graph_choice,
             discovery_score: None,
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: self.active_labels().count(),
         })
@@ -116,6 +118,7 @@ impl Engine {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
         let weight = self.config.ranking.embedding_weight;
+        let mut meaning: Option<Vec<f64>> = None;
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
             weight.is_finite() && weight > 0.0,
@@ -133,6 +136,7 @@ impl Engine {
                     .get(l as usize)
                     .is_some_and(|label| label.active)
             });
+            meaning = Some(similarity);
         }
         let margin = ranking.margin();
         let keep = self.config.ranking.max_candidates.max(1);
@@ -141,12 +145,19 @@ impl Engine {
         let mut examples = Vec::with_capacity(keep);
         let mut parts = Vec::with_capacity(keep);
         let mut example_matches = Vec::with_capacity(keep);
+        let mut matched = Vec::with_capacity(keep);
         for (&(label, score), example) in
             ranking.ranked.iter().zip(&ranking.best_example).take(keep)
         {
             candidates.push(self.labels[label as usize].id.clone());
             scores.push(score);
             parts.push(CandidateParts::from(ranking.parts.of(label)));
+            matched.push(MatchEvidence {
+                shared_words: self.shared_words(&hits, label, &analysis.terms),
+                meaning: meaning
+                    .as_ref()
+                    .and_then(|m| m.get(label as usize).copied()),
+            });
             // A rationale for a text shown to someone; a held-out example's decision is only
             // scored (and it costs a walk over the documents before the example's).
             example_matches.push(example.filter(|_| held_out.is_none()).and_then(|doc| {
@@ -171,6 +182,7 @@ impl Engine {
             tree_cost: None,
             discovery_score: Some(ranking.best_without_descriptions),
             parts,
+            evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
         }
@@ -222,9 +234,26 @@ impl Engine {
             tree_cost: None,
             discovery_score: None,
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
         }
+    }
+
+    /// Distinct words of a text found in a label's own material (its examples, name and
+    /// description among the text's hits): how many words the label's evidence rests on.
+    fn shared_words(&self, hits: &[Hit], label: u32, terms: &TermCounts) -> usize {
+        let own = hits
+            .iter()
+            .filter(|hit| hit.label.0 == label)
+            .filter(|hit| {
+                matches!(
+                    hit.kind,
+                    DocKind::Example | DocKind::Name | DocKind::Description
+                )
+            })
+            .filter_map(|hit| self.index.doc(hit.doc));
+        no_match::shared_words(terms, own)
     }
 
     /// Per-label scores of a text (active labels only), best first.
