@@ -28,9 +28,9 @@ use super::{Basis, Retrieval};
 pub struct MatchEvidence {
     /// Distinct words (stems) of the text found in the label's examples, name or description.
     pub shared_words: usize,
-    /// The meaning signal's similarity of the text to the label (its closest example's cosine
-    /// plus the name's, weighted as ranking weighs them); None without a sentence encoder (or
-    /// with the signal's weight at 0).
+    /// How close in meaning the text is to the label: the sentence encoder's best cosine
+    /// with the label's examples or its name (not weighted as ranking weighs them, so that a
+    /// label without a name is judged on the same scale); None without a sentence encoder.
     pub meaning: Option<f64>,
 }
 
@@ -60,11 +60,11 @@ impl Default for NoMatchConfig {
 }
 
 /// `max_words`' default (docs/results/2026-11-28-no-match.md).
-pub const DEFAULT_MAX_WORDS: usize = 2;
+pub const DEFAULT_MAX_WORDS: usize = 1;
 /// `min_meaning`'s default (docs/results/2026-11-28-no-match.md).
-pub const DEFAULT_MIN_MEANING: f64 = 0.5;
+pub const DEFAULT_MIN_MEANING: f64 = 0.2;
 /// `below_confidence`'s default (docs/results/2026-11-28-no-match.md).
-pub const DEFAULT_BELOW_CONFIDENCE: f64 = 0.3;
+pub const DEFAULT_BELOW_CONFIDENCE: f64 = 0.2;
 
 impl NoMatchConfig {
     /// What is wrong with the settings, or None.

@@ -118,7 +118,6 @@ impl Engine {
             return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
         let weight = self.config.ranking.embedding_weight;
-        let mut meaning: Option<Vec<f64>> = None;
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
             weight.is_finite() && weight > 0.0,
@@ -136,8 +135,17 @@ impl Engine {
                     .get(l as usize)
                     .is_some_and(|label| label.active)
             });
-            meaning = Some(similarity);
         }
+        // How close in meaning each candidate is (the no-match rule reads it), with the same
+        // example left out as the ranking.
+        let skipped = held_out.and_then(|h| h.vector.as_ref());
+        let meaning = |label: u32| {
+            let (embeddings, query) = (self.embeddings.as_ref()?, analysis.embedding.as_ref()?);
+            let skipped = skipped
+                .filter(|held| held.0 == label)
+                .map(|held| held.1.as_slice());
+            embeddings.closeness(query, label as usize, skipped)
+        };
         let margin = ranking.margin();
         let keep = self.config.ranking.max_candidates.max(1);
         let mut candidates = Vec::with_capacity(keep);
@@ -154,9 +162,7 @@ impl Engine {
             parts.push(CandidateParts::from(ranking.parts.of(label)));
             matched.push(MatchEvidence {
                 shared_words: self.shared_words(&hits, label, &analysis.terms),
-                meaning: meaning
-                    .as_ref()
-                    .and_then(|m| m.get(label as usize).copied()),
+                meaning: meaning(label),
             });
             // A rationale for a text shown to someone; a held-out example's decision is only
             // scored (and it costs a walk over the documents before the example's).

@@ -133,6 +133,9 @@ pub struct StrategyRun {
     /// Every text's prediction, round by round (written as `texts-<strategy>.jsonl`).
     #[serde(skip)]
     pub texts: Vec<TextRecord>,
+    /// Every out-of-scope text's prediction, round by round (`out-of-scope-<strategy>.jsonl`).
+    #[serde(skip)]
+    pub out_of_scope_texts: Vec<out_of_scope::OutOfScopeRecord>,
     /// The label space after the last round (`labels.html`): labels joined by shared keywords
     /// and by the confusions of the last round's predictions, with their volume.
     pub label_map: Option<LabelMap>,
@@ -212,6 +215,7 @@ pub async fn run(
 
     let mut metrics = Vec::new();
     let mut texts = Vec::new();
+    let mut out_of_scope_texts = Vec::new();
     let mut last_scored: Vec<Scored> = Vec::new();
     for (r, (round, setup)) in rounds.iter().zip(prepared).enumerate() {
         let round_started = Instant::now();
@@ -270,8 +274,11 @@ pub async fn run(
             seconds,
         );
         if !options.out_of_scope.is_empty() {
-            let shares = out_of_scope::measure(&engine, &options.out_of_scope, classifier).await?;
+            let (shares, records) =
+                out_of_scope::measure(&engine, round.number, &options.out_of_scope, classifier)
+                    .await?;
             summary.out_of_scope = Some(shares);
+            out_of_scope_texts.extend(records);
         }
         metrics.push(summary);
         texts.extend(scored.iter().map(|s| s.record.clone()));
@@ -293,6 +300,7 @@ pub async fn run(
         rounds: metrics,
         llm_choice,
         texts,
+        out_of_scope_texts,
         label_map: map_of(&engine, &last_scored),
         per_label,
     })

@@ -5,7 +5,9 @@
 use serde::Serialize;
 
 use crate::classify::Classifier;
+use crate::engine::no_match::MatchEvidence;
 use crate::engine::{Engine, EngineError, Status};
+use crate::events::PredictionStatus;
 
 /// What a round's engine published for the out-of-scope texts, as shares of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -31,19 +33,54 @@ impl OutOfScopeShares {
     }
 }
 
-/// Classify `texts` with `engine` as it stands (nothing learned) and count what each was
-/// published as.
+/// One out-of-scope text's prediction after a round, as `out-of-scope-<strategy>.jsonl` has it.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutOfScopeRecord {
+    pub round: usize,
+    /// Its position in the file (from 1).
+    pub line: usize,
+    pub status: PredictionStatus,
+    /// The decided label: with `no_match`, the best guess that was not published.
+    pub label: String,
+    pub confidence: f64,
+    /// The decided label's evidence (what the no-match rule read), when retrieval ranked it.
+    pub evidence: Option<MatchEvidence>,
+    pub candidates: Vec<String>,
+    pub scores: Vec<f64>,
+}
+
+/// Classify `texts` with `engine` as it stands after `round` (nothing learned): the shares of
+/// what they were published as, and each text's record.
 pub async fn measure(
     engine: &Engine,
+    round: usize,
     texts: &[String],
     classifier: &Classifier,
-) -> Result<OutOfScopeShares, EngineError> {
+) -> Result<(OutOfScopeShares, Vec<OutOfScopeRecord>), EngineError> {
     let mut statuses = Vec::with_capacity(texts.len());
-    for text in texts {
+    let mut records = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
         let classified = classifier.classify(engine, text).await?;
-        statuses.push(engine.status(&classified.retrieval, &classified.decision));
+        let (retrieval, decision) = (&classified.retrieval, &classified.decision);
+        let status = engine.status(retrieval, decision);
+        statuses.push(status);
+        records.push(OutOfScopeRecord {
+            round,
+            line: i + 1,
+            status: status.into(),
+            label: decision.label.clone(),
+            confidence: decision.confidence,
+            evidence: retrieval
+                .candidates
+                .iter()
+                .position(|c| *c == decision.label)
+                .and_then(|at| retrieval.evidence.get(at))
+                .copied(),
+            candidates: retrieval.candidates.clone(),
+            scores: retrieval.scores.clone(),
+        });
     }
-    Ok(OutOfScopeShares::of(&statuses))
+    Ok((OutOfScopeShares::of(&statuses), records))
 }
 
 #[cfg(test)]

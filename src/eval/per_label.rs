@@ -233,6 +233,7 @@ mod tests {
             candidates: vec![label.into()],
             scores: vec![0.1],
             parts: Vec::new(),
+            evidence: Vec::new(),
             signals: crate::engine::confidence::Signals::default(),
         }
     }

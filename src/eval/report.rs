@@ -433,6 +433,7 @@ mod tests {
                 strategy: "steiner".into(),
                 rounds,
                 texts: Vec::new(),
+                out_of_scope_texts: Vec::new(),
                 llm_choice: None,
                 label_map: None,
                 per_label: None,

@@ -35,6 +35,9 @@ pub struct TextRecord {
     pub scores: Vec<f64>,
     /// What each candidate's score is made of, in the candidates' order.
     pub parts: Vec<crate::engine::confidence::CandidateParts>,
+    /// How much of each candidate's own material the text matches, in the candidates' order
+    /// (what the no-match rule reads).
+    pub evidence: Vec<crate::engine::no_match::MatchEvidence>,
     pub signals: crate::engine::confidence::Signals,
 }
 
@@ -158,6 +161,7 @@ impl Scored {
             candidates: classified.retrieval.candidates.clone(),
             scores: classified.retrieval.scores.clone(),
             parts: classified.retrieval.parts.clone(),
+            evidence: classified.retrieval.evidence.clone(),
             signals,
         };
         Self {

@@ -58,6 +58,14 @@ pub(super) fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<V
             lines.push('\n');
         }
         write(&format!("texts-{}.jsonl", run.strategy), lines)?;
+        if !run.out_of_scope_texts.is_empty() {
+            let mut lines = String::new();
+            for text in &run.out_of_scope_texts {
+                lines.push_str(&serde_json::to_string(text)?);
+                lines.push('\n');
+            }
+            write(&format!("out-of-scope-{}.jsonl", run.strategy), lines)?;
+        }
         // The same, and the per-label figures, as files a spreadsheet opens.
         write(
             &format!("texts-{}.csv", run.strategy),
