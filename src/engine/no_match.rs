@@ -187,8 +187,13 @@ mod tests {
     #[test]
     fn one_weak_shared_word_is_no_match() {
         let config = NoMatchConfig::default();
-        let card = retrieval(Basis::RankedScores, evidence(1, Some(0.2)));
+        // Spam that shares "card" with `payment_issue` and means something else, however
+        // confident retrieval is.
+        let card = retrieval(Basis::RankedScores, evidence(1, Some(0.1)));
         assert!(matches_nothing(&config, &card, "payment_issue", 0.55));
+        // Two shared words are more than "a word".
+        let two = retrieval(Basis::RankedScores, evidence(2, Some(0.1)));
+        assert!(!matches_nothing(&config, &two, "payment_issue", 0.55));
         // Without the meaning signal the confidence decides.
         let words_only = retrieval(Basis::RankedScores, evidence(1, None));
         assert!(matches_nothing(&config, &words_only, "payment_issue", 0.1));
@@ -212,7 +217,7 @@ mod tests {
     #[test]
     fn a_label_retrieval_did_not_rank_and_the_paper_strategies_keep_their_label() {
         let config = NoMatchConfig::default();
-        let card = retrieval(Basis::RankedScores, evidence(1, Some(0.2)));
+        let card = retrieval(Basis::RankedScores, evidence(1, Some(0.1)));
         assert!(!matches_nothing(&config, &card, "refund", 0.1));
         for basis in [Basis::SteinerTree, Basis::NoEvidence] {
             let paper = Retrieval {

@@ -327,9 +327,23 @@ mod tests {
             Reason::InvalidEvent
         );
         assert_eq!(
-            reason_of_label(br#"{"type":"retire_label","label":"a","version":2}"#),
+            reason_of_label(br#"{"type":"retire_label","label":"a","version":3}"#),
             Reason::UnsupportedVersion
         );
+        // A correction to none of the labels needs version 2, the first that has it.
+        assert_eq!(
+            reason_of_label(br#"{"type":"correct","text_id":"t","none_of_these":true,"text":"x"}"#),
+            Reason::InvalidEvent
+        );
+        let none = br#"{"type":"correct","version":2,"text_id":"t","none_of_these":true,"text":"x"}"#;
+        match label_event(none) {
+            Ok(LabelEvent::Correct {
+                label: None,
+                none_of_these: true,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(reason_of_label(deep.as_bytes()), Reason::MalformedJson);
     }

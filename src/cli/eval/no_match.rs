@@ -91,7 +91,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let bad = dir.path().join("bad.csv");
         std::fs::write(&bad, "id,body\n1,hello\n").unwrap_or_else(|e| panic!("{e}"));
-        let error = read_texts(&bad).map(|_| ()).unwrap_or_else(|e| e.to_string());
+        let error = read_texts(&bad).map_or_else(|e| e.to_string(), |_| String::new());
         assert!(error.contains("no `text` column"), "{error}");
     }
 }

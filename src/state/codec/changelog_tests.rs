@@ -152,17 +152,23 @@ fn records_round_trip_and_replay_to_the_same_engine() {
 
 #[test]
 fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
-    // Version 6 wrote `Correct` as variant 6; version 7 appended `Audit` as 7.
-    let correction = |kind| {
+    // Version 6 wrote `Correct` as variant 6; version 7 appended `Audit` as 7; version 9
+    // appended the corrections to none of the labels as 8 and 9.
+    let correction = |label: Option<&str>, kind| {
         Update::correction(
             "t-1".into(),
-            "a".into(),
+            label.map(str::to_string),
             "alpha decay emits helium nuclei".into(),
             kind,
         )
     };
-    for (kind, number) in [(CorrectionKind::Review, 6u8), (CorrectionKind::Audit, 7)] {
-        let update = correction(kind);
+    for (label, kind, number) in [
+        (Some("a"), CorrectionKind::Review, 6u8),
+        (Some("a"), CorrectionKind::Audit, 7),
+        (None, CorrectionKind::Review, 8),
+        (None, CorrectionKind::Audit, 9),
+    ] {
+        let update = correction(label, kind);
         let bytes = postcard::to_stdvec(&update).unwrap();
         assert_eq!(bytes[0], number, "{update:?}");
         let record = ChangeRecord {

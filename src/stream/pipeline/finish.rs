@@ -398,7 +398,7 @@ mod tests {
             Learning::Allowed,
         );
         let predicted = prediction(&finished);
-        assert_eq!(predicted.label, "shipping");
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
         assert_eq!((predicted.input.partition, predicted.input.offset), (2, 41));
         assert_eq!(finished.records[0].1.topic, topics.predictions);
         let learn = finished.learn.as_ref().expect("a learn step");
@@ -437,7 +437,7 @@ mod tests {
             );
             assert!(finished.learn.is_none(), "{learning:?}");
             assert_eq!(finished.tally.relearn_skipped, skipped, "{learning:?}");
-            assert_eq!(prediction(&finished).label, "billing");
+            assert_eq!(prediction(&finished).label.as_deref(), Some("billing"));
         }
     }
 
@@ -487,7 +487,7 @@ mod tests {
         );
         assert!(fallback.tally.llm_fallback);
         let predicted = prediction(&fallback);
-        assert_eq!(predicted.label, "shipping");
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
         assert_eq!(predicted.llm_error.as_deref(), Some("timeout: 60 s"));
 
         let strict = Finishing {
