@@ -395,6 +395,7 @@ fn a_correction_to_none_in_the_input_is_applied_and_an_old_version_refused() {
     let output = classify_file(dir.path(), &texts);
     let (_, stderr) = text(&output);
     assert!(!output.status.success(), "the old version's line is refused");
-    assert!(stderr.contains("1 label event(s) applied"), "{stderr}");
-    assert!(stderr.contains("`none_of_these` needs"), "{stderr}");
+    // The labels file's round and the correction to none.
+    assert!(stderr.contains("2 label event(s) applied"), "{stderr}");
+    assert!(stderr.contains("line 2: invalid_event: `none_of_these` needs"), "{stderr}");
 }
