@@ -394,8 +394,14 @@ fn a_correction_to_none_in_the_input_is_applied_and_an_old_version_refused() {
     let (dir, texts) = files("texts.jsonl", &input);
     let output = classify_file(dir.path(), &texts);
     let (_, stderr) = text(&output);
-    assert!(!output.status.success(), "the old version's line is refused");
+    assert!(
+        !output.status.success(),
+        "the old version's line is refused"
+    );
     // The labels file's round and the correction to none.
     assert!(stderr.contains("2 label event(s) applied"), "{stderr}");
-    assert!(stderr.contains("line 2: invalid_event: `none_of_these` needs"), "{stderr}");
+    assert!(
+        stderr.contains("line 2: invalid_event: `none_of_these` needs"),
+        "{stderr}"
+    );
 }

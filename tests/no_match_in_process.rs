@@ -100,9 +100,8 @@ async fn a_text_nothing_explains_has_no_label_and_none_of_these_is_a_correction(
     let none = format!(
         r#"{{"type":"correct","version":2,"text_id":"t-2","none_of_these":true,"text":"{SHIPPING}"}}"#
     );
-    let unknown = format!(
-        r#"{{"type":"correct","text_id":"t-1","label":"housing","text":"{UNRELATED}"}}"#
-    );
+    let unknown =
+        format!(r#"{{"type":"correct","text_id":"t-1","label":"housing","text":"{UNRELATED}"}}"#);
 
     let (stop_a, stopped_a) = oneshot::channel();
     let (stop_b, stopped_b) = oneshot::channel();

@@ -120,8 +120,10 @@ mod tests {
 
     #[test]
     fn an_unknown_label_says_which_are_active_and_none_points_at_the_flag() {
-        let active: std::collections::BTreeSet<String> =
-            ["billing", "shipping"].iter().map(|s| s.to_string()).collect();
+        let active: std::collections::BTreeSet<String> = ["billing", "shipping"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let message = unknown_label("none", &active, "gorag.labels");
         assert!(message.contains("use --none"), "{message}");
         assert!(

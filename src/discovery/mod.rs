@@ -259,7 +259,10 @@ mod tests {
         let strong = retrieval(Basis::RankedScores, vec![0.8, 0.1]);
         let weak = retrieval(Basis::RankedScores, vec![0.05, 0.01]);
         let nothing = retrieval(Basis::NoEvidence, Vec::new());
-        assert_eq!(unexplained(&strong, &decision(None), Status::Decided, &config), None);
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::Decided, &config),
+            None
+        );
         assert_eq!(
             unexplained(&weak, &decision(None), Status::Decided, &config),
             Some(Unexplained::WeakScore)
@@ -277,7 +280,10 @@ mod tests {
             pool_unknown_label: false,
             ..DiscoveryConfig::default()
         };
-        assert_eq!(unexplained(&strong, &unknown, Status::Decided, &scores_only), None);
+        assert_eq!(
+            unexplained(&strong, &unknown, Status::Decided, &scores_only),
+            None
+        );
         assert_eq!(
             unexplained(&weak, &unknown, Status::Decided, &scores_only),
             Some(Unexplained::WeakScore)
@@ -294,7 +300,10 @@ mod tests {
         assert_eq!(arrival_score(&described), Some(0.05));
         // A well-scored text whose decision needs review is pooled for that alone, when
         // `pool_needs_review` says so.
-        assert_eq!(unexplained(&strong, &decision(None), Status::NeedsReview, &config), None);
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::NeedsReview, &config),
+            None
+        );
         let reviewed = DiscoveryConfig {
             pool_needs_review: true,
             ..config.clone()
@@ -303,7 +312,10 @@ mod tests {
             unexplained(&strong, &decision(None), Status::NeedsReview, &reviewed),
             Some(Unexplained::NeedsReview)
         );
-        assert_eq!(unexplained(&strong, &decision(None), Status::Decided, &config), None);
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::Decided, &config),
+            None
+        );
         // A text published with no label is pooled for that alone, unless `pool_no_match` is
         // off.
         assert_eq!(
@@ -320,6 +332,9 @@ mod tests {
         );
         // Strategies without scores judge only by evidence and the LLM's answer.
         let steiner = retrieval(Basis::SteinerTree, Vec::new());
-        assert_eq!(unexplained(&steiner, &decision(None), Status::Decided, &config), None);
+        assert_eq!(
+            unexplained(&steiner, &decision(None), Status::Decided, &config),
+            None
+        );
     }
 }

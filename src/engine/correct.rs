@@ -148,7 +148,6 @@ impl Engine {
             arrival_score,
         }
     }
-
 }
 
 /// What [`Engine::judge`] found of a corrected text.

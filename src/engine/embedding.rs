@@ -137,7 +137,12 @@ impl Embeddings {
     /// examples or its name (`skipped`: an example vector left out, as in
     /// [`Self::similarity_without`]); None when the label has no vector at all. A cosine,
     /// whatever the weights ranking gives the parts: what the no-match rule reads.
-    pub fn closeness(&self, query: &[f32], position: usize, skipped: Option<&[f32]>) -> Option<f64> {
+    pub fn closeness(
+        &self,
+        query: &[f32],
+        position: usize,
+        skipped: Option<&[f32]>,
+    ) -> Option<f64> {
         let label = self.labels.get(position)?;
         label
             .examples

@@ -70,7 +70,10 @@ impl NoMatchConfig {
     /// What is wrong with the settings, or None.
     pub fn problem(&self) -> Option<String> {
         if !self.min_meaning.is_finite() {
-            return Some(format!("no_match_min_meaning {} is no number", self.min_meaning));
+            return Some(format!(
+                "no_match_min_meaning {} is no number",
+                self.min_meaning
+            ));
         }
         if !(0.0..=1.0).contains(&self.below_confidence) {
             return Some(format!(
@@ -118,7 +121,8 @@ fn weak(config: &NoMatchConfig, evidence: &MatchEvidence, confidence: f64) -> bo
     }
     match evidence.meaning {
         Some(meaning) => meaning < config.min_meaning,
-        None => !(confidence >= config.below_confidence),
+        // A confidence that is no number counts as below, as `needs_review` counts it.
+        None => confidence.is_nan() || confidence < config.below_confidence,
     }
 }
 

@@ -299,7 +299,11 @@ mod tests {
             .iter()
             .map(|c| (c.gold.as_str(), c.predicted.as_str()))
             .collect();
-        assert_eq!(pairs, [("a", NO_MATCH), ("b", NO_MATCH)], "no invented confusion");
+        assert_eq!(
+            pairs,
+            [("a", NO_MATCH), ("b", NO_MATCH)],
+            "no invented confusion"
+        );
         let rows = texts_csv(&texts).unwrap_or_default();
         assert!(rows.contains("\n1,1,1,b,,no_match,false,"), "{rows}");
     }

@@ -184,7 +184,12 @@ fn calibration_rows(report: &EvalReport) -> String {
 fn out_of_scope_rows(report: &EvalReport) -> String {
     let mut out = String::new();
     let measured = |m: &RoundMetrics| m.out_of_scope.map(|shares| (m.round, shares));
-    if !report.runs.iter().flat_map(|r| &r.rounds).any(|m| m.out_of_scope.is_some()) {
+    if !report
+        .runs
+        .iter()
+        .flat_map(|r| &r.rounds)
+        .any(|m| m.out_of_scope.is_some())
+    {
         return out;
     }
     let _ = writeln!(

@@ -86,8 +86,7 @@ pub(super) fn summarise(
     let n = scored.len().max(1) as f64;
     let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
     let correct = count(&|s| s.right());
-    let strict =
-        count(&|s| s.right() && s.hallucination != Some(HallucinationKind::UnknownLabel));
+    let strict = count(&|s| s.right() && s.hallucination != Some(HallucinationKind::UnknownLabel));
     let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
     let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
     RoundMetrics {

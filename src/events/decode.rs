@@ -335,7 +335,8 @@ mod tests {
             reason_of_label(br#"{"type":"correct","text_id":"t","none_of_these":true,"text":"x"}"#),
             Reason::InvalidEvent
         );
-        let none = br#"{"type":"correct","version":2,"text_id":"t","none_of_these":true,"text":"x"}"#;
+        let none =
+            br#"{"type":"correct","version":2,"text_id":"t","none_of_these":true,"text":"x"}"#;
         match label_event(none) {
             Ok(LabelEvent::Correct {
                 label: None,

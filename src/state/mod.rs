@@ -89,7 +89,8 @@ impl State {
                     }
                     Update::CorrectNone { text_id, text } | Update::AuditNone { text_id, text } => {
                         // No label explains it, an operator says: a text for discovery.
-                        let arrival_score = report.correction.as_ref().and_then(|c| c.arrival_score);
+                        let arrival_score =
+                            report.correction.as_ref().and_then(|c| c.arrival_score);
                         self.pool_unmatched(text_id, text, arrival_score);
                     }
                     _ => {}

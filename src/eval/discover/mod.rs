@@ -239,12 +239,8 @@ async fn stream_and_pool(
         // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.learnable(&classified.analysis);
         let status = engine.status(&classified.retrieval, &classified.decision);
-        let why = discovery::unexplained(
-            &classified.retrieval,
-            &classified.decision,
-            status,
-            config,
-        );
+        let why =
+            discovery::unexplained(&classified.retrieval, &classified.decision, status, config);
         let poolable = why.map(|_| engine.poolable(&classified.analysis));
         let learned_as = engine.label_to_learn(&classified.retrieval, &classified.decision);
         engine.learn(&learnable, learned_as, confident);
