@@ -28,6 +28,10 @@ fn config(state: &Path) -> ServeConfig {
         "llm.url=none".into(),
         "engine.embedding_model=none".into(),
         "input.max_in_flight=1".into(),
+        // That build published every text with a label: the no-match rule (which changes what
+        // is published and learned for the texts it fires on, and nothing else) is off, so its
+        // predictions are this build's too. The rule is tested in tests/no_match_in_process.rs.
+        "engine.no_match=false".into(),
     ];
     ServeConfig::load(&Layers {
         file: None,

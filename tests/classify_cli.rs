@@ -352,3 +352,56 @@ fn labels_and_texts_past_their_bounds_are_named_with_their_line() {
         .collect();
     assert_eq!(ids, ["t3"], "{stdout}");
 }
+
+#[test]
+fn a_text_no_label_explains_has_an_empty_label_and_status_no_match() {
+    let (dir, texts) = files(
+        "texts.csv",
+        "id,text\nt1,Der Kindergarten bleibt am Freitag geschlossen.\nt2,charged twice for my subscription\n",
+    );
+    let output = gorag()
+        .arg("--labels")
+        .arg(dir.path().join("labels.csv"))
+        .args(["--output", "csv"])
+        .arg(&texts)
+        .output()
+        .expect("run gorag");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let mut rows = csv::Reader::from_reader(stdout.as_bytes());
+    let rows: Vec<csv::StringRecord> = rows.records().map(|r| r.expect("a row")).collect();
+    // id, label, label_name, confidence, status, candidates, gold_label
+    assert_eq!(&rows[0][0], "t1");
+    assert_eq!((&rows[0][1], &rows[0][4]), ("", "no_match"), "{stdout}");
+    assert_eq!(&rows[1][1], "billing", "{stdout}");
+    assert!(stderr.contains("1 match no label"), "{stderr}");
+
+    // The same text as JSON: `label` is null, and the candidates stay for a reviewer.
+    let output = classify_file(dir.path(), &texts);
+    let (stdout, _) = text(&output);
+    let first: serde_json::Value =
+        serde_json::from_str(stdout.lines().next().expect("a line")).expect("JSON");
+    assert!(first["label"].is_null(), "{first}");
+    assert_eq!(first["status"], "no_match");
+    assert_eq!(first["version"], 3);
+}
+
+#[test]
+fn a_correction_to_none_in_the_input_is_applied_and_an_old_version_refused() {
+    let none = r#"{"type":"correct","version":2,"text_id":"t1","none_of_these":true,"text":"charged twice"}"#;
+    let old = r#"{"type":"correct","text_id":"t1","none_of_these":true,"text":"charged twice"}"#;
+    let input = format!("{none}\n{old}\n{{\"id\":\"t2\",\"text\":\"cannot sign in\"}}\n");
+    let (dir, texts) = files("texts.jsonl", &input);
+    let output = classify_file(dir.path(), &texts);
+    let (_, stderr) = text(&output);
+    assert!(
+        !output.status.success(),
+        "the old version's line is refused"
+    );
+    // The labels file's round and the correction to none.
+    assert!(stderr.contains("2 label event(s) applied"), "{stderr}");
+    assert!(
+        stderr.contains("line 2: invalid_event: `none_of_these` needs"),
+        "{stderr}"
+    );
+}

@@ -155,7 +155,7 @@ async fn a_missing_class_is_proposed_accepted_and_then_predicted() {
         .map(|p| {
             (
                 p["text_id"].as_str().unwrap().to_string(),
-                p["label"].as_str().unwrap().to_string(),
+                p["label"].as_str().unwrap_or("(no match)").to_string(),
             )
         })
         .collect();

@@ -443,3 +443,43 @@ fn eval_takes_label_names_and_descriptions_from_a_taxonomy_file() {
         "{stderr}"
     );
 }
+
+#[test]
+fn out_of_scope_texts_are_measured_after_every_round_and_no_match_is_counted_apart() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let stdout = eval_tiny(
+        &["--out-of-scope", "examples/out-of-scope/texts.csv"],
+        out.path(),
+    );
+    // A row per round of the out-of-scope table, its shares summing to 1.
+    let rows: Vec<Vec<f64>> = stdout
+        .lines()
+        .skip_while(|l| !l.contains("oos  decided"))
+        .skip(1)
+        .take_while(|l| l.starts_with("hybrid"))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(3)
+                .map(|v| v.parse().expect("a share"))
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for shares in &rows {
+        let sum: f64 = shares.iter().sum();
+        assert!((sum - 1.0).abs() < 1e-3, "{shares:?}");
+        // Most of these texts share no word with astronomy, cooking or football.
+        assert!(shares[2] > 0.5, "no match {shares:?}\n{stdout}");
+    }
+    let report = report_in(out.path());
+    let round = &report["runs"][0]["rounds"][1];
+    assert_eq!(round["out_of_scope"]["texts"], 62);
+    assert!(round["no_match_share"].is_number(), "{round}");
+    // Each out-of-scope text's prediction, with the evidence the rule read.
+    let written =
+        std::fs::read_to_string(out.path().join("out-of-scope-hybrid.jsonl")).expect("written");
+    assert_eq!(written.lines().count(), 2 * 62);
+    let first: serde_json::Value =
+        serde_json::from_str(written.lines().next().expect("a line")).expect("JSON");
+    assert!(first["status"].is_string(), "{first}");
+}

@@ -140,7 +140,7 @@ fn metrics_count_what_the_service_did() {
         assert_eq!(metric(&body, series), expected, "{series} in:\n{body}");
     }
     // Every prediction counted once, by status: decided over all is the live coverage.
-    let predictions: f64 = ["decided", "needs_review"]
+    let predictions: f64 = ["decided", "needs_review", "no_match"]
         .iter()
         .map(|status| {
             metric(

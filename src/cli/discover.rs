@@ -45,6 +45,9 @@ pub struct DiscoverArgs {
     /// Discovery: pool a text whose prediction needs review, whatever its score.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().pool_needs_review, action = clap::ArgAction::Set)]
     pub discover_pool_needs_review: bool,
+    /// Discovery: pool a text published with no label (no match), whatever its score.
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().pool_no_match, action = clap::ArgAction::Set)]
+    pub discover_pool_no_match: bool,
 }
 
 impl DiscoverArgs {
@@ -59,6 +62,7 @@ impl DiscoverArgs {
             min_similarity: self.discover_min_similarity,
             pool_unknown_label: self.discover_pool_unknown_label,
             pool_needs_review: self.discover_pool_needs_review,
+            pool_no_match: self.discover_pool_no_match,
             ..DiscoveryConfig::default()
         }
     }

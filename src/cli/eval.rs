@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 
 use super::discover;
 
+mod no_match;
 mod outputs;
 mod ranking;
 mod strategy;
@@ -158,6 +159,8 @@ pub struct EvalArgs {
     pub ranking: RankingArgs,
     #[command(flatten)]
     pub discover: discover::DiscoverArgs,
+    #[command(flatten)]
+    pub no_match: no_match::NoMatchArgs,
     /// Keyword extraction.
     #[arg(
         help_heading = "Keywords and ablations (tuning)",
@@ -280,6 +283,11 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             engine.calibrator = calibrator.clone();
         }
     }
+    let rule = args.no_match.config()?;
+    for engine in &mut engines {
+        engine.no_match = rule;
+    }
+    let out_of_scope = args.no_match.texts()?;
     // Before any LLM call: a bad model folder fails at once.
     let encoder = args.encoder()?;
     if let Some(llm) = &llm {
@@ -325,6 +333,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
             progress: !args.quiet,
             review_budget: args.review_budget,
             audit_share: args.audit_share,
+            out_of_scope: out_of_scope.clone(),
         };
         runs.push(eval::run(&rounds, &prepared, &options, &classifier).await?);
     }

@@ -40,6 +40,23 @@ pub async fn label_topic_ids(
     Ok((rounds, labels))
 }
 
+/// The labels active on the labels topic so far: announced by a round and not retired since.
+pub async fn active_label_ids(config: &ServeConfig, topic: &str) -> Result<BTreeSet<String>> {
+    let mut active = BTreeSet::new();
+    for payload in read_to_end(config, topic).await? {
+        match decode::label_event(&payload) {
+            Ok(LabelEvent::Round { labels, .. }) => {
+                active.extend(labels.into_iter().map(|l| l.id));
+            }
+            Ok(LabelEvent::RetireLabel { label, .. }) => {
+                active.remove(&label);
+            }
+            _ => {}
+        }
+    }
+    Ok(active)
+}
+
 /// The configuration with `topic` (a command's `--topic`), when given, as its labels topic: the
 /// topic created first is then the one the command writes to.
 pub fn labels_config(kafka: &KafkaArgs, topic: Option<&str>) -> Result<ServeConfig> {

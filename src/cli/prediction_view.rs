@@ -3,11 +3,13 @@
 
 use crate::events::{Prediction, PredictionStatus};
 
-/// "id → label  0.93 decided (llm asked[, hallucination])  candidates: …".
+/// "id → label  0.93 decided (llm asked[, hallucination])  candidates: …"; a text that
+/// matches no label shows "(no match)" in the label's place.
 pub fn line(p: &Prediction) -> String {
     let status = match p.status {
         PredictionStatus::Decided => "decided",
         PredictionStatus::NeedsReview => "needs review",
+        PredictionStatus::NoMatch => "no match",
     };
     let status = format!("{status} ({})", p.source.as_str());
     let confidence = p
@@ -22,7 +24,10 @@ pub fn line(p: &Prediction) -> String {
     format!(
         "{:<10} → {:<22} {confidence} {:<21}{:<20} candidates: {}",
         p.text_id,
-        p.label_name.as_deref().unwrap_or(&p.label),
+        p.label_name
+            .as_deref()
+            .or(p.label.as_deref())
+            .unwrap_or("(no match)"),
         status,
         llm,
         candidate_list(&p.candidates, &p.candidate_scores)

@@ -289,6 +289,9 @@ impl ServeConfig {
         if !(0.0..=1.0).contains(&self.engine.abstain_below) {
             errors.push("engine.abstain_below: must be a confidence from 0 to 1".into());
         }
+        if let Some(problem) = self.engine.engine_config().no_match.problem() {
+            errors.push(format!("engine.{problem}"));
+        }
         if r.max_candidates == 0 {
             errors.push("engine.ranking.max_candidates: must be at least 1".into());
         }

@@ -275,6 +275,18 @@ pub struct EngineSection {
     /// Refit the confidence from the labelled texts the log brings (examples of labels with
     /// several, audited corrections); derived state of each instance (docs/decisions.md).
     pub refit_confidence: bool,
+    /// Publish a text that nothing the labels know explains with no label (`status:
+    /// no_match`) rather than a label it shares a word or two with (docs/guide/classify.md,
+    /// "No match").
+    pub no_match: bool,
+    /// A label matched by at most this many of the text's words is matched "by a word or two"…
+    pub no_match_max_words: usize,
+    /// …and the text is no match when the meaning signal's similarity to that label is below
+    /// this…
+    pub no_match_min_meaning: f64,
+    /// …or, without the meaning signal (`embedding_model = "none"`), when its confidence is
+    /// below this.
+    pub no_match_below_confidence: f64,
     /// Characters of each candidate's most similar example in the prompt (0: none).
     pub example_chars: usize,
     /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
@@ -309,6 +321,10 @@ impl Default for EngineSection {
             calibrator: None,
             loaded_calibrator: None,
             refit_confidence: defaults.refit_confidence,
+            no_match: defaults.no_match.enabled,
+            no_match_max_words: defaults.no_match.max_words,
+            no_match_min_meaning: defaults.no_match.min_meaning,
+            no_match_below_confidence: defaults.no_match.below_confidence,
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
@@ -330,6 +346,12 @@ impl EngineSection {
             abstain_below: self.abstain_below,
             calibrator: self.loaded_calibrator.clone().unwrap_or_default(),
             refit_confidence: self.refit_confidence,
+            no_match: crate::engine::no_match::NoMatchConfig {
+                enabled: self.no_match,
+                max_words: self.no_match_max_words,
+                min_meaning: self.no_match_min_meaning,
+                below_confidence: self.no_match_below_confidence,
+            },
             example_chars: self.example_chars,
             prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),

@@ -108,15 +108,19 @@ pub fn observed(
     let mut traffic: HashMap<String, LabelTraffic> = HashMap::new();
     let mut confusions: BTreeMap<(String, String), u64> = BTreeMap::new();
     for prediction in last.values() {
-        let entry = traffic.entry(prediction.label.clone()).or_default();
+        // A text that matched no label is no label's traffic.
+        let Some(label) = &prediction.label else {
+            continue;
+        };
+        let entry = traffic.entry(label.clone()).or_default();
         entry.volume += 1;
         entry.hallucinations += u64::from(prediction.hallucination);
         let outside = prediction.hallucination_kind == Some(HallucinationKind::OutsideCandidates);
         if let (true, Some(best)) = (outside, prediction.candidates.first()) {
-            let pair = if prediction.label < *best {
-                (prediction.label.clone(), best.clone())
+            let pair = if label < best {
+                (label.clone(), best.clone())
             } else {
-                (best.clone(), prediction.label.clone())
+                (best.clone(), label.clone())
             };
             *confusions.entry(pair).or_default() += 1;
         }

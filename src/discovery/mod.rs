@@ -18,7 +18,7 @@ pub mod report;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::answer::HallucinationKind;
-use crate::engine::{Basis, Decision, Retrieval};
+use crate::engine::{Basis, Decision, Retrieval, Status};
 
 pub use communities::Community;
 pub use pool::{Pool, PoolNote, PooledText};
@@ -57,6 +57,9 @@ pub struct DiscoveryConfig {
     /// whatever its score. Off: measured, it pools three times as many known classes' texts
     /// and recovers fewer new classes (docs/decisions.md).
     pub pool_needs_review: bool,
+    /// Pool a text published with no label (`no_match`: `engine.no_match_*`), whatever its
+    /// score.
+    pub pool_no_match: bool,
 }
 
 impl Default for DiscoveryConfig {
@@ -74,6 +77,7 @@ impl Default for DiscoveryConfig {
             resolution: 8.0,
             pool_unknown_label: true,
             pool_needs_review: false,
+            pool_no_match: true,
         }
     }
 }
@@ -123,16 +127,19 @@ pub enum Unexplained {
     /// Retrieval's best label scored below `max_score` (descriptions left out).
     WeakScore,
     /// The decision's confidence was below `engine.abstain_below`: published as needing
-    /// review. (Last, so that notes written before it keep their numbers.)
+    /// review. (After the first three, so that notes written before it keep their numbers.)
     NeedsReview,
+    /// The text matched no label and was published without one (`no_match`), or an operator
+    /// said no label fits it (a correction to none). Last, for the same reason.
+    NoMatch,
 }
 
-/// Whether (and why) a classified text is poorly explained by the active labels;
-/// `needs_review`: whether its decision was published as needing review.
+/// Whether (and why) a classified text is poorly explained by the active labels; `status`:
+/// what its decision was published as.
 pub fn unexplained(
     retrieval: &Retrieval,
     decision: &Decision,
-    needs_review: bool,
+    status: Status,
     config: &DiscoveryConfig,
 ) -> Option<Unexplained> {
     if config.pool_unknown_label && decision.hallucination == Some(HallucinationKind::UnknownLabel)
@@ -145,7 +152,11 @@ pub fn unexplained(
     if weak_score(retrieval, config) {
         return Some(Unexplained::WeakScore);
     }
-    (needs_review && config.pool_needs_review).then_some(Unexplained::NeedsReview)
+    match status {
+        Status::NoMatch if config.pool_no_match => Some(Unexplained::NoMatch),
+        Status::NeedsReview if config.pool_needs_review => Some(Unexplained::NeedsReview),
+        _ => None,
+    }
 }
 
 /// Whether retrieval's best score on discovery's scale (descriptions left out) is below
@@ -186,6 +197,7 @@ mod tests {
             tree_cost: None,
             graph_choice: "l".into(),
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: 0,
         }
@@ -247,27 +259,33 @@ mod tests {
         let strong = retrieval(Basis::RankedScores, vec![0.8, 0.1]);
         let weak = retrieval(Basis::RankedScores, vec![0.05, 0.01]);
         let nothing = retrieval(Basis::NoEvidence, Vec::new());
-        assert_eq!(unexplained(&strong, &decision(None), false, &config), None);
         assert_eq!(
-            unexplained(&weak, &decision(None), false, &config),
+            unexplained(&strong, &decision(None), Status::Decided, &config),
+            None
+        );
+        assert_eq!(
+            unexplained(&weak, &decision(None), Status::Decided, &config),
             Some(Unexplained::WeakScore)
         );
         assert_eq!(
-            unexplained(&nothing, &decision(None), false, &config),
+            unexplained(&nothing, &decision(None), Status::Decided, &config),
             Some(Unexplained::NoEvidence)
         );
         let unknown = decision(Some(HallucinationKind::UnknownLabel));
         assert_eq!(
-            unexplained(&strong, &unknown, false, &config),
+            unexplained(&strong, &unknown, Status::Decided, &config),
             Some(Unexplained::UnknownLabel)
         );
         let scores_only = DiscoveryConfig {
             pool_unknown_label: false,
             ..DiscoveryConfig::default()
         };
-        assert_eq!(unexplained(&strong, &unknown, false, &scores_only), None);
         assert_eq!(
-            unexplained(&weak, &unknown, false, &scores_only),
+            unexplained(&strong, &unknown, Status::Decided, &scores_only),
+            None
+        );
+        assert_eq!(
+            unexplained(&weak, &unknown, Status::Decided, &scores_only),
             Some(Unexplained::WeakScore)
         );
         // Discovery's score, not the ranked best (which a description may have lifted).
@@ -276,24 +294,47 @@ mod tests {
             ..retrieval(Basis::RankedScores, vec![0.3])
         };
         assert_eq!(
-            unexplained(&described, &decision(None), false, &config),
+            unexplained(&described, &decision(None), Status::Decided, &config),
             Some(Unexplained::WeakScore)
         );
         assert_eq!(arrival_score(&described), Some(0.05));
         // A well-scored text whose decision needs review is pooled for that alone, when
         // `pool_needs_review` says so.
-        assert_eq!(unexplained(&strong, &decision(None), true, &config), None);
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::NeedsReview, &config),
+            None
+        );
         let reviewed = DiscoveryConfig {
             pool_needs_review: true,
             ..config.clone()
         };
         assert_eq!(
-            unexplained(&strong, &decision(None), true, &reviewed),
+            unexplained(&strong, &decision(None), Status::NeedsReview, &reviewed),
             Some(Unexplained::NeedsReview)
         );
-        assert_eq!(unexplained(&strong, &decision(None), false, &config), None);
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::Decided, &config),
+            None
+        );
+        // A text published with no label is pooled for that alone, unless `pool_no_match` is
+        // off.
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::NoMatch, &config),
+            Some(Unexplained::NoMatch)
+        );
+        let unpooled = DiscoveryConfig {
+            pool_no_match: false,
+            ..config.clone()
+        };
+        assert_eq!(
+            unexplained(&strong, &decision(None), Status::NoMatch, &unpooled),
+            None
+        );
         // Strategies without scores judge only by evidence and the LLM's answer.
         let steiner = retrieval(Basis::SteinerTree, Vec::new());
-        assert_eq!(unexplained(&steiner, &decision(None), false, &config), None);
+        assert_eq!(
+            unexplained(&steiner, &decision(None), Status::Decided, &config),
+            None
+        );
     }
 }

@@ -185,7 +185,10 @@ impl Session {
         if engine.config().online_indexing {
             let update = Update::Learn {
                 analysis: engine.learnable(&classified.analysis),
-                label: classified.decision.label.clone(),
+                // A text that matched no label is learned under none (`NO_LABEL`).
+                label: engine
+                    .label_to_learn(&classified.retrieval, &classified.decision)
+                    .to_string(),
                 confident,
             };
             // A label retired meanwhile is not learned; nothing else can refuse it.

@@ -22,6 +22,11 @@ pub struct CorrectionReport {
     pub decided: Option<(String, f64)>,
     /// Whether a learned copy of the text under another label was taken back.
     pub took_back: bool,
+    /// A correction to none of the labels: what retrieval made of the text just before, on
+    /// discovery's scale (`discovery::arrival_score`: its best score with descriptions left out,
+    /// 0 with no evidence; None without scores), for the discovery pool the text joins.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_score: Option<f64>,
 }
 
 /// Why an operator labelled a text.
@@ -46,39 +51,10 @@ impl Engine {
         kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
         let position = LabelPos::at(self.active_position(label)?);
-        let mut analysis = self.analyze(text);
-        // The decision it corrects as gorag would take it now, without the text's own learned
-        // copies (which would vouch for their own label). Without scores (`steiner`, `all`,
-        // `naive`) there is nothing to hold out and no confidence to refit.
-        let copies = self.learned_copies(&analysis);
-        let (decided, outcome) = if self.config.strategy.evidence().is_some() {
-            // A failed encoding leaves the decision lexical, as it would have been published.
-            let _ = self.embed_query(&mut analysis, text);
-            let held_out = HeldOut {
-                docs: copies.clone(),
-                vector: None,
-            };
-            match self.retrieve_held_out(&analysis, &held_out) {
-                Some(retrieval) => {
-                    let decision = self.decide(&retrieval, None);
-                    let signals = self.signals(&retrieval, &decision.label, None, &[]);
-                    let outcome = Outcome {
-                        features: signals.features(),
-                        right: decision.label == label,
-                    };
-                    (Some((decision.label, decision.confidence)), Some(outcome))
-                }
-                None => (None, None),
-            }
-        } else {
-            let decided = self.retrieve(&analysis).ok().map(|retrieval| {
-                let decision = self.decide(&retrieval, None);
-                (decision.label, decision.confidence)
-            });
-            (decided, None)
-        };
+        let judged = self.judge(text, Some(label));
         // Its copies under other labels are taken back (a text sent twice was learned twice).
-        let wrong: Vec<DocId> = copies
+        let wrong: Vec<DocId> = judged
+            .copies
             .into_iter()
             .filter(|&doc| self.index.doc(doc).is_some_and(|d| d.label != position))
             .collect();
@@ -86,11 +62,104 @@ impl Engine {
         // Its outcome is the decision it corrects, not how it fares as an example.
         let (report, _) = self.index_examples(label, &[text.to_string()])?;
         if kind == CorrectionKind::Audit {
-            self.record_outcomes(outcome.into_iter().collect());
+            self.record_outcomes(judged.outcome.into_iter().collect());
         }
-        Ok((report, CorrectionReport { decided, took_back }))
+        let correction = CorrectionReport {
+            decided: judged.decided,
+            took_back,
+            arrival_score: None,
+        };
+        Ok((report, correction))
     }
 
+    /// An operator's "none of these": no active label fits `text`. It becomes no label's
+    /// example; every learned copy of it, under any label, is taken back; an audit's counts
+    /// for the confidence refit as a decision whose label was wrong (whatever gorag decided,
+    /// no label was right). Its place in the discovery pool is the replicated state's
+    /// ([`crate::state::State::apply`]). Errors when no label is active, changing nothing.
+    pub fn correct_to_none(
+        &mut self,
+        text: &str,
+        kind: CorrectionKind,
+    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
+        if self.active_labels().next().is_none() {
+            return Err(EngineError::NoActiveLabels);
+        }
+        let judged = self.judge(text, None);
+        let took_back = self.index.remove_classified(&judged.copies) > 0;
+        if kind == CorrectionKind::Audit {
+            self.record_outcomes(judged.outcome.into_iter().collect());
+        }
+        let correction = CorrectionReport {
+            decided: judged.decided,
+            took_back,
+            arrival_score: judged.arrival_score,
+        };
+        Ok((IndexReport::default(), correction))
+    }
+
+    /// The decision a correction corrects, as gorag would take it now, without the text's own
+    /// learned copies (which would vouch for their own label); `right` is the right label
+    /// (None: none of them). Without scores (`steiner`, `all`, `naive`) there is nothing to
+    /// hold out and no confidence to refit.
+    fn judge(&self, text: &str, right: Option<&str>) -> Judged {
+        let mut analysis = self.analyze(text);
+        let copies = self.learned_copies(&analysis);
+        if self.config.strategy.evidence().is_none() {
+            let decided = self.retrieve(&analysis).ok().map(|retrieval| {
+                let decision = self.decide(&retrieval, None);
+                (decision.label, decision.confidence)
+            });
+            return Judged {
+                copies,
+                decided,
+                outcome: None,
+                arrival_score: None,
+            };
+        }
+        // A failed encoding leaves the decision lexical, as it would have been published.
+        let _ = self.embed_query(&mut analysis, text);
+        let held_out = HeldOut {
+            docs: copies.clone(),
+            vector: None,
+        };
+        let Some(retrieval) = self.retrieve_held_out(&analysis, &held_out) else {
+            return Judged {
+                copies,
+                decided: None,
+                outcome: None,
+                arrival_score: None,
+            };
+        };
+        let decision = self.decide(&retrieval, None);
+        let signals = self.signals(&retrieval, &decision.label, None, &[]);
+        let outcome = Outcome {
+            features: signals.features(),
+            right: right == Some(decision.label.as_str()),
+        };
+        let arrival_score = match retrieval.basis {
+            super::Basis::NoEvidence => Some(0.0),
+            _ => retrieval.discovery_score,
+        };
+        Judged {
+            copies,
+            decided: Some((decision.label, decision.confidence)),
+            outcome: Some(outcome),
+            arrival_score,
+        }
+    }
+}
+
+/// What [`Engine::judge`] found of a corrected text.
+struct Judged {
+    /// Its learned copies, under any label.
+    copies: Vec<DocId>,
+    decided: Option<(String, f64)>,
+    outcome: Option<Outcome>,
+    arrival_score: Option<f64>,
+}
+
+impl Engine {
     /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
     /// under any label).
     pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {

@@ -4,7 +4,7 @@
 use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
 use super::confidence::{LlmOpinion, Signals};
 use super::prompt::ChoiceMode;
-use super::{choice, Basis, Decision, Engine, Retrieval, Source, SCORED_ON_LIST};
+use super::{choice, no_match, Basis, Decision, Engine, Retrieval, Source, Status, SCORED_ON_LIST};
 
 /// A `scored` choice: the fused label, the LLM's own favourite (None when it has none: its
 /// answer names no candidate and its first token begins several names equally), how much it
@@ -304,6 +304,39 @@ impl Engine {
             && (decision.confidence.is_nan() || decision.confidence < self.config.abstain_below)
     }
 
+    /// What a decision is published as: no label when nothing the labels know explains the
+    /// text ([`super::no_match`]), else its label, decided or needing review.
+    pub fn status(&self, retrieval: &Retrieval, decision: &Decision) -> Status {
+        if self.matches_nothing(retrieval, decision) {
+            Status::NoMatch
+        } else if self.needs_review(retrieval, decision) {
+            Status::NeedsReview
+        } else {
+            Status::Decided
+        }
+    }
+
+    /// Whether the text matches none of the active labels ([`super::no_match`]): it is then
+    /// published with no label, and learned under none.
+    pub fn matches_nothing(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        no_match::matches_nothing(
+            &self.config.no_match,
+            retrieval,
+            &decision.label,
+            decision.confidence,
+        )
+    }
+
+    /// The label online indexing learns a decision under: [`super::NO_LABEL`] when the text
+    /// matches no label, else the decided label.
+    pub fn label_to_learn<'a>(&self, retrieval: &Retrieval, decision: &'a Decision) -> &'a str {
+        if self.matches_nothing(retrieval, decision) {
+            super::NO_LABEL
+        } else {
+            &decision.label
+        }
+    }
+
     /// Whether to ask the LLM about a text: retrieval's own decision has a confidence below
     /// `ask_below` (1 asks about every text, 0 about none). What the answer can then change
     /// is the choice mode's and `llm_weight`'s to say; `gorag eval` measures both.
@@ -332,7 +365,7 @@ impl Engine {
         let Some(margin) = retrieval.margin else {
             return true;
         };
-        if self.needs_review(retrieval, decision) {
+        if self.status(retrieval, decision) != Status::Decided {
             return false;
         }
         if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {

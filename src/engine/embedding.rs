@@ -133,6 +133,26 @@ impl Embeddings {
         self.label_mut(position).examples.push(vector);
     }
 
+    /// How close in meaning the query is to one label: its best cosine with the label's
+    /// examples or its name (`skipped`: an example vector left out, as in
+    /// [`Self::similarity_without`]); None when the label has no vector at all. A cosine,
+    /// whatever the weights ranking gives the parts: what the no-match rule reads.
+    pub fn closeness(
+        &self,
+        query: &[f32],
+        position: usize,
+        skipped: Option<&[f32]>,
+    ) -> Option<f64> {
+        let label = self.labels.get(position)?;
+        label
+            .examples
+            .iter()
+            .filter(|v| skipped != Some(v.as_slice()))
+            .chain(label.name.as_ref())
+            .map(|v| cosine(query, v))
+            .reduce(f64::max)
+    }
+
     /// Per label position (`labels` of them): the query's best cosine with the label's
     /// examples plus `name_weight` × its cosine with the name (negative cosines count as 0:
     /// an unrelated name says nothing).

@@ -19,6 +19,7 @@ pub mod index;
 pub mod keywords;
 mod material;
 mod nearest;
+pub mod no_match;
 pub mod prompt;
 pub mod rank;
 pub mod refit;
@@ -154,6 +155,8 @@ pub struct EngineConfig {
     /// Refit the confidence from the labelled texts the log brings: examples of labels that
     /// have several, and audited corrections ([`refit`]).
     pub refit_confidence: bool,
+    /// When a text is published with no label ([`no_match`]).
+    pub no_match: no_match::NoMatchConfig,
 }
 
 impl Default for EngineConfig {
@@ -181,9 +184,16 @@ impl Default for EngineConfig {
             ask_below: DEFAULT_ASK_BELOW,
             calibrator: confidence::Calibrator::default(),
             refit_confidence: DEFAULT_REFIT_CONFIDENCE,
+            no_match: no_match::NoMatchConfig::default(),
         }
     }
 }
+
+/// The label a text that matched no label ([`Status::NoMatch`]) is learned under: none. Such a
+/// text joins the keyword statistics (every text does) and nothing else — no keyword, no
+/// classified text ([`Engine::learn`]). Empty, as no label id can be; the changelog's learn
+/// record carries it so.
+pub const NO_LABEL: &str = "";
 
 /// `abstain_below`'s default: a decision more likely wrong than right needs review
 /// (docs/decisions.md has the coverage and accuracy it gives on every dataset).
@@ -330,6 +340,9 @@ pub struct Retrieval {
     pub discovery_score: Option<f64>,
     /// Ranked strategies: what each candidate's score is made of (same order); empty otherwise.
     pub parts: Vec<confidence::CandidateParts>,
+    /// Ranked strategies: how much of each candidate's own material the text matches (same
+    /// order; empty otherwise): what the no-match rule reads ([`no_match`]).
+    pub evidence: Vec<no_match::MatchEvidence>,
     /// Labels the first hop found evidence for (0 for the strategies without scores;
     /// `nearest`: the labels with an example vector).
     pub first_hop_labels: usize,
@@ -352,6 +365,18 @@ impl Source {
             Self::Graph => "graph",
         }
     }
+}
+
+/// What a decision is published as ([`Engine::status`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Its label, confident enough to apply (confidence at or above `abstain_below`).
+    #[default]
+    Decided,
+    /// Its label is only a best guess: a person should look (confidence below `abstain_below`).
+    NeedsReview,
+    /// No label: nothing the active labels know explains the text ([`no_match`]).
+    NoMatch,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -518,12 +543,17 @@ impl Engine {
     /// kept as a tentative text under `label` (heard only by texts nothing labelled explains).
     /// Only for active labels, and not in the `offline` ablation. Returns the number of keyword
     /// nodes added.
+    /// A text that matched no label ([`NO_LABEL`]) joins the statistics only.
     pub fn learn(&mut self, analysis: &Analysis, label: &str, confident: bool) -> usize {
-        if !self.config.online_indexing || !self.is_active(label) {
+        let unlabelled = label == NO_LABEL;
+        if !self.config.online_indexing || !(unlabelled || self.is_active(label)) {
             return 0;
         }
         self.stats.add(&analysis.phrases);
         self.stats.bound(self.config.phrase_capacity);
+        if unlabelled {
+            return 0;
+        }
         let position = self.label_index.get(label).map(|&p| index::LabelPos::at(p));
         if !confident {
             if let Some(position) = position {

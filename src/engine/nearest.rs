@@ -54,6 +54,7 @@ impl Engine {
                 tree_cost: None,
                 discovery_score: None,
                 parts: Vec::new(),
+                evidence: Vec::new(),
                 first_hop_labels: 0,
                 active_labels,
             };
@@ -78,6 +79,7 @@ impl Engine {
             tree_cost: None,
             discovery_score: None,
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels,
             active_labels,
         }

@@ -12,6 +12,7 @@ use super::confidence::CandidateParts;
 use super::graph::{self, Node};
 use super::index::{DocKind, Hit};
 use super::keywords::Keyword;
+use super::no_match::{self, MatchEvidence};
 use super::rank::{self, Evidence, Ranking};
 use super::refit::HeldOut;
 use super::steiner;
@@ -74,6 +75,7 @@ impl Engine {
             graph_choice,
             discovery_score: None,
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: self.active_labels().count(),
         })
@@ -142,18 +144,33 @@ impl Engine {
                     .is_some_and(|label| label.active)
             });
         }
+        // How close in meaning each candidate is (the no-match rule reads it), with the same
+        // example left out as the ranking.
+        let skipped = held_out.and_then(|h| h.vector.as_ref());
+        let meaning = |label: u32| {
+            let (embeddings, query) = (self.embeddings.as_ref()?, analysis.embedding.as_ref()?);
+            let skipped = skipped
+                .filter(|held| held.0 == label)
+                .map(|held| held.1.as_slice());
+            embeddings.closeness(query, label as usize, skipped)
+        };
         let margin = ranking.margin();
         let mut candidates = Vec::with_capacity(keep);
         let mut scores = Vec::with_capacity(keep);
         let mut examples = Vec::with_capacity(keep);
         let mut parts = Vec::with_capacity(keep);
         let mut example_matches = Vec::with_capacity(keep);
+        let mut matched = Vec::with_capacity(keep);
         for (&(label, score), example) in
             ranking.ranked.iter().zip(&ranking.best_example).take(keep)
         {
             candidates.push(self.labels[label as usize].id.clone());
             scores.push(score);
             parts.push(CandidateParts::from(ranking.parts.of(label)));
+            matched.push(MatchEvidence {
+                shared_words: self.shared_words(&hits, label, &analysis.terms),
+                meaning: meaning(label),
+            });
             // A rationale for a text shown to someone; a held-out example's decision is only
             // scored (and it costs a walk over the documents before the example's).
             example_matches.push(example.filter(|_| held_out.is_none()).and_then(|doc| {
@@ -178,6 +195,7 @@ impl Engine {
             tree_cost: None,
             discovery_score: Some(ranking.best_without_descriptions),
             parts,
+            evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
         }
@@ -229,9 +247,26 @@ impl Engine {
             tree_cost: None,
             discovery_score: None,
             parts: Vec::new(),
+            evidence: Vec::new(),
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
         }
+    }
+
+    /// Distinct words of a text found in a label's own material (its examples, name and
+    /// description among the text's hits): how many words the label's evidence rests on.
+    fn shared_words(&self, hits: &[Hit], label: u32, terms: &TermCounts) -> usize {
+        let own = hits
+            .iter()
+            .filter(|hit| hit.label.0 == label)
+            .filter(|hit| {
+                matches!(
+                    hit.kind,
+                    DocKind::Example | DocKind::Name | DocKind::Description
+                )
+            })
+            .filter_map(|hit| self.index.doc(hit.doc));
+        no_match::shared_words(terms, own)
     }
 
     /// Per-label scores of a text (active labels only), best first.

@@ -293,6 +293,8 @@ impl Engine {
             | Update::AddExamples { .. }
             | Update::Correct { .. }
             | Update::Audit { .. }
+            | Update::CorrectNone { .. }
+            | Update::AuditNone { .. }
             | Update::RetireLabel { .. }
             | Update::Learn { .. } => Vec::new(),
         }

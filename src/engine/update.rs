@@ -33,15 +33,22 @@ pub enum Update {
     /// applied as [`Update::Correct`], and its decision's outcome refits the confidence
     /// ([`Engine::audit`]).
     Audit { label: String, text: String },
+    /// An operator's "none of these": no active label fits the text ([`Engine::correct_to_none`]).
+    CorrectNone { text: String },
+    /// The same from an audit: its decision's outcome (wrong) refits the confidence.
+    AuditNone { text: String },
 }
 
 impl Update {
     /// An operator's label for a text: a reviewer's ([`Update::Correct`]) or an audit's
     /// ([`Update::Audit`]).
-    pub fn correction(label: String, text: String, kind: CorrectionKind) -> Self {
-        match kind {
-            CorrectionKind::Review => Self::Correct { label, text },
-            CorrectionKind::Audit => Self::Audit { label, text },
+    /// `label` None: none of the active labels fits the text.
+    pub fn correction(label: Option<String>, text: String, kind: CorrectionKind) -> Self {
+        match (label, kind) {
+            (Some(label), CorrectionKind::Review) => Self::Correct { label, text },
+            (Some(label), CorrectionKind::Audit) => Self::Audit { label, text },
+            (None, CorrectionKind::Review) => Self::CorrectNone { text },
+            (None, CorrectionKind::Audit) => Self::AuditNone { text },
         }
     }
 }
@@ -62,6 +69,17 @@ impl Engine {
                     _ => CorrectionKind::Review,
                 };
                 let (report, correction) = self.correct(label, text, kind)?;
+                Ok(IndexReport {
+                    correction: Some(correction),
+                    ..report
+                })
+            }
+            Update::CorrectNone { text } | Update::AuditNone { text } => {
+                let kind = match update {
+                    Update::AuditNone { .. } => CorrectionKind::Audit,
+                    _ => CorrectionKind::Review,
+                };
+                let (report, correction) = self.correct_to_none(text, kind)?;
                 Ok(IndexReport {
                     correction: Some(correction),
                     ..report

@@ -9,11 +9,12 @@ pub mod calibration;
 pub mod dataset;
 pub mod discover;
 pub mod llm_curve;
+pub mod out_of_scope;
 pub mod per_label;
 pub mod report;
 mod scored;
+mod summary;
 
-use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use futures::stream::{self, StreamExt};
@@ -21,14 +22,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::classify::{Classified, Classifier};
-use crate::discovery::label_map::{self, LabelMap, LabelTraffic};
-use crate::engine::answer::HallucinationKind;
+use crate::discovery::label_map::LabelMap;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::prompt::ChoiceMode;
-use crate::engine::{Engine, EngineConfig, EngineError, NewLabel};
+use crate::engine::{Engine, EngineConfig, EngineError, NewLabel, Status};
 use dataset::{RoundData, Sample};
 pub use scored::TextRecord;
 use scored::{Scored, Where};
+pub(crate) use summary::mean_or_zero;
+use summary::{map_of, summarise};
 
 #[derive(Clone)]
 pub struct EvalOptions {
@@ -46,6 +48,9 @@ pub struct EvalOptions {
     /// the stream whatever their confidence, is corrected to its gold label as an audit
     /// ([`Engine::audit`]: its outcome refits the confidence) instead of being learned (0: none).
     pub audit_share: f64,
+    /// Texts that fit none of the dataset's classes, classified after every round and never
+    /// learned from ([`out_of_scope`]; empty: none).
+    pub out_of_scope: Vec<String>,
 }
 
 /// Time spent per stage in one round, summed over its texts (seconds).
@@ -101,8 +106,13 @@ pub struct RoundMetrics {
     pub calibration: calibration::Calibration,
     /// Share of the texts whose prediction needs review (confidence below `abstain_below`).
     pub review_share: f64,
+    /// Share of the texts published with no label (`no_match`: nothing the labels know
+    /// explains them). Counted wrong in `accuracy`, and never as a confusion.
+    pub no_match_share: f64,
     /// Accuracy of the others, the predictions published as decided.
     pub decided_accuracy: f64,
+    /// What the out-of-scope texts were published as after this round (`--out-of-scope`).
+    pub out_of_scope: Option<out_of_scope::OutOfScopeShares>,
     /// When the LLM was asked about every text: accuracy against LLM calls per text for other
     /// weights and thresholds ([`llm_curve`]).
     pub llm_curve: Vec<llm_curve::CurvePoint>,
@@ -123,6 +133,9 @@ pub struct StrategyRun {
     /// Every text's prediction, round by round (written as `texts-<strategy>.jsonl`).
     #[serde(skip)]
     pub texts: Vec<TextRecord>,
+    /// Every out-of-scope text's prediction, round by round (`out-of-scope-<strategy>.jsonl`).
+    #[serde(skip)]
+    pub out_of_scope_texts: Vec<out_of_scope::OutOfScopeRecord>,
     /// The label space after the last round (`labels.html`): labels joined by shared keywords
     /// and by the confusions of the last round's predictions, with their volume.
     pub label_map: Option<LabelMap>,
@@ -202,6 +215,7 @@ pub async fn run(
 
     let mut metrics = Vec::new();
     let mut texts = Vec::new();
+    let mut out_of_scope_texts = Vec::new();
     let mut last_scored: Vec<Scored> = Vec::new();
     for (r, (round, setup)) in rounds.iter().zip(prepared).enumerate() {
         let round_started = Instant::now();
@@ -251,14 +265,22 @@ pub async fn run(
         scored.extend(earlier_scored);
 
         seconds.total = round_started.elapsed().as_secs_f64() + setup.describe_seconds;
-        metrics.push(summarise(
+        let mut summary = summarise(
             round.number,
             &engine,
             &scored,
             setup.description_calls,
             learning,
             seconds,
-        ));
+        );
+        if !options.out_of_scope.is_empty() {
+            let (shares, records) =
+                out_of_scope::measure(&engine, round.number, &options.out_of_scope, classifier)
+                    .await?;
+            summary.out_of_scope = Some(shares);
+            out_of_scope_texts.extend(records);
+        }
+        metrics.push(summary);
         texts.extend(scored.iter().map(|s| s.record.clone()));
         last_scored = scored;
     }
@@ -278,6 +300,7 @@ pub async fn run(
         rounds: metrics,
         llm_choice,
         texts,
+        out_of_scope_texts,
         label_map: map_of(&engine, &last_scored),
         per_label,
     })
@@ -352,7 +375,7 @@ async fn classify_and_learn(
         if oversight.audits(i) {
             engine.correct(&sample.label, &sample.text, CorrectionKind::Audit)?;
             learning.audited += 1;
-        } else if record.needs_review && within_budget {
+        } else if record.status == Status::NeedsReview && within_budget {
             engine.correct(&sample.label, &sample.text, CorrectionKind::Review)?;
             learning.reviewed += 1;
         } else {
@@ -360,8 +383,8 @@ async fn classify_and_learn(
             learning.learned += usize::from(confident);
             learning.learned_correct +=
                 usize::from(confident && classified.decision.label == sample.label);
-            learning.keywords_added_online +=
-                engine.learn(&classified.analysis, &classified.decision.label, confident);
+            let label = engine.label_to_learn(&classified.retrieval, &classified.decision);
+            learning.keywords_added_online += engine.learn(&classified.analysis, label, confident);
         }
         seconds.online_index += started.elapsed().as_secs_f64();
         scored.push(record);
@@ -396,159 +419,6 @@ async fn classify_earlier(
         scored.push(score);
     }
     Ok(scored)
-}
-
-/// The label map of the final engine, with the last round's predictions as traffic and its
-/// mistakes as confusions.
-fn map_of(engine: &Engine, scored: &[Scored]) -> Option<LabelMap> {
-    let mut traffic: HashMap<String, LabelTraffic> = HashMap::new();
-    let mut confusions: BTreeMap<(String, String), u64> = BTreeMap::new();
-    for s in scored {
-        let entry = traffic.entry(s.label.clone()).or_default();
-        entry.volume += 1;
-        entry.hallucinations += u64::from(s.hallucination.is_some());
-        if s.label != s.gold {
-            let pair = if s.label < s.gold {
-                (s.label.clone(), s.gold.clone())
-            } else {
-                (s.gold.clone(), s.label.clone())
-            };
-            *confusions.entry(pair).or_default() += 1;
-        }
-    }
-    match label_map::label_map(engine, &confusions, &traffic) {
-        Ok(map) => Some(map),
-        Err(error) => {
-            tracing::warn!(%error, "label map not drawn");
-            None
-        }
-    }
-}
-
-/// The mean of `values`, 0 when there are none.
-pub(crate) fn mean_or_zero(values: impl Iterator<Item = f64>) -> f64 {
-    mean(values).unwrap_or(0.0)
-}
-
-fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0usize), |(sum, n), v| (sum + v, n + 1));
-    (n > 0).then(|| sum / n as f64)
-}
-
-/// Mean over gold classes of the share of their texts labelled right.
-fn macro_recall(scored: &[Scored]) -> f64 {
-    // Ordered, so the float sum (and the table's last digit) is the same from run to run.
-    let mut per_gold: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for s in scored {
-        let entry = per_gold.entry(s.gold.as_str()).or_insert((0, 0));
-        entry.1 += 1;
-        if s.label == s.gold {
-            entry.0 += 1;
-        }
-    }
-    if per_gold.is_empty() {
-        return 0.0;
-    }
-    per_gold
-        .values()
-        .map(|(hit, all)| *hit as f64 / *all as f64)
-        .sum::<f64>()
-        / per_gold.len() as f64
-}
-
-fn summarise(
-    round: usize,
-    engine: &Engine,
-    scored: &[Scored],
-    description_calls: u32,
-    learning: Learning,
-    seconds: StageSeconds,
-) -> RoundMetrics {
-    let Learning {
-        keywords_added_online,
-        learned,
-        learned_correct,
-        reviewed,
-        audited,
-    } = learning;
-    let n = scored.len().max(1) as f64;
-    let count = |f: &dyn Fn(&Scored) -> bool| scored.iter().filter(|s| f(s)).count();
-    let correct = count(&|s| s.label == s.gold);
-    let strict =
-        count(&|s| s.label == s.gold && s.hallucination != Some(HallucinationKind::UnknownLabel));
-    let unknown = count(&|s| s.hallucination == Some(HallucinationKind::UnknownLabel));
-    let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
-    RoundMetrics {
-        round,
-        labels: engine.active_labels().count(),
-        texts: scored.len(),
-        accuracy: correct as f64 / n,
-        graph_accuracy: count(&|s| s.graph_choice == s.gold) as f64 / n,
-        learned,
-        learned_correct,
-        readings: READINGS
-            .iter()
-            .enumerate()
-            .filter(|_| scored.iter().any(|s| !s.readings.is_empty()))
-            .map(|(i, (name, _, _))| {
-                let right = scored
-                    .iter()
-                    .filter(|s| s.readings.get(i).copied().unwrap_or(false))
-                    .count();
-                (name.to_string(), right as f64 / n)
-            })
-            .collect(),
-        strict_accuracy: strict as f64 / n,
-        macro_recall: macro_recall(scored),
-        hallucination_rate: (unknown + outside) as f64 / n,
-        hallucinations_unknown_label: unknown,
-        hallucinations_outside_candidates: outside,
-        candidate_recall: count(&|s| s.gold_in_candidates) as f64 / n,
-        mean_candidates: scored.iter().map(|s| s.candidates as f64).sum::<f64>() / n,
-        reviewed,
-        audited,
-        llm_failures: count(&|s| s.llm_failed),
-        llm_calls_per_text: scored.iter().map(|s| f64::from(s.llm_calls)).sum::<f64>() / n,
-        prompt_tokens_per_text: scored
-            .iter()
-            .map(|s| f64::from(s.prompt_tokens))
-            .sum::<f64>()
-            / n,
-        on_list_mass: mean(scored.iter().filter_map(|s| s.on_list)),
-        wavering_answers: count(&|s| s.on_list.is_some_and(|m| m < 0.9)),
-        review_share: count(&|s| s.needs_review) as f64 / n,
-        decided_accuracy: {
-            let decided = count(&|s| !s.needs_review);
-            let right = count(&|s| !s.needs_review && s.record.right);
-            if decided == 0 {
-                0.0
-            } else {
-                right as f64 / decided as f64
-            }
-        },
-        llm_curve: {
-            let readings: Vec<llm_curve::Readings> = scored
-                .iter()
-                .filter_map(|s| s.llm_readings.clone())
-                .collect();
-            if readings.len() == scored.len() {
-                llm_curve::curve(&readings)
-            } else {
-                Vec::new()
-            }
-        },
-        calibration: calibration::calibration(
-            &scored
-                .iter()
-                .map(|s| (s.record.confidence, s.record.right))
-                .collect::<Vec<_>>(),
-        ),
-        description_calls,
-        graph_nodes: engine.graph().node_count(),
-        graph_edges: engine.graph().edge_count(),
-        keywords_added_online,
-        seconds,
-    }
 }
 
 #[cfg(test)]

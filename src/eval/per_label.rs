@@ -8,9 +8,14 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use super::scored::TextRecord;
+use crate::events::PredictionStatus;
 
 /// Confused pairs kept in the report (the rest are in the CSV file).
 pub const TOP_CONFUSIONS: usize = 20;
+
+/// How the tables name the outcome of a text published with no label: never a label's row,
+/// and in a confused pair only as what was "predicted".
+pub const NO_MATCH: &str = "(no match)";
 
 /// One label's figures.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -40,6 +45,9 @@ pub struct PerLabel {
     /// The round after which the texts were classified (the last).
     pub round: usize,
     pub texts: usize,
+    /// Texts published with no label (each a miss of its gold label, listed in the confused
+    /// pairs as [`NO_MATCH`], never counted as a label's prediction).
+    pub no_match: usize,
     /// Mean F1 over the gold labels.
     pub macro_f1: f64,
     /// Gold labels and predicted-only labels, by name.
@@ -59,8 +67,14 @@ pub fn per_label(texts: &[TextRecord]) -> Option<PerLabel> {
     let mut predicted: BTreeMap<&str, usize> = BTreeMap::new();
     let mut right: HashMap<&str, usize> = HashMap::new();
     let mut pairs: HashMap<(&str, &str), usize> = HashMap::new();
+    let mut no_match = 0;
     for text in &last {
         *support.entry(&text.gold).or_default() += 1;
+        if text.status == PredictionStatus::NoMatch {
+            no_match += 1;
+            *pairs.entry((&text.gold, NO_MATCH)).or_default() += 1;
+            continue;
+        }
         *predicted.entry(&text.label).or_default() += 1;
         if text.gold == text.label {
             *right.entry(&text.gold).or_default() += 1;
@@ -113,6 +127,7 @@ pub fn per_label(texts: &[TextRecord]) -> Option<PerLabel> {
     Some(PerLabel {
         round,
         texts: last.len(),
+        no_match,
         macro_f1,
         labels,
         most_confused: confusions.iter().take(TOP_CONFUSIONS).cloned().collect(),
@@ -156,7 +171,8 @@ pub fn confusions_csv(per_label: &PerLabel) -> Result<String, csv::Error> {
 }
 
 /// Each text's prediction as CSV (every round): where it came from, its gold and predicted
-/// label, whether it is right, its confidence and its candidates best first.
+/// label (empty with status `no_match`), its status, whether it is right, its confidence and
+/// its candidates best first.
 pub fn texts_csv(texts: &[TextRecord]) -> Result<String, csv::Error> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record([
@@ -165,18 +181,26 @@ pub fn texts_csv(texts: &[TextRecord]) -> Result<String, csv::Error> {
         "line",
         "gold",
         "predicted",
+        "status",
         "right",
         "confidence",
         "candidates",
     ])?;
     for t in texts {
+        // A text published with no label: its best guess stays in the candidates.
+        let published = t.status != PredictionStatus::NoMatch;
         writer.write_record([
             t.round.to_string(),
             t.text_round.to_string(),
             t.line.to_string(),
             t.gold.clone(),
-            t.label.clone(),
-            t.right.to_string(),
+            if published {
+                t.label.clone()
+            } else {
+                String::new()
+            },
+            t.status.as_str().to_string(),
+            (published && t.right).to_string(),
             format!("{:.4}", t.confidence),
             t.candidates.join(" | "),
         ])?;
@@ -202,12 +226,14 @@ mod tests {
             line: 1,
             gold: gold.into(),
             label: label.into(),
+            status: PredictionStatus::Decided,
             right: gold == label,
             confidence: 0.5,
             graph_choice: label.into(),
             candidates: vec![label.into()],
             scores: vec![0.1],
             parts: Vec::new(),
+            evidence: Vec::new(),
             signals: crate::engine::confidence::Signals::default(),
         }
     }
@@ -246,6 +272,40 @@ mod tests {
             report.macro_f1
         );
         assert!(per_label(&[]).is_none());
+    }
+
+    #[test]
+    fn a_text_with_no_match_is_a_miss_and_no_label_s_prediction() {
+        let unmatched = |gold: &str, best_guess: &str| TextRecord {
+            status: PredictionStatus::NoMatch,
+            ..record(1, gold, best_guess)
+        };
+        // The best guess of the unmatched "a" text is "a" itself, and of the "b" text "a":
+        // neither counts for "a".
+        let texts = vec![
+            record(1, "a", "a"),
+            unmatched("a", "a"),
+            unmatched("b", "a"),
+        ];
+        let report = per_label(&texts).unwrap_or_else(|| panic!("records"));
+        assert_eq!((report.texts, report.no_match), (3, 2));
+        let labels: Vec<&str> = report.labels.iter().map(|l| l.label.as_str()).collect();
+        assert_eq!(labels, ["a", "b"], "no row of its own");
+        let a = &report.labels[0];
+        assert_eq!((a.support, a.predicted), (2, 1));
+        assert!((a.precision - 1.0).abs() < 1e-9 && (a.recall - 0.5).abs() < 1e-9);
+        let pairs: Vec<(&str, &str)> = report
+            .confusions
+            .iter()
+            .map(|c| (c.gold.as_str(), c.predicted.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [("a", NO_MATCH), ("b", NO_MATCH)],
+            "no invented confusion"
+        );
+        let rows = texts_csv(&texts).unwrap_or_default();
+        assert!(rows.contains("\n1,1,1,b,,no_match,false,"), "{rows}");
     }
 
     #[test]

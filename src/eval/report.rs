@@ -44,6 +44,7 @@ pub fn table(report: &EvalReport) -> String {
     let mut out = heading(report);
     out.push_str(&rows(report));
     out.push_str(&calibration_rows(report));
+    out.push_str(&out_of_scope_rows(report));
     out.push_str(&llm_curve_rows(report));
     for run in &report.runs {
         for m in &run.rounds {
@@ -90,7 +91,7 @@ fn rows(report: &EvalReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<9} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8}",
+        "{:<9} {:>2} {:>4} {:>6} {:>7} {:>7} {:>7} {:>7} {:>7} {:>8} {:>8} {:>7} {:>6} {:>7} {:>8} {:>7} {:>7} {:>8}",
         "strategy",
         "r",
         "lbls",
@@ -98,6 +99,7 @@ fn rows(report: &EvalReport) -> String {
         "acc",
         "gacc",
         "strict",
+        "nomatch",
         "mrec",
         "halluc",
         "candrec",
@@ -113,7 +115,7 @@ fn rows(report: &EvalReport) -> String {
         for m in &run.rounds {
             let _ = writeln!(
                 out,
-                "{:<9} {:>2} {:>4} {:>6} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>8.4} {:>8.4} {:>7.2} {:>6} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.1}s",
+                "{:<9} {:>2} {:>4} {:>6} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>7.4} {:>8.4} {:>8.4} {:>7.2} {:>6} {:>7.2} {:>8.1} {:>7} {:>7} {:>7.1}s",
                 run.strategy,
                 m.round,
                 m.labels,
@@ -121,6 +123,7 @@ fn rows(report: &EvalReport) -> String {
                 m.accuracy,
                 m.graph_accuracy,
                 m.strict_accuracy,
+                m.no_match_share,
                 m.macro_recall,
                 m.hallucination_rate,
                 m.candidate_recall,
@@ -136,8 +139,8 @@ fn rows(report: &EvalReport) -> String {
     }
     let _ = writeln!(
         out,
-        "acc: final label correct · gacc: retrieval's own prediction correct · strict: unknown-label answers count wrong (the paper's rule) · \
-         mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
+        "acc: final label correct (a text published with no label counts wrong) · gacc: retrieval's own prediction correct · strict: unknown-label answers count wrong (the paper's rule) · \
+         nomatch: share published with no label · mrec: macro recall · halluc: unknown_label + outside_candidates · candrec: gold label among \
          the candidates · cands: mean candidate-set size · learned: this round's texts learned from · ptok/t: prompt tokens per text"
     );
     out
@@ -172,6 +175,45 @@ fn calibration_rows(report: &EvalReport) -> String {
     let _ = writeln!(
         out,
         "conf: mean confidence · ece: expected calibration error (10 equal-width bins) · acc@N: accuracy of the N % most confident texts · cov@.9: the largest share of the texts, most confident first, with accuracy ≥ 0.9"
+    );
+    out
+}
+
+/// Per strategy and round, what the out-of-scope texts were published as (`--out-of-scope`;
+/// nothing without it).
+fn out_of_scope_rows(report: &EvalReport) -> String {
+    let mut out = String::new();
+    let measured = |m: &RoundMetrics| m.out_of_scope.map(|shares| (m.round, shares));
+    if !report
+        .runs
+        .iter()
+        .flat_map(|r| &r.rounds)
+        .any(|m| m.out_of_scope.is_some())
+    {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{:<9} {:>2} {:>6} {:>8} {:>8} {:>8}",
+        "strategy", "r", "oos", "decided", "review", "nomatch"
+    );
+    for run in &report.runs {
+        for (round, shares) in run.rounds.iter().filter_map(measured) {
+            let _ = writeln!(
+                out,
+                "{:<9} {:>2} {:>6} {:>8.4} {:>8.4} {:>8.4}",
+                run.strategy,
+                round,
+                shares.texts,
+                shares.decided,
+                shares.needs_review,
+                shares.no_match,
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "oos: out-of-scope texts (--out-of-scope), classified after the round and never learned · decided / review / nomatch: the share published as a decided label, as needing review, with no label"
     );
     out
 }
@@ -396,6 +438,7 @@ mod tests {
                 strategy: "steiner".into(),
                 rounds,
                 texts: Vec::new(),
+                out_of_scope_texts: Vec::new(),
                 llm_choice: None,
                 label_map: None,
                 per_label: None,

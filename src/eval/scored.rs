@@ -8,7 +8,8 @@ use super::{llm_curve, READINGS};
 use crate::classify::Classified;
 use crate::engine::answer::HallucinationKind;
 use crate::engine::prompt::ChoiceMode;
-use crate::engine::Engine;
+use crate::engine::{Engine, Status};
+use crate::events::PredictionStatus;
 
 /// One text's prediction in one round, as `texts-<strategy>.jsonl` has it.
 #[derive(Debug, Clone, Serialize)]
@@ -21,7 +22,12 @@ pub struct TextRecord {
     /// Its position among that round's held-out texts (1-based; after `--limit` and `--order`).
     pub line: usize,
     pub gold: String,
+    /// The decided label; with status `no_match`, the best guess that was not published.
     pub label: String,
+    /// `decided`, `needs_review` or `no_match` (published with no label).
+    pub status: PredictionStatus,
+    /// Whether `label` is the gold label (the best guess's, for a `no_match`: what `gorag
+    /// calibrate` fits the confidence on; the accuracy counts a `no_match` wrong).
     pub right: bool,
     pub confidence: f64,
     pub graph_choice: String,
@@ -29,13 +35,19 @@ pub struct TextRecord {
     pub scores: Vec<f64>,
     /// What each candidate's score is made of, in the candidates' order.
     pub parts: Vec<crate::engine::confidence::CandidateParts>,
+    /// How much of each candidate's own material the text matches, in the candidates' order
+    /// (what the no-match rule reads).
+    pub evidence: Vec<crate::engine::no_match::MatchEvidence>,
     pub signals: crate::engine::confidence::Signals,
 }
 
 /// One text's result, as the metrics need it.
 pub(super) struct Scored {
     pub(super) record: TextRecord,
-    pub(super) needs_review: bool,
+    /// What it was published as.
+    pub(super) status: Status,
+    /// What retrieval's own decision (no LLM) would have been published as.
+    pub(super) graph_status: Status,
     /// How the LLM's answer reads at other weights (None when it was not asked).
     pub(super) llm_readings: Option<llm_curve::Readings>,
     /// Per reading of [`READINGS`], whether it would have been right (empty without an LLM).
@@ -70,16 +82,15 @@ impl Scored {
             Some(answer) => READINGS
                 .iter()
                 .map(|&(_, mode, weight)| {
-                    engine
-                        .decide_as(
-                            &classified.retrieval,
-                            Some(answer),
-                            &classified.alternatives,
-                            mode,
-                            weight,
-                        )
-                        .label
-                        == sample.label
+                    let reading = engine.decide_as(
+                        &classified.retrieval,
+                        Some(answer),
+                        &classified.alternatives,
+                        mode,
+                        weight,
+                    );
+                    reading.label == sample.label
+                        && !engine.matches_nothing(&classified.retrieval, &reading)
                 })
                 .collect(),
         };
@@ -136,22 +147,26 @@ impl Scored {
                 })
                 .collect(),
         });
+        let status = engine.status(&classified.retrieval, decision);
         let record = TextRecord {
             round: at.round,
             text_round: at.text_round,
             line: at.line,
             gold: sample.label.clone(),
             label: decision.label.clone(),
+            status: status.into(),
             right: decision.label == sample.label,
             confidence: decision.confidence,
             graph_choice: classified.retrieval.graph_choice.clone(),
             candidates: classified.retrieval.candidates.clone(),
             scores: classified.retrieval.scores.clone(),
             parts: classified.retrieval.parts.clone(),
+            evidence: classified.retrieval.evidence.clone(),
             signals,
         };
         Self {
-            needs_review: engine.needs_review(&classified.retrieval, decision),
+            status,
+            graph_status: engine.status(&classified.retrieval, &retrieval_only),
             llm_readings,
             record,
             readings,
@@ -166,6 +181,19 @@ impl Scored {
             prompt_tokens: classified.prompt_tokens,
             on_list: engine.on_list_mass(&classified.retrieval, &classified.alternatives),
         }
+    }
+}
+
+impl Scored {
+    /// Whether its published label is the gold label (a text published with no label has none
+    /// right).
+    pub(super) fn right(&self) -> bool {
+        self.status != Status::NoMatch && self.label == self.gold
+    }
+
+    /// Whether retrieval's own decision would have been published right.
+    pub(super) fn graph_right(&self) -> bool {
+        self.graph_status != Status::NoMatch && self.graph_choice == self.gold
     }
 }
 

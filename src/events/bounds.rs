@@ -44,7 +44,9 @@ pub fn label_event(event: &LabelEvent, bounds: &Bounds) -> Result<(), Rejection>
             text,
             ..
         } => {
-            label_id(label, bounds)?;
+            if let Some(label) = label {
+                label_id(label, bounds)?;
+            }
             if let Some(over) = over_bytes(
                 "the text's id",
                 text_id,
@@ -239,7 +241,8 @@ mod tests {
         let correct = |text_id: &str, text: &str| LabelEvent::Correct {
             version: EVENT_VERSION,
             text_id: text_id.into(),
-            label: "a".into(),
+            label: Some("a".into()),
+            none_of_these: false,
             text: text.into(),
             audit: false,
         };

@@ -26,11 +26,20 @@ pub struct Classification<'a> {
 }
 
 pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
+    let status = PredictionStatus::from(engine.status(c.retrieval, c.decision));
+    // No match: no label, and no rationale for one; the candidates stay for a reviewer.
+    let label = (status != PredictionStatus::NoMatch).then(|| c.decision.label.clone());
     Prediction {
         version: PREDICTION_VERSION,
         text_id: c.event.id.clone(),
-        label: c.decision.label.clone(),
-        label_name: engine.label(&c.decision.label).and_then(|l| l.name.clone()),
+        label_name: label
+            .as_deref()
+            .and_then(|label| engine.label(label))
+            .and_then(|l| l.name.clone()),
+        rationale: label
+            .as_deref()
+            .and_then(|label| rationale(c.retrieval, label)),
+        label,
         source: c.decision.source,
         candidates: c.retrieval.candidates.clone(),
         candidate_scores: c
@@ -42,14 +51,9 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
         basis: c.retrieval.basis,
         confident: c.confident,
         confidence: Some(c.decision.confidence),
-        status: if engine.needs_review(c.retrieval, c.decision) {
-            PredictionStatus::NeedsReview
-        } else {
-            PredictionStatus::Decided
-        },
+        status,
         llm_asked: c.llm_asked,
         llm_changed: c.llm_changed,
-        rationale: rationale(c.retrieval, &c.decision.label),
         keywords: c
             .analysis
             .keywords

@@ -6,7 +6,7 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{LabelEvent, TextEvent, EVENT_VERSION};
+use super::{LabelEvent, TextEvent, EVENT_VERSION, LABEL_EVENT_VERSION};
 use crate::bounds::{error_text, excerpt, keys, over_bytes, Bounds};
 
 /// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
@@ -186,8 +186,36 @@ pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
         }
     }
     let event: LabelEvent = typed(value)?;
-    check_version(event.version())?;
+    check_label_version(&event)?;
     Ok(event)
+}
+
+/// Label events are read from version 1 to [`LABEL_EVENT_VERSION`]; a correction to none of
+/// the labels needs version 2, the first that has it.
+fn check_label_version(event: &LabelEvent) -> Result<(), Rejection> {
+    let version = event.version();
+    if !(EVENT_VERSION..=LABEL_EVENT_VERSION).contains(&version) {
+        return Err(Rejection::new(
+            Reason::UnsupportedVersion,
+            format!(
+                "label event version {version}; this build reads versions {EVENT_VERSION} to \
+                 {LABEL_EVENT_VERSION}"
+            ),
+        ));
+    }
+    if let LabelEvent::Correct {
+        none_of_these: true,
+        ..
+    } = event
+    {
+        if version < 2 {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "`none_of_these` needs \"version\": 2 (an older build would refuse the field)",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Decode a texts-topic record, within `bounds` (the text's length, its id's, its gold label's).
@@ -299,9 +327,24 @@ mod tests {
             Reason::InvalidEvent
         );
         assert_eq!(
-            reason_of_label(br#"{"type":"retire_label","label":"a","version":2}"#),
+            reason_of_label(br#"{"type":"retire_label","label":"a","version":3}"#),
             Reason::UnsupportedVersion
         );
+        // A correction to none of the labels needs version 2, the first that has it.
+        assert_eq!(
+            reason_of_label(br#"{"type":"correct","text_id":"t","none_of_these":true,"text":"x"}"#),
+            Reason::InvalidEvent
+        );
+        let none =
+            br#"{"type":"correct","version":2,"text_id":"t","none_of_these":true,"text":"x"}"#;
+        match label_event(none) {
+            Ok(LabelEvent::Correct {
+                label: None,
+                none_of_these: true,
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
         let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
         assert_eq!(reason_of_label(deep.as_bytes()), Reason::MalformedJson);
     }

@@ -19,13 +19,22 @@ use serde::{Deserialize, Serialize};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, NewLabel, Source};
 
-/// The only event version this build reads and writes.
+/// The version of every event this build writes but label events; inputs of this version
+/// are read.
 pub const EVENT_VERSION: u32 = 1;
+
+/// The newest label event version this build reads (versions 1 to this one). Version 2 added a
+/// correction to none of the labels (`correct` with `none_of_these`); `gorag correct --none`
+/// writes it, so that an older build refuses it as `unsupported_version` rather than a field
+/// it does not know.
+pub const LABEL_EVENT_VERSION: u32 = 2;
 
 /// The version of the prediction events this build writes. Version 2 added `confidence`,
 /// `status`, `llm_asked`, `llm_changed` and `rationale`, all optional to a reader: a consumer of
-/// version 1 reads version 2 unchanged (schemas/README.md).
-pub const PREDICTION_VERSION: u32 = 2;
+/// version 1 reads version 2 unchanged. Version 3 added the status `no_match`, whose `label`
+/// and `label_name` are null: a consumer of version 2 that requires a label must accept null
+/// (schemas/README.md).
+pub const PREDICTION_VERSION: u32 = 3;
 
 fn version_one() -> u32 {
     EVENT_VERSION
@@ -58,14 +67,20 @@ pub enum LabelEvent {
     },
     /// An operator's (or a review tool's) label for a text gorag classified: the text becomes
     /// a labelled example of `label`, and what gorag had learned from its own decision for it,
-    /// under another label, is taken back (docs/decisions.md, "Corrections").
+    /// under another label, is taken back (docs/decisions.md, "Corrections"). Or, with
+    /// `none_of_these`, no active label fits it: it becomes no label's example, what gorag had
+    /// learned from it is taken back, and it joins the discovery pool.
     Correct {
         #[serde(default = "version_one")]
         version: u32,
         /// The text's id, as its prediction gave it.
         text_id: String,
-        /// The right label: an active label.
-        label: String,
+        /// The right label: an active label. Left out with `none_of_these`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        /// No active label fits the text (version 2; then `label` is left out).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        none_of_these: bool,
         /// The text, as it was sent.
         text: String,
         /// The text was picked at random to check gorag (an audit), not because its prediction
@@ -157,9 +172,10 @@ pub struct StageLatency {
 pub struct Prediction {
     pub version: u32,
     pub text_id: String,
-    /// The predicted label id.
-    pub label: String,
-    /// The label's name, when it has one.
+    /// The predicted label id; null when `status` is `no_match` (version 3): no active label
+    /// fits the text.
+    pub label: Option<String>,
+    /// The label's name, when it has one (absent with no label, version 3).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_name: Option<String>,
     /// `llm`, or `graph` when the LLM's answer was unusable or the LLM failed.
@@ -178,12 +194,14 @@ pub struct Prediction {
     #[serde(default)]
     pub confident: bool,
     /// The probability that `label` is right, from the decision's evidence (version 2;
-    /// docs/decisions.md).
+    /// docs/decisions.md). With `no_match`: the probability that the best candidate
+    /// (`candidates[0]`) would have been right.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
-    /// `decided`, or `needs_review` when `confidence` is below `engine.abstain_below`: `label`
-    /// is then only the best guess, and gorag did not learn from it (version 2; absent means
-    /// `decided`).
+    /// `decided`; `needs_review` when `confidence` is below `engine.abstain_below`: `label` is
+    /// then only the best guess, and gorag did not learn from it (version 2; absent means
+    /// `decided`); `no_match` when nothing the active labels know explains the text: `label` is
+    /// null, `candidates` still lists what retrieval found (version 3).
     #[serde(default)]
     pub status: PredictionStatus,
     /// Whether the LLM was asked to choose (only texts below `llm.ask_below` are; version 2).
@@ -230,6 +248,8 @@ pub enum PredictionStatus {
     Decided,
     /// Below `engine.abstain_below`: a person should look; `label` is the best guess.
     NeedsReview,
+    /// No active label fits the text: `label` is null (version 3; `engine.no_match_*`).
+    NoMatch,
 }
 
 impl PredictionStatus {
@@ -237,6 +257,17 @@ impl PredictionStatus {
         match self {
             Self::Decided => "decided",
             Self::NeedsReview => "needs_review",
+            Self::NoMatch => "no_match",
+        }
+    }
+}
+
+impl From<crate::engine::Status> for PredictionStatus {
+    fn from(status: crate::engine::Status) -> Self {
+        match status {
+            crate::engine::Status::Decided => Self::Decided,
+            crate::engine::Status::NeedsReview => Self::NeedsReview,
+            crate::engine::Status::NoMatch => Self::NoMatch,
         }
     }
 }

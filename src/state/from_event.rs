@@ -97,10 +97,26 @@ fn checked_update(engine: &Engine, event: LabelEvent) -> Result<Update, Rejectio
         LabelEvent::Correct {
             text_id,
             label,
+            none_of_these,
             text,
             audit,
             ..
         } => {
+            match (&label, none_of_these) {
+                (Some(_), true) => {
+                    return Err(Rejection::new(
+                        Reason::InvalidEvent,
+                        "a correction names a label or says `none_of_these`, not both",
+                    ))
+                }
+                (None, false) => {
+                    return Err(Rejection::new(
+                        Reason::InvalidEvent,
+                        "a correction needs a `label` (or `none_of_these`: no label fits)",
+                    ))
+                }
+                _ => {}
+            }
             if text_id.trim().is_empty() {
                 return Err(Rejection::new(
                     Reason::InvalidEvent,

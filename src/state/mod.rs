@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 pub use codec::Snapshot;
 pub use update::Update;
 
-use crate::discovery::{Pool, PooledText};
+use crate::discovery::{Pool, PooledText, Unexplained};
 use crate::engine::state::{hash_str, StateError};
 use crate::engine::{Engine, EngineConfig, EngineError, IndexReport};
 
@@ -84,13 +84,36 @@ impl State {
                     return Ok(IndexReport::default());
                 };
                 let report = self.engine.apply(&change)?;
-                if let Update::Correct { text_id, .. } | Update::Audit { text_id, .. } = update {
-                    // A pooled copy would keep proposing a class for a text now labelled.
-                    self.pool.retain(|pooled| pooled.id != *text_id);
+                match update {
+                    Update::Correct { text_id, .. } | Update::Audit { text_id, .. } => {
+                        // A pooled copy would keep proposing a class for a text now labelled.
+                        self.pool.retain(|pooled| pooled.id != *text_id);
+                    }
+                    Update::CorrectNone { text_id, text } | Update::AuditNone { text_id, text } => {
+                        // No label explains it, an operator says: a text for discovery.
+                        let arrival_score =
+                            report.correction.as_ref().and_then(|c| c.arrival_score);
+                        self.pool_unmatched(text_id, text, arrival_score);
+                    }
+                    _ => {}
                 }
                 Ok(report)
             }
         }
+    }
+
+    /// Pool a text an operator said no label fits (a pooled copy stays as it is).
+    fn pool_unmatched(&mut self, text_id: &str, text: &str, arrival_score: Option<f64>) {
+        let analysis = self.engine.analyze(text);
+        let poolable = self.engine.poolable(&analysis);
+        self.pool.push(PooledText::new(
+            text_id,
+            text,
+            &poolable,
+            crate::engine::NO_LABEL,
+            Unexplained::NoMatch,
+            arrival_score,
+        ));
     }
 
     /// What the store persists.

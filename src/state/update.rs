@@ -56,23 +56,48 @@ pub enum Update {
         label: String,
         text: String,
     },
+    /// An operator's "none of these": no active label fits the text. It becomes no label's
+    /// example, its learned copies are taken back, and it joins the discovery pool as a text
+    /// nothing explains.
+    CorrectNone { text_id: String, text: String },
+    /// The same from an audit: its decision's outcome (wrong) also refits the confidence.
+    AuditNone { text_id: String, text: String },
 }
 
 impl Update {
     /// An operator's label for a text: a reviewer's ([`Update::Correct`]) or an audit's
     /// ([`Update::Audit`]).
-    pub fn correction(text_id: String, label: String, text: String, kind: CorrectionKind) -> Self {
-        match kind {
-            CorrectionKind::Review => Self::Correct {
+    /// `label` None: none of the active labels fits the text.
+    pub fn correction(
+        text_id: String,
+        label: Option<String>,
+        text: String,
+        kind: CorrectionKind,
+    ) -> Self {
+        match (label, kind) {
+            (Some(label), CorrectionKind::Review) => Self::Correct {
                 text_id,
                 label,
                 text,
             },
-            CorrectionKind::Audit => Self::Audit {
+            (Some(label), CorrectionKind::Audit) => Self::Audit {
                 text_id,
                 label,
                 text,
             },
+            (None, CorrectionKind::Review) => Self::CorrectNone { text_id, text },
+            (None, CorrectionKind::Audit) => Self::AuditNone { text_id, text },
+        }
+    }
+
+    /// The text id of a correction (to a label or to none); None for other updates.
+    pub fn corrected_text(&self) -> Option<&str> {
+        match self {
+            Self::Correct { text_id, .. }
+            | Self::Audit { text_id, .. }
+            | Self::CorrectNone { text_id, .. }
+            | Self::AuditNone { text_id, .. } => Some(text_id),
+            _ => None,
         }
     }
 
@@ -93,6 +118,8 @@ impl Update {
             },
             Self::Correct { label, text, .. } => EngineUpdate::Correct { label, text },
             Self::Audit { label, text, .. } => EngineUpdate::Audit { label, text },
+            Self::CorrectNone { text, .. } => EngineUpdate::CorrectNone { text },
+            Self::AuditNone { text, .. } => EngineUpdate::AuditNone { text },
             Self::Pooled { .. } => return None,
             Self::Retired4(retired) => match retired {},
         })

@@ -33,7 +33,7 @@ pub struct CorrectionLabel {
 }
 
 /// A prediction: where its label came from (`llm`, `graph`) and its status (`decided`,
-/// `needs_review`): decided over all is the live coverage.
+/// `needs_review`, `no_match`): decided over all is the live coverage.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PredictionLabel {
     pub source: String,
@@ -173,7 +173,7 @@ impl Metrics {
         );
         r.register(
             "predictions",
-            "Predictions published, by source (llm or graph) and status (decided or needs_review)",
+            "Predictions published, by source (llm or graph) and status (decided, needs_review or no_match)",
             self.predictions.clone(),
         );
         r.register(

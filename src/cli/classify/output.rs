@@ -13,7 +13,8 @@ use crate::events::{Prediction, PredictionStatus};
 pub enum OutputFormat {
     /// The predictions topic's JSON, one object per line.
     Jsonl,
-    /// id, label, label_name, confidence, status, candidates, gold_label.
+    /// id, label (empty with status no_match), label_name, confidence, status, candidates,
+    /// gold_label.
     Csv,
     /// One line a person reads: id → label, confidence, status, candidates.
     Table,
@@ -55,7 +56,7 @@ impl Printer {
                     .map_or(String::new(), |c| format!("{c:.4}"));
                 writer.write_record([
                     prediction.text_id.as_str(),
-                    &prediction.label,
+                    prediction.label.as_deref().unwrap_or_default(),
                     prediction.label_name.as_deref().unwrap_or_default(),
                     &confidence,
                     prediction.status.as_str(),
@@ -83,6 +84,7 @@ fn line(text: &str) -> Result<()> {
 pub struct Tally {
     pub classified: usize,
     pub needs_review: usize,
+    pub no_match: usize,
     pub with_gold: usize,
     pub right: usize,
     pub label_events: usize,
@@ -93,16 +95,18 @@ impl Tally {
     pub fn count(&mut self, prediction: &Prediction) {
         self.classified += 1;
         self.needs_review += usize::from(prediction.status == PredictionStatus::NeedsReview);
+        self.no_match += usize::from(prediction.status == PredictionStatus::NoMatch);
         if let Some(gold) = &prediction.gold_label {
             self.with_gold += 1;
-            self.right += usize::from(*gold == prediction.label);
+            // No match is no right label.
+            self.right += usize::from(prediction.label.as_ref() == Some(gold));
         }
     }
 
     pub fn summary(&self) -> String {
         let mut summary = format!(
-            "{} text(s) classified, {} need review",
-            self.classified, self.needs_review
+            "{} text(s) classified, {} need review, {} match no label",
+            self.classified, self.needs_review, self.no_match
         );
         if self.with_gold > 0 {
             summary += &format!(

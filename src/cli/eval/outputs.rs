@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::eval::report;
+use crate::eval::{per_label, report};
 
 /// Per strategy, the macro F1 after the last round and the pairs most often confused.
 pub(super) fn confusion_summary(report: &report::EvalReport) -> String {
@@ -15,17 +15,21 @@ pub(super) fn confusion_summary(report: &report::EvalReport) -> String {
         let Some(figures) = &run.per_label else {
             continue;
         };
+        // Texts published with no label are counted apart: they confuse no two labels.
         let pairs: Vec<String> = figures
             .confusions
             .iter()
+            .filter(|c| c.predicted != per_label::NO_MATCH)
             .take(3)
             .map(|c| format!("{} → {} ({})", c.gold, c.predicted, c.texts))
             .collect();
         out.push_str(&format!(
-            "{} after round {}: macro F1 {:.3}; most confused (gold → predicted): {}\n",
+            "{} after round {}: macro F1 {:.3}; {} of {} texts with no match; most confused (gold → predicted): {}\n",
             run.strategy,
             figures.round,
             figures.macro_f1,
+            figures.no_match,
+            figures.texts,
             if pairs.is_empty() {
                 "none".to_string()
             } else {
@@ -54,8 +58,15 @@ pub(super) fn write_outputs(report: &report::EvalReport, out: &Path) -> Result<V
             lines.push('\n');
         }
         write(&format!("texts-{}.jsonl", run.strategy), lines)?;
+        if !run.out_of_scope_texts.is_empty() {
+            let mut lines = String::new();
+            for text in &run.out_of_scope_texts {
+                lines.push_str(&serde_json::to_string(text)?);
+                lines.push('\n');
+            }
+            write(&format!("out-of-scope-{}.jsonl", run.strategy), lines)?;
+        }
         // The same, and the per-label figures, as files a spreadsheet opens.
-        use crate::eval::per_label;
         write(
             &format!("texts-{}.csv", run.strategy),
             per_label::texts_csv(&run.texts)?,

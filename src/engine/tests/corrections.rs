@@ -103,3 +103,71 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
         (0, 0)
     );
 }
+
+#[test]
+fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
+    let mut engine = learned_wrongly();
+    let analysis = engine.analyze(MIXED);
+    let learnable = engine.learnable(&analysis);
+    engine.learn(&learnable, "football", false);
+    let examples: Vec<u32> = engine.labels().iter().map(|l| l.examples).collect();
+    let (report, correction) = engine.correct_to_none(MIXED, Review).unwrap();
+    assert!(correction.took_back, "{correction:?}");
+    assert_eq!(report.texts_indexed, 0);
+    assert_eq!(
+        (
+            engine.index().seen_count(),
+            engine.index().tentative_count()
+        ),
+        (0, 0)
+    );
+    let after: Vec<u32> = engine.labels().iter().map(|l| l.examples).collect();
+    assert_eq!(after, examples, "no label gained an example");
+    let (label, _) = correction.decided.expect("what gorag decided before");
+    assert_eq!(label, "astronomy");
+    assert!(correction.arrival_score.is_some_and(|s| s > 0.0));
+}
+
+#[test]
+fn an_audit_to_none_counts_as_a_wrong_decision_for_the_refit() {
+    use crate::engine::correct::CorrectionKind::Audit;
+    let mut engine = learned_wrongly();
+    let before = engine.outcomes().outcomes().count();
+    engine.correct_to_none(MIXED, Audit).unwrap();
+    let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
+    assert_eq!(outcomes.len(), before + 1);
+    assert!(!outcomes[before].right, "no label was right");
+    // A reviewer's correction to none is no outcome (picked for its low confidence).
+    engine.correct_to_none(MIXED, Review).unwrap();
+    assert_eq!(engine.outcomes().outcomes().count(), before + 1);
+}
+
+#[test]
+fn a_correction_to_none_needs_an_active_label_and_replicas_agree_on_it() {
+    let mut empty = Engine::new(EngineConfig::default());
+    assert_eq!(
+        empty.correct_to_none(MIXED, Review).unwrap_err(),
+        EngineError::NoActiveLabels
+    );
+    let update = Update::CorrectNone { text: MIXED.into() };
+    let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
+    a.apply(&update).unwrap();
+    b.apply(&update).unwrap();
+    assert_eq!(a.digest(), b.digest());
+}
+
+#[test]
+fn a_text_that_matched_no_label_joins_the_statistics_only() {
+    let mut engine = three_topics(EngineConfig::default());
+    let analysis = engine.analyze(MIXED);
+    let texts_before = engine.stats().documents;
+    assert_eq!(engine.learn(&analysis, crate::engine::NO_LABEL, true), 0);
+    assert_eq!(engine.stats().documents, texts_before + 1);
+    assert_eq!(
+        (
+            engine.index().seen_count(),
+            engine.index().tentative_count()
+        ),
+        (0, 0)
+    );
+}

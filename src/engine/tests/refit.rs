@@ -119,7 +119,7 @@ fn corrected(engine: &Engine, audit: bool) -> Update {
     } else {
         CorrectionKind::Review
     };
-    Update::correction(label.into(), text.into(), kind)
+    Update::correction(Some(label.into()), text.into(), kind)
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
             engine.learn(&learnable, "astronomy", true);
         }
         let before = engine.outcomes().outcomes().len();
-        let update = Update::correction("cooking".into(), text.into(), CorrectionKind::Audit);
+        let update = Update::correction(Some("cooking".into()), text.into(), CorrectionKind::Audit);
         let report = engine.apply(&update).unwrap();
         assert_eq!(report.correction.map(|c| c.took_back), Some(learned));
         let outcome = engine.outcomes().outcomes().nth(before).copied();

@@ -53,6 +53,7 @@ fn ranked_three(scores: [f64; 3]) -> Retrieval {
         graph_choice: "astronomy".into(),
         discovery_score: None,
         parts: Vec::new(),
+        evidence: Vec::new(),
         first_hop_labels: 3,
         active_labels: 3,
     }

@@ -238,14 +238,12 @@ async fn stream_and_pool(
         // Learned from what the service's learn record carries (a text's heaviest terms), and
         // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.learnable(&classified.analysis);
-        let why = discovery::unexplained(
-            &classified.retrieval,
-            &classified.decision,
-            engine.needs_review(&classified.retrieval, &classified.decision),
-            config,
-        );
+        let status = engine.status(&classified.retrieval, &classified.decision);
+        let why =
+            discovery::unexplained(&classified.retrieval, &classified.decision, status, config);
         let poolable = why.map(|_| engine.poolable(&classified.analysis));
-        engine.learn(&learnable, &classified.decision.label, confident);
+        let learned_as = engine.label_to_learn(&classified.retrieval, &classified.decision);
+        engine.learn(&learnable, learned_as, confident);
         let best_score = classified.retrieval.discovery_score;
         let flags = Flags {
             unknown_label: classified.decision.hallucination
@@ -254,13 +252,14 @@ async fn stream_and_pool(
             weak_score: discovery::weak_score(&classified.retrieval, config),
             pooled: why.is_some(),
             learned: confident,
+            status,
         };
         if let (Some(why), Some(poolable)) = (why, poolable) {
             pool.push(PooledText::new(
                 &i.to_string(),
                 &sample.text,
                 &poolable,
-                &classified.decision.label,
+                learned_as,
                 why,
                 discovery::arrival_score(&classified.retrieval),
             ));

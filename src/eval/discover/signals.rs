@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::engine::Status;
+
 /// One streamed text: its gold label, whether its class was held back, retrieval's best score.
 pub(super) struct Streamed {
     pub gold: String,
@@ -20,6 +22,8 @@ pub(super) struct Flags {
     pub weak_score: bool,
     pub pooled: bool,
     pub learned: bool,
+    /// What the text was published as.
+    pub status: Status,
 }
 
 /// Counts of [`Flags`] over a set of streamed texts.
@@ -31,6 +35,10 @@ pub struct SignalCounts {
     pub weak_score: usize,
     pub pooled: usize,
     pub learned: usize,
+    /// Published as a decided label, as needing review, as no match.
+    pub decided: usize,
+    pub needs_review: usize,
+    pub no_match: usize,
 }
 
 impl SignalCounts {
@@ -41,6 +49,11 @@ impl SignalCounts {
         self.weak_score += usize::from(flags.weak_score);
         self.pooled += usize::from(flags.pooled);
         self.learned += usize::from(flags.learned);
+        match flags.status {
+            Status::Decided => self.decided += 1,
+            Status::NeedsReview => self.needs_review += 1,
+            Status::NoMatch => self.no_match += 1,
+        }
     }
 }
 

@@ -62,9 +62,9 @@ pub fn table(reports: &[DiscoveryReport]) -> String {
 fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
     let _ = writeln!(
         out,
-        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | pooled | learned from |"
+        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | pooled | learned from | published decided | needs review | no match |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|");
     let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
     for r in reports {
         let (h, k) = (&r.signals.held, &r.signals.known);
@@ -72,7 +72,7 @@ fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
             |hn: usize, kn: usize| format!("{:.3} / {:.3}", share(hn, h.texts), share(kn, k.texts));
         let _ = writeln!(
             out,
-            "| {} | {} / {} | {} | {} | {} | {} | {} |",
+            "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy,
             h.texts,
             k.texts,
@@ -81,6 +81,9 @@ fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
             cell(h.weak_score, k.weak_score),
             cell(h.pooled, k.pooled),
             cell(h.learned, k.learned),
+            cell(h.decided, k.decided),
+            cell(h.needs_review, k.needs_review),
+            cell(h.no_match, k.no_match),
         );
     }
 }
@@ -99,6 +102,9 @@ mod tests {
             weak_score,
             pooled,
             learned,
+            decided: learned,
+            needs_review: 0,
+            no_match: texts - learned,
         };
         let signals = Signals {
             held: counts(2, 1, 1, 1, 1),
@@ -106,7 +112,7 @@ mod tests {
         };
         let table = table(&[report_with(signals)]);
         assert!(
-            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.500 / 0.000 | 0.500 / 1.000 |"),
+            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.500 / 0.000 | 0.500 / 1.000 | 0.500 / 1.000 | 0.000 / 0.000 | 0.500 / 0.000 |"),
             "{table}"
         );
     }

@@ -9,7 +9,9 @@
 //! of JSON's encode and decode time on learn records, which are most of the log). Version 5 put
 //! the writer's arrival score in the discovery note, 6 added corrections (`Update::Correct`) and the `needs_review` pooling reason, version 7
 //! audited corrections (`Update::Audit`), version 8 the `over_limit` rejection reason (a label
-//! event past a bound, `crate::bounds`). An older build cannot read what this one writes:
+//! event past a bound, `crate::bounds`), version 9 corrections to none of the labels
+//! (`Update::CorrectNone`, `Update::AuditNone`), the `no_match` pooling reason and learn records
+//! of texts that matched no label (an empty label). An older build cannot read what this one writes:
 //! upgrade every replica together.
 
 use serde::{Deserialize, Serialize};
@@ -76,6 +78,8 @@ pub struct LearnedText {
     pub partition: i32,
     pub offset: i64,
     pub analysis: Analysis,
+    /// The label it is learned under; empty (`engine::NO_LABEL`, version 9) when it matched no
+    /// label: it then joins the keyword statistics only.
     pub label: String,
     /// Decided by the writer (see `Engine::is_confident`).
     pub confident: bool,

@@ -152,17 +152,23 @@ fn records_round_trip_and_replay_to_the_same_engine() {
 
 #[test]
 fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
-    // Version 6 wrote `Correct` as variant 6; version 7 appended `Audit` as 7.
-    let correction = |kind| {
+    // Version 6 wrote `Correct` as variant 6; version 7 appended `Audit` as 7; version 9
+    // appended the corrections to none of the labels as 8 and 9.
+    let correction = |label: Option<&str>, kind| {
         Update::correction(
             "t-1".into(),
-            "a".into(),
+            label.map(str::to_string),
             "alpha decay emits helium nuclei".into(),
             kind,
         )
     };
-    for (kind, number) in [(CorrectionKind::Review, 6u8), (CorrectionKind::Audit, 7)] {
-        let update = correction(kind);
+    for (label, kind, number) in [
+        (Some("a"), CorrectionKind::Review, 6u8),
+        (Some("a"), CorrectionKind::Audit, 7),
+        (None, CorrectionKind::Review, 8),
+        (None, CorrectionKind::Audit, 9),
+    ] {
+        let update = correction(label, kind);
         let bytes = postcard::to_stdvec(&update).unwrap();
         assert_eq!(bytes[0], number, "{update:?}");
         let record = ChangeRecord {
@@ -319,3 +325,75 @@ fn notes_carry_the_text_s_terms_and_arrival_score() {
     assert_eq!(pooled.terms, analysis.terms);
     assert_eq!(pooled.arrival_score, Some(0.06));
 }
+
+/// Version 9's additions as bytes: a correction to none of the labels (applied) and the learn
+/// record of a text that matched no label (empty label, pooled as `no_match`). The bytes are
+/// fixed: a change to either layout fails here before it reaches a deployment's changelog.
+#[test]
+fn version_9_records_keep_their_bytes() {
+    let analysis = Analysis {
+        phrases: crate::engine::text::PhraseCounts {
+            counts: [("wohnung".to_string(), 1)].into(),
+            total: 1,
+        },
+        keywords: vec![crate::engine::keywords::Keyword {
+            phrase: "wohnung".into(),
+            score: 1.0,
+        }],
+        terms: TermCounts::of("wohnung"),
+        embedding: None,
+    };
+    let correction = ChangeRecord {
+        version: 9,
+        origin: "i1".into(),
+        change: Change::Label {
+            offset: 3,
+            key: Some(b"t-1".to_vec()),
+            payload: b"{}".to_vec(),
+            outcome: LabelOutcome::Apply(Update::correction(
+                "t-1".into(),
+                None,
+                "spam".into(),
+                CorrectionKind::Audit,
+            )),
+        },
+    };
+    let learned = ChangeRecord {
+        version: 9,
+        origin: "i1".into(),
+        change: Change::Learned {
+            texts: vec![LearnedText {
+                partition: 0,
+                offset: 7,
+                analysis: analysis.clone(),
+                label: crate::engine::NO_LABEL.into(),
+                confident: false,
+                note: Some(PoolNote::new(
+                    "t-7",
+                    "Ich suche eine Wohnung",
+                    &analysis.terms,
+                    Unexplained::NoMatch,
+                    Some(0.0),
+                )),
+            }],
+        },
+    };
+    let hex = |bytes: Vec<u8>| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(hex(correction.encode()), CORRECTION_TO_NONE_V9);
+    assert_eq!(hex(learned.encode()), LEARNED_WITHOUT_LABEL_V9);
+    for (record, bytes) in [
+        (correction, CORRECTION_TO_NONE_V9),
+        (learned, LEARNED_WITHOUT_LABEL_V9),
+    ] {
+        let bytes: Vec<u8> = (0..bytes.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&bytes[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(ChangeRecord::decode(&bytes).unwrap(), record);
+    }
+}
+
+/// `Update::AuditNone` is variant 9 of the state update, after `Audit` (7) and `CorrectNone` (8).
+const CORRECTION_TO_NONE_V9: &str = "c20902693101060103742d31027b7d000903742d31047370616d";
+/// The empty label is its length, 0, alone; `Unexplained::NoMatch` is 4.
+const LEARNED_WITHOUT_LABEL_V9: &str = "c2090269310501000e0107776f686e756e6701010107776f686e756e67000000000000f03f0107776f686e756e670100000103742d3704164963682073756368652065696e6520576f686e756e670107776f686e756e6701010000000000000000";

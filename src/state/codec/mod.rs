@@ -50,10 +50,12 @@ pub use changelog::{
 pub use snapshot::Snapshot;
 
 /// The changelog record version this build writes.
-pub const CHANGELOG_VERSION: u32 = 8;
+pub const CHANGELOG_VERSION: u32 = 9;
 /// The oldest changelog record version this build reads: version 5 put the arrival score in
-/// the discovery note; 6 (corrections), 7 (audited corrections) and 8 (the `over_limit`
-/// rejection reason) only appended enum variants, so version 5's records read as they are.
+/// the discovery note; 6 (corrections), 7 (audited corrections), 8 (the `over_limit`
+/// rejection reason) and 9 (corrections to none of the labels, the `no_match` pooling reason,
+/// and learn records of texts that matched no label, whose label is empty) only appended enum
+/// variants or gave a field a value it never had, so version 5's records read as they are.
 pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 5;
 
 /// The state store format this build writes (the snapshot layout with confidence outcomes,

@@ -178,11 +178,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         position: &source.position,
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
-    let status = if engine.needs_review(&classified.retrieval, decision) {
-        PredictionStatus::NeedsReview
-    } else {
-        PredictionStatus::Decided
-    };
+    let status = PredictionStatus::from(engine.status(&classified.retrieval, decision));
     tally.predicted = Some((decision.source, status));
     Finished {
         learn,
@@ -275,7 +271,7 @@ fn learn_record(
             discovery::unexplained(
                 &classified.retrieval,
                 &classified.decision,
-                engine.needs_review(&classified.retrieval, &classified.decision),
+                engine.status(&classified.retrieval, &classified.decision),
                 config,
             )
         })
@@ -292,7 +288,10 @@ fn learn_record(
         partition: source.position.partition,
         offset: source.position.offset,
         analysis: engine.learnable(&classified.analysis),
-        label: classified.decision.label.clone(),
+        // A text that matched no label is learned under none (`NO_LABEL`).
+        label: engine
+            .label_to_learn(&classified.retrieval, &classified.decision)
+            .to_string(),
         confident,
         note,
     })
@@ -399,7 +398,7 @@ mod tests {
             Learning::Allowed,
         );
         let predicted = prediction(&finished);
-        assert_eq!(predicted.label, "shipping");
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
         assert_eq!((predicted.input.partition, predicted.input.offset), (2, 41));
         assert_eq!(finished.records[0].1.topic, topics.predictions);
         let learn = finished.learn.as_ref().expect("a learn step");
@@ -438,7 +437,7 @@ mod tests {
             );
             assert!(finished.learn.is_none(), "{learning:?}");
             assert_eq!(finished.tally.relearn_skipped, skipped, "{learning:?}");
-            assert_eq!(prediction(&finished).label, "billing");
+            assert_eq!(prediction(&finished).label.as_deref(), Some("billing"));
         }
     }
 
@@ -488,7 +487,7 @@ mod tests {
         );
         assert!(fallback.tally.llm_fallback);
         let predicted = prediction(&fallback);
-        assert_eq!(predicted.label, "shipping");
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
         assert_eq!(predicted.llm_error.as_deref(), Some("timeout: 60 s"));
 
         let strict = Finishing {

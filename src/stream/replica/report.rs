@@ -43,18 +43,26 @@ impl Replica {
                 update,
             } => {
                 stats.label_event();
-                if let (
-                    Update::Correct { label, text_id, .. } | Update::Audit { label, text_id, .. },
-                    Some(correction),
-                ) = (update.as_ref(), &report.correction)
+                if let (Some(text_id), Some(correction)) =
+                    (update.corrected_text(), &report.correction)
                 {
+                    // None: an operator's "none of these", which no decided label matches.
+                    let label = match update.as_ref() {
+                        Update::Correct { label, .. } | Update::Audit { label, .. } => {
+                            Some(label.as_str())
+                        }
+                        _ => None,
+                    };
                     if let Some((decided, confidence)) = &correction.decided {
-                        stats.correction(decided == label, *confidence);
+                        stats.correction(Some(decided.as_str()) == label, *confidence);
                     }
                     tracing::info!(
-                        text_id = text_id.as_str(),
-                        label = label.as_str(),
-                        audit = matches!(update.as_ref(), Update::Audit { .. }),
+                        text_id,
+                        label = label.unwrap_or("(none of these)"),
+                        audit = matches!(
+                            update.as_ref(),
+                            Update::Audit { .. } | Update::AuditNone { .. }
+                        ),
                         took_back = correction.took_back,
                         "correction applied"
                     );
@@ -163,6 +171,8 @@ pub(super) fn label_span(record: &Result<ChangeRecord, ChangeDecodeError>) -> tr
         LabelOutcome::Apply(Update::RetireLabel { .. }) => ("retire_label", ""),
         LabelOutcome::Apply(Update::Correct { text_id, .. }) => ("correct", text_id.as_str()),
         LabelOutcome::Apply(Update::Audit { text_id, .. }) => ("audit", text_id.as_str()),
+        LabelOutcome::Apply(Update::CorrectNone { text_id, .. }) => ("correct", text_id.as_str()),
+        LabelOutcome::Apply(Update::AuditNone { text_id, .. }) => ("audit", text_id.as_str()),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
         LabelOutcome::Apply(Update::Pooled { .. }) => ("unexplained", ""),
         LabelOutcome::Apply(Update::Retired4(retired)) => match *retired {},
