@@ -255,7 +255,9 @@ fn nearest_needs_an_encoder_and_the_token_limit_a_range() {
     .unwrap_err()
     .0;
     assert!(
-        errors.iter().any(|e| e.contains("engine.strategy: nearest")),
+        errors
+            .iter()
+            .any(|e| e.contains("engine.strategy: nearest")),
         "{errors:?}"
     );
     let config = load("", &[], &["engine.strategy=nearest"]).unwrap();
@@ -264,7 +266,9 @@ fn nearest_needs_an_encoder_and_the_token_limit_a_range() {
         let set = format!("engine.embedding_max_tokens={bad}");
         let errors = load("", &[], &[set.as_str()]).unwrap_err().0;
         assert!(
-            errors.iter().any(|e| e.contains("engine.embedding_max_tokens")),
+            errors
+                .iter()
+                .any(|e| e.contains("engine.embedding_max_tokens")),
             "{bad}: {errors:?}"
         );
     }
