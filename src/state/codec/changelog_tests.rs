@@ -333,7 +333,7 @@ fn notes_carry_the_text_s_terms_and_arrival_score() {
 fn version_9_records_keep_their_bytes() {
     let analysis = Analysis {
         phrases: crate::engine::text::PhraseCounts {
-            counts: [("wohnung".to_string(), 1)].into(),
+            counts: std::iter::once(("wohnung".to_string(), 1)).collect(),
             total: 1,
         },
         keywords: vec![crate::engine::keywords::Keyword {
