@@ -23,6 +23,10 @@ use gorag::embed::{read_meaning, EmbeddingModel};
 use gorag::engine::Engine;
 use gorag::state::{State, Update};
 
+/// The service binary's allocator, so the figures are the service's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> Result<(), String> {
     let usage = "usage: round_size LABELS [--no-refit] [--embedding]";
     let mut args = std::env::args().skip(1);

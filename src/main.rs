@@ -5,6 +5,10 @@ use clap::Parser;
 
 use gorag::cli::{self, failure, Cli, Command};
 
+/// mimalloc rather than the system's allocator: why in Cargo.toml.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How long the runtime waits, once `run` returned, for blocking tasks still running.
 const BLOCKING_GRACE: Duration = Duration::from_secs(1);
 
