@@ -383,6 +383,14 @@ impl EvalArgs {
                 "--embedding-name-weight",
                 self.ranking.embedding_name_weight,
             ),
+            (
+                "--embedding-weight-short",
+                self.ranking.embedding_weight_short,
+            ),
+            (
+                "--embedding-name-weight-short",
+                self.ranking.embedding_name_weight_short,
+            ),
         ] {
             if !(weight.is_finite() && weight >= 0.0) {
                 bail!("{flag}: must be a number ≥ 0");

@@ -311,6 +311,14 @@ impl ServeConfig {
                 "engine.ranking.embedding_name_weight",
                 r.embedding_name_weight,
             ),
+            (
+                "engine.ranking.embedding_weight_short",
+                r.embedding_weight_short,
+            ),
+            (
+                "engine.ranking.embedding_name_weight_short",
+                r.embedding_name_weight_short,
+            ),
         ];
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {

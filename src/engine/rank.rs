@@ -61,12 +61,32 @@ pub struct RankingConfig {
     pub embedding_weight: f64,
     /// Within the embedding signal, weight of the cosine with a label's name.
     pub embedding_name_weight: f64,
+    /// A text of at most this many distinct terms (content words, stemmed) is short: its
+    /// words are too few to decide alone, and meaning weighs `embedding_weight_short` in it.
+    pub short_text_terms: usize,
+    /// Weight of the embedding signal in a short text.
+    pub embedding_weight_short: f64,
+    /// Within the embedding signal of a short text, weight of the cosine with a label's name.
+    pub embedding_name_weight_short: f64,
     /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
     /// makes replicas equal, like `seen_capacity`.
     pub term_weighting: TermWeighting,
 }
 
 impl RankingConfig {
+    /// The embedding signal's weight and its name weight for a text of `terms` distinct terms
+    /// (docs/design/embedding-signal.md, "Short texts").
+    pub fn meaning_weights(&self, terms: usize) -> (f64, f64) {
+        if terms <= self.short_text_terms {
+            (
+                self.embedding_weight_short,
+                self.embedding_name_weight_short,
+            )
+        } else {
+            (self.embedding_weight, self.embedding_name_weight)
+        }
+    }
+
     /// What the retrieval index keeps of each kind of classified text.
     pub fn capacity(&self) -> ClassifiedCapacity {
         ClassifiedCapacity {
@@ -89,8 +109,11 @@ impl Default for RankingConfig {
             learn_margin_agreeing: 0.05,
             seen_capacity: 20_000,
             tentative_capacity: 20_000,
-            embedding_weight: 0.05,
+            embedding_weight: 0.1,
             embedding_name_weight: 2.0,
+            short_text_terms: 8,
+            embedding_weight_short: 2.0,
+            embedding_name_weight_short: 1.0,
             term_weighting: TermWeighting::LabelSpread,
         }
     }
@@ -257,10 +280,12 @@ fn score_parts(gathered: &mut Gathered<'_>, votes: &[(usize, f64)]) -> ScorePart
 /// position) added to its score, labels re-ranked; a label without lexical evidence can enter.
 /// `first_hop_labels` and the discovery scale stay lexical: whether anything labelled explains
 /// a text, and how well, is judged on its words.
+/// The best `top` labels come out in order, as from [`score_top`].
 pub fn add_embedding(
     ranking: &mut Ranking,
     similarity: &[f64],
     weight: f64,
+    top: usize,
     is_active: impl Fn(u32) -> bool,
 ) {
     let mut total = vec![0.0f64; similarity.len()];
@@ -276,7 +301,7 @@ pub fn add_embedding(
             *score += weight * similarity;
         }
     }
-    let (ranked, sorted) = best_first(total, ranking.sorted);
+    let (ranked, sorted) = best_first(total, top);
     ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
     ranking.ranked = ranked;
     ranking.sorted = sorted;

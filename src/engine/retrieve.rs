@@ -119,30 +119,43 @@ impl Engine {
         // Only the best candidates and the margin are read from the ranking: only they are
         // put in order (a query sharing a common word with most labels scores most of them).
         let keep = self.config.ranking.max_candidates.max(1);
-        let mut ranking = self.rank_hits_top(&hits, evidence, keep.max(2));
-        if ranking.ranked.is_empty() || (evidence.first_hop && ranking.first_hop_labels == 0) {
-            // Every scored label is listed, in order (the second hop's few, here).
-            ranking.sort_all();
-            return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
-        }
-        let weight = self.config.ranking.embedding_weight;
+        let top = keep.max(2);
+        let mut ranking = self.rank_hits_top(&hits, evidence, top);
+        let (weight, name_weight) = self
+            .config
+            .ranking
+            .meaning_weights(analysis.terms.counts.len());
+        let mut by_meaning = false;
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
             weight.is_finite() && weight > 0.0,
             &self.embeddings,
             &analysis.embedding,
         ) {
-            let name_weight = self.config.ranking.embedding_name_weight.max(0.0);
             let skipped = held_out
                 .and_then(|h| h.vector.as_ref())
                 .map(|(label, vector)| (*label as usize, vector.as_slice()));
-            let similarity =
-                embeddings.similarity_without(query, self.labels.len(), name_weight, skipped);
-            rank::add_embedding(&mut ranking, &similarity, weight, |l| {
+            let similarity = embeddings.similarity_without(
+                query,
+                self.labels.len(),
+                name_weight.max(0.0),
+                skipped,
+            );
+            rank::add_embedding(&mut ranking, &similarity, weight, top, |l| {
                 self.labels
                     .get(l as usize)
                     .is_some_and(|label| label.active)
             });
+            by_meaning = !ranking.ranked.is_empty();
+        }
+        // Without meaning, a text whose words no label's material shares is not ranked: its
+        // scores would rank noise. With meaning, meaning alone ranks the labels.
+        if ranking.ranked.is_empty()
+            || (evidence.first_hop && ranking.first_hop_labels == 0 && !by_meaning)
+        {
+            // Every scored label is listed, in order (the second hop's few, here).
+            ranking.sort_all();
+            return self.unranked_retrieval(&ranking, terminal_nodes, terminals);
         }
         // How close in meaning each candidate is (the no-match rule reads it), with the same
         // example left out as the ranking.

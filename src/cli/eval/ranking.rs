@@ -43,6 +43,16 @@ pub struct RankingArgs {
     /// Weight of a label name's cosine within the embedding signal.
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_name_weight)]
     pub embedding_name_weight: f64,
+    /// Texts of at most this many distinct terms are short: meaning weighs
+    /// --embedding-weight-short in them.
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().short_text_terms)]
+    pub short_text_terms: usize,
+    /// Weight of the embedding signal in a short text.
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_weight_short)]
+    pub embedding_weight_short: f64,
+    /// Weight of a label name's cosine within a short text's embedding signal.
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_name_weight_short)]
+    pub embedding_name_weight_short: f64,
     /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
     /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
     #[arg(
@@ -138,6 +148,9 @@ impl RankingArgs {
             learn_margin_agreeing: self.learn_margin_agreeing,
             embedding_weight: self.embedding_weight,
             embedding_name_weight: self.embedding_name_weight,
+            short_text_terms: self.short_text_terms,
+            embedding_weight_short: self.embedding_weight_short,
+            embedding_name_weight_short: self.embedding_name_weight_short,
             term_weighting: self.term_weighting.into(),
             ..RankingConfig::default()
         }

@@ -229,7 +229,7 @@ fn the_embedding_signal_adds_to_active_labels_and_reranks() {
         ..Ranking::default()
     };
     // Label 1 gains most; label 2 had no lexical evidence and enters; label 3 is retired.
-    add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, |l| l != 3);
+    add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, 2, |l| l != 3);
     assert_eq!(ranking.ranked.len(), 3);
     let order: Vec<u32> = ranking.ranked.iter().map(|(l, _)| *l).collect();
     assert_eq!(order, vec![1, 0, 2]);
