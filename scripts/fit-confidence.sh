@@ -3,15 +3,18 @@
 # streams of the paper's datasets — texts of no test file (scripts/tuning-stream.sh) — never on
 # test texts. Prints the weights as a Rust array to paste into src/engine/confidence.rs.
 #
-#   scripts/fit-confidence.sh ../shared/data/paper [WORK_DIR]
+#   scripts/fit-confidence.sh ../shared/data/paper [WORK_DIR] [INTENTS_DIR]
 #
-# Streams: 1-shot of WOS, IFS-Rel, Reuters and CAD; 5-shot of WOS, Reuters and CAD. IFS-Rel's
+# Streams: 1-shot of WOS, IFS-Rel, Reuters and CAD; 5-shot of WOS, Reuters and CAD; and, short
+# texts, HWU64's dev texts at 1 and 5 shots (INTENTS_DIR, by default
+# ../shared/data/intents/hwu64 beside the paper's data: its own dev.tsv, no stream needed). IFS-Rel's
 # 5- and 10-shot streams are left out: their texts paraphrase the labelled examples, and every
 # strategy gets them right (docs/decisions.md). Each stream counts alike in the fit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paper="${1:?usage: $0 PAPER_DATA_DIR [WORK_DIR]}"
 work="${2:-out/fit-confidence}"
+intents="${3:-$paper/../intents/hwu64}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/gorag/target}"
 cargo build --release --quiet
 # The default sentence encoder (the embedding signal; fetched once, sha256-verified).
@@ -29,5 +32,11 @@ for dataset in wos ifs_rel reuters cad; do
       --out "$work/runs/$dataset-$k" >/dev/null
     files+=("$work/runs/$dataset-$k/texts-hybrid.jsonl")
   done
+done
+for k in 1 5; do
+  "$gorag" eval "$intents" --shots "$k" --held-out dev --llm none --quiet \
+    --abstain-below 0 --refit-confidence false \
+    --out "$work/runs/hwu64-$k" >/dev/null
+  files+=("$work/runs/hwu64-$k/texts-hybrid.jsonl")
 done
 "$gorag" calibrate --from-zero --pull 1 "${files[@]}" --out "$work/calibrator.json"

@@ -39,11 +39,70 @@ pub trait TextEncoder: Send + Sync {
     }
 }
 
-/// Per label position: its name's vector and its examples' vectors.
+/// Per label position: its name's vector, its examples' vectors, and their prototype.
 #[derive(Clone, Default)]
 struct LabelVectors {
     name: Option<Vec<f32>>,
     examples: Vec<Vec<f32>>,
+    /// The examples' vectors summed (empty without examples).
+    sum: Vec<f64>,
+    /// `sum` at unit length: the label's prototype, what a text's meaning is compared with.
+    prototype: Option<Vec<f32>>,
+}
+
+impl LabelVectors {
+    fn push_example(&mut self, vector: Vec<f32>) {
+        if self.sum.len() != vector.len() {
+            // The first example (or a model whose vectors changed length: start again).
+            self.sum = vec![0.0; vector.len()];
+            for v in &self.examples {
+                if v.len() == vector.len() {
+                    add(&mut self.sum, v, 1.0);
+                }
+            }
+        }
+        add(&mut self.sum, &vector, 1.0);
+        self.prototype = unit(&self.sum);
+        self.examples.push(vector);
+    }
+
+    /// The prototype of the label's examples but `skipped` (an example scored against the
+    /// others); None when no other example is left.
+    fn prototype_without(&self, skipped: &[f32]) -> Option<Vec<f32>> {
+        if self.examples.len() < 2 || skipped.len() != self.sum.len() {
+            return None;
+        }
+        let mut sum = self.sum.clone();
+        add(&mut sum, skipped, -1.0);
+        unit(&sum)
+    }
+}
+
+/// The prototype label `position` is compared by: its own, or the one `without` an example
+/// (an example scored against the others).
+fn prototype_of<'a>(
+    without: &'a Option<(usize, Option<Vec<f32>>)>,
+    position: usize,
+    label: &'a LabelVectors,
+) -> Option<&'a [f32]> {
+    match without {
+        Some((at, prototype)) if *at == position => prototype.as_deref(),
+        _ => label.prototype.as_deref(),
+    }
+}
+
+/// `sum += factor × vector`.
+fn add(sum: &mut [f64], vector: &[f32], factor: f64) {
+    for (s, &x) in sum.iter_mut().zip(vector) {
+        *s += factor * f64::from(x);
+    }
+}
+
+/// `v` scaled to unit length; None for a (near) zero vector: examples that cancel out say
+/// nothing of where the label is.
+fn unit(v: &[f64]) -> Option<Vec<f32>> {
+    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    (norm > 1e-9).then(|| v.iter().map(|x| (x / norm) as f32).collect())
 }
 
 /// The encoder and every label's vectors.
@@ -130,7 +189,7 @@ impl Embeddings {
     }
 
     pub fn push_example(&mut self, position: usize, vector: Vec<f32>) {
-        self.label_mut(position).examples.push(vector);
+        self.label_mut(position).push_example(vector);
     }
 
     /// How close in meaning the query is to one label: its best cosine with the label's
@@ -153,9 +212,11 @@ impl Embeddings {
             .reduce(f64::max)
     }
 
-    /// Per label position (`labels` of them): the query's best cosine with the label's
-    /// examples plus `name_weight` × its cosine with the name (negative cosines count as 0:
-    /// an unrelated name says nothing).
+    /// Per label position (`labels` of them): the query's cosine with the prototype of the
+    /// label's examples (their mean at unit length) plus `name_weight` × its cosine with the
+    /// name (negative cosines count as 0: an unrelated name says nothing). One example: its
+    /// own vector; several: where they agree, which a single odd example cannot pull far
+    /// (docs/design/embedding-signal.md, "Short texts").
     pub fn similarity(&self, query: &[f32], labels: usize, name_weight: f64) -> Vec<f64> {
         self.similarity_without(query, labels, name_weight, None)
     }
@@ -169,30 +230,24 @@ impl Embeddings {
         name_weight: f64,
         held_out: Option<(usize, &[f32])>,
     ) -> Vec<f64> {
-        // Every vector compared, label by label (its examples, then its name), so the cosines
-        // can be computed several at a time; then read back in the same order.
-        let mut vectors: Vec<&[f32]> = Vec::new();
+        let without = held_out.and_then(|(at, skipped)| {
+            let label = self.labels.get(at)?;
+            Some((at, label.prototype_without(skipped)))
+        });
+        // Every vector compared, label by label (its prototype, then its name), so the
+        // cosines can be computed several at a time; then read back in the same order.
+        let mut vectors: Vec<&[f32]> = Vec::with_capacity(2 * labels);
         for (position, label) in self.labels.iter().take(labels).enumerate() {
-            let skipped = held_out.filter(|&(at, _)| at == position).map(|(_, v)| v);
-            vectors.extend(
-                label
-                    .examples
-                    .iter()
-                    .map(Vec::as_slice)
-                    .filter(|v| skipped != Some(*v)),
-            );
+            vectors.extend(prototype_of(&without, position, label));
             vectors.extend(label.name.as_deref());
         }
         let mut cosines = cosines(query, &vectors).into_iter();
         let mut scores = vec![0.0; labels];
         for (position, (score, label)) in scores.iter_mut().zip(&self.labels).enumerate() {
-            let skipped = held_out.filter(|&(at, _)| at == position).map(|(_, v)| v);
-            let examples = label
-                .examples
-                .iter()
-                .filter(|v| skipped != Some(v.as_slice()))
-                .count();
-            let example = cosines.by_ref().take(examples).fold(0.0f64, f64::max);
+            let example = match prototype_of(&without, position, label) {
+                Some(_) => cosines.next().unwrap_or(0.0).max(0.0),
+                None => 0.0,
+            };
             let name = match label.name {
                 Some(_) => cosines.next().unwrap_or(0.0).max(0.0),
                 None => 0.0,

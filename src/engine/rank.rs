@@ -109,7 +109,7 @@ impl Default for RankingConfig {
             learn_margin_agreeing: 0.05,
             seen_capacity: 20_000,
             tentative_capacity: 20_000,
-            embedding_weight: 0.1,
+            embedding_weight: 0.05,
             embedding_name_weight: 2.0,
             short_text_terms: 8,
             embedding_weight_short: 2.0,
