@@ -175,13 +175,13 @@ impl Default for Calibrator {
     }
 }
 
-/// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
-/// text), with the default ranking weights and the default embedding signal (potion-base-8M):
+/// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset and
+/// HWU64's dev texts (no test text), with the default ranking weights (short texts included) and the default embedding signal (potion-base-8M):
 /// the scores it reads change scale with them (docs/decisions.md; with words only it was
 /// measured too, docs/embedding.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
 /// had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
-    -2.0673, 0.0, 7.0601, 1.1642, -1.6175, -1.7660, 0.5904, -0.7969, 5.3501, -0.2406, 0.2772, 0.0,
+    -1.5772, 0.0, 5.7203, -0.5821, 0.1339, -0.4384, 0.8365, -0.5472, 3.3440, -0.3141, 0.4317, 0.0,
 ];
 
 /// Why a calibrator file could not be read.
