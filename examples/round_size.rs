@@ -52,9 +52,14 @@ fn main() -> Result<(), String> {
     config.refit_confidence = refit;
     let state = State::new(Engine::new(config), service.discovery.pool_capacity);
     let mut state = if embedding {
-        read_meaning(state, &EmbeddingModel::default(), None)
-            .map_err(|e| e.to_string())?
-            .0
+        read_meaning(
+            state,
+            &EmbeddingModel::default(),
+            service.engine.embedding_max_tokens,
+            None,
+        )
+        .map_err(|e| e.to_string())?
+        .0
     } else {
         state
     };
