@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Refit the shipped confidence calibrator (engine::confidence::DEFAULT_WEIGHTS) on the tuning
-# streams of the paper's datasets — texts of no test file (scripts/tuning-stream.sh) — never on
-# test texts. Prints the weights as a Rust array to paste into src/engine/confidence.rs.
+# Refit the shipped confidence calibrator on tuning texts only, never on test texts: its weights
+# (engine::confidence::DEFAULT_WEIGHTS) on the tuning streams of the paper's datasets (texts of
+# no test file, scripts/tuning-stream.sh) and HWU64's dev texts, one set on the long texts and
+# one (SHORT_TEXT_WEIGHTS) on the short ones. Prints both as Rust arrays to paste into src/engine/confidence.rs.
 #
 #   scripts/fit-confidence.sh ../shared/data/paper [WORK_DIR] [INTENTS_DIR]
 #
-# Streams: 1-shot of WOS, IFS-Rel, Reuters and CAD; 5-shot of WOS, Reuters and CAD; and, short
-# texts, HWU64's dev texts at 1 and 5 shots (INTENTS_DIR, by default
+# Streams: 1-shot of WOS, IFS-Rel, Reuters and CAD; 5-shot of WOS, Reuters and CAD. Short
+# texts: HWU64's dev texts at 1 and 5 shots (INTENTS_DIR, by default
 # ../shared/data/intents/hwu64 beside the paper's data: its own dev.tsv, no stream needed). IFS-Rel's
 # 5- and 10-shot streams are left out: their texts paraphrase the labelled examples, and every
 # strategy gets them right (docs/decisions.md). Each stream counts alike in the fit.
@@ -33,10 +34,18 @@ for dataset in wos ifs_rel reuters cad; do
     files+=("$work/runs/$dataset-$k/texts-hybrid.jsonl")
   done
 done
+short_files=()
 for k in 1 5; do
   "$gorag" eval "$intents" --shots "$k" --held-out dev --llm none --quiet \
     --abstain-below 0 --refit-confidence false \
     --out "$work/runs/hwu64-$k" >/dev/null
-  files+=("$work/runs/hwu64-$k/texts-hybrid.jsonl")
+  short_files+=("$work/runs/hwu64-$k/texts-hybrid.jsonl")
 done
-"$gorag" calibrate --from-zero --pull 1 "${files[@]}" --out "$work/calibrator.json"
+# Each set of weights on its own texts of every stream: the long texts' (most of the paper
+# streams') and the short texts' (most of HWU64's; CAD's short posts too).
+echo "== weights (DEFAULT_WEIGHTS): the texts over engine.ranking.short_text_terms"
+"$gorag" calibrate --from-zero --pull 1 --texts-of long "${files[@]}" "${short_files[@]}" \
+  --out "$work/calibrator.json"
+echo "== short-text weights (SHORT_TEXT_WEIGHTS)"
+"$gorag" calibrate --from-zero --pull 1 --texts-of short "${files[@]}" "${short_files[@]}" \
+  --out "$work/short-calibrator.json"

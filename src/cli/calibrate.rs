@@ -26,6 +26,28 @@ pub struct CalibrateArgs {
     /// Start from zero weights instead of the shipped ones (how the shipped ones are made).
     #[arg(long)]
     pub from_zero: bool,
+    /// Fit on these texts of each file only: `short` (the texts ranked as short, what the
+    /// shipped short-text weights are fitted on), `long` (the others), or `all`.
+    #[arg(long, value_enum, default_value = "all")]
+    pub texts_of: TextsOf,
+}
+
+/// Which texts of each file a fit reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TextsOf {
+    All,
+    Short,
+    Long,
+}
+
+impl TextsOf {
+    fn takes(self, signals: &Signals) -> bool {
+        match self {
+            Self::All => true,
+            Self::Short => signals.short,
+            Self::Long => !signals.short,
+        }
+    }
 }
 
 /// The fields of a `texts-STRATEGY.jsonl` line that the fit reads.
@@ -40,6 +62,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         bail!("--pull: must be a number ≥ 0");
     }
     let mut files = Vec::new();
+    let mut paths = args.texts.clone();
     for path in &args.texts {
         let text =
             std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -51,12 +74,24 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         {
             let line: Line = serde_json::from_str(line)
                 .with_context(|| format!("{}:{}: not a per-text line", path.display(), i + 1))?;
-            outcomes.push((line.signals, line.right));
+            if args.texts_of.takes(&line.signals) {
+                outcomes.push((line.signals, line.right));
+            }
         }
         if outcomes.is_empty() {
-            bail!("{}: no texts", path.display());
+            if args.texts_of == TextsOf::All {
+                bail!("{}: no texts", path.display());
+            }
+            // A stream of long texts has no short ones, and that is no error.
+            let kind = format!("{:?}", args.texts_of).to_lowercase();
+            println!("{}: no {kind} texts, left out", path.display());
+            paths.retain(|p| p != path);
+            continue;
         }
         files.push(outcomes);
+    }
+    if files.is_empty() {
+        bail!("no file has texts of that kind (--texts-of)");
     }
     // Every file counts alike: its outcomes repeated to the longest file's length, in order.
     let longest = files.iter().map(Vec::len).max().unwrap_or(0);
@@ -73,12 +108,17 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     let prior = if args.from_zero {
         Calibrator {
             weights: [0.0; confidence::FEATURES],
+            short_weights: None,
         }
     } else {
         Calibrator::default()
     };
-    let fitted = confidence::fit(&outcomes, &prior, args.pull);
-    for (path, file) in args.texts.iter().zip(&files) {
+    // A deployment's own fit reads every one of its texts, short or long, with its weights.
+    let fitted = Calibrator {
+        short_weights: None,
+        ..confidence::fit(&outcomes, &prior, args.pull)
+    };
+    for (path, file) in paths.iter().zip(&files) {
         let before = figures(&Calibrator::default(), file);
         let after = figures(&fitted, file);
         println!(

@@ -200,6 +200,7 @@ mod tests {
             evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: 0,
+            short_text: false,
         }
     }
 

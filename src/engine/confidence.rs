@@ -59,6 +59,9 @@ pub struct Signals {
     pub first_hop_labels: usize,
     pub active_labels: usize,
     pub llm: Option<LlmOpinion>,
+    /// A short text ranked by meaning ([`super::Retrieval::short_text`]).
+    #[serde(default)]
+    pub short: bool,
 }
 
 impl Signals {
@@ -100,6 +103,7 @@ impl Signals {
             first_hop_labels: retrieval.first_hop_labels,
             active_labels: retrieval.active_labels,
             llm: None,
+            short: retrieval.short_text,
         }
     }
 
@@ -160,10 +164,16 @@ pub const FEATURE_NAMES: [&str; FEATURES] = [
     "llm_belief",
 ];
 
-/// A logistic calibrator: confidence = σ(w · features).
+/// A logistic calibrator: confidence = σ(w · features), with weights of its own for short texts
+/// when it has them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Calibrator {
     pub weights: [f64; FEATURES],
+    /// The weights for short texts ranked by meaning, whose scores are on another scale than
+    /// the words' (docs/design/confidence.md, "Short texts"); None: `weights` for every text,
+    /// as a calibrator fitted by `gorag calibrate` on a deployment's own texts is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_weights: Option<[f64; FEATURES]>,
 }
 
 impl Default for Calibrator {
@@ -171,17 +181,24 @@ impl Default for Calibrator {
     fn default() -> Self {
         Self {
             weights: DEFAULT_WEIGHTS,
+            short_weights: Some(SHORT_TEXT_WEIGHTS),
         }
     }
 }
 
-/// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset and
-/// HWU64's dev texts (no test text), with the default ranking weights (short texts included) and the default embedding signal (potion-base-8M):
+/// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
+/// text), with the default ranking weights and the default embedding signal (potion-base-8M):
 /// the scores it reads change scale with them (docs/decisions.md; with words only it was
 /// measured too, docs/embedding.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
 /// had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
-    -1.5772, 0.0, 5.7203, -0.5821, 0.1339, -0.4384, 0.8365, -0.5472, 3.3440, -0.3141, 0.4317, 0.0,
+    -2.0673, 0.0, 7.0601, 1.1642, -1.6175, -1.7660, 0.5904, -0.7969, 5.3501, -0.2406, 0.2772, 0.0,
+];
+
+/// Fitted by `scripts/fit-confidence.sh` on HWU64's dev texts at 1 and 5 shots (short customer
+/// queries; no test text), with the default ranking weights and encoder.
+const SHORT_TEXT_WEIGHTS: [f64; FEATURES] = [
+    0.9892, 0.0, 3.5923, -0.2431, 0.2593, -0.4400, 1.4676, -0.5763, 0.3348, -0.8435, 0.2253, 0.0,
 ];
 
 /// Why a calibrator file could not be read.
@@ -209,7 +226,7 @@ impl Calibrator {
     /// The probability that a decision with these signals is right; 0 when the signals make
     /// no number (an endpoint's log-probabilities can overflow): an unknown is no confidence.
     pub fn confidence(&self, signals: &Signals) -> f64 {
-        let p = sigmoid(self.log_odds(&signals.features()));
+        let p = sigmoid(self.log_odds_of(signals));
         if p.is_nan() {
             0.0
         } else {
@@ -223,6 +240,25 @@ impl Calibrator {
     /// [`super::refit`]).
     pub fn log_odds(&self, features: &[f64; FEATURES]) -> f64 {
         dot(&self.weights, features)
+    }
+
+    /// The weights that read a decision with these signals: the short-text ones for a short
+    /// text when there are any.
+    fn weights_for(&self, signals: &Signals) -> &[f64; FEATURES] {
+        match (&self.short_weights, signals.short) {
+            (Some(short), true) => short,
+            _ => &self.weights,
+        }
+    }
+
+    /// Whether these signals are read by the short-text weights.
+    pub fn reads_as_short(&self, signals: &Signals) -> bool {
+        signals.short && self.short_weights.is_some()
+    }
+
+    /// The log-odds of a decision with these signals, by the weights that read it.
+    pub fn log_odds_of(&self, signals: &Signals) -> f64 {
+        dot(self.weights_for(signals), &signals.features())
     }
 }
 
@@ -247,7 +283,8 @@ pub struct Outcome {
     pub right: bool,
 }
 
-/// Logistic regression by Newton's method, with a Gaussian prior of strength `pull` centred on
+/// Logistic regression by Newton's method (of `weights`; the prior's short-text weights are kept
+/// as they are), with a Gaussian prior of strength `pull` centred on
 /// `prior`'s weights (the bias included): with few outcomes the fit stays near the prior, with
 /// many it follows the data. Deterministic: a fixed number of steps, no randomness.
 pub fn fit(outcomes: &[Outcome], prior: &Calibrator, pull: f64) -> Calibrator {
@@ -285,7 +322,10 @@ pub fn fit(outcomes: &[Outcome], prior: &Calibrator, pull: f64) -> Calibrator {
             break;
         }
     }
-    Calibrator { weights: w }
+    Calibrator {
+        weights: w,
+        short_weights: prior.short_weights,
+    }
 }
 
 const NEWTON_STEPS: usize = 50;
@@ -348,6 +388,7 @@ mod tests {
             &outcomes,
             &Calibrator {
                 weights: [0.0; FEATURES],
+                short_weights: None,
             },
             1e-3,
         );
@@ -370,7 +411,11 @@ mod tests {
         assert!(!Calibrator::default().reads_llm());
         let mut weights = [0.0; FEATURES];
         weights[FEATURES - 1] = 1.0;
-        assert!(Calibrator { weights }.reads_llm());
+        assert!(Calibrator {
+            weights,
+            short_weights: None
+        }
+        .reads_llm());
     }
 
     #[test]
@@ -383,6 +428,7 @@ mod tests {
     fn confidence_is_a_probability_even_for_extreme_inputs() {
         let calibrator = Calibrator {
             weights: [1e6; FEATURES],
+            short_weights: None,
         };
         let signals = Signals {
             scored: true,
@@ -394,8 +440,33 @@ mod tests {
             first_hop_labels: 1,
             active_labels: 1,
             llm: None,
+            short: false,
         };
         let c = calibrator.confidence(&signals);
         assert!((0.0..=1.0).contains(&c));
+    }
+
+    #[test]
+    fn a_short_text_is_read_by_the_short_text_weights_and_a_file_without_them_reads_all() {
+        let mut signals = Signals {
+            scored: true,
+            score: 0.5,
+            best_other: 0.1,
+            active_labels: 10,
+            first_hop_labels: 3,
+            ..Signals::default()
+        };
+        let shipped = Calibrator::default();
+        let long = shipped.confidence(&signals);
+        signals.short = true;
+        let short = shipped.confidence(&signals);
+        assert_ne!(long, short);
+        assert!(shipped.reads_as_short(&signals));
+        // A calibrator file from before short-text weights (or from `gorag calibrate`).
+        let file: Calibrator =
+            serde_json::from_str(&format!("{{\"weights\": {:?}}}", DEFAULT_WEIGHTS)).unwrap();
+        assert_eq!(file.short_weights, None);
+        assert!(!file.reads_as_short(&signals));
+        assert_eq!(file.confidence(&signals), long);
     }
 }

@@ -57,6 +57,7 @@ impl Engine {
                 evidence: Vec::new(),
                 first_hop_labels: 0,
                 active_labels,
+                short_text: false,
             };
         }
         let first_hop_labels = ranked.len();
@@ -82,6 +83,7 @@ impl Engine {
             evidence: Vec::new(),
             first_hop_labels,
             active_labels,
+            short_text: false,
         }
     }
 }

@@ -166,6 +166,7 @@ mod tests {
             evidence: vec![evidence, MatchEvidence::default()],
             first_hop_labels: 2,
             active_labels: 2,
+            short_text: false,
         }
     }
 

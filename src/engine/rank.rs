@@ -74,10 +74,15 @@ pub struct RankingConfig {
 }
 
 impl RankingConfig {
+    /// Whether a text of `terms` distinct terms is short.
+    pub fn is_short(&self, terms: usize) -> bool {
+        terms <= self.short_text_terms
+    }
+
     /// The embedding signal's weight and its name weight for a text of `terms` distinct terms
     /// (docs/design/embedding-signal.md, "Short texts").
     pub fn meaning_weights(&self, terms: usize) -> (f64, f64) {
-        if terms <= self.short_text_terms {
+        if self.is_short(terms) {
             (
                 self.embedding_weight_short,
                 self.embedding_name_weight_short,

@@ -205,10 +205,14 @@ impl Engine {
     /// recalibrated from the log's outcomes (which are all decisions without the LLM: one it
     /// answered keeps the calibrator's own); 0 when the signals make no number.
     pub(super) fn confidence_of(&self, signals: &Signals) -> f64 {
-        let z = self.config.calibrator.log_odds(&signals.features());
+        let calibrator = &self.config.calibrator;
+        let z = calibrator.log_odds_of(signals);
+        // The recalibration is fitted on the long-text weights' log-odds of held-out examples
+        // (an outcome does not say whether its text was short): a short text keeps the
+        // short-text weights' own figure.
         let recalibration = match signals.llm {
-            None => self.outcomes.recalibration,
-            Some(_) => Recalibration::default(),
+            None if !calibrator.reads_as_short(signals) => self.outcomes.recalibration,
+            None | Some(_) => Recalibration::default(),
         };
         let p = recalibration.probability(z);
         if p.is_nan() {

@@ -78,6 +78,7 @@ impl Engine {
             evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: self.active_labels().count(),
+            short_text: false,
         })
     }
 
@@ -121,10 +122,9 @@ impl Engine {
         let keep = self.config.ranking.max_candidates.max(1);
         let top = keep.max(2);
         let mut ranking = self.rank_hits_top(&hits, evidence, top);
-        let (weight, name_weight) = self
-            .config
-            .ranking
-            .meaning_weights(analysis.terms.counts.len());
+        let terms = analysis.terms.counts.len();
+        let short_text = self.config.ranking.is_short(terms);
+        let (weight, name_weight) = self.config.ranking.meaning_weights(terms);
         let mut by_meaning = false;
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
@@ -211,6 +211,7 @@ impl Engine {
             evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
+            short_text,
         }
     }
 
@@ -263,6 +264,7 @@ impl Engine {
             evidence: Vec::new(),
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.active_labels().count(),
+            short_text: false,
         }
     }
 

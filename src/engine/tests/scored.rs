@@ -56,6 +56,7 @@ fn ranked_three(scores: [f64; 3]) -> Retrieval {
         evidence: Vec::new(),
         first_hop_labels: 3,
         active_labels: 3,
+        short_text: false,
     }
 }
 
