@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Refit the shipped confidence calibrator on tuning texts only, never on test texts: its weights
 # (engine::confidence::DEFAULT_WEIGHTS) on the tuning streams of the paper's datasets (texts of
-# no test file, scripts/tuning-stream.sh) and HWU64's dev texts, one set on the long texts and
-# one (SHORT_TEXT_WEIGHTS) on the short ones. Prints both as Rust arrays to paste into src/engine/confidence.rs.
+# no test file, scripts/tuning-stream.sh), and its short-text weights (SHORT_TEXT_WEIGHTS) on
+# HWU64's dev texts that the ranking calls short. Prints both as Rust arrays to paste into src/engine/confidence.rs.
 #
 #   scripts/fit-confidence.sh ../shared/data/paper [WORK_DIR] [INTENTS_DIR]
 #
@@ -41,11 +41,9 @@ for k in 1 5; do
     --out "$work/runs/hwu64-$k" >/dev/null
   short_files+=("$work/runs/hwu64-$k/texts-hybrid.jsonl")
 done
-# Each set of weights on its own texts of every stream: the long texts' (most of the paper
-# streams') and the short texts' (most of HWU64's; CAD's short posts too).
-echo "== weights (DEFAULT_WEIGHTS): the texts over engine.ranking.short_text_terms"
-"$gorag" calibrate --from-zero --pull 1 --texts-of long "${files[@]}" "${short_files[@]}" \
-  --out "$work/calibrator.json"
-echo "== short-text weights (SHORT_TEXT_WEIGHTS)"
-"$gorag" calibrate --from-zero --pull 1 --texts-of short "${files[@]}" "${short_files[@]}" \
+# The paper streams hold hardly any short text (Reuters 1-shot: one) and HWU64 few long ones.
+echo "== weights (DEFAULT_WEIGHTS): the paper streams"
+"$gorag" calibrate --from-zero --pull 1 "${files[@]}" --out "$work/calibrator.json"
+echo "== short-text weights (SHORT_TEXT_WEIGHTS): HWU64's short dev texts"
+"$gorag" calibrate --from-zero --pull 1 --texts-of short "${short_files[@]}" \
   --out "$work/short-calibrator.json"

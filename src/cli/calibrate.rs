@@ -32,6 +32,9 @@ pub struct CalibrateArgs {
     pub texts_of: TextsOf,
 }
 
+/// Files with fewer texts of the kind `--texts-of` asks for are left out of the fit.
+const MIN_TEXTS_OF_A_KIND: usize = 30;
+
 /// Which texts of each file a fit reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum TextsOf {
@@ -77,6 +80,18 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
             if args.texts_of.takes(&line.signals) {
                 outcomes.push((line.signals, line.right));
             }
+        }
+        if outcomes.len() < MIN_TEXTS_OF_A_KIND && args.texts_of != TextsOf::All {
+            // Every file counts alike: a file with a handful of texts of the kind would have
+            // them repeated thousands of times.
+            let kind = format!("{:?}", args.texts_of).to_lowercase();
+            println!(
+                "{}: {} {kind} texts (fewer than {MIN_TEXTS_OF_A_KIND}), left out",
+                path.display(),
+                outcomes.len()
+            );
+            paths.retain(|p| p != path);
+            continue;
         }
         if outcomes.is_empty() {
             if args.texts_of == TextsOf::All {

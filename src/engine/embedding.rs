@@ -402,20 +402,34 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_label_scores_its_closest_example_plus_its_weighted_name() {
+    fn a_label_scores_its_examples_prototype_plus_its_weighted_name() {
         let mut e = Embeddings::new(Arc::new(TopicEncoder));
-        for (label, text) in [(0, "money money"), (0, "space")] {
-            let vector = TopicEncoder.encode(text).unwrap();
-            e.push_example(label, vector);
+        let vectors: Vec<Vec<f32>> = ["money money", "space"]
+            .iter()
+            .map(|text| TopicEncoder.encode(text).unwrap())
+            .collect();
+        for vector in &vectors {
+            e.push_example(0, vector.clone());
         }
         let name = e.encode_name("junk_food").unwrap();
         e.set_name(1, name);
         let query = TopicEncoder.encode("space").unwrap();
         let s = e.similarity(&query, 3, 2.0);
+        // The prototype: the two examples' mean at unit length.
+        let sum: Vec<f64> = vectors[0]
+            .iter()
+            .zip(&vectors[1])
+            .map(|(a, b)| f64::from(*a) + f64::from(*b))
+            .collect();
+        let prototype = unit(&sum).unwrap();
         assert!(
-            (s[0] - 1.0).abs() < 1e-6,
-            "closest example is identical: {s:?}"
+            (s[0] - cosine(&query, &prototype)).abs() < 1e-6,
+            "the prototype's cosine: {s:?}"
         );
+        assert!(s[0] < 0.99, "not the closest example's: {s:?}");
+        // Scored as if one example were not there, the prototype is the other one.
+        let without = e.similarity_without(&query, 3, 2.0, Some((0, &vectors[0])));
+        assert!((without[0] - 1.0).abs() < 1e-6, "{without:?}");
         // The name is orthogonal but for the shared constant component.
         assert!(s[1] > 0.0 && s[1] < 0.05, "{s:?}");
         assert_eq!(s[2], 0.0, "a label without vectors scores nothing");

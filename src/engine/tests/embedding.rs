@@ -25,6 +25,8 @@ fn config(weight: f64) -> EngineConfig {
     let mut config = EngineConfig::default();
     config.ranking.name_weight = 0.0;
     config.ranking.embedding_weight = weight;
+    // The queries here are short texts: the same weight for them.
+    config.ranking.embedding_weight_short = weight;
     config
 }
 
@@ -202,4 +204,50 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
         lexical.material_of(&round).is_empty(),
         "no signal, no material"
     );
+}
+
+/// The default configuration (short texts weigh meaning at 2, longer ones at 0.05).
+fn near_twins_by_default() -> Engine {
+    near_twins(EngineConfig {
+        ranking: crate::engine::rank::RankingConfig {
+            name_weight: 0.0,
+            ..Default::default()
+        },
+        ..EngineConfig::default()
+    })
+}
+
+#[test]
+fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
+    let engine = near_twins_by_default();
+    // Three terms: meaning decides, and the retrieval says the text was short.
+    let short = "the report of the week on moneylenders";
+    let mut analysis = engine.analyze(short);
+    engine.embed_query(&mut analysis, short).unwrap();
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    assert!(retrieval.short_text);
+    // More words, one of them ("launches") in orbit's example, the money topic still in
+    // "moneylenders": the words decide a long text; meaning at 0.05 does not move it.
+    let long = "the report of the week on moneylenders, with launches, weekly reports, \
+                tables, charts, notes, remarks, comments and the usual summary";
+    let mut analysis = engine.analyze(long);
+    engine.embed_query(&mut analysis, long).unwrap();
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert!(!retrieval.short_text, "{retrieval:?}");
+    assert_eq!(retrieval.candidates[0], "orbit", "{retrieval:?}");
+}
+
+#[test]
+fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() {
+    let engine = near_twins_by_default();
+    let text = "moneylenders galore";
+    let mut analysis = engine.analyze(text);
+    let unembedded = engine.retrieve(&analysis).unwrap();
+    assert_eq!(unembedded.basis, crate::engine::Basis::NoEvidence);
+    engine.embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.basis, crate::engine::Basis::RankedScores);
+    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    assert_eq!(retrieval.first_hop_labels, 0, "no label's words matched");
 }
