@@ -319,6 +319,10 @@ impl ServeConfig {
                 "engine.ranking.embedding_name_weight_short",
                 r.embedding_name_weight_short,
             ),
+            (
+                "engine.ranking.short_text_min_meaning",
+                r.short_text_min_meaning,
+            ),
         ];
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {

@@ -299,9 +299,26 @@ impl Engine {
     /// calibrator reads retrieval scores, which the strategies without scores (`steiner`,
     /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
     /// neither reviewed nor gated, as in the paper.
+    /// A short text also needs review when its label reads far from it in meaning
+    /// (`short_text_min_meaning`).
     pub fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
         retrieval.margin.is_some()
-            && (decision.confidence.is_nan() || decision.confidence < self.config.abstain_below)
+            && (decision.confidence.is_nan()
+                || decision.confidence < self.config.abstain_below
+                || self.far_in_meaning(retrieval, &decision.label))
+    }
+
+    /// A short text whose `label` the sentence encoder finds less close than
+    /// `short_text_min_meaning` (never without an encoder).
+    fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
+        retrieval.short_text
+            && retrieval
+                .candidates
+                .iter()
+                .position(|c| c == label)
+                .and_then(|at| retrieval.evidence.get(at))
+                .and_then(|evidence| evidence.meaning)
+                .is_some_and(|meaning| meaning < self.config.ranking.short_text_min_meaning)
     }
 
     /// What a decision is published as: no label when nothing the labels know explains the

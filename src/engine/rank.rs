@@ -68,6 +68,10 @@ pub struct RankingConfig {
     pub embedding_weight_short: f64,
     /// Within the embedding signal of a short text, weight of the cosine with a label's name.
     pub embedding_name_weight_short: f64,
+    /// A short text whose label reads less close in meaning than this (the cosine with its
+    /// closest example or name) needs review, whatever its confidence: ranked by meaning, a
+    /// query no label fits still comes out with a clear winner.
+    pub short_text_min_meaning: f64,
     /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
     /// makes replicas equal, like `seen_capacity`.
     pub term_weighting: TermWeighting,
@@ -119,6 +123,7 @@ impl Default for RankingConfig {
             short_text_terms: 8,
             embedding_weight_short: 2.0,
             embedding_name_weight_short: 1.0,
+            short_text_min_meaning: 0.4,
             term_weighting: TermWeighting::LabelSpread,
         }
     }

@@ -53,6 +53,9 @@ pub struct RankingArgs {
     /// Weight of a label name's cosine within a short text's embedding signal.
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().embedding_name_weight_short)]
     pub embedding_name_weight_short: f64,
+    /// A short text whose label reads less close in meaning than this needs review.
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().short_text_min_meaning)]
+    pub short_text_min_meaning: f64,
     /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
     /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
     #[arg(
@@ -151,6 +154,7 @@ impl RankingArgs {
             short_text_terms: self.short_text_terms,
             embedding_weight_short: self.embedding_weight_short,
             embedding_name_weight_short: self.embedding_name_weight_short,
+            short_text_min_meaning: self.short_text_min_meaning,
             term_weighting: self.term_weighting.into(),
             ..RankingConfig::default()
         }
