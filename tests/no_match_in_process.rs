@@ -6,15 +6,15 @@
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gorag::config::{Layers, ServeConfig};
-use gorag::events::{Prediction, PredictionStatus};
+use gorag::events::PredictionStatus;
 use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
 use gorag::stream::{serve_on, ServeSummary};
 use support::example;
+use support::in_process::{predictions, wait_until};
 use tokio::sync::oneshot;
 
 fn config(state: &Path) -> ServeConfig {
@@ -43,27 +43,6 @@ fn publish(broker: &MemoryBroker, topic: &str, key: &str, line: &str) {
             headers: Vec::new(),
         })
         .expect("the topic exists");
-}
-
-fn predictions(broker: &MemoryBroker, topic: &str) -> BTreeMap<String, Prediction> {
-    broker
-        .records(topic)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| serde_json::from_slice::<Prediction>(&r.payload).ok())
-        .map(|p| (p.text_id.clone(), p))
-        .collect()
-}
-
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "not within 60 s: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 async fn replica(

@@ -7,12 +7,11 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use gorag::config::{Layers, ServeConfig};
-use gorag::events::Prediction;
 use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
 use gorag::stream::{serve_on, ServeSummary};
+use support::in_process::{predictions, wait_until};
 use support::{example, ticket_texts};
 use tokio::sync::oneshot;
 
@@ -73,28 +72,6 @@ fn publish(broker: &MemoryBroker, topic: &str, lines: &[String]) {
                 headers: Vec::new(),
             })
             .expect("the topic exists");
-    }
-}
-
-/// Each text's latest prediction, by text id.
-fn predictions(broker: &MemoryBroker, topic: &str) -> BTreeMap<String, Prediction> {
-    broker
-        .records(topic)
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|r| serde_json::from_slice::<Prediction>(&r.payload).ok())
-        .map(|p| (p.text_id.clone(), p))
-        .collect()
-}
-
-async fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let started = Instant::now();
-    while !done() {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "not within 60 s: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

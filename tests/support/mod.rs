@@ -1,5 +1,6 @@
 pub mod fake_llm;
 pub mod http;
+pub mod in_process;
 pub mod kafka;
 
 /// The non-empty lines of `examples/stream/<name>` (the README's example stream).
