@@ -123,7 +123,9 @@ impl Engine {
         let top = keep.max(2);
         let mut ranking = self.rank_hits_top(&hits, evidence, top);
         let terms = analysis.terms.counts.len();
-        let short_text = self.config.ranking.is_short(terms);
+        // Short and read by meaning: without an encoder a short text is ranked by its words,
+        // and its confidence read as any other's.
+        let mut short_text = false;
         let (weight, name_weight) = self.config.ranking.meaning_weights(terms);
         let mut by_meaning = false;
         if let (true, true, Some(embeddings), Some(query)) = (
@@ -147,6 +149,7 @@ impl Engine {
                     .is_some_and(|label| label.active)
             });
             by_meaning = !ranking.ranked.is_empty();
+            short_text = self.config.ranking.is_short(terms);
         }
         // Without meaning, a text whose words no label's material shares is not ranked: its
         // scores would rank noise. With meaning, meaning alone ranks the labels.

@@ -223,6 +223,8 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     // Three terms: meaning decides, and the retrieval says the text was short.
     let short = "the report of the week on moneylenders";
     let mut analysis = engine.analyze(short);
+    // Not read by meaning (no query vector): ranked by its words, its confidence as any text's.
+    assert!(!engine.retrieve(&analysis).unwrap().short_text);
     engine.embed_query(&mut analysis, short).unwrap();
     let retrieval = engine.retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
