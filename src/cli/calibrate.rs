@@ -26,8 +26,9 @@ pub struct CalibrateArgs {
     /// Start from zero weights instead of the shipped ones (how the shipped ones are made).
     #[arg(long)]
     pub from_zero: bool,
-    /// Fit on these texts of each file only: `short` (the texts ranked as short, what the
-    /// shipped short-text weights are fitted on), `long` (the others), or `all`.
+    /// Fit on these texts of each file only: `short` (the texts ranked as short: the file's
+    /// short-text weights), `long` (the others: its weights, the short-text ones kept from
+    /// the start), or `all` (one set of weights for every text).
     #[arg(long, value_enum, default_value = "all")]
     pub texts_of: TextsOf,
 }
@@ -83,7 +84,8 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
         }
         if outcomes.len() < MIN_TEXTS_OF_A_KIND && args.texts_of != TextsOf::All {
             // Every file counts alike: a file with a handful of texts of the kind would have
-            // them repeated thousands of times.
+            // them repeated thousands of times (and a stream of long texts has no short ones:
+            // no error).
             let kind = format!("{:?}", args.texts_of).to_lowercase();
             println!(
                 "{}: {} {kind} texts (fewer than {MIN_TEXTS_OF_A_KIND}), left out",
@@ -94,14 +96,7 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
             continue;
         }
         if outcomes.is_empty() {
-            if args.texts_of == TextsOf::All {
-                bail!("{}: no texts", path.display());
-            }
-            // A stream of long texts has no short ones, and that is no error.
-            let kind = format!("{:?}", args.texts_of).to_lowercase();
-            println!("{}: no {kind} texts, left out", path.display());
-            paths.retain(|p| p != path);
-            continue;
+            bail!("{}: no texts", path.display());
         }
         files.push(outcomes);
     }
@@ -128,10 +123,38 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
     } else {
         Calibrator::default()
     };
-    // A deployment's own fit reads every one of its texts, short or long, with its weights.
-    let fitted = Calibrator {
-        short_weights: None,
-        ..confidence::fit(&outcomes, &prior, args.pull)
+    let fitted = match args.texts_of {
+        // A deployment's own fit reads every one of its texts, short or long, with its weights.
+        TextsOf::All => Calibrator {
+            short_weights: None,
+            ..confidence::fit(&outcomes, &prior, args.pull)
+        },
+        // The long texts' weights fitted; the short texts keep the shipped ones.
+        TextsOf::Long => Calibrator {
+            short_weights: Calibrator::default().short_weights,
+            ..confidence::fit(&outcomes, &prior, args.pull)
+        },
+        // The short texts' weights fitted (from the shipped short-text weights, or zero); the
+        // long texts keep the shipped ones.
+        TextsOf::Short => {
+            let shipped = Calibrator::default();
+            let short_prior = Calibrator {
+                weights: match (args.from_zero, shipped.short_weights) {
+                    (false, Some(short)) => short,
+                    _ => prior.weights,
+                },
+                short_weights: None,
+            };
+            Calibrator {
+                weights: shipped.weights,
+                short_weights: Some(confidence::fit(&outcomes, &short_prior, args.pull).weights),
+            }
+        }
+    };
+    // The set this fit made (the one to paste into the shipped calibrator).
+    let made = match (args.texts_of, fitted.short_weights) {
+        (TextsOf::Short, Some(short)) => short,
+        _ => fitted.weights,
     };
     for (path, file) in paths.iter().zip(&files) {
         let before = figures(&Calibrator::default(), file);
@@ -148,10 +171,10 @@ pub fn calibrate(args: CalibrateArgs) -> Result<()> {
             after.coverage_at_target,
         );
     }
-    for (name, weight) in FEATURE_NAMES.iter().zip(fitted.weights) {
+    for (name, weight) in FEATURE_NAMES.iter().zip(made) {
         println!("{name:>22} {weight:>9.4}");
     }
-    let rounded: Vec<String> = fitted.weights.iter().map(|w| format!("{w:.4}")).collect();
+    let rounded: Vec<String> = made.iter().map(|w| format!("{w:.4}")).collect();
     println!("as Rust: [{}]", rounded.join(", "));
     let json = serde_json::to_string_pretty(&fitted)?;
     match &args.out {

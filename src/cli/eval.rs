@@ -391,6 +391,10 @@ impl EvalArgs {
                 "--embedding-name-weight-short",
                 self.ranking.embedding_name_weight_short,
             ),
+            (
+                "--short-text-min-meaning",
+                self.ranking.short_text_min_meaning,
+            ),
         ] {
             if !(weight.is_finite() && weight >= 0.0) {
                 bail!("{flag}: must be a number ≥ 0");

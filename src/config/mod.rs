@@ -329,6 +329,13 @@ impl ServeConfig {
                 errors.push(format!("{key}: must be a number ≥ 0"));
             }
         }
+        if r.short_text_min_meaning > 1.0 {
+            errors.push(
+                "engine.ranking.short_text_min_meaning: a cosine, at most 1 (above it every \
+                 short text would need review)"
+                    .into(),
+            );
+        }
         if self.engine.strategy == crate::engine::Strategy::Nearest
             && self.engine.embedding_model == crate::embed::EmbeddingModel::Off
         {

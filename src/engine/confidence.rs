@@ -188,8 +188,8 @@ impl Default for Calibrator {
 
 /// Fitted by `scripts/fit-confidence.sh` on the tuning streams of every paper dataset (no test
 /// text; the fit of 2026-11-26, kept when the short-text weights came, so that texts over
-/// `short_text_terms` are read as before; a refit on 2026-11-28 differed from it by a few
-/// tenths a weight), with the default ranking weights and the default embedding signal (potion-base-8M):
+/// `short_text_terms` are read by the same weights; a refit on 2026-11-28 differed from it by a
+/// few tenths a weight), with the default ranking weights and the default embedding signal (potion-base-8M):
 /// the scores it reads change scale with them (docs/decisions.md; with words only it was
 /// measured too, docs/embedding.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
 /// had neither.

@@ -133,10 +133,11 @@ impl Engine {
         };
         let decision = self.decide(&retrieval, None);
         let signals = self.signals(&retrieval, &decision.label, None, &[]);
-        let outcome = Outcome {
+        // Not a short text's: the recalibration reads outcomes by the long-text weights.
+        let outcome = (!self.config.calibrator.reads_as_short(&signals)).then(|| Outcome {
             features: signals.features(),
             right: right == Some(decision.label.as_str()),
-        };
+        });
         let arrival_score = match retrieval.basis {
             super::Basis::NoEvidence => Some(0.0),
             _ => retrieval.discovery_score,
@@ -144,7 +145,7 @@ impl Engine {
         Judged {
             copies,
             decided: Some((decision.label, decision.confidence)),
-            outcome: Some(outcome),
+            outcome,
             arrival_score,
         }
     }

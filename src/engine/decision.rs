@@ -388,6 +388,11 @@ impl Engine {
         if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
             return false;
         }
+        // Ranked by meaning alone (no word of the text in any label's material): kept as a
+        // tentative text, never learned as a confident one, as when it was not ranked at all.
+        if retrieval.first_hop_labels == 0 {
+            return false;
+        }
         let config = &self.config.ranking;
         match decision.source {
             // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the

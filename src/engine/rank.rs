@@ -62,7 +62,8 @@ pub struct RankingConfig {
     /// Within the embedding signal, weight of the cosine with a label's name.
     pub embedding_name_weight: f64,
     /// A text of at most this many distinct terms (content words, stemmed) is short: its
-    /// words are too few to decide alone, and meaning weighs `embedding_weight_short` in it.
+    /// words are too few to decide alone, and meaning weighs `embedding_weight_short` in it
+    /// (0: no text is short).
     pub short_text_terms: usize,
     /// Weight of the embedding signal in a short text.
     pub embedding_weight_short: f64,
@@ -78,9 +79,10 @@ pub struct RankingConfig {
 }
 
 impl RankingConfig {
-    /// Whether a text of `terms` distinct terms is short.
+    /// Whether a text of `terms` distinct terms is short (never when `short_text_terms` is 0:
+    /// the rule off).
     pub fn is_short(&self, terms: usize) -> bool {
-        terms <= self.short_text_terms
+        self.short_text_terms > 0 && terms <= self.short_text_terms
     }
 
     /// The embedding signal's weight and its name weight for a text of `terms` distinct terms

@@ -289,6 +289,11 @@ impl Engine {
         let retrieval = self.retrieve_held_out(&analysis, &held_out)?;
         let decided = self.decide(&retrieval, None).label;
         let signals = self.signals(&retrieval, &decided, None, &[]);
+        // The recalibration reads outcomes by the long-text weights: a short text's, scored
+        // on another scale, would skew it (and it does not apply to short texts).
+        if self.config.calibrator.reads_as_short(&signals) {
+            return None;
+        }
         Some(Outcome {
             features: signals.features(),
             right: decided == label.id,

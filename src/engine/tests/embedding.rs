@@ -253,3 +253,35 @@ fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() 
     assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
     assert_eq!(retrieval.first_hop_labels, 0, "no label's words matched");
 }
+
+#[test]
+fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
+    let engine = near_twins_by_default();
+    let text = "moneylenders galore";
+    let mut analysis = engine.analyze(text);
+    engine.embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    let decision = engine.decide(&retrieval, None);
+    assert_eq!(decision.label, "market");
+    assert!(!engine.is_confident(&retrieval, &decision), "{decision:?}");
+}
+
+#[test]
+fn a_short_text_far_from_its_label_in_meaning_needs_review() {
+    let text = "the report of the week on moneylenders";
+    let status = |floor: f64| {
+        let mut config = EngineConfig::default();
+        config.ranking.name_weight = 0.0;
+        config.ranking.short_text_min_meaning = floor;
+        let engine = near_twins(config);
+        let mut analysis = engine.analyze(text);
+        engine.embed_query(&mut analysis, text).unwrap();
+        let retrieval = engine.retrieve(&analysis).unwrap();
+        let decision = engine.decide(&retrieval, None);
+        engine.status(&retrieval, &decision)
+    };
+    // The topic encoder reads the text and market's example as nearly the same (cosine just
+    // under 1): a floor of 1 is above it, the default far below.
+    assert_eq!(status(1.0), crate::engine::Status::NeedsReview);
+    assert_ne!(status(0.4), crate::engine::Status::NeedsReview);
+}
