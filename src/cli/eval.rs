@@ -377,25 +377,7 @@ impl EvalArgs {
         if !self.reads_meaning() {
             return Ok(None);
         }
-        for (flag, weight) in [
-            ("--embedding-weight", self.ranking.embedding_weight),
-            (
-                "--embedding-name-weight",
-                self.ranking.embedding_name_weight,
-            ),
-            (
-                "--embedding-weight-short",
-                self.ranking.embedding_weight_short,
-            ),
-            (
-                "--embedding-name-weight-short",
-                self.ranking.embedding_name_weight_short,
-            ),
-            (
-                "--short-text-min-meaning",
-                self.ranking.short_text_min_meaning,
-            ),
-        ] {
+        for (flag, weight) in self.ranking.meaning_weights() {
             if !(weight.is_finite() && weight >= 0.0) {
                 bail!("{flag}: must be a number ≥ 0");
             }
