@@ -150,8 +150,10 @@ fn metrics_count_what_the_service_did() {
         })
         .sum();
     assert_eq!(predictions, 4.0, "{body}");
-    // The example round has two examples a label: each scored against the other.
-    assert_eq!(metric(&body, "gorag_confidence_outcomes"), 6.0, "{body}");
+    // The example round has two examples a label: each scored against the other, but the one
+    // short example's outcome is not recorded (read by the short-text weights, it would skew
+    // the recalibration of the long texts: docs/design/confidence.md, "Short texts").
+    assert_eq!(metric(&body, "gorag_confidence_outcomes"), 5.0, "{body}");
     assert!(metric(&body, "gorag_graph_nodes") > 100.0, "{body}");
     assert!(metric(&body, "gorag_graph_edges") > 100.0, "{body}");
     // Below the default capacity nothing is forgotten: every phrase of the examples and texts.
