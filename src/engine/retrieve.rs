@@ -123,6 +123,13 @@ impl Engine {
         let top = keep.max(2);
         let mut ranking = self.rank_hits_top(&hits, evidence, top);
         let terms = analysis.terms.counts.len();
+        // A text no word of which any label's own material shares (a ticket in another
+        // language, a query in other words) is read as a short one: its words cannot decide,
+        // whatever its length.
+        let thin = self.config.ranking.short_text_terms > 0
+            && evidence.first_hop
+            && ranking.first_hop_labels == 0;
+        let terms = if thin { 0 } else { terms };
         // Short and read by meaning: without an encoder a short text is ranked by its words,
         // and its confidence read as any other's.
         let mut short_text = false;

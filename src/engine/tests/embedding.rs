@@ -285,3 +285,25 @@ fn a_short_text_far_from_its_label_in_meaning_needs_review() {
     assert_eq!(status(1.0), crate::engine::Status::NeedsReview);
     assert_ne!(status(0.4), crate::engine::Status::NeedsReview);
 }
+
+#[test]
+fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
+    let engine = near_twins_by_default();
+    // Many words, none in either label's material: long, yet its words say nothing, so
+    // meaning weighs in it as in a short text.
+    let thin = "moneylenders everywhere, tables, charts, notes, remarks, comments, summaries, \
+                graphs, figures and the usual";
+    let mut analysis = engine.analyze(thin);
+    engine.embed_query(&mut analysis, thin).unwrap();
+    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert!(retrieval.short_text, "{retrieval:?}");
+    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    // With the rule off (no text is short), the same text is a long one.
+    let mut config = EngineConfig::default();
+    config.ranking.name_weight = 0.0;
+    config.ranking.short_text_terms = 0;
+    let engine = near_twins(config);
+    let mut analysis = engine.analyze(thin);
+    engine.embed_query(&mut analysis, thin).unwrap();
+    assert!(!engine.retrieve(&analysis).unwrap().short_text);
+}
