@@ -24,11 +24,13 @@ cargo build --tests
 # potion-base-8M is the default every `gorag serve` and `gorag eval` test runs with (found by
 # name in $GORAG_HOME/embedding); all-MiniLM-L6-v2 is the alternative the tests check too, and
 # all-MiniLM-L6-v2-int8 its int8 export on ONNX Runtime (tests/int8_encoder.rs: with the
-# variable set, a missing model fails its tests instead of skipping them).
+# variable set, a missing model fails its tests instead of skipping them), and
+# multilingual-e5-small the option for other languages (tests/multilingual_encoder.rs).
 GORAG_EMBEDDING_MODEL="$(scripts/embedding-model.sh all-MiniLM-L6-v2)"
 GORAG_STATIC_MODEL="$(scripts/embedding-model.sh potion-base-8M)"
 GORAG_INT8_MODEL="$(scripts/embedding-model.sh all-MiniLM-L6-v2-int8)"
-export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL GORAG_INT8_MODEL
+GORAG_MULTILINGUAL_MODEL="$(scripts/embedding-model.sh multilingual-e5-small)"
+export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL GORAG_INT8_MODEL GORAG_MULTILINGUAL_MODEL
 
 echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
 GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh
