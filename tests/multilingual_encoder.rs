@@ -72,7 +72,11 @@ fn a_ticket_in_another_language_is_closest_to_its_english_twin() {
         assert_eq!(best, Some(twin), "{text}: {cosines:?}");
     }
     // The model's cosines crowd near 1: the engine reads them from its unrelated cosine.
-    assert!(model.unrelated_cosine() > 0.5, "{}", model.unrelated_cosine());
+    assert!(
+        model.unrelated_cosine() > 0.5,
+        "{}",
+        model.unrelated_cosine()
+    );
     assert_eq!(
         SentenceModel::load(&dir).unwrap().encode("").unwrap().len(),
         384,
@@ -117,7 +121,11 @@ fn classify_matches_german_tickets_to_english_tags_only_with_the_multilingual_mo
     .unwrap();
     let run = |model: &str| {
         let output = Command::new(env!("CARGO_BIN_EXE_gorag"))
-            .args(["classify", "--labels", "examples/out-of-scope/shop-labels.csv"])
+            .args([
+                "classify",
+                "--labels",
+                "examples/out-of-scope/shop-labels.csv",
+            ])
             .args(["--llm", "none", "--output", "jsonl", "--set"])
             .arg(format!("engine.embedding_model={model}"))
             .arg(tickets.path())

@@ -147,9 +147,9 @@ impl E5Model {
                 "{E5_FILE} gives vectors of width {width}"
             )));
         }
-        loaded.encode("a").map_err(|e| {
-            E5Error::Model(format!("{E5_FILE} cannot encode a text: {}", e.0))
-        })?;
+        loaded
+            .encode("a")
+            .map_err(|e| E5Error::Model(format!("{E5_FILE} cannot encode a text: {}", e.0)))?;
         Ok(loaded)
     }
 

@@ -423,7 +423,10 @@ pub(crate) mod tests {
         let crowded = build(Arc::new(Crowded)).similarity(&query, 2, 0.0);
         // Below the unrelated cosine reads negative, and a negative cosine counts as 0.
         for (p, c) in plain.iter().zip(&crowded) {
-            assert!((c - ((p - 0.5) / 0.5).max(0.0)).abs() < 1e-9, "{plain:?} {crowded:?}");
+            assert!(
+                (c - ((p - 0.5) / 0.5).max(0.0)).abs() < 1e-9,
+                "{plain:?} {crowded:?}"
+            );
         }
         assert!(crowded[0] > 0.0 && crowded[1] == 0.0, "{crowded:?}");
         // The same reading for closeness and the nearest example; 1 still reads 1.
