@@ -7,6 +7,7 @@
 #   scripts/build-image.sh                    # → localhost/gorag:dev (with potion-base-8M, the default)
 #   scripts/build-image.sh --embedding        # → localhost/gorag:dev-embedding, all-MiniLM-L6-v2 too
 #   scripts/build-image.sh --embedding all-MiniLM-L6-v2-int8   # → …:dev-embedding, the int8 model too
+#   scripts/build-image.sh --embedding multilingual-e5-small   # → …:dev-embedding, the multilingual model too
 #
 # The Dockerfile's model stage is replaced too, by the folders scripts/embedding-model.sh
 # fetches and verifies on this host (the stage runs that same script; here the build's
@@ -57,7 +58,8 @@ fi
 for name in "${models[@]}"; do
   model="$(scripts/embedding-model.sh "$name")"
   mkdir -p "$context/model/opt/gorag/embedding/$name"
-  # Every file of the verified folder (three for potion and MiniLM, four for the int8 model).
+  # Every file of the verified folder (three for potion, MiniLM and the multilingual model,
+  # four for the int8 model).
   cp "$model"/* "$context/model/opt/gorag/embedding/$name/"
 done
 build_args+=(--build-context "embedding=$context/model")
