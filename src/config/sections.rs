@@ -300,7 +300,8 @@ pub struct EngineSection {
     pub embedding_model: crate::embed::EmbeddingModel,
     /// Tokens of a text a BERT encoder (all-MiniLM-L6-v2, and its int8 export) reads, 1 to
     /// 512; default 256, the model's own limit. Fewer cost less on long texts (docs/embedding.md,
-    /// "The int8 encoder"); a static model keeps its own limit.
+    /// "The int8 encoder"); a static model keeps its own limit; multilingual-e5-small reads the
+    /// first 5 × this many bytes.
     pub embedding_max_tokens: usize,
 }
 

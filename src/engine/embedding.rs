@@ -56,6 +56,9 @@ struct LabelVectors {
     sum: Vec<f64>,
     /// `sum` at unit length: the label's prototype, what a text's meaning is compared with.
     prototype: Option<Vec<f32>>,
+    /// The length of the examples' mean (`sum` / their count): 1 for one example, less the
+    /// more they differ ([`CosineScale::read_prototype`] needs it).
+    mean_norm: f64,
 }
 
 impl LabelVectors {
@@ -70,32 +73,39 @@ impl LabelVectors {
             }
         }
         add(&mut self.sum, &vector, 1.0);
-        self.prototype = unit(&self.sum);
         self.examples.push(vector);
+        self.prototype = unit(&self.sum);
+        self.mean_norm = norm(&self.sum) / self.examples.len() as f64;
     }
 
     /// The prototype of the label's examples but `skipped` (an example scored against the
-    /// others); None when no other example is left.
-    fn prototype_without(&self, skipped: &[f32]) -> Option<Vec<f32>> {
+    /// others), with its mean's length; None when no other example is left.
+    fn prototype_without(&self, skipped: &[f32]) -> Option<Prototype> {
         if self.examples.len() < 2 || skipped.len() != self.sum.len() {
             return None;
         }
         let mut sum = self.sum.clone();
         add(&mut sum, skipped, -1.0);
-        unit(&sum)
+        let mean_norm = norm(&sum) / (self.examples.len() - 1) as f64;
+        unit(&sum).map(|prototype| (prototype, mean_norm))
     }
 }
 
-/// The prototype label `position` is compared by: its own, or the one `without` an example
-/// (an example scored against the others).
+/// A prototype and its mean's length ([`LabelVectors::mean_norm`]).
+type Prototype = (Vec<f32>, f64);
+
+/// The prototype label `position` is compared by, with its mean's length: its own, or the one
+/// `without` an example (an example scored against the others).
 fn prototype_of<'a>(
-    without: &'a Option<(usize, Option<Vec<f32>>)>,
+    without: &'a Option<(usize, Option<Prototype>)>,
     position: usize,
     label: &'a LabelVectors,
-) -> Option<&'a [f32]> {
+) -> Option<(&'a [f32], f64)> {
     match without {
-        Some((at, prototype)) if *at == position => prototype.as_deref(),
-        _ => label.prototype.as_deref(),
+        Some((at, prototype)) if *at == position => prototype
+            .as_ref()
+            .map(|(vector, mean_norm)| (vector.as_slice(), *mean_norm)),
+        _ => label.prototype.as_deref().map(|p| (p, label.mean_norm)),
     }
 }
 
@@ -106,10 +116,14 @@ fn add(sum: &mut [f64], vector: &[f32], factor: f64) {
     }
 }
 
+fn norm(v: &[f64]) -> f64 {
+    v.iter().map(|x| x * x).sum::<f64>().sqrt()
+}
+
 /// `v` scaled to unit length; None for a (near) zero vector: examples that cancel out say
 /// nothing of where the label is.
 fn unit(v: &[f64]) -> Option<Vec<f32>> {
-    let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let norm = norm(v);
     (norm > 1e-9).then(|| v.iter().map(|x| (x / norm) as f32).collect())
 }
 
@@ -146,6 +160,22 @@ impl CosineScale {
             return cosine;
         }
         (cosine - self.unrelated) / (1.0 - self.unrelated)
+    }
+
+    /// [`Self::read`] for a cosine with the prototype of `count` examples whose mean has length
+    /// `mean_norm`. Were every vector the model's common part (the unrelated cosine's square
+    /// root along one direction) plus a part of its own, this is the cosine of the own parts:
+    /// the common part would otherwise count more the more examples a label has (five
+    /// unrelated examples' prototype reads 0.87 to an unrelated text under a model whose
+    /// unrelated cosine is 0.79). One example: the same as [`Self::read`].
+    fn read_prototype(self, cosine: f64, mean_norm: f64, count: usize) -> f64 {
+        let u = self.unrelated;
+        if u == 0.0 {
+            return cosine;
+        }
+        // The own parts' mean is at least as long as that of mutually unrelated examples.
+        let own = (mean_norm * mean_norm - u).max((1.0 - u) / count.max(1) as f64);
+        (cosine * mean_norm - u) / ((1.0 - u).sqrt() * own.sqrt())
     }
 }
 
@@ -276,20 +306,25 @@ impl Embeddings {
         // cosines can be computed several at a time; then read back in the same order.
         let mut vectors: Vec<&[f32]> = Vec::with_capacity(2 * labels);
         for (position, label) in self.labels.iter().take(labels).enumerate() {
-            vectors.extend(prototype_of(&without, position, label));
+            vectors.extend(prototype_of(&without, position, label).map(|(p, _)| p));
             vectors.extend(label.name.as_deref());
         }
-        let mut cosines = cosines(query, &vectors)
-            .into_iter()
-            .map(|c| self.scale.read(c));
+        let mut cosines = cosines(query, &vectors).into_iter();
         let mut scores = vec![0.0; labels];
         for (position, (score, label)) in scores.iter_mut().zip(&self.labels).enumerate() {
             let example = match prototype_of(&without, position, label) {
-                Some(_) => cosines.next().unwrap_or(0.0).max(0.0),
+                Some((_, mean_norm)) => {
+                    let count = match &without {
+                        Some((at, _)) if *at == position => label.examples.len() - 1,
+                        _ => label.examples.len(),
+                    };
+                    let cosine = cosines.next().unwrap_or(0.0);
+                    self.scale.read_prototype(cosine, mean_norm, count).max(0.0)
+                }
                 None => 0.0,
             };
             let name = match label.name {
-                Some(_) => cosines.next().unwrap_or(0.0).max(0.0),
+                Some(_) => self.scale.read(cosines.next().unwrap_or(0.0)).max(0.0),
                 None => 0.0,
             };
             *score = example + name_weight * name;
@@ -424,7 +459,7 @@ pub(crate) mod tests {
         // Below the unrelated cosine reads negative, and a negative cosine counts as 0.
         for (p, c) in plain.iter().zip(&crowded) {
             assert!(
-                (c - ((p - 0.5) / 0.5).max(0.0)).abs() < 1e-9,
+                (c - ((p - 0.5) / 0.5).max(0.0)).abs() < 1e-6,
                 "{plain:?} {crowded:?}"
             );
         }
@@ -447,6 +482,54 @@ pub(crate) mod tests {
             }
         }
         assert_eq!(build(Arc::new(Broken)).similarity(&query, 2, 0.0), plain);
+    }
+
+    /// Vectors with a common part: `√u` along the first axis, the rest their own axis
+    /// (`own N`), or an even mix of own axes 1 to 3 (`mix`).
+    struct CommonPart;
+
+    const COMMON: f64 = 0.64;
+
+    impl TextEncoder for CommonPart {
+        fn encode(&self, text: &str) -> Result<Vec<f32>, EncodeError> {
+            let mut v = vec![0f32; 6];
+            v[0] = COMMON.sqrt() as f32;
+            let rest = (1.0 - COMMON).sqrt();
+            if text == "mix" {
+                for x in &mut v[1..=3] {
+                    *x = (rest / 3f64.sqrt()) as f32;
+                }
+            } else {
+                let axis: usize = text.trim_start_matches("own ").parse().unwrap_or(5);
+                v[axis] = rest as f32;
+            }
+            Ok(v)
+        }
+        fn unrelated_cosine(&self) -> f64 {
+            COMMON
+        }
+    }
+
+    #[test]
+    fn a_prototype_of_several_examples_reads_its_own_parts_not_the_common_one() {
+        let mut e = Embeddings::new(Arc::new(CommonPart));
+        for text in ["own 1", "own 2", "own 3"] {
+            e.push_example(0, CommonPart.encode(text).unwrap_or_default());
+        }
+        e.push_example(1, CommonPart.encode("own 4").unwrap_or_default());
+        let read = |text: &str| {
+            let query = CommonPart.encode(text).unwrap_or_default();
+            e.similarity(&query, 2, 0.0)
+        };
+        // Unrelated to both labels: 0 for the three-example label as for the one-example one
+        // (read as a plain cosine, the three examples' prototype would read 0.84, not 0.64).
+        let unrelated = read("own 5");
+        assert!(unrelated.iter().all(|s| s.abs() < 1e-6), "{unrelated:?}");
+        // The prototype's own direction reads 1; one of its examples 1/√3, as the own parts'
+        // cosine says.
+        assert!((read("mix")[0] - 1.0).abs() < 1e-6);
+        assert!((read("own 2")[0] - 1.0 / 3f64.sqrt()).abs() < 1e-6);
+        assert!((read("own 4")[1] - 1.0).abs() < 1e-6);
     }
 
     #[test]

@@ -348,8 +348,9 @@ pub struct Retrieval {
     pub first_hop_labels: usize,
     /// Active labels when the text was retrieved.
     pub active_labels: usize,
-    /// A ranked strategy's short text (at most `short_text_terms` distinct terms), whose
-    /// ranking meaning carried: its confidence is read by the calibrator's short-text weights.
+    /// A ranked strategy's short text (at most `short_text_terms` distinct terms, or no word
+    /// shared with any label's own material), whose ranking meaning carried: its confidence is
+    /// read by the calibrator's short-text weights.
     pub short_text: bool,
 }
 
