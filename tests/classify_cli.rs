@@ -2,6 +2,8 @@
 //! literally, then bad input, rounds between texts, and an LLM endpoint that does not answer.
 //! Needs the default sentence encoder in `$GORAG_HOME` (scripts/test.sh fetches it).
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -404,4 +406,103 @@ fn a_correction_to_none_in_the_input_is_applied_and_an_old_version_refused() {
         stderr.contains("line 2: invalid_event: `none_of_these` needs"),
         "{stderr}"
     );
+}
+
+/// With an LLM endpoint that is never asked (the default `llm.ask_below = 0`), no prediction
+/// names its model: `model` says which model was asked about the text.
+#[test]
+fn a_prediction_names_the_llm_model_only_when_it_was_asked() {
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let llm = runtime.block_on(support::fake_llm::FakeLlm::start(
+        support::fake_llm::Reply::FirstCandidate,
+    ));
+    let (dir, texts) = files("texts.csv", "id,text\nt1,charged twice for my order\n");
+    std::fs::write(
+        dir.path().join("labels.csv"),
+        "label,name,description,example\n\
+         billing,billing,Payments and charges.,I was charged twice\n\
+         login,login,Signing in.,I cannot sign in\n",
+    )
+    .expect("write");
+    let ask = |sets: &[&str]| {
+        let mut command = gorag();
+        command
+            .arg("--labels")
+            .arg(dir.path().join("labels.csv"))
+            .args(["--llm", &llm.url, "--set", "llm.model=scripted"]);
+        for set in sets {
+            command.args(["--set", set]);
+        }
+        let output = command.arg(&texts).output().expect("run gorag");
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{stderr}");
+        let line = stdout.lines().next().expect("a prediction").to_string();
+        serde_json::from_str::<serde_json::Value>(&line).expect("JSON")
+    };
+    let unasked = ask(&[]);
+    assert_eq!(unasked["llm_asked"], false, "{unasked}");
+    assert!(unasked.get("model").is_none(), "{unasked}");
+    let asked = ask(&["llm.ask_below=1"]);
+    assert_eq!(asked["llm_asked"], true, "{asked}");
+    assert_eq!(asked["model"], "scripted", "{asked}");
+}
+
+/// The CSV output carries what a reviewer reads: the text, the candidates' scores, the label's
+/// closest example and the words they share; a label without a name is named by its id.
+#[test]
+fn the_csv_output_carries_the_text_the_scores_and_the_rationale() {
+    let (dir, texts) = files(
+        "texts.csv",
+        "id,text\nt1,\"I was charged twice, for one order\"\n",
+    );
+    let output = gorag()
+        .args([
+            "--llm",
+            "none",
+            "--set",
+            "engine.embedding_model=none",
+            "--output",
+            "csv",
+        ])
+        .arg("--labels")
+        .arg(dir.path().join("labels.csv"))
+        .arg(&texts)
+        .output()
+        .expect("run gorag");
+    let (stdout, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let mut reader = csv::Reader::from_reader(stdout.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("a header")
+        .iter()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "id",
+            "label",
+            "label_name",
+            "confidence",
+            "status",
+            "candidates",
+            "gold_label",
+            "text",
+            "candidate_scores",
+            "example",
+            "matched_terms"
+        ]
+    );
+    let row = reader.records().next().expect("a row").expect("a CSV row");
+    assert_eq!(&row[1], "billing", "{stdout}");
+    assert_eq!(&row[2], "billing", "no name: the id; {stdout}");
+    assert_eq!(&row[7], "I was charged twice, for one order");
+    let scores: Vec<f64> = row[8]
+        .split('|')
+        .map(|s| s.parse().expect("a score"))
+        .collect();
+    assert_eq!(scores.len(), row[5].split('|').count(), "{stdout}");
+    assert!(!row[9].is_empty(), "the closest example: {stdout}");
+    assert!(row[10].contains("charg"), "the shared words: {stdout}");
 }

@@ -67,7 +67,8 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
         llm_error: c.llm_error.map(crate::bounds::error_text),
         round: engine.last_round().map(str::to_string),
         label_version: engine.label_version(),
-        model: c.model.map(str::to_string),
+        // The model that was asked about this text: none when none was.
+        model: c.model.filter(|_| c.llm_asked).map(str::to_string),
         latency: c.latency.clone(),
         gold_label: c.event.gold_label.clone(),
         metadata: c.event.metadata.clone(),

@@ -229,7 +229,8 @@ pub struct Prediction {
     pub round: Option<String>,
     /// Bumped on every change to the label set.
     pub label_version: u64,
-    /// The LLM model asked (absent in graph-only mode).
+    /// The LLM model asked about this text (absent when none was: graph-only mode, or retrieval
+    /// decided without asking).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     pub latency: StageLatency,

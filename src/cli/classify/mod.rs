@@ -240,12 +240,15 @@ async fn run(
                     offset: line as i64,
                 };
                 let predicted = match session.decode_text(&json) {
-                    Ok(event) => session.classify(&event, position).await,
+                    Ok(event) => session
+                        .classify(&event, position)
+                        .await
+                        .map(|prediction| (prediction, event.text)),
                     Err(rejection) => Err(rejection),
                 };
                 match predicted {
-                    Ok(prediction) => {
-                        printer.print(&prediction)?;
+                    Ok((prediction, text)) => {
+                        printer.print(&prediction, &text)?;
                         tally.count(&prediction);
                         since_recorded += 1;
                         if since_recorded >= RECORD_EVERY {

@@ -13,8 +13,9 @@ use crate::events::{Prediction, PredictionStatus};
 pub enum OutputFormat {
     /// The predictions topic's JSON, one object per line.
     Jsonl,
-    /// id, label (empty with status no_match), label_name, confidence, status, candidates,
-    /// gold_label.
+    /// id, label (empty with status no_match), label_name (the label's name, else its id),
+    /// confidence, status, candidates, gold_label, then what a reviewer reads: text,
+    /// candidate_scores, example (the label's closest example), matched_terms.
     Csv,
     /// One line a person reads: id → label, confidence, status, candidates.
     Table,
@@ -31,6 +32,7 @@ impl Printer {
         let csv = match format {
             OutputFormat::Csv => {
                 let mut writer = csv::Writer::from_writer(std::io::stdout());
+                // New columns go at the end: a reader by position keeps working.
                 writer.write_record([
                     "id",
                     "label",
@@ -39,6 +41,10 @@ impl Printer {
                     "status",
                     "candidates",
                     "gold_label",
+                    "text",
+                    "candidate_scores",
+                    "example",
+                    "matched_terms",
                 ])?;
                 writer.flush()?;
                 Some(writer)
@@ -48,20 +54,32 @@ impl Printer {
         Ok(Self { format, csv })
     }
 
-    pub fn print(&mut self, prediction: &Prediction) -> Result<()> {
+    /// One prediction of the text `text`.
+    pub fn print(&mut self, prediction: &Prediction, text: &str) -> Result<()> {
         match (self.format, &mut self.csv) {
             (OutputFormat::Csv, Some(writer)) => {
                 let confidence = prediction
                     .confidence
                     .map_or(String::new(), |c| format!("{c:.4}"));
+                let label = prediction.label.as_deref().unwrap_or_default();
+                let scores: Vec<String> = prediction
+                    .candidate_scores
+                    .iter()
+                    .map(|s| format!("{s:.4}"))
+                    .collect();
+                let rationale = prediction.rationale.as_ref();
                 writer.write_record([
                     prediction.text_id.as_str(),
-                    prediction.label.as_deref().unwrap_or_default(),
-                    prediction.label_name.as_deref().unwrap_or_default(),
+                    label,
+                    prediction.label_name.as_deref().unwrap_or(label),
                     &confidence,
                     prediction.status.as_str(),
                     &prediction.candidates.join("|"),
                     prediction.gold_label.as_deref().unwrap_or_default(),
+                    text,
+                    &scores.join("|"),
+                    rationale.map_or("", |r| r.excerpt.as_str()),
+                    &rationale.map_or(String::new(), |r| r.terms.join("|")),
                 ])?;
                 writer.flush()?;
             }
