@@ -19,15 +19,26 @@ wait_ready() {
   return 1
 }
 
-# stop_pidfile NAME PIDFILE: stop the process named in PIDFILE (if alive) and remove the file.
+# stop_pidfile NAME PIDFILE: stop the process named in PIDFILE (if alive) and remove the file:
+# SIGTERM, up to 30 s to exit (a busy LLM server finishes its calls first), then SIGKILL. The
+# file goes only once the process is gone, so a later `start` never meets an orphan.
 stop_pidfile() {
-  local name=$1 pidfile=$2
+  local name=$1 pidfile=$2 pid
   if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")"
-    for _ in $(seq 1 40); do
-      kill -0 "$(cat "$pidfile")" 2>/dev/null || break
+    pid="$(cat "$pidfile")"
+    kill "$pid"
+    for _ in $(seq 1 120); do
+      kill -0 "$pid" 2>/dev/null || break
       sleep 0.25
     done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "[$name] still running after 30 s: killed" >&2
+      kill -9 "$pid" 2>/dev/null || true
+      for _ in $(seq 1 20); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.25
+      done
+    fi
     echo "[$name] stopped" >&2
   fi
   rm -f "$pidfile"

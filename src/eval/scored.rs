@@ -125,25 +125,26 @@ impl Scored {
             &classified.alternatives,
         );
         let retrieval_only = engine.decide(&classified.retrieval, None);
+        // Right as published: a text published with no label is wrong, whatever label the
+        // decision held (as in every other accuracy eval prints).
+        let published_right = |decision: &crate::engine::Decision| {
+            decision.label == sample.label
+                && !engine.matches_nothing(&classified.retrieval, decision)
+        };
         let llm_readings = classified.llm_asked.then(|| llm_curve::Readings {
             retrieval_confidence: retrieval_only.confidence,
-            retrieval_right: retrieval_only.label == sample.label,
+            retrieval_right: published_right(&retrieval_only),
             fused_right: llm_curve::WEIGHTS
                 .iter()
                 .map(|&weight| match &classified.raw_answer {
-                    Some(answer) => {
-                        engine
-                            .decide_as(
-                                &classified.retrieval,
-                                Some(answer),
-                                &classified.alternatives,
-                                ChoiceMode::Scored,
-                                weight,
-                            )
-                            .label
-                            == sample.label
-                    }
-                    None => retrieval_only.label == sample.label,
+                    Some(answer) => published_right(&engine.decide_as(
+                        &classified.retrieval,
+                        Some(answer),
+                        &classified.alternatives,
+                        ChoiceMode::Scored,
+                        weight,
+                    )),
+                    None => published_right(&retrieval_only),
                 })
                 .collect(),
         });
