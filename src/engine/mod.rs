@@ -12,6 +12,7 @@ pub mod answer;
 pub mod choice;
 pub mod confidence;
 pub mod correct;
+mod cosine_scale;
 mod decision;
 pub mod embedding;
 pub mod graph;
