@@ -687,7 +687,13 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
         // A text with no match has no label, whatever its best candidate's confidence.
         match p["status"].as_str() {
             Some("decided") => assert!(confidence >= 0.5, "{id}: {p}"),
-            Some("needs_review") => assert!(confidence < 0.5, "{id}: {p}"),
+            // Below `abstain_below`, or a short text (here: one sharing no word with any
+            // label) whose label reads far from it in meaning, whatever its confidence
+            // (`engine.ranking.short_text_min_meaning`).
+            Some("needs_review") => assert!(
+                confidence < 0.5 || (id.starts_with("t-3") && p["confident"] == false),
+                "{id}: {p}"
+            ),
             Some("no_match") => assert!(p["label"].is_null(), "{id}: {p}"),
             _ => panic!("{id}: {p}"),
         }
