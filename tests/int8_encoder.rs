@@ -6,37 +6,16 @@
 //! test; under a plain `cargo test` a test whose model is not in its default folder says so
 //! and passes without running.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 
-use gorag::embed::{EmbeddingModel, SentenceModel, INT8_MODEL};
+use gorag::embed::{SentenceModel, INT8_MODEL};
 use gorag::engine::embedding::TextEncoder;
 
-/// The folder of `name`: `variable` when set (then it must hold the model), else the folder
-/// gorag finds by name, or None (with the reason printed) when that holds no model.
-fn folder(variable: &str, name: &str, file: &str) -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os(variable).map(PathBuf::from) {
-        assert!(
-            dir.join(file).is_file(),
-            "{variable}={} holds no {file}: run scripts/embedding-model.sh {name}",
-            dir.display()
-        );
-        return Some(dir);
-    }
-    let dir = EmbeddingModel::Named(name.to_string()).folder()?;
-    if dir.join(file).is_file() {
-        return Some(dir);
-    }
-    eprintln!(
-        "skipped: no {name} in {} (scripts/embedding-model.sh {name} fetches it; \
-         scripts/test.sh runs this test)",
-        dir.display()
-    );
-    None
-}
-
 fn int8_dir() -> Option<PathBuf> {
-    folder("GORAG_INT8_MODEL", INT8_MODEL, "model.onnx")
+    support::model_folder("GORAG_INT8_MODEL", INT8_MODEL, "model.onnx")
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -95,7 +74,7 @@ fn paraphrases_are_closer_than_unrelated_texts() {
 #[test]
 fn the_int8_vectors_are_the_float_model_s() {
     let Some(dir) = int8_dir() else { return };
-    let Some(float_dir) = folder(
+    let Some(float_dir) = support::model_folder(
         "GORAG_EMBEDDING_MODEL",
         "all-MiniLM-L6-v2",
         "model.safetensors",

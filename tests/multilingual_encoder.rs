@@ -6,6 +6,8 @@
 //! fails the test; under a plain `cargo test` a test whose model is not in its default folder
 //! says so and passes without running.
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -13,25 +15,7 @@ use gorag::embed::{EmbeddingModel, SentenceModel, E5_FILE, MULTILINGUAL_MODEL};
 use gorag::engine::embedding::TextEncoder;
 
 fn e5_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("GORAG_MULTILINGUAL_MODEL").map(PathBuf::from) {
-        assert!(
-            dir.join(E5_FILE).is_file(),
-            "GORAG_MULTILINGUAL_MODEL={} holds no {E5_FILE}: run \
-             scripts/embedding-model.sh {MULTILINGUAL_MODEL}",
-            dir.display()
-        );
-        return Some(dir);
-    }
-    let dir = EmbeddingModel::Named(MULTILINGUAL_MODEL.to_string()).folder()?;
-    if dir.join(E5_FILE).is_file() {
-        return Some(dir);
-    }
-    eprintln!(
-        "skipped: no {MULTILINGUAL_MODEL} in {} (scripts/embedding-model.sh \
-         {MULTILINGUAL_MODEL} fetches it; scripts/test.sh runs this test)",
-        dir.display()
-    );
-    None
+    support::model_folder("GORAG_MULTILINGUAL_MODEL", MULTILINGUAL_MODEL, E5_FILE)
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {

@@ -106,3 +106,29 @@ pub fn free_port() -> u16 {
         .expect("free port")
 }
 pub mod secure_kafka;
+
+/// The folder of the embedding model `name`: `variable` when set (then it must hold `file`),
+/// else the folder gorag finds by name, or None (with the reason printed) when that holds no
+/// model — under a plain `cargo test` such a test passes without running; scripts/test.sh sets
+/// the variable.
+#[allow(dead_code)]
+pub fn model_folder(variable: &str, name: &str, file: &str) -> Option<std::path::PathBuf> {
+    if let Some(dir) = std::env::var_os(variable).map(std::path::PathBuf::from) {
+        assert!(
+            dir.join(file).is_file(),
+            "{variable}={} holds no {file}: run scripts/embedding-model.sh {name}",
+            dir.display()
+        );
+        return Some(dir);
+    }
+    let dir = gorag::embed::EmbeddingModel::Named(name.to_string()).folder()?;
+    if dir.join(file).is_file() {
+        return Some(dir);
+    }
+    eprintln!(
+        "skipped: no {name} in {} (scripts/embedding-model.sh {name} fetches it; \
+         scripts/test.sh runs this test)",
+        dir.display()
+    );
+    None
+}
