@@ -18,6 +18,7 @@
 //! - [`state`]: the replicated state (engine + discovery pool), its updates, its digest, and in
 //!   `state::codec` every persisted format with the compatibility policy;
 //! - [`embedded`]: `gorag classify`'s session, the state driven from files;
+//! - [`review`]: `gorag review`, the review desk;
 //! - [`input`]: the one CSV/JSONL reader;
 //! - [`secret`]: values never shown (passwords, keys), read from files;
 //! - [`bounds`]: the limits every input keeps, and the cutting of error texts;
@@ -41,6 +42,7 @@ pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
+pub mod review;
 pub mod secret;
 pub mod state;
 pub mod store;

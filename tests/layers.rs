@@ -18,8 +18,8 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["embed"],
     &["config"],
-    // The front ends: `gorag eval`, `gorag serve`, `gorag classify`.
-    &["eval", "stream", "embedded"],
+    // The front ends: `gorag eval`, `gorag serve`, `gorag classify`, `gorag review`.
+    &["eval", "stream", "embedded", "review"],
 ];
 
 /// Modules free to use any other: the command line, and the crate's roots.
