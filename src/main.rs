@@ -63,6 +63,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Schemas(args) => cli::serve::schemas(args),
         Command::Labels(args) => cli::labels::labels(args).await,
         Command::Correct(args) => cli::correct::correct(args).await,
+        Command::Review(args) => cli::review::review(args).await,
     };
     // Export buffered spans before exiting (also after an error).
     tokio::task::spawn_blocking(move || telemetry.shutdown())

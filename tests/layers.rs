@@ -18,8 +18,11 @@ const LAYERS: &[&[&str]] = &[
     &["store"],
     &["embed"],
     &["config"],
-    // The front ends: `gorag eval`, `gorag serve`, `gorag classify`, `gorag review`.
-    &["eval", "stream", "embedded", "review"],
+    // The front ends: `gorag eval`, `gorag serve`, `gorag classify`.
+    &["eval", "stream", "embedded"],
+    // `gorag review`, the desk: it reads and writes the service's topics through its broker
+    // seam.
+    &["review"],
 ];
 
 /// Modules free to use any other: the command line, and the crate's roots.

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::kafka_clients::KafkaArgs;
 use super::labels_topic::{active_label_ids, labels_config, labels_producer, send};
-use crate::events::{LabelEvent, EVENT_VERSION, LABEL_EVENT_VERSION};
+use crate::events::{LabelEvent, EVENT_VERSION, NONE_OF_THESE_VERSION};
 
 /// Active labels a refused label's message lists.
 const LISTED_LABELS: usize = 20;
@@ -62,7 +62,7 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         // A correction to none of the labels is version 2: an older build refuses it as
         // unsupported rather than as a field it does not know.
         version: if args.none {
-            LABEL_EVENT_VERSION
+            NONE_OF_THESE_VERSION
         } else {
             EVENT_VERSION
         },
@@ -71,6 +71,7 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         none_of_these: args.none,
         text: args.text,
         audit: args.audit,
+        reviewer: None,
     };
     let payload = serde_json::to_vec(&event)?;
     send(

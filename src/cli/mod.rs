@@ -15,6 +15,7 @@ pub mod labels;
 pub mod labels_topic;
 pub mod prediction_view;
 pub mod proposals;
+pub mod review;
 pub mod serve;
 pub mod stop;
 pub mod topic_admin;
@@ -62,6 +63,9 @@ pub enum Command {
     Correct(correct::CorrectArgs),
     /// Manage labels: import a taxonomy file (CSV, JSONL) as round events.
     Labels(labels::LabelsArgs),
+    /// Serve the review desk: a page where reviewers answer the predictions that need review,
+    /// audits and proposals, while the stream runs.
+    Review(review::ReviewArgs),
 }
 
 pub use eval::eval;

@@ -39,6 +39,8 @@ pub struct ServeConfig {
     /// Emerging-class discovery (`[discovery]`): the pool of poorly explained texts, the
     /// community passes over it, and the proposals they publish.
     pub discovery: crate::discovery::DiscoveryConfig,
+    /// The review desk (`gorag review`, `[review]`): its address, logins, claims, audits.
+    pub review: ReviewSection,
 }
 
 /// Every problem found while loading, one per line.
@@ -423,6 +425,7 @@ impl ServeConfig {
         if self.state.cache_mb == 0 {
             errors.push("state.cache_mb: must be at least 1".into());
         }
+        self.review.check(errors);
     }
 
     /// The bounds every input keeps (`[input]`, `[labels]`).

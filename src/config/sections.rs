@@ -453,3 +453,69 @@ impl Default for StateSection {
         }
     }
 }
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewSection {
+    /// Address of the desk's page (and its `/metrics`, `/healthz`, `/readyz`).
+    pub listen: String,
+    /// The reviewers' logins: one `name:token` a line (a Kubernetes Secret). Required: the page
+    /// shows texts, which may be personal data.
+    pub tokens_file: Option<PathBuf>,
+    /// How long a reviewer holds an item they were shown before others may take it.
+    pub claim_seconds: f64,
+    /// The share of decided predictions shown as audits (0 to 1): spread evenly over the
+    /// stream by a hash of the text id.
+    pub audit_share: f64,
+    /// The most items waiting at once (past it, items wait in their topic: counted on
+    /// `/metrics`, queued at the desk's next start).
+    pub max_items: usize,
+    /// The most bytes of texts kept while their prediction has not come yet.
+    pub max_text_mb: usize,
+    /// Mark the login cookie `Secure` (served only over HTTPS): set when an Ingress with TLS
+    /// is in front.
+    pub secure_cookie: bool,
+}
+
+impl Default for ReviewSection {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:9470".into(),
+            tokens_file: None,
+            claim_seconds: 300.0,
+            audit_share: 0.02,
+            max_items: 10_000,
+            max_text_mb: 256,
+            secure_cookie: false,
+        }
+    }
+}
+
+impl ReviewSection {
+    /// The most `max_items` may be.
+    pub const MOST_ITEMS: usize = 1_000_000;
+
+    pub(super) fn check(&self, errors: &mut Vec<String>) {
+        if self.listen.parse::<std::net::SocketAddr>().is_err() {
+            errors.push(format!(
+                "review.listen: {:?} is not an address such as 0.0.0.0:9470",
+                self.listen
+            ));
+        }
+        if !(self.claim_seconds.is_finite() && (1.0..=86_400.0).contains(&self.claim_seconds)) {
+            errors.push("review.claim_seconds: must be between 1 and 86400".into());
+        }
+        if !(0.0..=1.0).contains(&self.audit_share) {
+            errors.push("review.audit_share: must be between 0 and 1".into());
+        }
+        if !(1..=Self::MOST_ITEMS).contains(&self.max_items) {
+            errors.push(format!(
+                "review.max_items: must be between 1 and {}",
+                Self::MOST_ITEMS
+            ));
+        }
+        if !(1..=65_536).contains(&self.max_text_mb) {
+            errors.push("review.max_text_mb: must be between 1 and 65536".into());
+        }
+    }
+}

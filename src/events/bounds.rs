@@ -42,10 +42,16 @@ pub fn label_event(event: &LabelEvent, bounds: &Bounds) -> Result<(), Rejection>
             text_id,
             label,
             text,
+            reviewer,
             ..
         } => {
             if let Some(label) = label {
                 label_id(label, bounds)?;
+            }
+            if let Some(over) = reviewer.as_deref().and_then(|name| {
+                over_bytes("the reviewer", name, bounds.name_bytes, keys::NAME_BYTES)
+            }) {
+                return Err(Rejection::over_limit(over));
             }
             if let Some(over) = over_bytes(
                 "the text's id",
@@ -245,6 +251,7 @@ mod tests {
             none_of_these: false,
             text: text.into(),
             audit: false,
+            reviewer: None,
         };
         let cases = [
             (add("too-long-label", vec![]), keys::LABEL_ID_BYTES),

@@ -6,7 +6,10 @@ use std::fmt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{LabelEvent, TextEvent, EVENT_VERSION, LABEL_EVENT_VERSION};
+use super::{
+    LabelEvent, TextEvent, EVENT_VERSION, LABEL_EVENT_VERSION, NONE_OF_THESE_VERSION,
+    REVIEWER_VERSION,
+};
 use crate::bounds::{error_text, excerpt, keys, over_bytes, Bounds};
 
 /// Why a record went to the dead-letter topic. The code is the `gorag.reason` header and the
@@ -191,7 +194,7 @@ pub fn label_event(bytes: &[u8]) -> Result<LabelEvent, Rejection> {
 }
 
 /// Label events are read from version 1 to [`LABEL_EVENT_VERSION`]; a correction to none of
-/// the labels needs version 2, the first that has it.
+/// the labels needs version 2, and one that names its reviewer version 3: the first that have them.
 fn check_label_version(event: &LabelEvent) -> Result<(), Rejection> {
     let version = event.version();
     if !(EVENT_VERSION..=LABEL_EVENT_VERSION).contains(&version) {
@@ -204,14 +207,21 @@ fn check_label_version(event: &LabelEvent) -> Result<(), Rejection> {
         ));
     }
     if let LabelEvent::Correct {
-        none_of_these: true,
+        none_of_these,
+        reviewer,
         ..
     } = event
     {
-        if version < 2 {
+        if *none_of_these && version < NONE_OF_THESE_VERSION {
             return Err(Rejection::new(
                 Reason::InvalidEvent,
                 "`none_of_these` needs \"version\": 2 (an older build would refuse the field)",
+            ));
+        }
+        if reviewer.is_some() && version < REVIEWER_VERSION {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "`reviewer` needs \"version\": 3 (an older build would refuse the field)",
             ));
         }
     }
@@ -327,7 +337,7 @@ mod tests {
             Reason::InvalidEvent
         );
         assert_eq!(
-            reason_of_label(br#"{"type":"retire_label","label":"a","version":3}"#),
+            reason_of_label(br#"{"type":"retire_label","label":"a","version":4}"#),
             Reason::UnsupportedVersion
         );
         // A correction to none of the labels needs version 2, the first that has it.

@@ -26,8 +26,14 @@ pub const EVENT_VERSION: u32 = 1;
 /// The newest label event version this build reads (versions 1 to this one). Version 2 added a
 /// correction to none of the labels (`correct` with `none_of_these`); `gorag correct --none`
 /// writes it, so that an older build refuses it as `unsupported_version` rather than a field
-/// it does not know.
-pub const LABEL_EVENT_VERSION: u32 = 2;
+/// it does not know. Version 3 added who gave a correction (`reviewer`), which the review desk
+/// writes.
+pub const LABEL_EVENT_VERSION: u32 = 3;
+
+/// The first label event version with `none_of_these`.
+pub const NONE_OF_THESE_VERSION: u32 = 2;
+/// The first label event version with `reviewer`.
+pub const REVIEWER_VERSION: u32 = 3;
 
 /// The version of the prediction events this build writes. Version 2 added `confidence`,
 /// `status`, `llm_asked`, `llm_changed` and `rationale`, all optional to a reader: a consumer of
@@ -87,6 +93,10 @@ pub enum LabelEvent {
         /// needed review: its outcome then also refits the confidence (docs/decisions.md).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         audit: bool,
+        /// Who gave the correction: the review desk's login name (version 3). Only recorded;
+        /// the engine learns the same from any reviewer.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reviewer: Option<String>,
     },
 }
 

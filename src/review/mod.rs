@@ -1,7 +1,126 @@
-//! `gorag review`: the review desk (docs/design/review-desk.md). People answer what gorag is
-//! unsure of — predictions that need review, a share of decided ones as audits, proposals of
-//! new classes — from a web page, while the stream runs.
+//! `gorag review`: the review desk (docs/design/review-desk.md, docs/guide/review.md). People
+//! answer what gorag is unsure of — predictions that need review, a share of decided ones as
+//! audits, proposals of new classes — from a web page, while the stream runs.
 //!
-//! - [`queue`]: what waits, what is answered, who holds what (pure, synchronous).
+//! - [`queue`]: what waits, what is answered, who holds what (pure, synchronous);
+//! - [`desk`]: the topics' events in, the page's items and the answers' events out (pure);
+//! - [`tally`], [`exposition`]: what it counts, and `/metrics`;
+//! - [`logins`]: who may log in;
+//! - [`feed`] and [`web`]: the async shell (the topics, the page).
 
+pub mod desk;
+pub mod exposition;
+pub mod feed;
+pub mod logins;
 pub mod queue;
+pub mod tally;
+pub mod web;
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex};
+
+use crate::config::ServeConfig;
+use crate::stream::kafka::commands::{self, CommandConsumer, CommandError, CommandProducer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error(
+        "review.tokens_file is not set: the desk shows texts (personal data, perhaps) only to \
+         reviewers who log in; give a file of `name:token` lines"
+    )]
+    NoLogins,
+    #[error(transparent)]
+    Logins(#[from] logins::LoginsError),
+    #[error(transparent)]
+    Kafka(#[from] CommandError),
+    #[error("the desk's address {listen}: {source}")]
+    Listen {
+        listen: String,
+        source: std::io::Error,
+    },
+}
+
+/// A desk bound to its address, ready to run.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    shared: Arc<web::Shared>,
+    consumer: CommandConsumer,
+    ends: Vec<commands::PartitionEnd>,
+    topics: feed::FeedTopics,
+    config: ServeConfig,
+}
+
+impl Bound {
+    /// Check the logins, reach the broker, bind the address.
+    pub async fn new(config: ServeConfig) -> Result<Self, ReviewError> {
+        let review = &config.review;
+        let path = review.tokens_file.as_ref().ok_or(ReviewError::NoLogins)?;
+        let logins = logins::Logins::load(path)?;
+        let topics = feed::FeedTopics::from(&config.topics);
+        if config.kafka.create_topics {
+            commands::ensure_topics(&config).await?;
+        }
+        let producer = CommandProducer::new(&config)?;
+        let consumer = CommandConsumer::new(&config, "gorag-review")?;
+        let ends = consumer.read_from_start(&topics.names())?;
+        let listener = tokio::net::TcpListener::bind(&review.listen)
+            .await
+            .map_err(|source| ReviewError::Listen {
+                listen: review.listen.clone(),
+                source,
+            })?;
+        let settings = desk::DeskSettings {
+            audit_share: review.audit_share,
+            max_items: review.max_items,
+            claim_ms: (review.claim_seconds * 1000.0) as u64,
+            max_text_bytes: review.max_text_mb.saturating_mul(1024 * 1024),
+        };
+        let shared = Arc::new(web::Shared {
+            desk: Mutex::new(desk::Desk::new(settings)),
+            logins,
+            outlet: web::Outlet {
+                producer,
+                labels_topic: topics.labels.clone(),
+                proposals_topic: topics.proposals.clone(),
+            },
+            ready: AtomicBool::new(false),
+            unreadable: AtomicU64::new(0),
+            secure_cookie: review.secure_cookie,
+        });
+        Ok(Self {
+            listener,
+            shared,
+            consumer,
+            ends,
+            topics,
+            config,
+        })
+    }
+
+    /// The address it listens on (port 0 picks one).
+    pub fn address(&self) -> Option<std::net::SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Serve the page and read the topics until `stop` resolves (or the broker fails).
+    pub async fn run(self, stop: impl Future<Output = ()>) -> Result<(), ReviewError> {
+        let Self {
+            listener,
+            shared,
+            consumer,
+            ends,
+            topics,
+            config,
+        } = self;
+        let limits = config.admin.limits();
+        let app = web::router(shared.clone());
+        let server =
+            crate::telemetry::connections::serve_bodies_up_to(listener, app, limits, web::MAX_BODY);
+        let reader = feed::run(consumer, ends, topics, config.bounds(), shared, stop);
+        tokio::select! {
+            () = server => Ok(()),
+            read = reader => Ok(read?),
+        }
+    }
+}

@@ -169,9 +169,9 @@ impl<T> Queue<T> {
                     .is_some_and(|c| c.reviewer == *reviewer && c.until > now)
             })
             .or_else(|| {
-                self.items.values().find(|item| {
-                    free(&item.key) && !skipped.is_some_and(|s| s.contains(&item.key))
-                })
+                self.items
+                    .values()
+                    .find(|item| free(&item.key) && !skipped.is_some_and(|s| s.contains(&item.key)))
             })?;
         let key = held.key.clone();
         self.claims.insert(
@@ -211,6 +211,20 @@ impl<T> Queue<T> {
             skipped.remove(key);
         }
         Ok(item)
+    }
+
+    /// An item taken by [`Self::answer`] whose answer could not be published: it is no longer
+    /// answered and is queued again (last: a failed publish is rare, and the broker's trouble
+    /// may last).
+    pub fn restore(&mut self, item: Item<T>) {
+        self.answered.remove(&item.key);
+        if self.position.contains_key(&item.key) {
+            return;
+        }
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        self.position.insert(item.key.clone(), sequence);
+        self.items.insert(sequence, item);
     }
 
     /// `reviewer` passes on `key`: it goes back to the others, and is not offered to them again.
@@ -318,10 +332,19 @@ mod tests {
         assert_eq!(queue.offer(text("t1", 1)), Offered::AlreadyAnswered);
         assert_eq!(queue.offer(text("t2", 2)), Offered::Queued);
         let t2 = ItemKey::Text("t2".into());
-        assert_eq!(queue.next_for(&who("ann"), 5).map(|i| i.key.clone()), Some(t2.clone()));
+        assert_eq!(
+            queue.next_for(&who("ann"), 5).map(|i| i.key.clone()),
+            Some(t2.clone())
+        );
         queue.skip(&who("ann"), &t2);
-        assert!(queue.next_for(&who("ann"), 6).is_none(), "not offered to ann again");
-        assert_eq!(queue.next_for(&who("bob"), 6).map(|i| i.key.clone()), Some(t2));
+        assert!(
+            queue.next_for(&who("ann"), 6).is_none(),
+            "not offered to ann again"
+        );
+        assert_eq!(
+            queue.next_for(&who("bob"), 6).map(|i| i.key.clone()),
+            Some(t2)
+        );
     }
 
     #[test]

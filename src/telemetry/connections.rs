@@ -82,7 +82,18 @@ impl Open {
 /// Serve `app` on `listener` under `limits` until this future is dropped (which closes every
 /// open connection too).
 pub async fn serve(listener: TcpListener, app: Router, limits: Limits) {
-    let app = app.layer(RequestBodyLimitLayer::new(MAX_REQUEST_BODY));
+    serve_bodies_up_to(listener, app, limits, MAX_REQUEST_BODY).await;
+}
+
+/// [`serve`], with request bodies of up to `max_body` bytes (a page's forms need more than a
+/// probe's).
+pub async fn serve_bodies_up_to(
+    listener: TcpListener,
+    app: Router,
+    limits: Limits,
+    max_body: usize,
+) {
+    let app = app.layer(RequestBodyLimitLayer::new(max_body));
     let cap = limits.max_connections.max(1);
     let mut builder = http1::Builder::new();
     builder

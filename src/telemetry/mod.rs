@@ -11,7 +11,7 @@
 //! - Metrics: [`metrics::Metrics`], served by [`admin`].
 
 pub mod admin;
-mod connections;
+pub mod connections;
 pub mod metrics;
 
 use std::io::IsTerminal;

@@ -163,6 +163,58 @@ impl CommandConsumer {
         Ok(partitions)
     }
 
+    /// Read every partition of each of `topics` from its start; the end each partition had
+    /// when asked (its high watermark), for [`Self::caught_up`]. A topic that does not exist
+    /// yet is left out (the desk is started again once the service made it).
+    pub fn read_from_start(&self, topics: &[&str]) -> Result<Vec<PartitionEnd>, CommandError> {
+        let mut assignment = TopicPartitionList::new();
+        let mut ends = Vec::new();
+        for topic in topics {
+            for partition in self.partitions(topic)? {
+                assignment
+                    .add_partition_offset(topic, partition, Offset::Beginning)
+                    .map_err(broker("assigning partitions"))?;
+                let (low, high) = tokio::task::block_in_place(|| {
+                    self.consumer
+                        .fetch_watermarks(topic, partition, BROKER_WAIT)
+                })
+                .map_err(broker(format!("reading the end of {topic}")))?;
+                if high > low {
+                    ends.push(PartitionEnd {
+                        topic: topic.to_string(),
+                        partition,
+                        end: high,
+                    });
+                }
+            }
+        }
+        self.consumer
+            .assign(&assignment)
+            .map_err(broker("assigning partitions"))?;
+        Ok(ends)
+    }
+
+    /// Whether this consumer has read up to every one of `ends` (compacted gaps and control
+    /// records at a partition's end included: its position, not its last record, says).
+    pub fn caught_up(&self, ends: &[PartitionEnd]) -> Result<bool, CommandError> {
+        if ends.is_empty() {
+            return Ok(true);
+        }
+        let positions = self
+            .consumer
+            .position()
+            .map_err(broker("reading the consumer's position"))?;
+        Ok(ends.iter().all(|end| {
+            positions
+                .find_partition(&end.topic, end.partition)
+                .and_then(|p| match p.offset() {
+                    Offset::Offset(at) => Some(at >= end.end),
+                    _ => None,
+                })
+                .unwrap_or(false)
+        }))
+    }
+
     /// The next record of what is read.
     pub async fn recv(&self) -> Result<Record, CommandError> {
         client::recv(&self.consumer)
@@ -172,6 +224,15 @@ impl CommandConsumer {
                 source,
             })
     }
+}
+
+/// Where a partition ended when a reader started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionEnd {
+    pub topic: String,
+    pub partition: i32,
+    /// Its high watermark: the offset after its last record.
+    pub end: i64,
 }
 
 /// Fail within [`BROKER_WAIT`] when no broker answers, naming the address and librdkafka's

@@ -1,0 +1,574 @@
+//! The desk's state, pure and synchronous: the four topics' events go in ([`Input`]), what a
+//! reviewer sees comes out ([`ItemView`]), and an answer turns into the events to publish
+//! ([`Publish`]). The async shell (`feed`, `web`) reads the topics, serves the page and sends
+//! what this returns.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::queue::{self, AnswerError, Item, ItemKey, ItemKind, Millis, Offered, Queue, Reviewer};
+use super::tally::Tally;
+use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
+use crate::events::{LabelEvent, Prediction, PredictionStatus, TextEvent, REVIEWER_VERSION};
+
+/// An event read from one of the desk's topics, decoded at once.
+#[derive(Debug, Clone)]
+pub enum Input {
+    Label(LabelEvent),
+    Text(TextEvent),
+    Prediction(Box<Prediction>),
+    Proposal(Box<ProposalEvent>),
+}
+
+/// The desk's settings (`[review]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeskSettings {
+    /// The share of decided predictions offered as audits (0 to 1).
+    pub audit_share: f64,
+    /// The most items waiting at once.
+    pub max_items: usize,
+    /// How long a reviewer holds an item they were shown.
+    pub claim_ms: Millis,
+    /// The most bytes of texts kept while their prediction has not come yet.
+    pub max_text_bytes: usize,
+}
+
+/// What a queued text item holds.
+#[derive(Debug, Clone)]
+pub struct TextItem {
+    pub prediction: Prediction,
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum Body {
+    Text(Box<TextItem>),
+    Proposal(Box<ProposalEvent>),
+}
+
+/// A label as the labels topic announced it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelView {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip)]
+    pub active: bool,
+}
+
+/// A reviewer's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// The text's label is this active label.
+    Label(String),
+    /// No active label fits the text.
+    NoneOfThese,
+    /// The proposal becomes a label with this id, name and description.
+    Accept {
+        label: String,
+        name: Option<String>,
+        description: Option<String>,
+    },
+    Reject,
+}
+
+/// Why an answer was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DeskError {
+    #[error(transparent)]
+    Queue(#[from] AnswerError),
+    #[error("{0:?} is not an active label")]
+    UnknownLabel(String),
+    #[error("label {0:?} exists already: choose another id")]
+    LabelExists(String),
+    #[error("this answer does not fit this item ({0})")]
+    Mismatch(&'static str),
+    #[error(transparent)]
+    Proposal(#[from] proposal::ProposalError),
+}
+
+/// What an answer publishes, in this order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Publish {
+    /// On the labels topic, keyed by `key` (a text id, a round id).
+    Label { key: String, event: LabelEvent },
+    /// On the proposals topic.
+    Proposal(Box<ProposalEvent>),
+}
+
+/// The desk.
+#[derive(Debug)]
+pub struct Desk {
+    settings: DeskSettings,
+    queue: Queue<Body>,
+    labels: BTreeMap<String, LabelView>,
+    rounds: BTreeSet<String>,
+    /// Texts whose prediction has not come yet, oldest first, bounded in bytes.
+    texts: TextMemory,
+    /// Predictions whose text has not come yet (read in the other order), bounded in count.
+    waiting: BoundedMap<Prediction>,
+    /// The current record of each proposal (decision over open, highest revision).
+    proposals: HashMap<String, ProposalEvent>,
+    tally: Tally,
+}
+
+impl Desk {
+    pub fn new(settings: DeskSettings) -> Self {
+        Self {
+            queue: Queue::new(settings.max_items, settings.claim_ms),
+            texts: TextMemory::new(settings.max_text_bytes),
+            waiting: BoundedMap::new(settings.max_items),
+            settings,
+            labels: BTreeMap::new(),
+            rounds: BTreeSet::new(),
+            proposals: HashMap::new(),
+            tally: Tally::default(),
+        }
+    }
+
+    /// An event read from a topic.
+    pub fn read(&mut self, input: Input, now: Millis) {
+        match input {
+            Input::Label(event) => self.read_label(event),
+            Input::Text(event) => self.read_text(event, now),
+            Input::Prediction(prediction) => self.read_prediction(*prediction, now),
+            Input::Proposal(event) => self.read_proposal(*event, now),
+        }
+    }
+
+    fn read_label(&mut self, event: LabelEvent) {
+        match event {
+            LabelEvent::Round { round, labels, .. } => {
+                self.rounds.insert(round);
+                for spec in labels {
+                    let view = LabelView {
+                        id: spec.id.clone(),
+                        name: spec.name,
+                        description: spec.description,
+                        active: true,
+                    };
+                    self.labels.insert(spec.id, view);
+                }
+            }
+            LabelEvent::RetireLabel { label, .. } => {
+                if let Some(view) = self.labels.get_mut(&label) {
+                    view.active = false;
+                }
+            }
+            LabelEvent::Correct { text_id, .. } => {
+                let key = ItemKey::Text(text_id);
+                self.waiting.remove(&key);
+                self.queue.answered(&key);
+            }
+            LabelEvent::AddExamples { .. } => {}
+        }
+    }
+
+    fn read_text(&mut self, event: TextEvent, now: Millis) {
+        let key = ItemKey::Text(event.id.clone());
+        match self.waiting.remove(&key) {
+            Some(prediction) => self.offer_text(prediction, event.text, now),
+            None if !self.queue.is_answered(&key) => self.texts.keep(event.id, event.text),
+            None => {}
+        }
+    }
+
+    fn read_prediction(&mut self, prediction: Prediction, now: Millis) {
+        let key = ItemKey::Text(prediction.text_id.clone());
+        let wanted = self.kind_of(&prediction).is_some() && !self.queue.is_answered(&key);
+        match self.texts.take(&prediction.text_id) {
+            Some(text) if wanted => self.offer_text(prediction, text, now),
+            Some(_) => {}
+            None if wanted && !self.waiting.insert(key, prediction) => {
+                self.tally.not_queued += 1;
+            }
+            None => {}
+        }
+    }
+
+    /// Why a prediction goes to the queue, if it does.
+    fn kind_of(&self, prediction: &Prediction) -> Option<ItemKind> {
+        match prediction.status {
+            PredictionStatus::NeedsReview | PredictionStatus::NoMatch => Some(ItemKind::Review),
+            PredictionStatus::Decided => {
+                queue::is_audit(&prediction.text_id, self.settings.audit_share)
+                    .then_some(ItemKind::Audit)
+            }
+        }
+    }
+
+    fn offer_text(&mut self, prediction: Prediction, text: String, now: Millis) {
+        let Some(kind) = self.kind_of(&prediction) else {
+            return;
+        };
+        let item = Item {
+            key: ItemKey::Text(prediction.text_id.clone()),
+            kind,
+            arrived: now,
+            body: Body::Text(Box::new(TextItem { prediction, text })),
+        };
+        self.offer(item);
+    }
+
+    fn offer(&mut self, item: Item<Body>) {
+        if self.queue.offer(item) == Offered::Full {
+            self.tally.not_queued += 1;
+        }
+    }
+
+    fn read_proposal(&mut self, event: ProposalEvent, now: Millis) {
+        let id = event.proposal.clone();
+        let previous = self.proposals.remove(&id);
+        let current = proposal::current(previous.into_iter().chain([event]))
+            .remove(&id)
+            .into_iter()
+            .next();
+        let Some(current) = current else { return };
+        let key = ItemKey::Proposal(id.clone());
+        match current.status {
+            ProposalStatus::Open => self.offer(Item {
+                key,
+                kind: ItemKind::Proposal,
+                arrived: now,
+                body: Body::Proposal(Box::new(current.clone())),
+            }),
+            ProposalStatus::Accepted | ProposalStatus::Rejected => self.queue.answered(&key),
+            ProposalStatus::Withdrawn => self.queue.withdraw(&key),
+        }
+        self.proposals.insert(id, current);
+    }
+
+    /// The item `reviewer` should answer now (claimed for them), as the page shows it.
+    pub fn next_for(&mut self, reviewer: &Reviewer, now: Millis) -> Option<ItemView> {
+        let item = self.queue.next_for(reviewer, now)?.clone();
+        Some(ItemView::of(&item, &self.labels))
+    }
+
+    /// `reviewer`'s answer to `key`: the events to publish. The item leaves the queue; if
+    /// publishing fails, [`Self::restore`] puts it back.
+    pub fn answer(
+        &mut self,
+        reviewer: &Reviewer,
+        key: &ItemKey,
+        answer: Answer,
+        now: Millis,
+    ) -> Result<(Item<Body>, Vec<Publish>), DeskError> {
+        // Checked before the item is taken, so a refused answer leaves it where it was.
+        self.check(key, &answer)?;
+        let item = self.queue.answer(reviewer, key, now)?;
+        let publish = match (&item.body, answer) {
+            (Body::Text(text), answer) => {
+                let label = match answer {
+                    Answer::Label(label) => Some(label),
+                    _ => None,
+                };
+                self.tally
+                    .answered(item.kind, &text.prediction, label.as_deref());
+                vec![Publish::Label {
+                    key: text.prediction.text_id.clone(),
+                    event: LabelEvent::Correct {
+                        version: REVIEWER_VERSION,
+                        text_id: text.prediction.text_id.clone(),
+                        none_of_these: label.is_none(),
+                        label,
+                        text: text.text.clone(),
+                        audit: item.kind == ItemKind::Audit,
+                        reviewer: Some(reviewer.0.clone()),
+                    },
+                }]
+            }
+            (Body::Proposal(open), answer) => {
+                self.tally.proposals_answered += 1;
+                match proposal_events(open, answer) {
+                    Ok(events) => events,
+                    Err(error) => {
+                        self.restore(item);
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        Ok((item, publish))
+    }
+
+    /// Refuse an answer before taking the item: a label that is not active, an id that exists.
+    fn check(&self, key: &ItemKey, answer: &Answer) -> Result<(), DeskError> {
+        match (key, answer) {
+            (ItemKey::Text(_), Answer::Label(label)) => {
+                if !self.labels.get(label).is_some_and(|l| l.active) {
+                    return Err(DeskError::UnknownLabel(label.clone()));
+                }
+            }
+            (ItemKey::Text(_), Answer::NoneOfThese) => {}
+            (ItemKey::Proposal(id), Answer::Accept { label, .. }) => {
+                let round = self
+                    .proposals
+                    .get(id)
+                    .map(ProposalEvent::accepting_round_id);
+                // An accept interrupted after its round went out may be given again.
+                let round_sent = round.is_some_and(|r| self.rounds.contains(&r));
+                if self.labels.contains_key(label.trim()) && !round_sent {
+                    return Err(DeskError::LabelExists(label.clone()));
+                }
+            }
+            (ItemKey::Proposal(_), Answer::Reject) => {}
+            (ItemKey::Text(_), _) => return Err(DeskError::Mismatch("a text takes a label")),
+            (ItemKey::Proposal(_), _) => {
+                return Err(DeskError::Mismatch("a proposal is accepted or rejected"))
+            }
+        }
+        Ok(())
+    }
+
+    /// An answer whose events could not be published: the item goes back in the queue.
+    pub fn restore(&mut self, item: Item<Body>) {
+        self.queue.restore(item);
+    }
+
+    /// `reviewer` passes on `key`.
+    pub fn skip(&mut self, reviewer: &Reviewer, key: &ItemKey) {
+        self.queue.skip(reviewer, key);
+    }
+
+    /// The active labels, for the search box.
+    pub fn active_labels(&self) -> Vec<LabelView> {
+        self.labels.values().filter(|l| l.active).cloned().collect()
+    }
+
+    /// What `/metrics` shows.
+    pub fn gauges(&self, now: Millis) -> Gauges {
+        Gauges {
+            depth: self.queue.depth(),
+            oldest_age_ms: self.queue.oldest_age(now),
+            waiting_for_text: self.waiting.len(),
+            kept_text_bytes: self.texts.bytes,
+        }
+    }
+
+    pub fn tally(&self) -> &Tally {
+        &self.tally
+    }
+}
+
+/// The queue's present state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gauges {
+    pub depth: usize,
+    pub oldest_age_ms: Millis,
+    pub waiting_for_text: usize,
+    pub kept_text_bytes: usize,
+}
+
+/// The events accepting or rejecting `open` publishes: the accepting round (on the labels
+/// topic) before the decision (as `gorag proposals accept` does).
+fn proposal_events(open: &ProposalEvent, answer: Answer) -> Result<Vec<Publish>, DeskError> {
+    match answer {
+        Answer::Accept {
+            label,
+            name,
+            description,
+        } => {
+            let mut round = open.accepting_round(Some(&label))?;
+            if let LabelEvent::Round { labels, .. } = &mut round {
+                for spec in labels.iter_mut() {
+                    if let Some(name) = name.clone().filter(|n| !n.trim().is_empty()) {
+                        spec.name = Some(name);
+                    }
+                    if let Some(text) = description.clone().filter(|d| !d.trim().is_empty()) {
+                        spec.description = Some(text);
+                    }
+                }
+            }
+            let label = label.trim().to_string();
+            let decided = open.decided(ProposalStatus::Accepted, Some(label))?;
+            Ok(vec![
+                Publish::Label {
+                    key: open.accepting_round_id(),
+                    event: round,
+                },
+                Publish::Proposal(Box::new(decided)),
+            ])
+        }
+        Answer::Reject => Ok(vec![Publish::Proposal(Box::new(
+            open.decided(ProposalStatus::Rejected, None)?,
+        ))]),
+        Answer::Label(_) | Answer::NoneOfThese => {
+            Err(DeskError::Mismatch("a proposal is accepted or rejected"))
+        }
+    }
+}
+
+/// One item as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ItemView {
+    Text {
+        text_id: String,
+        audit: bool,
+        text: String,
+        status: &'static str,
+        /// gorag's label (none with `no_match`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        candidates: Vec<CandidateView>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rationale: Option<crate::events::Rationale>,
+    },
+    Proposal {
+        proposal: String,
+        name: String,
+        /// The label id accepting it makes unless the reviewer gives another.
+        label: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        keywords: Vec<String>,
+        size: usize,
+        representatives: Vec<crate::events::proposal::Representative>,
+    },
+}
+
+/// A candidate label with what the page says of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateView {
+    #[serde(flatten)]
+    pub label: LabelView,
+    /// Its retrieval score, when the strategy ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+/// Candidates a page shows at most (keys 1 to 5).
+pub const SHOWN_CANDIDATES: usize = 5;
+
+impl ItemView {
+    fn of(item: &Item<Body>, labels: &BTreeMap<String, LabelView>) -> Self {
+        match &item.body {
+            Body::Text(text) => {
+                let p = &text.prediction;
+                let candidates = p
+                    .candidates
+                    .iter()
+                    .enumerate()
+                    // A label retired since the prediction is no answer any more.
+                    .filter(|(_, id)| labels.get(*id).is_none_or(|l| l.active))
+                    .take(SHOWN_CANDIDATES)
+                    .map(|(at, id)| CandidateView {
+                        label: labels.get(id).cloned().unwrap_or_else(|| LabelView {
+                            id: id.clone(),
+                            name: None,
+                            description: None,
+                            active: true,
+                        }),
+                        score: p.candidate_scores.get(at).copied(),
+                    })
+                    .collect();
+                ItemView::Text {
+                    text_id: p.text_id.clone(),
+                    audit: item.kind == ItemKind::Audit,
+                    text: text.text.clone(),
+                    status: p.status.as_str(),
+                    label: p.label.clone(),
+                    confidence: p.confidence,
+                    candidates,
+                    rationale: p.rationale.clone(),
+                }
+            }
+            Body::Proposal(open) => ItemView::Proposal {
+                proposal: open.proposal.clone(),
+                name: open.name.clone(),
+                label: open.label_id(),
+                description: open.description.clone(),
+                keywords: open.keywords.clone(),
+                size: open.size,
+                representatives: open.representatives.clone(),
+            },
+        }
+    }
+}
+
+/// Texts kept until their prediction comes, oldest dropped first past a byte bound.
+#[derive(Debug)]
+struct TextMemory {
+    texts: HashMap<String, String>,
+    order: VecDeque<String>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl TextMemory {
+    fn new(limit: usize) -> Self {
+        Self {
+            texts: HashMap::new(),
+            order: VecDeque::new(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    fn keep(&mut self, id: String, text: String) {
+        if let Some(old) = self.texts.remove(&id) {
+            self.bytes -= old.len();
+        } else {
+            self.order.push_back(id.clone());
+        }
+        self.bytes += text.len();
+        self.texts.insert(id, text);
+        while self.bytes > self.limit {
+            let Some(oldest) = self.order.pop_front() else {
+                break;
+            };
+            if let Some(text) = self.texts.remove(&oldest) {
+                self.bytes -= text.len();
+            }
+        }
+    }
+
+    fn take(&mut self, id: &str) -> Option<String> {
+        let text = self.texts.remove(id)?;
+        self.bytes -= text.len();
+        // Its place in `order` is left: dropped when reached (keep() skips missing ids).
+        if self.order.len() > 2 * self.texts.len() + 1024 {
+            let texts = &self.texts;
+            self.order.retain(|id| texts.contains_key(id));
+        }
+        Some(text)
+    }
+}
+
+/// A map of at most `limit` entries; past it, new ones are refused.
+#[derive(Debug)]
+struct BoundedMap<T> {
+    entries: HashMap<ItemKey, T>,
+    limit: usize,
+}
+
+impl<T> BoundedMap<T> {
+    fn new(limit: usize) -> Self {
+        Self {
+            entries: HashMap::new(),
+            limit,
+        }
+    }
+
+    /// False when full (and `key` is new).
+    fn insert(&mut self, key: ItemKey, value: T) -> bool {
+        if self.entries.len() >= self.limit && !self.entries.contains_key(&key) {
+            return false;
+        }
+        self.entries.insert(key, value);
+        true
+    }
+
+    fn remove(&mut self, key: &ItemKey) -> Option<T> {
+        self.entries.remove(key)
+    }
+
+    fn len(&self) -> usize {
+        self.entries.len()
+    }
+}

@@ -1,0 +1,425 @@
+//! The desk's HTTP side (axum): the page, its small JSON API, `/metrics`, `/healthz` and
+//! `/readyz`. Every route that shows or takes an item needs a login (texts may be personal
+//! data); the page itself holds no data, only the script that asks for it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::{Deserialize, Serialize};
+
+use super::desk::{Answer, Desk, DeskError, Publish};
+use super::logins::Logins;
+use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
+use crate::stream::kafka::commands::CommandProducer;
+
+/// The login cookie's name.
+const COOKIE: &str = "gorag_review";
+/// The largest request body taken (an accepted proposal's name and description).
+pub const MAX_BODY: usize = 64 * 1024;
+
+const PAGE: &str = include_str!("page.html");
+
+/// Where the desk publishes answers.
+pub struct Outlet {
+    pub producer: CommandProducer,
+    pub labels_topic: String,
+    pub proposals_topic: String,
+}
+
+/// What every request shares.
+pub struct Shared {
+    pub desk: Mutex<Desk>,
+    pub logins: Logins,
+    pub outlet: Outlet,
+    /// The desk has read its topics up to where they ended at its start: until then it could
+    /// offer an item whose answer it has not read yet.
+    pub ready: AtomicBool,
+    /// Records of the desk's topics that were not the event they should be (skipped).
+    pub unreadable: AtomicU64,
+    pub secure_cookie: bool,
+}
+
+impl Shared {
+    pub fn desk(&self) -> MutexGuard<'_, Desk> {
+        // A handler that panicked mid-change is a bug; the desk's state is still whole
+        // (every change is one call), so keep serving.
+        self.desk
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+pub fn now_ms() -> Millis {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+pub fn router(shared: Arc<Shared>) -> Router {
+    Router::new()
+        .route("/", get(page))
+        .route("/api/login", post(login))
+        .route("/api/logout", post(logout))
+        .route("/api/whoami", get(whoami))
+        .route("/api/next", get(next))
+        .route("/api/answer", post(answer))
+        .route("/api/skip", post(skip))
+        .route("/api/labels", get(labels))
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(readyz))
+        .with_state(shared)
+}
+
+async fn page() -> Response {
+    let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE).into_response();
+    let headers = response.headers_mut();
+    // The page runs only its own inline script and talks only to its own origin.
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
+             connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+        ),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+/// A request refused: its status and why, answered as JSON.
+struct Refusal(StatusCode, String);
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        #[derive(Serialize)]
+        struct Body {
+            error: String,
+        }
+        (self.0, json(&Body { error: self.1 })).into_response()
+    }
+}
+
+fn refusal(status: StatusCode, message: impl Into<String>) -> Refusal {
+    Refusal(status, message.into())
+}
+
+fn refuse(status: StatusCode, message: impl Into<String>) -> Response {
+    refusal(status, message).into_response()
+}
+
+fn json<T: Serialize>(value: &T) -> ([(header::HeaderName, &'static str); 2], String) {
+    (
+        [
+            (header::CONTENT_TYPE, "application/json"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        serde_json::to_string(value).unwrap_or_else(|_| "{}".into()),
+    )
+}
+
+/// The reviewer a request comes from: a login cookie, a bearer token or basic auth.
+fn reviewer(shared: &Shared, headers: &HeaderMap) -> Result<Reviewer, Refusal> {
+    let unauthorised = || refusal(StatusCode::UNAUTHORIZED, "log in first");
+    if let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        if let Some(token) = value.strip_prefix("Bearer ") {
+            return shared
+                .logins
+                .by_token(token.trim())
+                .cloned()
+                .ok_or_else(unauthorised);
+        }
+        if let Some(encoded) = value.strip_prefix("Basic ") {
+            use base64::Engine as _;
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(encoded.trim())
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok());
+            let found = decoded.as_deref().and_then(|pair| {
+                let (name, token) = pair.split_once(':')?;
+                shared.logins.by_name_and_token(name, token).cloned()
+            });
+            return found.ok_or_else(unauthorised);
+        }
+    }
+    let token = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, token)| token.to_string());
+    token
+        .and_then(|token| shared.logins.by_token(&token).cloned())
+        .ok_or_else(unauthorised)
+}
+
+/// A write from the page: JSON only, so a form on another site cannot post one (the cookie is
+/// also `SameSite=Strict`).
+fn json_body<T: for<'de> Deserialize<'de>>(headers: &HeaderMap, body: &[u8]) -> Result<T, Refusal> {
+    let is_json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !is_json {
+        return Err(refusal(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "send application/json",
+        ));
+    }
+    serde_json::from_slice(body).map_err(|e| {
+        refusal(
+            StatusCode::BAD_REQUEST,
+            format!("not a request the desk reads: {e}"),
+        )
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoginRequest {
+    token: String,
+}
+
+async fn login(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let request: LoginRequest = match json_body(&headers, &body) {
+        Ok(request) => request,
+        Err(refused) => return refused.into_response(),
+    };
+    let token = request.token.trim();
+    let Some(reviewer) = shared.logins.by_token(token).cloned() else {
+        return refuse(StatusCode::UNAUTHORIZED, "no reviewer has this token");
+    };
+    let secure = if shared.secure_cookie { "; Secure" } else { "" };
+    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");
+    let mut response = json(&WhoAmI { name: reviewer.0 }).into_response();
+    if let Ok(value) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
+    response
+}
+
+async fn logout() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        HeaderValue::from_static("gorag_review=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    );
+    response
+}
+
+#[derive(Serialize)]
+struct WhoAmI {
+    name: String,
+}
+
+async fn whoami(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    match reviewer(&shared, &headers) {
+        Ok(reviewer) => json(&WhoAmI { name: reviewer.0 }).into_response(),
+        Err(refused) => refused.into_response(),
+    }
+}
+
+#[derive(Serialize)]
+struct Next {
+    /// The item to answer; none when the queue holds nothing for this reviewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<super::desk::ItemView>,
+    /// Items waiting, held ones included.
+    depth: usize,
+}
+
+async fn next(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let reviewer = match reviewer(&shared, &headers) {
+        Ok(reviewer) => reviewer,
+        Err(refused) => return refused.into_response(),
+    };
+    if !shared.ready.load(Ordering::Acquire) {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the desk is still reading its topics",
+        );
+    }
+    let now = now_ms();
+    let mut desk = shared.desk();
+    let item = desk.next_for(&reviewer, now);
+    let depth = desk.gauges(now).depth;
+    drop(desk);
+    json(&Next { item, depth }).into_response()
+}
+
+/// What an answer or a skip is about.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum ItemRef {
+    Text(String),
+    Proposal(String),
+}
+
+impl From<ItemRef> for ItemKey {
+    fn from(item: ItemRef) -> Self {
+        match item {
+            ItemRef::Text(id) => ItemKey::Text(id),
+            ItemRef::Proposal(id) => ItemKey::Proposal(id),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum AnswerBody {
+    Label(String),
+    None,
+    Accept {
+        label: String,
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        description: Option<String>,
+    },
+    Reject,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AnswerRequest {
+    item: ItemRef,
+    answer: AnswerBody,
+}
+
+async fn answer(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let reviewer = match reviewer(&shared, &headers) {
+        Ok(reviewer) => reviewer,
+        Err(refused) => return refused.into_response(),
+    };
+    let request: AnswerRequest = match json_body(&headers, &body) {
+        Ok(request) => request,
+        Err(refused) => return refused.into_response(),
+    };
+    let answer = match request.answer {
+        AnswerBody::Label(label) => Answer::Label(label),
+        AnswerBody::None => Answer::NoneOfThese,
+        AnswerBody::Accept {
+            label,
+            name,
+            description,
+        } => Answer::Accept {
+            label,
+            name,
+            description,
+        },
+        AnswerBody::Reject => Answer::Reject,
+    };
+    let key = ItemKey::from(request.item);
+    let taken = shared.desk().answer(&reviewer, &key, answer, now_ms());
+    let (item, publish) = match taken {
+        Ok(taken) => taken,
+        Err(error) => return refuse(status_of(&error), error.to_string()),
+    };
+    for event in &publish {
+        if let Err(error) = send(&shared.outlet, event).await {
+            tracing::warn!(%error, "the desk could not publish an answer; the item is queued again");
+            shared.desk().restore(item);
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("the answer could not be published ({error}); try again"),
+            );
+        }
+    }
+    StatusCode::NO_CONTENT.into_response()
+}
+
+fn status_of(error: &DeskError) -> StatusCode {
+    match error {
+        DeskError::Queue(AnswerError::Answered) => StatusCode::CONFLICT,
+        DeskError::Queue(AnswerError::HeldByAnother) => StatusCode::CONFLICT,
+        DeskError::Queue(AnswerError::Unknown) => StatusCode::NOT_FOUND,
+        DeskError::UnknownLabel(_)
+        | DeskError::LabelExists(_)
+        | DeskError::Mismatch(_)
+        | DeskError::Proposal(_) => StatusCode::UNPROCESSABLE_ENTITY,
+    }
+}
+
+async fn send(outlet: &Outlet, event: &Publish) -> Result<(), String> {
+    let (topic, key, payload) = match event {
+        Publish::Label { key, event } => {
+            (&outlet.labels_topic, key.clone(), serde_json::to_vec(event))
+        }
+        Publish::Proposal(decided) => (
+            &outlet.proposals_topic,
+            decided.record_key(),
+            serde_json::to_vec(decided),
+        ),
+    };
+    let payload = payload.map_err(|e| e.to_string())?;
+    outlet
+        .producer
+        .send(topic, Some(key.as_bytes()), &payload)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SkipRequest {
+    item: ItemRef,
+}
+
+async fn skip(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+    let reviewer = match reviewer(&shared, &headers) {
+        Ok(reviewer) => reviewer,
+        Err(refused) => return refused.into_response(),
+    };
+    let request: SkipRequest = match json_body(&headers, &body) {
+        Ok(request) => request,
+        Err(refused) => return refused.into_response(),
+    };
+    shared.desk().skip(&reviewer, &ItemKey::from(request.item));
+    StatusCode::NO_CONTENT.into_response()
+}
+
+async fn labels(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Err(refused) = reviewer(&shared, &headers) {
+        return refused.into_response();
+    }
+    let labels = shared.desk().active_labels();
+    json(&labels).into_response()
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.ready.load(Ordering::Acquire) {
+        "ready".into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "reading the topics").into_response()
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    let now = now_ms();
+    let desk = shared.desk();
+    let text = super::exposition::render(
+        &desk.gauges(now),
+        desk.tally(),
+        shared.unreadable.load(Ordering::Relaxed),
+        shared.ready.load(Ordering::Acquire),
+    );
+    drop(desk);
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
