@@ -129,7 +129,7 @@ impl Desk {
         }
     }
 
-    /// An event read from a topic.
+    /// An event read from a topic, written at `now` (an item's arrival).
     pub fn read(&mut self, input: Input, now: Millis) {
         match input {
             Input::Label(event) => self.read_label(event),

@@ -98,7 +98,14 @@ pub async fn run(
             record = consumer.recv() => {
                 let record = record?;
                 match topics.decode(&record, &bounds) {
-                    Some(Ok(input)) => shared.desk().read(input, now_ms()),
+                    Some(Ok(input)) => {
+                        // When the event was written: an item's age survives a desk restart.
+                        let at = record
+                            .timestamp_ms
+                            .and_then(|t| u64::try_from(t).ok())
+                            .unwrap_or_else(now_ms);
+                        shared.desk().read(input, at);
+                    }
                     Some(Err(error)) => {
                         shared.unreadable.fetch_add(1, Ordering::Relaxed);
                         tracing::warn!(

@@ -124,3 +124,6 @@ impl Bound {
         }
     }
 }
+
+#[cfg(test)]
+mod desk_tests;
