@@ -1,3 +1,4 @@
+pub mod desk;
 pub mod fake_llm;
 pub mod http;
 pub mod in_process;

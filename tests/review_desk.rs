@@ -1,0 +1,421 @@
+//! `gorag review` on the real broker: a reviewer's keypress in headless Chromium (Debian's)
+//! teaches the running service; audits and proposals are answered from the page; two
+//! sessions never see the same item; a restarted desk re-offers nothing answered; and a
+//! thousand answers given at full speed reach the labels topic exactly once across a desk
+//! killed in the middle.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use support::desk::{reqwest::blocking_client, DeskProcess, ANN, BOB};
+use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// A prediction as the service writes it, for a text the test made up.
+fn prediction(id: &str, status: &str, label: Option<&str>) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "version": 3, "text_id": id, "label": label, "source": "graph",
+        "candidates": ["billing", "shipping", "account_access"],
+        "candidate_scores": [0.41, 0.38, 0.1], "basis": "ranked_scores", "confidence": 0.42,
+        "status": status, "keywords": [], "hallucination": false, "label_version": 1,
+        "latency": {"decode_ms": 0.0, "keywords_ms": 0.0, "retrieve_ms": 0.0, "llm_ms": 0.0,
+                    "index_ms": 0.0, "total_ms": 0.0},
+        "input": {"topic": "texts", "partition": 0, "offset": 0}
+    }))
+    .expect("json")
+}
+
+fn text(id: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({"id": id, "text": text})).expect("json")
+}
+
+/// The `correct` events on the labels topic, by text id (every one, repeats kept).
+fn corrections(records: &[Record]) -> BTreeMap<String, Vec<Value>> {
+    let mut by_text: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for record in records {
+        let event = record.json();
+        if event["type"] == "correct" {
+            let id = event["text_id"].as_str().unwrap_or_default().to_string();
+            by_text.entry(id).or_default().push(event);
+        }
+    }
+    by_text
+}
+
+fn corrections_count(records: &[Record]) -> usize {
+    corrections(records).values().map(Vec::len).sum()
+}
+
+#[test]
+fn a_thousand_answers_reach_the_labels_topic_exactly_once_across_a_desk_killed_midway() {
+    const ITEMS: usize = 1000;
+    let dir = tempfile::tempdir().expect("dir");
+    let topics = Topics::new("desk-1000");
+    let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
+    let rt = runtime();
+    rt.block_on(publish_json(
+        &topics.labels,
+        &support::example("round-1.jsonl"),
+    ));
+    let ids: Vec<String> = (0..ITEMS).map(|i| format!("q-{i:04}")).collect();
+    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| {
+            (
+                Some(id.as_str()),
+                text(id, &format!("ticket {id} about a parcel")),
+            )
+        })
+        .collect();
+    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| {
+            (
+                Some(id.as_str()),
+                prediction(id, "needs_review", Some("billing")),
+            )
+        })
+        .collect();
+    rt.block_on(publish(&topics.texts, &texts));
+    rt.block_on(publish(&topics.predictions, &predictions));
+
+    let url = Arc::new(Mutex::new(desk.url.clone()));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let reviewers: Vec<_> = [ANN, BOB]
+        .into_iter()
+        .map(|token| {
+            let (url, answered) = (url.clone(), answered.clone());
+            std::thread::spawn(move || answer_everything(&url, token, &answered))
+        })
+        .collect();
+    let started = Instant::now();
+    while answered.load(Ordering::Relaxed) < ITEMS / 2 {
+        assert!(started.elapsed() < Duration::from_secs(300), "too slow");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Killed while answers are in flight; a new desk (another port) takes over.
+    desk.kill();
+    let restarted = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
+    *url.lock().expect("url") = restarted.url.clone();
+    for reviewer in reviewers {
+        reviewer.join().expect("reviewer thread");
+    }
+    let elapsed = started.elapsed();
+
+    let records = read_until(&topics.labels, Duration::from_secs(60), |r| {
+        corrections_count(r) >= ITEMS
+    });
+    // A little longer: a duplicate would come after the thousandth.
+    let settled = read_until(&topics.labels, Duration::from_secs(3), |r| {
+        r.len() > records.len()
+    });
+    let by_text = corrections(&settled);
+    let repeated: Vec<&String> = by_text
+        .iter()
+        .filter(|(_, events)| events.len() > 1)
+        .map(|(id, _)| id)
+        .collect();
+    assert!(repeated.is_empty(), "answered twice: {repeated:?}");
+    let got: BTreeSet<&String> = by_text.keys().collect();
+    let want: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(got, want, "every item answered once");
+    for events in by_text.values() {
+        let reviewer = events[0]["reviewer"].as_str().unwrap_or_default();
+        assert!(["ann", "bob"].contains(&reviewer), "{events:?}");
+        assert_eq!(events[0]["version"], 3);
+    }
+    eprintln!(
+        "{ITEMS} answers by 2 scripted reviewers in {:.1} s, the desk killed and restarted at \
+         {} answers",
+        elapsed.as_secs_f64(),
+        ITEMS / 2
+    );
+}
+
+/// Ask for items and answer each with the first candidate until the desk has none left;
+/// a desk that is down (restarting) is waited for.
+fn answer_everything(url: &Mutex<String>, token: &str, answered: &AtomicUsize) {
+    let client = blocking_client();
+    let started = Instant::now();
+    let mut empty_in_a_row = 0;
+    while empty_in_a_row < 3 {
+        assert!(started.elapsed() < Duration::from_secs(600), "too slow");
+        let base = url.lock().expect("url").clone();
+        let Ok(next) = client.get(format!("{base}/api/next")).bearer(token).send() else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        if !next.status().is_success() {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        let next: Value = serde_json::from_str(&next.body).expect("json");
+        let Some(id) = next["item"]["text_id"].as_str() else {
+            empty_in_a_row += 1;
+            std::thread::sleep(Duration::from_millis(300));
+            continue;
+        };
+        empty_in_a_row = 0;
+        let label = next["item"]["candidates"][0]["id"]
+            .as_str()
+            .unwrap_or("billing");
+        let body = json!({"item": {"text": id}, "answer": {"label": label}});
+        if let Ok(answer) = client
+            .post(format!("{base}/api/answer"))
+            .bearer(token)
+            .json(&body)
+            .send()
+        {
+            if answer.status().as_u16() == 204 {
+                answered.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// The browser driver (tests/browser/desk.mjs): one command, its JSON line.
+fn browser(args: &[&str]) -> Value {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        dir.join("node_modules/playwright-core").exists(),
+        "tests/browser has no node_modules: `npm ci --prefix tests/browser` (scripts/test.sh \
+         does it)"
+    );
+    let output = Command::new("node")
+        .arg(dir.join("desk.mjs"))
+        .args(args)
+        .output()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "desk.mjs {args:?} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or_default()).expect("one JSON line")
+}
+
+/// Where the page's screenshots go: docs/images when asked (GORAG_DESK_SCREENSHOTS=1), else
+/// the test's folder.
+fn screenshot(dir: &Path, name: &str) -> String {
+    let folder = if std::env::var("GORAG_DESK_SCREENSHOTS").is_ok_and(|v| v == "1") {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/images")
+    } else {
+        dir.to_path_buf()
+    };
+    folder.join(name).display().to_string()
+}
+
+fn prediction_of(topics: &Topics, id: &str) -> Value {
+    let records = read_until(&topics.predictions, Duration::from_secs(120), |r| {
+        r.iter().any(|r| r.json()["text_id"] == id)
+    });
+    records
+        .iter()
+        .rev()
+        .map(Record::json)
+        .find(|p| p["text_id"] == id)
+        .unwrap_or_else(|| panic!("no prediction for {id}"))
+}
+
+#[test]
+fn reviewers_teach_the_running_service_from_the_page() {
+    let dir = tempfile::tempdir().expect("dir");
+    let topics = Topics::new("desk-browser");
+    let mut sets = topics.service_sets(&dir.path().join("state"));
+    sets.extend([
+        "llm.url=none".to_string(),
+        "discovery.enabled=false".to_string(),
+    ]);
+    let mut service = Service::start(dir.path(), &sets);
+    service.wait_ready();
+    // Every decided prediction is an audit here, so that one surely comes.
+    let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=1"]);
+    let rt = runtime();
+    rt.block_on(publish_json(
+        &topics.labels,
+        &support::example("round-1.jsonl"),
+    ));
+    let gdpr = "Under GDPR I ask you to erase all personal data you hold about me and confirm \
+                the deletion in writing.";
+    rt.block_on(publish(&topics.texts, &[(Some("g-1"), text("g-1", gdpr))]));
+    let first = prediction_of(&topics, "g-1");
+    assert_eq!(first["status"], "needs_review", "{first}");
+
+    // 1. The prediction is on the page; the second candidate is one keypress.
+    let shot = screenshot(dir.path(), "review-desk.png");
+    let answered = browser(&["answer", &desk.url, ANN, "2", "--screenshot", &shot]);
+    assert_eq!(answered["id"], "g-1", "{answered}");
+    assert_eq!(answered["kind"], "review");
+    let corrected = answered["label"].as_str().expect("a label").to_string();
+    assert_eq!(corrected, first["candidates"][1], "{answered}");
+    let labels = read_until(&topics.labels, Duration::from_secs(30), |r| {
+        corrections(r).contains_key("g-1")
+    });
+    let event = &corrections(&labels)["g-1"][0];
+    assert_eq!(event["label"], corrected.as_str());
+    assert_eq!(event["reviewer"], "ann");
+    assert_eq!(event["text"], gdpr);
+    assert!(event.get("audit").is_none(), "{event}");
+
+    // 2. The next text of that kind is predicted as the corrected label.
+    let again = "Under GDPR I ask you to erase all personal data you hold about me and confirm \
+                 the deletion in writing, please.";
+    rt.block_on(publish(&topics.texts, &[(Some("g-2"), text("g-2", again))]));
+    let second = prediction_of(&topics, "g-2");
+    assert_eq!(second["label"], corrected.as_str(), "{second}");
+
+    // 3. An audit: a decided prediction, marked as one on the page and in its answer. g-2's
+    // own item (an audit too if decided) is answered first, with its label.
+    let example = "I was charged twice on my credit card for the same invoice this month.";
+    rt.block_on(publish(
+        &topics.texts,
+        &[(Some("a-1"), text("a-1", example))],
+    ));
+    let audited = prediction_of(&topics, "a-1");
+    assert_eq!(audited["status"], "decided", "{audited}");
+    let mut seen = Vec::new();
+    while !seen.contains(&"a-1".to_string()) {
+        let shot = screenshot(dir.path(), "review-desk-audit.png");
+        let answered = browser(&["answer", &desk.url, BOB, "1", "--screenshot", &shot]);
+        let id = answered["id"].as_str().unwrap_or_default().to_string();
+        if id == "a-1" {
+            assert_eq!(answered["kind"], "audit", "{answered}");
+        }
+        assert!(seen.len() < 3, "a-1 never came: {seen:?}");
+        seen.push(id);
+    }
+    let labels = read_until(&topics.labels, Duration::from_secs(30), |r| {
+        corrections(r).contains_key("a-1")
+    });
+    let audit = &corrections(&labels)["a-1"][0];
+    assert_eq!(audit["audit"], true, "{audit}");
+    assert_eq!(audit["reviewer"], "bob");
+
+    // 4. A proposal accepted from the page becomes a round the service applies.
+    let proposal = json!({
+        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
+        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
+        "representatives": [
+            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."},
+            {"text_id": "x-2", "excerpt": "I withdraw my consent: erase my personal data now."}
+        ]
+    });
+    rt.block_on(publish(
+        &topics.proposals,
+        &[(
+            Some("p-privacy"),
+            serde_json::to_vec(&proposal).expect("json"),
+        )],
+    ));
+    let shot = screenshot(dir.path(), "review-desk-proposal.png");
+    let accepted = browser(&[
+        "accept",
+        &desk.url,
+        ANN,
+        "privacy",
+        "data privacy",
+        "--screenshot",
+        &shot,
+    ]);
+    assert_eq!(accepted["kind"], "proposal", "{accepted}");
+    service.wait_for_log("accept-p-privacy");
+    rt.block_on(publish(
+        &topics.texts,
+        &[(
+            Some("g-3"),
+            text(
+                "g-3",
+                "Delete every piece of personal data you keep about me.",
+            ),
+        )],
+    ));
+    let applied = prediction_of(&topics, "g-3");
+    assert_eq!(applied["label"], "privacy", "{applied}");
+
+    // 5. Two sessions at once never see the same item.
+    let made_up: Vec<(Option<&str>, Vec<u8>)> = ["m-1", "m-2"]
+        .iter()
+        .map(|id| {
+            (
+                Some(*id),
+                text(id, "a ticket about a parcel and an invoice"),
+            )
+        })
+        .collect();
+    rt.block_on(publish(&topics.texts, &made_up));
+    let made_up: Vec<(Option<&str>, Vec<u8>)> = ["m-1", "m-2"]
+        .iter()
+        .map(|id| (Some(*id), prediction(id, "needs_review", Some("billing"))))
+        .collect();
+    rt.block_on(publish(&topics.predictions, &made_up));
+    let pair = browser(&["pair", &desk.url, ANN, BOB]);
+    assert_ne!(pair["first"], pair["second"], "{pair}");
+
+    // 6. A restarted desk re-offers nothing answered: every item it offers is one of the
+    // unanswered two (or g-3's own, if it needs review).
+    drop(desk);
+    let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=1"]);
+    let offered = everything_offered(&desk.url);
+    let answered: BTreeSet<&str> = ["g-1", "a-1"]
+        .into_iter()
+        .chain(seen.iter().map(String::as_str))
+        .collect();
+    assert!(
+        offered.iter().all(|id| !answered.contains(id.as_str())),
+        "re-offered: {offered:?} (answered {answered:?})"
+    );
+    assert!(
+        offered.contains("m-1") && offered.contains("m-2"),
+        "{offered:?}"
+    );
+    service.stop();
+}
+
+/// Every item a desk offers, by skipping through its queue as a fresh reviewer.
+fn everything_offered(url: &str) -> BTreeSet<String> {
+    let client = blocking_client();
+    let mut offered = BTreeSet::new();
+    for _ in 0..100 {
+        let next = client
+            .get(format!("{url}/api/next"))
+            .bearer(BOB)
+            .send()
+            .expect("next");
+        let next: Value = serde_json::from_str(&next.body).expect("json");
+        let item = &next["item"];
+        let id = item["text_id"]
+            .as_str()
+            .or(item["proposal"].as_str())
+            .map(str::to_string);
+        let Some(id) = id else { break };
+        let kind = if item["type"] == "text" {
+            "text"
+        } else {
+            "proposal"
+        };
+        let body = json!({"item": {kind: id}});
+        client
+            .post(format!("{url}/api/skip"))
+            .bearer(BOB)
+            .json(&body)
+            .send()
+            .expect("skip");
+        offered.insert(id);
+    }
+    offered
+}

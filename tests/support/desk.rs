@@ -1,0 +1,184 @@
+#![allow(dead_code)] // each test binary uses its own subset
+//! `gorag review` as a child process on the real broker, and a reviewer's HTTP client.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::kafka::Topics;
+
+/// Two reviewers' logins.
+pub const ANN: &str = "ann-token-0123456789";
+pub const BOB: &str = "bob-token-9876543210";
+
+pub fn write_tokens(dir: &Path) -> PathBuf {
+    let path = dir.join("tokens");
+    std::fs::write(&path, format!("ann:{ANN}\nbob:{BOB}\n")).expect("tokens file");
+    path
+}
+
+pub struct DeskProcess {
+    child: Child,
+    pub url: String,
+    pub log: PathBuf,
+}
+
+impl DeskProcess {
+    /// Start `gorag review` on `topics` with these extra `--set` flags; wait until it is ready.
+    pub fn start(dir: &Path, topics: &Topics, sets: &[&str]) -> Self {
+        let n = std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
+        let log = dir.join(format!("review-{n}.log"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gorag"));
+        command.arg("review");
+        for set in topics.sets() {
+            command.arg("--set").arg(set);
+        }
+        command
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--tokens-file")
+            .arg(write_tokens(dir));
+        for set in sets {
+            command.arg("--set").arg(set);
+        }
+        let mut child = command
+            .env("GORAG_LOG_FORMAT", "text")
+            .env_remove("GORAG_CONFIG")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start gorag review");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let url = line
+            .trim()
+            .strip_prefix("review desk: ")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no address from gorag review ({line:?}):\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                )
+            })
+            .trim_end_matches('/')
+            .to_string();
+        let desk = Self { child, url, log };
+        desk.wait_ready();
+        desk
+    }
+
+    fn wait_ready(&self) {
+        let started = Instant::now();
+        let client = reqwest::blocking_client();
+        loop {
+            let ready = client
+                .get(format!("{}/readyz", self.url))
+                .send()
+                .is_ok_and(|r| r.status().is_success());
+            if ready {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "the desk was not ready within 60 s:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stop it at once (SIGKILL): nothing in memory survives.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for DeskProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A tiny blocking HTTP client (reqwest's async one, driven on a runtime of its own).
+pub mod reqwest {
+    pub use ::reqwest::*;
+
+    pub struct Blocking {
+        client: ::reqwest::Client,
+        runtime: tokio::runtime::Runtime,
+    }
+
+    pub fn blocking_client() -> Blocking {
+        Blocking {
+            client: ::reqwest::Client::new(),
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime"),
+        }
+    }
+
+    pub struct Request<'a> {
+        blocking: &'a Blocking,
+        builder: ::reqwest::RequestBuilder,
+    }
+
+    impl Blocking {
+        pub fn get(&self, url: String) -> Request<'_> {
+            Request {
+                blocking: self,
+                builder: self.client.get(url),
+            }
+        }
+
+        pub fn post(&self, url: String) -> Request<'_> {
+            Request {
+                blocking: self,
+                builder: self.client.post(url),
+            }
+        }
+    }
+
+    pub struct Answer {
+        status: StatusCode,
+        pub body: String,
+    }
+
+    impl Answer {
+        pub fn status(&self) -> StatusCode {
+            self.status
+        }
+    }
+
+    impl Request<'_> {
+        pub fn bearer(self, token: &str) -> Self {
+            Self {
+                builder: self.builder.bearer_auth(token),
+                ..self
+            }
+        }
+
+        pub fn json(self, body: &serde_json::Value) -> Self {
+            Self {
+                builder: self
+                    .builder
+                    .header("content-type", "application/json")
+                    .body(body.to_string()),
+                ..self
+            }
+        }
+
+        pub fn send(self) -> std::result::Result<Answer, ::reqwest::Error> {
+            let builder = self.builder.timeout(std::time::Duration::from_secs(30));
+            self.blocking.runtime.block_on(async move {
+                let response = builder.send().await?;
+                let status = response.status();
+                let body = response.text().await?;
+                Ok(Answer { status, body })
+            })
+        }
+    }
+}
