@@ -41,6 +41,8 @@ echo "== local broker (nisshi; built once per machine), TLS tools and LLM server
 missing=()
 command -v openssl >/dev/null || missing+=(openssl)
 command -v stunnel4 >/dev/null || missing+=(stunnel4)
+# The review desk's browser test (tests/review_desk.rs) drives Debian's headless Chromium.
+command -v chromium >/dev/null || missing+=(chromium)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing ${missing[*]} (Debian)"
   sudo_cmd=()
@@ -66,6 +68,11 @@ export GORAG_NISSHI
 if ! scripts/llm.sh status; then
   scripts/llm.sh start
   started_llm=1
+fi
+
+echo "== the review desk's browser driver (playwright-core from npm, pinned by its lock file)"
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
 fi
 
 echo "== tests"

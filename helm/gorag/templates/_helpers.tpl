@@ -38,3 +38,43 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "gorag.hasApiKey" -}}
 {{- if or .Values.llmApiKey.existingSecret .Values.llmApiKey.value }}true{{- end }}
 {{- end }}
+
+{{- /* The Kafka certificates and password, mounted as files (the service and the desk alike). */}}
+{{- define "gorag.kafkaMounts" -}}
+{{- if .Values.kafkaTls.existingSecret }}
+- name: kafka-tls
+  mountPath: /etc/gorag/kafka-tls
+  readOnly: true
+{{- end }}
+{{- if .Values.kafkaSasl.existingSecret }}
+- name: kafka-sasl
+  mountPath: /etc/gorag/kafka-sasl
+  readOnly: true
+{{- end }}
+{{- end }}
+
+{{- define "gorag.kafkaVolumes" -}}
+{{- with .Values.kafkaTls.existingSecret }}
+- name: kafka-tls
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0400
+{{- end }}
+{{- with .Values.kafkaSasl.existingSecret }}
+- name: kafka-sasl
+  secret:
+    secretName: {{ . }}
+    defaultMode: 0400
+{{- end }}
+{{- end }}
+
+{{- define "gorag.reviewName" -}}
+{{- printf "%s-review" (include "gorag.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- /* The desk's pods: a name of their own, so that the service's selectors never take them. */}}
+{{- define "gorag.reviewSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "gorag.name" . }}-review
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: review
+{{- end }}
