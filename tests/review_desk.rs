@@ -366,7 +366,40 @@ fn reviewers_teach_the_running_service_from_the_page() {
     let pair = browser(&["pair", &desk.url, ANN, BOB]);
     assert_ne!(pair["first"], pair["second"], "{pair}");
 
-    // 6. A restarted desk re-offers nothing answered: every item it offers is one of the
+    // 6. What operators see: the queue and the answers on /metrics, every family the Grafana
+    // dashboard queries of the desk among them.
+    let metrics = blocking_client()
+        .get(format!("{}/metrics", desk.url))
+        .send()
+        .expect("metrics")
+        .body;
+    let families: Vec<String> = support::dashboard_metric_families()
+        .into_iter()
+        .filter(|family| family.starts_with("gorag_review_"))
+        .collect();
+    assert!(families.len() >= 5, "{families:?}");
+    for family in &families {
+        assert!(
+            metrics.contains(&format!("# TYPE {family} ")),
+            "{family}:\n{metrics}"
+        );
+    }
+    let answered = |kind: &str| -> f64 {
+        let prefix = format!("gorag_review_answers_total{{kind=\"{kind}\"");
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(&prefix))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    assert!(answered("review") >= 1.0, "{metrics}");
+    assert!(answered("audit") >= 1.0, "{metrics}");
+    assert!(
+        metrics.contains("gorag_review_proposals_answered_total 1"),
+        "{metrics}"
+    );
+
+    // 7. A restarted desk re-offers nothing answered: every item it offers is one of the
     // unanswered two (or g-3's own, if it needs review).
     drop(desk);
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=1"]);

@@ -133,3 +133,34 @@ pub fn model_folder(variable: &str, name: &str, file: &str) -> Option<std::path:
     );
     None
 }
+
+/// The metric families the Grafana dashboard (helm/gorag/dashboards/gorag.json) queries, without
+/// their `_total`, `_bucket`, `_sum` or `_count` suffix.
+#[allow(dead_code)]
+pub fn dashboard_metric_families() -> std::collections::BTreeSet<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/helm/gorag/dashboards/gorag.json"
+    );
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("dashboard"))
+            .expect("dashboard JSON");
+    let mut queried = std::collections::BTreeSet::new();
+    for panel in dashboard["panels"].as_array().expect("panels") {
+        for target in panel["targets"].as_array().expect("targets") {
+            let expr = target["expr"].as_str().expect("expr");
+            queried.extend(
+                expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .filter(|word| word.starts_with("gorag_"))
+                    .map(|name| {
+                        ["_total", "_bucket", "_sum", "_count"]
+                            .iter()
+                            .find_map(|suffix| name.strip_suffix(suffix))
+                            .unwrap_or(name)
+                            .to_string()
+                    }),
+            );
+        }
+    }
+    queried
+}
