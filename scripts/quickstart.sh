@@ -9,7 +9,9 @@
 #      three bad records, then texts of a theme no class covers (data privacy requests) —
 #      printing each prediction as it arrives, then the dead letters and the class gorag proposes
 #      for the uncovered theme;
-#   5. stop the service with SIGTERM (drain, commit, flush) and show what it did.
+#   5. start the review desk (`gorag review`) and print its address with a reviewer token: the
+#      texts gorag was unsure of and its proposal wait there (until Enter, on a terminal);
+#   6. stop the service with SIGTERM (drain, commit, flush) and show what it did.
 # Needs a Rust toolchain (rustup) and Python >= 3.10 with venv; everything else is fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,8 +42,10 @@ GORAG_LOG_FORMAT=text "$gorag" serve \
   >"$out/serve.log" 2>&1 &
 serve_pid=$!
 tail_pid=""
+review_pid=""
 cleanup() {
   kill "$serve_pid" 2>/dev/null || true
+  if [ -n "$review_pid" ]; then kill "$review_pid" 2>/dev/null || true; fi
   if [ -n "$tail_pid" ]; then kill "$tail_pid" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
@@ -86,6 +90,34 @@ for _ in $(seq 1 1200); do
   sleep 0.1
 done
 "$gorag" proposals --topic "$run.proposals" list
+
+echo "== the review desk (gorag review; log: $out/review.log)"
+token="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+printf 'you:%s\n' "$token" >"$out/review-tokens"
+chmod 600 "$out/review-tokens"
+GORAG_LOG_FORMAT=text "$gorag" review \
+  --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
+  --set "topics.predictions=$run.predictions" --set "topics.proposals=$run.proposals" \
+  --set "topics.hallucinations=$run.hallucinations" --set "topics.dead_letter=$run.dlq" \
+  --set "topics.changelog=$run.changelog" \
+  --listen "${GORAG_REVIEW_LISTEN:-127.0.0.1:9470}" --tokens-file "$out/review-tokens" \
+  >"$out/review.url" 2>"$out/review.log" &
+review_pid=$!
+for _ in $(seq 1 300); do
+  grep -q "review desk:" "$out/review.url" && break
+  kill -0 "$review_pid" 2>/dev/null || { cat "$out/review.log"; echo "gorag review exited" >&2; exit 1; }
+  sleep 0.1
+done
+desk_url="$(sed -n 's/^review desk: //p' "$out/review.url")"
+echo "the texts gorag was unsure of, and its proposal, wait for you at:"
+echo "   $desk_url   (log in with the token $token)"
+echo "keys: 1-5 pick a candidate, / another label, n none of these, s skip; a/r accept/reject a proposal"
+if [ -t 0 ] && [ "${GORAG_QUICKSTART_WAIT:-1}" = 1 ]; then
+  echo "gorag serve learns each answer at once. Press Enter to stop both."
+  read -r _ || true
+fi
+kill -TERM "$review_pid" 2>/dev/null || true
+wait "$review_pid" 2>/dev/null || true
 
 echo "== stopping gorag serve (SIGTERM: drain, commit, flush)"
 kill -TERM "$serve_pid"
