@@ -506,3 +506,101 @@ fn the_csv_output_carries_the_text_the_scores_and_the_rationale() {
     assert!(!row[9].is_empty(), "the closest example: {stdout}");
     assert!(row[10].contains("charg"), "the shared words: {stdout}");
 }
+
+/// The same loop as the review desk's, for files: classify with a state, correct from a CSV,
+/// run the same file again (nothing learned twice, no correction applied twice), rename a tag.
+#[test]
+fn corrections_from_a_csv_teach_a_kept_state_once_and_a_renamed_tag_is_retired() {
+    let (dir, texts) = files(
+        "texts.csv",
+        "id,text\n\
+         t1,My parcel never arrived and tracking shows nothing\n\
+         t2,I was charged twice on my card this month\n\
+         t3,Please erase every piece of personal data you hold about me\n\
+         t4,The courier left the box at the wrong address\n",
+    );
+    let labels = dir.path().join("labels.csv");
+    std::fs::write(
+        &labels,
+        "label,example\n\
+         shipping,My parcel has not arrived and the tracking number shows no movement\n\
+         shipping,The courier delivered the package to the wrong address\n\
+         billing,I was charged twice on my credit card for the same invoice\n\
+         billing,The VAT amount on my bill is wrong\n",
+    )
+    .expect("write");
+    let state = dir.path().join("state");
+    let run = |extra: &[&std::ffi::OsStr]| {
+        let output = gorag()
+            .arg("--state")
+            .arg(&state)
+            .args(extra)
+            .output()
+            .expect("run gorag");
+        let (stdout, stderr) = text(&output);
+        assert!(output.status.success(), "{stderr}");
+        (stdout, stderr)
+    };
+    let digest = || support::kafka::state_of(&state)["digest"].clone();
+    let with_texts = [labels.as_os_str(), texts.as_os_str()];
+    let labels_flag = std::ffi::OsStr::new("--labels");
+    run(&[labels_flag, with_texts[0], with_texts[1]]);
+    let once = digest();
+    // The same file again: every text is classified, none is learned twice.
+    run(&[labels_flag, with_texts[0], with_texts[1]]);
+    assert_eq!(digest(), once, "a rerun learned the same texts again");
+
+    // Corrections by id: their texts are found in the texts file.
+    let corrections = dir.path().join("answers.csv");
+    std::fs::write(
+        &corrections,
+        "id,label,audit\nt3,none_of_these,\nt2,billing,true\n",
+    )
+    .expect("write");
+    let flag = std::ffi::OsStr::new("--corrections");
+    let (_, stderr) = run(&[flag, corrections.as_os_str(), texts.as_os_str()]);
+    assert!(stderr.contains("2 correction(s) applied"), "{stderr}");
+    let corrected = digest();
+    assert_ne!(corrected, once);
+    // Given again with the same file: nothing applied, nothing learned.
+    let (_, stderr) = run(&[flag, corrections.as_os_str(), texts.as_os_str()]);
+    assert!(
+        stderr.contains("2 given before (not applied again)"),
+        "{stderr}"
+    );
+    assert_eq!(digest(), corrected);
+
+    // A label that is not active is refused with the row's line; nothing is applied.
+    std::fs::write(&corrections, "id,label\nt1,shipping\nt4,none\n").expect("write");
+    let output = gorag()
+        .arg("--state")
+        .arg(&state)
+        .arg("--corrections")
+        .arg(&corrections)
+        .arg(&texts)
+        .output()
+        .expect("run gorag");
+    let (_, stderr) = text(&output);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("line 3: \"none\" is not an active label"),
+        "{stderr}"
+    );
+    assert_eq!(digest(), corrected, "a refused file applies nothing");
+
+    // A renamed tag: the old one is retired and said; predictions use the new name only.
+    std::fs::write(
+        &labels,
+        std::fs::read_to_string(&labels)
+            .expect("read")
+            .replace("billing,", "payments,"),
+    )
+    .expect("write");
+    let (stdout, stderr) = run(&[labels_flag, labels.as_os_str(), texts.as_os_str()]);
+    assert!(
+        stderr.contains("label \"billing\" is now \"payments\""),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("\"billing\""), "{stdout}");
+    assert!(stdout.contains("\"payments\""), "{stdout}");
+}

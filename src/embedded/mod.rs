@@ -22,13 +22,16 @@ use crate::config::ServeConfig;
 use crate::embed::{read_meaning, KeptVectors, LoadError};
 use crate::engine::{Engine, IndexReport};
 use crate::events::classification::{prediction_event, Classification};
-use crate::events::decode::{self, Rejection};
-use crate::events::{InputPosition, LabelEvent, Prediction, StageLatency, TextEvent};
+use crate::events::decode::{self, Reason, Rejection};
+use crate::events::{
+    InputPosition, LabelEvent, Prediction, StageLatency, TextEvent, EVENT_VERSION,
+    NONE_OF_THESE_VERSION,
+};
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
 use crate::state::from_event::{engine_rejection, label_update};
 use crate::state::{State, Update};
-use crate::store::{RestoreError, SledStore, StateStore, StoreError};
+use crate::store::{Mark, RestoreError, SledStore, StateStore, StoreError, TextLedger};
 
 #[derive(Debug, Error)]
 pub enum SessionError {
@@ -47,6 +50,16 @@ pub enum SessionError {
     Embedding(#[from] LoadError),
     #[error(transparent)]
     Llm(#[from] SetupError),
+}
+
+/// A reviewer's answer for one text (`gorag classify --corrections`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Correction {
+    pub text_id: String,
+    /// The right label; none: no active label fits.
+    pub label: Option<String>,
+    pub text: String,
+    pub audit: bool,
 }
 
 /// What applying a label event did.
@@ -68,6 +81,8 @@ pub struct Session {
     store: Option<SledStore>,
     /// Updates applied since the state folder last recorded them.
     unrecorded: Vec<Update>,
+    /// What was done with each text id: nothing is learned or corrected twice.
+    ledger: TextLedger,
     /// Keeps the labels' vectors in the state folder while the session lives.
     _kept_vectors: Option<KeptVectors>,
 }
@@ -93,6 +108,10 @@ impl Session {
         )?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
+        let ledger = match &store {
+            Some(store) => store.text_ledger()?,
+            None => TextLedger::in_memory(),
+        };
         Ok(Self {
             state,
             classifier: Classifier::new(llm, config.engine.keywords),
@@ -101,6 +120,7 @@ impl Session {
             model,
             store,
             unrecorded: Vec::new(),
+            ledger,
             _kept_vectors: kept_vectors,
         })
     }
@@ -182,7 +202,14 @@ impl Session {
             .map_err(|e| engine_rejection(&e))?;
         let index_started = Instant::now();
         let confident = engine.is_confident(&classified.retrieval, &classified.decision);
-        if engine.config().online_indexing {
+        // A text id this state learned or was told about already teaches nothing again (a
+        // rerun of the same file).
+        let seen = self
+            .ledger
+            .get(&event.id)
+            .map_err(|e| Rejection::new(Reason::InvalidEvent, e.to_string()))?
+            .is_some();
+        if engine.config().online_indexing && !seen {
             let update = Update::Learn {
                 analysis: engine.learnable(&classified.analysis),
                 // A text that matched no label is learned under none (`NO_LABEL`).
@@ -194,6 +221,7 @@ impl Session {
             // A label retired meanwhile is not learned; nothing else can refuse it.
             if self.state.apply(&update).is_ok() {
                 self.unrecorded.push(update);
+                self.ledger.set(&event.id, Mark::Learned);
             }
         }
         let times = &classified.times;
@@ -222,6 +250,38 @@ impl Session {
         Ok(prediction_event(self.state.engine(), &classification))
     }
 
+    /// A reviewer's label for the text `text_id` (none: no label fits), applied as the labels
+    /// topic's `correct` event is; `false` when this state was given the same answer before.
+    pub async fn correct(&mut self, answer: Correction) -> Result<bool, Rejection> {
+        let mark = Mark::Corrected {
+            label: answer.label.clone(),
+            audit: answer.audit,
+        };
+        let known = self
+            .ledger
+            .get(&answer.text_id)
+            .map_err(|e| Rejection::new(Reason::InvalidEvent, e.to_string()))?;
+        if known.as_ref() == Some(&mark) {
+            return Ok(false);
+        }
+        let event = LabelEvent::Correct {
+            version: if answer.label.is_none() {
+                NONE_OF_THESE_VERSION
+            } else {
+                EVENT_VERSION
+            },
+            text_id: answer.text_id.clone(),
+            none_of_these: answer.label.is_none(),
+            label: answer.label,
+            text: answer.text,
+            audit: answer.audit,
+            reviewer: None,
+        };
+        self.apply(event).await?;
+        self.ledger.set(&answer.text_id, mark);
+        Ok(true)
+    }
+
     /// Write what was applied since the last call to the state folder (if any).
     pub fn record(&mut self) -> Result<(), SessionError> {
         if let Some(store) = &mut self.store {
@@ -230,6 +290,7 @@ impl Session {
             }
         }
         self.unrecorded.clear();
+        self.ledger.write()?;
         Ok(())
     }
 

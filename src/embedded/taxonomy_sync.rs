@@ -19,10 +19,22 @@ pub struct TaxonomySync {
 }
 
 /// The events that bring `engine` up to `taxonomy` (the rounds of a taxonomy file).
+///
+/// A label the file renamed — a new id whose examples include every example of an active label
+/// the file no longer names — is retired under its old id before the new one is announced:
+/// kept, the old label would split the vote with its copy.
 pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync {
     let mut sync = TaxonomySync::default();
     let mut more_examples = Vec::new();
     let mut named = HashSet::new();
+    let file_ids: HashSet<String> = taxonomy
+        .iter()
+        .flat_map(|event| match event {
+            LabelEvent::Round { labels, .. } => labels.iter().map(|l| l.id.clone()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut retired = HashSet::new();
     for event in taxonomy {
         let LabelEvent::Round { round, labels, .. } = event else {
             sync.events.push(event);
@@ -32,7 +44,22 @@ pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync
         for spec in labels {
             named.insert(spec.id.clone());
             match engine.label(&spec.id) {
-                None => new.push(spec),
+                None => {
+                    if let Some(old) = renamed_from(engine, &spec, &file_ids, &retired) {
+                        sync.notices.push(format!(
+                            "label {old:?} is now {:?} in the file (its examples are there): \
+                             {old:?} is retired and {:?} announced; what gorag learned under \
+                             {old:?} stays with it",
+                            spec.id, spec.id
+                        ));
+                        sync.events.push(LabelEvent::RetireLabel {
+                            version: EVENT_VERSION,
+                            label: old.clone(),
+                        });
+                        retired.insert(old);
+                    }
+                    new.push(spec)
+                }
                 Some(known) if !known.active => sync.notices.push(format!(
                     "label {:?} is retired in the state: its rows are not applied",
                     spec.id
@@ -65,7 +92,7 @@ pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync
     let unnamed: Vec<&str> = engine
         .active_labels()
         .map(|l| l.id.as_str())
-        .filter(|id| !named.contains(*id))
+        .filter(|id| !named.contains(*id) && !retired.contains(*id))
         .collect();
     if !unnamed.is_empty() {
         sync.notices.push(format!(
@@ -75,6 +102,30 @@ pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync
         ));
     }
     sync
+}
+
+/// The active label `spec` renames: one the file does not name, at least half of whose examples
+/// `spec` has (not all: corrections became examples of it too).
+fn renamed_from(
+    engine: &Engine,
+    spec: &LabelSpec,
+    file_ids: &HashSet<String>,
+    retired: &HashSet<String>,
+) -> Option<String> {
+    let examples: HashSet<&str> = spec
+        .examples
+        .iter()
+        .map(|e| clip(e, EXAMPLE_TEXT_CHARS))
+        .collect();
+    engine
+        .active_labels()
+        .filter(|l| !file_ids.contains(&l.id) && !retired.contains(&l.id))
+        .find(|l| {
+            let held = engine.example_texts(&l.id);
+            let kept = held.iter().filter(|e| examples.contains(*e)).count();
+            kept > 0 && 2 * kept >= held.len()
+        })
+        .map(|l| l.id.clone())
 }
 
 /// The examples of a known label the engine does not hold yet, as one event.
@@ -190,5 +241,42 @@ mod tests {
         assert_eq!(sync.notices.len(), 2, "{:?}", sync.notices);
         assert!(sync.notices[0].contains("\"billing\": a name or description differs"));
         assert!(sync.notices[1].contains("(login)"));
+    }
+
+    #[test]
+    fn a_renamed_label_is_retired_before_its_new_id_is_announced() {
+        let engine = engine_with(&[
+            spec("billing", &["charged twice for the plan"]),
+            spec("login", &["cannot sign in after reset"]),
+        ]);
+        let taxonomy = vec![round(
+            "labels",
+            vec![
+                spec(
+                    "payments",
+                    &["charged twice for the plan", "refund missing"],
+                ),
+                spec("login", &["cannot sign in after reset"]),
+            ],
+        )];
+        let sync = sync_taxonomy(&engine, taxonomy);
+        assert_eq!(
+            sync.events,
+            [
+                LabelEvent::RetireLabel {
+                    version: EVENT_VERSION,
+                    label: "billing".into()
+                },
+                round(
+                    "labels",
+                    vec![spec(
+                        "payments",
+                        &["charged twice for the plan", "refund missing"]
+                    )]
+                ),
+            ]
+        );
+        assert_eq!(sync.notices.len(), 1, "{:?}", sync.notices);
+        assert!(sync.notices[0].contains(r#"label "billing" is now "payments""#));
     }
 }

@@ -6,6 +6,7 @@
 //! the offsets that produced it, so after a crash the state and the offsets agree: nothing is
 //! applied twice and nothing is skipped. Restoring = snapshot + replay of the log.
 
+mod ledger;
 mod memory;
 mod sled_store;
 
@@ -18,6 +19,7 @@ use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::state::Update;
 use crate::state::{Snapshot, State};
 
+pub use ledger::{Mark, TextLedger};
 pub use memory::MemoryStore;
 pub use sled_store::{SledStore, SledVectors};
 

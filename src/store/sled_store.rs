@@ -122,6 +122,11 @@ impl SledStore {
         std::sync::Arc::new(move || db.flush().map(|_| ()).map_err(StoreError::from))
     }
 
+    /// What this (classify) state did with each text id.
+    pub fn text_ledger(&self) -> Result<super::TextLedger, StoreError> {
+        super::TextLedger::in_tree(&self.db)
+    }
+
     /// The vectors kept for the model `fingerprint`; those of any other model are dropped (a
     /// new model is a new cache, and the tree never holds two).
     pub fn vectors(&self, fingerprint: &str) -> Result<SledVectors, StoreError> {

@@ -1,6 +1,7 @@
 //! `gorag classify`: labels and texts from files (or stdin), one prediction per line out — the
 //! service's engine, configuration and LLM options, no broker (docs/guide/classify.md).
 
+mod corrections;
 mod output;
 mod texts;
 
@@ -36,6 +37,12 @@ pub struct ClassifyArgs {
     /// runs; the labels file then adds only what is new in it.
     #[arg(long)]
     pub state: Option<PathBuf>,
+    /// Reviewers' answers to apply first: a CSV with `id` and `label` (an active label, or
+    /// `none_of_these`), and optionally `audit` (true: a text picked at random to check gorag)
+    /// and `text` (else it is taken from the texts file, by id). An answer given before is not
+    /// applied again.
+    #[arg(long)]
+    pub corrections: Option<PathBuf>,
     /// How predictions are printed.
     #[arg(long, value_enum, default_value = "jsonl")]
     pub output: OutputFormat,
@@ -108,6 +115,23 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
             tally.label_events += 1;
         }
         session.record()?;
+    }
+    if let Some(path) = &args.corrections {
+        let applied = corrections::apply(path, &source, &mut session).await?;
+        eprintln!(
+            "{}: {} correction(s) applied{}",
+            path.display(),
+            applied.applied,
+            if applied.repeated > 0 {
+                format!(", {} given before (not applied again)", applied.repeated)
+            } else {
+                String::new()
+            }
+        );
+        if args.texts.is_none() {
+            session.save().context("saving the corrections")?;
+            return Ok(());
+        }
     }
     let reading = Reading {
         source: &source,

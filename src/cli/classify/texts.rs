@@ -127,6 +127,44 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The texts of the ids in `wanted` that this file holds (a corrections file's rows without
+    /// a `text`). Not stdin: it is read again to be classified.
+    pub fn texts_of(
+        &self,
+        wanted: &std::collections::HashSet<String>,
+    ) -> Result<std::collections::HashMap<String, String>> {
+        if self.path.is_none() {
+            bail!(
+                "the corrections name texts without their `text`, and the texts come from \
+                 stdin: give the texts as a file, or a `text` column in the corrections"
+            );
+        }
+        let rows: Vec<Result<Row, RowError>> = match self.format {
+            Format::Csv => {
+                let text = self.whole_text()?;
+                let read =
+                    input::csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", self.name()))?;
+                read.rows
+                    .into_iter()
+                    .map(|r| r.and_then(csv_text))
+                    .collect()
+            }
+            Format::Jsonl => input::json_lines(self.reader()?).collect(),
+        };
+        let mut found = std::collections::HashMap::new();
+        for row in rows.into_iter().flatten() {
+            let field = |name: &str| row.fields.get(name).and_then(Value::as_str);
+            if let (Some(id), Some(text)) = (field("id"), field("text")) {
+                if wanted.contains(id) {
+                    found.insert(id.to_string(), text.to_string());
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
 fn open(path: &Path) -> Result<std::fs::File> {
     std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))
 }
