@@ -13,9 +13,9 @@ use clap::{Args, ValueEnum};
 use super::config_args::ConfigArgs;
 use super::stop::StopSignal;
 use crate::bounds::Bounds;
-use crate::embedded::{sync_taxonomy, Session};
+use crate::embedded::{sync_taxonomy, Correction, Session};
 use crate::events::taxonomy;
-use crate::events::InputPosition;
+use crate::events::{InputPosition, LabelEvent};
 use crate::input::Format;
 use output::{OutputFormat, Printer, Tally};
 use texts::{Item, Source};
@@ -243,11 +243,29 @@ async fn run(
                     }
                 }
                 let applied = match event {
-                    Ok(event) => session.apply(event).await,
+                    // A correction goes through the state's record of answers: given again
+                    // (the same file run twice), it is not applied twice.
+                    Ok(LabelEvent::Correct {
+                        text_id,
+                        label,
+                        none_of_these,
+                        text,
+                        audit,
+                        ..
+                    }) if label.is_some() != none_of_these => session
+                        .correct(Correction {
+                            text_id,
+                            label,
+                            text,
+                            audit,
+                        })
+                        .await
+                        .map(|_| ()),
+                    Ok(event) => session.apply(event).await.map(|_| ()),
                     Err(rejection) => Err(rejection),
                 };
                 match applied {
-                    Ok(_) => {
+                    Ok(()) => {
                         tally.label_events += 1;
                         session.record()?;
                     }
