@@ -193,12 +193,17 @@ mod tests {
         assert!(sync.notices.is_empty());
     }
 
-    #[test]
-    fn only_new_labels_and_new_examples_are_applied() {
-        let engine = engine_with(&[
+    /// An engine with two labels of one example each.
+    fn billing_and_login() -> Engine {
+        engine_with(&[
             spec("billing", &["charged twice for the plan"]),
             spec("login", &["cannot sign in after reset"]),
-        ]);
+        ])
+    }
+
+    #[test]
+    fn only_new_labels_and_new_examples_are_applied() {
+        let engine = billing_and_login();
         let taxonomy = vec![round(
             "labels",
             vec![
@@ -230,10 +235,7 @@ mod tests {
 
     #[test]
     fn what_is_not_applied_is_said() {
-        let engine = engine_with(&[
-            spec("billing", &["charged twice for the plan"]),
-            spec("login", &["cannot sign in after reset"]),
-        ]);
+        let engine = billing_and_login();
         let mut renamed = spec("billing", &[]);
         renamed.name = Some("payments".into());
         let sync = sync_taxonomy(&engine, vec![round("r2", vec![renamed])]);
@@ -245,10 +247,7 @@ mod tests {
 
     #[test]
     fn a_renamed_label_is_retired_before_its_new_id_is_announced() {
-        let engine = engine_with(&[
-            spec("billing", &["charged twice for the plan"]),
-            spec("login", &["cannot sign in after reset"]),
-        ]);
+        let engine = billing_and_login();
         let taxonomy = vec![round(
             "labels",
             vec![

@@ -105,19 +105,23 @@ impl Bound {
 
     /// Serve the page and read the topics until `stop` resolves (or the broker fails).
     pub async fn run(self, stop: impl Future<Output = ()>) -> Result<(), ReviewError> {
-        let Self {
-            listener,
-            shared,
-            consumer,
-            ends,
-            topics,
-            config,
-        } = self;
-        let limits = config.admin.limits();
-        let app = web::router(shared.clone());
-        let server =
-            crate::telemetry::connections::serve_bodies_up_to(listener, app, limits, web::MAX_BODY);
-        let reader = feed::run(consumer, ends, topics, config.bounds(), shared, stop);
+        let limits = self.config.admin.limits();
+        let app = web::router(self.shared.clone());
+        let server = crate::telemetry::connections::serve_bodies_up_to(
+            self.listener,
+            app,
+            limits,
+            web::MAX_BODY,
+        );
+        let bounds = self.config.bounds();
+        let reader = feed::run(
+            self.consumer,
+            self.ends,
+            self.topics,
+            bounds,
+            self.shared,
+            stop,
+        );
         tokio::select! {
             () = server => Ok(()),
             read = reader => Ok(read?),
