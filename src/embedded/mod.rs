@@ -62,6 +62,25 @@ pub struct Correction {
     pub audit: bool,
 }
 
+impl Correction {
+    /// The labels topic's `correct` event that says the same.
+    pub fn event(&self) -> LabelEvent {
+        LabelEvent::Correct {
+            version: if self.label.is_none() {
+                NONE_OF_THESE_VERSION
+            } else {
+                EVENT_VERSION
+            },
+            text_id: self.text_id.clone(),
+            none_of_these: self.label.is_none(),
+            label: self.label.clone(),
+            text: self.text.clone(),
+            audit: self.audit,
+            reviewer: None,
+        }
+    }
+}
+
 /// What applying a label event did.
 #[derive(Debug, Clone)]
 pub struct Applied {
@@ -264,20 +283,7 @@ impl Session {
         if known.as_ref() == Some(&mark) {
             return Ok(false);
         }
-        let event = LabelEvent::Correct {
-            version: if answer.label.is_none() {
-                NONE_OF_THESE_VERSION
-            } else {
-                EVENT_VERSION
-            },
-            text_id: answer.text_id.clone(),
-            none_of_these: answer.label.is_none(),
-            label: answer.label,
-            text: answer.text,
-            audit: answer.audit,
-            reviewer: None,
-        };
-        self.apply(event).await?;
+        self.apply(answer.event()).await?;
         self.ledger.set(&answer.text_id, mark);
         Ok(true)
     }

@@ -20,8 +20,8 @@ pub struct TaxonomySync {
 
 /// The events that bring `engine` up to `taxonomy` (the rounds of a taxonomy file).
 ///
-/// A label the file renamed — a new id whose examples include every example of an active label
-/// the file no longer names — is retired under its old id before the new one is announced:
+/// A label the file renamed — a new id whose examples include at least half of the examples of
+/// an active label the file no longer names — is retired under its old id before the new one is announced:
 /// kept, the old label would split the vote with its copy.
 pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync {
     let mut sync = TaxonomySync::default();

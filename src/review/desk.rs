@@ -3,12 +3,14 @@
 //! ([`Publish`]). The async shell (`feed`, `web`) reads the topics, serves the page and sends
 //! what this returns.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
+use super::memory::{BoundedMap, TextMemory};
 use super::queue::{self, AnswerError, Item, ItemKey, ItemKind, Millis, Offered, Queue, Reviewer};
 use super::tally::Tally;
+pub use super::view::{CandidateView, ItemView, SHOWN_CANDIDATES};
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{LabelEvent, Prediction, PredictionStatus, TextEvent, REVIEWER_VERSION};
 
@@ -32,6 +34,9 @@ pub struct DeskSettings {
     pub claim_ms: Millis,
     /// The most bytes of texts kept while their prediction has not come yet.
     pub max_text_bytes: usize,
+    /// The bounds the service keeps on label events: an accepted proposal's round must pass
+    /// them, or the service would dead-letter it.
+    pub bounds: crate::bounds::Bounds,
 }
 
 /// What a queued text item holds.
@@ -84,6 +89,10 @@ pub enum DeskError {
     UnknownLabel(String),
     #[error("label {0:?} exists already: choose another id")]
     LabelExists(String),
+    #[error("this proposal's round was published already, with the label {0}: accept it as that")]
+    RoundSent(String),
+    #[error("the service would refuse this: {0}")]
+    Refused(String),
     #[error("this answer does not fit this item ({0})")]
     Mismatch(&'static str),
     #[error(transparent)]
@@ -105,7 +114,8 @@ pub struct Desk {
     settings: DeskSettings,
     queue: Queue<Body>,
     labels: BTreeMap<String, LabelView>,
-    rounds: BTreeSet<String>,
+    /// The rounds announced so far, with their labels' ids.
+    rounds: BTreeMap<String, Vec<String>>,
     /// Texts whose prediction has not come yet, oldest first, bounded in bytes.
     texts: TextMemory,
     /// Predictions whose text has not come yet (read in the other order), bounded in count.
@@ -123,7 +133,7 @@ impl Desk {
             waiting: BoundedMap::new(settings.max_items),
             settings,
             labels: BTreeMap::new(),
-            rounds: BTreeSet::new(),
+            rounds: BTreeMap::new(),
             proposals: HashMap::new(),
             tally: Tally::default(),
         }
@@ -142,7 +152,8 @@ impl Desk {
     fn read_label(&mut self, event: LabelEvent) {
         match event {
             LabelEvent::Round { round, labels, .. } => {
-                self.rounds.insert(round);
+                let ids = labels.iter().map(|l| l.id.clone()).collect();
+                self.rounds.insert(round, ids);
                 for spec in labels {
                     let view = LabelView {
                         id: spec.id.clone(),
@@ -182,7 +193,9 @@ impl Desk {
         match self.texts.take(&prediction.text_id) {
             Some(text) if wanted => self.offer_text(prediction, text, now),
             Some(_) => {}
-            None if wanted && !self.waiting.insert(key, prediction) => {
+            // The oldest waiting prediction made room: its text never came (a text past the
+            // texts topic's retention, or dropped from the desk's memory).
+            None if wanted && self.waiting.insert(key, prediction) => {
                 self.tally.not_queued += 1;
             }
             None => {}
@@ -247,8 +260,9 @@ impl Desk {
         Some(ItemView::of(&item, &self.labels))
     }
 
-    /// `reviewer`'s answer to `key`: the events to publish. The item leaves the queue; if
-    /// publishing fails, [`Self::restore`] puts it back.
+    /// `reviewer`'s answer to `key`: the events to publish. The item leaves the queue; once
+    /// they are published, [`Self::published`] counts the answer; if publishing fails,
+    /// [`Self::restore`] puts the item back.
     pub fn answer(
         &mut self,
         reviewer: &Reviewer,
@@ -256,17 +270,23 @@ impl Desk {
         answer: Answer,
         now: Millis,
     ) -> Result<(Item<Body>, Vec<Publish>), DeskError> {
-        // Checked before the item is taken, so a refused answer leaves it where it was.
-        self.check(key, &answer)?;
+        // Everything that can refuse the answer runs before the item is taken, so a refused
+        // answer leaves it where it was.
+        let proposal_events = match key {
+            ItemKey::Text(_) => {
+                self.check_label(&answer)?;
+                None
+            }
+            ItemKey::Proposal(id) => Some(self.accepting(id, answer.clone())?),
+        };
         let item = self.queue.answer(reviewer, key, now)?;
-        let publish = match (&item.body, answer) {
-            (Body::Text(text), answer) => {
+        let publish = match (&item.body, proposal_events) {
+            (_, Some(events)) => events,
+            (Body::Text(text), None) => {
                 let label = match answer {
                     Answer::Label(label) => Some(label),
                     _ => None,
                 };
-                self.tally
-                    .answered(item.kind, &text.prediction, label.as_deref());
                 vec![Publish::Label {
                     key: text.prediction.text_id.clone(),
                     event: LabelEvent::Correct {
@@ -280,47 +300,67 @@ impl Desk {
                     },
                 }]
             }
-            (Body::Proposal(open), answer) => {
-                self.tally.proposals_answered += 1;
-                match proposal_events(open, answer) {
-                    Ok(events) => events,
-                    Err(error) => {
-                        self.restore(item);
-                        return Err(error);
-                    }
-                }
-            }
+            (Body::Proposal(_), None) => Vec::new(),
         };
         Ok((item, publish))
     }
 
-    /// Refuse an answer before taking the item: a label that is not active, an id that exists.
-    fn check(&self, key: &ItemKey, answer: &Answer) -> Result<(), DeskError> {
-        match (key, answer) {
-            (ItemKey::Text(_), Answer::Label(label)) => {
-                if !self.labels.get(label).is_some_and(|l| l.active) {
-                    return Err(DeskError::UnknownLabel(label.clone()));
-                }
-            }
-            (ItemKey::Text(_), Answer::NoneOfThese) => {}
-            (ItemKey::Proposal(id), Answer::Accept { label, .. }) => {
-                let round = self
-                    .proposals
-                    .get(id)
-                    .map(ProposalEvent::accepting_round_id);
-                // An accept interrupted after its round went out may be given again.
-                let round_sent = round.is_some_and(|r| self.rounds.contains(&r));
-                if self.labels.contains_key(label.trim()) && !round_sent {
-                    return Err(DeskError::LabelExists(label.clone()));
-                }
-            }
-            (ItemKey::Proposal(_), Answer::Reject) => {}
-            (ItemKey::Text(_), _) => return Err(DeskError::Mismatch("a text takes a label")),
-            (ItemKey::Proposal(_), _) => {
-                return Err(DeskError::Mismatch("a proposal is accepted or rejected"))
+    /// An answer to a text: an active label, or none of them.
+    fn check_label(&self, answer: &Answer) -> Result<(), DeskError> {
+        match answer {
+            Answer::Label(label) if self.labels.get(label).is_some_and(|l| l.active) => Ok(()),
+            Answer::Label(label) => Err(DeskError::UnknownLabel(label.clone())),
+            Answer::NoneOfThese => Ok(()),
+            Answer::Accept { .. } | Answer::Reject => {
+                Err(DeskError::Mismatch("a text takes a label"))
             }
         }
-        Ok(())
+    }
+
+    /// The events accepting or rejecting proposal `id` publishes, checked as the service will
+    /// check them.
+    fn accepting(&self, id: &str, answer: Answer) -> Result<Vec<Publish>, DeskError> {
+        let open = self
+            .proposals
+            .get(id)
+            .filter(|p| p.status == ProposalStatus::Open)
+            .ok_or(DeskError::Queue(AnswerError::Unknown))?;
+        if let Answer::Accept { label, .. } = &answer {
+            let label = label.trim();
+            // An accept interrupted after its round went out is given again with its label.
+            match self.rounds.get(&open.accepting_round_id()) {
+                Some(sent) if !sent.iter().any(|l| l == label) => {
+                    return Err(DeskError::RoundSent(sent.join(", ")))
+                }
+                Some(_) => {}
+                None if self.labels.contains_key(label) => {
+                    return Err(DeskError::LabelExists(label.to_string()))
+                }
+                None => {}
+            }
+        }
+        let events = proposal_events(open, answer)?;
+        for event in &events {
+            if let Publish::Label { event, .. } = event {
+                crate::events::bounds::label_event(event, &self.settings.bounds)
+                    .map_err(|rejection| DeskError::Refused(rejection.message.to_string()))?;
+            }
+        }
+        Ok(events)
+    }
+
+    /// Count an answer whose events the broker acknowledged.
+    pub fn published(&mut self, item: &Item<Body>, answer: &Answer) {
+        match &item.body {
+            Body::Text(text) => {
+                let label = match answer {
+                    Answer::Label(label) => Some(label.as_str()),
+                    _ => None,
+                };
+                self.tally.answered(item.kind, &text.prediction, label);
+            }
+            Body::Proposal(_) => self.tally.proposals_answered += 1,
+        }
     }
 
     /// An answer whose events could not be published: the item goes back in the queue.
@@ -344,7 +384,7 @@ impl Desk {
             depth: self.queue.depth(),
             oldest_age_ms: self.queue.oldest_age(now),
             waiting_for_text: self.waiting.len(),
-            kept_text_bytes: self.texts.bytes,
+            kept_text_bytes: self.texts.bytes(),
         }
     }
 
@@ -398,177 +438,5 @@ fn proposal_events(open: &ProposalEvent, answer: Answer) -> Result<Vec<Publish>,
         Answer::Label(_) | Answer::NoneOfThese => {
             Err(DeskError::Mismatch("a proposal is accepted or rejected"))
         }
-    }
-}
-
-/// One item as the page shows it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ItemView {
-    Text {
-        text_id: String,
-        audit: bool,
-        text: String,
-        status: &'static str,
-        /// gorag's label (none with `no_match`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        label: Option<String>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        confidence: Option<f64>,
-        candidates: Vec<CandidateView>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        rationale: Option<crate::events::Rationale>,
-    },
-    Proposal {
-        proposal: String,
-        name: String,
-        /// The label id accepting it makes unless the reviewer gives another.
-        label: String,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
-        keywords: Vec<String>,
-        size: usize,
-        representatives: Vec<crate::events::proposal::Representative>,
-    },
-}
-
-/// A candidate label with what the page says of it.
-#[derive(Debug, Clone, Serialize)]
-pub struct CandidateView {
-    #[serde(flatten)]
-    pub label: LabelView,
-    /// Its retrieval score, when the strategy ranks.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub score: Option<f64>,
-}
-
-/// Candidates a page shows at most (keys 1 to 5).
-pub const SHOWN_CANDIDATES: usize = 5;
-
-impl ItemView {
-    fn of(item: &Item<Body>, labels: &BTreeMap<String, LabelView>) -> Self {
-        match &item.body {
-            Body::Text(text) => {
-                let p = &text.prediction;
-                let candidates = p
-                    .candidates
-                    .iter()
-                    .enumerate()
-                    // A label retired since the prediction is no answer any more.
-                    .filter(|(_, id)| labels.get(*id).is_none_or(|l| l.active))
-                    .take(SHOWN_CANDIDATES)
-                    .map(|(at, id)| CandidateView {
-                        label: labels.get(id).cloned().unwrap_or_else(|| LabelView {
-                            id: id.clone(),
-                            name: None,
-                            description: None,
-                            active: true,
-                        }),
-                        score: p.candidate_scores.get(at).copied(),
-                    })
-                    .collect();
-                ItemView::Text {
-                    text_id: p.text_id.clone(),
-                    audit: item.kind == ItemKind::Audit,
-                    text: text.text.clone(),
-                    status: p.status.as_str(),
-                    label: p.label.clone(),
-                    confidence: p.confidence,
-                    candidates,
-                    rationale: p.rationale.clone(),
-                }
-            }
-            Body::Proposal(open) => ItemView::Proposal {
-                proposal: open.proposal.clone(),
-                name: open.name.clone(),
-                label: open.label_id(),
-                description: open.description.clone(),
-                keywords: open.keywords.clone(),
-                size: open.size,
-                representatives: open.representatives.clone(),
-            },
-        }
-    }
-}
-
-/// Texts kept until their prediction comes, oldest dropped first past a byte bound.
-#[derive(Debug)]
-struct TextMemory {
-    texts: HashMap<String, String>,
-    order: VecDeque<String>,
-    bytes: usize,
-    limit: usize,
-}
-
-impl TextMemory {
-    fn new(limit: usize) -> Self {
-        Self {
-            texts: HashMap::new(),
-            order: VecDeque::new(),
-            bytes: 0,
-            limit,
-        }
-    }
-
-    fn keep(&mut self, id: String, text: String) {
-        if let Some(old) = self.texts.remove(&id) {
-            self.bytes -= old.len();
-        } else {
-            self.order.push_back(id.clone());
-        }
-        self.bytes += text.len();
-        self.texts.insert(id, text);
-        while self.bytes > self.limit {
-            let Some(oldest) = self.order.pop_front() else {
-                break;
-            };
-            if let Some(text) = self.texts.remove(&oldest) {
-                self.bytes -= text.len();
-            }
-        }
-    }
-
-    fn take(&mut self, id: &str) -> Option<String> {
-        let text = self.texts.remove(id)?;
-        self.bytes -= text.len();
-        // Its place in `order` is left: dropped when reached (keep() skips missing ids).
-        if self.order.len() > 2 * self.texts.len() + 1024 {
-            let texts = &self.texts;
-            self.order.retain(|id| texts.contains_key(id));
-        }
-        Some(text)
-    }
-}
-
-/// A map of at most `limit` entries; past it, new ones are refused.
-#[derive(Debug)]
-struct BoundedMap<T> {
-    entries: HashMap<ItemKey, T>,
-    limit: usize,
-}
-
-impl<T> BoundedMap<T> {
-    fn new(limit: usize) -> Self {
-        Self {
-            entries: HashMap::new(),
-            limit,
-        }
-    }
-
-    /// False when full (and `key` is new).
-    fn insert(&mut self, key: ItemKey, value: T) -> bool {
-        if self.entries.len() >= self.limit && !self.entries.contains_key(&key) {
-            return false;
-        }
-        self.entries.insert(key, value);
-        true
-    }
-
-    fn remove(&mut self, key: &ItemKey) -> Option<T> {
-        self.entries.remove(key)
-    }
-
-    fn len(&self) -> usize {
-        self.entries.len()
     }
 }

@@ -11,6 +11,7 @@ fn desk(audit_share: f64) -> Desk {
         max_items: 100,
         claim_ms: 60_000,
         max_text_bytes: 1 << 20,
+        bounds: crate::bounds::Bounds::default(),
     });
     let spec = |id: &str| LabelSpec {
         id: id.into(),
@@ -107,9 +108,11 @@ fn a_share_of_decided_predictions_are_audits_and_their_answers_say_so() {
         desk.next_for(&ann(), 10),
         Some(ItemView::Text { audit: true, .. })
     ));
-    let (_, publish) = desk
-        .answer(&ann(), &key, Answer::Label("shipping".into()), 11)
-        .unwrap();
+    let answer = Answer::Label("shipping".into());
+    let (item, publish) = desk.answer(&ann(), &key, answer.clone(), 11).unwrap();
+    // Counted once the broker has it.
+    assert_eq!(desk.tally().texts_answered(), 0);
+    desk.published(&item, &answer);
     match &publish[..] {
         [Publish::Label {
             key,

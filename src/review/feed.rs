@@ -16,6 +16,8 @@ use crate::events::{decode, Prediction};
 use crate::stream::kafka::commands::{CommandConsumer, CommandError, PartitionEnd};
 use crate::stream::kafka::Record;
 
+/// The pause after a failed read.
+const READ_RETRY: Duration = Duration::from_secs(1);
 /// How often the reader checks whether it has caught up, while it has not.
 const CATCH_UP_CHECK: Duration = Duration::from_millis(200);
 
@@ -96,7 +98,16 @@ pub async fn run(
         tokio::select! {
             () = &mut stop => return Ok(()),
             record = consumer.recv() => {
-                let record = record?;
+                let record = match record {
+                    Ok(record) => record,
+                    Err(error) => {
+                        // librdkafka retries on its own: a broker that went away is read
+                        // from again when it is back; the desk keeps serving meanwhile.
+                        tracing::warn!(%error, "reading the desk's topics");
+                        tokio::time::sleep(READ_RETRY).await;
+                        continue;
+                    }
+                };
                 match topics.decode(&record, &bounds) {
                     Some(Ok(input)) => {
                         // When the event was written: an item's age survives a desk restart.

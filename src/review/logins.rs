@@ -134,6 +134,82 @@ impl Logins {
     }
 }
 
+/// How often the logins file is looked at for a change, at most.
+const RELOAD_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The logins of a file that may change while the desk runs (a Kubernetes Secret is updated
+/// in place): a token removed from it stops working within seconds, without a restart. A file
+/// that no longer reads keeps the logins it had, with a warning.
+pub struct LiveLogins {
+    path: std::path::PathBuf,
+    current: std::sync::RwLock<Current>,
+}
+
+struct Current {
+    logins: std::sync::Arc<Logins>,
+    modified: Option<std::time::SystemTime>,
+    checked: std::time::Instant,
+}
+
+fn modified(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+impl LiveLogins {
+    pub fn load(path: &Path) -> Result<Self, LoginsError> {
+        let logins = Logins::load(path)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            current: std::sync::RwLock::new(Current {
+                logins: std::sync::Arc::new(logins),
+                modified: modified(path),
+                checked: std::time::Instant::now(),
+            }),
+        })
+    }
+
+    /// The logins as the file says now.
+    pub fn now(&self) -> std::sync::Arc<Logins> {
+        let stale = self
+            .current
+            .read()
+            .map(|c| c.checked.elapsed() >= RELOAD_CHECK)
+            .unwrap_or(true);
+        if stale {
+            self.reload();
+        }
+        match self.current.read() {
+            Ok(current) => current.logins.clone(),
+            Err(poisoned) => poisoned.into_inner().logins.clone(),
+        }
+    }
+
+    fn reload(&self) {
+        let mut current = match self.current.write() {
+            Ok(current) => current,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        current.checked = std::time::Instant::now();
+        let now = modified(&self.path);
+        if now == current.modified {
+            return;
+        }
+        match Logins::load(&self.path) {
+            Ok(logins) => {
+                tracing::info!(
+                    reviewers = logins.len(),
+                    "the logins file changed: reloaded"
+                );
+                current.logins = std::sync::Arc::new(logins);
+                current.modified = now;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the logins file changed but does not read: the logins it had stay");
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,8 @@
 //! audits, proposals of new classes — from a web page, while the stream runs.
 //!
 //! - [`queue`]: what waits, what is answered, who holds what (pure, synchronous);
-//! - [`desk`]: the topics' events in, the page's items and the answers' events out (pure);
+//! - [`desk`]: the topics' events in, the page's items ([`view`]) and the answers' events out
+//!   (pure), its texts and predictions kept in bounded memories;
 //! - [`tally`], [`exposition`]: what it counts, and `/metrics`;
 //! - [`logins`]: who may log in;
 //! - [`feed`] and [`web`]: the async shell (the topics, the page).
@@ -12,8 +13,10 @@ pub mod desk;
 pub mod exposition;
 pub mod feed;
 pub mod logins;
+mod memory;
 pub mod queue;
 pub mod tally;
+pub mod view;
 pub mod web;
 
 use std::future::Future;
@@ -56,7 +59,7 @@ impl Bound {
     pub async fn new(config: ServeConfig) -> Result<Self, ReviewError> {
         let review = &config.review;
         let path = review.tokens_file.as_ref().ok_or(ReviewError::NoLogins)?;
-        let logins = logins::Logins::load(path)?;
+        let logins = logins::LiveLogins::load(path)?;
         let topics = feed::FeedTopics::from(&config.topics);
         if config.kafka.create_topics {
             commands::ensure_topics(&config).await?;
@@ -75,6 +78,7 @@ impl Bound {
             max_items: review.max_items,
             claim_ms: (review.claim_seconds * 1000.0) as u64,
             max_text_bytes: review.max_text_mb.saturating_mul(1024 * 1024),
+            bounds: config.bounds(),
         };
         let shared = Arc::new(web::Shared {
             desk: Mutex::new(desk::Desk::new(settings)),

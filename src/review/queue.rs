@@ -86,7 +86,10 @@ pub struct Queue<T> {
     /// Where each queued key sits in `items`.
     position: HashMap<ItemKey, u64>,
     next_sequence: u64,
+    /// Answered: read back from a topic, or taken by [`Self::answer`] and being published.
     answered: HashSet<ItemKey>,
+    /// Of those, the ones read back from a topic: no failed publish gives them back.
+    confirmed: HashSet<ItemKey>,
     claims: HashMap<ItemKey, Claim>,
     skipped: HashMap<Reviewer, HashSet<ItemKey>>,
     capacity: usize,
@@ -101,6 +104,7 @@ impl<T> Queue<T> {
             position: HashMap::new(),
             next_sequence: 0,
             answered: HashSet::new(),
+            confirmed: HashSet::new(),
             claims: HashMap::new(),
             skipped: HashMap::new(),
             capacity: capacity.max(1),
@@ -133,6 +137,7 @@ impl<T> Queue<T> {
     /// queue, and is never queued again.
     pub fn answered(&mut self, key: &ItemKey) {
         self.answered.insert(key.clone());
+        self.confirmed.insert(key.clone());
         self.remove(key);
     }
 
@@ -215,8 +220,12 @@ impl<T> Queue<T> {
 
     /// An item taken by [`Self::answer`] whose answer could not be published: it is no longer
     /// answered and is queued again (last: a failed publish is rare, and the broker's trouble
-    /// may last).
+    /// may last) — unless its answer was read back from the topic meanwhile (a send that timed
+    /// out yet reached the broker).
     pub fn restore(&mut self, item: Item<T>) {
+        if self.confirmed.contains(&item.key) {
+            return;
+        }
         self.answered.remove(&item.key);
         if self.position.contains_key(&item.key) {
             return;
@@ -357,6 +366,25 @@ mod tests {
         assert_eq!(queue.oldest_age(1_100), 1_000);
         queue.answered(&ItemKey::Text("t1".into()));
         assert_eq!(queue.oldest_age(1_100), 900);
+        assert_eq!(queue.depth(), 1);
+    }
+
+    #[test]
+    fn a_failed_publish_gives_the_item_back_unless_its_answer_was_read_meanwhile() {
+        let mut queue = Queue::new(10, 1_000);
+        for id in ["t1", "t2"] {
+            queue.offer(text(id, 1));
+        }
+        let (t1, t2) = (ItemKey::Text("t1".into()), ItemKey::Text("t2".into()));
+        let taken = queue.answer(&who("ann"), &t1, 5).unwrap();
+        queue.restore(taken);
+        assert!(!queue.is_answered(&t1));
+        assert_eq!(queue.depth(), 2);
+        let taken = queue.answer(&who("ann"), &t2, 6).unwrap();
+        // The send timed out, yet the broker had it: the feed reads it back first.
+        queue.answered(&t2);
+        queue.restore(taken);
+        assert!(queue.is_answered(&t2));
         assert_eq!(queue.depth(), 1);
     }
 

@@ -14,12 +14,14 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use super::desk::{Answer, Desk, DeskError, Publish};
-use super::logins::Logins;
+use super::logins::LiveLogins;
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
 use crate::stream::kafka::commands::CommandProducer;
 
 /// The login cookie's name.
 const COOKIE: &str = "gorag_review";
+/// How long a login lasts in the browser (a working day and some).
+const SESSION_SECONDS: u64 = 12 * 3600;
 /// The largest request body taken (an accepted proposal's name and description).
 pub const MAX_BODY: usize = 64 * 1024;
 
@@ -35,7 +37,7 @@ pub struct Outlet {
 /// What every request shares.
 pub struct Shared {
     pub desk: Mutex<Desk>,
-    pub logins: Logins,
+    pub logins: LiveLogins,
     pub outlet: Outlet,
     /// The desk has read its topics up to where they ended at its start: until then it could
     /// offer an item whose answer it has not read yet.
@@ -80,16 +82,29 @@ pub fn router(shared: Arc<Shared>) -> Router {
 async fn page() -> Response {
     let mut response = ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], PAGE).into_response();
     let headers = response.headers_mut();
-    // The page runs only its own inline script and talks only to its own origin.
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(
-            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; \
-             connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
-        ),
-    );
+    // The page runs only its own inline script (allowed by its hash), talks only to its own
+    // origin, and may not be framed.
+    if let Ok(policy) = HeaderValue::from_str(&content_security_policy()) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, policy);
+    }
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
+}
+
+/// The page's Content-Security-Policy: its one inline script by its SHA-256, its inline styles.
+fn content_security_policy() -> String {
+    use base64::Engine as _;
+    use sha2::{Digest, Sha256};
+    let script = PAGE
+        .split_once("<script>")
+        .and_then(|(_, rest)| rest.split_once("</script>"))
+        .map_or("", |(script, _)| script);
+    let hash = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(script));
+    format!(
+        "default-src 'none'; script-src 'sha256-{hash}'; style-src 'unsafe-inline'; \
+         connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; \
+         frame-ancestors 'none'"
+    )
 }
 
 /// A request refused: its status and why, answered as JSON.
@@ -126,13 +141,13 @@ fn json<T: Serialize>(value: &T) -> ([(header::HeaderName, &'static str); 2], St
 /// The reviewer a request comes from: a login cookie, a bearer token or basic auth.
 fn reviewer(shared: &Shared, headers: &HeaderMap) -> Result<Reviewer, Refusal> {
     let unauthorised = || refusal(StatusCode::UNAUTHORIZED, "log in first");
+    let logins = shared.logins.now();
     if let Some(value) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
     {
         if let Some(token) = value.strip_prefix("Bearer ") {
-            return shared
-                .logins
+            return logins
                 .by_token(token.trim())
                 .cloned()
                 .ok_or_else(unauthorised);
@@ -145,7 +160,7 @@ fn reviewer(shared: &Shared, headers: &HeaderMap) -> Result<Reviewer, Refusal> {
                 .and_then(|bytes| String::from_utf8(bytes).ok());
             let found = decoded.as_deref().and_then(|pair| {
                 let (name, token) = pair.split_once(':')?;
-                shared.logins.by_name_and_token(name, token).cloned()
+                logins.by_name_and_token(name, token).cloned()
             });
             return found.ok_or_else(unauthorised);
         }
@@ -159,7 +174,7 @@ fn reviewer(shared: &Shared, headers: &HeaderMap) -> Result<Reviewer, Refusal> {
         .find(|(name, _)| *name == COOKIE)
         .map(|(_, token)| token.to_string());
     token
-        .and_then(|token| shared.logins.by_token(&token).cloned())
+        .and_then(|token| logins.by_token(&token).cloned())
         .ok_or_else(unauthorised)
 }
 
@@ -196,11 +211,13 @@ async fn login(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byte
         Err(refused) => return refused.into_response(),
     };
     let token = request.token.trim();
-    let Some(reviewer) = shared.logins.by_token(token).cloned() else {
+    let Some(reviewer) = shared.logins.now().by_token(token).cloned() else {
         return refuse(StatusCode::UNAUTHORIZED, "no reviewer has this token");
     };
     let secure = if shared.secure_cookie { "; Secure" } else { "" };
-    let cookie = format!("{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict{secure}");
+    let cookie = format!(
+        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}{secure}"
+    );
     let mut response = json(&WhoAmI { name: reviewer.0 }).into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
@@ -243,11 +260,8 @@ async fn next(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response
         Ok(reviewer) => reviewer,
         Err(refused) => return refused.into_response(),
     };
-    if !shared.ready.load(Ordering::Acquire) {
-        return refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the desk is still reading its topics",
-        );
+    if let Some(refused) = not_ready(&shared) {
+        return refused;
     }
     let now = now_ms();
     let mut desk = shared.desk();
@@ -319,23 +333,57 @@ async fn answer(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
         },
         AnswerBody::Reject => Answer::Reject,
     };
+    if let Some(refused) = not_ready(&shared) {
+        return refused;
+    }
     let key = ItemKey::from(request.item);
-    let taken = shared.desk().answer(&reviewer, &key, answer, now_ms());
+    let taken = shared
+        .desk()
+        .answer(&reviewer, &key, answer.clone(), now_ms());
     let (item, publish) = match taken {
         Ok(taken) => taken,
         Err(error) => return refuse(status_of(&error), error.to_string()),
     };
+    // Published by a task of its own: a client that goes away mid-request must not leave the
+    // item taken and its answer unsent (the task finishes either way).
+    let publishing = tokio::spawn(publish_answer(shared.clone(), item, answer, publish));
+    match publishing.await {
+        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
+        Ok(Err(error)) => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the answer could not be published ({error}); it waits again"),
+        ),
+        Err(error) => refuse(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    }
+}
+
+/// Send an answer's events in order; count it once all are acknowledged, or give the item
+/// back.
+async fn publish_answer(
+    shared: Arc<Shared>,
+    item: super::queue::Item<super::desk::Body>,
+    answer: Answer,
+    publish: Vec<Publish>,
+) -> Result<(), String> {
     for event in &publish {
         if let Err(error) = send(&shared.outlet, event).await {
-            tracing::warn!(%error, "the desk could not publish an answer; the item is queued again");
+            tracing::warn!(%error, "the desk could not publish an answer; the item waits again");
             shared.desk().restore(item);
-            return refuse(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("the answer could not be published ({error}); try again"),
-            );
+            return Err(error);
         }
     }
-    StatusCode::NO_CONTENT.into_response()
+    shared.desk().published(&item, &answer);
+    Ok(())
+}
+
+/// Refused while the desk has not read its topics: it could take an answered item again.
+fn not_ready(shared: &Shared) -> Option<Response> {
+    (!shared.ready.load(Ordering::Acquire)).then(|| {
+        refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the desk is still reading its topics",
+        )
+    })
 }
 
 fn status_of(error: &DeskError) -> StatusCode {
@@ -345,6 +393,8 @@ fn status_of(error: &DeskError) -> StatusCode {
         DeskError::Queue(AnswerError::Unknown) => StatusCode::NOT_FOUND,
         DeskError::UnknownLabel(_)
         | DeskError::LabelExists(_)
+        | DeskError::RoundSent(_)
+        | DeskError::Refused(_)
         | DeskError::Mismatch(_)
         | DeskError::Proposal(_) => StatusCode::UNPROCESSABLE_ENTITY,
     }
@@ -384,6 +434,9 @@ async fn skip(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
     };
+    if let Some(refused) = not_ready(&shared) {
+        return refused;
+    }
     shared.desk().skip(&reviewer, &ItemKey::from(request.item));
     StatusCode::NO_CONTENT.into_response()
 }

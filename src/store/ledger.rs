@@ -1,7 +1,8 @@
 //! What a `gorag classify` state has done with each text id: learned it online, or been told
 //! its label by a correction. A rerun of the same file then learns nothing twice, and a
-//! corrections file given again applies nothing twice (docs/guide/classify.md, "Keeping what
-//! gorag learns"). Kept in a tree of the state's sled database; in memory without a state.
+//! corrections file given again applies nothing twice
+//! (docs/guide/classify.md, "Keeping what it learned"). Kept in a tree of the state's sled
+//! database; in memory without a state.
 
 use std::collections::HashMap;
 

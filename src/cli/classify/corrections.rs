@@ -68,10 +68,21 @@ pub async fn apply(path: &Path, texts: &Source, session: &mut Session) -> Result
         .collect();
     let mut errors = Vec::new();
     let mut rows = Vec::new();
+    let mut first_line: std::collections::HashMap<String, usize> = Default::default();
     for row in read.rows {
         match row.and_then(|row| Ok((row.line, row.parse::<Row>()?))) {
             Ok((line, row)) => match checked(row, &active) {
-                Ok(correction) => rows.push((line, correction)),
+                Ok(correction) => match first_line.get(&correction.text_id) {
+                    Some(first) => errors.push(format!(
+                        "{name}: line {line}: {} is answered on line {first} already: one \
+                         answer a text",
+                        excerpt(&correction.text_id)
+                    )),
+                    None => {
+                        first_line.insert(correction.text_id.clone(), line);
+                        rows.push((line, correction));
+                    }
+                },
                 Err(problem) => errors.push(format!("{name}: line {line}: {problem}")),
             },
             Err(error) => errors.push(format!("{name}: {error}")),
@@ -96,6 +107,14 @@ pub async fn apply(path: &Path, texts: &Source, session: &mut Session) -> Result
                     texts.name()
                 )),
             }
+        }
+    }
+    // The bounds the labels topic keeps (a text's length, its id's), as the service would.
+    for (line, correction) in &rows {
+        if let Err(rejection) =
+            crate::events::bounds::label_event(&correction.event(), session.bounds())
+        {
+            errors.push(format!("{name}: line {line}: {}", rejection.message));
         }
     }
     if !errors.is_empty() {

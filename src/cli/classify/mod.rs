@@ -117,6 +117,12 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
         session.record()?;
     }
     if let Some(path) = &args.corrections {
+        if args.state.is_none() && args.texts.is_none() {
+            bail!(
+                "--corrections without --state and without texts changes nothing: give the \
+                 state folder the answers are for (--state DIR), or texts to classify with them"
+            );
+        }
         let applied = corrections::apply(path, &source, &mut session).await?;
         eprintln!(
             "{}: {} correction(s) applied{}",

@@ -140,20 +140,18 @@ impl Source {
                  stdin: give the texts as a file, or a `text` column in the corrections"
             );
         }
-        let rows: Vec<Result<Row, RowError>> = match self.format {
+        let rows: Box<dyn Iterator<Item = Result<Row, RowError>>> = match self.format {
             Format::Csv => {
                 let text = self.whole_text()?;
                 let read =
                     input::csv(&text).map_err(|e| anyhow::anyhow!("{}: {e}", self.name()))?;
-                read.rows
-                    .into_iter()
-                    .map(|r| r.and_then(csv_text))
-                    .collect()
+                Box::new(read.rows.into_iter().map(|r| r.and_then(csv_text)))
             }
-            Format::Jsonl => input::json_lines(self.reader()?).collect(),
+            // Line by line: only the wanted texts are kept.
+            Format::Jsonl => Box::new(input::json_lines(self.reader()?)),
         };
         let mut found = std::collections::HashMap::new();
-        for row in rows.into_iter().flatten() {
+        for row in rows.flatten() {
             let field = |name: &str| row.fields.get(name).and_then(Value::as_str);
             if let (Some(id), Some(text)) = (field("id"), field("text")) {
                 if wanted.contains(id) {

@@ -1,0 +1,97 @@
+//! One queued item as the page shows it: the text, its candidates with their names,
+//! descriptions and scores, the rationale; or a proposal.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::desk::{Body, LabelView};
+use super::queue::{Item, ItemKind};
+
+/// One item as the page shows it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ItemView {
+    Text {
+        text_id: String,
+        audit: bool,
+        text: String,
+        status: &'static str,
+        /// gorag's label (none with `no_match`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        label: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        confidence: Option<f64>,
+        candidates: Vec<CandidateView>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        rationale: Option<crate::events::Rationale>,
+    },
+    Proposal {
+        proposal: String,
+        name: String,
+        /// The label id accepting it makes unless the reviewer gives another.
+        label: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        keywords: Vec<String>,
+        size: usize,
+        representatives: Vec<crate::events::proposal::Representative>,
+    },
+}
+
+/// A candidate label with what the page says of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateView {
+    #[serde(flatten)]
+    pub label: LabelView,
+    /// Its retrieval score, when the strategy ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<f64>,
+}
+
+/// Candidates a page shows at most (keys 1 to 5).
+pub const SHOWN_CANDIDATES: usize = 5;
+
+impl ItemView {
+    pub(super) fn of(item: &Item<Body>, labels: &BTreeMap<String, LabelView>) -> Self {
+        match &item.body {
+            Body::Text(text) => {
+                let p = &text.prediction;
+                let candidates = p
+                    .candidates
+                    .iter()
+                    .enumerate()
+                    // Only what can be answered: a label retired since the prediction (or one
+                    // the labels topic never announced) is not offered.
+                    .filter_map(|(at, id)| {
+                        let label = labels.get(id).filter(|l| l.active)?;
+                        Some(CandidateView {
+                            label: label.clone(),
+                            score: p.candidate_scores.get(at).copied(),
+                        })
+                    })
+                    .take(SHOWN_CANDIDATES)
+                    .collect();
+                ItemView::Text {
+                    text_id: p.text_id.clone(),
+                    audit: item.kind == ItemKind::Audit,
+                    text: text.text.clone(),
+                    status: p.status.as_str(),
+                    label: p.label.clone(),
+                    confidence: p.confidence,
+                    candidates,
+                    rationale: p.rationale.clone(),
+                }
+            }
+            Body::Proposal(open) => ItemView::Proposal {
+                proposal: open.proposal.clone(),
+                name: open.name.clone(),
+                label: open.label_id(),
+                description: open.description.clone(),
+                keywords: open.keywords.clone(),
+                size: open.size,
+                representatives: open.representatives.clone(),
+            },
+        }
+    }
+}
