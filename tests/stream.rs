@@ -712,7 +712,7 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
         .collect();
     // Most: a request that shares a phrase with one class's example and nothing with the
     // others ("please send" a copy of my data, like "please send" a corrected invoice) can
-    // still look sure (docs/decisions.md, "What it measures").
+    // still look sure (docs/design/decisions.md, "What it measures").
     let reviewed = privacy.iter().filter(|p| p["status"] != "decided").count();
     assert!(
         reviewed >= privacy.len() - 2,

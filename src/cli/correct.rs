@@ -34,7 +34,7 @@ pub struct CorrectArgs {
     #[arg(long)]
     pub topic: Option<String>,
     /// The text was picked at random to check gorag, not because it needed review: its
-    /// outcome also refits the confidence (docs/decisions.md, "Refitting where gorag runs").
+    /// outcome also refits the confidence (docs/design/decisions.md, "Refitting where gorag runs").
     #[arg(long)]
     pub audit: bool,
 }

@@ -212,7 +212,7 @@ pub struct EvalArgs {
     #[arg(help_heading = "Confidence, review and the LLM's say", long)]
     pub calibrator: Option<PathBuf>,
     /// Simulate a reviewer who corrects, as they come, texts that need review — at most this
-    /// share of each round's texts — to their gold label (0: none; docs/decisions.md).
+    /// share of each round's texts — to their gold label (0: none; docs/design/decisions.md).
     #[arg(
         help_heading = "Confidence, review and the LLM's say",
         long,

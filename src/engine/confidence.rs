@@ -177,7 +177,7 @@ pub struct Calibrator {
 }
 
 impl Default for Calibrator {
-    /// The weights fitted on the tuning streams (docs/decisions.md says how to refit them).
+    /// The weights fitted on the tuning streams (docs/design/decisions.md says how to refit them).
     fn default() -> Self {
         Self {
             weights: DEFAULT_WEIGHTS,
@@ -190,8 +190,8 @@ impl Default for Calibrator {
 /// text; the fit of 2026-11-26, kept when the short-text weights came, so that texts over
 /// `short_text_terms` are read by the same weights; a refit on 2026-11-28 differed from it by a
 /// few tenths a weight), with the default ranking weights and the default embedding signal (potion-base-8M):
-/// the scores it reads change scale with them (docs/decisions.md; with words only it was
-/// measured too, docs/embedding.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
+/// the scores it reads change scale with them (docs/design/decisions.md; with words only it was
+/// measured too, docs/design/sentence-encoder.md). `no_evidence` and `llm_belief` stay 0: the tuning runs
 /// had neither.
 const DEFAULT_WEIGHTS: [f64; FEATURES] = [
     -2.0673, 0.0, 7.0601, 1.1642, -1.6175, -1.7660, 0.5904, -0.7969, 5.3501, -0.2406, 0.2772, 0.0,
@@ -408,7 +408,7 @@ mod tests {
 
     #[test]
     fn the_shipped_fit_does_not_weigh_the_llm_s_belief() {
-        // It was fitted without LLM answers (docs/decisions.md); the service warns when that
+        // It was fitted without LLM answers (docs/design/decisions.md); the service warns when that
         // leaves every text it asks the LLM about under review.
         assert!(!Calibrator::default().reads_llm());
         let mut weights = [0.0; FEATURES];

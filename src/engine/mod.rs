@@ -145,10 +145,10 @@ pub struct EngineConfig {
     /// ([`tfidf::CorpusStats::bound`]). Part of what makes replicas equal.
     pub phrase_capacity: usize,
     /// A decision whose confidence is below this needs review: published as such, never
-    /// learned as a confident text, pooled for discovery (docs/decisions.md).
+    /// learned as a confident text, pooled for discovery (docs/design/decisions.md).
     pub abstain_below: f64,
     /// The LLM is asked about a text only when retrieval's own decision has a confidence below
-    /// this (docs/decisions.md); the strategies without scores always ask it.
+    /// this (docs/design/decisions.md); the strategies without scores always ask it.
     pub ask_below: f64,
     /// Reads a decision's evidence into its confidence: the shipped fit, or one fitted where
     /// gorag runs (`gorag calibrate`). The same on every replica.
@@ -197,14 +197,14 @@ impl Default for EngineConfig {
 pub const NO_LABEL: &str = "";
 
 /// `abstain_below`'s default: a decision more likely wrong than right needs review
-/// (docs/decisions.md has the coverage and accuracy it gives on every dataset).
+/// (docs/design/decisions.md has the coverage and accuracy it gives on every dataset).
 pub const DEFAULT_ABSTAIN_BELOW: f64 = 0.5;
 
-/// `refit_confidence`'s default (docs/decisions.md, "Refitting where gorag runs").
+/// `refit_confidence`'s default (docs/design/decisions.md, "Refitting where gorag runs").
 pub const DEFAULT_REFIT_CONFIDENCE: bool = true;
 
 /// `ask_below`'s default: measured with the local model, whose answers did not raise accuracy
-/// at any weight and threshold (docs/decisions.md), so it is not asked about texts.
+/// at any weight and threshold (docs/design/decisions.md), so it is not asked about texts.
 pub const DEFAULT_ASK_BELOW: f64 = 0.0;
 
 /// The keyword statistics' default capacity: above every paper dataset (WOS, all splits

@@ -1,5 +1,5 @@
 //! Refitting confidence where gorag runs, from the labelled texts its log brings
-//! (docs/decisions.md, "Refitting where gorag runs").
+//! (docs/design/decisions.md, "Refitting where gorag runs").
 //!
 //! The shipped calibrator was fitted on the tuning streams; a deployment's texts can be easier
 //! or harder than those. Two kinds of labelled text reach every replica in the log's order, and
@@ -32,7 +32,7 @@ pub const OUTCOME_CAPACITY: usize = 2_000;
 
 /// Strength of the Gaussian pull towards the identity (0, 1), added to the log-likelihood's
 /// curvature (each outcome adds at most 0.25 z²): chosen on the tuning streams
-/// (docs/decisions.md).
+/// (docs/design/decisions.md).
 pub const REFIT_PULL: f64 = 1.0;
 
 /// The smallest scale a fit may reach: at 0 every text would get one confidence.
@@ -40,7 +40,7 @@ pub const MIN_SCALE: f64 = 0.1;
 
 /// Outcomes needed before the first refit: below it the calibrator is used as configured (a
 /// handful of outcomes, such as a first round of a few labels with two examples each, swings a
-/// two-parameter fit; docs/decisions.md).
+/// two-parameter fit; docs/design/decisions.md).
 pub const MIN_OUTCOMES: usize = 30;
 
 /// A labelled text left out of retrieval while it is scored.

@@ -73,7 +73,7 @@ pub enum LabelEvent {
     },
     /// An operator's (or a review tool's) label for a text gorag classified: the text becomes
     /// a labelled example of `label`, and what gorag had learned from its own decision for it,
-    /// under another label, is taken back (docs/decisions.md, "Corrections"). Or, with
+    /// under another label, is taken back (docs/design/decisions.md, "Corrections"). Or, with
     /// `none_of_these`, no active label fits it: it becomes no label's example, what gorag had
     /// learned from it is taken back, and it joins the discovery pool.
     Correct {
@@ -90,7 +90,7 @@ pub enum LabelEvent {
         /// The text, as it was sent.
         text: String,
         /// The text was picked at random to check gorag (an audit), not because its prediction
-        /// needed review: its outcome then also refits the confidence (docs/decisions.md).
+        /// needed review: its outcome then also refits the confidence (docs/design/decisions.md).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         audit: bool,
         /// Who gave the correction: the review desk's login name (version 3). Only recorded;
@@ -204,7 +204,7 @@ pub struct Prediction {
     #[serde(default)]
     pub confident: bool,
     /// The probability that `label` is right, from the decision's evidence (version 2;
-    /// docs/decisions.md). With `no_match`: the probability that the best candidate
+    /// docs/design/decisions.md). With `no_match`: the probability that the best candidate
     /// (`candidates[0]`) would have been right.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,

@@ -305,7 +305,7 @@ fn warn_about_asking(config: &ServeConfig, llm: bool) {
             abstain_below = engine.abstain_below,
             "texts the LLM is asked about will all need review: the calibrator does not weigh \
              the LLM's answer (fit one on a `gorag eval --ask-below 1` run with `gorag \
-             calibrate` and set engine.calibrator; docs/decisions.md)"
+             calibrate` and set engine.calibrator; docs/design/decisions.md)"
         );
     }
 }
