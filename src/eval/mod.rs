@@ -23,9 +23,9 @@ use serde::Serialize;
 
 use crate::classify::{Classified, Classifier};
 use crate::discovery::label_map::LabelMap;
-use crate::engine::correct::CorrectionKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel, Status};
+use crate::state::{State, Update};
 use dataset::{RoundData, Sample};
 pub use scored::TextRecord;
 use scored::{Scored, Where};
@@ -190,6 +190,9 @@ pub async fn prepare_rounds(
     prepared
 }
 
+/// The discovery pool's capacity in an evaluation (no update fills it: see [`State`]).
+const EVAL_POOL_CAPACITY: usize = 1;
+
 /// Run the protocol for one strategy (already set in `options.engine`); `prepared` comes from
 /// [`prepare_rounds`] on the same `rounds`.
 pub async fn run(
@@ -207,6 +210,9 @@ pub async fn run(
             tracing::warn!(unencoded, "the encoder failed on some labelled material");
         }
     }
+    // Every change goes through `State::apply`, the path `serve` and `classify` take. Eval's
+    // pool stays empty: discovery is measured by its own protocol (`eval/discover`).
+    let mut state = State::new(engine, EVAL_POOL_CAPACITY);
     let strategy = options.engine.strategy.as_str().to_string();
     let total: usize = (1..=rounds.len())
         .map(|r| rounds[..r].iter().map(|d| d.test.len()).sum::<usize>())
@@ -224,11 +230,15 @@ pub async fn run(
             ..StageSeconds::default()
         };
         let started = Instant::now();
-        engine.apply_round(&setup.labels)?;
+        // Through the state's one mutation path, as `serve` and `classify` apply a round.
+        state.apply(&Update::Round {
+            round: format!("r{}", round.number),
+            labels: setup.labels.clone(),
+        })?;
         seconds.index_round = started.elapsed().as_secs_f64();
 
         let (mut scored, learning) = classify_and_learn(
-            &mut engine,
+            &mut state,
             round.number,
             &round.test,
             classifier,
@@ -254,7 +264,7 @@ pub async fn run(
             })
             .collect();
         let earlier_scored = classify_earlier(
-            &engine,
+            state.engine(),
             &earlier,
             classifier,
             &mut seconds,
@@ -267,16 +277,20 @@ pub async fn run(
         seconds.total = round_started.elapsed().as_secs_f64() + setup.describe_seconds;
         let mut summary = summarise(
             round.number,
-            &engine,
+            state.engine(),
             &scored,
             setup.description_calls,
             learning,
             seconds,
         );
         if !options.out_of_scope.is_empty() {
-            let (shares, records) =
-                out_of_scope::measure(&engine, round.number, &options.out_of_scope, classifier)
-                    .await?;
+            let (shares, records) = out_of_scope::measure(
+                state.engine(),
+                round.number,
+                &options.out_of_scope,
+                classifier,
+            )
+            .await?;
             summary.out_of_scope = Some(shares);
             out_of_scope_texts.extend(records);
         }
@@ -301,7 +315,7 @@ pub async fn run(
         llm_choice,
         texts,
         out_of_scope_texts,
-        label_map: map_of(&engine, &last_scored),
+        label_map: map_of(state.engine(), &last_scored),
         per_label,
     })
 }
@@ -350,7 +364,7 @@ impl Oversight {
 /// its gold label as an audit instead; so is a text that needs review while the reviewer keeps
 /// within `review_budget` of the texts so far.
 async fn classify_and_learn(
-    engine: &mut Engine,
+    state: &mut State,
     round: usize,
     texts: &[Sample],
     classifier: &Classifier,
@@ -361,6 +375,7 @@ async fn classify_and_learn(
     let mut scored = Vec::with_capacity(texts.len());
     let mut learning = Learning::default();
     for (i, sample) in texts.iter().enumerate() {
+        let engine = state.engine();
         let classified = classifier.classify(engine, &sample.text).await?;
         let at = Where {
             round,
@@ -372,19 +387,39 @@ async fn classify_and_learn(
         let started = Instant::now();
         let within_budget =
             (learning.reviewed + 1) as f64 <= oversight.review_budget * (i + 1) as f64;
+        let (text_id, label, text) = (
+            format!("r{round}-{}", i + 1),
+            sample.label.clone(),
+            sample.text.clone(),
+        );
         if oversight.audits(i) {
-            engine.correct(&sample.label, &sample.text, CorrectionKind::Audit)?;
+            state.apply(&Update::Audit {
+                text_id,
+                label,
+                text,
+            })?;
             learning.audited += 1;
         } else if record.status == Status::NeedsReview && within_budget {
-            engine.correct(&sample.label, &sample.text, CorrectionKind::Review)?;
+            state.apply(&Update::Correct {
+                text_id,
+                label,
+                text,
+            })?;
             learning.reviewed += 1;
         } else {
             let confident = engine.is_confident(&classified.retrieval, &classified.decision);
             learning.learned += usize::from(confident);
             learning.learned_correct +=
                 usize::from(confident && classified.decision.label == sample.label);
-            let label = engine.label_to_learn(&classified.retrieval, &classified.decision);
-            learning.keywords_added_online += engine.learn(&classified.analysis, label, confident);
+            // The learn record `serve` and `classify` write: the text's heaviest terms.
+            let update = Update::Learn {
+                analysis: engine.learnable(&classified.analysis),
+                label: engine
+                    .label_to_learn(&classified.retrieval, &classified.decision)
+                    .to_string(),
+                confident,
+            };
+            learning.keywords_added_online += state.apply(&update)?.keywords_added;
         }
         seconds.online_index += started.elapsed().as_secs_f64();
         scored.push(record);
