@@ -229,14 +229,7 @@ impl Session {
             .map_err(|e| Rejection::new(Reason::InvalidEvent, e.to_string()))?
             .is_some();
         if engine.config().online_indexing && !seen {
-            let update = Update::Learn {
-                analysis: engine.learnable(&classified.analysis),
-                // A text that matched no label is learned under none (`NO_LABEL`).
-                label: engine
-                    .label_to_learn(&classified.retrieval, &classified.decision)
-                    .to_string(),
-                confident,
-            };
+            let update = Update::learned(engine, &classified, confident);
             // A label retired meanwhile is not learned; nothing else can refuse it.
             if self.state.apply(&update).is_ok() {
                 self.unrecorded.push(update);

@@ -411,14 +411,7 @@ async fn classify_and_learn(
             learning.learned += usize::from(confident);
             learning.learned_correct +=
                 usize::from(confident && classified.decision.label == sample.label);
-            // The learn record `serve` and `classify` write: the text's heaviest terms.
-            let update = Update::Learn {
-                analysis: engine.learnable(&classified.analysis),
-                label: engine
-                    .label_to_learn(&classified.retrieval, &classified.decision)
-                    .to_string(),
-                confident,
-            };
+            let update = Update::learned(engine, &classified, confident);
             learning.keywords_added_online += state.apply(&update)?.keywords_added;
         }
         seconds.online_index += started.elapsed().as_secs_f64();

@@ -4,10 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::Retired;
+use crate::classify::Classified;
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update as EngineUpdate;
-use crate::engine::{Analysis, NewLabel};
+use crate::engine::{Analysis, Engine, NewLabel};
 
 /// Postcard numbers variants in order: a variant keeps its place for as long as logs that
 /// carry it are read (the formats' policy: `codec/mod.rs`).
@@ -65,6 +66,19 @@ pub enum Update {
 }
 
 impl Update {
+    /// The learn record of a classified text, as `classify` and `eval` write it (the service's
+    /// changelog carries the same in its `LearnedText`): the text's heaviest terms, under the
+    /// label online indexing learns it as (none, `NO_LABEL`, when it matched no label).
+    pub fn learned(engine: &Engine, classified: &Classified, confident: bool) -> Self {
+        Self::Learn {
+            analysis: engine.learnable(&classified.analysis),
+            label: engine
+                .label_to_learn(&classified.retrieval, &classified.decision)
+                .to_string(),
+            confident,
+        }
+    }
+
     /// An operator's label for a text: a reviewer's ([`Update::Correct`]) or an audit's
     /// ([`Update::Audit`]).
     /// `label` None: none of the active labels fits the text.
