@@ -6,18 +6,21 @@
 //!   answer matching, confidence-gated online indexing);
 //! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting, one setup for eval and
 //!   serve);
-//! - [`classify`]: the steps for one text (LLM keywords, prepare, LLM answer, conclude), run in a
-//!   row by `gorag eval` and apart by the service;
+//! - [`rag`]: retrieval-augmented generation for one text, around the pure engine (LLM
+//!   keywords, prepare, LLM answer, conclude), run in a row by `gorag eval` and apart by the
+//!   service;
 //! - [`eval`]: the paper's evaluation protocol;
 //! - [`events`]: the public events (input and output), their decoding and JSON Schemas, and the
 //!   events a classified text turns into;
 //! - [`discovery`]: emerging classes (unexplained texts, the pool, communities, proposals);
-//! - [`stream`]: `gorag serve` over Kafka (the broker seam in `stream::kafka`, the only place
-//!   that knows rdkafka; intake, a text's pipeline, the state's replica, delivery, stats, the
+//! - [`broker`]: the broker seam, the only place that knows rdkafka (Kafka, or an in-process
+//!   broker for tests), with its own settings, errors and positions;
+//! - [`clock`]: the wall clock in milliseconds;
+//! - [`serve`]: `gorag serve` over the broker seam (intake, a text's pipeline, the state's replica, delivery, stats, the
 //!   loop);
 //! - [`state`]: the replicated state (engine + discovery pool), its updates, its digest, and in
 //!   `state::codec` every persisted format with the compatibility policy;
-//! - [`embedded`]: `gorag classify`'s session, the state driven from files;
+//! - [`classify`]: `gorag classify`'s session, the state driven from files;
 //! - [`review`]: `gorag review`, the review desk;
 //! - [`input`]: the one CSV/JSONL reader;
 //! - [`secret`]: values never shown (passwords, keys), read from files;
@@ -31,21 +34,23 @@
 //! which checks it: no import cycle); docs/design/architecture.md, "Layers", draws them.
 
 pub mod bounds;
+pub mod broker;
 pub mod classify;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod discovery;
 pub mod embed;
-pub mod embedded;
 pub mod engine;
 pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
+pub mod rag;
 pub mod review;
 pub mod secret;
+pub mod serve;
 pub mod state;
 pub mod store;
-pub mod stream;
 pub mod telemetry;
 pub mod threads;

@@ -12,10 +12,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use gorag::bounds::{keys, ERROR_TEXT_BYTES};
+use gorag::broker::{MemoryBroker, Outgoing, Record, RecordLimit, Transport};
 use gorag::config::{Layers, ServeConfig, TopicsSection};
 use gorag::events::Prediction;
-use gorag::stream::kafka::{MemoryBroker, Outgoing, Record, RecordLimit, Transport};
-use gorag::stream::{serve_on, ServeSummary};
+use gorag::serve::{serve_on, ServeSummary};
 use support::example;
 use tokio::sync::oneshot;
 
@@ -151,7 +151,7 @@ async fn every_input_past_a_bound_is_dead_lettered_and_what_follows_goes_on() {
     );
     let topics = config.topics.clone();
     let broker = MemoryBroker::new();
-    broker.ensure_topics(&config);
+    broker.ensure_topics(&config.broker());
     let long = |n: usize| "z".repeat(n);
     let mut named = label("named");
     named["name"] = long(33).into();
@@ -332,7 +332,7 @@ async fn a_huge_bad_record_leaves_a_dead_letter_that_fits() {
     let config = config(dir.path(), &[]);
     let topics = config.topics.clone();
     let broker = MemoryBroker::new();
-    broker.ensure_topics(&config);
+    broker.ensure_topics(&config.broker());
     publish(&broker, &topics.labels, &example("round-1.jsonl"));
     let quoted = format!(
         r#"{{"id":"big","text":"my parcel","version":"{}"}}"#,
@@ -402,7 +402,7 @@ async fn outputs_and_dead_letters_a_topic_refuses_end_as_smaller_dead_letters() 
     let config = config(dir.path(), &[]);
     let topics = config.topics.clone();
     let broker = MemoryBroker::new();
-    broker.ensure_topics(&config);
+    broker.ensure_topics(&config.broker());
     broker.limit_topic(&topics.predictions, 3_000);
     broker.limit_topic(&topics.dead_letter, 4_000);
     publish(&broker, &topics.labels, &example("round-1.jsonl"));
@@ -462,7 +462,7 @@ async fn a_megabyte_label_id_is_refused_as_over_limit_and_never_copied() {
     let config = config(dir.path(), &[]);
     let topics = config.topics.clone();
     let broker = MemoryBroker::new();
-    broker.ensure_topics(&config);
+    broker.ensure_topics(&config.broker());
     let huge = round(
         "huge",
         serde_json::json!([{"id": "i".repeat(1_000_000), "examples": ["an example"]}]),

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use gorag::broker::Position;
+use gorag::broker::{MemoryBroker, Outgoing, Transport};
 use gorag::config::{Layers, ServeConfig};
-use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
-use gorag::stream::position::Position;
-use gorag::stream::{serve_on, ServeError, ServeSummary};
+use gorag::serve::{serve_on, ServeError, ServeSummary};
 use support::{example, ticket_texts};
 use tokio::sync::oneshot;
 
@@ -76,7 +76,7 @@ fn append(broker: &MemoryBroker, topic: &str, key: Option<Vec<u8>>, payload: Vec
 /// A broker whose changelog holds `records`.
 fn broker_with(config: &ServeConfig, records: Vec<Vec<u8>>) -> MemoryBroker {
     let broker = MemoryBroker::new();
-    broker.ensure_topics(config);
+    broker.ensure_topics(&config.broker());
     for record in records {
         append(&broker, &config.topics.changelog, None, record);
     }

@@ -1,6 +1,7 @@
 //! The facts the architecture page states about the source tree (docs/design/architecture.md,
 //! "Layers"), checked on every file under `src/`: each module imports only from the layers
-//! below it (so there is no import cycle), rdkafka is imported under `src/stream/kafka/` only,
+//! below it (so there is no import cycle), rdkafka is imported under `src/broker/` only, no module
+//! imports a sibling that imports it back (anywhere in the tree),
 //! and no source file is longer than 600 lines.
 
 use std::collections::BTreeMap;
@@ -9,18 +10,27 @@ use std::path::{Path, PathBuf};
 /// The crate's top-level modules by layer, lowest first: a module may use the modules of the
 /// layers below its own, and no other.
 const LAYERS: &[&[&str]] = &[
-    &["bounds"],
-    &["threads", "input", "secret"],
+    // The floor: limits, the clock, secrets, thread pools, and telemetry (metrics and logs
+    // know no domain type: callers hand them names and counts).
+    &["bounds", "clock", "secret", "threads", "telemetry"],
+    // Seams to the outside that know nothing of the classifier: the one CSV/JSONL reader, and
+    // the broker (its own settings, errors and positions).
+    &["input", "broker"],
+    // The pure algorithm.
     &["engine"],
+    // The public events, and the LLM client.
     &["events", "llm"],
-    &["discovery", "classify", "telemetry"],
+    // Emerging classes, and retrieval-augmented generation for one text.
+    &["discovery", "rag"],
+    // The replicated state, its formats, and its store.
     &["state"],
     &["store"],
+    // The sentence encoders (they keep the labels' vectors in the store).
     &["embed"],
     &["config"],
     // The front ends: `gorag eval`, `gorag serve`, `gorag classify`.
-    &["eval", "stream", "embedded"],
-    // `gorag review`, the desk: it reads and writes the service's topics through its broker
+    &["eval", "serve", "classify"],
+    // `gorag review`, the desk: it reads and writes the service's topics through the broker
     // seam.
     &["review"],
 ];
@@ -67,7 +77,7 @@ fn code(line: &str) -> &str {
 }
 
 /// How many modules deep a file's module is (`src/engine/index/mod.rs` → 2,
-/// `src/engine/rank.rs` → 2, `src/classify.rs` → 1): that many `super::` reach the crate.
+/// `src/engine/rank.rs` → 2, `src/rag.rs` → 1): that many `super::` reach the crate.
 fn depth_of(path: &Path) -> usize {
     let relative = path.strip_prefix("src").expect("under src");
     let parts = relative.components().count();
@@ -187,7 +197,7 @@ fn paths_are_read_in_every_form() {
 
 #[test]
 fn rdkafka_is_imported_under_the_broker_seam_only() {
-    let seam = Path::new("src/stream/kafka");
+    let seam = Path::new("src/broker");
     let outside: Vec<String> = sources()
         .into_iter()
         .filter(|path| !path.starts_with(seam))
@@ -213,4 +223,201 @@ fn no_source_file_is_longer_than_600_lines() {
         })
         .collect();
     assert!(long.is_empty(), "{long:?}");
+}
+
+/// A file's module path (`src/serve/replica/sync.rs` → `serve::replica::sync`,
+/// `src/broker/mod.rs` → `broker`, `src/lib.rs` → the crate root).
+fn module_path(path: &Path) -> Vec<String> {
+    let relative = path.strip_prefix("src").expect("under src");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let file = parts.pop().unwrap_or_default();
+    match file.as_str() {
+        "mod.rs" | "lib.rs" | "main.rs" => {}
+        other => parts.push(other.trim_end_matches(".rs").to_string()),
+    }
+    parts
+}
+
+/// The identifier chain at the start of `text` (`a::b::{c, d}` → `[a, b]`).
+fn path_segments(text: &str) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut rest = text;
+    loop {
+        let name = identifier(rest);
+        if name.is_empty() {
+            break;
+        }
+        rest = &rest.trim_start()[name.len()..];
+        segments.push(name);
+        match rest.strip_prefix("::") {
+            Some(after) => rest = after,
+            None => break,
+        }
+    }
+    segments
+}
+
+/// The paths a file's code (before its test module) names from the crate root: `crate::…`
+/// and `super::…` resolved against the file's module, each group member on its own.
+fn named_paths(text: &str, module: &[String]) -> Vec<Vec<String>> {
+    let code: String = text.lines().map(code).collect::<Vec<_>>().join("\n");
+    let code = code.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut found = Vec::new();
+    let mut at = 0;
+    while at < code.len() {
+        let rest = &code[at..];
+        let preceded = code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        let (base, after): (Vec<String>, &str) = if preceded {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        } else if let Some(after) = rest.strip_prefix("crate::") {
+            (Vec::new(), after)
+        } else if rest.starts_with("super::") {
+            // A file's own module is `module`; `super` is its parent (a `mod.rs` is the module
+            // of its folder, so `super` from it leaves the folder).
+            let mut base = module.to_vec();
+            let mut after = rest;
+            while let Some(next) = after.strip_prefix("super::") {
+                base.pop();
+                after = next;
+            }
+            (base, after)
+        } else {
+            at += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let members = match after.trim_start().strip_prefix('{') {
+            Some(group) => split_group(group),
+            None => vec![after.to_string()],
+        };
+        for member in members {
+            let mut full = base.clone();
+            full.extend(path_segments(&member));
+            found.push(full);
+        }
+        at = code.len() - after.len();
+    }
+    found
+}
+
+/// The members of a `{…}` group (the text after its `{`), each with its nested groups.
+fn split_group(group: &str) -> Vec<String> {
+    let (mut members, mut level, mut start) = (Vec::new(), 0usize, 0usize);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => level += 1,
+            '}' if level == 0 => {
+                members.push(group[start..at].to_string());
+                break;
+            }
+            '}' => level -= 1,
+            ',' if level == 0 => {
+                members.push(group[start..at].to_string());
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    members
+        .into_iter()
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty() && m != "self")
+        .collect()
+}
+
+/// Every import between sibling modules, anywhere in the tree: (parent, from, to) with the
+/// file that makes it. A file using a module inside or around its own is not counted (a
+/// parent and its parts are one unit).
+fn sibling_imports() -> BTreeMap<(Vec<String>, String, String), String> {
+    let files = sources();
+    let modules: Vec<Vec<String>> = files.iter().map(|p| module_path(p)).collect();
+    let mut edges = BTreeMap::new();
+    for (path, module) in files.iter().zip(&modules) {
+        let text = std::fs::read_to_string(path).expect("readable source");
+        for named in named_paths(&text, module) {
+            // The longest prefix of the path that is a module of the tree.
+            let Some(target) = (1..=named.len())
+                .rev()
+                .map(|n| &named[..n])
+                .find(|prefix| modules.iter().any(|m| m.as_slice() == *prefix))
+            else {
+                continue;
+            };
+            let common = module
+                .iter()
+                .zip(target)
+                .take_while(|(a, b)| a == b)
+                .count();
+            if common == module.len() || common == target.len() {
+                continue;
+            }
+            let key = (
+                module[..common].to_vec(),
+                module[common].clone(),
+                target[common].clone(),
+            );
+            edges
+                .entry(key)
+                .or_insert_with(|| path.display().to_string());
+        }
+    }
+    edges
+}
+
+#[test]
+fn no_import_loop_anywhere_in_src() {
+    let edges = sibling_imports();
+    let mut loops = Vec::new();
+    for ((parent, from, to), file) in &edges {
+        // A loop through this edge: `to` reaches `from` among the same siblings.
+        let mut seen = vec![to.clone()];
+        let mut frontier = vec![to.clone()];
+        while let Some(at) = frontier.pop() {
+            for ((p, f, t), _) in &edges {
+                if p == parent && *f == at && !seen.contains(t) {
+                    seen.push(t.clone());
+                    frontier.push(t.clone());
+                }
+            }
+        }
+        if seen.contains(from) {
+            loops.push(format!(
+                "in {}: {from} → {to} ({file}) and {to} reaches {from}",
+                if parent.is_empty() {
+                    "the crate".to_string()
+                } else {
+                    parent.join("::")
+                }
+            ));
+        }
+    }
+    assert!(loops.is_empty(), "import loops:\n{}", loops.join("\n"));
+}
+
+#[test]
+fn sibling_imports_are_read_through_super_and_groups() {
+    let module = vec![
+        "serve".to_string(),
+        "replica".to_string(),
+        "sync".to_string(),
+    ];
+    let paths = named_paths(
+        "use super::super::{intake::X, broker};\nuse crate::engine::rank::Y;\nlet z = super::apply::go();",
+        &module,
+    );
+    assert_eq!(
+        paths,
+        [
+            vec!["serve", "intake", "X"],
+            vec!["serve", "broker"],
+            vec!["engine", "rank", "Y"],
+            vec!["serve", "replica", "apply", "go"],
+        ]
+    );
 }

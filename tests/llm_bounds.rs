@@ -6,7 +6,6 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use gorag::classify::Classifier;
 use gorag::config::{Layers, ServeConfig};
 use gorag::engine::keywords::KeywordMode;
 use gorag::engine::prompt::Prompt;
@@ -14,6 +13,7 @@ use gorag::engine::{Engine, EngineConfig, NewLabel, Source};
 use gorag::llm::breaker::{BreakerSettings, BreakerState};
 use gorag::llm::retry::RetryPolicy;
 use gorag::llm::{ApiKey, AttemptError, LlmClient, LlmConfig, LlmError};
+use gorag::rag::Classifier;
 use support::fake_llm::{FakeLlm, Reply};
 
 /// 300 MB: the answer the security review measured (9.5 s and 1.25 GB read whole).
@@ -403,8 +403,8 @@ fn the_configuration_check_refuses_a_key_over_plain_http_and_unbounded_retries()
 /// why; the breaker stops the asking after two failures in a row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_service_predicts_every_text_past_huge_answers_and_an_open_breaker() {
+    use gorag::broker::{MemoryBroker, Outgoing, Transport};
     use gorag::events::Prediction;
-    use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
 
     const HUGE_ANSWERS: usize = 3;
     let fake = FakeLlm::start(Reply::Status(500, None)).await;
@@ -435,7 +435,7 @@ async fn the_service_predicts_every_text_past_huge_answers_and_an_open_breaker()
     .expect("a valid configuration");
     let topics = config.topics.clone();
     let broker = MemoryBroker::new();
-    broker.ensure_topics(&config);
+    broker.ensure_topics(&config.broker());
     let publish = |topic: &str, lines: &[String]| {
         for line in lines {
             let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
@@ -455,7 +455,7 @@ async fn the_service_predicts_every_text_past_huge_answers_and_an_open_breaker()
     publish(&topics.texts, &texts);
 
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let service = gorag::stream::serve_on(Transport::Memory(broker.clone()), config, async move {
+    let service = gorag::serve::serve_on(Transport::Memory(broker.clone()), config, async move {
         let _ = stopped.await;
     });
     let predictions = || -> Vec<Prediction> {

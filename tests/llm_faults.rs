@@ -4,13 +4,13 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use gorag::classify::Classifier;
 use gorag::engine::answer::HallucinationKind;
 use gorag::engine::keywords::KeywordMode;
 use gorag::engine::prompt::Prompt;
 use gorag::engine::{Engine, EngineConfig, NewLabel, Source};
 use gorag::llm::retry::RetryPolicy;
 use gorag::llm::{AttemptError, LlmClient, LlmConfig, LlmError};
+use gorag::rag::Classifier;
 use support::fake_llm::{FakeLlm, Reply};
 
 fn client(

@@ -9,10 +9,10 @@ mod support;
 use std::path::Path;
 use std::time::Duration;
 
+use gorag::broker::{MemoryBroker, Outgoing, Transport};
 use gorag::config::{Layers, ServeConfig};
 use gorag::events::PredictionStatus;
-use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
-use gorag::stream::{serve_on, ServeSummary};
+use gorag::serve::{serve_on, ServeSummary};
 use support::example;
 use support::in_process::{predictions, wait_until};
 use tokio::sync::oneshot;
@@ -67,7 +67,7 @@ async fn a_text_nothing_explains_has_no_label_and_none_of_these_is_a_correction(
     let broker = MemoryBroker::new();
     let first_config = config(&dir.path().join("state-a"));
     let topics = first_config.topics.clone();
-    broker.ensure_topics(&first_config);
+    broker.ensure_topics(&first_config.broker());
     for line in example("round-1.jsonl") {
         publish(&broker, &topics.labels, "r1", &line);
     }

@@ -134,14 +134,14 @@ async fn a_missing_topic_is_an_error_for_the_pass_and_empty_for_the_cli() {
     let read = {
         let mut config = gorag::config::ServeConfig::default();
         config.kafka.brokers = brokers();
-        gorag::stream::kafka::Broker::kafka(&config)
+        gorag::broker::Broker::kafka(&config)
             .read_to_end("test", &missing, Duration::from_secs(20))
             .await
     };
     assert!(
         matches!(
             read,
-            Err(gorag::stream::kafka::read_back::ReadBackError::NoTopic { .. })
+            Err(gorag::broker::read_back::ReadBackError::NoTopic { .. })
         ),
         "{read:?}"
     );

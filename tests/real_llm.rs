@@ -6,12 +6,12 @@
 use std::path::Path;
 use std::time::Duration;
 
-use gorag::classify::Classifier;
 use gorag::engine::answer::HallucinationKind;
 use gorag::engine::keywords::KeywordMode;
 use gorag::engine::{Engine, EngineConfig, Source};
 use gorag::eval::dataset;
 use gorag::llm::{LlmClient, LlmConfig};
+use gorag::rag::Classifier;
 
 fn llm_url() -> String {
     std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())

@@ -8,9 +8,9 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use gorag::broker::{MemoryBroker, Outgoing, Transport};
 use gorag::config::{Layers, ServeConfig};
-use gorag::stream::kafka::{MemoryBroker, Outgoing, Transport};
-use gorag::stream::{serve_on, ServeSummary};
+use gorag::serve::{serve_on, ServeSummary};
 use support::in_process::{predictions, wait_until};
 use support::{example, ticket_texts};
 use tokio::sync::oneshot;
@@ -89,7 +89,7 @@ async fn two_replicas_go_through_a_rebalance_and_a_round_in_process() {
     let broker = MemoryBroker::new();
     let first_config = config(&dir.path().join("state-a"));
     let topics = first_config.topics.clone();
-    broker.ensure_topics(&first_config);
+    broker.ensure_topics(&first_config.broker());
 
     let (start_a, started_a) = oneshot::channel();
     let (stop_a, stopped_a) = oneshot::channel();

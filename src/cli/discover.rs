@@ -5,11 +5,11 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::Args;
 
-use crate::classify::Classifier;
 use crate::discovery::DiscoveryConfig;
 use crate::engine::EngineConfig;
 use crate::eval::dataset::RoundData;
 use crate::eval::{discover, PreparedRound};
+use crate::rag::Classifier;
 
 #[derive(Debug, Args)]
 pub struct DiscoverArgs {

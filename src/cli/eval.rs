@@ -12,13 +12,13 @@ mod no_match;
 mod outputs;
 mod ranking;
 mod strategy;
-use crate::classify::Classifier;
 use crate::config::EngineSection;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::keywords::{KeywordMode, KeywordSelection};
 use crate::engine::EngineConfig;
 use crate::eval::{self, dataset, report};
 use crate::llm::{LlmClient, LlmSettings};
+use crate::rag::Classifier;
 pub use ranking::RankingArgs;
 pub use strategy::StrategyArg;
 

@@ -7,14 +7,14 @@
 
 use std::backtrace::BacktraceStatus;
 
+use crate::broker::commands::CommandError;
+use crate::broker::{BrokerError, BrokerErrorKind, ClientError};
 use crate::config::ConfigErrors;
 use crate::eval::dataset::DatasetError;
 use crate::events::taxonomy::TaxonomyErrors;
 use crate::llm::{AttemptError, LlmError, SetupError};
+use crate::serve::ServeError;
 use crate::store::StoreError;
-use crate::stream::kafka::commands::CommandError;
-use crate::stream::kafka::{BrokerError, BrokerErrorKind};
-use crate::stream::ServeError;
 
 /// The paragraph printed for a failed command (without backtrace).
 pub fn render(error: &anyhow::Error) -> String {
@@ -69,7 +69,7 @@ fn advice(error: &anyhow::Error) -> Option<String> {
         }
         if let Some(e) = cause.downcast_ref::<CommandError>() {
             return match e {
-                CommandError::Serve(e) => serve(e),
+                CommandError::Client(e) => client(e),
                 CommandError::NoBroker { .. } | CommandError::Refused { .. } => None,
                 CommandError::Broker { .. } | CommandError::ReadBack { .. } => {
                     Some(KAFKA.to_string())
@@ -120,6 +120,15 @@ fn dataset(error: &DatasetError) -> &'static str {
              rounds with --rounds."
         }
         _ => DATASET_LAYOUT,
+    }
+}
+
+/// A broker client's error: said as the service says the same.
+fn client(error: &ClientError) -> Option<String> {
+    match error {
+        ClientError::Kafka(context, e) => serve(&ServeError::Kafka(context, e.clone())),
+        ClientError::Topic(message) => serve(&ServeError::Topic(message.clone())),
+        ClientError::PollThread(_) | ClientError::BlockingTask(_) => None,
     }
 }
 

@@ -2,7 +2,7 @@
 //! `report`, `topics create`) reads its configuration with: serve's configuration
 //! (`kafka.brokers`, and `kafka.client` for SASL and TLS, from `--config`, the environment and
 //! `--set`), `--brokers` as a shorthand. The clients themselves are built in
-//! `stream::kafka::commands` from that configuration, as the service builds its own.
+//! `broker::commands` from that configuration, as the service builds its own.
 
 use anyhow::Result;
 use clap::Args;

@@ -7,9 +7,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::kafka_clients::KafkaArgs;
+use crate::broker::commands::{self, CommandProducer};
 use crate::config::ServeConfig;
 use crate::events::{decode, LabelEvent};
-use crate::stream::kafka::commands::{self, CommandProducer};
 
 /// How long reading a topic to its end may take.
 const READ_LIMIT: Duration = Duration::from_secs(30);
@@ -17,7 +17,7 @@ const READ_LIMIT: Duration = Duration::from_secs(30);
 /// Every record's value on the topic, from the beginning to the end it had when asked (a
 /// missing topic has none).
 pub async fn read_to_end(config: &ServeConfig, topic: &str) -> Result<Vec<Vec<u8>>> {
-    Ok(commands::read_topic_if_any(config, "gorag-cli", topic, READ_LIMIT).await?)
+    Ok(commands::read_topic_if_any(&config.broker(), "gorag-cli", topic, READ_LIMIT).await?)
 }
 
 /// The round ids and label ids announced on the labels topic so far.
@@ -68,9 +68,9 @@ pub fn labels_config(kafka: &KafkaArgs, topic: Option<&str>) -> Result<ServeConf
 /// needs) when the configuration lets gorag create its topics: the start order of `serve` and
 /// the commands that write label events does not matter.
 pub async fn labels_producer(config: &ServeConfig) -> Result<CommandProducer> {
-    let producer = CommandProducer::new(config)?;
+    let producer = CommandProducer::new(&config.broker())?;
     if config.kafka.create_topics {
-        commands::ensure_topics(config).await?;
+        commands::ensure_topics(&config.broker()).await?;
     }
     Ok(producer)
 }

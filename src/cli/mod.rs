@@ -10,15 +10,18 @@ pub mod discover;
 pub mod eval;
 pub mod failure;
 pub mod kafka_clients;
-pub mod label_report;
 pub mod labels;
 pub mod labels_topic;
 pub mod prediction_view;
 pub mod proposals;
+pub mod publish;
+pub mod report;
 pub mod review;
+pub mod schemas;
 pub mod serve;
+pub mod state;
 pub mod stop;
-pub mod topic_admin;
+pub mod tail;
 pub mod topics;
 
 #[derive(Debug, Parser)]
@@ -44,18 +47,18 @@ pub enum Command {
     /// Run the streaming service: labels and texts from Kafka, predictions to Kafka.
     Serve(serve::ServeArgs),
     /// Create the service's topics with the layout it needs (start order then does not matter).
-    Topics(topic_admin::TopicsArgs),
+    Topics(topics::TopicsArgs),
     /// Publish JSONL lines to a topic (rounds, texts).
-    Publish(topics::PublishArgs),
+    Publish(publish::PublishArgs),
     /// Print records of a topic (predictions, hallucinations, dead letters).
-    Tail(topics::TailArgs),
+    Tail(tail::TailArgs),
     /// Show what a stopped service's state directory holds (digest, graph size, offsets).
-    State(serve::StateArgs),
+    State(state::StateArgs),
     /// Write the events' JSON Schemas (or check they are up to date).
-    Schemas(serve::SchemasArgs),
+    Schemas(schemas::SchemasArgs),
     /// Draw a stopped service's labels as a map (HTML with SVG, and JSON), grouped into
     /// communities by the keywords they share.
-    Report(label_report::ReportArgs),
+    Report(report::ReportArgs),
     /// List the proposed classes (the proposals topic); accept or reject one.
     Proposals(proposals::ProposalsArgs),
     /// Correct a prediction: the text becomes an example of LABEL, and what gorag learned from

@@ -6,10 +6,10 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use super::kafka_clients::KafkaArgs;
 use super::labels_topic::{label_topic_ids, labels_producer, read_to_end, send};
+use crate::broker::commands::CommandProducer;
 use crate::config::ServeConfig;
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
 use crate::events::{decode, LabelEvent};
-use crate::stream::kafka::commands::CommandProducer;
 
 #[derive(Debug, Args)]
 pub struct ProposalsArgs {
@@ -107,7 +107,7 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
         }
         ProposalsAction::Reject { id } => {
             let decided = open_proposal(&current, &id)?.decided(ProposalStatus::Rejected, None)?;
-            let producer = CommandProducer::new(&config)?;
+            let producer = CommandProducer::new(&config.broker())?;
             let key = decided.record_key();
             send(&producer, &topic, &key, &serde_json::to_vec(&decided)?).await?;
             println!("rejected {id}");

@@ -19,9 +19,9 @@ use toml::{Table, Value};
 
 use crate::bounds::{keys, Bounds};
 
-mod kafka_security;
 mod sections;
-pub use kafka_security::*;
+pub use crate::broker::security::*;
+pub use crate::broker::settings::{KafkaSection, TopicsSection};
 pub use sections::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -132,6 +132,14 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
+    /// What the broker seam is given: the `[kafka]` and `[topics]` sections.
+    pub fn broker(&self) -> crate::broker::BrokerSettings {
+        crate::broker::BrokerSettings {
+            kafka: self.kafka.clone(),
+            topics: self.topics.clone(),
+        }
+    }
+
     /// The engine's configuration (`[engine]`, and when to ask the LLM from `[llm]`).
     pub fn engine_config(&self) -> crate::engine::EngineConfig {
         crate::engine::EngineConfig {

@@ -21,7 +21,7 @@ pub struct Analysis {
     #[serde(default)]
     pub terms: TermCounts,
     /// The text's sentence vector, with the embedding signal (the shell's
-    /// `classify::Preliminary`, or [`Engine::embed_query`]). Never stored: learn records and the
+    /// `rag::Preliminary`, or [`Engine::embed_query`]). Never stored: learn records and the
     /// pool carry terms only.
     #[serde(skip)]
     pub embedding: Option<Vec<f32>>,
@@ -59,7 +59,7 @@ impl Engine {
 
     /// The encoder a query's text goes through, with the embedding signal on and a strategy
     /// with a first hop (`ranked`, `hybrid`); None otherwise. Its vector goes in
-    /// [`Analysis::embedding`] (the shell encodes off its loop: `classify::Preliminary`).
+    /// [`Analysis::embedding`] (the shell encodes off its loop: `rag::Preliminary`).
     pub fn query_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
         self.embeddings
             .as_ref()

@@ -140,6 +140,16 @@ fn part_of_one_candidate<'l>(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_metrics_know_every_hallucination_kind() {
+        let names = [
+            HallucinationKind::UnknownLabel,
+            HallucinationKind::OutsideCandidates,
+        ]
+        .map(HallucinationKind::as_str);
+        assert_eq!(names, crate::telemetry::metrics::HALLUCINATION_KINDS);
+    }
+
     use super::*;
 
     fn labels() -> Vec<LabelSpelling> {

@@ -21,10 +21,10 @@ use futures::stream::{self, StreamExt};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::classify::{Classified, Classifier};
 use crate::discovery::label_map::LabelMap;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel, Status};
+use crate::rag::{Classified, Classifier};
 use crate::state::{State, Update};
 use dataset::{RoundData, Sample};
 pub use scored::TextRecord;

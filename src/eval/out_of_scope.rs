@@ -4,10 +4,10 @@
 
 use serde::Serialize;
 
-use crate::classify::Classifier;
 use crate::engine::no_match::MatchEvidence;
 use crate::engine::{Engine, EngineError, Status};
 use crate::events::PredictionStatus;
+use crate::rag::Classifier;
 
 /// What a round's engine published for the out-of-scope texts, as shares of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]

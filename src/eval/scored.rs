@@ -5,11 +5,11 @@ use serde::Serialize;
 
 use super::dataset::Sample;
 use super::{llm_curve, READINGS};
-use crate::classify::Classified;
 use crate::engine::answer::HallucinationKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, Status};
 use crate::events::PredictionStatus;
+use crate::rag::Classified;
 
 /// One text's prediction in one round, as `texts-<strategy>.jsonl` has it.
 #[derive(Debug, Clone, Serialize)]

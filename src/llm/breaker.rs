@@ -187,6 +187,12 @@ impl Breaker {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_metrics_know_every_breaker_state() {
+        let names = BreakerState::ALL.map(BreakerState::as_str);
+        assert_eq!(names, crate::telemetry::metrics::BREAKER_STATES);
+    }
+
     use super::*;
 
     fn breaker(failures: u32) -> Breaker {

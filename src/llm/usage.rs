@@ -85,3 +85,20 @@ impl Usage {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 }
+
+impl UsageSnapshot {
+    /// The counts as the metrics take them.
+    pub fn counts(&self) -> crate::telemetry::metrics::LlmCounts {
+        crate::telemetry::metrics::LlmCounts {
+            calls: self.calls,
+            retries: self.retries,
+            failures: self.failures,
+            oversized: self.oversized,
+            breaker_skipped: self.breaker_skipped,
+            breaker_openings: self.breaker_openings,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            breaker: self.breaker.as_str(),
+        }
+    }
+}

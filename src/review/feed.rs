@@ -11,10 +11,10 @@ use std::time::Duration;
 use super::desk::Input;
 use super::web::{now_ms, Shared};
 use crate::bounds::Bounds;
+use crate::broker::commands::{CommandConsumer, CommandError, PartitionEnd};
+use crate::broker::Record;
 use crate::config::TopicsSection;
 use crate::events::{decode, Prediction};
-use crate::stream::kafka::commands::{CommandConsumer, CommandError, PartitionEnd};
-use crate::stream::kafka::Record;
 
 /// The pause after a failed read.
 const READ_RETRY: Duration = Duration::from_secs(1);

@@ -23,8 +23,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 
+use crate::broker::commands::{self, CommandConsumer, CommandError, CommandProducer};
 use crate::config::ServeConfig;
-use crate::stream::kafka::commands::{self, CommandConsumer, CommandError, CommandProducer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -62,10 +62,10 @@ impl Bound {
         let logins = logins::LiveLogins::load(path)?;
         let topics = feed::FeedTopics::from(&config.topics);
         if config.kafka.create_topics {
-            commands::ensure_topics(&config).await?;
+            commands::ensure_topics(&config.broker()).await?;
         }
-        let producer = CommandProducer::new(&config)?;
-        let consumer = CommandConsumer::new(&config, "gorag-review")?;
+        let producer = CommandProducer::new(&config.broker())?;
+        let consumer = CommandConsumer::new(&config.broker(), "gorag-review")?;
         let ends = consumer.read_from_start(&topics.names())?;
         let listener = tokio::net::TcpListener::bind(&review.listen)
             .await

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::desk::{Answer, Desk, DeskError, Publish};
 use super::logins::LiveLogins;
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
-use crate::stream::kafka::commands::CommandProducer;
+use crate::broker::commands::CommandProducer;
 
 /// The login cookie's name.
 const COOKIE: &str = "gorag_review";

@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::codec::Retired;
-use crate::classify::Classified;
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update as EngineUpdate;
 use crate::engine::{Analysis, Engine, NewLabel};
+use crate::rag::Classified;
 
 /// Postcard numbers variants in order: a variant keeps its place for as long as logs that
 /// carry it are read (the formats' policy: `codec/mod.rs`).

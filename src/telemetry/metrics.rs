@@ -8,9 +8,6 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
-use crate::engine::answer::HallucinationKind;
-use crate::llm::UsageSnapshot;
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabel {
     pub reason: String,
@@ -72,6 +69,46 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 21))
 }
 
+/// The kinds of hallucination the service counts (the engine's `HallucinationKind` names;
+/// a test there keeps the two lists equal).
+pub const HALLUCINATION_KINDS: [&str; 2] = ["unknown_label", "outside_candidates"];
+
+/// The LLM circuit breaker's states, closed first (the llm module's `BreakerState` names; a
+/// test there keeps the two lists equal).
+pub const BREAKER_STATES: [&str; 3] = ["closed", "open", "half_open"];
+
+/// What an LLM client has counted since it started, as the metrics take it (the llm module
+/// converts its own snapshot): telemetry knows no domain type, so it sits below every module.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LlmCounts {
+    pub calls: u64,
+    pub retries: u64,
+    pub failures: u64,
+    pub oversized: u64,
+    pub breaker_skipped: u64,
+    pub breaker_openings: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// One of [`BREAKER_STATES`].
+    pub breaker: &'static str,
+}
+
+impl Default for LlmCounts {
+    fn default() -> Self {
+        Self {
+            calls: 0,
+            retries: 0,
+            failures: 0,
+            oversized: 0,
+            breaker_skipped: 0,
+            breaker_openings: 0,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            breaker: BREAKER_STATES[0],
+        }
+    }
+}
+
 pub struct Metrics {
     registry: Registry,
     pub texts_received: Counter,
@@ -109,7 +146,7 @@ pub struct Metrics {
     pub proposals: Family<StateLabel, Gauge>,
     /// Communities the last pass found, by what became of them.
     pub pass_communities: Family<ReasonLabel, Gauge>,
-    last_usage: std::sync::Mutex<UsageSnapshot>,
+    last_usage: std::sync::Mutex<LlmCounts>,
 }
 
 impl Default for Metrics {
@@ -152,7 +189,7 @@ impl Metrics {
             proposals_published: Counter::default(),
             proposals: Family::default(),
             pass_communities: Family::default(),
-            last_usage: std::sync::Mutex::new(UsageSnapshot::default()),
+            last_usage: std::sync::Mutex::new(LlmCounts::default()),
             registry: Registry::default(),
         };
         m.register_stream(&mut registry);
@@ -342,13 +379,11 @@ impl Metrics {
     /// Series whose label values are known in advance start at zero, so a query (or a
     /// dashboard panel) finds them before the first event of their kind.
     fn zero_known_series(&self) {
-        for kind in [
-            HallucinationKind::UnknownLabel,
-            HallucinationKind::OutsideCandidates,
-        ] {
-            drop(self.hallucinations.get_or_create(&KindLabel {
-                kind: kind.as_str().into(),
-            }));
+        for kind in HALLUCINATION_KINDS {
+            drop(
+                self.hallucinations
+                    .get_or_create(&KindLabel { kind: kind.into() }),
+            );
         }
         for kind in ["prompt", "completion"] {
             drop(
@@ -356,7 +391,7 @@ impl Metrics {
                     .get_or_create(&KindLabel { kind: kind.into() }),
             );
         }
-        self.set_breaker_state(crate::llm::breaker::BreakerState::Closed);
+        self.set_breaker_state(BREAKER_STATES[0]);
         for outcome in ["ok", "failed"] {
             drop(self.discovery_passes.get_or_create(&OutcomeLabel {
                 outcome: outcome.into(),
@@ -399,18 +434,18 @@ impl Metrics {
     }
 
     /// 1 on the breaker's current state, 0 on the others.
-    fn set_breaker_state(&self, current: crate::llm::breaker::BreakerState) {
-        for state in crate::llm::breaker::BreakerState::ALL {
+    fn set_breaker_state(&self, current: &str) {
+        for state in BREAKER_STATES {
             self.llm_breaker_state
                 .get_or_create(&StateLabel {
-                    state: state.as_str().into(),
+                    state: state.into(),
                 })
                 .set(i64::from(state == current));
         }
     }
 
     /// Move the LLM counters forward by what the client counted since the last call.
-    pub fn llm_usage(&self, now: UsageSnapshot) {
+    pub fn llm_usage(&self, now: LlmCounts) {
         let Ok(mut last) = self.last_usage.lock() else {
             return;
         };
@@ -536,19 +571,19 @@ mod tests {
     #[test]
     fn the_llm_usage_moves_the_bounds_counters_and_the_breaker_gauge() {
         let metrics = Metrics::new();
-        metrics.llm_usage(UsageSnapshot {
+        metrics.llm_usage(LlmCounts {
             oversized: 2,
             breaker_skipped: 7,
             breaker_openings: 1,
-            breaker: crate::llm::breaker::BreakerState::Open,
-            ..UsageSnapshot::default()
+            breaker: "open",
+            ..LlmCounts::default()
         });
-        metrics.llm_usage(UsageSnapshot {
+        metrics.llm_usage(LlmCounts {
             oversized: 3,
             breaker_skipped: 9,
             breaker_openings: 1,
-            breaker: crate::llm::breaker::BreakerState::HalfOpen,
-            ..UsageSnapshot::default()
+            breaker: "half_open",
+            ..LlmCounts::default()
         });
         let text = metrics.encode();
         for line in [

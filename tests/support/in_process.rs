@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use gorag::broker::MemoryBroker;
 use gorag::events::Prediction;
-use gorag::stream::kafka::MemoryBroker;
 
 /// Each text's latest prediction on `topic`, by text id.
 pub fn predictions(broker: &MemoryBroker, topic: &str) -> BTreeMap<String, Prediction> {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::texts::Source;
 use crate::bounds::excerpt;
-use crate::embedded::{Correction, Session};
+use crate::classify::{Correction, Session};
 use crate::input;
 
 /// The label cell that says no active label fits the text.

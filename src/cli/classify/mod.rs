@@ -13,7 +13,7 @@ use clap::{Args, ValueEnum};
 use super::config_args::ConfigArgs;
 use super::stop::StopSignal;
 use crate::bounds::Bounds;
-use crate::embedded::{sync_taxonomy, Correction, Session};
+use crate::classify::{sync_taxonomy, Correction, Session};
 use crate::events::taxonomy;
 use crate::events::{InputPosition, LabelEvent};
 use crate::input::Format;

@@ -19,11 +19,11 @@ use serde::Serialize;
 
 use super::dataset::RoundData;
 use super::PreparedRound;
-use crate::classify::Classifier;
 use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel};
 use crate::events::LabelEvent;
+use crate::rag::Classifier;
 
 mod signals;
 mod table;

@@ -1,0 +1,54 @@
+//! `gorag state`: what a stopped service's state directory holds.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+use clap::Args;
+
+use crate::store::{Saved, SledStore, StateStore};
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    /// The service's state directory (stop the service first: one process per database).
+    #[arg(long)]
+    pub dir: PathBuf,
+}
+
+/// The replicated state a stopped service's state directory holds, and what else it saved.
+pub fn load_state(dir: &std::path::Path) -> Result<(crate::state::State, Saved)> {
+    if !dir.is_dir() {
+        bail!("{} is not a directory", dir.display());
+    }
+    let store = SledStore::open(dir)?;
+    let mut saved = store.load()?;
+    let pool_capacity = crate::discovery::DiscoveryConfig::default().pool_capacity;
+    let state = saved.restore(crate::engine::EngineConfig::default(), pool_capacity)?;
+    Ok((state, saved))
+}
+
+/// Print what a state directory holds, with the engine digest.
+pub fn state(args: StateArgs) -> Result<()> {
+    let (state, saved) = load_state(&args.dir)?;
+    let engine = state.engine();
+    let offsets: Vec<serde_json::Value> = saved
+        .offsets
+        .iter()
+        .map(|((topic, partition), offset)| {
+            serde_json::json!({"topic": topic, "partition": partition, "next_offset": offset})
+        })
+        .collect();
+    let report = serde_json::json!({
+        "digest": state.digest(),
+        "graph_nodes": engine.graph().node_count(),
+        "graph_edges": engine.graph().edge_count(),
+        "labels": engine.labels().len(),
+        "active_labels": engine.active_labels().count(),
+        "documents": engine.stats().documents,
+        "label_version": engine.label_version(),
+        "last_round": engine.last_round(),
+        "logged_updates": saved.log.len(),
+        "offsets": offsets,
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}

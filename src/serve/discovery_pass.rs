@@ -1,0 +1,201 @@
+//! One community pass of `gorag serve`, in a task of its own (never on the loop): communities
+//! over a copy of the pool, reconciled with what the proposals topic already holds, an LLM
+//! report for each new proposal, then the proposal events published keyed by proposal id.
+//!
+//! Every replica holds the same pool at the same changelog position, so the pass runs only on
+//! the instance that wrote the record that made it due; should that instance die first, the
+//! next pass catches up. Publishing is idempotent (revisions), so a pass repeated after a
+//! restart publishes nothing new.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+
+use crate::broker::read_back::ReadBackError;
+use crate::broker::{self, Broker, BrokerError, Outgoing, Producer};
+use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
+use crate::engine::LabelMaterial;
+use crate::events::decode;
+use crate::events::proposal::{current, ProposalEvent, ProposalStatus};
+use crate::llm::LlmClient;
+
+/// How long reading the proposals topic, and publishing one event, may take.
+const TOPIC_LIMIT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Error)]
+pub enum PassError {
+    #[error("finding communities: {0}")]
+    Communities(#[from] leiden_rs::LeidenError),
+    #[error(transparent)]
+    ReadBack(#[from] ReadBackError),
+    #[error("publishing proposal {0}: {1}")]
+    Publish(String, BrokerError),
+    #[error("publishing proposal {0}: no acknowledgement within {1:?}")]
+    PublishTimeout(String, Duration),
+    #[error("a pass task died: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// What a pass needs besides the pool.
+#[derive(Clone)]
+pub struct PassSettings {
+    pub config: DiscoveryConfig,
+    /// Where the proposals topic is read from.
+    pub broker: Broker,
+    /// Names the proposals topic's reader (it commits nothing).
+    pub group: String,
+    pub topic: String,
+    pub producer: Producer,
+    pub llm: Option<LlmClient>,
+}
+
+impl PassSettings {
+    /// The service's settings (None when discovery is off); the proposals topic is read with
+    /// a group id of its own, which commits nothing.
+    pub fn of(
+        config: &crate::config::ServeConfig,
+        broker: &Broker,
+        producer: &Producer,
+        llm: Option<&LlmClient>,
+    ) -> Option<Self> {
+        config.discovery.enabled.then(|| Self {
+            config: config.discovery.clone(),
+            broker: broker.clone(),
+            group: format!("{}-proposals", config.kafka.group_id),
+            topic: config.topics.proposals.clone(),
+            producer: producer.clone(),
+            llm: llm.cloned(),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PassReport {
+    pub pooled: usize,
+    pub communities: usize,
+    /// Communities found and not proposed, by rule.
+    pub dropped: communities::Dropped,
+    pub published: usize,
+    /// Proposals on the topic after the pass, by status.
+    pub open: usize,
+    pub accepted: usize,
+    pub rejected: usize,
+    /// Withdrawn: every member left the pool.
+    pub withdrawn: usize,
+    pub seconds: f64,
+}
+
+/// One pass over `texts` (a copy of the pool, oldest first), with the active labels' own
+/// material as the pass started.
+pub async fn run(
+    texts: Vec<PooledText>,
+    material: LabelMaterial,
+    settings: PassSettings,
+) -> Result<PassReport, PassError> {
+    let started = Instant::now();
+    let pooled = texts.len();
+    let pooled_ids: Vec<String> = texts.iter().map(|t| t.id.clone()).collect();
+    let config = settings.config.clone();
+    let (found, dropped) = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        communities::find(&refs, &config, &material).map(|found| {
+            let proposals = found
+                .communities
+                .iter()
+                .map(|c| proposal::propose(&refs, c))
+                .collect::<Vec<_>>();
+            (proposals, found.dropped)
+        })
+    })
+    .await??;
+    let payloads = settings
+        .broker
+        .read_to_end(&settings.group, &settings.topic, TOPIC_LIMIT)
+        .await?;
+    let events = payloads
+        .iter()
+        .filter_map(|p| match decode::proposal_event(p) {
+            Ok(event) => Some(event),
+            Err(error) => {
+                tracing::warn!(%error, topic = %settings.topic, "not a proposal event; skipped");
+                None
+            }
+        });
+    let mut published = current(events);
+    let pooled_ids: HashSet<&str> = pooled_ids.iter().map(String::as_str).collect();
+    let (mut changed, refused) = reconcile::reconcile(&found, &published, &pooled_ids);
+    for error in refused {
+        tracing::warn!(%error, topic = %settings.topic, "proposal not republished");
+    }
+    for event in &mut changed {
+        if event.status == ProposalStatus::Open && event.description.is_none() {
+            write_report(settings.llm.as_ref(), event).await;
+        }
+    }
+    for event in &changed {
+        publish(&settings, event).await?;
+        published.insert(event.proposal.clone(), event.clone());
+    }
+    let count = |status| published.values().filter(|p| p.status == status).count();
+    Ok(PassReport {
+        pooled,
+        communities: found.len(),
+        dropped,
+        published: changed.len(),
+        open: count(ProposalStatus::Open),
+        accepted: count(ProposalStatus::Accepted),
+        rejected: count(ProposalStatus::Rejected),
+        withdrawn: count(ProposalStatus::Withdrawn),
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Ask the LLM to name and describe `event`'s theme; on failure the keyword name stays.
+async fn write_report(llm: Option<&LlmClient>, event: &mut ProposalEvent) {
+    let Some(llm) = llm else {
+        return;
+    };
+    let excerpts: Vec<String> = event
+        .representatives
+        .iter()
+        .map(|r| r.excerpt.clone())
+        .collect();
+    match llm
+        .complete(&report::prompt(&event.keywords, &excerpts))
+        .await
+    {
+        Ok(answer) => match report::parse(&answer.text) {
+            Some((name, description)) => {
+                event.name = name;
+                event.description = description;
+            }
+            None => tracing::warn!(
+                proposal = %event.proposal,
+                answer = %answer.text,
+                "community report without a name; keeping the keywords"
+            ),
+        },
+        Err(error) => tracing::warn!(
+            proposal = %event.proposal,
+            %error,
+            "community report failed; keeping the keywords"
+        ),
+    }
+}
+
+async fn publish(settings: &PassSettings, event: &ProposalEvent) -> Result<(), PassError> {
+    let outgoing = Outgoing {
+        topic: settings.topic.clone(),
+        key: Some(event.record_key().into_bytes()),
+        // Plain data: serialising cannot fail.
+        payload: serde_json::to_vec(event).unwrap_or_default(),
+        headers: Vec::new(),
+    };
+    let id = event.proposal.clone();
+    match tokio::time::timeout(TOPIC_LIMIT, broker::deliver(&settings.producer, &outgoing)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(PassError::Publish(id, error)),
+        Err(_) => Err(PassError::PublishTimeout(id, TOPIC_LIMIT)),
+    }
+}

@@ -1,0 +1,508 @@
+//! The last step of a text, in its partition's order: decide, and turn the decision into the
+//! records to deliver. Pure: it reads the engine and returns what to send, what to learn and
+//! what to count; the loop does the sending and the counting.
+
+use std::time::Instant;
+
+use super::{Pending, Source, Text, Work};
+use crate::broker::{Outgoing, RecordLimit};
+use crate::config::{OnLlmFailure, TopicsSection};
+use crate::discovery::{self, DiscoveryConfig, PoolNote};
+use crate::engine::answer::HallucinationKind;
+use crate::engine::{Engine, Source as LabelSource};
+use crate::events::classification::{hallucination_report, prediction_event, Classification};
+use crate::events::decode::{Reason, Rejection};
+use crate::events::{PredictionStatus, TextEvent};
+use crate::rag::{Answer, Classified, Classifier, LlmFailure};
+use crate::serve::delivery::OutputKind;
+use crate::serve::outputs;
+use crate::serve::stats::Stats;
+use crate::state::codec::LearnedText;
+
+/// What finishing needs to know besides the engine.
+pub struct Finishing<'a> {
+    pub topics: &'a TopicsSection,
+    pub on_llm_failure: OnLlmFailure,
+    pub online_indexing: bool,
+    /// Emerging-class discovery, when enabled: which texts join the pool.
+    pub discovery: Option<&'a DiscoveryConfig>,
+    /// The model's name, when there is an LLM.
+    pub model: Option<&'a str>,
+    /// The largest record the producer sends (a dead letter is cut to it).
+    pub record_limit: RecordLimit,
+}
+
+/// Whether the text may be learned, as the loop knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Learning {
+    Allowed,
+    /// Learned before a restart or rebalance: predict again, do not learn twice.
+    AlreadyLearned,
+    /// Its partition was revoked while it was in flight: the new owner reads it again and
+    /// learns it.
+    Revoked,
+}
+
+/// What one finished text counts.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    pub dead_letter: Option<Reason>,
+    pub llm_fallback: bool,
+    pub relearn_skipped: bool,
+    pub hallucination: Option<HallucinationKind>,
+    /// Where the published label came from, and the prediction's status.
+    pub predicted: Option<(LabelSource, PredictionStatus)>,
+    /// Time spent deciding what to learn.
+    pub index_seconds: Option<f64>,
+}
+
+impl Tally {
+    pub fn count(&self, stats: &mut Stats) {
+        if let Some(reason) = self.dead_letter {
+            stats.dead_letter(reason);
+        }
+        if self.llm_fallback {
+            stats.llm_fallback();
+        }
+        if self.relearn_skipped {
+            stats.relearn_skipped();
+        }
+        if let Some(kind) = self.hallucination {
+            stats.hallucination(kind);
+        }
+        if let Some((source, status)) = self.predicted {
+            stats.predicted(source, status);
+        }
+        if let Some(seconds) = self.index_seconds {
+            stats.stage("index", seconds);
+        }
+    }
+}
+
+/// A finished text: its online-indexing step (if any: for the changelog, where this instance
+/// applies it when it reads it back, like every other replica) and the records to deliver, in
+/// sending order, plus the input record to dead-letter should the broker refuse them.
+pub struct Finished {
+    pub learn: Option<LearnedText>,
+    pub records: Vec<(OutputKind, Outgoing)>,
+    pub source: Option<Source>,
+    pub tally: Tally,
+}
+
+impl Finished {
+    fn dead_letter(
+        finishing: &Finishing,
+        source: Source,
+        stage: &str,
+        rejection: Rejection,
+    ) -> Self {
+        let record = outputs::dead_letter(
+            &finishing.topics.dead_letter,
+            &source.position,
+            source.key,
+            source.payload,
+            stage,
+            &rejection,
+            finishing.record_limit,
+        );
+        Self {
+            learn: None,
+            records: vec![(OutputKind::DeadLetter, record)],
+            source: None,
+            tally: Tally {
+                dead_letter: Some(rejection.reason),
+                ..Tally::default()
+            },
+        }
+    }
+}
+
+/// Decide `text` and say what to send, learn and count.
+pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Learning) -> Finished {
+    let Text {
+        span,
+        source,
+        received,
+        work,
+    } = text;
+    let (pending, answer, llm_fallback) = match final_answer(work, finishing.on_llm_failure) {
+        Ok(answered) => answered,
+        Err((stage, rejection)) => {
+            tracing::debug!(offset = source.position.offset, %rejection, "text rejected");
+            return Finished::dead_letter(finishing, source, stage, rejection);
+        }
+    };
+    let Pending {
+        event,
+        prepared,
+        mut latency,
+    } = *pending;
+    let classified = Classifier::conclude(engine, prepared, answer);
+    let decision = &classified.decision;
+    span.record("label", decision.label.as_str());
+    span.record("source", decision.source.as_str());
+
+    let Indexed {
+        learn,
+        confident,
+        seconds,
+    } = index_step(
+        finishing,
+        engine,
+        &classified,
+        (&event, &source),
+        learning,
+        &span,
+    );
+    let mut tally = Tally {
+        llm_fallback,
+        index_seconds: Some(seconds),
+        relearn_skipped: learning != Learning::Allowed,
+        ..Tally::default()
+    };
+    latency.index_ms = seconds * 1000.0;
+    latency.total_ms = received.elapsed().as_secs_f64() * 1000.0;
+
+    let classification = Classification {
+        event: &event,
+        analysis: &classified.analysis,
+        retrieval: &classified.retrieval,
+        decision,
+        confident,
+        llm_asked: classified.llm_asked,
+        llm_changed: classified.llm_changed,
+        raw_answer: classified.raw_answer.as_deref(),
+        llm_error: classified.llm_error.as_deref(),
+        model: finishing.model,
+        latency,
+        position: &source.position,
+    };
+    let records = output_records(finishing, engine, &classification, &mut tally);
+    let status = PredictionStatus::from(engine.status(&classified.retrieval, decision));
+    tally.predicted = Some((decision.source, status));
+    Finished {
+        learn,
+        records,
+        source: Some(source),
+        tally,
+    }
+}
+
+/// The index stage's outcome.
+struct Indexed {
+    /// None when the text was learned already, or its partition revoked.
+    learn: Option<LearnedText>,
+    confident: bool,
+    seconds: f64,
+}
+
+/// The index stage: whether the decision is confident, and the learn record.
+fn index_step(
+    finishing: &Finishing,
+    engine: &Engine,
+    classified: &Classified,
+    (event, source): (&TextEvent, &Source),
+    learning: Learning,
+    span: &tracing::Span,
+) -> Indexed {
+    let started = Instant::now();
+    let _index_span = tracing::info_span!(parent: span, "index").entered();
+    let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+    let learn = match learning {
+        Learning::AlreadyLearned | Learning::Revoked => None,
+        Learning::Allowed => learn_record(finishing, engine, classified, event, source, confident),
+    };
+    Indexed {
+        learn,
+        confident,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// The text's pending classification and its final answer, and whether that answer is the
+/// graph's fallback for a failed LLM call; or the stage and reason to dead-letter it.
+fn final_answer(
+    work: Work,
+    on_llm_failure: OnLlmFailure,
+) -> Result<(Box<Pending>, Answer, bool), (&'static str, Rejection)> {
+    let (pending, answer) = match work {
+        Work::Rejected { stage, rejection } => return Err((stage, rejection)),
+        Work::Preliminary { .. } => {
+            return Err((
+                "classify",
+                Rejection::new(Reason::LlmFailed, "its preliminary step never came back"),
+            ))
+        }
+        // Finished only once final; were it not, its answer is unknown: treat it as an LLM
+        // failure rather than stall or panic.
+        Work::Classify { pending, answer } => (
+            pending,
+            answer.unwrap_or_else(|| Answer {
+                failure: Some(LlmFailure::other("no_answer")),
+                ..Answer::default()
+            }),
+        ),
+    };
+    match &answer.failure {
+        Some(failure) if on_llm_failure == OnLlmFailure::DeadLetter => {
+            let message = format!("{}: {}", failure.reason, failure.detail);
+            Err(("classify", Rejection::new(Reason::LlmFailed, message)))
+        }
+        Some(_) => Ok((pending, answer, true)),
+        None => Ok((pending, answer, false)),
+    }
+}
+
+/// The online-indexing step for a text this instance may learn: written when online indexing
+/// is on, or when discovery pools the text — a poorly explained text travels to every
+/// replica's discovery pool in its learn record (written for it even when online indexing is
+/// off).
+fn learn_record(
+    finishing: &Finishing,
+    engine: &Engine,
+    classified: &Classified,
+    event: &TextEvent,
+    source: &Source,
+    confident: bool,
+) -> Option<LearnedText> {
+    let note = finishing
+        .discovery
+        .and_then(|config| {
+            discovery::unexplained(
+                &classified.retrieval,
+                &classified.decision,
+                engine.status(&classified.retrieval, &classified.decision),
+                config,
+            )
+        })
+        .map(|why| {
+            PoolNote::new(
+                &event.id,
+                &event.text,
+                &engine.poolable_terms(&classified.analysis.terms),
+                why,
+                discovery::arrival_score(&classified.retrieval),
+            )
+        });
+    (finishing.online_indexing || note.is_some()).then(|| LearnedText {
+        partition: source.position.partition,
+        offset: source.position.offset,
+        analysis: engine.learnable(&classified.analysis),
+        // A text that matched no label is learned under none (`NO_LABEL`).
+        label: engine
+            .label_to_learn(&classified.retrieval, &classified.decision)
+            .to_string(),
+        confident,
+        note,
+    })
+}
+
+/// The records to deliver, in sending order: the hallucination report (if any), then the
+/// prediction.
+fn output_records(
+    finishing: &Finishing,
+    engine: &Engine,
+    classification: &Classification,
+    tally: &mut Tally,
+) -> Vec<(OutputKind, Outgoing)> {
+    let mut records = Vec::with_capacity(2);
+    if let Some(report) = hallucination_report(engine, classification) {
+        tally.hallucination = Some(report.kind);
+        records.push((
+            OutputKind::Hallucination,
+            outputs::json_record(&finishing.topics.hallucinations, &report.text_id, &report),
+        ));
+    }
+    let prediction = prediction_event(engine, classification);
+    records.push((
+        OutputKind::Prediction,
+        outputs::json_record(
+            &finishing.topics.predictions,
+            &prediction.text_id,
+            &prediction,
+        ),
+    ));
+    records
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::keywords::KeywordMode;
+    use crate::engine::EngineConfig;
+    use crate::events::{InputPosition, Prediction};
+    use crate::serve::pipeline::begin;
+    use crate::telemetry::metrics::Metrics;
+
+    fn engine() -> Engine {
+        crate::serve::pipeline::one_round_engine(
+            EngineConfig::default(),
+            &[
+                ("billing", "invoice charged twice refund payment card"),
+                ("shipping", "parcel courier delivery late tracking box"),
+            ],
+        )
+    }
+
+    fn text(engine: &Engine, payload: &str) -> Text {
+        let stats = Stats::new(std::sync::Arc::new(Metrics::new()));
+        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let span = tracing::Span::none();
+        let decoded = crate::events::decode::text_event(
+            payload.as_bytes(),
+            &crate::bounds::Bounds::with_text_bytes(10_000),
+        );
+        let work = begin(&classifier, engine, &stats, &span, decoded, 0.0);
+        Text {
+            span,
+            source: Source {
+                position: InputPosition {
+                    topic: "texts".into(),
+                    partition: 2,
+                    offset: 41,
+                },
+                key: Some(b"k".to_vec()),
+                payload: payload.as_bytes().to_vec(),
+            },
+            received: Instant::now(),
+            work,
+        }
+    }
+
+    fn finishing(topics: &TopicsSection, online_indexing: bool) -> Finishing<'_> {
+        Finishing {
+            topics,
+            on_llm_failure: OnLlmFailure::Graph,
+            online_indexing,
+            discovery: None,
+            model: None,
+            record_limit: RecordLimit::DEFAULT,
+        }
+    }
+
+    fn prediction(finished: &Finished) -> Prediction {
+        let (kind, record) = finished.records.last().unwrap();
+        assert_eq!(*kind, OutputKind::Prediction);
+        serde_json::from_slice(&record.payload).unwrap()
+    }
+
+    #[test]
+    fn a_text_is_predicted_and_learned_with_its_position() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t1","text":"my parcel delivery is late, where is the courier"}"#;
+        let finished = finish(
+            &finishing(&topics, true),
+            &engine,
+            text(&engine, payload),
+            Learning::Allowed,
+        );
+        let predicted = prediction(&finished);
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
+        assert_eq!((predicted.input.partition, predicted.input.offset), (2, 41));
+        assert_eq!(finished.records[0].1.topic, topics.predictions);
+        let learn = finished.learn.as_ref().expect("a learn step");
+        assert_eq!((learn.partition, learn.offset), (2, 41));
+        assert_eq!((learn.offset, learn.label.as_str()), (41, "shipping"));
+        assert_eq!(learn.confident, predicted.confident);
+        assert_eq!(
+            finished
+                .tally
+                .predicted
+                .as_ref()
+                .map(|(source, _)| source.as_str()),
+            Some("graph")
+        );
+        assert!(
+            finished.source.is_some(),
+            "kept to dead-letter a refused output"
+        );
+    }
+
+    #[test]
+    fn nothing_is_learned_twice_or_for_a_revoked_partition_or_without_online_indexing() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t2","text":"refund my card, the invoice charged twice"}"#;
+        for (learning, online, skipped) in [
+            (Learning::AlreadyLearned, true, true),
+            (Learning::Revoked, true, true),
+            (Learning::Allowed, false, false),
+        ] {
+            let finished = finish(
+                &finishing(&topics, online),
+                &engine,
+                text(&engine, payload),
+                learning,
+            );
+            assert!(finished.learn.is_none(), "{learning:?}");
+            assert_eq!(finished.tally.relearn_skipped, skipped, "{learning:?}");
+            assert_eq!(prediction(&finished).label.as_deref(), Some("billing"));
+        }
+    }
+
+    #[test]
+    fn a_bad_record_becomes_one_dead_letter_with_its_reason() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let finished = finish(
+            &finishing(&topics, true),
+            &engine,
+            text(&engine, "{not json"),
+            Learning::Allowed,
+        );
+        assert!(finished.learn.is_none());
+        assert!(finished.source.is_none());
+        assert_eq!(finished.records.len(), 1);
+        let (kind, record) = &finished.records[0];
+        assert_eq!(*kind, OutputKind::DeadLetter);
+        assert_eq!(record.topic, topics.dead_letter);
+        assert_eq!(record.payload, b"{not json");
+        assert_eq!(finished.tally.dead_letter, Some(Reason::MalformedJson));
+    }
+
+    #[test]
+    fn an_llm_failure_falls_back_to_the_graph_or_goes_to_the_dead_letters() {
+        let engine = engine();
+        let topics = TopicsSection::default();
+        let payload = r#"{"id":"t3","text":"courier lost the box during delivery"}"#;
+        let failed = |engine: &Engine| {
+            let mut text = text(engine, payload);
+            if let Work::Classify { answer, .. } = &mut text.work {
+                *answer = Some(Answer {
+                    failure: Some(LlmFailure {
+                        reason: "timeout".into(),
+                        detail: "60 s".into(),
+                    }),
+                    ..Answer::default()
+                });
+            }
+            text
+        };
+        let fallback = finish(
+            &finishing(&topics, true),
+            &engine,
+            failed(&engine),
+            Learning::Allowed,
+        );
+        assert!(fallback.tally.llm_fallback);
+        let predicted = prediction(&fallback);
+        assert_eq!(predicted.label.as_deref(), Some("shipping"));
+        assert_eq!(predicted.llm_error.as_deref(), Some("timeout: 60 s"));
+
+        let strict = Finishing {
+            on_llm_failure: OnLlmFailure::DeadLetter,
+            ..finishing(&topics, true)
+        };
+        let dead = finish(&strict, &engine, failed(&engine), Learning::Allowed);
+        assert_eq!(dead.tally.dead_letter, Some(Reason::LlmFailed));
+        assert!(dead.learn.is_none());
+        let header = dead.records[0]
+            .1
+            .headers
+            .iter()
+            .find(|(name, _)| name == "gorag.reason")
+            .map(|(_, value)| value.as_str());
+        assert_eq!(header, Some("llm_failed"));
+    }
+}
