@@ -19,6 +19,9 @@ echo "== format and lints"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo clippy "${service_tests[@]}" -- -D warnings
+# The library and binary as released: without the tests' in-process broker (the
+# `memory-broker` feature the tests' dev-dependency turns on).
+cargo clippy --lib --bins -- -D warnings
 
 echo "== supply chain (cargo deny: licences, bans, sources; advisories where the database is had)"
 scripts/deny.sh

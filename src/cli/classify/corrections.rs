@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{bail, Result};
 use serde::Deserialize;
 
-use super::texts::Source;
+use super::texts::TextsInput;
 use crate::bounds::excerpt;
 use crate::classify::{Correction, Session};
 use crate::input;
@@ -41,7 +41,7 @@ pub struct Applied {
 
 /// Read `path`, check every row against `session`'s active labels and find each text (its
 /// `text` cell, else the row of the same id in `texts`), then apply them in file order.
-pub async fn apply(path: &Path, texts: &Source, session: &mut Session) -> Result<Applied> {
+pub async fn apply(path: &Path, texts: &TextsInput, session: &mut Session) -> Result<Applied> {
     let name = path.display().to_string();
     let text = super::super::labels::read_text_file(path)?;
     let read = input::csv(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;

@@ -18,7 +18,7 @@ use crate::events::taxonomy;
 use crate::events::{InputPosition, LabelEvent};
 use crate::input::Format;
 use output::{OutputFormat, Printer, Tally};
-use texts::{Item, Source};
+use texts::{Item, TextsInput};
 
 /// Texts between two writes of what was learned to the state folder.
 const RECORD_EVERY: usize = 100;
@@ -78,7 +78,7 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
         .map(|url| format!("llm.url={url}"))
         .collect();
     let config = args.config.load(&overrides)?;
-    let source = Source::new(args.texts.clone(), args.format.map(Format::from))?;
+    let source = TextsInput::new(args.texts.clone(), args.format.map(Format::from))?;
     let mut session = Session::open(&config, args.state.as_deref())?;
     let taxonomy = match &args.labels {
         Some(path) => Some(read_taxonomy(path, session.bounds())?),
@@ -199,7 +199,7 @@ async fn check_llm(session: &Session, url: &str) -> Result<()> {
 
 /// What [`run`] reads and how it prints.
 struct Reading<'a> {
-    source: &'a Source,
+    source: &'a TextsInput,
     format: OutputFormat,
     llm_url: &'a str,
     /// Whether the LLM endpoint answered already (else it is asked before the first round

@@ -24,13 +24,13 @@ pub enum Item {
 
 /// Where the texts come from.
 #[derive(Debug, Clone)]
-pub struct Source {
+pub struct TextsInput {
     /// None: stdin.
     pub path: Option<PathBuf>,
     pub format: Format,
 }
 
-impl Source {
+impl TextsInput {
     /// `path` (None or `-`: stdin) in `format`, else the one its extension names (stdin: JSONL).
     pub fn new(path: Option<PathBuf>, format: Option<Format>) -> Result<Self> {
         let path = path.filter(|p| p.as_os_str() != "-");
@@ -127,7 +127,7 @@ impl Source {
     }
 }
 
-impl Source {
+impl TextsInput {
     /// The texts of the ids in `wanted` that this file holds (a corrections file's rows without
     /// a `text`). Not stdin: it is read again to be classified.
     pub fn texts_of(

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::{Pending, Source, Text, Work};
+use super::{Pending, ReadText, Text, Work};
 use crate::broker::{Outgoing, RecordLimit};
 use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, PoolNote};
@@ -85,14 +85,14 @@ impl Tally {
 pub struct Finished {
     pub learn: Option<LearnedText>,
     pub records: Vec<(OutputKind, Outgoing)>,
-    pub source: Option<Source>,
+    pub source: Option<ReadText>,
     pub tally: Tally,
 }
 
 impl Finished {
     fn dead_letter(
         finishing: &Finishing,
-        source: Source,
+        source: ReadText,
         stage: &str,
         rejection: Rejection,
     ) -> Self {
@@ -201,7 +201,7 @@ fn index_step(
     finishing: &Finishing,
     engine: &Engine,
     classified: &Classified,
-    (event, source): (&TextEvent, &Source),
+    (event, source): (&TextEvent, &ReadText),
     learning: Learning,
     span: &tracing::Span,
 ) -> Indexed {
@@ -262,7 +262,7 @@ fn learn_record(
     engine: &Engine,
     classified: &Classified,
     event: &TextEvent,
-    source: &Source,
+    source: &ReadText,
     confident: bool,
 ) -> Option<LearnedText> {
     let note = finishing
@@ -355,7 +355,7 @@ mod tests {
         let work = begin(&classifier, engine, &stats, &span, decoded, 0.0);
         Text {
             span,
-            source: Source {
+            source: ReadText {
                 position: InputPosition {
                     topic: "texts".into(),
                     partition: 2,

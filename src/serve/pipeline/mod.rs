@@ -9,7 +9,8 @@
 //! (`Work::Preliminary`: the LLM's keywords and its sentence vector, computed by a task off the
 //! loop), and `advance` then keywords and retrieves it. Everything here is synchronous except
 //! those tasks, which run on their own and report back with the slot they were for; the loop
-//! owns the slots. (The tasks carry the name of their first purpose: `LlmTask`, `llm_task`.)
+//! owns the slots. A [`StepTask`] is one such off-loop step: the LLM's keywords and the sentence
+//! vector, or the LLM's answer.
 
 pub mod finish;
 mod slots;
@@ -74,41 +75,41 @@ impl Work {
 pub struct Text {
     /// The text's span: open from intake until its outputs are delivered.
     pub span: tracing::Span,
-    pub source: Source,
+    pub source: ReadText,
     pub received: Instant,
     pub work: Work,
 }
 
 /// A text as read, kept until its outputs are settled (to dead-letter it should the broker
 /// refuse them).
-pub struct Source {
+pub struct ReadText {
     pub position: InputPosition,
     pub key: Option<Vec<u8>>,
     pub payload: Vec<u8>,
 }
 
 /// An LLM call running as a task, reporting which text it was for even if the task died.
-pub type LlmTask = Pin<Box<dyn Future<Output = LlmDone> + Send>>;
+pub type StepTask = Pin<Box<dyn Future<Output = StepDone> + Send>>;
 
-pub struct LlmDone {
+pub struct StepDone {
     pub slot: SlotId,
-    pub outcome: LlmOutcome,
+    pub outcome: StepOutcome,
 }
 
 /// What a task brings back: a text's preliminary step, or the LLM's answer.
-pub enum LlmOutcome {
+pub enum StepOutcome {
     Preliminary(Preliminary),
     Answer(Answer),
 }
 
-impl LlmOutcome {
+impl StepOutcome {
     /// How long the LLM call took, and whether it succeeded; None when no LLM was called (a
     /// preliminary step that only encoded the text).
     pub fn llm_elapsed(&self) -> Option<(Duration, bool)> {
         match self {
-            LlmOutcome::Preliminary(p) if p.keywords.calls == 0 => None,
-            LlmOutcome::Preliminary(p) => Some((p.keywords.elapsed, p.keywords.text.is_some())),
-            LlmOutcome::Answer(a) => Some((a.elapsed, a.failure.is_none())),
+            StepOutcome::Preliminary(p) if p.keywords.calls == 0 => None,
+            StepOutcome::Preliminary(p) => Some((p.keywords.elapsed, p.keywords.text.is_some())),
+            StepOutcome::Answer(a) => Some((a.elapsed, a.failure.is_none())),
         }
     }
 }
@@ -238,10 +239,10 @@ pub fn advance(
     engine: &Engine,
     stats: &Stats,
     text: &mut Text,
-    outcome: LlmOutcome,
+    outcome: StepOutcome,
 ) -> Advanced {
     match (outcome, &mut text.work) {
-        (LlmOutcome::Preliminary(preliminary), Work::Preliminary { event, decode_ms }) => {
+        (StepOutcome::Preliminary(preliminary), Work::Preliminary { event, decode_ms }) => {
             let (event, decode_ms) = (event.clone(), *decode_ms);
             text.work = prepare(
                 classifier,
@@ -259,7 +260,7 @@ pub fn advance(
             }
         }
         (
-            LlmOutcome::Answer(answer),
+            StepOutcome::Answer(answer),
             Work::Classify {
                 pending,
                 answer: slot,
@@ -297,26 +298,28 @@ impl Request {
         }
     }
 
-    async fn run(self, classifier: Classifier, max_prompt_chars: usize) -> LlmOutcome {
+    async fn run(self, classifier: Classifier, max_prompt_chars: usize) -> StepOutcome {
         match self {
-            Request::Preliminary(text, encoder) => LlmOutcome::Preliminary(
+            Request::Preliminary(text, encoder) => StepOutcome::Preliminary(
                 classifier
                     .preliminary(text, max_prompt_chars, encoder)
                     .await,
             ),
-            Request::Answer(prompt) => LlmOutcome::Answer(classifier.answer(prompt.as_ref()).await),
+            Request::Answer(prompt) => {
+                StepOutcome::Answer(classifier.answer(prompt.as_ref()).await)
+            }
         }
     }
 
     /// What the text gets when its task died: the outcome it waits for, failed (a preliminary
     /// step: no LLM keywords and no vector, as when each fails on its own — the engine's
     /// keywords, lexical retrieval), so that it never waits for ever.
-    fn failed(preliminary: bool, error: &tokio::task::JoinError) -> LlmOutcome {
+    fn failed(preliminary: bool, error: &tokio::task::JoinError) -> StepOutcome {
         if preliminary {
             tracing::error!(%error, "preliminary task failed");
-            return LlmOutcome::Preliminary(Preliminary::default());
+            return StepOutcome::Preliminary(Preliminary::default());
         }
-        LlmOutcome::Answer(Answer {
+        StepOutcome::Answer(Answer {
             failure: Some(LlmFailure {
                 reason: "task_failed".into(),
                 detail: error.to_string(),
@@ -328,11 +331,11 @@ impl Request {
 
 /// The task `text` waits for (its preliminary step, or the LLM's answer), to start once its
 /// slot is known.
-pub fn llm_task(
+pub fn step_task(
     classifier: &Classifier,
     engine: &Engine,
     text: &Text,
-) -> Option<impl FnOnce(SlotId) -> LlmTask> {
+) -> Option<impl FnOnce(SlotId) -> StepTask> {
     let request = Request::of(&text.work, engine)?;
     let preliminary = matches!(request, Request::Preliminary(..));
     let span = if preliminary && !classifier.asks_for_keywords() {
@@ -343,7 +346,7 @@ pub fn llm_task(
     let run = request
         .run(classifier.clone(), engine.config().max_prompt_chars)
         .instrument(span);
-    Some(move |slot: SlotId| -> LlmTask {
+    Some(move |slot: SlotId| -> StepTask {
         // Dropped (the service closing), the task stops: its LLM call or its wait for an
         // encoding permit goes with it.
         let mut call = AbortOnDrop(tokio::spawn(run));
@@ -351,7 +354,7 @@ pub fn llm_task(
             let outcome = (&mut call.0)
                 .await
                 .unwrap_or_else(|error| Request::failed(preliminary, &error));
-            LlmDone { slot, outcome }
+            StepDone { slot, outcome }
         })
     })
 }
@@ -497,7 +500,7 @@ mod tests {
         assert_eq!(encoded(), material, "nothing encoded on the loop");
         let text = Text {
             span,
-            source: Source {
+            source: ReadText {
                 position: InputPosition {
                     topic: "texts".into(),
                     partition: 0,
@@ -509,7 +512,7 @@ mod tests {
             received: Instant::now(),
             work,
         };
-        let task = llm_task(&classifier, &engine, &text).expect("a task for its preliminary step");
+        let task = step_task(&classifier, &engine, &text).expect("a task for its preliminary step");
         let mut slots = Slots::default();
         let slot = slots.push(0, 0, text, false);
         let done = task(slot).await;

@@ -37,7 +37,7 @@ pub enum Then {
 }
 
 /// What a job produced.
-pub enum Prepared {
+pub enum JobOutput {
     /// Of `texts` to encode, those `reached` before the job ended (all unless it was stopped).
     Encoded { texts: usize, reached: usize },
     /// The round's labels, with the descriptions written in time.
@@ -48,7 +48,7 @@ pub enum Prepared {
 
 pub struct Job {
     pub then: Then,
-    task: JoinHandle<Prepared>,
+    task: JoinHandle<JobOutput>,
     started: Instant,
     _stop: StopOnDrop,
 }
@@ -70,7 +70,7 @@ impl Job {
         );
         let task = tokio::task::spawn_blocking(move || {
             let reached = Embeddings::encode_ahead(encoder.as_ref(), texts, &flag);
-            Prepared::Encoded {
+            JobOutput::Encoded {
                 texts: count,
                 reached,
             }
@@ -113,7 +113,7 @@ impl Job {
                     "the round's labels were not all described in time: the rest go without"
                 );
             }
-            Prepared::Described(labels)
+            JobOutput::Described(labels)
         });
         let stop = StopOnDrop {
             cancelled: Arc::default(),
@@ -136,29 +136,29 @@ impl Job {
     }
 
     /// Wait for the job's result (cancel-safe: polling it again goes on waiting).
-    pub async fn prepared(&mut self) -> Prepared {
+    pub async fn prepared(&mut self) -> JobOutput {
         let prepared = match (&mut self.task).await {
             Ok(prepared) => prepared,
             Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
             Err(error) => {
                 tracing::warn!(%error, "a round's preparation was cancelled");
-                return Prepared::Cancelled;
+                return JobOutput::Cancelled;
             }
         };
         self.log_report(&prepared);
         prepared
     }
 
-    fn log_report(&self, prepared: &Prepared) {
+    fn log_report(&self, prepared: &JobOutput) {
         let seconds = self.started.elapsed().as_secs_f64();
         match (prepared, &self.then) {
-            (Prepared::Encoded { texts, reached }, _) => tracing::info!(
+            (JobOutput::Encoded { texts, reached }, _) => tracing::info!(
                 texts,
                 reached,
                 seconds,
                 "labelled material encoded ahead of applying it"
             ),
-            (Prepared::Described(labels), Then::Forward { round, .. }) => {
+            (JobOutput::Described(labels), Then::Forward { round, .. }) => {
                 let described = labels.iter().filter(|l| l.description.is_some()).count();
                 tracing::info!(
                     %round,
@@ -208,7 +208,7 @@ impl Jobs {
 
     /// The first job to report, taken out, with its result; never while there is none.
     /// Cancel-safe: dropped before a job reports, the jobs stay.
-    pub async fn next(&mut self) -> (Box<Job>, Prepared) {
+    pub async fn next(&mut self) -> (Box<Job>, JobOutput) {
         tokio::select! {
             reported = take_when_done(&mut self.describing) => reported,
             reported = take_when_done(&mut self.encoding) => reported,
@@ -224,7 +224,7 @@ impl Jobs {
 }
 
 /// The job in `slot` once it reports, taken out, with its result; never while there is none.
-async fn take_when_done(slot: &mut Option<Box<Job>>) -> (Box<Job>, Prepared) {
+async fn take_when_done(slot: &mut Option<Box<Job>>) -> (Box<Job>, JobOutput) {
     if let Some(job) = slot.as_mut() {
         let prepared = job.prepared().await;
         if let Some(job) = slot.take() {

@@ -14,7 +14,7 @@ mod forward;
 
 use forward::Forwarded;
 
-use super::job::{Job, Prepared, Then};
+use super::job::{Job, JobOutput, Then};
 use super::{now_ms, Replica};
 use crate::bounds::Bounds;
 use crate::broker::{BrokerErrorKind, LogReader, MetadataClient, Producer, Record};
@@ -251,14 +251,14 @@ impl LogSync {
         replica: &mut Replica,
         stats: &mut Stats,
         job: Box<Job>,
-        prepared: Prepared,
+        prepared: JobOutput,
     ) -> Result<(), ServeError> {
         if self.stop.phase() != Phase::Running {
             self.abandon(&job);
             return Ok(());
         }
         match (job.then, prepared) {
-            (Then::Apply { message, record }, Prepared::Encoded { .. }) => {
+            (Then::Apply { message, record }, JobOutput::Encoded { .. }) => {
                 let created = message.timestamp_ms;
                 replica.apply_decoded(message.offset(), *record, created, stats)?;
             }
@@ -268,7 +268,7 @@ impl LogSync {
                     "round forwarded by another instance"
                 );
             }
-            (Then::Forward { message, round }, Prepared::Described(labels)) => {
+            (Then::Forward { message, round }, JobOutput::Described(labels)) => {
                 let outcome = LabelOutcome::Apply(Update::Round { round, labels });
                 if self
                     .forward_outcome(replica, &message, outcome)

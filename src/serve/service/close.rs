@@ -16,7 +16,7 @@ impl Service {
         drained: bool,
     ) -> Result<ServeSummary, ServeError> {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
-        self.llm_tasks.clear();
+        self.step_tasks.clear();
         self.abandon_jobs();
         self.abort_pass();
         for task in self.deliveries.iter() {

@@ -26,8 +26,8 @@ use super::discovery_pass::{PassError, PassReport, PassSettings};
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
 use super::lag::LagProbe;
-use super::pipeline::{LlmTask, Slots, Source, Text};
-use super::replica::job::{Job, Jobs, Prepared};
+use super::pipeline::{ReadText, Slots, StepTask, Text};
+use super::replica::job::{Job, JobOutput, Jobs};
 use super::replica::sync::{LogSync, Synced};
 use super::replica::Replica;
 use super::startup::{self, Started};
@@ -62,7 +62,7 @@ struct Delivered {
     /// Outputs the broker refused (too large), see [`super::delivery::settle`].
     refused: Vec<OutputKind>,
     /// The input record, to dead-letter should an output be refused.
-    source: Option<Source>,
+    source: Option<ReadText>,
 }
 
 struct Service {
@@ -82,7 +82,7 @@ struct Service {
     /// `input.*` as the intake's pause rule wants it (derived once).
     backlog_limit: BacklogLimit,
     slots: Slots<Text>,
-    llm_tasks: FuturesUnordered<LlmTask>,
+    step_tasks: FuturesUnordered<StepTask>,
     deliveries: FuturesUnordered<JoinHandle<Delivered>>,
     stats: Stats,
     health: Arc<Health>,
@@ -143,7 +143,7 @@ pub(super) async fn run(
         intake: Intake::default(),
         backlog_limit,
         slots: Slots::default(),
-        llm_tasks: FuturesUnordered::new(),
+        step_tasks: FuturesUnordered::new(),
         deliveries: FuturesUnordered::new(),
         stats: Stats::new(metrics),
         health,
@@ -222,12 +222,12 @@ impl Service {
                 (job, prepared) = self.jobs.next(), if self.jobs.any() => {
                     self.on_job_done(job, prepared).await?;
                 }
-                Some(done) = self.llm_tasks.next(), if !self.llm_tasks.is_empty() => {
+                Some(done) = self.step_tasks.next(), if !self.step_tasks.is_empty() => {
                     self.on_llm_done(done);
                     // Every other answer already in, too: the places they free are filled
                     // together, and their texts begun side by side.
                     for _ in 0..DRAIN_AT_ONCE {
-                        match self.llm_tasks.next().now_or_never() {
+                        match self.step_tasks.next().now_or_never() {
                             Some(Some(done)) => self.on_llm_done(done),
                             _ => break,
                         }
@@ -316,7 +316,7 @@ impl Service {
 
     /// A job reported: finish what it was for, and go on syncing (not once the drain has
     /// begun: `finish` gives the job up then, and the logs are not read on).
-    async fn on_job_done(&mut self, job: Box<Job>, prepared: Prepared) -> Result<(), ServeError> {
+    async fn on_job_done(&mut self, job: Box<Job>, prepared: JobOutput) -> Result<(), ServeError> {
         let finished = self
             .logs
             .finish(&mut self.replica, &mut self.stats, job, prepared)

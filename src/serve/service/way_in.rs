@@ -8,7 +8,7 @@ use crate::broker::Position;
 use crate::broker::Record;
 use crate::events::decode;
 use crate::events::InputPosition;
-use crate::serve::pipeline::{self, Advanced, LlmDone, Source, Text};
+use crate::serve::pipeline::{self, Advanced, ReadText, StepDone, Text};
 use crate::serve::stop::Phase;
 use crate::serve::ServeError;
 use crate::telemetry::admin::Health;
@@ -87,11 +87,11 @@ impl Service {
                 received,
                 work,
             };
-            let task = pipeline::llm_task(&self.classifier, self.replica.state().engine(), &text);
+            let task = pipeline::step_task(&self.classifier, self.replica.state().engine(), &text);
             let ready = text.work.is_final();
             let id = self.slots.push(partition, offset, text, ready);
             if let Some(task) = task {
-                self.llm_tasks.push(task(id));
+                self.step_tasks.push(task(id));
             }
             if !partitions.contains(&partition) {
                 partitions.push(partition);
@@ -103,10 +103,10 @@ impl Service {
     }
 
     /// A text as read: its source record, its span, and its event decoded.
-    pub(super) fn arrive(&mut self, message: &Record) -> (Source, pipeline::Arriving) {
+    pub(super) fn arrive(&mut self, message: &Record) -> (ReadText, pipeline::Arriving) {
         let received = Instant::now();
         self.stats.text_received();
-        let source = Source {
+        let source = ReadText {
             position: InputPosition {
                 topic: message.topic.clone(),
                 partition: message.partition(),
@@ -139,7 +139,7 @@ impl Service {
         (source, arriving)
     }
 
-    pub(super) fn on_llm_done(&mut self, done: LlmDone) {
+    pub(super) fn on_llm_done(&mut self, done: StepDone) {
         if let Some((elapsed, succeeded)) = done.outcome.llm_elapsed() {
             self.stats
                 .metrics()
@@ -156,8 +156,8 @@ impl Service {
         match pipeline::advance(&self.classifier, engine, &self.stats, text, done.outcome) {
             Advanced::Stale => {}
             Advanced::Waiting => {
-                if let Some(task) = pipeline::llm_task(&self.classifier, engine, text) {
-                    self.llm_tasks.push(task(done.slot));
+                if let Some(task) = pipeline::step_task(&self.classifier, engine, text) {
+                    self.step_tasks.push(task(done.slot));
                 }
             }
             Advanced::Ready => {
