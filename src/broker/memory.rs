@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::texts::{event_queue, TextsConsumer, TextsEvent, REVOKE_ANSWER_WAIT};
+use super::texts::{event_queue, Membership, TextsConsumer, TextsEvent, REVOKE_ANSWER_WAIT};
 use super::BrokerSettings;
 use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
 use crate::broker::Position;
@@ -318,7 +318,7 @@ impl MemoryBroker {
             feeder.leave(None);
         });
         self.rebalance_later(group);
-        TextsConsumer::memory(events, handle)
+        TextsConsumer::memory(events, Box::new(handle))
     }
 
     fn rebalance_later(&self, group: &str) {
@@ -438,12 +438,14 @@ impl GroupMember {
     fn reading(&self) -> MutexGuard<'_, Reading> {
         self.reading.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
 
-    pub fn commit(&self, offsets: &[Position]) {
+impl Membership for GroupMember {
+    fn commit(&self, offsets: &[Position]) {
         self.broker.commit(&self.group, offsets);
     }
 
-    pub fn pause(&self, partitions: &[i32], pause: bool) {
+    fn pause(&self, partitions: &[i32], pause: bool) {
         {
             let mut reading = self.reading();
             for &partition in partitions {
@@ -457,7 +459,7 @@ impl GroupMember {
         self.broker.poke();
     }
 
-    pub fn positions(&self) -> Vec<Position> {
+    fn positions(&self) -> Vec<Position> {
         self.reading()
             .assigned
             .iter()
@@ -466,7 +468,7 @@ impl GroupMember {
     }
 
     /// Commit `offsets` and leave the group (the others rebalance).
-    pub fn leave(&self, offsets: Option<Vec<Position>>) {
+    fn leave(&self, offsets: Option<Vec<Position>>) {
         if let Some(offsets) = offsets {
             self.commit(&offsets);
         }
@@ -485,7 +487,9 @@ impl GroupMember {
             self.broker.rebalance_later(&self.group);
         }
     }
+}
 
+impl GroupMember {
     /// The next record to hand over: from the first assigned, unpaused partition that has one.
     fn next_record(&self) -> Option<Record> {
         let candidates: Vec<Position> = {

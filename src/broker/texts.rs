@@ -23,8 +23,6 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use tokio::sync::mpsc;
 
 use super::client::{self, KafkaProducer, Logged};
-#[cfg(any(test, feature = "memory-broker"))]
-use super::memory::GroupMember;
 use super::BrokerSettings;
 use super::ClientError;
 use super::{BrokerError, Record};
@@ -152,7 +150,17 @@ pub struct TextsConsumer {
 enum Control {
     Kafka(KafkaTexts),
     #[cfg(any(test, feature = "memory-broker"))]
-    Memory(GroupMember),
+    Memory(Box<dyn Membership>),
+}
+
+/// A group membership other than Kafka's — the in-process broker's — driven through the texts
+/// consumer (a trait, so that this file knows nothing of that broker).
+#[cfg(any(test, feature = "memory-broker"))]
+pub(super) trait Membership: Send + Sync {
+    fn commit(&self, offsets: &[Position]);
+    fn pause(&self, partitions: &[i32], pause: bool);
+    fn positions(&self) -> Vec<Position>;
+    fn leave(&self, offsets: Option<Vec<Position>>);
 }
 
 /// Event queue between a consumer and the loop.
@@ -162,7 +170,7 @@ pub(super) fn event_queue() -> (mpsc::Sender<TextsEvent>, mpsc::Receiver<TextsEv
 
 impl TextsConsumer {
     #[cfg(any(test, feature = "memory-broker"))]
-    pub(super) fn memory(events: mpsc::Receiver<TextsEvent>, member: GroupMember) -> Self {
+    pub(super) fn memory(events: mpsc::Receiver<TextsEvent>, member: Box<dyn Membership>) -> Self {
         Self {
             events,
             control: Control::Memory(member),

@@ -1,8 +1,6 @@
 //! How the engine reads an encoder's cosines: from the cosine its unrelated texts have
-//! ([`TextEncoder::unrelated_cosine`]), so that weights and thresholds set for one model mean
+//! (`TextEncoder::unrelated_cosine`), so that weights and thresholds set for one model mean
 //! the same for a model whose cosines crowd near 1 (docs/design/embedding-signal.md).
-
-use super::embedding::TextEncoder;
 
 /// Reads a cosine so that the encoder's unrelated-texts cosine is 0 and 1 is 1.
 #[derive(Clone, Copy, Debug)]
@@ -11,8 +9,8 @@ pub(crate) struct CosineScale {
 }
 
 impl CosineScale {
-    pub(crate) fn of(encoder: &dyn TextEncoder) -> Self {
-        let unrelated = encoder.unrelated_cosine();
+    /// The scale of an encoder whose unrelated texts have cosine `unrelated`.
+    pub(crate) fn of(unrelated: f64) -> Self {
         // Outside [0, 1) the reading would divide by zero or flip the order: read as is.
         Self {
             unrelated: if (0.0..0.99).contains(&unrelated) {

@@ -153,7 +153,7 @@ impl fmt::Debug for Embeddings {
 impl Embeddings {
     pub fn new(encoder: Arc<dyn TextEncoder>) -> Self {
         Self {
-            scale: CosineScale::of(encoder.as_ref()),
+            scale: CosineScale::of(encoder.unrelated_cosine()),
             encoder,
             labels: Vec::new(),
         }

@@ -10,6 +10,7 @@
 
 pub mod breaker;
 pub mod cache;
+mod detail;
 pub mod error;
 pub mod key;
 pub mod retry;

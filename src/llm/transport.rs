@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 
-use super::error::bounded;
+use super::detail::bounded;
 use super::retry::parse_retry_after;
 
 /// Bytes of a 429 / 5xx body read for its error text (the rest is not read).

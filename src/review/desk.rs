@@ -5,8 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
-
+pub use super::item::{Body, LabelView, TextItem};
 use super::memory::{BoundedMap, TextMemory};
 use super::queue::{self, AnswerError, Item, ItemKey, ItemKind, Millis, Offered, Queue, Reviewer};
 use super::tally::Tally;
@@ -37,31 +36,6 @@ pub struct DeskSettings {
     /// The bounds the service keeps on label events: an accepted proposal's round must pass
     /// them, or the service would dead-letter it.
     pub bounds: crate::bounds::Bounds,
-}
-
-/// What a queued text item holds.
-#[derive(Debug, Clone)]
-pub struct TextItem {
-    pub prediction: Prediction,
-    pub text: String,
-}
-
-#[derive(Debug, Clone)]
-pub enum Body {
-    Text(Box<TextItem>),
-    Proposal(Box<ProposalEvent>),
-}
-
-/// A label as the labels topic announced it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LabelView {
-    pub id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    #[serde(skip)]
-    pub active: bool,
 }
 
 /// A reviewer's answer.

@@ -12,6 +12,7 @@
 pub mod desk;
 pub mod exposition;
 pub mod feed;
+pub mod item;
 pub mod logins;
 mod memory;
 pub mod queue;

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::desk::{Body, LabelView};
+use super::item::{Body, LabelView};
 use super::queue::{Item, ItemKind};
 
 /// One item as the page shows it.

@@ -69,12 +69,10 @@ fn latency_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.0001, 2.0, 21))
 }
 
-/// The kinds of hallucination the service counts (the engine's `HallucinationKind` names;
-/// a test there keeps the two lists equal).
+/// The hallucination kinds counted (`HallucinationKind`'s names; a test there keeps them equal).
 pub const HALLUCINATION_KINDS: [&str; 2] = ["unknown_label", "outside_candidates"];
 
-/// The LLM circuit breaker's states, closed first (the llm module's `BreakerState` names; a
-/// test there keeps the two lists equal).
+/// The LLM breaker's states, closed first (`BreakerState`'s names; a test there keeps them equal).
 pub const BREAKER_STATES: [&str; 3] = ["closed", "open", "half_open"];
 
 /// What an LLM client has counted since it started, as the metrics take it (the llm module

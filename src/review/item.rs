@@ -1,0 +1,32 @@
+//! What a queued item holds, and the labels as the labels topic announced them: the desk keeps
+//! them, the page's view reads them.
+
+use serde::Serialize;
+
+use crate::events::proposal::ProposalEvent;
+use crate::events::Prediction;
+
+/// What a queued text item holds.
+#[derive(Debug, Clone)]
+pub struct TextItem {
+    pub prediction: Prediction,
+    pub text: String,
+}
+
+#[derive(Debug, Clone)]
+pub enum Body {
+    Text(Box<TextItem>),
+    Proposal(Box<ProposalEvent>),
+}
+
+/// A label as the labels topic announced it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LabelView {
+    pub id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip)]
+    pub active: bool,
+}
