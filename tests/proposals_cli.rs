@@ -134,7 +134,7 @@ async fn a_missing_topic_is_an_error_for_the_pass_and_empty_for_the_cli() {
     let read = {
         let mut config = gorag::config::ServeConfig::default();
         config.kafka.brokers = brokers();
-        gorag::broker::Broker::kafka(&config)
+        gorag::broker::Broker::kafka(&config.broker())
             .read_to_end("test", &missing, Duration::from_secs(20))
             .await
     };
