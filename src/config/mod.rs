@@ -192,18 +192,7 @@ impl ServeConfig {
                 client: &kafka.client,
             }
             .run(password_env, &mut errors);
-            if config.state.dir.is_none() {
-                // Unset and not found: `StateSection::dir` says so to the commands that open
-                // the state (`gorag serve`); the others never read it.
-                config.state.dir = default_state_dir(|name| {
-                    layers
-                        .env
-                        .iter()
-                        .find(|(key, _)| key == name)
-                        .map(|(_, value)| value.clone())
-                })
-                .ok();
-            }
+            state_dir::fill_in(&mut config.state, &layers.env);
             if let Some(path) = &config.engine.calibrator {
                 match crate::engine::confidence::Calibrator::read(path) {
                     Ok(calibrator) => config.engine.loaded_calibrator = Some(calibrator),

@@ -49,6 +49,20 @@ pub fn default_state_dir(var: impl Fn(&str) -> Option<String>) -> Result<PathBuf
     Ok(data.join("gorag").join("state"))
 }
 
+/// `state.dir`, when the layers left it out, set to the default under `env` (the layers'
+/// environment). Not found, it stays unset: [`super::StateSection::dir`] says so to the command
+/// that opens the state (`gorag serve`); the others never read it.
+pub(super) fn fill_in(state: &mut super::StateSection, env: &[(String, String)]) {
+    if state.dir.is_none() {
+        state.dir = default_state_dir(|name| {
+            env.iter()
+                .find(|(key, _)| key == name)
+                .map(|(_, value)| value.clone())
+        })
+        .ok();
+    }
+}
+
 impl super::StateSection {
     /// The sled database's folder: `state.dir` as configured, or the default that
     /// [`super::ServeConfig::load`] found ([`default_state_dir`]).
