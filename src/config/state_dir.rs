@@ -9,9 +9,9 @@ pub const STATE_DIR_VARS: [&str; 3] = ["GORAG_HOME", "XDG_DATA_HOME", "HOME"];
 /// `state.dir` is not set and there is no folder to put it under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "state.dir: not set, and there is no folder to default to ($GORAG_HOME/state, else \
-     $XDG_DATA_HOME/gorag/state, else $HOME/.local/share/gorag/state: none of them is set to an \
-     absolute path); set state.dir, or GORAG_HOME"
+    "state.dir: not set, and no folder to default to: GORAG_HOME, when set, must be an absolute \
+     path ($GORAG_HOME/state), and without it XDG_DATA_HOME or HOME must be one \
+     (…/gorag/state, …/.local/share/gorag/state); set state.dir, or GORAG_HOME"
 )]
 pub struct NoStateDir;
 
