@@ -3,7 +3,7 @@
 //! a short name, a description and one or two examples each, their common words shared by
 //! thousands of labels): it must grow linearly in the round's material — 10,000 labels under
 //! 1 s, 50,000 under 10 s. Peak memory, one size per process: `scripts/bench-round-size.sh`;
-//! the figures: docs/results/benchmarks.md, "Applying a round".
+//! the figures: docs/results/2026-11-28-round-apply.md, "Applying a round".
 //!
 //!   cargo bench --bench round_size
 

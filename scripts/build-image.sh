@@ -48,7 +48,10 @@ context="$(mktemp -d)"
 trap 'rm -rf "$context"' EXIT
 mkdir -p "$context/usr/local/bin"
 cp "$target/release/gorag" "$context/usr/local/bin/gorag"
+# As the Dockerfile's build stage does: the release profile keeps line tables (194 MB), the
+# image needs none (26.5 MB stripped).
 strip "$context/usr/local/bin/gorag"
+log "binary: $(du -h "$target/release/gorag" | cut -f1) with line tables, $(du -h "$context/usr/local/bin/gorag" | cut -f1) stripped"
 models=(potion-base-8M)
 build_args=()
 if [ "$embedding" = 1 ]; then

@@ -201,8 +201,7 @@ fn serve_names_a_missing_model_and_the_command_that_fetches_it() {
         .args(["serve", "--set", "llm.url=none"])
         .env("GORAG_HOME", home.path())
         .env_remove("GORAG_CONFIG")
-        // The state directory is relative (`gorag-state`): kept out of the checkout.
-        .current_dir(home.path())
+        // The state folder defaults to `$GORAG_HOME/state`: the temporary folder's.
         .output()
         .unwrap();
     assert!(!output.status.success());

@@ -78,3 +78,34 @@ fn print_config_shows_the_layers_merged() {
     assert_eq!(config["kafka"]["group_id"].as_str(), Some("from-file"));
     assert_eq!(config["llm"]["url"].as_str(), Some("none"));
 }
+
+/// The state folder is never the working directory: without `state.dir` it is under
+/// `GORAG_HOME` (or the user's data folder), and with no folder to put it under, serve asks
+/// for one before it starts anything.
+#[test]
+fn the_state_folder_defaults_to_gorag_home_and_else_is_asked_for() {
+    let home = tempfile::tempdir().unwrap();
+    let serve = |command: &mut Command| {
+        command
+            .args(["serve", "--print-config", "--set", "llm.url=none"])
+            .env_remove("GORAG__STATE__DIR")
+            .env_remove("XDG_DATA_HOME")
+            .output()
+            .unwrap()
+    };
+    let output = serve(gorag().env("GORAG_HOME", home.path()));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let config: toml::Table = String::from_utf8_lossy(&output.stdout).parse().unwrap();
+    let state = home.path().join("state");
+    assert_eq!(config["state"]["dir"].as_str(), state.to_str());
+
+    let output = serve(gorag().env_remove("GORAG_HOME").env_remove("HOME"));
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("state.dir: not set"), "{stderr}");
+    assert!(stderr.contains("set state.dir, or GORAG_HOME"), "{stderr}");
+}

@@ -20,8 +20,14 @@ pub struct ServeArgs {
     pub check_config: bool,
 }
 
+/// The configuration, with a state folder: set, or found by default (else a configuration
+/// error, before anything is connected).
 pub fn load_config(args: &ServeArgs) -> Result<ServeConfig> {
-    args.config.load(&[])
+    let config = args.config.load(&[])?;
+    if let Err(error) = config.state.dir() {
+        return Err(crate::config::ConfigErrors(vec![error.to_string()]).into());
+    }
+    Ok(config)
 }
 
 pub async fn serve(args: ServeArgs) -> Result<()> {

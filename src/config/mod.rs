@@ -20,9 +20,11 @@ use toml::{Table, Value};
 use crate::bounds::{keys, Bounds};
 
 mod sections;
+mod state_dir;
 pub use crate::broker::security::*;
 pub use crate::broker::settings::{KafkaSection, TopicsSection};
 pub use sections::*;
+pub use state_dir::*;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -61,8 +63,9 @@ impl fmt::Display for ConfigErrors {
 #[derive(Debug, Default, Clone)]
 pub struct Layers {
     pub file: Option<PathBuf>,
-    /// (name, value) of the process environment; only `GORAG__…` names and
-    /// `$GORAG_KAFKA_SASL_PASSWORD` are read.
+    /// (name, value) of the process environment; only `GORAG__…` names,
+    /// `$GORAG_KAFKA_SASL_PASSWORD` and the folders the default `state.dir` goes under
+    /// (`GORAG_HOME`, `XDG_DATA_HOME`, `HOME`: [`default_state_dir`]) are read.
     pub env: Vec<(String, String)>,
     /// `section.key=value` from `--set`.
     pub sets: Vec<String>,
@@ -132,14 +135,6 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
-    /// What the broker seam is given: the `[kafka]` and `[topics]` sections.
-    pub fn broker(&self) -> crate::broker::BrokerSettings {
-        crate::broker::BrokerSettings {
-            kafka: self.kafka.clone(),
-            topics: self.topics.clone(),
-        }
-    }
-
     /// The engine's configuration (`[engine]`, and when to ask the LLM from `[llm]`).
     pub fn engine_config(&self) -> crate::engine::EngineConfig {
         crate::engine::EngineConfig {
@@ -197,6 +192,7 @@ impl ServeConfig {
                 client: &kafka.client,
             }
             .run(password_env, &mut errors);
+            state_dir::fill_in(&mut config.state, &layers.env);
             if let Some(path) = &config.engine.calibrator {
                 match crate::engine::confidence::Calibrator::read(path) {
                     Ok(calibrator) => config.engine.loaded_calibrator = Some(calibrator),
@@ -580,10 +576,20 @@ fn toml_error(error: &toml::de::Error, text: &str) -> String {
     format!("{position}{}", error.message().trim())
 }
 
-/// Read `GORAG__…` variables and `$GORAG_KAFKA_SASL_PASSWORD` from the process environment.
+/// Read `GORAG__…` variables, `$GORAG_KAFKA_SASL_PASSWORD` and the default state folder's
+/// variables ([`STATE_DIR_VARS`]) from the process environment. Bytes that are not UTF-8 read
+/// as U+FFFD, except in a folder variable, which then counts as unset (better asked for than a
+/// folder of another name).
 pub fn process_env() -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(name, _)| name.starts_with(ENV_PREFIX) || name == SASL_PASSWORD_ENV)
+    std::env::vars_os()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            if STATE_DIR_VARS.contains(&name.as_str()) {
+                return Some((name, value.into_string().ok()?));
+            }
+            (name.starts_with(ENV_PREFIX) || name == SASL_PASSWORD_ENV)
+                .then(|| (name, value.to_string_lossy().into_owned()))
+        })
         .collect()
 }
 

@@ -330,8 +330,12 @@ impl Default for LabelsSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateSection {
-    /// The sled database (one process per directory).
-    pub dir: PathBuf,
+    /// The sled database (one process per directory). Left out: `$GORAG_HOME/state`, else
+    /// `$XDG_DATA_HOME/gorag/state`, else `~/.local/share/gorag/state`, filled in when the
+    /// configuration is loaded ([`super::default_state_dir`]); read it through
+    /// [`StateSection::dir()`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir: Option<PathBuf>,
     /// Write a full snapshot after this many logged updates (and on shutdown).
     pub snapshot_every: u64,
     /// …but not more often than this: a snapshot costs O(state), and the state grows with
@@ -348,7 +352,7 @@ pub struct StateSection {
 impl Default for StateSection {
     fn default() -> Self {
         Self {
-            dir: PathBuf::from("gorag-state"),
+            dir: None,
             snapshot_every: 1000,
             snapshot_min_interval_secs: 60.0,
             drain_timeout_secs: 30.0,
@@ -419,6 +423,16 @@ impl ReviewSection {
         }
         if !(1..=65_536).contains(&self.max_text_mb) {
             errors.push("review.max_text_mb: must be between 1 and 65536".into());
+        }
+    }
+}
+
+impl super::ServeConfig {
+    /// What the broker seam is given: the `[kafka]` and `[topics]` sections.
+    pub fn broker(&self) -> crate::broker::BrokerSettings {
+        crate::broker::BrokerSettings {
+            kafka: self.kafka.clone(),
+            topics: self.topics.clone(),
         }
     }
 }

@@ -1,3 +1,5 @@
+use std::path::Path;
+
 use super::*;
 
 fn load(file: &str, env: &[(&str, &str)], sets: &[&str]) -> Result<ServeConfig, ConfigErrors> {
@@ -274,4 +276,104 @@ fn nearest_needs_an_encoder_and_the_token_limit_a_range() {
     }
     let config = load("", &[], &["engine.embedding_max_tokens=128"]).unwrap();
     assert_eq!(config.engine.embedding_max_tokens, 128);
+}
+
+/// An environment of `vars` for [`default_state_dir`].
+fn vars<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+    move |name| {
+        vars.iter()
+            .find(|(key, _)| *key == name)
+            .map(|(_, value)| value.to_string())
+    }
+}
+
+#[test]
+fn the_default_state_folder_is_under_gorag_home_else_the_data_home() {
+    let home = |v: &[(&str, &str)]| default_state_dir(vars(v)).map(|dir| dir.display().to_string());
+    let everything = [
+        ("GORAG_HOME", "/srv/gorag"),
+        ("XDG_DATA_HOME", "/data"),
+        ("HOME", "/home/ana"),
+    ];
+    assert_eq!(home(&everything).unwrap(), "/srv/gorag/state");
+    assert_eq!(home(&everything[1..]).unwrap(), "/data/gorag/state");
+    assert_eq!(
+        home(&everything[2..]).unwrap(),
+        "/home/ana/.local/share/gorag/state"
+    );
+    // Empty is unset; a relative XDG_DATA_HOME is ignored (the XDG specification).
+    assert_eq!(
+        home(&[
+            ("GORAG_HOME", ""),
+            ("XDG_DATA_HOME", "data"),
+            ("HOME", "/h")
+        ])
+        .unwrap(),
+        "/h/.local/share/gorag/state"
+    );
+}
+
+#[test]
+fn no_default_state_folder_is_never_the_working_directory() {
+    assert_eq!(default_state_dir(vars(&[])), Err(NoStateDir));
+    assert_eq!(
+        default_state_dir(vars(&[("HOME", ""), ("XDG_DATA_HOME", "rel")])),
+        Err(NoStateDir)
+    );
+    assert_eq!(
+        default_state_dir(vars(&[("HOME", "relative/home")])),
+        Err(NoStateDir)
+    );
+    // A relative GORAG_HOME would follow the working directory: asked for, not skipped.
+    assert_eq!(
+        default_state_dir(vars(&[("GORAG_HOME", "gorag"), ("HOME", "/home/ana")])),
+        Err(NoStateDir)
+    );
+    let message = NoStateDir.to_string();
+    assert!(message.starts_with("state.dir: not set"), "{message}");
+    assert!(
+        message.contains("set state.dir, or GORAG_HOME"),
+        "{message}"
+    );
+}
+
+#[test]
+fn loading_fills_in_the_default_state_folder_and_a_set_one_wins() {
+    let config = load("", &[("HOME", "/home/ana")], &[]).unwrap();
+    assert_eq!(
+        config.state.dir().unwrap(),
+        Path::new("/home/ana/.local/share/gorag/state")
+    );
+    assert!(
+        config
+            .to_toml()
+            .contains("\ndir = \"/home/ana/.local/share/gorag/state\""),
+        "{}",
+        config.to_toml()
+    );
+    let config = load(
+        "[state]\ndir = \"/var/lib/gorag/state\"\n",
+        &[("GORAG_HOME", "/srv/gorag")],
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        config.state.dir().unwrap(),
+        Path::new("/var/lib/gorag/state")
+    );
+    let config = load("", &[("GORAG_HOME", "/srv/gorag")], &["state.dir=here"]).unwrap();
+    assert_eq!(config.state.dir().unwrap(), Path::new("here"));
+}
+
+/// Commands that never open the state load without a folder for it; `state.dir()` says what
+/// is missing to the one that does.
+#[test]
+fn a_missing_state_folder_is_an_error_only_where_it_is_read() {
+    let config = load("", &[("GORAG__KAFKA__BROKERS", "k:9092")], &[]).unwrap();
+    assert_eq!(config.state.dir(), Err(NoStateDir));
+    assert!(
+        !config.to_toml().contains("\ndir ="),
+        "{}",
+        config.to_toml()
+    );
 }

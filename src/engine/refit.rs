@@ -176,7 +176,7 @@ impl OutcomeLog {
 /// two-parameter refit many times over, and more than any round of the tuning streams brings
 /// (WOS 5-shot round 2: 53 labels × 5 examples), so their outcomes are those of scoring every
 /// example. A round of 50,000 labels costs this many retrievals, not one per example
-/// (docs/results/benchmarks.md, "Applying a round").
+/// (docs/results/2026-11-28-round-apply.md, "Applying a round").
 pub const HELD_OUT_PER_BATCH: usize = 300;
 
 /// Held-out examples from which scoring them is spread over the cores.

@@ -95,6 +95,8 @@ pub enum ServeError {
     #[error("stopped while waiting for the Kafka brokers")]
     StoppedWhileStarting,
     #[error(transparent)]
+    StateDir(#[from] crate::config::NoStateDir),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     Restore(#[from] crate::store::RestoreError),

@@ -99,7 +99,7 @@ pub async fn start(
 /// The replica as this instance's store left it, and the encoder keeping its labels' vectors.
 fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), ServeError> {
     let mut store = SledStore::open_with_cache(
-        &config.state.dir,
+        config.state.dir()?,
         config.state.cache_mb.saturating_mul(1 << 20),
     )?;
     let instance = store.instance_id()?;
