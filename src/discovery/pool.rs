@@ -181,6 +181,44 @@ impl Pool {
     }
 }
 
+/// A pool's fields, for the state's wire types (`state::codec::wire`), which mirror them: a
+/// field added to [`Pool`] must be added here, and then fails to compile there until the
+/// snapshot's layout says how it is stored.
+#[derive(Debug)]
+pub(crate) struct PoolParts {
+    pub texts: VecDeque<PooledText>,
+    pub capacity: usize,
+    pub pushed: u64,
+}
+
+impl Pool {
+    pub(crate) fn into_parts(self) -> PoolParts {
+        let Pool {
+            texts,
+            capacity,
+            pushed,
+        } = self;
+        PoolParts {
+            texts,
+            capacity,
+            pushed,
+        }
+    }
+
+    pub(crate) fn from_parts(parts: PoolParts) -> Self {
+        let PoolParts {
+            texts,
+            capacity,
+            pushed,
+        } = parts;
+        Self {
+            texts,
+            capacity,
+            pushed,
+        }
+    }
+}
+
 /// How a pool is stored: the texts' arrival scores last, in text order (where they were added).
 /// Written over borrowed texts (a snapshot need not copy them again), read into owned ones.
 #[derive(Serialize, Deserialize)]

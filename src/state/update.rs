@@ -1,8 +1,6 @@
 //! Every change to the replicated state as one value: what the service applies, logs (the state
 //! store, the changelog) and replays. The engine's changes, plus the discovery pool's.
 
-use serde::{Deserialize, Serialize};
-
 use super::codec::Retired;
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
@@ -10,9 +8,9 @@ use crate::engine::update::Update as EngineUpdate;
 use crate::engine::{Analysis, Engine, NewLabel};
 use crate::rag::Classified;
 
-/// Postcard numbers variants in order: a variant keeps its place for as long as logs that
-/// carry it are read (the formats' policy: `codec/mod.rs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Written and read as its wire layout (`codec/wire/update.rs`), whose places this enum's
+/// variants mirror (the formats' policy: `codec/mod.rs`).
+#[derive(Debug, Clone, PartialEq)]
 pub enum Update {
     /// A round of new labels (descriptions already filled in, so replay needs no LLM).
     Round {

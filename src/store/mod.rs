@@ -16,6 +16,7 @@ use thiserror::Error;
 
 use crate::engine::state::StateError;
 use crate::engine::{Engine, EngineConfig, EngineError};
+use crate::state::codec::SnapshotError;
 use crate::state::Update;
 use crate::state::{Snapshot, State};
 
@@ -43,11 +44,8 @@ pub enum StoreError {
         oldest: u32,
         newest: u32,
     },
-    #[error(
-        "the state store's snapshot cannot be read ({0}): it was written before 2026-11-26 \
-         (older snapshot layouts are no longer read) or is damaged"
-    )]
-    Snapshot(String),
+    #[error("the state store's snapshot cannot be read: {0}")]
+    Snapshot(#[from] SnapshotError),
 }
 
 /// What a store gives back on start.

@@ -1,8 +1,9 @@
 //! The sled implementation of [`StateStore`]: one tree, keys by prefix.
 //!
-//! - `format` → u32 (big-endian)
-//! - `snapshot` → postcard([`Snapshot`])
-//! - `log/<seq u64 BE>` → postcard([`Update`])
+//! - `format` → u32 (big-endian): the store format ([`STORE_FORMAT`]; a format 2 store becomes 3
+//!   in the batch that writes its first snapshot of this build)
+//! - `snapshot` → [`Snapshot::encode`] (format 2: the bare layout, read by [`Snapshot::decode`])
+//! - `log/<seq u64 BE>` → [`encode_logged`]([`Update`])
 //! - `offset/<topic>\0<partition i32 BE>` → i64 BE, the next offset to read
 //!
 //! and, with the embedding signal, a tree of its own ([`SledVectors`]): `model` → the model's
@@ -15,7 +16,9 @@ use std::path::Path;
 use sled::{Batch, Db, IVec};
 
 use super::{Offsets, Saved, StateStore, StoreError, VectorStore};
-use crate::state::codec::{STORE_FORMAT, STORE_FORMAT_OLDEST_SUPPORTED};
+use crate::state::codec::{
+    decode_logged, encode_logged, STORE_FORMAT, STORE_FORMAT_OLDEST_SUPPORTED,
+};
 use crate::state::Snapshot;
 use crate::state::Update;
 
@@ -29,6 +32,8 @@ const VECTORS_MODEL_KEY: &[u8] = b"model";
 
 pub struct SledStore {
     db: Db,
+    /// The store's format, as its `format` key says.
+    format: u32,
     next_seq: u64,
     log_len: u64,
 }
@@ -86,9 +91,10 @@ impl SledStore {
                 StoreError::Sled(source)
             }
         })?;
-        match db.get(FORMAT_KEY)? {
+        let format = match db.get(FORMAT_KEY)? {
             None => {
                 db.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes())?;
+                STORE_FORMAT
             }
             Some(value) => {
                 let found = u32::from_be_bytes(be_bytes(FORMAT_KEY, &value)?);
@@ -99,8 +105,9 @@ impl SledStore {
                         newest: STORE_FORMAT,
                     });
                 }
+                found
             }
-        }
+        };
         let mut next_seq = 0;
         let mut log_len = 0;
         for entry in db.scan_prefix(LOG_PREFIX).keys() {
@@ -111,6 +118,7 @@ impl SledStore {
         }
         Ok(Self {
             db,
+            format,
             next_seq,
             log_len,
         })
@@ -192,15 +200,13 @@ impl VectorStore for SledVectors {
 impl StateStore for SledStore {
     fn load(&self) -> Result<Saved, StoreError> {
         let snapshot = match self.db.get(SNAPSHOT_KEY)? {
-            Some(bytes) => {
-                Some(Snapshot::decode(&bytes).map_err(|e| StoreError::Snapshot(e.to_string()))?)
-            }
+            Some(bytes) => Some(Snapshot::decode(&bytes, self.format)?),
             None => None,
         };
         let mut log = Vec::new();
         for entry in self.db.scan_prefix(LOG_PREFIX) {
             let (key, value) = entry?;
-            log.push(postcard::from_bytes::<Update>(&value).map_err(|e| corrupt(&key, e))?);
+            log.push(decode_logged(&value).map_err(|e| corrupt(&key, e))?);
         }
         let mut offsets = Offsets::new();
         for entry in self.db.scan_prefix(OFFSET_PREFIX) {
@@ -227,7 +233,7 @@ impl StateStore for SledStore {
     fn record(&mut self, updates: &[Update], offsets: &Offsets) -> Result<(), StoreError> {
         let mut batch = Batch::default();
         for (seq, update) in (self.next_seq..).zip(updates) {
-            let bytes = postcard::to_stdvec(update).map_err(|e| corrupt(LOG_PREFIX, e))?;
+            let bytes = encode_logged(update).map_err(|e| corrupt(LOG_PREFIX, e))?;
             batch.insert(log_key(seq), bytes);
         }
         for ((topic, partition), offset) in offsets {
@@ -240,13 +246,18 @@ impl StateStore for SledStore {
     }
 
     fn snapshot(&mut self, state: &Snapshot) -> Result<(), StoreError> {
-        let bytes = postcard::to_stdvec(state).map_err(|e| corrupt(SNAPSHOT_KEY, e))?;
+        let bytes = state.encode().map_err(|e| corrupt(SNAPSHOT_KEY, e))?;
         let mut batch = Batch::default();
         batch.insert(SNAPSHOT_KEY, bytes);
+        if self.format != STORE_FORMAT {
+            // The log's layout is the same in both: the snapshot alone makes it this format.
+            batch.insert(FORMAT_KEY, &STORE_FORMAT.to_be_bytes());
+        }
         for key in self.log_keys()? {
             batch.remove(key);
         }
         self.db.apply_batch(batch)?;
+        self.format = STORE_FORMAT;
         self.log_len = 0;
         Ok(())
     }
@@ -275,6 +286,7 @@ impl StateStore for SledStore {
 mod tests {
     use super::*;
     use crate::engine::{Engine, EngineConfig, NewLabel};
+    use crate::state::codec::wire::sample;
     use crate::state::State;
 
     fn round(id: &str) -> Update {
@@ -326,6 +338,39 @@ mod tests {
                 Err(other) => panic!("{other}"),
             }
         }
+    }
+
+    /// A format 2 store (its snapshot bare) is read as it is, and becomes format 3 in the batch
+    /// that writes its next snapshot.
+    #[test]
+    fn a_format_2_store_becomes_format_3_with_its_next_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = sled::open(dir.path()).unwrap();
+            db.insert(FORMAT_KEY, &2u32.to_be_bytes()).unwrap();
+            let bare = postcard::to_stdvec(&sample::snapshot_v2()).unwrap();
+            db.insert(SNAPSHOT_KEY, bare).unwrap();
+            db.flush().unwrap();
+        }
+        let format = |store: &SledStore| store.db.get(FORMAT_KEY).unwrap().unwrap().to_vec();
+        let snapshot = {
+            let mut store = reopen(dir.path());
+            let snapshot = store.load().unwrap().snapshot.unwrap();
+            store.record(&[round("a")], &offsets(1)).unwrap();
+            assert_eq!(
+                format(&store),
+                2u32.to_be_bytes(),
+                "logging keeps the format"
+            );
+            store.snapshot(&snapshot).unwrap();
+            assert_eq!(format(&store), 3u32.to_be_bytes());
+            store.flush().unwrap();
+            snapshot
+        };
+        let store = reopen(dir.path());
+        let saved = store.load().unwrap();
+        assert_eq!(saved.snapshot, Some(snapshot));
+        assert!(saved.log.is_empty());
     }
 
     #[test]

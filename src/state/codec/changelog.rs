@@ -14,21 +14,24 @@
 //! of texts that matched no label (an empty label). An older build cannot read what this one writes:
 //! upgrade every replica together.
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use thiserror::Error;
 
+use super::wire::learn_view::{LearnedChangeRef, LearnsRecordRef};
+use super::wire::record::{RecordV9, VersionedRecord};
+use super::wire::WireError;
 use super::{CHANGELOG_OLDEST_SUPPORTED, CHANGELOG_VERSION};
 use crate::discovery::PoolNote;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
 use crate::state::Update;
 
-/// Postcard's number for [`Change::Learned`] (its place in the enum).
-const LEARNED_VARIANT: u32 = 5;
 /// First byte of a postcard record (a JSON record starts with `{`).
 pub(super) const POSTCARD_MARKER: u8 = 0xC2;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A record as the service handles it; written and read through its wire layout
+/// ([`VersionedRecord`]).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ChangeRecord {
     pub version: u32,
     /// The instance that wrote it: it alone dead-letters a label event the log refuses.
@@ -36,10 +39,10 @@ pub struct ChangeRecord {
     pub change: Change,
 }
 
-/// What a record changes. Postcard numbers variants by place: the retired places held record
-/// kinds of versions this build no longer reads (see `mod.rs`), and nothing decodes as them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// What a record changes. The retired places mirror the wire's (`wire::record::ChangeV9`):
+/// they held record kinds of versions this build no longer reads (see `mod.rs`), and nothing
+/// decodes as them.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Place 0: learn records of version 2.
     #[doc(hidden)]
@@ -63,17 +66,17 @@ pub enum Change {
     Retired4(Retired),
     /// Online indexing of the texts one instance finished together, in finishing order (offset
     /// order per partition), with their discovery notes ([`learn_records`] writes it from
-    /// borrowed texts as variant [`LEARNED_VARIANT`]).
+    /// borrowed texts).
     Learned { texts: Vec<LearnedText> },
 }
 
-/// A retired place in [`Change`]: it has no value, so nothing decodes as it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A retired place in [`Change`] and [`Update`]: it has no value, so nothing holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Retired {}
 
 /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
 /// a crash or rebalance may be learned again by someone; only the first counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LearnedText {
     pub partition: i32,
     pub offset: i64,
@@ -88,8 +91,7 @@ pub struct LearnedText {
     pub note: Option<PoolNote>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum LabelOutcome {
     Apply(Update),
     /// Refused before it reached the engine (undecodable, or an invalid round).
@@ -101,8 +103,7 @@ pub enum LabelOutcome {
 }
 
 /// Where a label event was refused (the dead letter's `gorag.stage`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RejectStage {
     Decode,
     Apply,
@@ -114,30 +115,6 @@ impl RejectStage {
             RejectStage::Decode => "decode",
             RejectStage::Apply => "apply",
         }
-    }
-}
-
-/// A learn record as written, over borrowed texts: the same bytes as a [`ChangeRecord`] holding
-/// [`Change::Learned`].
-#[derive(Serialize)]
-struct LearnsRecord<'a> {
-    version: u32,
-    origin: &'a str,
-    change: LearnedChange<'a>,
-}
-
-/// [`Change::Learned`] over borrowed texts.
-struct LearnedChange<'a> {
-    texts: &'a [LearnedText],
-}
-
-impl Serialize for LearnedChange<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStructVariant;
-        let mut variant =
-            serializer.serialize_struct_variant("Change", LEARNED_VARIANT, "learned", 1)?;
-        variant.serialize_field("texts", self.texts)?;
-        variant.end()
     }
 }
 
@@ -164,10 +141,11 @@ fn split_learns(
     if texts.is_empty() {
         return Ok(());
     }
-    let record = LearnsRecord {
+    // The same bytes as a `RecordV9` of these texts, without copying them into one.
+    let record = LearnsRecordRef {
         version: CHANGELOG_VERSION,
         origin,
-        change: LearnedChange { texts },
+        change: LearnedChangeRef { texts },
     };
     let payload = postcard::to_extend(&record, vec![POSTCARD_MARKER])?;
     if payload.len() <= limit || texts.len() == 1 {
@@ -177,12 +155,6 @@ fn split_learns(
     let (first, second) = texts.split_at(texts.len() / 2);
     split_learns(origin, first, limit, out)?;
     split_learns(origin, second, limit, out)
-}
-
-/// `record` as postcard behind the marker byte.
-fn with_marker<T: Serialize>(record: &T) -> Vec<u8> {
-    // Plain data in memory: serialising cannot fail.
-    postcard::to_extend(record, vec![POSTCARD_MARKER]).unwrap_or_default()
 }
 
 /// Why a changelog record cannot be read (with the decoder's words, where it has some).
@@ -207,6 +179,8 @@ pub enum ChangeDecodeError {
          replica runs the same build"
     )]
     TooNew(u32),
+    #[error("{0}: the record is damaged")]
+    Wire(#[from] WireError),
 }
 
 impl ChangeDecodeError {
@@ -229,8 +203,12 @@ struct JsonRecord {
 }
 
 impl ChangeRecord {
+    /// The record as postcard behind the marker byte, in the layout of its version's
+    /// ([`RecordV9`]: this build writes no other).
     pub fn encode(&self) -> Vec<u8> {
-        with_marker(self)
+        // Plain data in memory: serialising cannot fail.
+        postcard::to_extend(&RecordV9::from(self.clone()), vec![POSTCARD_MARKER])
+            .unwrap_or_default()
     }
 
     /// A record of a version this build reads, or why not. The version (the first field) is
@@ -259,6 +237,10 @@ impl ChangeRecord {
         if versioned && version > CHANGELOG_VERSION {
             return Err(ChangeDecodeError::TooNew(version));
         }
-        postcard::from_bytes(body).map_err(postcard_error)
+        // Versions outside the supported ones that did not read as records: not records.
+        let record = VersionedRecord::decode(version, body)
+            .ok_or(ChangeDecodeError::NotARecord)?
+            .map_err(postcard_error)?;
+        Ok(record.try_into()?)
     }
 }

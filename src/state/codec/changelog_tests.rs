@@ -2,6 +2,7 @@
 //! refused.
 
 use super::changelog::POSTCARD_MARKER;
+use super::wire::record::ReasonV9;
 use super::*;
 use crate::discovery::{PoolNote, Unexplained};
 use crate::engine::correct::CorrectionKind;
@@ -169,7 +170,7 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
         (None, CorrectionKind::Audit, 9),
     ] {
         let update = correction(label, kind);
-        let bytes = postcard::to_stdvec(&update).unwrap();
+        let bytes = encode_logged(&update).unwrap();
         assert_eq!(bytes[0], number, "{update:?}");
         let record = ChangeRecord {
             version: CHANGELOG_VERSION,
@@ -190,7 +191,7 @@ fn corrections_and_audits_keep_their_postcard_numbers_and_round_trip() {
 fn rejection_reasons_keep_their_postcard_numbers_and_round_trip() {
     for (number, reason) in Reason::ALL.into_iter().enumerate() {
         assert_eq!(
-            postcard::to_stdvec(&reason).unwrap(),
+            postcard::to_stdvec(&ReasonV9::from(reason)).unwrap(),
             [number as u8],
             "{reason}"
         );
@@ -274,13 +275,15 @@ fn records_are_postcard_behind_a_marker_and_other_versions_are_refused() {
         let error = ChangeRecord::decode(other).unwrap_err();
         assert!(!error.is_version(), "{other:?}: {error}");
     }
-    // A supported version naming a retired place decodes as nothing.
+    // A supported version naming a retired place is refused, and not as another build's.
     let mut retired = at(CHANGELOG_VERSION);
     retired[5] = 4; // marker, version, origin ("i1": length and two bytes), then the variant
-    assert!(matches!(
-        ChangeRecord::decode(&retired),
-        Err(ChangeDecodeError::Postcard(_))
-    ));
+    let error = ChangeRecord::decode(&retired).unwrap_err();
+    assert_eq!(
+        error,
+        ChangeDecodeError::Wire(WireError::Retired("Change place 4"))
+    );
+    assert!(!error.is_version());
 }
 
 #[test]

@@ -2,10 +2,18 @@
 //!
 //! - **The changelog record** (`changelog.rs`): what the changelog topic carries — label events
 //!   as forwarded, learned texts — postcard behind a marker byte, numbered by
-//!   [`CHANGELOG_VERSION`].
-//! - **The snapshot** (`snapshot.rs`): the whole state as the store saves it.
+//!   [`CHANGELOG_VERSION`] in its first field.
+//! - **The snapshot** (`snapshot.rs`): the whole state as the store saves it, in an envelope
+//!   (`envelope.rs`: a header with its version, a CRC-32 footer) numbered by
+//!   [`SNAPSHOT_VERSION`].
 //! - **The store** (`crate::store::sled_store`): sled's keys (snapshot, logged
-//!   [`super::Update`]s, offsets), numbered by [`STORE_FORMAT`] in its `format` key.
+//!   [`super::Update`]s as `log.rs` writes them, offsets), numbered by [`STORE_FORMAT`] in its
+//!   `format` key.
+//!
+//! What is written is the codec's own **wire types** (`wire/`), one per layout and version,
+//! converted from and to the engine's and discovery's types; those derive serde for other
+//! uses, but no format writes them directly, so a change in `src/engine/` fails to compile in
+//! `wire/` rather than silently change the bytes.
 //!
 //! # Compatibility policy
 //!
@@ -14,10 +22,13 @@
 //! is refused with a message that says what to do, never skipped silently (replicas would
 //! diverge). Postcard writes a struct as its fields in order, with no names and no count, and
 //! an enum variant by its place. So a variant may be appended (older data still reads), and
-//! keeps its place for good (a retired one becomes a placeholder nothing decodes as); but a
-//! field added to a persisted struct changes its layout — older data no longer decodes as the
-//! new struct (postcard applies no `#[serde(default)]`) — so it needs a new version, or an
-//! explicit decode of the older layout kept beside the new one.
+//! keeps its place for good (a retired one becomes a unit placeholder that converts to an
+//! error); a field added to a persisted struct changes its layout. Either way the version is
+//! raised (an older build then refuses the newer data by its number rather than misreads it),
+//! and a changed layout is new wire types beside the old ones, which stay to read older data.
+//! The golden files (`tests/fixtures/formats/`, checked by `wire/golden_tests.rs`) hold each
+//! version's sample as bytes and as a layout: a wire type changed without a new version fails
+//! there. docs/design/formats.md says how to add a version.
 //!
 //! Raising an oldest-supported bound drops formats; it is said in the release notes with how
 //! to rebuild:
@@ -35,19 +46,26 @@
 //! is refused when its snapshot fails to decode, with the same advice.
 //!
 //! Compatibility is tested on files the previous build wrote: `tests/state_compat.rs` (a
-//! state folder) and `tests/changelog_compat.rs` (a changelog).
+//! state folder) and `tests/changelog_compat.rs` (a changelog); and on the golden files.
 
 mod changelog;
+mod envelope;
+mod log;
 mod snapshot;
+pub(crate) mod wire;
 
 #[cfg(test)]
 mod changelog_tests;
+#[cfg(test)]
+mod snapshot_tests;
 
 pub use changelog::{
     learn_records, Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
     Retired,
 };
-pub use snapshot::Snapshot;
+pub use log::{decode_logged, encode_logged, LogDecodeError};
+pub use snapshot::{Snapshot, SnapshotError};
+pub use wire::WireError;
 
 /// The changelog record version this build writes.
 pub const CHANGELOG_VERSION: u32 = 9;
@@ -55,11 +73,17 @@ pub const CHANGELOG_VERSION: u32 = 9;
 /// the discovery note; 6 (corrections), 7 (audited corrections), 8 (the `over_limit`
 /// rejection reason) and 9 (corrections to none of the labels, the `no_match` pooling reason,
 /// and learn records of texts that matched no label, whose label is empty) only appended enum
-/// variants or gave a field a value it never had, so version 5's records read as they are.
+/// variants or gave a field a value it never had, so version 5's records read as they are
+/// (one layout, `wire::record::RecordV9`).
 pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 5;
 
-/// The state store format this build writes (the snapshot layout with confidence outcomes,
-/// postcard updates in the log).
-pub const STORE_FORMAT: u32 = 2;
-/// The oldest state store format this build reads.
+/// The state store format this build writes: 3, the snapshot in its envelope (postcard
+/// updates in the log, as in 2). A format 2 store is read as it is and becomes format 3 when
+/// its next snapshot is written.
+pub const STORE_FORMAT: u32 = 3;
+/// The oldest state store format this build reads: 2, the bare snapshot layout with confidence
+/// outcomes.
 pub const STORE_FORMAT_OLDEST_SUPPORTED: u32 = 2;
+/// The snapshot layout this build writes, the version in its envelope: numbered as the store
+/// format that brought it (a later store format may keep it).
+pub const SNAPSHOT_VERSION: u32 = 3;

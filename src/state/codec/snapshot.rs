@@ -1,63 +1,117 @@
-//! The replicated state as the store persists it: one layout, that of store format
-//! [`super::STORE_FORMAT`] (the policy, and what older layouts were dropped: `mod.rs`).
+//! The replicated state as the store persists it: held in memory as the newest layout
+//! ([`SnapshotV3`]), written in the envelope (`envelope.rs`), read from every store format this
+//! build supports (the policy: `mod.rs`).
 
-use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
+use thiserror::Error;
 
+use super::envelope;
+use super::wire::snapshot::{SnapshotV3, VersionedSnapshot};
+use super::SNAPSHOT_VERSION;
 use crate::discovery::Pool;
-use crate::engine::confidence::Outcome;
-use crate::engine::index::{IndexDoc, SpreadState};
-use crate::engine::state::{EngineState, GraphState};
-use crate::engine::tfidf::CorpusStats;
-use crate::engine::LabelInfo;
+use crate::engine::state::EngineState;
 
-/// The engine's state with the discovery pool between its fields: each field sits where it was
-/// added (the pool, then the label spread, then the outcomes, last).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Snapshot {
-    graph: GraphState,
-    stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    index: Vec<IndexDoc>,
-    label_version: u64,
-    last_round: Option<String>,
-    /// Texts the active labels explain poorly (emerging-class discovery).
-    pool: Pool,
-    spread: SpreadState,
-    /// Confidence outcomes (the refit's data).
-    outcomes: Vec<Outcome>,
+/// The engine's state and the discovery pool, ready to write (converted once, when taken).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot(SnapshotV3);
+
+/// Why a snapshot cannot be read (or, for [`SnapshotError::Encode`], written).
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SnapshotError {
+    #[error("the snapshot is {0} bytes, too short for its envelope: it is torn or damaged")]
+    Truncated(usize),
+    #[error("the snapshot does not begin as gorag's snapshots do: it is damaged")]
+    NotASnapshot,
+    #[error(
+        "the snapshot's checksum is {computed:08x} where {stored:08x} was written: it is torn \
+         or damaged"
+    )]
+    Checksum { stored: u32, computed: u32 },
+    #[error(
+        "snapshot version {0} was written by a newer gorag (this build reads versions 2 to \
+         {SNAPSHOT_VERSION}): upgrade this replica"
+    )]
+    TooNew(u32),
+    #[error("snapshot version {0} is not one an envelope holds: the snapshot is damaged")]
+    Unknown(u32),
+    #[error(
+        "the store format 2 snapshot cannot be read ({0}): it was written before 2026-11-26 \
+         (older snapshot layouts are no longer read) or is damaged"
+    )]
+    Unversioned(String),
+    #[error("snapshot version {version} cannot be decoded ({detail}): it is damaged")]
+    Postcard { version: u32, detail: String },
+    #[error("snapshot version {version} has {bytes} bytes after the state: it is damaged")]
+    Trailing { version: u32, bytes: usize },
+    #[error("the snapshot cannot be encoded: {0}")]
+    Encode(String),
 }
 
 impl Snapshot {
     pub fn new(engine: EngineState, pool: Pool) -> Self {
-        Self {
-            graph: engine.graph,
-            stats: engine.stats,
-            labels: engine.labels,
-            index: engine.index,
-            label_version: engine.label_version,
-            last_round: engine.last_round,
-            pool,
-            spread: engine.spread,
-            outcomes: engine.outcomes,
-        }
+        Self(SnapshotV3::new(engine, pool))
     }
 
     pub fn into_parts(self) -> (EngineState, Pool) {
-        let engine = EngineState {
-            graph: self.graph,
-            stats: self.stats,
-            labels: self.labels,
-            index: self.index,
-            label_version: self.label_version,
-            last_round: self.last_round,
-            spread: self.spread,
-            outcomes: self.outcomes,
-        };
-        (engine, self.pool)
+        self.0.into_parts()
     }
 
-    /// Decode a postcard snapshot of this layout.
-    pub fn decode(bytes: &[u8]) -> Result<Self, postcard::Error> {
-        postcard::from_bytes::<Self>(bytes)
+    /// The snapshot as this build writes it: the newest layout in the envelope.
+    pub fn encode(&self) -> Result<Vec<u8>, SnapshotError> {
+        envelope::seal(SNAPSHOT_VERSION, &self.0).map_err(|e| SnapshotError::Encode(e.to_string()))
     }
+
+    /// The snapshot a store of `store_format` holds in `bytes` (store format 2 wrote it bare).
+    pub fn decode(bytes: &[u8], store_format: u32) -> Result<Self, SnapshotError> {
+        Ok(Self(decode_versioned(bytes, store_format)?.into_newest()))
+    }
+
+    #[cfg(test)]
+    pub(crate) fn wire(&self) -> &SnapshotV3 {
+        &self.0
+    }
+}
+
+impl From<SnapshotV3> for Snapshot {
+    fn from(wire: SnapshotV3) -> Self {
+        Self(wire)
+    }
+}
+
+// A new snapshot version is a new arm below: raise this with it.
+const _: () = assert!(SNAPSHOT_VERSION == 3);
+
+/// The layout `bytes` hold, by the store's format and then the envelope's version.
+pub(crate) fn decode_versioned(
+    bytes: &[u8],
+    store_format: u32,
+) -> Result<VersionedSnapshot, SnapshotError> {
+    if store_format < 3 {
+        // Bare postcard, as format 2 wrote it (extra bytes were never checked: not now either).
+        return postcard::from_bytes(bytes)
+            .map(VersionedSnapshot::V2)
+            .map_err(|e| SnapshotError::Unversioned(e.to_string()));
+    }
+    let (version, payload) = envelope::open(bytes)?;
+    match version {
+        3 => whole(version, payload).map(VersionedSnapshot::V3),
+        newer if newer > SNAPSHOT_VERSION => Err(SnapshotError::TooNew(newer)),
+        other => Err(SnapshotError::Unknown(other)),
+    }
+}
+
+/// `payload` decoded as `T`, every byte of it.
+fn whole<T: DeserializeOwned>(version: u32, payload: &[u8]) -> Result<T, SnapshotError> {
+    let (value, rest) =
+        postcard::take_from_bytes::<T>(payload).map_err(|e| SnapshotError::Postcard {
+            version,
+            detail: e.to_string(),
+        })?;
+    if !rest.is_empty() {
+        return Err(SnapshotError::Trailing {
+            version,
+            bytes: rest.len(),
+        });
+    }
+    Ok(value)
 }
