@@ -339,6 +339,9 @@ fn sibling_imports() -> BTreeMap<(Vec<String>, String, String), String> {
     let modules: Vec<Vec<String>> = files.iter().map(|p| module_path(p)).collect();
     let mut edges = BTreeMap::new();
     for (path, module) in files.iter().zip(&modules) {
+        if is_test_module(path) {
+            continue;
+        }
         let text = std::fs::read_to_string(path).expect("readable source");
         for named in named_paths(&text, module) {
             // The longest prefix of the path that is a module of the tree.
@@ -368,6 +371,37 @@ fn sibling_imports() -> BTreeMap<(Vec<String>, String, String), String> {
         }
     }
     edges
+}
+
+/// Whether a file is a module its parent declares under `#[cfg(test)]` (tests may use
+/// anything).
+fn is_test_module(path: &Path) -> bool {
+    let Some(name) = path.file_stem().and_then(|n| n.to_str()) else {
+        return false;
+    };
+    let (name, folder) = if name == "mod" {
+        let folder = path.parent().unwrap_or(path);
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        (name, folder.parent().unwrap_or(folder))
+    } else {
+        (name, path.parent().unwrap_or(path))
+    };
+    let parents = [
+        folder.join("mod.rs"),
+        folder.join("lib.rs"),
+        folder.with_extension("rs"),
+    ];
+    parents.iter().any(|parent| {
+        let text = std::fs::read_to_string(parent).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        lines.windows(2).any(|pair| {
+            pair[0] == "#[cfg(test)]"
+                && (pair[1] == format!("mod {name};") || pair[1] == format!("pub mod {name};"))
+        })
+    })
 }
 
 #[test]

@@ -52,6 +52,7 @@ mod changelog;
 mod envelope;
 mod log;
 mod snapshot;
+mod snapshot_error;
 pub(crate) mod wire;
 
 #[cfg(test)]
