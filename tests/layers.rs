@@ -383,7 +383,7 @@ fn no_import_loop_anywhere_in_src() {
         let mut seen = vec![to.clone()];
         let mut frontier = vec![to.clone()];
         while let Some(at) = frontier.pop() {
-            for ((p, f, t), _) in &edges {
+            for (p, f, t) in edges.keys() {
                 if p == parent && *f == at && !seen.contains(t) {
                     seen.push(t.clone());
                     frontier.push(t.clone());

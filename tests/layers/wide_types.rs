@@ -160,7 +160,7 @@ fn attributes_and_item(header: &str) -> (&str, &str) {
 /// Whether an item header is a function's (`pub(crate) const fn name…`).
 fn is_fn(item: &str) -> bool {
     let words: Vec<&str> = item.split_whitespace().take(6).collect();
-    words.iter().any(|w| *w == "fn")
+    words.contains(&"fn")
         && words
             .iter()
             .take_while(|w| **w != "fn")
@@ -169,8 +169,9 @@ fn is_fn(item: &str) -> bool {
 
 #[test]
 fn no_type_has_more_than_25_inherent_methods() {
-    let wide: Vec<String> = inherent_methods()
-        .into_iter()
+    let methods = inherent_methods();
+    let wide: Vec<String> = methods
+        .iter()
         .filter(|(name, (count, _))| {
             *count > MOST_METHODS && !WIDE_TYPES_NOT_YET_SPLIT.contains(&name.as_str())
         })
@@ -186,7 +187,7 @@ fn no_type_has_more_than_25_inherent_methods() {
         .iter()
         .copied()
         .filter(|name| {
-            inherent_methods()
+            methods
                 .get(*name)
                 .is_none_or(|(count, _)| *count <= MOST_METHODS)
         })
