@@ -182,7 +182,10 @@ fn embedding(c: &mut Criterion) {
             let label = corpus.label();
             let text = corpus.text(label);
             let mut analysis = engine.analyze(&text);
-            engine.embed_query(&mut analysis, &text).map(|()| analysis)
+            engine
+                .analyzer()
+                .embed_query(&mut analysis, &text)
+                .map(|()| analysis)
         })
         .collect::<Result<_, _>>()
         .unwrap_or_default();
@@ -193,7 +196,7 @@ fn embedding(c: &mut Criterion) {
         group.bench_function(format!("retrieve/hybrid-{name}"), |b| {
             b.iter(|| {
                 next = (next + 1) % queries.len().max(1);
-                queries.get(next).map(|q| engine.retrieve(q))
+                queries.get(next).map(|q| engine.retriever().retrieve(q))
             })
         });
     }

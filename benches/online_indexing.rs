@@ -51,7 +51,7 @@ fn online_indexing(c: &mut Criterion) {
                 },
                 |(text, label)| {
                     let analysis = engine.analyze(&text);
-                    let retrieval = engine.retrieve(&analysis);
+                    let retrieval = engine.retriever().retrieve(&analysis);
                     // Half the decisions confident, as on the WOS stream.
                     confident = !confident;
                     engine.learn(&analysis, &label, confident);

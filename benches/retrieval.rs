@@ -71,7 +71,7 @@ fn retrieval(c: &mut Criterion) {
             |b, qs| {
                 b.iter(|| {
                     next = (next + 1) % qs.len();
-                    engine.retrieve(&qs[next])
+                    engine.retriever().retrieve(&qs[next])
                 })
             },
         );
@@ -94,7 +94,7 @@ fn retrieval(c: &mut Criterion) {
             |b, qs| {
                 b.iter(|| {
                     next = (next + 1) % qs.len();
-                    other.retrieve(&qs[next])
+                    other.retriever().retrieve(&qs[next])
                 })
             },
         );

@@ -30,10 +30,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let started = Instant::now();
     for text in &texts {
         let analysis = engine.analyze(text);
-        let retrieval = engine.retrieve(&analysis)?;
+        let retrieval = engine.retriever().retrieve(&analysis)?;
         let answer = retrieval.candidates.first().cloned();
-        let decision = engine.decide(&retrieval, answer.as_deref());
-        let confident = engine.is_confident(&retrieval, &decision);
+        let decision = engine.decisions().decide(&retrieval, answer.as_deref());
+        let confident = engine.decisions().is_confident(&retrieval, &decision);
         engine.learn(&analysis, &decision.label, confident);
     }
     let seconds = started.elapsed().as_secs_f64();

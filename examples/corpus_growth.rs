@@ -46,7 +46,7 @@ fn main() -> Result<(), String> {
         let t0 = Instant::now();
         let analysis = engine.analyze(&text);
         let t1 = Instant::now();
-        let retrieval = engine.retrieve(&analysis);
+        let retrieval = engine.retriever().retrieve(&analysis);
         let t2 = Instant::now();
         let phrases_before = engine.stats().phrase_count();
         engine.learn(&analysis, &synthetic::label_id(label), i % 2 == 0);

@@ -127,7 +127,7 @@ impl Classifier {
     /// Whether a text has a [`Preliminary`] step before [`Self::prepare`]: the LLM's keywords,
     /// the query's sentence vector, or both.
     pub fn has_preliminary(&self, engine: &Engine) -> bool {
-        self.asks_for_keywords() || engine.query_encoder().is_some()
+        self.asks_for_keywords() || engine.analyzer().query_encoder().is_some()
     }
 
     /// Step 1: what may take a while before the candidates — the LLM's keywords (LLM keyword
@@ -202,7 +202,7 @@ impl Classifier {
         let started = Instant::now();
         let keywords = &preliminary.keywords;
         let mut analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
-            Some(answer) => engine.analyze_with_llm_keywords(text, answer),
+            Some(answer) => engine.analyzer().analyze_with_llm_keywords(text, answer),
             None => engine.analyze(text),
         });
         // The embedding signal (when on) is part of the text's analysis; without a vector the
@@ -217,13 +217,18 @@ impl Classifier {
         // The preliminary step's time (LLM keywords, encoding) counts as the keywords stage.
         let keywords_time = preliminary.elapsed + started.elapsed();
         let started = Instant::now();
-        let retrieval = tracing::info_span!("retrieve").in_scope(|| engine.retrieve(&analysis))?;
+        let retrieval =
+            tracing::info_span!("retrieve").in_scope(|| engine.retriever().retrieve(&analysis))?;
         // The LLM is asked only where retrieval alone is not confident enough.
         let prompt = self
             .llm
             .as_ref()
-            .filter(|_| engine.should_ask(&retrieval))
-            .map(|_| engine.classification_prompt(&retrieval, text, &analysis));
+            .filter(|_| engine.decisions().should_ask(&retrieval))
+            .map(|_| {
+                engine
+                    .decisions()
+                    .classification_prompt(&retrieval, text, &analysis)
+            });
         Ok(Prepared {
             analysis,
             retrieval,
@@ -292,10 +297,13 @@ impl Classifier {
             }
             None => (None, Vec::new()),
         };
-        let decision =
-            engine.decide_with_alternatives(&retrieval, raw_answer.as_deref(), &alternatives);
-        let llm_changed =
-            raw_answer.is_some() && decision.label != engine.decide(&retrieval, None).label;
+        let decision = engine.decisions().decide_with_alternatives(
+            &retrieval,
+            raw_answer.as_deref(),
+            &alternatives,
+        );
+        let llm_changed = raw_answer.is_some()
+            && decision.label != engine.decisions().decide(&retrieval, None).label;
         Classified {
             analysis,
             retrieval,
@@ -320,7 +328,11 @@ impl Classifier {
     pub async fn classify(&self, engine: &Engine, text: &str) -> Result<Classified, EngineError> {
         let max_chars = engine.config().max_prompt_chars;
         let preliminary = self
-            .preliminary(text.to_string(), max_chars, engine.query_encoder())
+            .preliminary(
+                text.to_string(),
+                max_chars,
+                engine.analyzer().query_encoder(),
+            )
             .await;
         let prepared = self.prepare(engine, text, preliminary)?;
         let answer = self.answer(prepared.prompt.as_ref()).await;

@@ -220,7 +220,9 @@ impl Session {
             .await
             .map_err(|e| engine_rejection(&e))?;
         let index_started = Instant::now();
-        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+        let confident = engine
+            .decisions()
+            .is_confident(&classified.retrieval, &classified.decision);
         // A text id this state learned or was told about already teaches nothing again (a
         // rerun of the same file).
         let seen = self

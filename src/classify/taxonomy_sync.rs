@@ -43,7 +43,7 @@ pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync
         let mut new = Vec::new();
         for spec in labels {
             named.insert(spec.id.clone());
-            match engine.label(&spec.id) {
+            match engine.labels().get(&spec.id) {
                 None => {
                     if let Some(old) = renamed_from(engine, &spec, &file_ids, &retired) {
                         sync.notices.push(format!(
@@ -90,7 +90,8 @@ pub fn sync_taxonomy(engine: &Engine, taxonomy: Vec<LabelEvent>) -> TaxonomySync
     }
     sync.events.extend(more_examples);
     let unnamed: Vec<&str> = engine
-        .active_labels()
+        .labels()
+        .active()
         .map(|l| l.id.as_str())
         .filter(|id| !named.contains(*id) && !retired.contains(*id))
         .collect();
@@ -118,10 +119,11 @@ fn renamed_from(
         .map(|e| clip(e, EXAMPLE_TEXT_CHARS))
         .collect();
     engine
-        .active_labels()
+        .labels()
+        .active()
         .filter(|l| !file_ids.contains(&l.id) && !retired.contains(&l.id))
         .find(|l| {
-            let held = engine.example_texts(&l.id);
+            let held = engine.retriever().example_texts(&l.id);
             let kept = held.iter().filter(|e| examples.contains(*e)).count();
             kept > 0 && 2 * kept >= held.len()
         })
@@ -130,7 +132,11 @@ fn renamed_from(
 
 /// The examples of a known label the engine does not hold yet, as one event.
 fn new_examples(engine: &Engine, spec: LabelSpec) -> Option<LabelEvent> {
-    let held: HashSet<&str> = engine.example_texts(&spec.id).into_iter().collect();
+    let held: HashSet<&str> = engine
+        .retriever()
+        .example_texts(&spec.id)
+        .into_iter()
+        .collect();
     let examples: Vec<String> = spec
         .examples
         .into_iter()

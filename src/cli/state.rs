@@ -42,10 +42,10 @@ pub fn state(args: StateArgs) -> Result<()> {
         "graph_nodes": engine.graph().node_count(),
         "graph_edges": engine.graph().edge_count(),
         "labels": engine.labels().len(),
-        "active_labels": engine.active_labels().count(),
+        "active_labels": engine.labels().active().count(),
         "documents": engine.stats().documents,
-        "label_version": engine.label_version(),
-        "last_round": engine.last_round(),
+        "label_version": engine.labels().version(),
+        "last_round": engine.labels().last_round(),
         "logged_updates": saved.log.len(),
         "offsets": offsets,
     });

@@ -351,7 +351,9 @@ mod tests {
                 label("finance", "bank interest loan mortgage"),
             ])
             .unwrap();
-        let material = engine.label_material(refs.iter().map(|text| &text.terms));
+        let material = engine
+            .retriever()
+            .label_material(refs.iter().map(|text| &text.terms));
         let found = find(&refs, &config(), &material).unwrap().communities;
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].members.iter().all(|&m| m >= 6), "{found:?}");

@@ -55,7 +55,7 @@ pub fn label_map(
     confusions: &BTreeMap<(String, String), u64>,
     traffic: &HashMap<String, LabelTraffic>,
 ) -> Result<LabelMap, LeidenError> {
-    let ids: Vec<String> = engine.active_labels().map(|l| l.id.clone()).collect();
+    let ids: Vec<String> = engine.labels().active().map(|l| l.id.clone()).collect();
     let position: HashMap<&str, usize> = ids
         .iter()
         .enumerate()

@@ -61,7 +61,7 @@ pub struct PoolNote {
     pub why: Unexplained,
     pub excerpt: String,
     /// The text's terms, all of them up to `POOL_TERMS` (else its heaviest; see
-    /// [`crate::engine::Engine::poolable`]):
+    /// [`crate::engine::Analyzer::poolable`]):
     /// the learn step keeps only its hundred heaviest (what the text graph needs), and the
     /// pool's similarities need more (communities over the heaviest terms alone were measured
     /// worse: docs/design/emerging-classes.md, "Emerging classes").

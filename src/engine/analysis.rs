@@ -6,11 +6,15 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::embedding::{EncodeError, TextEncoder};
+use super::embedding::{Embeddings, EncodeError, TextEncoder};
+use super::index::TextIndex;
 use super::keywords::{self, Keyword};
+use super::rounds::example_to_encode;
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
-use super::Engine;
+use super::tfidf::CorpusStats;
+use super::update::Update;
+use super::{EngineConfig, Labels};
 
 /// A text's phrases and the keywords chosen from them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,7 +25,7 @@ pub struct Analysis {
     #[serde(default)]
     pub terms: TermCounts,
     /// The text's sentence vector, with the embedding signal (the shell's
-    /// `rag::Preliminary`, or [`Engine::embed_query`]). Never stored: learn records and the
+    /// `rag::Preliminary`, or [`Analyzer::embed_query`]). Never stored: learn records and the
     /// pool carry terms only.
     #[serde(skip)]
     pub embedding: Option<Vec<f32>>,
@@ -39,10 +43,23 @@ impl Analysis {
     }
 }
 
-/// Terms a pooled text keeps at most (see [`Engine::poolable`]).
+/// Terms a pooled text keeps at most (see [`Analyzer::poolable`]).
 pub const POOL_TERMS: usize = 1_000;
 
-impl Engine {
+/// What the engine reads of a text ([`super::Engine::analyzer`]): its phrases, keywords and
+/// terms, their cut-down forms, and which of the sentence encoder's readings a text or an
+/// update needs. It reads the configuration, the label set, the keyword statistics, the
+/// retrieval index and the embedding signal, and changes nothing.
+#[derive(Clone, Copy)]
+pub struct Analyzer<'e> {
+    pub(super) config: &'e EngineConfig,
+    pub(super) labels: &'e Labels,
+    pub(super) stats: &'e CorpusStats,
+    pub(super) index: &'e TextIndex,
+    pub(super) embeddings: Option<&'e Embeddings>,
+}
+
+impl Analyzer<'_> {
     /// Phrases and statistical keywords of a query text, scored as if it had joined the
     /// statistics (which online indexing then makes true).
     pub fn analyze(&self, text: &str) -> Analysis {
@@ -62,7 +79,6 @@ impl Engine {
     /// [`Analysis::embedding`] (the shell encodes off its loop: `rag::Preliminary`).
     pub fn query_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
         self.embeddings
-            .as_ref()
             .filter(|_| self.config.strategy.reads_meaning())
             .map(|embeddings| embeddings.encoder())
     }
@@ -91,12 +107,12 @@ impl Engine {
         analysis.with_terms(self.poolable_terms(&analysis.terms))
     }
 
-    /// The terms of [`Engine::poolable`] alone (what a discovery note carries).
+    /// The terms of [`Analyzer::poolable`] alone (what a discovery note carries).
     pub fn poolable_terms(&self, terms: &TermCounts) -> TermCounts {
         self.index.heaviest_terms_up_to(terms, POOL_TERMS)
     }
 
-    /// Like [`Engine::analyze`] but with the keywords an LLM proposed.
+    /// Like [`Analyzer::analyze`] but with the keywords an LLM proposed.
     pub fn analyze_with_llm_keywords(&self, text: &str, answer: &str) -> Analysis {
         let phrases = PhraseCounts::of(text);
         let scores: HashMap<String, f64> = self
@@ -112,5 +128,52 @@ impl Engine {
             terms: TermCounts::of(text),
             embedding: None,
         }
+    }
+
+    /// The labelled texts applying `update` asks the encoder for (a round's names and
+    /// examples, added examples), as [`super::Engine::apply`] asks for them: a shell may encode them
+    /// ahead, off its loop, with an encoder that keeps material (`embed::RememberingEncoder`),
+    /// so that applying reads the vectors back. Empty without the embedding signal, and for an
+    /// update the engine would refuse (it encodes nothing then).
+    pub fn material_of(&self, update: &Update) -> Vec<String> {
+        if self.embeddings.is_none() {
+            return Vec::new();
+        }
+        let examples = |examples: &[String]| -> Vec<String> {
+            examples
+                .iter()
+                .filter_map(|e| example_to_encode(e, true, &TermCounts::of(e)))
+                .map(str::to_string)
+                .collect()
+        };
+        match update {
+            Update::Round { labels, .. } if self.labels.check_round(labels).is_ok() => labels
+                .iter()
+                .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
+                .chain(labels.iter().flat_map(|label| examples(&label.examples)))
+                .collect(),
+            Update::AddExamples {
+                label,
+                examples: added,
+            } if self.labels.active_position(label).is_ok() => examples(added),
+            Update::Correct { label, text, .. } | Update::Audit { label, text, .. }
+                if self.labels.active_position(label).is_ok() =>
+            {
+                examples(std::slice::from_ref(text))
+            }
+            Update::Round { .. }
+            | Update::AddExamples { .. }
+            | Update::Correct { .. }
+            | Update::Audit { .. }
+            | Update::CorrectNone { .. }
+            | Update::AuditNone { .. }
+            | Update::RetireLabel { .. }
+            | Update::Learn { .. } => Vec::new(),
+        }
+    }
+
+    /// The encoder a label's material goes through (None without the embedding signal).
+    pub fn material_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
+        self.embeddings.map(Embeddings::encoder)
     }
 }

@@ -1,7 +1,7 @@
 //! Reading a constrained choice: a numbered answer, or the LLM's belief per candidate from the
 //! log-probabilities of its answer's first token, fused with the retrieval scores.
 //!
-//! Pure functions over strings and numbers; [`super::Engine::decide_with_alternatives`] wires
+//! Pure functions over strings and numbers; [`super::Decisions::decide_with_alternatives`] wires
 //! them to labels and hallucination flags.
 
 use super::text::normalise_label_text;

@@ -5,13 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::confidence::Outcome;
-use super::index::{DocId, DocKind, LabelPos};
-use super::refit::HeldOut;
-use super::{Analysis, Engine, EngineError, IndexReport};
-
-/// A classified text at least this similar to a corrected text is taken to be that text, as
-/// learned (its heaviest terms at the time; the weights may have moved a little since).
-pub const SAME_TEXT: f64 = 0.9;
+use super::index::{DocId, LabelPos};
+use super::refit::{HeldOut, HeldOutScoring};
+use super::rounds::Indexer;
+use super::{Engine, EngineError, IndexReport};
 
 /// What a correction found and changed.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -50,8 +47,8 @@ impl Engine {
         text: &str,
         kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        let position = LabelPos::at(self.active_position(label)?);
-        let judged = self.judge(text, Some(label));
+        let position = LabelPos::at(self.labels.active_position(label)?);
+        let judged = HeldOutScoring::of(self).judge(text, Some(label));
         // Its copies under other labels are taken back (a text sent twice was learned twice).
         let wrong: Vec<DocId> = judged
             .copies
@@ -60,9 +57,10 @@ impl Engine {
             .collect();
         let took_back = self.index.remove_classified(&wrong) > 0;
         // Its outcome is the decision it corrects, not how it fares as an example.
-        let (report, _) = self.index_examples(label, &[text.to_string()])?;
+        let (report, _) = Indexer::of(self).examples(label, &[text.to_string()])?;
         if kind == CorrectionKind::Audit {
-            self.record_outcomes(judged.outcome.into_iter().collect());
+            self.outcomes
+                .record(judged.outcome.into_iter().collect(), &self.config);
         }
         let correction = CorrectionReport {
             decided: judged.decided,
@@ -82,13 +80,14 @@ impl Engine {
         text: &str,
         kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        if self.active_labels().next().is_none() {
+        if self.labels.active().next().is_none() {
             return Err(EngineError::NoActiveLabels);
         }
-        let judged = self.judge(text, None);
+        let judged = HeldOutScoring::of(self).judge(text, None);
         let took_back = self.index.remove_classified(&judged.copies) > 0;
         if kind == CorrectionKind::Audit {
-            self.record_outcomes(judged.outcome.into_iter().collect());
+            self.outcomes
+                .record(judged.outcome.into_iter().collect(), &self.config);
         }
         let correction = CorrectionReport {
             decided: judged.decided,
@@ -97,17 +96,19 @@ impl Engine {
         };
         Ok((IndexReport::default(), correction))
     }
+}
 
+impl HeldOutScoring<'_> {
     /// The decision a correction corrects, as gorag would take it now, without the text's own
     /// learned copies (which would vouch for their own label); `right` is the right label
     /// (None: none of them). Without scores (`steiner`, `all`, `naive`) there is nothing to
     /// hold out and no confidence to refit.
     fn judge(&self, text: &str, right: Option<&str>) -> Judged {
-        let mut analysis = self.analyze(text);
+        let mut analysis = self.analyzer.analyze(text);
         let copies = self.learned_copies(&analysis);
-        if self.config.strategy.evidence().is_none() {
-            let decided = self.retrieve(&analysis).ok().map(|retrieval| {
-                let decision = self.decide(&retrieval, None);
+        if self.decisions.config.strategy.evidence().is_none() {
+            let decided = self.retriever.retrieve(&analysis).ok().map(|retrieval| {
+                let decision = self.decisions.decide(&retrieval, None);
                 (decision.label, decision.confidence)
             });
             return Judged {
@@ -118,12 +119,12 @@ impl Engine {
             };
         }
         // A failed encoding leaves the decision lexical, as it would have been published.
-        let _ = self.embed_query(&mut analysis, text);
+        let _ = self.analyzer.embed_query(&mut analysis, text);
         let held_out = HeldOut {
             docs: copies.clone(),
             vector: None,
         };
-        let Some(retrieval) = self.retrieve_held_out(&analysis, &held_out) else {
+        let Some(retrieval) = self.retriever.retrieve_held_out(&analysis, &held_out) else {
             return Judged {
                 copies,
                 decided: None,
@@ -131,13 +132,16 @@ impl Engine {
                 arrival_score: None,
             };
         };
-        let decision = self.decide(&retrieval, None);
-        let signals = self.signals(&retrieval, &decision.label, None, &[]);
+        let decision = self.decisions.decide(&retrieval, None);
+        let signals = self
+            .decisions
+            .signals(&retrieval, &decision.label, None, &[]);
         // Not a short text's: the recalibration reads outcomes by the long-text weights.
-        let outcome = (!self.config.calibrator.reads_as_short(&signals)).then(|| Outcome {
-            features: signals.features(),
-            right: right == Some(decision.label.as_str()),
-        });
+        let outcome =
+            (!self.decisions.config.calibrator.reads_as_short(&signals)).then(|| Outcome {
+                features: signals.features(),
+                right: right == Some(decision.label.as_str()),
+            });
         let arrival_score = match retrieval.basis {
             super::Basis::NoEvidence => Some(0.0),
             _ => retrieval.discovery_score,
@@ -151,30 +155,11 @@ impl Engine {
     }
 }
 
-/// What [`Engine::judge`] found of a corrected text.
+/// What [`HeldOutScoring::judge`] found of a corrected text.
 struct Judged {
     /// Its learned copies, under any label.
     copies: Vec<DocId>,
     decided: Option<(String, f64)>,
     outcome: Option<Outcome>,
     arrival_score: Option<f64>,
-}
-
-impl Engine {
-    /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
-    /// under any label).
-    pub(super) fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {
-        // None to find (a first round's held-out examples): no search over every labelled text.
-        if self.index.seen_count() + self.index.tentative_count() == 0 {
-            return Vec::new();
-        }
-        let learned = self.learnable(analysis);
-        self.index
-            .search(&learned.terms)
-            .into_iter()
-            .filter(|hit| matches!(hit.kind, DocKind::Seen | DocKind::Tentative))
-            .filter(|hit| hit.similarity >= SAME_TEXT)
-            .map(|hit| hit.doc)
-            .collect()
-    }
 }

@@ -3,8 +3,23 @@
 
 use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
 use super::confidence::{LlmOpinion, Signals};
-use super::prompt::ChoiceMode;
-use super::{choice, no_match, Basis, Decision, Engine, Retrieval, Source, Status, SCORED_ON_LIST};
+use super::prompt::{self, ChoiceMode, ClassChoice, Prompt};
+use super::refit::{OutcomeLog, Recalibration};
+use super::{
+    choice, no_match, Analysis, Basis, Decision, EngineConfig, Labels, Retrieval, Source, Status,
+    SCORED_ON_LIST,
+};
+
+/// The decision step ([`super::Engine::decisions`]): the prompt that asks the LLM, the reading
+/// of its answer into a decision and that decision's confidence, and what it is published and
+/// learned as. It reads the configuration, the label set and the confidence's outcomes, and
+/// changes nothing.
+#[derive(Clone, Copy)]
+pub struct Decisions<'e> {
+    pub(super) config: &'e EngineConfig,
+    pub(super) labels: &'e Labels,
+    pub(super) outcomes: &'e OutcomeLog,
+}
 
 /// A `scored` choice: the fused label, the LLM's own favourite (None when it has none: its
 /// answer names no candidate and its first token begins several names equally), how much it
@@ -15,7 +30,7 @@ struct Fused {
     on_list: f64,
 }
 
-impl Engine {
+impl Decisions<'_> {
     /// Turn the LLM's answer (None: no LLM, or it failed) into a decision.
     pub fn decide(&self, retrieval: &Retrieval, answer: Option<&str>) -> Decision {
         self.decide_with_alternatives(retrieval, answer, &[])
@@ -46,7 +61,7 @@ impl Engine {
         )
     }
 
-    /// [`Engine::decide_with_alternatives`] under another choice mode and weight: how the same
+    /// [`Decisions::decide_with_alternatives`] under another choice mode and weight: how the same
     /// answer reads otherwise (the evaluation compares readings of one set of LLM calls).
     pub fn decide_as(
         &self,
@@ -128,7 +143,7 @@ impl Engine {
             if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
                 // A label retired while the LLM was answering is no longer a decision; the
                 // model named a listed number all the same, so it is no hallucination.
-                if !self.is_active(&retrieval.candidates[i]) {
+                if !self.labels.is_active(&retrieval.candidates[i]) {
                     return graph(None);
                 }
                 return Decision {
@@ -180,7 +195,7 @@ impl Engine {
             _ => None,
         };
         let mut fused = self.fused_choice(retrieval, alternatives, llm_weight, named)?;
-        if !self.is_active(&fused.label) {
+        if !self.labels.is_active(&fused.label) {
             // Retired while the model answered: retrieval's choice, or the next candidate.
             fused.label = self.graph_label(retrieval);
         }
@@ -209,7 +224,8 @@ impl Engine {
 
     /// How an answer may name each active label.
     fn spellings(&self) -> Vec<LabelSpelling> {
-        self.active_labels()
+        self.labels
+            .active()
             .map(|l| LabelSpelling::new(&l.id, l.name.as_deref()))
             .collect()
     }
@@ -219,7 +235,7 @@ impl Engine {
         retrieval
             .candidates
             .iter()
-            .map(|id| self.label(id).map_or(id.as_str(), |l| l.display()))
+            .map(|id| self.labels.get(id).map_or(id.as_str(), |l| l.display()))
             .collect()
     }
 
@@ -283,13 +299,13 @@ impl Engine {
     /// Retrieval's own choice, or — should it have been retired while the LLM was answering —
     /// the best candidate still active (the choice itself when none is).
     fn graph_label(&self, retrieval: &Retrieval) -> String {
-        if self.is_active(&retrieval.graph_choice) {
+        if self.labels.is_active(&retrieval.graph_choice) {
             return retrieval.graph_choice.clone();
         }
         retrieval
             .candidates
             .iter()
-            .find(|id| self.is_active(id))
+            .find(|id| self.labels.is_active(id))
             .unwrap_or(&retrieval.graph_choice)
             .clone()
     }
@@ -404,5 +420,70 @@ impl Engine {
                 decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
             }
         }
+    }
+
+    /// The probability that a decision with these signals is right: the calibrator's, as
+    /// recalibrated from the log's outcomes (which are all decisions without the LLM: one it
+    /// answered keeps the calibrator's own); 0 when the signals make no number.
+    pub(super) fn confidence_of(&self, signals: &Signals) -> f64 {
+        let calibrator = &self.config.calibrator;
+        let z = calibrator.log_odds_of(signals);
+        // The recalibration is fitted on the long-text weights' log-odds of held-out examples
+        // (an outcome does not say whether its text was short): a short text keeps the
+        // short-text weights' own figure.
+        let recalibration = match signals.llm {
+            None if !calibrator.reads_as_short(signals) => self.outcomes.recalibration(),
+            None | Some(_) => Recalibration::default(),
+        };
+        let p = recalibration.probability(z);
+        if p.is_nan() {
+            0.0
+        } else {
+            p
+        }
+    }
+
+    /// The prompt asking the LLM to pick one of the candidates.
+    pub fn classification_prompt(
+        &self,
+        retrieval: &Retrieval,
+        text: &str,
+        analysis: &Analysis,
+    ) -> Prompt {
+        let choices: Vec<ClassChoice<'_>> = retrieval
+            .candidates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, id)| self.labels.get(id).map(|label| (i, label)))
+            .map(|(i, label)| ClassChoice {
+                display: label.display(),
+                description: label.description.as_deref(),
+                example: retrieval
+                    .examples
+                    .get(i)
+                    .and_then(|e| e.as_deref())
+                    .filter(|_| self.config.example_chars > 0)
+                    .map(|e| prompt::clip(e, self.config.example_chars)),
+            })
+            .collect();
+        let keyword_body;
+        let body = if self.config.keyword_input {
+            keyword_body = analysis
+                .keywords
+                .iter()
+                .map(|k| k.phrase.as_str())
+                .collect::<Vec<_>>()
+                .join(", ");
+            keyword_body.as_str()
+        } else {
+            prompt::clip(text, self.config.max_prompt_chars)
+        };
+        prompt::classification_for(
+            &choices,
+            body,
+            self.config.answer_max_tokens,
+            self.config.choice,
+            self.config.prompt_layout,
+        )
     }
 }

@@ -326,6 +326,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::engine::state::GraphState;
 
     #[test]
     fn repeated_sightings_average_the_cost() {
@@ -482,7 +483,7 @@ mod tests {
             let mut seen: std::collections::BTreeSet<usize> = Default::default();
             for (i, step) in steps.iter().enumerate() {
                 if i == restart_at {
-                    restarted = KeywordGraph::from_state(&restarted.to_state()).unwrap();
+                    restarted = GraphState::of(&restarted).restore().unwrap();
                 }
                 take(&mut graph, step);
                 take(&mut restarted, step);
@@ -511,7 +512,7 @@ mod tests {
             for (&(keyword, label), &edge) in &graph.label_edges {
                 prop_assert_eq!(graph.inner().find_edge(keyword, label), Some(edge));
             }
-            prop_assert_eq!(graph.to_state(), restarted.to_state());
+            prop_assert_eq!(GraphState::of(&graph), GraphState::of(&restarted));
             prop_assert_eq!(&graph.label_edges, &restarted.label_edges);
         }
     }

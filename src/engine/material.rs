@@ -8,8 +8,8 @@
 
 use super::index::{DocKind, IndexDoc, TextIndex};
 use super::rank::{self, Evidence, RankingConfig};
+use super::retrieve::Retriever;
 use super::terms::TermCounts;
-use super::Engine;
 
 #[derive(Debug, Clone, Default)]
 pub struct LabelMaterial {
@@ -34,7 +34,7 @@ impl LabelMaterial {
     }
 }
 
-impl Engine {
+impl Retriever<'_> {
     /// A copy of the labels' own material, as it stands now, to score texts made of the
     /// `scored` texts' terms (others are scored as if nothing had been learned of the terms only
     /// this engine's classified texts hold).
@@ -57,7 +57,7 @@ impl Engine {
             .collect();
         LabelMaterial {
             index: self.index.detached(docs, scored),
-            active: self.labels.iter().map(|label| label.active).collect(),
+            active: self.labels.all().iter().map(|label| label.active).collect(),
             ranking: self.config.ranking.clone(),
         }
     }
@@ -66,7 +66,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineConfig, NewLabel};
+    use crate::engine::{Engine, EngineConfig, NewLabel};
 
     fn label(id: &str, example: &str) -> NewLabel {
         NewLabel {
@@ -99,7 +99,7 @@ mod tests {
             "yeast bread recipe",
         ] {
             let analysis = engine.analyze(text);
-            let label = engine.retrieve(&analysis).unwrap().graph_choice;
+            let label = engine.retriever().retrieve(&analysis).unwrap().graph_choice;
             engine.learn(&analysis, &label, true);
         }
         engine.retire_label("sailing").unwrap();
@@ -128,10 +128,13 @@ mod tests {
             "bean stew",
         ];
         let scored: Vec<TermCounts> = texts.iter().map(|t| engine.analyze(t).terms).collect();
-        let material = engine.label_material(&scored);
+        let material = engine.retriever().label_material(&scored);
         for (text, terms) in texts.iter().zip(&scored) {
             // The engine's first hop on discovery's scale: descriptions left out.
-            let expected = engine.rank(terms, first_hop).best_without_descriptions;
+            let expected = engine
+                .retriever()
+                .rank(terms, first_hop)
+                .best_without_descriptions;
             let got = material.best_score(terms);
             assert!(
                 (got - expected).abs() < 1e-12,
@@ -140,7 +143,7 @@ mod tests {
         }
         // Volcanology's description counts in retrieval, not in discovery's scale.
         let lava = engine.analyze("lava and ash over the crater").terms;
-        let ranked_best = engine.rank(&lava, first_hop).ranked[0].1;
+        let ranked_best = engine.retriever().rank(&lava, first_hop).ranked[0].1;
         assert!(material.best_score(&lava) < ranked_best);
         // A retired label scores nothing.
         let terms = engine.analyze("yacht race in a breeze spinnakers").terms;

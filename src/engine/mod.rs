@@ -1,11 +1,14 @@
 //! The GORAG engine: pure, synchronous, no I/O.
 //!
-//! One text goes through [`Engine::analyze`] (keywords, index terms) → [`Engine::retrieve`]
-//! (candidate labels: ranked scores from the retrieval index, or the paper's Steiner tree) →
-//! [`Engine::classification_prompt`] (for the LLM, which the async shell calls) →
-//! [`Engine::decide_with_alternatives`] (read the answer under the choice mode, flag
-//! hallucinations, fall back to retrieval) → [`Engine::is_confident`] → [`Engine::learn`]
-//! (online indexing). Rounds of new labels enter through [`Engine::apply_round`].
+//! The [`Engine`] owns the state — the label set ([`Labels`]), the keyword graph, the
+//! statistics, the retrieval index, the embedding signal, the confidence's outcomes — and lends
+//! it, read-only, to the steps that read it. One text goes through [`Analyzer::analyze`]
+//! (keywords, index terms) → [`Retriever::retrieve`] (candidate labels: ranked scores from the
+//! retrieval index, or the paper's Steiner tree) → [`Decisions::classification_prompt`] (for
+//! the LLM, which the async shell calls) → [`Decisions::decide_with_alternatives`] (read the
+//! answer under the choice mode, flag hallucinations, fall back to retrieval) →
+//! [`Decisions::is_confident`] → [`Engine::learn`] (online indexing). Rounds of new labels
+//! enter through [`Engine::apply_round`].
 
 mod analysis;
 pub mod answer;
@@ -18,6 +21,7 @@ pub mod embedding;
 pub mod graph;
 pub mod index;
 pub mod keywords;
+mod labels;
 mod material;
 mod nearest;
 pub mod no_match;
@@ -33,10 +37,11 @@ pub mod text;
 pub mod tfidf;
 pub mod update;
 
-pub use analysis::{Analysis, POOL_TERMS};
+pub use analysis::{Analysis, Analyzer, POOL_TERMS};
+pub use decision::Decisions;
+pub use labels::Labels;
 pub use material::LabelMaterial;
-
-use foldhash::HashMap;
+pub use retrieve::Retriever;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -46,7 +51,7 @@ use embedding::Embeddings;
 use graph::KeywordGraph;
 use index::{TermWeighting, TextIndex};
 use keywords::KeywordSelection;
-use prompt::{ChoiceMode, ClassChoice, Prompt, PromptLayout};
+use prompt::{ChoiceMode, PromptLayout};
 use rank::{Evidence, RankingConfig};
 use tfidf::CorpusStats;
 
@@ -372,7 +377,7 @@ impl Source {
     }
 }
 
-/// What a decision is published as ([`Engine::status`]).
+/// What a decision is published as ([`Decisions::status`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Status {
     /// Its label, confident enough to apply (confidence at or above `abstain_below`).
@@ -398,14 +403,9 @@ pub struct Engine {
     config: EngineConfig,
     graph: KeywordGraph,
     stats: CorpusStats,
-    labels: Vec<LabelInfo>,
-    label_index: HashMap<String, usize>,
+    labels: Labels,
     /// Labelled examples, names, descriptions, and classified texts (confident and tentative).
     index: TextIndex,
-    /// Bumped on every change to the label set.
-    label_version: u64,
-    /// Id of the last round applied through [`Engine::apply`].
-    last_round: Option<String>,
     /// The embedding signal, when an encoder was given ([`Engine::with_encoder`]).
     embeddings: Option<Embeddings>,
     /// Labelled outcomes from the log and the confidence's recalibration ([`refit`]).
@@ -419,22 +419,10 @@ impl Engine {
             config,
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),
-            labels: Vec::new(),
-            label_index: HashMap::default(),
-            label_version: 0,
-            last_round: None,
+            labels: Labels::default(),
             embeddings: None,
             outcomes: refit::OutcomeLog::default(),
         }
-    }
-
-    /// The calibrator that reads decisions' confidence.
-    pub fn calibrator(&self) -> &confidence::Calibrator {
-        &self.config.calibrator
-    }
-
-    pub fn last_round(&self) -> Option<&str> {
-        self.last_round.as_deref()
     }
 
     pub fn config(&self) -> &EngineConfig {
@@ -460,85 +448,52 @@ impl Engine {
         &self.index
     }
 
-    pub fn labels(&self) -> &[LabelInfo] {
+    /// The label set ([`Labels`]).
+    pub fn labels(&self) -> &Labels {
         &self.labels
     }
 
-    pub fn label(&self, id: &str) -> Option<&LabelInfo> {
-        self.label_index.get(id).map(|&i| &self.labels[i])
+    /// Phrases, keywords and index terms of a text: the first step, as the paper names it
+    /// ([`Analyzer::analyze`]).
+    pub fn analyze(&self, text: &str) -> Analysis {
+        self.analyzer().analyze(text)
     }
 
-    /// The texts of a label's indexed examples, as the index keeps them (clipped to
-    /// [`index::EXAMPLE_TEXT_CHARS`]; an example with no term at all is not indexed).
-    pub fn example_texts(&self, id: &str) -> Vec<&str> {
-        let Some(&position) = self.label_index.get(id) else {
-            return Vec::new();
-        };
-        self.index
-            .docs()
-            .filter(|doc| doc.kind == index::DocKind::Example && doc.label.index() == position)
-            .filter_map(|doc| doc.text.as_deref())
-            .collect()
+    /// What the engine reads of a text: analysis, and the encoder's readings ([`Analyzer`]).
+    pub fn analyzer(&self) -> Analyzer<'_> {
+        Analyzer {
+            config: &self.config,
+            labels: &self.labels,
+            stats: &self.stats,
+            index: &self.index,
+            embeddings: self.embeddings.as_ref(),
+        }
     }
 
-    pub fn label_version(&self) -> u64 {
-        self.label_version
+    /// Retrieval: a text's candidate labels, rankings, label material ([`Retriever`]).
+    pub fn retriever(&self) -> Retriever<'_> {
+        Retriever {
+            config: &self.config,
+            labels: &self.labels,
+            graph: &self.graph,
+            index: &self.index,
+            embeddings: self.embeddings.as_ref(),
+        }
     }
 
-    pub fn active_labels(&self) -> impl Iterator<Item = &LabelInfo> {
-        self.labels.iter().filter(|l| l.active)
+    /// The outcomes the log brought and the recalibration fitted on them.
+    pub fn outcomes(&self) -> &refit::OutcomeLog {
+        &self.outcomes
     }
 
-    fn all_active(&self) -> Vec<String> {
-        self.active_labels().map(|l| l.id.clone()).collect()
-    }
-
-    fn is_active(&self, id: &str) -> bool {
-        self.label(id).is_some_and(|l| l.active)
-    }
-
-    /// The prompt asking the LLM to pick one of the candidates.
-    pub fn classification_prompt(
-        &self,
-        retrieval: &Retrieval,
-        text: &str,
-        analysis: &Analysis,
-    ) -> Prompt {
-        let choices: Vec<ClassChoice<'_>> = retrieval
-            .candidates
-            .iter()
-            .enumerate()
-            .filter_map(|(i, id)| self.label(id).map(|label| (i, label)))
-            .map(|(i, label)| ClassChoice {
-                display: label.display(),
-                description: label.description.as_deref(),
-                example: retrieval
-                    .examples
-                    .get(i)
-                    .and_then(|e| e.as_deref())
-                    .filter(|_| self.config.example_chars > 0)
-                    .map(|e| prompt::clip(e, self.config.example_chars)),
-            })
-            .collect();
-        let keyword_body;
-        let body = if self.config.keyword_input {
-            keyword_body = analysis
-                .keywords
-                .iter()
-                .map(|k| k.phrase.as_str())
-                .collect::<Vec<_>>()
-                .join(", ");
-            keyword_body.as_str()
-        } else {
-            prompt::clip(text, self.config.max_prompt_chars)
-        };
-        prompt::classification_for(
-            &choices,
-            body,
-            self.config.answer_max_tokens,
-            self.config.choice,
-            self.config.prompt_layout,
-        )
+    /// The decision step: the LLM's prompt, its answer read into a decision, the decision's
+    /// confidence and status ([`Decisions`]).
+    pub fn decisions(&self) -> Decisions<'_> {
+        Decisions {
+            config: &self.config,
+            labels: &self.labels,
+            outcomes: &self.outcomes,
+        }
     }
 
     /// Online indexing: the text always joins the statistics (which then forget their rarest
@@ -551,7 +506,7 @@ impl Engine {
     /// A text that matched no label ([`NO_LABEL`]) joins the statistics only.
     pub fn learn(&mut self, analysis: &Analysis, label: &str, confident: bool) -> usize {
         let unlabelled = label == NO_LABEL;
-        if !self.config.online_indexing || !(unlabelled || self.is_active(label)) {
+        if !self.config.online_indexing || !(unlabelled || self.labels.is_active(label)) {
             return 0;
         }
         self.stats.add(&analysis.phrases);
@@ -559,7 +514,7 @@ impl Engine {
         if unlabelled {
             return 0;
         }
-        let position = self.label_index.get(label).map(|&p| index::LabelPos::at(p));
+        let position = self.labels.position(label).map(index::LabelPos::at);
         if !confident {
             if let Some(position) = position {
                 self.index.add_tentative(position, &analysis.terms);

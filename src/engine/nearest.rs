@@ -8,9 +8,10 @@
 use petgraph::graph::NodeIndex;
 
 use super::keywords::Keyword;
-use super::{Analysis, Basis, Engine, Retrieval};
+use super::retrieve::Retriever;
+use super::{Analysis, Basis, Retrieval};
 
-impl Engine {
+impl Retriever<'_> {
     /// Candidates of `nearest`. Without a vector for the text (no encoder, or encoding failed)
     /// or without a labelled example's vector, nothing is nearer than anything: every active
     /// label, as [`Basis::NoEvidence`] (in registration order), the keyword graph's
@@ -24,7 +25,7 @@ impl Engine {
             .iter()
             .map(|(k, _)| k.phrase.clone())
             .collect();
-        let nearest = match (&self.embeddings, &analysis.embedding) {
+        let nearest = match (self.embeddings, &analysis.embedding) {
             (Some(embeddings), Some(query)) => {
                 embeddings.nearest_examples(query, self.labels.len())
             }
@@ -38,9 +39,9 @@ impl Engine {
             .collect();
         // Best first; a tie goes to the label registered first.
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        let active_labels = self.active_labels().count();
+        let active_labels = self.labels.active().count();
         if ranked.is_empty() {
-            let candidates = self.all_active();
+            let candidates = self.labels.active_ids();
             let choice = self.best_connected(&candidates, terminal_nodes);
             return Retrieval {
                 graph_choice: choice,

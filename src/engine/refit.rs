@@ -23,9 +23,9 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use super::confidence::{sigmoid, Calibrator, Outcome, Signals};
-use super::index::DocId;
-use super::Engine;
+use super::confidence::{sigmoid, Calibrator, Outcome};
+use super::index::{DocId, DocKind};
+use super::{Analysis, Analyzer, Decisions, Engine, EngineConfig, Retriever};
 
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
 pub const OUTCOME_CAPACITY: usize = 2_000;
@@ -128,7 +128,7 @@ pub struct OutcomeLog {
 }
 
 impl OutcomeLog {
-    /// Restored from a snapshot's outcomes (the recalibration is refitted by the engine).
+    /// Restored from a snapshot's outcomes (the recalibration is refitted by [`OutcomeLog::refit_restored`]).
     pub fn from_outcomes(outcomes: Vec<Outcome>) -> Self {
         let mut log = Self::default();
         for outcome in outcomes {
@@ -144,6 +144,24 @@ impl OutcomeLog {
 
     pub fn recalibration(&self) -> Recalibration {
         self.recalibration
+    }
+
+    /// Keep outcomes and refit (nothing when refitting is off or there are none).
+    pub(super) fn record(&mut self, outcomes: Vec<Outcome>, config: &EngineConfig) {
+        if !config.refit_confidence || outcomes.is_empty() {
+            return;
+        }
+        for outcome in outcomes {
+            self.push(outcome);
+        }
+        self.refit(&config.calibrator);
+    }
+
+    /// After a restore: the recalibration the kept outcomes give under this configuration.
+    pub(super) fn refit_restored(&mut self, config: &EngineConfig) {
+        if config.refit_confidence {
+            self.refit(&config.calibrator);
+        }
     }
 
     fn push(&mut self, outcome: Outcome) {
@@ -192,7 +210,8 @@ pub(super) fn held_out_sample(count: usize, at_most: usize) -> Vec<usize> {
     (0..at_most).map(|i| i * count / at_most).collect()
 }
 
-/// An example just indexed, to be scored as if it were not ([`Engine::score_held_out`]).
+/// An example just indexed, to be scored as if it were not
+/// ([`HeldOutScoring::new_examples`]).
 pub(super) struct IndexedExample<'t> {
     pub position: usize,
     pub doc: DocId,
@@ -200,61 +219,53 @@ pub(super) struct IndexedExample<'t> {
     pub vector: Option<Vec<f32>>,
 }
 
-impl Engine {
-    /// The probability that a decision with these signals is right: the calibrator's, as
-    /// recalibrated from the log's outcomes (which are all decisions without the LLM: one it
-    /// answered keeps the calibrator's own); 0 when the signals make no number.
-    pub(super) fn confidence_of(&self, signals: &Signals) -> f64 {
-        let calibrator = &self.config.calibrator;
-        let z = calibrator.log_odds_of(signals);
-        // The recalibration is fitted on the long-text weights' log-odds of held-out examples
-        // (an outcome does not say whether its text was short): a short text keeps the
-        // short-text weights' own figure.
-        let recalibration = match signals.llm {
-            None if !calibrator.reads_as_short(signals) => self.outcomes.recalibration,
-            None | Some(_) => Recalibration::default(),
-        };
-        let p = recalibration.probability(z);
-        if p.is_nan() {
-            0.0
-        } else {
-            p
+/// A classified text at least this similar to a corrected text is taken to be that text, as
+/// learned (its heaviest terms at the time; the weights may have moved a little since).
+pub const SAME_TEXT: f64 = 0.9;
+
+/// Scoring texts as the engine would decide them were they not indexed (held-out examples,
+/// corrected texts): analysis, retrieval without their own documents, and the decision, each
+/// a read-only part of the engine.
+#[derive(Clone, Copy)]
+pub(super) struct HeldOutScoring<'e> {
+    pub analyzer: Analyzer<'e>,
+    pub retriever: Retriever<'e>,
+    pub decisions: Decisions<'e>,
+}
+
+impl<'e> HeldOutScoring<'e> {
+    pub fn of(engine: &'e Engine) -> Self {
+        Self {
+            analyzer: engine.analyzer(),
+            retriever: engine.retriever(),
+            decisions: engine.decisions(),
         }
     }
 
-    /// The outcomes the log brought and the recalibration fitted on them.
-    pub fn outcomes(&self) -> &OutcomeLog {
-        &self.outcomes
-    }
-
-    /// Score examples just indexed, each as if it were not (only those whose label has other
-    /// examples: a lone example says how well a name alone does, not how the label's texts are
-    /// found), and refit. Nothing when refitting is off.
+    /// The outcomes of examples just indexed, each scored as if it were not (only those whose
+    /// label has other examples: a lone example says how well a name alone does, not how the
+    /// label's texts are found); none when refitting is off.
     ///
     /// Each costs a retrieval over every label, so a batch scores at most
     /// [`HELD_OUT_PER_BATCH`] of them, spread evenly over it ([`held_out_sample`]): scoring every
     /// example made a round of N labels cost N retrievals of O(N) each.
-    pub(super) fn score_held_out(&mut self, examples: &[IndexedExample<'_>]) {
-        if !self.config.refit_confidence {
-            return;
+    pub fn new_examples(&self, examples: &[IndexedExample<'_>]) -> Vec<Outcome> {
+        if !self.decisions.config.refit_confidence {
+            return Vec::new();
         }
-        let outcomes = self.held_out_outcomes(examples, HELD_OUT_PER_BATCH);
-        self.record_outcomes(outcomes);
+        self.outcomes(examples, HELD_OUT_PER_BATCH)
     }
 
     /// The outcomes of at most `at_most` of the examples that make one (an even sample when
     /// there are more), in the examples' order; scored on every core for a large batch (each
     /// is a pure function of the engine, so the outcomes are the same).
-    pub(super) fn held_out_outcomes(
-        &self,
-        examples: &[IndexedExample<'_>],
-        at_most: usize,
-    ) -> Vec<Outcome> {
+    pub fn outcomes(&self, examples: &[IndexedExample<'_>], at_most: usize) -> Vec<Outcome> {
+        let labels = self.decisions.labels;
         let scoreable: Vec<&IndexedExample<'_>> = examples
             .iter()
             .filter(|example| {
-                self.labels
-                    .get(example.position)
+                labels
+                    .at(example.position)
                     .is_some_and(|label| label.examples >= 2)
             })
             .collect();
@@ -265,7 +276,7 @@ impl Engine {
             1
         };
         let picked: Vec<&IndexedExample<'_>> = sample.into_iter().map(|i| scoreable[i]).collect();
-        crate::threads::in_threads(picked, threads, |example| self.held_out_outcome(example))
+        crate::threads::in_threads(picked, threads, |example| self.outcome(example))
             .into_iter()
             .flatten()
             .collect()
@@ -273,9 +284,9 @@ impl Engine {
 
     /// How the engine would decide a labelled example were it not indexed (None when retrieval
     /// gives no decision).
-    fn held_out_outcome(&self, example: &IndexedExample<'_>) -> Option<Outcome> {
-        let label = self.labels.get(example.position)?;
-        let mut analysis = self.analyze(example.text);
+    fn outcome(&self, example: &IndexedExample<'_>) -> Option<Outcome> {
+        let label = self.decisions.labels.at(example.position)?;
+        let mut analysis = self.analyzer.analyze(example.text);
         analysis.embedding = example.vector.clone();
         let mut docs = self.learned_copies(&analysis);
         docs.push(example.doc);
@@ -286,12 +297,12 @@ impl Engine {
                 .clone()
                 .map(|vector| (example.position as u32, vector)),
         };
-        let retrieval = self.retrieve_held_out(&analysis, &held_out)?;
-        let decided = self.decide(&retrieval, None).label;
-        let signals = self.signals(&retrieval, &decided, None, &[]);
+        let retrieval = self.retriever.retrieve_held_out(&analysis, &held_out)?;
+        let decided = self.decisions.decide(&retrieval, None).label;
+        let signals = self.decisions.signals(&retrieval, &decided, None, &[]);
         // The recalibration reads outcomes by the long-text weights: a short text's, scored
         // on another scale, would skew it (and it does not apply to short texts).
-        if self.config.calibrator.reads_as_short(&signals) {
+        if self.decisions.config.calibrator.reads_as_short(&signals) {
             return None;
         }
         Some(Outcome {
@@ -300,22 +311,22 @@ impl Engine {
         })
     }
 
-    /// Keep outcomes and refit (nothing when refitting is off or there are none).
-    pub(super) fn record_outcomes(&mut self, outcomes: Vec<Outcome>) {
-        if !self.config.refit_confidence || outcomes.is_empty() {
-            return;
+    /// The learned copies of a text (classified texts at least [`SAME_TEXT`] similar to it,
+    /// under any label).
+    pub fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {
+        let index = self.retriever.index;
+        // None to find (a first round's held-out examples): no search over every labelled text.
+        if index.seen_count() + index.tentative_count() == 0 {
+            return Vec::new();
         }
-        for outcome in outcomes {
-            self.outcomes.push(outcome);
-        }
-        self.outcomes.refit(&self.config.calibrator);
-    }
-
-    /// After a restore: the recalibration the kept outcomes give under this configuration.
-    pub(super) fn refit_restored(&mut self) {
-        if self.config.refit_confidence {
-            self.outcomes.refit(&self.config.calibrator);
-        }
+        let learned = self.analyzer.learnable(analysis);
+        index
+            .search(&learned.terms)
+            .into_iter()
+            .filter(|hit| matches!(hit.kind, DocKind::Seen | DocKind::Tentative))
+            .filter(|hit| hit.similarity >= SAME_TEXT)
+            .map(|hit| hit.doc)
+            .collect()
     }
 }
 

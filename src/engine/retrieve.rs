@@ -9,20 +9,47 @@ use petgraph::graph::{EdgeIndex, NodeIndex};
 use petgraph::visit::EdgeRef;
 
 use super::confidence::CandidateParts;
+use super::embedding::Embeddings;
+use super::graph::KeywordGraph;
 use super::graph::{self, Node};
-use super::index::{DocKind, Hit};
+use super::index::{DocKind, Hit, TextIndex};
 use super::keywords::Keyword;
 use super::no_match::{self, MatchEvidence};
 use super::rank::{self, Evidence, Ranking};
 use super::refit::HeldOut;
 use super::steiner;
 use super::terms::TermCounts;
-use super::{Analysis, Basis, Engine, EngineError, Retrieval, Strategy};
+use super::{Analysis, Basis, EngineConfig, EngineError, Labels, Retrieval, Strategy};
 
 /// Shared terms a prediction's rationale names.
 const MATCHED_TERMS: usize = 5;
 
-impl Engine {
+/// Retrieval ([`super::Engine::retriever`]): a text's candidate labels, and the rankings and
+/// label material behind them. It reads the configuration, the label set, the keyword graph,
+/// the retrieval index and the embedding signal, and changes nothing.
+#[derive(Clone, Copy)]
+pub struct Retriever<'e> {
+    pub(super) config: &'e EngineConfig,
+    pub(super) labels: &'e Labels,
+    pub(super) graph: &'e KeywordGraph,
+    pub(super) index: &'e TextIndex,
+    pub(super) embeddings: Option<&'e Embeddings>,
+}
+
+impl<'e> Retriever<'e> {
+    /// The texts of a label's indexed examples, as the index keeps them (clipped to
+    /// [`super::index::EXAMPLE_TEXT_CHARS`]; an example with no term at all is not indexed).
+    pub fn example_texts(&self, id: &str) -> Vec<&'e str> {
+        let Some(position) = self.labels.position(id) else {
+            return Vec::new();
+        };
+        self.index
+            .docs()
+            .filter(|doc| doc.kind == DocKind::Example && doc.label.index() == position)
+            .filter_map(|doc| doc.text.as_deref())
+            .collect()
+    }
+
     fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
         if self.config.unit_costs {
             1.0
@@ -33,7 +60,7 @@ impl Engine {
 
     /// Candidate labels for a text under the configured strategy.
     pub fn retrieve(&self, analysis: &Analysis) -> Result<Retrieval, EngineError> {
-        if self.active_labels().next().is_none() {
+        if self.labels.active().next().is_none() {
             return Err(EngineError::NoActiveLabels);
         }
         let terminals: Vec<(&Keyword, NodeIndex)> = analysis
@@ -51,10 +78,10 @@ impl Engine {
         let (candidates, basis, tree_cost) = match self.config.strategy {
             Strategy::Naive => match self.similar_example_labels(analysis) {
                 Some(labels) => (labels, Basis::SimilarExamples, None),
-                None => (self.all_active(), Basis::NoEvidence, None),
+                None => (self.labels.active_ids(), Basis::NoEvidence, None),
             },
             Strategy::Steiner => self.steiner_candidates(&terminals),
-            _ => (self.all_active(), Basis::AllLabels, None),
+            _ => (self.labels.active_ids(), Basis::AllLabels, None),
         };
         // NaiveRAG's own prediction is the label of the most similar example (listed first).
         let graph_choice = match (self.config.strategy, basis, candidates.first()) {
@@ -62,7 +89,7 @@ impl Engine {
             _ => self.best_connected(&candidates, &terminals),
         };
         let mut ordered = candidates;
-        ordered.sort_by_key(|id| self.label_index.get(id).copied().unwrap_or(usize::MAX));
+        ordered.sort_by_key(|id| self.labels.position(id).unwrap_or(usize::MAX));
         Ok(Retrieval {
             candidates: ordered,
             scores: Vec::new(),
@@ -77,7 +104,7 @@ impl Engine {
             parts: Vec::new(),
             evidence: Vec::new(),
             first_hop_labels: 0,
-            active_labels: self.active_labels().count(),
+            active_labels: self.labels.active().count(),
             short_text: false,
         })
     }
@@ -91,7 +118,7 @@ impl Engine {
         held_out: &HeldOut,
     ) -> Option<Retrieval> {
         let evidence = self.config.strategy.evidence()?;
-        self.active_labels().next()?;
+        self.labels.active().next()?;
         let terminals: Vec<(&Keyword, NodeIndex)> = analysis
             .keywords
             .iter()
@@ -138,7 +165,7 @@ impl Engine {
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
             weight.is_finite() && weight > 0.0,
-            &self.embeddings,
+            self.embeddings,
             &analysis.embedding,
         ) {
             let skipped = held_out
@@ -151,9 +178,7 @@ impl Engine {
                 skipped,
             );
             rank::add_embedding(&mut ranking, &similarity, weight, top, |l| {
-                self.labels
-                    .get(l as usize)
-                    .is_some_and(|label| label.active)
+                self.labels.at(l as usize).is_some_and(|label| label.active)
             });
             by_meaning = !ranking.ranked.is_empty();
             short_text = self.config.ranking.is_short(terms);
@@ -171,7 +196,7 @@ impl Engine {
         // example left out as the ranking.
         let skipped = held_out.and_then(|h| h.vector.as_ref());
         let meaning = |label: u32| {
-            let (embeddings, query) = (self.embeddings.as_ref()?, analysis.embedding.as_ref()?);
+            let (embeddings, query) = (self.embeddings?, analysis.embedding.as_ref()?);
             let skipped = skipped
                 .filter(|held| held.0 == label)
                 .map(|held| held.1.as_slice());
@@ -220,7 +245,7 @@ impl Engine {
             parts,
             evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
-            active_labels: self.active_labels().count(),
+            active_labels: self.labels.active().count(),
             short_text,
         }
     }
@@ -249,7 +274,7 @@ impl Engine {
                 *slot = true;
             }
         }
-        for (position, label) in self.labels.iter().enumerate() {
+        for (position, label) in self.labels.all().iter().enumerate() {
             if label.active && !listed[position] {
                 candidates.push(label.id.clone());
             }
@@ -273,7 +298,7 @@ impl Engine {
             parts: Vec::new(),
             evidence: Vec::new(),
             first_hop_labels: ranking.first_hop_labels,
-            active_labels: self.active_labels().count(),
+            active_labels: self.labels.active().count(),
             short_text: false,
         }
     }
@@ -308,11 +333,7 @@ impl Engine {
         rank::score_top(
             hits,
             self.labels.len(),
-            |l| {
-                self.labels
-                    .get(l as usize)
-                    .is_some_and(|label| label.active)
-            },
+            |l| self.labels.at(l as usize).is_some_and(|label| label.active),
             &self.config.ranking,
             evidence,
             top,
@@ -325,7 +346,7 @@ impl Engine {
         let mut labels = Vec::new();
         for (_, node) in terminals {
             for (label, _) in self.graph.labels_of(*node) {
-                if self.is_active(label) && seen.insert(label) {
+                if self.labels.is_active(label) && seen.insert(label) {
                     labels.push(label.to_string());
                 }
             }
@@ -340,13 +361,13 @@ impl Engine {
         let fallback_to_neighbours = |basis: Basis, cost: Option<f64>| {
             let neighbours = self.terminal_neighbours(terminals);
             if neighbours.is_empty() {
-                (self.all_active(), Basis::NoEvidence, cost)
+                (self.labels.active_ids(), Basis::NoEvidence, cost)
             } else {
                 (neighbours, basis, cost)
             }
         };
         match terminals.len() {
-            0 => (self.all_active(), Basis::NoEvidence, None),
+            0 => (self.labels.active_ids(), Basis::NoEvidence, None),
             1 => fallback_to_neighbours(Basis::SingleTerminal, None),
             _ => {
                 let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
@@ -357,7 +378,9 @@ impl Engine {
                             .nodes
                             .iter()
                             .filter_map(|&n| match self.graph.node(n) {
-                                Some(Node::Label(id)) if self.is_active(id) => Some(id.clone()),
+                                Some(Node::Label(id)) if self.labels.is_active(id) => {
+                                    Some(id.clone())
+                                }
                                 _ => None,
                             })
                             .collect();
@@ -377,7 +400,7 @@ impl Engine {
 
     /// The edges the Steiner search follows. Keywords and the hub: all of theirs. Labels: the
     /// hub edge, edges to this query's terminals, and edges to shared keywords that can relay
-    /// (see [`Engine::relays`]) — never the label's many leaf keywords, which lie on no shortest
+    /// (see [`Retriever::relays`]) — never the label's many leaf keywords, which lie on no shortest
     /// path. Keywords are reached only through labels, so both ends of an edge agree on it.
     fn search_edges(
         &self,

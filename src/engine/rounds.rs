@@ -4,8 +4,6 @@
 
 use std::sync::Arc;
 
-use foldhash::{HashSet, HashSetExt};
-
 use petgraph::graph::NodeIndex;
 
 use super::embedding::{Embeddings, TextEncoder};
@@ -13,16 +11,19 @@ use super::graph::KeywordGraph;
 use super::index::{self, DocKind, LabelPos, TextIndex};
 use super::keywords;
 use super::prompt;
-use super::refit::IndexedExample;
+use super::refit::{HeldOutScoring, IndexedExample};
 use super::terms::TermCounts;
 use super::text::PhraseSpans;
 use super::tfidf::CorpusStats;
-use super::update::Update;
-use super::{Engine, EngineConfig, EngineError, IndexReport, LabelInfo, NewLabel};
+use super::{Engine, EngineConfig, EngineError, IndexReport, LabelInfo, Labels, NewLabel};
 
 /// What of a labelled document the encoder reads: an example's text as the index keeps it
 /// (clipped), when it has any term at all; descriptions are not encoded.
-fn example_to_encode<'t>(text: &'t str, is_example: bool, terms: &TermCounts) -> Option<&'t str> {
+pub(super) fn example_to_encode<'t>(
+    text: &'t str,
+    is_example: bool,
+    terms: &TermCounts,
+) -> Option<&'t str> {
     (is_example && !terms.is_empty()).then(|| prompt::clip(text, index::EXAMPLE_TEXT_CHARS))
 }
 
@@ -30,7 +31,7 @@ fn example_to_encode<'t>(text: &'t str, is_example: bool, terms: &TermCounts) ->
 /// threads costs more than it saves).
 const PREPARE_IN_THREADS_FROM: usize = 256;
 
-/// A labelled document ready to index (see [`Engine::prepare_documents`]).
+/// A labelled document ready to index (see [`prepare_documents`]).
 struct PreparedDocument<'t> {
     position: usize,
     text: &'t str,
@@ -50,6 +51,7 @@ impl Engine {
         let mut embeddings = Embeddings::new(encoder);
         let names: Vec<(usize, String)> = self
             .labels
+            .all()
             .iter()
             .enumerate()
             .filter_map(|(position, label)| {
@@ -91,7 +93,7 @@ impl Engine {
     /// Register a round's labels and index their examples and descriptions. Validated as a
     /// whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
-        self.check_round(labels)?;
+        self.labels.check_round(labels)?;
         let first = self.labels.len();
         let mut documents = Vec::new();
         for (i, label) in labels.iter().enumerate() {
@@ -102,7 +104,7 @@ impl Engine {
                 documents.push((first + i, description.as_str(), false));
             }
         }
-        let prepared = self.prepare_documents(&documents);
+        let prepared = prepare_documents(self.embeddings.as_ref(), &documents);
         let threads = if labels.len() >= PREPARE_IN_THREADS_FROM {
             crate::threads::cores()
         } else {
@@ -116,22 +118,20 @@ impl Engine {
         });
         let name_vectors: Vec<_> = labels
             .iter()
-            .map(|label| self.encode_name(label.name.as_deref()))
+            .map(|label| encode_name(self.embeddings.as_ref(), label.name.as_deref()))
             .collect();
         let unencoded_names = name_vectors
             .iter()
             .filter(|v| matches!(v, Some(None)))
             .count();
         for ((label, name_vector), name_terms) in labels.iter().zip(name_vectors).zip(name_terms) {
-            let position = self.labels.len();
-            self.labels.push(LabelInfo {
+            let position = self.labels.push(LabelInfo {
                 id: label.id.clone(),
                 name: label.name.clone(),
                 description: label.description.clone(),
                 active: true,
                 examples: label.examples.len() as u32,
             });
-            self.label_index.insert(label.id.clone(), position);
             self.graph.ensure_label(&label.id);
             if let Some(terms) = name_terms {
                 self.index
@@ -141,30 +141,13 @@ impl Engine {
                 embeddings.set_name(position, vector);
             }
         }
-        self.label_version += 1;
-        let (mut report, indexed) = self.index_documents(prepared);
-        self.score_held_out(&indexed);
+        self.labels.bump_version();
+        let (mut report, indexed) = Indexer::of(self).index(prepared);
+        let outcomes = HeldOutScoring::of(self).new_examples(&indexed);
+        self.outcomes.record(outcomes, &self.config);
         report.labels_added = labels.len();
         report.unencoded += unencoded_names;
         Ok(report)
-    }
-
-    /// Whether [`Engine::apply_round`] would accept `labels` (checked before asking an LLM to
-    /// describe them).
-    pub fn check_round(&self, labels: &[NewLabel]) -> Result<(), EngineError> {
-        let mut in_round = HashSet::with_capacity(labels.len());
-        for label in labels {
-            if label.id.trim().is_empty() {
-                return Err(EngineError::EmptyLabelId);
-            }
-            if self.label_index.contains_key(&label.id) {
-                return Err(EngineError::DuplicateLabel(label.id.clone()));
-            }
-            if !in_round.insert(label.id.as_str()) {
-                return Err(EngineError::RepeatedInRound(label.id.clone()));
-            }
-        }
-        Ok(())
     }
 
     /// More labelled examples for an existing, active label (each scored against the label's
@@ -174,144 +157,57 @@ impl Engine {
         label: &str,
         examples: &[String],
     ) -> Result<IndexReport, EngineError> {
-        let (report, indexed) = self.index_examples(label, examples)?;
-        self.score_held_out(&indexed);
+        let (report, indexed) = Indexer::of(self).examples(label, examples)?;
+        let outcomes = HeldOutScoring::of(self).new_examples(&indexed);
+        self.outcomes.record(outcomes, &self.config);
         Ok(report)
-    }
-
-    /// Index more examples of an active label; the examples indexed come back with the report.
-    pub(super) fn index_examples<'t>(
-        &mut self,
-        label: &str,
-        examples: &'t [String],
-    ) -> Result<(IndexReport, Vec<IndexedExample<'t>>), EngineError> {
-        let position = self.active_position(label)?;
-        let documents: Vec<_> = examples
-            .iter()
-            .map(|e| (position, e.as_str(), true))
-            .collect();
-        let prepared = self.prepare_documents(&documents);
-        self.labels[position].examples += examples.len() as u32;
-        Ok(self.index_documents(prepared))
     }
 
     /// Stop offering a label. Its graph nodes stay (their keywords still connect the graph).
     pub fn retire_label(&mut self, label: &str) -> Result<(), EngineError> {
-        let position = self.active_position(label)?;
-        self.labels[position].active = false;
-        self.label_version += 1;
+        let position = self.labels.active_position(label)?;
+        self.labels.retire(position);
         Ok(())
     }
+}
 
-    pub(super) fn active_position(&self, label: &str) -> Result<usize, EngineError> {
-        let &position = self
-            .label_index
-            .get(label)
-            .ok_or_else(|| EngineError::UnknownLabel(label.to_string()))?;
-        if !self.labels[position].active {
-            return Err(EngineError::RetiredLabel(label.to_string()));
+/// The parts indexing a batch of labelled material writes (the statistics, the keyword
+/// graph, the retrieval index, the embedding signal), with the parts it reads.
+pub(super) struct Indexer<'e> {
+    config: &'e EngineConfig,
+    labels: &'e mut Labels,
+    graph: &'e mut KeywordGraph,
+    stats: &'e mut CorpusStats,
+    index: &'e mut TextIndex,
+    embeddings: Option<&'e mut Embeddings>,
+}
+
+impl<'e> Indexer<'e> {
+    pub(super) fn of(engine: &'e mut Engine) -> Self {
+        Self {
+            config: &engine.config,
+            labels: &mut engine.labels,
+            graph: &mut engine.graph,
+            stats: &mut engine.stats,
+            index: &mut engine.index,
+            embeddings: engine.embeddings.as_mut(),
         }
-        Ok(position)
     }
 
-    /// What is derived from a batch of labelled material: each document's retrieval terms and
-    /// keyword phrases (on every core for a large batch: they depend on the text alone) and,
-    /// with the embedding signal, each kept example's vector (encoded from the text the index
-    /// keeps, so a restored engine encodes the same). An encoder failure leaves the document
-    /// without a vector rather than refusing it: whether a round applies must depend on the
-    /// round alone, or replicas would disagree.
-    fn prepare_documents<'t>(
-        &self,
-        documents: &[(usize, &'t str, bool)],
-    ) -> Vec<PreparedDocument<'t>> {
-        let threads = if documents.len() >= PREPARE_IN_THREADS_FROM {
-            crate::threads::cores()
-        } else {
-            1
-        };
-        let mut prepared: Vec<PreparedDocument<'t>> = crate::threads::in_threads(
-            documents.to_vec(),
-            threads,
-            |(position, text, is_example)| PreparedDocument {
-                position,
-                text,
-                is_example,
-                terms: TermCounts::of(text),
-                phrases: PhraseSpans::of(text),
-                vector: None,
-            },
-        );
-        let Some(embeddings) = &self.embeddings else {
-            return prepared;
-        };
-        let encoded: Vec<(&mut PreparedDocument<'t>, &'t str)> = prepared
-            .iter_mut()
-            .filter_map(|d| {
-                let text = example_to_encode(d.text, d.is_example, &d.terms)?;
-                Some((d, text))
-            })
+    /// Index more examples of an active label; the examples indexed come back with the report.
+    pub(super) fn examples<'t>(
+        self,
+        label: &str,
+        examples: &'t [String],
+    ) -> Result<(IndexReport, Vec<IndexedExample<'t>>), EngineError> {
+        let position = self.labels.active_position(label)?;
+        let documents: Vec<_> = examples
+            .iter()
+            .map(|e| (position, e.as_str(), true))
             .collect();
-        let (encoded, texts): (Vec<_>, Vec<&str>) = encoded.into_iter().unzip();
-        for (document, vector) in encoded.into_iter().zip(embeddings.encode_material(&texts)) {
-            document.vector = Some(vector.ok());
-        }
-        prepared
-    }
-
-    /// The labelled texts applying `update` asks the encoder for (a round's names and
-    /// examples, added examples), as [`Engine::apply`] asks for them: a shell may encode them
-    /// ahead, off its loop, with an encoder that keeps material (`embed::RememberingEncoder`),
-    /// so that applying reads the vectors back. Empty without the embedding signal, and for an
-    /// update the engine would refuse (it encodes nothing then).
-    pub fn material_of(&self, update: &Update) -> Vec<String> {
-        if self.embeddings.is_none() {
-            return Vec::new();
-        }
-        let examples = |examples: &[String]| -> Vec<String> {
-            examples
-                .iter()
-                .filter_map(|e| example_to_encode(e, true, &TermCounts::of(e)))
-                .map(str::to_string)
-                .collect()
-        };
-        match update {
-            Update::Round { labels, .. } if self.check_round(labels).is_ok() => labels
-                .iter()
-                .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
-                .chain(labels.iter().flat_map(|label| examples(&label.examples)))
-                .collect(),
-            Update::AddExamples {
-                label,
-                examples: added,
-            } if self.active_position(label).is_ok() => examples(added),
-            Update::Correct { label, text, .. } | Update::Audit { label, text, .. }
-                if self.active_position(label).is_ok() =>
-            {
-                examples(std::slice::from_ref(text))
-            }
-            Update::Round { .. }
-            | Update::AddExamples { .. }
-            | Update::Correct { .. }
-            | Update::Audit { .. }
-            | Update::CorrectNone { .. }
-            | Update::AuditNone { .. }
-            | Update::RetireLabel { .. }
-            | Update::Learn { .. } => Vec::new(),
-        }
-    }
-
-    /// The encoder a label's material goes through (None without the embedding signal).
-    pub fn material_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
-        self.embeddings.as_ref().map(Embeddings::encoder)
-    }
-
-    /// A label name's vector with the embedding signal: None without it, Some(None) when the
-    /// encoder failed.
-    fn encode_name(&self, name: Option<&str>) -> Option<Option<Vec<f32>>> {
-        match (&self.embeddings, name) {
-            (Some(embeddings), Some(name)) => Some(embeddings.encode_name(name).ok()),
-            _ => None,
-        }
+        let prepared = prepare_documents(self.embeddings.as_deref(), &documents);
+        self.labels.add_examples(position, examples.len() as u32);
+        Ok(self.index(prepared))
     }
 
     /// Two passes, as a vectoriser fitted on the whole batch would: every document joins the
@@ -319,8 +215,8 @@ impl Engine {
     /// the examples and descriptions too, and each new label's name, then recomputes its
     /// weights once for the batch. The two sides touch different state, so a large batch runs
     /// them side by side, each in the documents' order.
-    fn index_documents<'t>(
-        &mut self,
+    fn index<'t>(
+        mut self,
         documents: Vec<PreparedDocument<'t>>,
     ) -> (IndexReport, Vec<IndexedExample<'t>>) {
         let texts_indexed = documents.len();
@@ -351,15 +247,15 @@ impl Engine {
         }
         let sides = vec![
             Side::Keywords {
-                graph: &mut self.graph,
-                stats: &mut self.stats,
-                config: &self.config,
+                graph: &mut *self.graph,
+                stats: &mut *self.stats,
+                config: self.config,
                 phrases,
                 threads,
             },
             Side::Index {
-                index: &mut self.index,
-                embeddings: self.embeddings.as_mut(),
+                index: &mut *self.index,
+                embeddings: self.embeddings.as_deref_mut(),
                 material,
             },
         ];
@@ -378,7 +274,60 @@ impl Engine {
     }
 }
 
-/// One side of indexing a batch ([`Engine::index_documents`]).
+/// What is derived from a batch of labelled material: each document's retrieval terms and
+/// keyword phrases (on every core for a large batch: they depend on the text alone) and,
+/// with the embedding signal, each kept example's vector (encoded from the text the index
+/// keeps, so a restored engine encodes the same). An encoder failure leaves the document
+/// without a vector rather than refusing it: whether a round applies must depend on the
+/// round alone, or replicas would disagree.
+fn prepare_documents<'t>(
+    embeddings: Option<&Embeddings>,
+    documents: &[(usize, &'t str, bool)],
+) -> Vec<PreparedDocument<'t>> {
+    let threads = if documents.len() >= PREPARE_IN_THREADS_FROM {
+        crate::threads::cores()
+    } else {
+        1
+    };
+    let mut prepared: Vec<PreparedDocument<'t>> = crate::threads::in_threads(
+        documents.to_vec(),
+        threads,
+        |(position, text, is_example)| PreparedDocument {
+            position,
+            text,
+            is_example,
+            terms: TermCounts::of(text),
+            phrases: PhraseSpans::of(text),
+            vector: None,
+        },
+    );
+    let Some(embeddings) = embeddings else {
+        return prepared;
+    };
+    let encoded: Vec<(&mut PreparedDocument<'t>, &'t str)> = prepared
+        .iter_mut()
+        .filter_map(|d| {
+            let text = example_to_encode(d.text, d.is_example, &d.terms)?;
+            Some((d, text))
+        })
+        .collect();
+    let (encoded, texts): (Vec<_>, Vec<&str>) = encoded.into_iter().unzip();
+    for (document, vector) in encoded.into_iter().zip(embeddings.encode_material(&texts)) {
+        document.vector = Some(vector.ok());
+    }
+    prepared
+}
+
+/// A label name's vector with the embedding signal: None without it, Some(None) when the
+/// encoder failed.
+fn encode_name(embeddings: Option<&Embeddings>, name: Option<&str>) -> Option<Option<Vec<f32>>> {
+    match (embeddings, name) {
+        (Some(embeddings), Some(name)) => Some(embeddings.encode_name(name).ok()),
+        _ => None,
+    }
+}
+
+/// One side of indexing a batch ([`Indexer::index`]).
 enum Side<'e, 't> {
     /// The statistics, each text's keywords and the keyword graph.
     Keywords {

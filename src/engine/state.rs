@@ -17,7 +17,7 @@ use super::graph::{EdgeCost, KeywordGraph, Node};
 use super::index::{IndexDoc, SpreadState, TextIndex};
 use super::refit::OutcomeLog;
 use super::tfidf::CorpusStats;
-use super::{Engine, EngineConfig, LabelInfo};
+use super::{Engine, EngineConfig, LabelInfo, Labels};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GraphState {
@@ -58,9 +58,11 @@ pub enum StateError {
     BadExample(usize),
 }
 
-impl KeywordGraph {
-    pub fn to_state(&self) -> GraphState {
-        let graph = self.inner();
+/// The keyword graph's part of a snapshot, taken and restored here (the graph's own type keeps
+/// to the graph).
+impl GraphState {
+    pub fn of(keyword_graph: &KeywordGraph) -> Self {
+        let graph = keyword_graph.inner();
         let nodes = graph.node_weights().cloned().collect();
         let edges = graph
             .edge_references()
@@ -72,7 +74,7 @@ impl KeywordGraph {
                 )
             })
             .collect();
-        let mut shared: Vec<(u32, Vec<(u32, u32)>)> = self
+        let mut shared: Vec<(u32, Vec<(u32, u32)>)> = keyword_graph
             .shared_lists()
             .map(|(label, list)| {
                 (
@@ -84,14 +86,16 @@ impl KeywordGraph {
             })
             .collect();
         shared.sort_by_key(|(label, _)| *label);
-        GraphState {
+        Self {
             nodes,
             edges,
             shared,
         }
     }
 
-    pub fn from_state(state: &GraphState) -> Result<Self, StateError> {
+    /// The graph this state describes; an error names what is inconsistent in it.
+    pub fn restore(&self) -> Result<KeywordGraph, StateError> {
+        let state = self;
         let mut graph = petgraph::graph::UnGraph::default();
         let mut keywords = HashSet::default();
         let mut labels = HashMap::default();
@@ -148,19 +152,19 @@ impl Engine {
     /// Everything that a restart must bring back (the configuration comes from the operator).
     pub fn to_state(&self) -> EngineState {
         EngineState {
-            graph: self.graph.to_state(),
+            graph: GraphState::of(&self.graph),
             stats: self.stats.clone(),
-            labels: self.labels.clone(),
+            labels: self.labels.all().to_vec(),
             index: self.index.docs().cloned().collect(),
-            label_version: self.label_version,
-            last_round: self.last_round.clone(),
+            label_version: self.labels.version(),
+            last_round: self.labels.last_round().map(str::to_string),
             spread: self.index.spread_state(),
             outcomes: self.outcomes.outcomes().copied().collect(),
         }
     }
 
     pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Self, StateError> {
-        let graph = KeywordGraph::from_state(&state.graph)?;
+        let graph = state.graph.restore()?;
         let mut label_index = HashMap::default();
         for (position, label) in state.labels.iter().enumerate() {
             if graph.label(&label.id).is_none() {
@@ -187,15 +191,17 @@ impl Engine {
             config,
             graph,
             stats: state.stats,
-            labels: state.labels,
-            label_index,
+            labels: Labels::restored(
+                state.labels,
+                label_index,
+                state.label_version,
+                state.last_round,
+            ),
             index,
-            label_version: state.label_version,
-            last_round: state.last_round,
             embeddings: None,
             outcomes: OutcomeLog::from_outcomes(state.outcomes),
         };
-        engine.refit_restored();
+        engine.outcomes.refit_restored(&engine.config);
         Ok(engine)
     }
 
@@ -236,7 +242,7 @@ impl Engine {
             hash_str(&mut hash, phrase);
             hash.update(count.to_le_bytes());
         }
-        for label in &self.labels {
+        for label in self.labels.all() {
             hash_str(&mut hash, &label.id);
             hash_str(&mut hash, label.name.as_deref().unwrap_or("\u{0}"));
             hash_str(&mut hash, label.description.as_deref().unwrap_or("\u{0}"));
@@ -253,8 +259,8 @@ impl Engine {
             }
             hash_str(&mut hash, doc.text.as_deref().unwrap_or("\u{0}"));
         }
-        hash.update(self.label_version.to_le_bytes());
-        hash_str(&mut hash, self.last_round.as_deref().unwrap_or("\u{0}"));
+        hash.update(self.labels.version().to_le_bytes());
+        hash_str(&mut hash, self.labels.last_round().unwrap_or("\u{0}"));
         let spread = self.index.spread_state();
         for part in [&spread.folded, &spread.pending] {
             hash.update((part.len() as u64).to_le_bytes());

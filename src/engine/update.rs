@@ -102,7 +102,7 @@ impl Engine {
         labels: &[NewLabel],
     ) -> Result<IndexReport, EngineError> {
         let report = self.apply_round(labels)?;
-        self.last_round = Some(round.to_string());
+        self.labels.set_last_round(round);
         Ok(report)
     }
 

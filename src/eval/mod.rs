@@ -407,7 +407,9 @@ async fn classify_and_learn(
             })?;
             learning.reviewed += 1;
         } else {
-            let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+            let confident = engine
+                .decisions()
+                .is_confident(&classified.retrieval, &classified.decision);
             learning.learned += usize::from(confident);
             learning.learned_correct +=
                 usize::from(confident && classified.decision.label == sample.label);

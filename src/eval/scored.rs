@@ -82,7 +82,7 @@ impl Scored {
             Some(answer) => READINGS
                 .iter()
                 .map(|&(_, mode, weight)| {
-                    let reading = engine.decide_as(
+                    let reading = engine.decisions().decide_as(
                         &classified.retrieval,
                         Some(answer),
                         &classified.alternatives,
@@ -90,7 +90,9 @@ impl Scored {
                         weight,
                     );
                     reading.label == sample.label
-                        && !engine.matches_nothing(&classified.retrieval, &reading)
+                        && !engine
+                            .decisions()
+                            .matches_nothing(&classified.retrieval, &reading)
                 })
                 .collect(),
         };
@@ -118,18 +120,20 @@ impl Scored {
             );
         }
         let decision = &classified.decision;
-        let signals = engine.signals(
+        let signals = engine.decisions().signals(
             &classified.retrieval,
             &decision.label,
             classified.raw_answer.as_deref(),
             &classified.alternatives,
         );
-        let retrieval_only = engine.decide(&classified.retrieval, None);
+        let retrieval_only = engine.decisions().decide(&classified.retrieval, None);
         // Right as published: a text published with no label is wrong, whatever label the
         // decision held (as in every other accuracy eval prints).
         let published_right = |decision: &crate::engine::Decision| {
             decision.label == sample.label
-                && !engine.matches_nothing(&classified.retrieval, decision)
+                && !engine
+                    .decisions()
+                    .matches_nothing(&classified.retrieval, decision)
         };
         let llm_readings = classified.llm_asked.then(|| llm_curve::Readings {
             retrieval_confidence: retrieval_only.confidence,
@@ -137,7 +141,7 @@ impl Scored {
             fused_right: llm_curve::WEIGHTS
                 .iter()
                 .map(|&weight| match &classified.raw_answer {
-                    Some(answer) => published_right(&engine.decide_as(
+                    Some(answer) => published_right(&engine.decisions().decide_as(
                         &classified.retrieval,
                         Some(answer),
                         &classified.alternatives,
@@ -148,7 +152,7 @@ impl Scored {
                 })
                 .collect(),
         });
-        let status = engine.status(&classified.retrieval, decision);
+        let status = engine.decisions().status(&classified.retrieval, decision);
         let record = TextRecord {
             round: at.round,
             text_round: at.text_round,
@@ -167,7 +171,9 @@ impl Scored {
         };
         Self {
             status,
-            graph_status: engine.status(&classified.retrieval, &retrieval_only),
+            graph_status: engine
+                .decisions()
+                .status(&classified.retrieval, &retrieval_only),
             llm_readings,
             record,
             readings,
@@ -180,7 +186,9 @@ impl Scored {
             llm_failed: classified.llm_failure.is_some(),
             llm_calls: classified.llm_calls,
             prompt_tokens: classified.prompt_tokens,
-            on_list: engine.on_list_mass(&classified.retrieval, &classified.alternatives),
+            on_list: engine
+                .decisions()
+                .on_list_mass(&classified.retrieval, &classified.alternatives),
         }
     }
 }

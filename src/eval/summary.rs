@@ -91,7 +91,7 @@ pub(super) fn summarise(
     let outside = count(&|s| s.hallucination == Some(HallucinationKind::OutsideCandidates));
     RoundMetrics {
         round,
-        labels: engine.active_labels().count(),
+        labels: engine.labels().active().count(),
         texts: scored.len(),
         accuracy: correct as f64 / n,
         graph_accuracy: count(&|s| s.graph_right()) as f64 / n,

@@ -26,7 +26,7 @@ pub struct Classification<'a> {
 }
 
 pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
-    let status = PredictionStatus::from(engine.status(c.retrieval, c.decision));
+    let status = PredictionStatus::from(engine.decisions().status(c.retrieval, c.decision));
     // No match: no label, and no rationale for one; the candidates stay for a reviewer.
     let label = (status != PredictionStatus::NoMatch).then(|| c.decision.label.clone());
     Prediction {
@@ -34,7 +34,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
         text_id: c.event.id.clone(),
         label_name: label
             .as_deref()
-            .and_then(|label| engine.label(label))
+            .and_then(|label| engine.labels().get(label))
             .and_then(|l| l.name.clone()),
         rationale: label
             .as_deref()
@@ -65,8 +65,8 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
         // An endpoint's error may quote what it was sent or answered: bounded like every
         // error text.
         llm_error: c.llm_error.map(crate::bounds::error_text),
-        round: engine.last_round().map(str::to_string),
-        label_version: engine.label_version(),
+        round: engine.labels().last_round().map(str::to_string),
+        label_version: engine.labels().version(),
         // The model that was asked about this text: none when none was.
         model: c.model.filter(|_| c.llm_asked).map(str::to_string),
         latency: c.latency.clone(),
@@ -106,7 +106,7 @@ pub fn hallucination_report(
         label: c.decision.label.clone(),
         source: c.decision.source,
         model: c.model.map(str::to_string),
-        label_version: engine.label_version(),
+        label_version: engine.labels().version(),
         input: c.position.clone(),
     })
 }

@@ -293,7 +293,7 @@ fn check(events: &[LabelEvent], bounds: &Bounds) -> Result<(), TaxonomyErrors> {
             continue;
         };
         let round = excerpt(round);
-        let active = engine.active_labels().count();
+        let active = engine.labels().active().count();
         let checked = serde_json::to_vec(event)
             .map_err(|e| e.to_string())
             .and_then(|bytes| decode::label_event(&bytes).map_err(|e| e.to_string()))

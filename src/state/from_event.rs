@@ -44,7 +44,7 @@ impl<'a> LabelChecks<'a> {
         Self {
             engine,
             bounds,
-            active: engine.active_labels().count(),
+            active: engine.labels().active().count(),
             retired: HashSet::new(),
         }
     }
@@ -60,7 +60,7 @@ impl<'a> LabelChecks<'a> {
         match &update {
             Update::Round { labels, .. } => self.active += labels.len(),
             Update::RetireLabel { label }
-                if self.engine.label(label).is_some_and(|l| l.active)
+                if self.engine.labels().get(label).is_some_and(|l| l.active)
                     && self.retired.insert(label.clone()) =>
             {
                 self.active = self.active.saturating_sub(1);
@@ -86,6 +86,7 @@ fn checked_update(engine: &Engine, event: LabelEvent) -> Result<Update, Rejectio
             }
             let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
             engine
+                .labels()
                 .check_round(&labels)
                 .map_err(|e| engine_rejection(&e))?;
             Ok(Update::Round { round, labels })

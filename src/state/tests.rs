@@ -34,7 +34,10 @@ fn after_round() -> State {
 /// A state after round 1, with one text pooled at `arrival_score`.
 fn pooling_at(arrival_score: f64) -> State {
     let mut state = after_round();
-    let analysis = state.engine().analyze("a yacht race in a breeze");
+    let analysis = state
+        .engine()
+        .analyzer()
+        .analyze("a yacht race in a breeze");
     let text = PooledText::new(
         "t1",
         "a yacht race in a breeze",
@@ -80,6 +83,7 @@ fn snapshots_keep_arrival_scores_and_the_label_spread() {
     let mut state = pooling_at(0.07);
     let analysis = state
         .engine()
+        .analyzer()
         .analyze("the volcano erupted near the village");
     let learn = Update::Learn {
         analysis,

@@ -69,8 +69,9 @@ impl Update {
     /// label online indexing learns it as (none, `NO_LABEL`, when it matched no label).
     pub fn learned(engine: &Engine, classified: &Classified, confident: bool) -> Self {
         Self::Learn {
-            analysis: engine.learnable(&classified.analysis),
+            analysis: engine.analyzer().learnable(&classified.analysis),
             label: engine
+                .decisions()
                 .label_to_learn(&classified.retrieval, &classified.decision)
                 .to_string(),
             confident,

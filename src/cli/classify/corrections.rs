@@ -63,7 +63,8 @@ pub async fn apply(path: &Path, texts: &TextsInput, session: &mut Session) -> Re
     }
     let active: BTreeSet<String> = session
         .engine()
-        .active_labels()
+        .labels()
+        .active()
         .map(|l| l.id.clone())
         .collect();
     let mut errors = Vec::new();

@@ -86,7 +86,7 @@ pub async fn classify(args: ClassifyArgs) -> Result<()> {
     };
     let sync = taxonomy.map(|events| sync_taxonomy(session.engine(), events));
     let to_apply = sync.as_ref().map_or(&[][..], |s| &s.events[..]);
-    if session.engine().active_labels().next().is_none()
+    if session.engine().labels().active().next().is_none()
         && to_apply.is_empty()
         && source.format == Format::Csv
     {

@@ -12,7 +12,7 @@ const MIXED: &str = "bread dough rising under the stars of the night sky, telesc
 fn learned_wrongly() -> Engine {
     let mut engine = three_topics(EngineConfig::default());
     let analysis = engine.analyze(MIXED);
-    let learnable = engine.learnable(&analysis);
+    let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "astronomy", true);
     assert_eq!(engine.index().seen_count(), 1);
     engine
@@ -21,17 +21,17 @@ fn learned_wrongly() -> Engine {
 #[test]
 fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let mut engine = learned_wrongly();
-    let examples_before = engine.label("cooking").unwrap().examples;
+    let examples_before = engine.labels().get("cooking").unwrap().examples;
     let (report, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(engine.index().seen_count(), 0);
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(
-        engine.label("cooking").unwrap().examples,
+        engine.labels().get("cooking").unwrap().examples,
         examples_before + 1
     );
     // The same text again is now what the operator said.
-    let retrieval = engine.retrieve(&engine.analyze(MIXED)).unwrap();
+    let retrieval = engine.retriever().retrieve(&engine.analyze(MIXED)).unwrap();
     assert_eq!(retrieval.graph_choice, "cooking");
     let (label, _) = correction
         .decided
@@ -90,7 +90,7 @@ fn replicas_applying_the_same_correction_agree() {
 fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let mut engine = learned_wrongly();
     let analysis = engine.analyze(MIXED);
-    let learnable = engine.learnable(&analysis);
+    let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
     assert_eq!(engine.index().tentative_count(), 1);
     let (_, correction) = engine.correct("cooking", MIXED, Review).unwrap();
@@ -108,9 +108,9 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
 fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
     let mut engine = learned_wrongly();
     let analysis = engine.analyze(MIXED);
-    let learnable = engine.learnable(&analysis);
+    let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
-    let examples: Vec<u32> = engine.labels().iter().map(|l| l.examples).collect();
+    let examples: Vec<u32> = engine.labels().all().iter().map(|l| l.examples).collect();
     let (report, correction) = engine.correct_to_none(MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(report.texts_indexed, 0);
@@ -121,7 +121,7 @@ fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
         ),
         (0, 0)
     );
-    let after: Vec<u32> = engine.labels().iter().map(|l| l.examples).collect();
+    let after: Vec<u32> = engine.labels().all().iter().map(|l| l.examples).collect();
     assert_eq!(after, examples, "no label gained an example");
     let (label, _) = correction.decided.expect("what gorag decided before");
     assert_eq!(label, "astronomy");

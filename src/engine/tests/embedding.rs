@@ -32,8 +32,8 @@ fn config(weight: f64) -> EngineConfig {
 
 fn ranked_labels(engine: &Engine, text: &str) -> Vec<String> {
     let mut analysis = engine.analyze(text);
-    engine.embed_query(&mut analysis, text).unwrap();
-    engine.retrieve(&analysis).unwrap().candidates
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    engine.retriever().retrieve(&analysis).unwrap().candidates
 }
 
 #[test]
@@ -55,7 +55,10 @@ fn without_a_query_vector_retrieval_is_lexical() {
     let query = "the report of the week on moneylenders";
     let analysis = engine.analyze(query); // never embedded
     let lexical = ranked_labels(&near_twins(config(0.0)), query);
-    assert_eq!(engine.retrieve(&analysis).unwrap().candidates, lexical);
+    assert_eq!(
+        engine.retriever().retrieve(&analysis).unwrap().candidates,
+        lexical
+    );
 }
 
 #[test]
@@ -72,13 +75,16 @@ fn a_restored_engine_given_the_encoder_retrieves_as_the_live_one() {
     ] {
         let a = {
             let mut analysis = live.analyze(query);
-            live.embed_query(&mut analysis, query).unwrap();
-            live.retrieve(&analysis).unwrap()
+            live.analyzer().embed_query(&mut analysis, query).unwrap();
+            live.retriever().retrieve(&analysis).unwrap()
         };
         let b = {
             let mut analysis = restored.analyze(query);
-            restored.embed_query(&mut analysis, query).unwrap();
-            restored.retrieve(&analysis).unwrap()
+            restored
+                .analyzer()
+                .embed_query(&mut analysis, query)
+                .unwrap();
+            restored.retriever().retrieve(&analysis).unwrap()
         };
         assert_eq!(a, b, "{query}");
     }
@@ -120,8 +126,8 @@ fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() 
     for query in ["space", "money report", "the week"] {
         let retrieve = |engine: &Engine| {
             let mut analysis = engine.analyze(query);
-            engine.embed_query(&mut analysis, query).unwrap();
-            engine.retrieve(&analysis).unwrap()
+            engine.analyzer().embed_query(&mut analysis, query).unwrap();
+            engine.retriever().retrieve(&analysis).unwrap()
         };
         assert_eq!(retrieve(&live), retrieve(&restored), "{query}");
     }
@@ -165,7 +171,7 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
         examples: vec!["a sport match".into(), String::new()],
     };
     for update in [round, added] {
-        let mut ahead = engine.material_of(&update);
+        let mut ahead = engine.analyzer().material_of(&update);
         recording.0.lock().unwrap().clear();
         engine.apply(&update).unwrap();
         let mut asked = recording.0.lock().unwrap().clone();
@@ -178,7 +184,7 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
     let retire = Update::RetireLabel {
         label: "sport".into(),
     };
-    assert!(engine.material_of(&retire).is_empty());
+    assert!(engine.analyzer().material_of(&retire).is_empty());
     // Updates the engine refuses encode nothing.
     let to_unknown = Update::AddExamples {
         label: "nobody".into(),
@@ -188,20 +194,20 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
         round: "r1 again".into(),
         labels: vec![label("sport", &["space money"])],
     };
-    assert!(engine.material_of(&to_unknown).is_empty());
-    assert!(engine.material_of(&repeated).is_empty());
+    assert!(engine.analyzer().material_of(&to_unknown).is_empty());
+    assert!(engine.analyzer().material_of(&repeated).is_empty());
     engine.apply(&retire).unwrap();
     let to_retired = Update::AddExamples {
         label: "sport".into(),
         examples: vec!["space money".into()],
     };
-    assert!(engine.material_of(&to_retired).is_empty());
+    assert!(engine.analyzer().material_of(&to_retired).is_empty());
     let round = Update::Round {
         round: "r2".into(),
         labels: vec![label("orbit", &["space"])],
     };
     assert!(
-        lexical.material_of(&round).is_empty(),
+        lexical.analyzer().material_of(&round).is_empty(),
         "no signal, no material"
     );
 }
@@ -224,9 +230,9 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     let short = "the report of the week on moneylenders";
     let mut analysis = engine.analyze(short);
     // Not read by meaning (no query vector): ranked by its words, its confidence as any text's.
-    assert!(!engine.retrieve(&analysis).unwrap().short_text);
-    engine.embed_query(&mut analysis, short).unwrap();
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    assert!(!engine.retriever().retrieve(&analysis).unwrap().short_text);
+    engine.analyzer().embed_query(&mut analysis, short).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
     assert!(retrieval.short_text);
     // More words, one of them ("launches") in orbit's example, the money topic still in
@@ -234,8 +240,8 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     let long = "the report of the week on moneylenders, with launches, weekly reports, \
                 tables, charts, notes, remarks, comments and the usual summary";
     let mut analysis = engine.analyze(long);
-    engine.embed_query(&mut analysis, long).unwrap();
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    engine.analyzer().embed_query(&mut analysis, long).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(!retrieval.short_text, "{retrieval:?}");
     assert_eq!(retrieval.candidates[0], "orbit", "{retrieval:?}");
 }
@@ -245,10 +251,10 @@ fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() 
     let engine = near_twins_by_default();
     let text = "moneylenders galore";
     let mut analysis = engine.analyze(text);
-    let unembedded = engine.retrieve(&analysis).unwrap();
+    let unembedded = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(unembedded.basis, crate::engine::Basis::NoEvidence);
-    engine.embed_query(&mut analysis, text).unwrap();
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, crate::engine::Basis::RankedScores);
     assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
     assert_eq!(retrieval.first_hop_labels, 0, "no label's words matched");
@@ -259,11 +265,14 @@ fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
     let engine = near_twins_by_default();
     let text = "moneylenders galore";
     let mut analysis = engine.analyze(text);
-    engine.embed_query(&mut analysis, text).unwrap();
-    let retrieval = engine.retrieve(&analysis).unwrap();
-    let decision = engine.decide(&retrieval, None);
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let decision = engine.decisions().decide(&retrieval, None);
     assert_eq!(decision.label, "market");
-    assert!(!engine.is_confident(&retrieval, &decision), "{decision:?}");
+    assert!(
+        !engine.decisions().is_confident(&retrieval, &decision),
+        "{decision:?}"
+    );
 }
 
 #[test]
@@ -275,10 +284,10 @@ fn a_short_text_far_from_its_label_in_meaning_needs_review() {
         config.ranking.short_text_min_meaning = floor;
         let engine = near_twins(config);
         let mut analysis = engine.analyze(text);
-        engine.embed_query(&mut analysis, text).unwrap();
-        let retrieval = engine.retrieve(&analysis).unwrap();
-        let decision = engine.decide(&retrieval, None);
-        engine.status(&retrieval, &decision)
+        engine.analyzer().embed_query(&mut analysis, text).unwrap();
+        let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+        let decision = engine.decisions().decide(&retrieval, None);
+        engine.decisions().status(&retrieval, &decision)
     };
     // The topic encoder reads the text and market's example as nearly the same (cosine just
     // under 1): a floor of 1 is above it, the default far below.
@@ -294,8 +303,8 @@ fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     let thin = "moneylenders everywhere, tables, charts, notes, remarks, comments, summaries, \
                 graphs, figures and the usual";
     let mut analysis = engine.analyze(thin);
-    engine.embed_query(&mut analysis, thin).unwrap();
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    engine.analyzer().embed_query(&mut analysis, thin).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(retrieval.short_text, "{retrieval:?}");
     assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
     // With the rule off (no text is short), the same text is a long one.
@@ -304,6 +313,6 @@ fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     config.ranking.short_text_terms = 0;
     let engine = near_twins(config);
     let mut analysis = engine.analyze(thin);
-    engine.embed_query(&mut analysis, thin).unwrap();
-    assert!(!engine.retrieve(&analysis).unwrap().short_text);
+    engine.analyzer().embed_query(&mut analysis, thin).unwrap();
+    assert!(!engine.retriever().retrieve(&analysis).unwrap().short_text);
 }

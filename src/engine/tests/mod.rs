@@ -44,7 +44,7 @@ fn round_registers_labels_and_indexes_examples() {
     assert_eq!(engine.labels().len(), 3);
     assert_eq!(engine.stats().documents, 3);
     assert!(engine.graph().keyword("telescope").is_some());
-    assert_eq!(engine.label_version(), 1);
+    assert_eq!(engine.labels().version(), 1);
 }
 
 #[test]
@@ -63,14 +63,14 @@ fn invalid_round_changes_nothing() {
         (engine.graph().node_count(), engine.stats().documents),
         before
     );
-    assert!(engine.label("physics").is_none());
+    assert!(engine.labels().get("physics").is_none());
 }
 
 #[test]
 fn steiner_retrieval_finds_the_matching_topic() {
     let engine = three_topics(steiner());
     let analysis = engine.analyze("new telescope images of galaxies");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(retrieval.candidates.contains(&"astronomy".to_string()));
     assert!(!retrieval.candidates.contains(&"cooking".to_string()));
     assert_eq!(retrieval.graph_choice, "astronomy");
@@ -81,7 +81,7 @@ fn steiner_retrieval_finds_the_matching_topic() {
 fn keywords_spanning_two_topics_bring_both_labels() {
     let engine = three_topics(steiner());
     let analysis = engine.analyze("galaxies telescope bread oven");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
     assert!(retrieval.tree_cost.unwrap() > 0.0);
 }
@@ -89,7 +89,10 @@ fn keywords_spanning_two_topics_bring_both_labels() {
 #[test]
 fn text_with_no_known_keyword_gets_every_label() {
     let engine = three_topics(steiner());
-    let retrieval = engine.retrieve(&engine.analyze("zzz qqq")).unwrap();
+    let retrieval = engine
+        .retriever()
+        .retrieve(&engine.analyze("zzz qqq"))
+        .unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
     assert_eq!(retrieval.candidates.len(), 3);
 }
@@ -97,7 +100,10 @@ fn text_with_no_known_keyword_gets_every_label() {
 #[test]
 fn single_terminal_offers_its_own_labels() {
     let engine = three_topics(steiner());
-    let retrieval = engine.retrieve(&engine.analyze("yeast")).unwrap();
+    let retrieval = engine
+        .retriever()
+        .retrieve(&engine.analyze("yeast"))
+        .unwrap();
     assert_eq!(retrieval.basis, Basis::SingleTerminal);
     assert_eq!(retrieval.candidates, vec!["cooking"]);
 }
@@ -106,26 +112,29 @@ fn single_terminal_offers_its_own_labels() {
 fn decisions_flag_both_kinds_of_hallucination() {
     let engine = three_topics(steiner());
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("telescope galaxies stars"))
         .unwrap();
-    let ok = engine.decide(&retrieval, Some("Astronomy"));
+    let ok = engine.decisions().decide(&retrieval, Some("Astronomy"));
     assert_eq!(
         (ok.label.as_str(), ok.source, ok.hallucination),
         ("astronomy", Source::Llm, None)
     );
-    let outside = engine.decide(&retrieval, Some("football"));
+    let outside = engine.decisions().decide(&retrieval, Some("football"));
     assert_eq!(
         outside.hallucination,
         Some(HallucinationKind::OutsideCandidates)
     );
     assert_eq!(outside.label, "football");
-    let unknown = engine.decide(&retrieval, Some("marine biology"));
+    let unknown = engine
+        .decisions()
+        .decide(&retrieval, Some("marine biology"));
     assert_eq!(unknown.hallucination, Some(HallucinationKind::UnknownLabel));
     assert_eq!(
         (unknown.label.as_str(), unknown.source),
         ("astronomy", Source::Graph)
     );
-    let no_llm = engine.decide(&retrieval, None);
+    let no_llm = engine.decisions().decide(&retrieval, None);
     assert_eq!((no_llm.source, no_llm.hallucination), (Source::Graph, None));
 }
 
@@ -172,10 +181,11 @@ fn retired_labels_are_never_candidates_nor_answers() {
     let mut engine = three_topics(EngineConfig::default());
     engine.retire_label("astronomy").unwrap();
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("telescope galaxies"))
         .unwrap();
     assert!(!retrieval.candidates.contains(&"astronomy".to_string()));
-    let decision = engine.decide(&retrieval, Some("astronomy"));
+    let decision = engine.decisions().decide(&retrieval, Some("astronomy"));
     assert_eq!(
         decision.hallucination,
         Some(HallucinationKind::UnknownLabel)
@@ -194,7 +204,7 @@ fn retired_labels_are_never_candidates_nor_answers() {
 fn classifying_before_any_round_is_an_error() {
     let engine = Engine::new(EngineConfig::default());
     assert_eq!(
-        engine.retrieve(&engine.analyze("anything")),
+        engine.retriever().retrieve(&engine.analyze("anything")),
         Err(EngineError::NoActiveLabels)
     );
 }
@@ -205,7 +215,10 @@ fn all_strategy_offers_every_active_label() {
         strategy: Strategy::All,
         ..EngineConfig::default()
     });
-    let retrieval = engine.retrieve(&engine.analyze("telescope")).unwrap();
+    let retrieval = engine
+        .retriever()
+        .retrieve(&engine.analyze("telescope"))
+        .unwrap();
     assert_eq!(retrieval.candidates.len(), 3);
     assert_eq!(retrieval.graph_choice, "astronomy");
 }
@@ -218,6 +231,7 @@ fn naive_strategy_uses_the_most_similar_examples() {
         ..EngineConfig::default()
     });
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("the goal in the football match"))
         .unwrap();
     assert_eq!(retrieval.candidates, vec!["football"]);
@@ -244,6 +258,7 @@ fn zero_shot_labels_are_reached_through_their_descriptions() {
         ])
         .unwrap();
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("a new catalyst speeds up reactions"))
         .unwrap();
     assert_eq!(retrieval.graph_choice, "chemistry");
@@ -258,8 +273,10 @@ fn keyword_input_ablation_sends_keywords() {
     });
     let text = "telescope galaxies stars observations";
     let analysis = engine.analyze(text);
-    let retrieval = engine.retrieve(&analysis).unwrap();
-    let prompt = engine.classification_prompt(&retrieval, text, &analysis);
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let prompt = engine
+        .decisions()
+        .classification_prompt(&retrieval, text, &analysis);
     let fenced = prompt.user.strip_prefix("Text:\n<text>\n").unwrap();
     let body = fenced.split("\n</text>").next().unwrap();
     assert!(body.contains(", "));
@@ -273,91 +290,20 @@ fn unit_ablation_still_retrieves() {
         ..steiner()
     });
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("galaxies telescope bread oven"))
         .unwrap();
     assert!(retrieval.candidates.contains(&"astronomy".to_string()));
     assert!(retrieval.candidates.contains(&"cooking".to_string()));
 }
 
-mod pruned_search {
-    use super::*;
-    use crate::engine::steiner::{all_edges, mehlhorn};
-    use proptest::prelude::*;
-
-    const WORDS: &[&str] = &[
-        "alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "lambda", "theta", "zeta",
-        "rho", "tau", "phi", "chi", "psi", "eta",
-    ];
-
-    fn text(indices: &[usize]) -> String {
-        indices
-            .iter()
-            .map(|&i| WORDS[i % WORDS.len()])
-            .collect::<Vec<_>>()
-            .join(" ")
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(120))]
-
-        /// Leaving out leaf keywords and non-relaying shared keywords must not change the
-        /// tree's cost or its labels.
-        #[test]
-        fn pruned_search_matches_the_full_search(
-            examples in proptest::collection::vec(proptest::collection::vec(0usize..16, 1..5), 3..12),
-            queries in proptest::collection::vec(proptest::collection::vec(0usize..16, 2..10), 1..8),
-        ) {
-            let mut engine = Engine::new(steiner());
-            let labels: Vec<NewLabel> = examples
-                .iter()
-                .enumerate()
-                .map(|(i, words)| NewLabel {
-                    id: format!("l{i}"),
-                    name: None,
-                    description: None,
-                    examples: vec![text(words)],
-                })
-                .collect();
-            engine.apply_round(&labels).unwrap();
-            for (i, query) in queries.iter().enumerate() {
-                let analysis = engine.analyze(&text(query));
-                let retrieval = engine.retrieve(&analysis).unwrap();
-                if retrieval.basis == Basis::SteinerTree {
-                    let nodes: Vec<_> = retrieval
-                        .terminals
-                        .iter()
-                        .filter_map(|t| engine.graph().keyword(t))
-                        .collect();
-                    let g = engine.graph().inner();
-                    let full = mehlhorn(g, &nodes, |c| c.mean(), all_edges(g)).unwrap();
-                    prop_assert!((full.cost - retrieval.tree_cost.unwrap()).abs() < 1e-9,
-                        "full {} vs pruned {:?}", full.cost, retrieval.tree_cost);
-                    let mut full_labels: Vec<String> = full
-                        .nodes
-                        .iter()
-                        .filter_map(|&n| match engine.graph().node(n) {
-                            Some(graph::Node::Label(id)) => Some(id.clone()),
-                            _ => None,
-                        })
-                        .collect();
-                    full_labels.sort();
-                    let mut pruned = retrieval.candidates.clone();
-                    pruned.sort();
-                    prop_assert_eq!(full_labels, pruned);
-                }
-                // Online indexing to the i-th label grows shared keywords over time.
-                let label = format!("l{}", i % examples.len());
-                engine.learn(&analysis, &label, true);
-            }
-        }
-    }
-}
+mod pruned_search;
 
 #[test]
 fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
     let engine = three_topics(EngineConfig::default());
     let analysis = engine.analyze("telescope images of galaxies, and a note on bread");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::RankedScores);
     assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
     assert_eq!(retrieval.graph_choice, "astronomy");
@@ -370,7 +316,10 @@ fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
         (retrieval.margin.unwrap() - (retrieval.scores[0] - retrieval.scores[1])).abs() < 1e-12
     );
     // The label's name alone is evidence: "cooking" is in no example.
-    let named = engine.retrieve(&engine.analyze("cooking")).unwrap();
+    let named = engine
+        .retriever()
+        .retrieve(&engine.analyze("cooking"))
+        .unwrap();
     assert_eq!(named.candidates, vec!["cooking"]);
 }
 
@@ -384,6 +333,7 @@ fn candidates_are_capped_best_first() {
         ..EngineConfig::default()
     });
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze("galaxies and bread and a football goal in the oven"))
         .unwrap();
     assert_eq!(retrieval.candidates.len(), 1);
@@ -394,16 +344,18 @@ fn candidates_are_capped_best_first() {
 fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
     let mut engine = three_topics(EngineConfig::default());
     let analysis = engine.analyze("radio telescope pulsar survey of galaxies");
-    let retrieval = engine.retrieve(&analysis).unwrap();
-    let graph_only = engine.decide(&retrieval, None);
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let graph_only = engine.decisions().decide(&retrieval, None);
     assert!(
-        engine.is_confident(&retrieval, &graph_only),
+        engine.decisions().is_confident(&retrieval, &graph_only),
         "{retrieval:?}"
     );
-    let disagreeing = engine.decide(&retrieval, Some("cooking"));
-    assert!(!engine.is_confident(&retrieval, &disagreeing));
-    let hallucinated = engine.decide(&retrieval, Some("marine biology"));
-    assert!(!engine.is_confident(&retrieval, &hallucinated));
+    let disagreeing = engine.decisions().decide(&retrieval, Some("cooking"));
+    assert!(!engine.decisions().is_confident(&retrieval, &disagreeing));
+    let hallucinated = engine
+        .decisions()
+        .decide(&retrieval, Some("marine biology"));
+    assert!(!engine.decisions().is_confident(&retrieval, &hallucinated));
 
     let nodes = engine.graph().node_count();
     assert_eq!(engine.learn(&analysis, "astronomy", false), 0);
@@ -416,7 +368,10 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
     assert!(engine.learn(&analysis, "astronomy", true) > 0);
     // The learned text now votes for its label: "pulsar" is in no example, so every label is
     // offered, the second hop's vote first.
-    let seen = engine.retrieve(&engine.analyze("pulsar")).unwrap();
+    let seen = engine
+        .retriever()
+        .retrieve(&engine.analyze("pulsar"))
+        .unwrap();
     assert_eq!(seen.basis, Basis::NoEvidence);
     assert_eq!(seen.graph_choice, "astronomy");
     assert_eq!(seen.candidates, vec!["astronomy", "cooking", "football"]);
@@ -430,12 +385,15 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_con
             ..EngineConfig::default()
         });
         let analysis = engine.analyze("zzz qqq 1987 12 cts");
-        let retrieval = engine.retrieve(&analysis).unwrap();
+        let retrieval = engine.retriever().retrieve(&analysis).unwrap();
         assert_eq!(retrieval.basis, Basis::NoEvidence, "{strategy:?}");
         assert_eq!(retrieval.candidates.len(), 3, "{strategy:?}");
         assert!(retrieval.candidates.contains(&retrieval.graph_choice));
-        let decision = engine.decide(&retrieval, None);
-        assert!(!engine.is_confident(&retrieval, &decision), "{strategy:?}");
+        let decision = engine.decisions().decide(&retrieval, None);
+        assert!(
+            !engine.decisions().is_confident(&retrieval, &decision),
+            "{strategy:?}"
+        );
     }
 }
 
@@ -457,14 +415,14 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         // The next table shares no word with any label's material: the unsure decision is the
         // only evidence, so it leads (unless none is kept); the text is still never confident.
         let next = engine.analyze("yyy inc qtr shr 40 cts vs 31 cts");
-        let retrieval = engine.retrieve(&next).unwrap();
+        let retrieval = engine.retriever().retrieve(&next).unwrap();
         assert_eq!(retrieval.basis, Basis::NoEvidence);
         assert_eq!(retrieval.graph_choice == "football", kept, "{retrieval:?}");
-        let decision = engine.decide(&retrieval, None);
-        assert!(!engine.is_confident(&retrieval, &decision));
+        let decision = engine.decisions().decide(&retrieval, None);
+        assert!(!engine.decisions().is_confident(&retrieval, &decision));
         // A text its labels' material explains is not moved by it.
         let explained = engine.analyze("radio telescope survey qtr shr cts");
-        let ranked = engine.retrieve(&explained).unwrap();
+        let ranked = engine.retriever().retrieve(&explained).unwrap();
         assert_eq!(ranked.basis, Basis::RankedScores);
         assert_eq!(ranked.candidates, vec!["astronomy"], "{ranked:?}");
     }
@@ -477,18 +435,20 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
         ..EngineConfig::default()
     });
     let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.candidates.len(), 2);
     let second = retrieval.candidates[1].clone();
     let belief = vec![(second[..4].to_string(), -0.01), ("x".to_string(), -5.0)];
-    let decision = engine.decide_with_alternatives(&retrieval, Some(&second), &belief);
+    let decision = engine
+        .decisions()
+        .decide_with_alternatives(&retrieval, Some(&second), &belief);
     assert_eq!(
         (decision.label.as_str(), decision.source),
         (second.as_str(), Source::Llm)
     );
     assert_eq!(decision.hallucination, None);
     // Weight 0 (the default): retrieval decides; the LLM's favourite lost, so `graph`.
-    let retrieval_decides = engine.decide_as(
+    let retrieval_decides = engine.decisions().decide_as(
         &retrieval,
         Some(&second),
         &belief,
@@ -505,13 +465,21 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
         ("marine".to_string(), -0.1),
         (second[..4].to_string(), -3.0),
     ];
-    let made_up = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
+    let made_up =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
     assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
     assert!(retrieval.candidates.contains(&made_up.label));
-    let began_on_list = engine.decide_with_alternatives(&retrieval, Some("bread things"), &belief);
+    let began_on_list =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("bread things"), &belief);
     assert_eq!(began_on_list.hallucination, None);
     // No alternatives (an endpoint without logprobs): read as a free answer.
-    let free = engine.decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
+    let free = engine
+        .decisions()
+        .decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
     assert_eq!(free.source, Source::Graph);
     assert_eq!(free.hallucination, Some(HallucinationKind::UnknownLabel));
 }
@@ -523,12 +491,14 @@ fn numbered_choice_reads_the_number() {
         ..EngineConfig::default()
     });
     let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retrieve(&analysis).unwrap();
-    let prompt = engine.classification_prompt(&retrieval, "text", &analysis);
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let prompt = engine
+        .decisions()
+        .classification_prompt(&retrieval, "text", &analysis);
     assert!(prompt.user.contains("2. "), "{}", prompt.user);
-    let decision = engine.decide(&retrieval, Some("2"));
+    let decision = engine.decisions().decide(&retrieval, Some("2"));
     assert_eq!(decision.label, retrieval.candidates[1]);
-    let nonsense = engine.decide(&retrieval, Some("7"));
+    let nonsense = engine.decisions().decide(&retrieval, Some("7"));
     assert_eq!(
         nonsense.hallucination,
         Some(HallucinationKind::UnknownLabel)
@@ -547,12 +517,12 @@ mod scored;
 fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
     let engine = three_topics(EngineConfig::default());
     let short = engine.analyze("the telescope saw a pulsar");
-    assert_eq!(engine.poolable_terms(&short.terms), short.terms);
+    assert_eq!(engine.analyzer().poolable_terms(&short.terms), short.terms);
     // Hundreds of distinct made-up words: thousands of distinct 1–3-grams.
     let long_text: String = (0..800).map(|i| format!("word{i} ")).collect();
     let long = engine.analyze(&long_text);
     assert!(long.terms.counts.len() > POOL_TERMS);
-    let kept = engine.poolable_terms(&long.terms);
+    let kept = engine.analyzer().poolable_terms(&long.terms);
     assert_eq!(kept.counts.len(), POOL_TERMS);
     assert!(
         kept.counts.windows(2).all(|w| w[0].0 < w[1].0),
@@ -562,7 +532,7 @@ fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
         .counts
         .iter()
         .all(|entry| long.terms.counts.contains(entry)));
-    assert_eq!(engine.poolable(&long).terms, kept);
+    assert_eq!(engine.analyzer().poolable(&long).terms, kept);
 }
 
 #[test]

@@ -29,8 +29,8 @@ fn engine(max_candidates: usize) -> Engine {
 
 fn retrieve(engine: &Engine, text: &str) -> Retrieval {
     let mut analysis = engine.analyze(text);
-    engine.embed_query(&mut analysis, text).unwrap();
-    engine.retrieve(&analysis).unwrap()
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    engine.retriever().retrieve(&analysis).unwrap()
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn retired_labels_are_never_candidates() {
 fn without_a_vector_every_active_label_is_offered_as_no_evidence() {
     let engine = engine(5);
     let analysis = engine.analyze("money"); // never encoded
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
     assert_eq!(retrieval.candidates, ["orbit", "market", "kitchen"]);
     assert!(retrieval.scores.is_empty());

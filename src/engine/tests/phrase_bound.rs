@@ -20,7 +20,7 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
         // Shared words, and words no other text has: the statistics keep outgrowing 60.
         let text = format!("telescope comet orbit{i} nebula{i} galaxy{}", i % 5);
         let analysis = live.analyze(&text);
-        let chosen = live.retrieve(&analysis).unwrap().graph_choice;
+        let chosen = live.retriever().retrieve(&analysis).unwrap().graph_choice;
         let confident = i % 2 == 0;
         live.learn(&analysis, &chosen, confident);
         // The replica learns as a changelog replay does: the same update, applied.

@@ -84,12 +84,13 @@ fn enough_outcomes_refit_the_confidence() {
     // A text over `short_text_terms` terms: a short one keeps the short-text weights' own
     // figure, which the deployment's recalibration does not touch.
     let retrieval = engine
+        .retriever()
         .retrieve(&engine.analyze(
             "stars and a galaxy seen through a telescope by the observers of the night sky \
              from the mountain station, far from the city lights",
         ))
         .unwrap();
-    let refitted = engine.decide(&retrieval, None).confidence;
+    let refitted = engine.decisions().decide(&retrieval, None).confidence;
     let off = two_topics(
         shots,
         EngineConfig {
@@ -98,7 +99,7 @@ fn enough_outcomes_refit_the_confidence() {
         },
     );
     assert_eq!(off.outcomes().outcomes().len(), 0);
-    let shipped = off.decide(&retrieval, None).confidence;
+    let shipped = off.decisions().decide(&retrieval, None).confidence;
     assert!(refitted > shipped, "{refitted} against {shipped}");
 }
 
@@ -112,8 +113,8 @@ fn lone_examples_are_not_scored() {
 /// A text between the two topics, corrected (or audited) to the label retrieval did not pick.
 fn corrected(engine: &Engine, audit: bool) -> Update {
     let text = "the telescope pointed at the stars while the bread was baking";
-    let retrieval = engine.retrieve(&engine.analyze(text)).unwrap();
-    let decided = engine.decide(&retrieval, None).label;
+    let retrieval = engine.retriever().retrieve(&engine.analyze(text)).unwrap();
+    let decided = engine.decisions().decide(&retrieval, None).label;
     let label = if decided == "cooking" {
         "astronomy"
     } else {
@@ -193,7 +194,7 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
         let mut engine = two_topics_three_shots(EngineConfig::default());
         if learned {
             let analysis = engine.analyze(text);
-            let learnable = engine.learnable(&analysis);
+            let learnable = engine.analyzer().learnable(&analysis);
             engine.learn(&learnable, "astronomy", true);
         }
         let before = engine.outcomes().outcomes().len();
@@ -222,10 +223,14 @@ fn a_batch_over_the_bound_scores_an_even_sample_of_its_examples() {
     let cooking: Vec<String> = (0..4)
         .map(|i| format!("{i} loaves of bread from dough with flour, yeast and stars of anise"))
         .collect();
-    let (_, mut indexed) = engine.index_examples("astronomy", &astronomy).unwrap();
-    let (_, cooked) = engine.index_examples("cooking", &cooking).unwrap();
+    let (_, mut indexed) = crate::engine::rounds::Indexer::of(&mut engine)
+        .examples("astronomy", &astronomy)
+        .unwrap();
+    let (_, cooked) = crate::engine::rounds::Indexer::of(&mut engine)
+        .examples("cooking", &cooking)
+        .unwrap();
     indexed.extend(cooked);
-    let all = engine.held_out_outcomes(&indexed, usize::MAX);
+    let all = refit::HeldOutScoring::of(&engine).outcomes(&indexed, usize::MAX);
     assert_eq!(all.len(), 8);
     assert!(all.windows(2).any(|w| w[0] != w[1]), "{all:?}");
     for at_most in [0, 1, 3, 7, 8, 20] {
@@ -233,7 +238,7 @@ fn a_batch_over_the_bound_scores_an_even_sample_of_its_examples() {
         assert_eq!(sample.len(), at_most.min(all.len()), "at most {at_most}");
         let expected: Vec<_> = sample.iter().map(|&i| all[i]).collect();
         assert_eq!(
-            engine.held_out_outcomes(&indexed, at_most),
+            refit::HeldOutScoring::of(&engine).outcomes(&indexed, at_most),
             expected,
             "at most {at_most}"
         );

@@ -17,7 +17,7 @@ fn restored_state_is_the_same_engine() {
         "the striker scored a late goal",
     ] {
         let analysis = engine.analyze(text);
-        let label = engine.retrieve(&analysis).unwrap().graph_choice;
+        let label = engine.retriever().retrieve(&analysis).unwrap().graph_choice;
         engine.learn(&analysis, &label, true);
     }
     let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
@@ -34,8 +34,8 @@ fn restored_state_is_the_same_engine() {
         let a = engine.analyze(text);
         let b = restored.analyze(text);
         assert_eq!(a, b);
-        let ra = engine.retrieve(&a).unwrap();
-        assert_eq!(ra, restored.retrieve(&b).unwrap());
+        let ra = engine.retriever().retrieve(&a).unwrap();
+        assert_eq!(ra, restored.retriever().retrieve(&b).unwrap());
         engine
             .apply(&update::Update::Learn {
                 analysis: a,
@@ -82,7 +82,7 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
         }
         for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
             let analysis = engine.analyze(text);
-            let retrieval = engine.retrieve(&analysis).unwrap();
+            let retrieval = engine.retriever().retrieve(&analysis).unwrap();
             let label = retrieval.graph_choice.clone();
             // Every third decision unsure: both kinds of classified text are evicted.
             engine.learn(&analysis, &label, i % 3 != 0);
@@ -98,8 +98,11 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
         "telescope goal oven",
         "comet9 crust0",
     ] {
-        let a = live.retrieve(&live.analyze(query)).unwrap();
-        let b = restored.retrieve(&restored.analyze(query)).unwrap();
+        let a = live.retriever().retrieve(&live.analyze(query)).unwrap();
+        let b = restored
+            .retriever()
+            .retrieve(&restored.analyze(query))
+            .unwrap();
         assert_eq!(a, b);
     }
 }
@@ -153,7 +156,10 @@ fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let restored = Engine::from_state(EngineConfig::default(), state.clone()).unwrap();
     assert_eq!(restored.digest(), engine.digest());
     let query = engine.analyze("ash over a village");
-    assert_eq!(restored.retrieve(&query), engine.retrieve(&query));
+    assert_eq!(
+        restored.retriever().retrieve(&query),
+        engine.retriever().retrieve(&query)
+    );
     // The same documents with another spread are another state.
     let mut other = state;
     other.spread.pending_texts += 1;

@@ -30,8 +30,10 @@ fn shared_first_word() -> (Engine, Retrieval) {
             label("cooking", &["bread dough with flour and yeast"]),
         ])
         .unwrap();
-    let analysis = engine.analyze("objects detected in camera images, then rendered with texture");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let analysis = engine
+        .analyzer()
+        .analyze("objects detected in camera images, then rendered with texture");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.graph_choice, "computer_vision", "{retrieval:?}");
     assert!(retrieval
         .candidates
@@ -65,21 +67,31 @@ fn a_first_token_shared_by_two_names_is_not_agreement() {
     let (engine, retrieval) = shared_first_word();
     let computer = vec![(" Computer".to_string(), -0.05)];
     // The answer names the other one: retrieval decided (weight 0), against the model.
-    let other = engine.decide_with_alternatives(&retrieval, Some("Computer graphics"), &computer);
+    let other = engine.decisions().decide_with_alternatives(
+        &retrieval,
+        Some("Computer graphics"),
+        &computer,
+    );
     assert_eq!(other.label, "computer_vision");
     assert_eq!(other.source, Source::Graph);
     assert_eq!(other.hallucination, None);
     // It names retrieval's best: agreement.
-    let same = engine.decide_with_alternatives(&retrieval, Some("Computer vision"), &computer);
+    let same =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("Computer vision"), &computer);
     assert_eq!(same.source, Source::Llm);
     // It names neither: the shared token favours no candidate, so no agreement.
-    let neither = engine.decide_with_alternatives(&retrieval, Some("Computer"), &computer);
+    let neither =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("Computer"), &computer);
     assert_eq!(neither.source, Source::Graph);
     assert_eq!(neither.hallucination, None, "its first token began names");
     // Only agreement lowers the margin a decision needs to be learned from.
-    assert!(engine.is_confident(&retrieval, &same));
-    assert!(!engine.is_confident(&retrieval, &other));
-    assert!(!engine.is_confident(&retrieval, &neither));
+    assert!(engine.decisions().is_confident(&retrieval, &same));
+    assert!(!engine.decisions().is_confident(&retrieval, &other));
+    assert!(!engine.decisions().is_confident(&retrieval, &neither));
 }
 
 #[test]
@@ -92,7 +104,7 @@ fn a_blend_that_is_neither_favourite_is_not_learned() {
         ("cook".to_string(), (0.45f64).ln()),
         ("foot".to_string(), (0.55f64).ln()),
     ];
-    let blend = engine.decide_as(
+    let blend = engine.decisions().decide_as(
         &retrieval,
         Some("football"),
         &alternatives,
@@ -104,7 +116,7 @@ fn a_blend_that_is_neither_favourite_is_not_learned() {
         ("cooking", Source::Graph)
     );
     assert!(
-        !engine.is_confident(&retrieval, &blend),
+        !engine.decisions().is_confident(&retrieval, &blend),
         "margin 0.06 says astronomy"
     );
 }
@@ -115,18 +127,26 @@ fn a_label_retired_while_the_model_answered_is_not_the_prediction() {
         choice: ChoiceMode::Numbered,
         ..EngineConfig::default()
     });
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let analysis = engine
+        .analyzer()
+        .analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let (best, second) = (
         retrieval.candidates[0].clone(),
         retrieval.candidates[1].clone(),
     );
     engine.retire_label(&best).unwrap();
     // No answer, or an answer naming no label: retrieval's choice is gone, the next stands.
-    assert_eq!(engine.decide(&retrieval, None).label, second);
-    assert_eq!(engine.decide(&retrieval, Some("nonsense")).label, second);
+    assert_eq!(engine.decisions().decide(&retrieval, None).label, second);
+    assert_eq!(
+        engine
+            .decisions()
+            .decide(&retrieval, Some("nonsense"))
+            .label,
+        second
+    );
     // The model named the retired label's number: no hallucination, the next candidate.
-    let numbered = engine.decide(&retrieval, Some("1"));
+    let numbered = engine.decisions().decide(&retrieval, Some("1"));
     assert_eq!(
         (numbered.label.as_str(), numbered.hallucination),
         (second.as_str(), None)
@@ -136,22 +156,30 @@ fn a_label_retired_while_the_model_answered_is_not_the_prediction() {
 #[test]
 fn an_answer_whose_first_token_begins_no_name_still_leaves_the_choice_to_the_weights() {
     let engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let analysis = engine
+        .analyzer()
+        .analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let (best, second) = (&retrieval.candidates[0], &retrieval.candidates[1]);
     let the = vec![("The".to_string(), -0.1), ("**".to_string(), -2.5)];
     let answer = format!("The answer is {second}");
     // Weight 0: retrieval decides, whatever the answer's text named (it used to win here).
-    let at_zero = engine.decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 0.0);
+    let at_zero =
+        engine
+            .decisions()
+            .decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 0.0);
     assert_eq!(
         (&at_zero.label, at_zero.source, at_zero.hallucination),
         (best, Source::Graph, None)
     );
     // Weight 1: the named candidate is the model's whole belief.
-    let at_one = engine.decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 1.0);
+    let at_one =
+        engine
+            .decisions()
+            .decide_as(&retrieval, Some(&answer), &the, ChoiceMode::Scored, 1.0);
     assert_eq!((&at_one.label, at_one.source), (second, Source::Llm));
     // Naming no label: flagged, and the decision stays among the candidates.
-    let made_up = engine.decide_as(
+    let made_up = engine.decisions().decide_as(
         &retrieval,
         Some("The answer is marine biology"),
         &the,
@@ -171,9 +199,12 @@ fn a_scored_winner_retired_meanwhile_gives_way_to_the_next_candidate_not_the_ans
     let retrieval = ranked_three([0.5, 0.4, 0.3]);
     engine.retire_label("astronomy").unwrap();
     let astro = vec![("astro".to_string(), -0.01)];
-    let decision = engine.decide_with_alternatives(&retrieval, Some("football"), &astro);
+    let decision =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("football"), &astro);
     assert_eq!(decision.label, "cooking", "not the answer's text: weight 0");
-    assert!(!engine.is_confident(&retrieval, &decision));
+    assert!(!engine.decisions().is_confident(&retrieval, &decision));
 }
 
 #[test]
@@ -182,15 +213,20 @@ fn an_answer_naming_nothing_leaves_retrieval_s_choice_even_without_scores() {
         strategy: crate::engine::Strategy::Naive,
         ..EngineConfig::default()
     });
-    let analysis = engine.analyze("the striker scored a goal in the match, then baked bread");
-    let retrieval = engine.retrieve(&analysis).unwrap();
+    let analysis = engine
+        .analyzer()
+        .analyze("the striker scored a goal in the match, then baked bread");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.graph_choice, "football", "{retrieval:?}");
     assert_ne!(
         retrieval.candidates[0], "football",
         "label order: {retrieval:?}"
     );
     let the = vec![("The".to_string(), -0.1)];
-    let decision =
-        engine.decide_with_alternatives(&retrieval, Some("The answer is marine biology"), &the);
+    let decision = engine.decisions().decide_with_alternatives(
+        &retrieval,
+        Some("The answer is marine biology"),
+        &the,
+    );
     assert_eq!(decision.label, "football");
 }

@@ -178,7 +178,9 @@ fn community_pass(
 ) -> Result<(Vec<Proposal>, f64), DiscoverError> {
     let started = Instant::now();
     let texts: Vec<&PooledText> = pool.texts().iter().collect();
-    let material = engine.label_material(texts.iter().map(|text| &text.terms));
+    let material = engine
+        .retriever()
+        .label_material(texts.iter().map(|text| &text.terms));
     let found = communities::find(&texts, config, &material)?.communities;
     let proposals = found.iter().map(|c| proposal::propose(&texts, c)).collect();
     Ok((proposals, started.elapsed().as_secs_f64()))
@@ -234,15 +236,21 @@ async fn stream_and_pool(
     let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
     for (i, (r, sample)) in stream.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
-        let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+        let confident = engine
+            .decisions()
+            .is_confident(&classified.retrieval, &classified.decision);
         // Learned from what the service's learn record carries (a text's heaviest terms), and
         // pooled with what its note carries, both made before the text is learned.
-        let learnable = engine.learnable(&classified.analysis);
-        let status = engine.status(&classified.retrieval, &classified.decision);
+        let learnable = engine.analyzer().learnable(&classified.analysis);
+        let status = engine
+            .decisions()
+            .status(&classified.retrieval, &classified.decision);
         let why =
             discovery::unexplained(&classified.retrieval, &classified.decision, status, config);
-        let poolable = why.map(|_| engine.poolable(&classified.analysis));
-        let learned_as = engine.label_to_learn(&classified.retrieval, &classified.decision);
+        let poolable = why.map(|_| engine.analyzer().poolable(&classified.analysis));
+        let learned_as = engine
+            .decisions()
+            .label_to_learn(&classified.retrieval, &classified.decision);
         engine.learn(&learnable, learned_as, confident);
         let best_score = classified.retrieval.discovery_score;
         let flags = Flags {

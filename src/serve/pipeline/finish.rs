@@ -178,7 +178,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         position: &source.position,
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
-    let status = PredictionStatus::from(engine.status(&classified.retrieval, decision));
+    let status = PredictionStatus::from(engine.decisions().status(&classified.retrieval, decision));
     tally.predicted = Some((decision.source, status));
     Finished {
         learn,
@@ -207,7 +207,9 @@ fn index_step(
 ) -> Indexed {
     let started = Instant::now();
     let _index_span = tracing::info_span!(parent: span, "index").entered();
-    let confident = engine.is_confident(&classified.retrieval, &classified.decision);
+    let confident = engine
+        .decisions()
+        .is_confident(&classified.retrieval, &classified.decision);
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => None,
         Learning::Allowed => learn_record(finishing, engine, classified, event, source, confident),
@@ -271,7 +273,9 @@ fn learn_record(
             discovery::unexplained(
                 &classified.retrieval,
                 &classified.decision,
-                engine.status(&classified.retrieval, &classified.decision),
+                engine
+                    .decisions()
+                    .status(&classified.retrieval, &classified.decision),
                 config,
             )
         })
@@ -279,7 +283,7 @@ fn learn_record(
             PoolNote::new(
                 &event.id,
                 &event.text,
-                &engine.poolable_terms(&classified.analysis.terms),
+                &engine.analyzer().poolable_terms(&classified.analysis.terms),
                 why,
                 discovery::arrival_score(&classified.retrieval),
             )
@@ -287,9 +291,10 @@ fn learn_record(
     (finishing.online_indexing || note.is_some()).then(|| LearnedText {
         partition: source.position.partition,
         offset: source.position.offset,
-        analysis: engine.learnable(&classified.analysis),
+        analysis: engine.analyzer().learnable(&classified.analysis),
         // A text that matched no label is learned under none (`NO_LABEL`).
         label: engine
+            .decisions()
             .label_to_learn(&classified.retrieval, &classified.decision)
             .to_string(),
         confident,

@@ -288,7 +288,7 @@ impl Request {
         match work {
             Work::Preliminary { event, .. } => Some(Request::Preliminary(
                 event.text.clone(),
-                engine.query_encoder(),
+                engine.analyzer().query_encoder(),
             )),
             Work::Classify {
                 pending,

@@ -148,7 +148,7 @@ impl Replica {
     /// With the embedding signal and an encoder that keeps material, what the changelog
     /// record `payload` will ask the encoder for when applied — a round's names and examples,
     /// added examples — if it is a label event this replica has not applied yet (see
-    /// [`Engine::material_of`]).
+    /// [`crate::engine::Analyzer::material_of`]).
     pub fn material_ahead(
         &self,
         record: &Result<ChangeRecord, ChangeDecodeError>,
@@ -156,6 +156,7 @@ impl Replica {
         let encoder = self
             .state
             .engine()
+            .analyzer()
             .material_encoder()
             .filter(|encoder| encoder.keeps_material())?;
         let Ok(ChangeRecord {
@@ -173,9 +174,9 @@ impl Replica {
         if *offset < self.cursor.labels_next {
             return None; // a copy: applying it changes nothing
         }
-        let texts = update
-            .engine_update()
-            .map_or_else(Vec::new, |update| self.state.engine().material_of(&update));
+        let texts = update.engine_update().map_or_else(Vec::new, |update| {
+            self.state.engine().analyzer().material_of(&update)
+        });
         (!texts.is_empty()).then_some((encoder, texts))
     }
 
@@ -467,7 +468,11 @@ mod tests {
         replica
             .apply_change(0, &label("me", 0, round("a")), None, &mut stats)
             .unwrap();
-        let analysis = replica.state.engine().analyze("a words about a and more");
+        let analysis = replica
+            .state
+            .engine()
+            .analyzer()
+            .analyze("a words about a and more");
         let text = |offset| LearnedText {
             partition: 1,
             offset,

@@ -79,7 +79,7 @@ impl Replica {
                     offset = labels_offset,
                     labels_added = report.labels_added,
                     texts_indexed = report.texts_indexed,
-                    label_version = self.state.engine().label_version(),
+                    label_version = self.state.engine().labels().version(),
                     apply_ms = held.as_millis() as u64,
                     "label event applied"
                 );
@@ -141,7 +141,7 @@ impl Replica {
         metrics.graph_edges.set(graph.edge_count() as i64);
         let phrases = self.state.engine().stats().phrase_count();
         metrics.keyword_phrases.set(phrases as i64);
-        let active = self.state.engine().active_labels().count();
+        let active = self.state.engine().labels().active().count();
         let total = self.state.engine().labels().len();
         for (state, count) in [("active", active), ("retired", total - active)] {
             metrics

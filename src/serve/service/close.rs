@@ -18,7 +18,7 @@ impl Service {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.step_tasks.clear();
         self.abandon_jobs();
-        self.abort_pass();
+        self.passes.abort(&self.stats);
         for task in self.deliveries.iter() {
             task.abort();
         }

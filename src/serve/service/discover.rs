@@ -4,39 +4,50 @@
 //! (`serve::discovery_pass`), never on the loop.
 
 use futures::FutureExt;
+use tokio::task::JoinHandle;
 
-use super::Service;
-use crate::serve::discovery_pass::{self, PassReport};
+use crate::serve::discovery_pass::{self, PassError, PassReport, PassSettings};
+use crate::serve::replica::Replica;
+use crate::serve::stats::Stats;
 use crate::telemetry::metrics::{OutcomeLabel, ReasonLabel, StateLabel};
 
-impl Service {
-    /// After a changelog record: start a pass if it made one due and none is running.
-    pub(super) fn start_pass_if_due(&mut self) {
-        if self.replica.take_pass_due() {
-            self.pass_waiting = true;
+/// The service's community passes (None settings: discovery is off): how to run one, the one
+/// running, and whether another is due.
+pub(super) struct Passes {
+    settings: Option<PassSettings>,
+    running: Option<JoinHandle<Result<PassReport, PassError>>>,
+    waiting: bool,
+}
+
+impl Passes {
+    pub fn new(settings: Option<PassSettings>) -> Self {
+        Self {
+            settings,
+            running: None,
+            waiting: false,
         }
-        let Some(settings) = self.pass_settings.as_ref() else {
+    }
+
+    /// After a changelog record: start a pass if it made one due and none is running.
+    pub fn start_if_due(&mut self, replica: &mut Replica) {
+        if replica.take_pass_due() {
+            self.waiting = true;
+        }
+        let Some(settings) = self.settings.as_ref() else {
             return;
         };
-        if !self.pass_waiting || self.pass.is_some() {
+        if !self.waiting || self.running.is_some() {
             return;
         }
-        self.pass_waiting = false;
-        let texts: Vec<_> = self
-            .replica
-            .state()
-            .pool()
-            .texts()
-            .iter()
-            .cloned()
-            .collect();
+        self.waiting = false;
+        let texts: Vec<_> = replica.state().pool().texts().iter().cloned().collect();
         tracing::debug!(pooled = texts.len(), "community pass started");
-        let material = self
-            .replica
+        let material = replica
             .state()
             .engine()
+            .retriever()
             .label_material(texts.iter().map(|text| &text.terms));
-        self.pass = Some(tokio::spawn(discovery_pass::run(
+        self.running = Some(tokio::spawn(discovery_pass::run(
             texts,
             material,
             settings.clone(),
@@ -45,25 +56,25 @@ impl Service {
 
     /// On the tick: the finished pass's report, counted and logged, and the next pass if one
     /// is due; the pool's size.
-    pub(super) fn collect_pass(&mut self) {
-        self.stats
+    pub fn collect(&mut self, replica: &mut Replica, stats: &Stats) {
+        stats
             .metrics()
             .discovery_pool
-            .set(self.replica.state().pool().len() as i64);
-        self.finish_pass();
+            .set(replica.state().pool().len() as i64);
+        self.finish(stats);
         // Also a pass made due while catching up (startup, the tick's sync).
-        self.start_pass_if_due();
+        self.start_if_due(replica);
     }
 
     /// Count and log the pass if it has finished (true then).
-    fn finish_pass(&mut self) -> bool {
-        let Some(finished) = self.pass.as_mut().and_then(|pass| pass.now_or_never()) else {
+    fn finish(&mut self, stats: &Stats) -> bool {
+        let Some(finished) = self.running.as_mut().and_then(|pass| pass.now_or_never()) else {
             return false;
         };
-        self.pass = None;
+        self.running = None;
         let outcome = match finished {
             Ok(Ok(report)) => {
-                count_proposals(self, &report);
+                count_proposals(stats, &report);
                 "ok"
             }
             Ok(Err(error)) => {
@@ -75,7 +86,7 @@ impl Service {
                 "failed"
             }
         };
-        self.stats
+        stats
             .metrics()
             .discovery_passes
             .get_or_create(&OutcomeLabel {
@@ -87,15 +98,15 @@ impl Service {
 
     /// At shutdown: a finished pass is reported; one still running is dropped (the next one,
     /// here or elsewhere, redoes it; publishing is idempotent).
-    pub(super) fn abort_pass(&mut self) {
-        self.finish_pass();
-        if let Some(pass) = self.pass.take() {
+    pub fn abort(&mut self, stats: &Stats) {
+        self.finish(stats);
+        if let Some(pass) = self.running.take() {
             pass.abort();
         }
     }
 }
 
-fn count_proposals(service: &Service, report: &PassReport) {
+fn count_proposals(stats: &Stats, report: &PassReport) {
     tracing::info!(
         pooled = report.pooled,
         communities = report.communities,
@@ -108,7 +119,7 @@ fn count_proposals(service: &Service, report: &PassReport) {
         seconds = report.seconds,
         "community pass"
     );
-    let metrics = service.stats.metrics();
+    let metrics = stats.metrics();
     metrics.proposals_published.inc_by(report.published as u64);
     for (reason, count) in [
         ("kept", report.communities),

@@ -22,7 +22,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::task::JoinHandle;
 
 use super::delivery::OutputKind;
-use super::discovery_pass::{PassError, PassReport, PassSettings};
+use super::discovery_pass::PassSettings;
 use super::group_commit::GroupCommit;
 use super::intake::{BacklogLimit, Intake};
 use super::lag::LagProbe;
@@ -42,6 +42,7 @@ use crate::config::{OnLlmFailure, ServeConfig};
 use crate::rag::Classifier;
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::Metrics;
+use discover::Passes;
 
 /// Texts in flight and none finished for this long: warn with their states.
 const STALL_WARN: Duration = Duration::from_secs(60);
@@ -90,11 +91,8 @@ struct Service {
     lag: LagProbe,
     /// When a text last finished (or nothing was in flight): the stall warning's clock.
     last_progress: Instant,
-    /// Emerging-class discovery (None: off): how to run a pass, the one running, and whether
-    /// another is due.
-    pass_settings: Option<PassSettings>,
-    pass: Option<JoinHandle<Result<PassReport, PassError>>>,
-    pass_waiting: bool,
+    /// Emerging-class discovery's community passes.
+    passes: Passes,
     /// A round being described, a changelog record's material being encoded, if any: until
     /// they report, texts newer than the last sync wait in the backlog; everything else goes
     /// on (see [`Jobs`]).
@@ -128,9 +126,7 @@ pub(super) async fn run(
     let backlog_limit = BacklogLimit::of(&config.input);
     let pass_settings = PassSettings::of(&config, &broker, &producer, classifier.llm());
     let mut service = Service {
-        pass_settings,
-        pass: None,
-        pass_waiting: false,
+        passes: Passes::new(pass_settings),
         jobs: Jobs::default(),
         ordered: OrderedSender::spawn(producer.clone()),
         group: GroupCommit::new(&config),
@@ -255,7 +251,7 @@ impl Service {
     /// Commit, catch up with the logs, measure.
     async fn on_tick(&mut self, texts: &TextsConsumer, phase: Phase) -> Result<(), ServeError> {
         self.commit(texts)?;
-        self.collect_pass();
+        self.passes.collect(&mut self.replica, &self.stats);
         if phase != Phase::Running {
             return Ok(());
         }
@@ -288,7 +284,7 @@ impl Service {
             }
             Err(error) => return Err(error),
         }
-        self.start_pass_if_due();
+        self.passes.start_if_due(&mut self.replica);
         Ok(())
     }
 
@@ -333,7 +329,7 @@ impl Service {
         }
         self.sync_logs("labels or changelog topic unreachable")
             .await?;
-        self.start_pass_if_due();
+        self.passes.start_if_due(&mut self.replica);
         Ok(())
     }
 
