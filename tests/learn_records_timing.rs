@@ -78,7 +78,7 @@ fn texts(count: usize) -> Vec<LearnedText> {
                 PoolNote::new(
                     &format!("t{i}"),
                     &body,
-                    &engine.poolable_terms(&analysis.terms),
+                    &engine.analyzer().poolable_terms(&analysis.terms),
                     Unexplained::WeakScore,
                     Some(0.05),
                 )
@@ -86,7 +86,7 @@ fn texts(count: usize) -> Vec<LearnedText> {
             LearnedText {
                 partition: 0,
                 offset: i as i64,
-                analysis: engine.learnable(&analysis),
+                analysis: engine.analyzer().learnable(&analysis),
                 label: "billing".into(),
                 confident: i % 2 == 0,
                 note,
