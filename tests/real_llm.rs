@@ -82,7 +82,8 @@ async fn two_round_stream_with_the_real_model() {
             assert!(result.llm_failure.is_none());
             assert!(
                 engine
-                    .label(&result.decision.label)
+                    .labels()
+                    .get(&result.decision.label)
                     .is_some_and(|l| l.active),
                 "decision is an active label"
             );
@@ -103,13 +104,15 @@ async fn two_round_stream_with_the_real_model() {
             if result.decision.label == sample.label {
                 correct += 1;
             }
-            let confident = engine.is_confident(&result.retrieval, &result.decision);
+            let confident = engine
+                .decisions()
+                .is_confident(&result.retrieval, &result.decision);
             engine.learn(&result.analysis, &result.decision.label, confident);
         }
     }
     assert_eq!(total, 18);
     // Round 2's labels must be reachable after round 2 arrives.
-    assert!(engine.label("finance").is_some_and(|l| l.active));
+    assert!(engine.labels().get("finance").is_some_and(|l| l.active));
     assert!(
         inside * 10 >= total * 8,
         "{inside}/{total} answers inside the candidates"
