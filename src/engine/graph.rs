@@ -95,7 +95,7 @@ impl KeywordGraph {
         }
     }
 
-    /// Reassemble a graph from its parts (see `state.rs`); the caller keeps them consistent
+    /// Reassemble a graph from its parts (see `saved.rs`); the caller keeps them consistent
     /// (no keyword twice among the nodes).
     pub(super) fn from_parts(
         graph: UnGraph<Node, EdgeCost>,
@@ -326,7 +326,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::engine::state::GraphState;
+    use crate::engine::saved::GraphState;
 
     #[test]
     fn repeated_sightings_average_the_cost() {

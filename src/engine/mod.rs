@@ -30,7 +30,7 @@ pub mod rank;
 pub mod refit;
 mod retrieve;
 mod rounds;
-pub mod state;
+pub mod saved;
 pub mod steiner;
 pub mod terms;
 pub mod text;

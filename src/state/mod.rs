@@ -16,7 +16,7 @@ pub use codec::Snapshot;
 pub use update::Update;
 
 use crate::discovery::{Pool, PooledText, Unexplained};
-use crate::engine::state::{hash_str, StateError};
+use crate::engine::saved::{hash_str, StateError};
 use crate::engine::{Engine, EngineConfig, EngineError, IndexReport};
 
 /// The engine and the discovery pool, changed together by [`Update`]s.

@@ -7,7 +7,7 @@ use super::codec::STORE_FORMAT;
 use super::{Snapshot, State, Update};
 use crate::discovery::{PooledText, Unexplained};
 use crate::engine::index::IndexDoc;
-use crate::engine::state::{EngineState, GraphState};
+use crate::engine::saved::{EngineState, GraphState};
 use crate::engine::tfidf::CorpusStats;
 use crate::engine::{Engine, EngineConfig, LabelInfo, NewLabel};
 

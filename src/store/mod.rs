@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::engine::state::StateError;
+use crate::engine::saved::StateError;
 use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::state::codec::SnapshotError;
 use crate::state::Update;

@@ -4,7 +4,7 @@
 use super::*;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::refit::{self, Recalibration};
-use crate::engine::state::EngineState;
+use crate::engine::saved::EngineState;
 use crate::engine::update::Update;
 
 /// Two labels with three examples each: every example is scored against the other two.

@@ -4,7 +4,7 @@
 use super::three_topics;
 use crate::engine::graph;
 use crate::engine::rank;
-use crate::engine::state;
+use crate::engine::saved;
 use crate::engine::update::{self, Update};
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
@@ -21,7 +21,7 @@ fn restored_state_is_the_same_engine() {
         engine.learn(&analysis, &label, true);
     }
     let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
-    let state: state::EngineState = postcard::from_bytes(&bytes).unwrap();
+    let state: saved::EngineState = postcard::from_bytes(&bytes).unwrap();
     let mut restored = Engine::from_state(EngineConfig::default(), state).unwrap();
     assert_eq!(restored.digest(), engine.digest());
     assert_eq!(restored.to_state(), engine.to_state());
@@ -126,7 +126,7 @@ fn corrupt_graph_state_is_refused() {
         .push((0, 1_000_000, graph::EdgeCost::single(0.5)));
     assert!(matches!(
         Engine::from_state(EngineConfig::default(), state),
-        Err(state::StateError::DanglingEdge(_))
+        Err(saved::StateError::DanglingEdge(_))
     ));
 }
 

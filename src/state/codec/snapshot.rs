@@ -9,7 +9,7 @@ pub use super::snapshot_error::SnapshotError;
 use super::wire::snapshot::{SnapshotV3, VersionedSnapshot};
 use super::SNAPSHOT_VERSION;
 use crate::discovery::Pool;
-use crate::engine::state::EngineState;
+use crate::engine::saved::EngineState;
 
 /// The engine's state and the discovery pool, ready to write (converted once, when taken).
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@ use super::leaves::TermCountsWire;
 use crate::engine::confidence::Outcome;
 use crate::engine::graph::{EdgeCost, Node};
 use crate::engine::index::{DocKind, IndexDoc, LabelPos, SpreadState};
-use crate::engine::state::GraphState;
+use crate::engine::saved::GraphState;
 use crate::engine::tfidf::CorpusStats;
 use crate::engine::LabelInfo;
 

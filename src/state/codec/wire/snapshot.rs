@@ -10,7 +10,7 @@ use super::engine::{
 use super::leaves::PooledTextWire;
 use crate::discovery::pool::PoolParts;
 use crate::discovery::Pool;
-use crate::engine::state::EngineState;
+use crate::engine::saved::EngineState;
 
 /// The layouts this build reads.
 #[derive(Debug, Clone, PartialEq)]
