@@ -60,7 +60,6 @@ impl State {
     /// Apply one update. On error the state is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
-            Update::Retired4(retired) => match *retired {},
             Update::Pooled {
                 text,
                 arrival_score,

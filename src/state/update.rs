@@ -1,7 +1,6 @@
 //! Every change to the replicated state as one value: what the service applies, logs (the state
 //! store, the changelog) and replays. The engine's changes, plus the discovery pool's.
 
-use super::codec::Retired;
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::update::Update as EngineUpdate;
@@ -31,10 +30,6 @@ pub enum Update {
         label: String,
         confident: bool,
     },
-    /// Place 4: a pooled text as logs before arrival scores wrote it (no longer read: the
-    /// formats' policy, `codec/mod.rs`).
-    #[doc(hidden)]
-    Retired4(Retired),
     /// A text the active labels explain poorly joins the discovery pool, with its arrival score
     /// (which the text's own layout does not carry; see [`PooledText::arrival_score`]).
     Pooled {
@@ -134,7 +129,6 @@ impl Update {
             Self::CorrectNone { text, .. } => EngineUpdate::CorrectNone { text },
             Self::AuditNone { text, .. } => EngineUpdate::AuditNone { text },
             Self::Pooled { .. } => return None,
-            Self::Retired4(retired) => match retired {},
         })
     }
 }

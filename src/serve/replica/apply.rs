@@ -158,10 +158,6 @@ fn contents(change: Change) -> Contents {
             payload,
             outcome,
         }),
-        Change::Retired0(retired)
-        | Change::Retired2(retired)
-        | Change::Retired3(retired)
-        | Change::Retired4(retired) => match retired {},
     }
 }
 

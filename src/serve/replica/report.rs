@@ -175,7 +175,6 @@ pub(super) fn label_span(record: &Result<ChangeRecord, ChangeDecodeError>) -> tr
         LabelOutcome::Apply(Update::AuditNone { text_id, .. }) => ("audit", text_id.as_str()),
         LabelOutcome::Apply(Update::Learn { .. }) => ("learn", ""),
         LabelOutcome::Apply(Update::Pooled { .. }) => ("unexplained", ""),
-        LabelOutcome::Apply(Update::Retired4(retired)) => match *retired {},
         LabelOutcome::Reject { .. } => ("rejected", ""),
     };
     tracing::info_span!("label_event", offset, event, round)

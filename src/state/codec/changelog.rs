@@ -39,14 +39,10 @@ pub struct ChangeRecord {
     pub change: Change,
 }
 
-/// What a record changes. The retired places mirror the wire's (`wire::record::ChangeV9`):
-/// they held record kinds of versions this build no longer reads (see `mod.rs`), and nothing
-/// decodes as them.
+/// What a record changes. Its layout, with the places of retired record kinds, is the wire's
+/// (`wire::record::ChangeV9`): a retired place decodes as an error there, never as a change.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    /// Place 0: learn records of version 2.
-    #[doc(hidden)]
-    Retired0(Retired),
     /// A labels-topic record. Several instances may forward the same one; the first in the log
     /// counts, later copies (offset already applied) are skipped.
     Label {
@@ -55,24 +51,11 @@ pub enum Change {
         payload: Vec<u8>,
         outcome: LabelOutcome,
     },
-    /// Place 2: one learned text, as version 1 wrote it.
-    #[doc(hidden)]
-    Retired2(Retired),
-    /// Place 3: learn records of version 3.
-    #[doc(hidden)]
-    Retired3(Retired),
-    /// Place 4: learn records of version 4.
-    #[doc(hidden)]
-    Retired4(Retired),
     /// Online indexing of the texts one instance finished together, in finishing order (offset
     /// order per partition), with their discovery notes ([`learn_records`] writes it from
     /// borrowed texts).
     Learned { texts: Vec<LearnedText> },
 }
-
-/// A retired place in [`Change`] and [`Update`]: it has no value, so nothing holds it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retired {}
 
 /// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
 /// a crash or rebalance may be learned again by someone; only the first counts.

@@ -62,7 +62,6 @@ mod snapshot_tests;
 
 pub use changelog::{
     learn_records, Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
-    Retired,
 };
 pub use log::{decode_logged, encode_logged, LogDecodeError};
 pub use snapshot::{Snapshot, SnapshotError};

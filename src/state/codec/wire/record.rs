@@ -152,10 +152,6 @@ impl From<ChangeRecord> for RecordV9 {
             Change::Learned { texts } => ChangeV9::Learned {
                 texts: texts.into_iter().map(Into::into).collect(),
             },
-            Change::Retired0(retired)
-            | Change::Retired2(retired)
-            | Change::Retired3(retired)
-            | Change::Retired4(retired) => match retired {},
         };
         Self {
             version,

@@ -185,7 +185,6 @@ impl From<Update> for UpdateV9 {
                 label,
                 confident,
             },
-            Update::Retired4(retired) => match retired {},
             Update::Pooled {
                 text,
                 arrival_score,
