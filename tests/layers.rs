@@ -100,30 +100,15 @@ fn identifier(text: &str) -> String {
 
 /// The first names of a path or of each path in a `{…}` group at the start of `text`.
 fn first_names(text: &str) -> Vec<String> {
-    let Some(group) = text.trim_start().strip_prefix('{') else {
-        return Some(identifier(text))
-            .filter(|n| !n.is_empty())
-            .into_iter()
-            .collect();
+    let members = match text.trim_start().strip_prefix('{') {
+        Some(group) => split_group(group),
+        None => vec![text.to_string()],
     };
-    let (mut names, mut level, mut start) = (Vec::new(), 0usize, 0usize);
-    for (at, c) in group.char_indices() {
-        match c {
-            '{' => level += 1,
-            '}' if level == 0 => {
-                names.push(identifier(&group[start..at]));
-                break;
-            }
-            '}' => level -= 1,
-            ',' if level == 0 => {
-                names.push(identifier(&group[start..at]));
-                start = at + 1;
-            }
-            _ => {}
-        }
-    }
-    names.retain(|n| !n.is_empty() && n != "self");
-    names
+    members
+        .iter()
+        .map(|member| identifier(member))
+        .filter(|name| !name.is_empty() && name != "self")
+        .collect()
 }
 
 /// The crate modules a file's code names: `crate::engine::…`, `crate::{engine::X, state}`,
