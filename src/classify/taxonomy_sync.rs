@@ -155,7 +155,6 @@ fn new_examples(engine: &Engine, spec: LabelSpec) -> Option<LabelEvent> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::update::Update;
     use crate::engine::{EngineConfig, NewLabel};
 
     fn spec(id: &str, examples: &[&str]) -> LabelSpec {
@@ -177,13 +176,8 @@ mod tests {
 
     fn engine_with(labels: &[LabelSpec]) -> Engine {
         let mut engine = Engine::new(EngineConfig::default());
-        let labels = labels.iter().map(NewLabel::from).collect();
-        engine
-            .apply(&Update::Round {
-                round: "r1".into(),
-                labels,
-            })
-            .expect("round");
+        let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
+        engine.apply_named_round("r1", &labels).expect("round");
         engine
     }
 

@@ -13,8 +13,7 @@ use super::rounds::example_to_encode;
 use super::terms::TermCounts;
 use super::text::PhraseCounts;
 use super::tfidf::CorpusStats;
-use super::update::Update;
-use super::{EngineConfig, Labels};
+use super::{EngineConfig, Labels, NewLabel};
 
 /// A text's phrases and the keywords chosen from them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -130,50 +129,46 @@ impl Analyzer<'_> {
         }
     }
 
-    /// The labelled texts applying `update` asks the encoder for (a round's names and
-    /// examples, added examples), as [`super::Engine::apply`] asks for them: a shell may encode them
-    /// ahead, off its loop, with an encoder that keeps material (`embed::RememberingEncoder`),
-    /// so that applying reads the vectors back. Empty without the embedding signal, and for an
-    /// update the engine would refuse (it encodes nothing then).
-    pub fn material_of(&self, update: &Update) -> Vec<String> {
-        if self.embeddings.is_none() {
+    /// The labelled texts a round asks the encoder for (its labels' names and examples), as
+    /// [`super::Engine::apply_round`] asks for them: a shell may encode them ahead, off its
+    /// loop, with an encoder that keeps material (`embed::RememberingEncoder`), so that applying
+    /// reads the vectors back. Empty without the embedding signal, and for a round the engine
+    /// would refuse (it encodes nothing then).
+    pub fn round_material(&self, labels: &[NewLabel]) -> Vec<String> {
+        if self.embeddings.is_none() || self.labels.check_round(labels).is_err() {
             return Vec::new();
         }
-        let examples = |examples: &[String]| -> Vec<String> {
-            examples
-                .iter()
-                .filter_map(|e| example_to_encode(e, true, &TermCounts::of(e)))
-                .map(str::to_string)
-                .collect()
-        };
-        match update {
-            Update::Round { labels, .. } if self.labels.check_round(labels).is_ok() => labels
-                .iter()
-                .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
-                .chain(labels.iter().flat_map(|label| examples(&label.examples)))
-                .collect(),
-            Update::AddExamples {
-                label,
-                examples: added,
-            } if self.labels.active_position(label).is_ok() => examples(added),
-            Update::Correct { label, text, .. } | Update::Audit { label, text, .. }
-                if self.labels.active_position(label).is_ok() =>
-            {
-                examples(std::slice::from_ref(text))
-            }
-            Update::Round { .. }
-            | Update::AddExamples { .. }
-            | Update::Correct { .. }
-            | Update::Audit { .. }
-            | Update::CorrectNone { .. }
-            | Update::AuditNone { .. }
-            | Update::RetireLabel { .. }
-            | Update::Learn { .. } => Vec::new(),
+        labels
+            .iter()
+            .filter_map(|label| label.name.as_deref().map(Embeddings::name_text))
+            .chain(
+                labels
+                    .iter()
+                    .flat_map(|label| examples_to_encode(&label.examples)),
+            )
+            .collect()
+    }
+
+    /// The same for examples added to `label` (by an operator, or a correction's text): empty
+    /// without the embedding signal or when `label` is not active.
+    pub fn examples_material(&self, label: &str, examples: &[String]) -> Vec<String> {
+        if self.embeddings.is_none() || self.labels.active_position(label).is_err() {
+            return Vec::new();
         }
+        examples_to_encode(examples)
     }
 
     /// The encoder a label's material goes through (None without the embedding signal).
     pub fn material_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
         self.embeddings.map(Embeddings::encoder)
     }
+}
+
+/// The examples of `examples` the encoder is asked for (a label's material).
+fn examples_to_encode(examples: &[String]) -> Vec<String> {
+    examples
+        .iter()
+        .filter_map(|e| example_to_encode(e, true, &TermCounts::of(e)))
+        .map(str::to_string)
+        .collect()
 }

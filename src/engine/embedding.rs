@@ -174,7 +174,7 @@ impl Embeddings {
     }
 
     /// Encode `texts` as label material on every core, ahead of applying the update they
-    /// belong to (see [`super::Analyzer::material_of`]), until `cancelled` is set: texts not
+    /// belong to (see [`super::Analyzer::round_material`]), until `cancelled` is set: texts not
     /// reached by then are skipped. How many were reached (read back, encoded or failed).
     pub fn encode_ahead(
         encoder: &dyn TextEncoder,

@@ -35,7 +35,6 @@ pub mod steiner;
 pub mod terms;
 pub mod text;
 pub mod tfidf;
-pub mod update;
 
 pub use analysis::{Analysis, Analyzer, POOL_TERMS};
 pub use decision::Decisions;

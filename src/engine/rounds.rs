@@ -90,6 +90,18 @@ impl Engine {
         (self, unencoded)
     }
 
+    /// A round of new labels under its name: [`Engine::apply_round`], then the name kept as the
+    /// last round.
+    pub fn apply_named_round(
+        &mut self,
+        round: &str,
+        labels: &[NewLabel],
+    ) -> Result<IndexReport, EngineError> {
+        let report = self.apply_round(labels)?;
+        self.labels.set_last_round(round);
+        Ok(report)
+    }
+
     /// Register a round's labels and index their examples and descriptions. Validated as a
     /// whole first: on error nothing changes.
     pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {

@@ -16,6 +16,7 @@ pub use codec::Snapshot;
 pub use update::Update;
 
 use crate::discovery::{Pool, PooledText, Unexplained};
+use crate::engine::correct::{CorrectionKind, CorrectionReport};
 use crate::engine::saved::{hash_str, StateError};
 use crate::engine::{Engine, EngineConfig, EngineError, IndexReport};
 
@@ -57,9 +58,25 @@ impl State {
         &self.pool
     }
 
-    /// Apply one update. On error the state is unchanged.
+    /// Apply one update: the one path every change to the state takes, in `serve`, `classify`
+    /// and `eval` alike. On error the state is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
+            Update::Round { round, labels } => self.engine.apply_named_round(round, labels),
+            Update::AddExamples { label, examples } => self.engine.add_examples(label, examples),
+            Update::RetireLabel { label } => {
+                self.engine.retire_label(label)?;
+                Ok(IndexReport::default())
+            }
+            Update::Learn {
+                analysis,
+                label,
+                confident,
+            } => Ok(IndexReport {
+                texts_indexed: 1,
+                keywords_added: self.engine.learn(analysis, label, *confident),
+                ..IndexReport::default()
+            }),
             Update::Pooled {
                 text,
                 arrival_score,
@@ -70,35 +87,50 @@ impl State {
                 });
                 Ok(IndexReport::default())
             }
-            // Most of the log, and the largest updates: applied by reference, not through a
-            // copy for the engine.
-            Update::Round { round, labels } => self.engine.apply_named_round(round, labels),
-            Update::Learn {
-                analysis,
+            Update::Correct {
+                text_id,
                 label,
-                confident,
-            } => Ok(self.engine.learn_text(analysis, label, *confident)),
-            _ => {
-                let Some(change) = update.engine_update() else {
-                    return Ok(IndexReport::default());
-                };
-                let report = self.engine.apply(&change)?;
-                match update {
-                    Update::Correct { text_id, .. } | Update::Audit { text_id, .. } => {
-                        // A pooled copy would keep proposing a class for a text now labelled.
-                        self.pool.retain(|pooled| pooled.id != *text_id);
-                    }
-                    Update::CorrectNone { text_id, text } | Update::AuditNone { text_id, text } => {
-                        // No label explains it, an operator says: a text for discovery.
-                        let arrival_score =
-                            report.correction.as_ref().and_then(|c| c.arrival_score);
-                        self.pool_unmatched(text_id, text, arrival_score);
-                    }
-                    _ => {}
-                }
-                Ok(report)
+                text,
+            } => self.correct(text_id, label, text, CorrectionKind::Review),
+            Update::Audit {
+                text_id,
+                label,
+                text,
+            } => self.correct(text_id, label, text, CorrectionKind::Audit),
+            Update::CorrectNone { text_id, text } => {
+                self.correct_to_none(text_id, text, CorrectionKind::Review)
+            }
+            Update::AuditNone { text_id, text } => {
+                self.correct_to_none(text_id, text, CorrectionKind::Audit)
             }
         }
+    }
+
+    /// An operator's label for a text: the engine learns it, and a pooled copy goes (it would
+    /// keep proposing a class for a text now labelled).
+    fn correct(
+        &mut self,
+        text_id: &str,
+        label: &str,
+        text: &str,
+        kind: CorrectionKind,
+    ) -> Result<IndexReport, EngineError> {
+        let (report, correction) = self.engine.correct(label, text, kind)?;
+        self.pool.retain(|pooled| pooled.id != text_id);
+        Ok(with_correction(report, correction))
+    }
+
+    /// An operator's "none of these": the engine takes back what it learned of the text, which
+    /// joins the pool as a text no label explains.
+    fn correct_to_none(
+        &mut self,
+        text_id: &str,
+        text: &str,
+        kind: CorrectionKind,
+    ) -> Result<IndexReport, EngineError> {
+        let (report, correction) = self.engine.correct_to_none(text, kind)?;
+        self.pool_unmatched(text_id, text, correction.arrival_score);
+        Ok(with_correction(report, correction))
     }
 
     /// Pool a text an operator said no label fits (a pooled copy stays as it is).
@@ -169,5 +201,13 @@ fn hash_pooled(hash: &mut Sha256, text: &PooledText) {
             hash.update(score.to_bits().to_le_bytes());
         }
         None => hash.update([0]),
+    }
+}
+
+/// A correction's index report, with what the correction found.
+fn with_correction(report: IndexReport, correction: CorrectionReport) -> IndexReport {
+    IndexReport {
+        correction: Some(correction),
+        ..report
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
-use crate::engine::update::Update as EngineUpdate;
 use crate::engine::{Analysis, Engine, NewLabel};
 use crate::rag::Classified;
 
@@ -109,26 +108,21 @@ impl Update {
         }
     }
 
-    /// The engine's part of the update; None for the pool's own.
-    pub fn engine_update(&self) -> Option<EngineUpdate> {
-        Some(match self.clone() {
-            Self::Round { round, labels } => EngineUpdate::Round { round, labels },
-            Self::AddExamples { label, examples } => EngineUpdate::AddExamples { label, examples },
-            Self::RetireLabel { label } => EngineUpdate::RetireLabel { label },
-            Self::Learn {
-                analysis,
-                label,
-                confident,
-            } => EngineUpdate::Learn {
-                analysis,
-                label,
-                confident,
-            },
-            Self::Correct { label, text, .. } => EngineUpdate::Correct { label, text },
-            Self::Audit { label, text, .. } => EngineUpdate::Audit { label, text },
-            Self::CorrectNone { text, .. } => EngineUpdate::CorrectNone { text },
-            Self::AuditNone { text, .. } => EngineUpdate::AuditNone { text },
-            Self::Pooled { .. } => return None,
-        })
+    /// The labelled texts applying the update asks `engine`'s encoder for (see
+    /// [`crate::engine::Analyzer::round_material`]): a shell encodes them ahead, off its loop.
+    pub fn material(&self, engine: &Engine) -> Vec<String> {
+        let analyzer = engine.analyzer();
+        match self {
+            Self::Round { labels, .. } => analyzer.round_material(labels),
+            Self::AddExamples { label, examples } => analyzer.examples_material(label, examples),
+            Self::Correct { label, text, .. } | Self::Audit { label, text, .. } => {
+                analyzer.examples_material(label, std::slice::from_ref(text))
+            }
+            Self::RetireLabel { .. }
+            | Self::Learn { .. }
+            | Self::Pooled { .. }
+            | Self::CorrectNone { .. }
+            | Self::AuditNone { .. } => Vec::new(),
+        }
     }
 }

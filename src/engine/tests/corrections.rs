@@ -3,7 +3,6 @@
 
 use super::*;
 use crate::engine::correct::CorrectionKind::Review;
-use crate::engine::update::Update;
 
 /// A text about baking that also mentions the sky: learned (wrongly, and with confidence) as
 /// astronomy in these tests.
@@ -73,13 +72,9 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
 
 #[test]
 fn replicas_applying_the_same_correction_agree() {
-    let update = Update::Correct {
-        label: "cooking".into(),
-        text: MIXED.into(),
-    };
     let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
-    a.apply(&update).unwrap();
-    b.apply(&update).unwrap();
+    a.correct("cooking", MIXED, Review).unwrap();
+    b.correct("cooking", MIXED, Review).unwrap();
     assert_eq!(a.digest(), b.digest());
     // And a restart from a snapshot holds the same state.
     let restored = Engine::from_state(EngineConfig::default(), a.to_state()).unwrap();
@@ -149,10 +144,9 @@ fn a_correction_to_none_needs_an_active_label_and_replicas_agree_on_it() {
         empty.correct_to_none(MIXED, Review).unwrap_err(),
         EngineError::NoActiveLabels
     );
-    let update = Update::CorrectNone { text: MIXED.into() };
     let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
-    a.apply(&update).unwrap();
-    b.apply(&update).unwrap();
+    a.correct_to_none(MIXED, Review).unwrap();
+    b.correct_to_none(MIXED, Review).unwrap();
     assert_eq!(a.digest(), b.digest());
 }
 

@@ -149,8 +149,7 @@ impl TextEncoder for Recording {
 }
 
 #[test]
-fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
-    use crate::engine::update::Update;
+fn a_round_s_and_added_examples_material_is_what_applying_them_asks_the_encoder_for() {
     let recording = Arc::new(Recording::default());
     let mut engine = Engine::new(EngineConfig::default())
         .with_encoder(recording.clone())
@@ -162,52 +161,48 @@ fn material_of_an_update_is_what_applying_it_asks_the_encoder_for() {
         name: None,
         ..label("sport", &["sport results"])
     };
-    let round = Update::Round {
-        round: "r1".into(),
-        labels: vec![described, unnamed],
-    };
-    let added = Update::AddExamples {
-        label: "sport".into(),
-        examples: vec!["a sport match".into(), String::new()],
-    };
-    for update in [round, added] {
-        let mut ahead = engine.analyzer().material_of(&update);
+    let round = vec![described, unnamed];
+    let asked = |engine: &mut Engine, apply: &dyn Fn(&mut Engine)| {
         recording.0.lock().unwrap().clear();
-        engine.apply(&update).unwrap();
+        apply(engine);
         let mut asked = recording.0.lock().unwrap().clone();
-        ahead.sort();
         asked.sort();
-        assert!(!asked.is_empty());
-        assert_eq!(ahead, asked, "{update:?}");
-    }
+        asked
+    };
+    let mut ahead = engine.analyzer().round_material(&round);
+    ahead.sort();
+    let applied = asked(&mut engine, &|engine| {
+        engine.apply_named_round("r1", &round).unwrap();
+    });
+    assert!(!applied.is_empty());
+    assert_eq!(ahead, applied);
+    let added = vec!["a sport match".to_string(), String::new()];
+    let mut ahead = engine.analyzer().examples_material("sport", &added);
+    ahead.sort();
+    let applied = asked(&mut engine, &|engine| {
+        engine.add_examples("sport", &added).unwrap();
+    });
+    assert!(!applied.is_empty());
+    assert_eq!(ahead, applied);
+    // What the engine refuses encodes nothing.
+    let money = ["space money".to_string()];
+    assert!(engine
+        .analyzer()
+        .examples_material("nobody", &money)
+        .is_empty());
+    let repeated = [label("sport", &["space money"])];
+    assert!(engine.analyzer().round_material(&repeated).is_empty());
+    engine.retire_label("sport").unwrap();
+    assert!(engine
+        .analyzer()
+        .examples_material("sport", &money)
+        .is_empty());
     let lexical = Engine::new(EngineConfig::default());
-    let retire = Update::RetireLabel {
-        label: "sport".into(),
-    };
-    assert!(engine.analyzer().material_of(&retire).is_empty());
-    // Updates the engine refuses encode nothing.
-    let to_unknown = Update::AddExamples {
-        label: "nobody".into(),
-        examples: vec!["space money".into()],
-    };
-    let repeated = Update::Round {
-        round: "r1 again".into(),
-        labels: vec![label("sport", &["space money"])],
-    };
-    assert!(engine.analyzer().material_of(&to_unknown).is_empty());
-    assert!(engine.analyzer().material_of(&repeated).is_empty());
-    engine.apply(&retire).unwrap();
-    let to_retired = Update::AddExamples {
-        label: "sport".into(),
-        examples: vec!["space money".into()],
-    };
-    assert!(engine.analyzer().material_of(&to_retired).is_empty());
-    let round = Update::Round {
-        round: "r2".into(),
-        labels: vec![label("orbit", &["space"])],
-    };
     assert!(
-        lexical.analyzer().material_of(&round).is_empty(),
+        lexical
+            .analyzer()
+            .round_material(&[label("orbit", &["space"])])
+            .is_empty(),
         "no signal, no material"
     );
 }

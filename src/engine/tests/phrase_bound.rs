@@ -2,7 +2,6 @@
 //! replicas agree across it.
 
 use super::{label, three_topics};
-use crate::engine::update::Update;
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
 #[test]
@@ -23,15 +22,10 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
         let chosen = live.retriever().retrieve(&analysis).unwrap().graph_choice;
         let confident = i % 2 == 0;
         live.learn(&analysis, &chosen, confident);
-        // The replica learns as a changelog replay does: the same update, applied.
+        // The replica learns as a changelog replay does: the same learn record.
         if let Some(replica) = restored.as_mut() {
             assert_eq!(replica.analyze(&text), analysis);
-            let update = Update::Learn {
-                analysis,
-                label: chosen,
-                confident,
-            };
-            replica.apply(&update).unwrap();
+            replica.learn(&analysis, &chosen, confident);
         }
         assert!(live.stats().phrase_count() <= 60);
     }

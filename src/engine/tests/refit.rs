@@ -5,15 +5,14 @@ use super::*;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::refit::{self, Recalibration};
 use crate::engine::saved::EngineState;
-use crate::engine::update::Update;
 
 /// Two labels with three examples each: every example is scored against the other two.
 fn two_topics_three_shots(config: EngineConfig) -> Engine {
     let mut engine = Engine::new(config);
     engine
-        .apply(&Update::Round {
-            round: "r1".into(),
-            labels: vec![
+        .apply_named_round(
+            "r1",
+            &[
                 label(
                     "astronomy",
                     &[
@@ -31,7 +30,7 @@ fn two_topics_three_shots(config: EngineConfig) -> Engine {
                     ],
                 ),
             ],
-        })
+        )
         .unwrap();
     engine
 }
@@ -110,8 +109,9 @@ fn lone_examples_are_not_scored() {
     assert_eq!(engine.outcomes().outcomes().len(), 0);
 }
 
-/// A text between the two topics, corrected (or audited) to the label retrieval did not pick.
-fn corrected(engine: &Engine, audit: bool) -> Update {
+/// A text between the two topics, corrected (or audited) to the label retrieval did not pick:
+/// the label and the text.
+fn corrected(engine: &Engine) -> (&'static str, &'static str) {
     let text = "the telescope pointed at the stars while the bread was baking";
     let retrieval = engine.retriever().retrieve(&engine.analyze(text)).unwrap();
     let decided = engine.decisions().decide(&retrieval, None).label;
@@ -120,20 +120,15 @@ fn corrected(engine: &Engine, audit: bool) -> Update {
     } else {
         "cooking"
     };
-    let kind = if audit {
-        CorrectionKind::Audit
-    } else {
-        CorrectionKind::Review
-    };
-    Update::correction(Some(label.into()), text.into(), kind)
+    (label, text)
 }
 
 #[test]
 fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
-    let update = corrected(&engine, true);
-    let report = engine.apply(&update).unwrap();
+    let (label, text) = corrected(&engine);
+    let (report, _) = engine.correct(label, text, CorrectionKind::Audit).unwrap();
     assert_eq!(report.texts_indexed, 1);
     let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     // One outcome, wrong: the audited text itself is not scored again as an example.
@@ -146,8 +141,8 @@ fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
     // Reviewers correct texts picked for their low confidence: a biased sample.
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
-    let update = corrected(&engine, false);
-    let report = engine.apply(&update).unwrap();
+    let (label, text) = corrected(&engine);
+    let (report, _) = engine.correct(label, text, CorrectionKind::Review).unwrap();
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(engine.outcomes().outcomes().len(), before);
 }
@@ -198,9 +193,10 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
             engine.learn(&learnable, "astronomy", true);
         }
         let before = engine.outcomes().outcomes().len();
-        let update = Update::correction(Some("cooking".into()), text.into(), CorrectionKind::Audit);
-        let report = engine.apply(&update).unwrap();
-        assert_eq!(report.correction.map(|c| c.took_back), Some(learned));
+        let (_, correction) = engine
+            .correct("cooking", text, CorrectionKind::Audit)
+            .unwrap();
+        assert_eq!(correction.took_back, learned);
         let outcome = engine.outcomes().outcomes().nth(before).copied();
         outcome.unwrap()
     };

@@ -5,7 +5,6 @@ use super::three_topics;
 use crate::engine::graph;
 use crate::engine::rank;
 use crate::engine::saved;
-use crate::engine::update::{self, Update};
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
 #[test]
@@ -36,20 +35,8 @@ fn restored_state_is_the_same_engine() {
         assert_eq!(a, b);
         let ra = engine.retriever().retrieve(&a).unwrap();
         assert_eq!(ra, restored.retriever().retrieve(&b).unwrap());
-        engine
-            .apply(&update::Update::Learn {
-                analysis: a,
-                label: ra.graph_choice.clone(),
-                confident: true,
-            })
-            .unwrap();
-        restored
-            .apply(&update::Update::Learn {
-                analysis: b,
-                label: ra.graph_choice,
-                confident: true,
-            })
-            .unwrap();
+        engine.learn(&a, &ra.graph_choice, true);
+        restored.learn(&b, &ra.graph_choice, true);
     }
     assert_eq!(restored.digest(), engine.digest());
 }
@@ -131,22 +118,19 @@ fn corrupt_graph_state_is_refused() {
 }
 
 /// An engine with one label and one pooled text whose arrival score is known.
-fn state_round() -> Update {
-    Update::Round {
-        round: "r1".into(),
-        labels: vec![NewLabel {
-            id: "geology".into(),
-            name: None,
-            description: None,
-            examples: vec!["lava flows from the volcano".into()],
-        }],
-    }
+fn geology() -> Vec<NewLabel> {
+    vec![NewLabel {
+        id: "geology".into(),
+        name: None,
+        description: None,
+        examples: vec!["lava flows from the volcano".into()],
+    }]
 }
 
 #[test]
 fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let mut engine = Engine::new(EngineConfig::default());
-    engine.apply(&state_round()).unwrap();
+    engine.apply_named_round("r1", &geology()).unwrap();
     for i in 0..crate::engine::index::FOLD_AT_LEAST + 3 {
         let analysis = engine.analyze(&format!("lava and ash over the village {i}"));
         engine.learn(&analysis, "geology", i % 2 == 0);

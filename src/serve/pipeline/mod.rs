@@ -375,7 +375,7 @@ pub(crate) fn one_round_engine(
     labels: &[(&str, &str)],
 ) -> Engine {
     let mut engine = Engine::new(config);
-    let labels = labels
+    let labels: Vec<crate::engine::NewLabel> = labels
         .iter()
         .map(|(id, example)| crate::engine::NewLabel {
             id: id.to_string(),
@@ -385,10 +385,7 @@ pub(crate) fn one_round_engine(
         })
         .collect();
     engine
-        .apply(&crate::engine::update::Update::Round {
-            round: "r1".into(),
-            labels,
-        })
+        .apply_named_round("r1", &labels)
         .expect("a valid round");
     engine
 }

@@ -148,7 +148,7 @@ impl Replica {
     /// With the embedding signal and an encoder that keeps material, what the changelog
     /// record `payload` will ask the encoder for when applied — a round's names and examples,
     /// added examples — if it is a label event this replica has not applied yet (see
-    /// [`crate::engine::Analyzer::material_of`]).
+    /// [`crate::state::Update::material`]).
     pub fn material_ahead(
         &self,
         record: &Result<ChangeRecord, ChangeDecodeError>,
@@ -174,9 +174,7 @@ impl Replica {
         if *offset < self.cursor.labels_next {
             return None; // a copy: applying it changes nothing
         }
-        let texts = update.engine_update().map_or_else(Vec::new, |update| {
-            self.state.engine().analyzer().material_of(&update)
-        });
+        let texts = update.material(self.state.engine());
         (!texts.is_empty()).then_some((encoder, texts))
     }
 
