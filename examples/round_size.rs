@@ -19,8 +19,9 @@ mod round;
 use std::time::Instant;
 
 use gorag::config::ServeConfig;
-use gorag::embed::{read_meaning, EmbeddingModel};
+use gorag::embed::EmbeddingModel;
 use gorag::engine::Engine;
+use gorag::meaning::read_meaning;
 use gorag::state::{State, Update};
 
 /// The service binary's allocator, so the figures are the service's.

@@ -26,6 +26,9 @@
 //! - [`secret`]: values never shown (passwords, keys), read from files;
 //! - [`bounds`]: the limits every input keeps, and the cutting of error texts;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
+//! - [`embed`]: the sentence encoders behind the embedding signal;
+//! - [`meaning`]: the embedding signal attached to a restored state, with the labels' vectors
+//!   its store kept;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
 //! - [`cli`]: the `gorag` command.
@@ -46,6 +49,7 @@ pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
+pub mod meaning;
 pub mod rag;
 pub mod review;
 pub mod secret;

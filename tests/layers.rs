@@ -22,15 +22,16 @@ const LAYERS: &[&[&str]] = &[
     &["input", "broker"],
     // The pure algorithm.
     &["engine"],
-    // The public events, and the LLM client.
-    &["events", "llm"],
+    // The public events, the LLM client, and the sentence encoders (behind the engine's
+    // encoder trait; the vectors they keep go through their own `VectorStore` trait).
+    &["events", "llm", "embed"],
     // Emerging classes, and retrieval-augmented generation for one text.
     &["discovery", "rag"],
     // The replicated state, its formats, and its store.
     &["state"],
     &["store"],
-    // The sentence encoders (they keep the labels' vectors in the store).
-    &["embed"],
+    // The embedding signal attached to a restored state, with the vectors its store kept.
+    &["meaning"],
     &["config"],
     // The front ends: `gorag eval`, `gorag serve`, `gorag classify`.
     &["eval", "serve", "classify"],

@@ -18,7 +18,7 @@ pub use taxonomy_sync::{sync_taxonomy, TaxonomySync};
 
 use crate::bounds::Bounds;
 use crate::config::ServeConfig;
-use crate::embed::{read_meaning, KeptVectors, LoadError};
+use crate::embed::LoadError;
 use crate::engine::{Engine, IndexReport};
 use crate::events::classification::{prediction_event, Classification};
 use crate::events::decode::{self, Reason, Rejection};
@@ -28,10 +28,12 @@ use crate::events::{
 };
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
+use crate::meaning::{read_meaning, KeptVectors};
 use crate::rag::Classifier;
 use crate::state::from_event::{engine_rejection, label_update};
+use crate::state::RestoreError;
 use crate::state::{State, Update};
-use crate::store::{Mark, RestoreError, SledStore, StateStore, StoreError, TextLedger};
+use crate::store::{Mark, SledStore, StateStore, StoreError, TextLedger};
 
 #[derive(Debug, Error)]
 pub enum SessionError {
@@ -118,7 +120,12 @@ impl Session {
         if let (Some(dir), false) = (state, saved.offsets.is_empty()) {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
-        let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+        let restored = State::restore(
+            saved.snapshot.take(),
+            &saved.log,
+            config.engine_config(),
+            config.discovery.pool_capacity,
+        )?;
         let (state, kept_vectors) = read_meaning(
             restored,
             &config.engine.embedding_model,

@@ -22,7 +22,12 @@ pub fn load_state(dir: &std::path::Path) -> Result<(crate::state::State, Saved)>
     let store = SledStore::open(dir)?;
     let mut saved = store.load()?;
     let pool_capacity = crate::discovery::DiscoveryConfig::default().pool_capacity;
-    let state = saved.restore(crate::engine::EngineConfig::default(), pool_capacity)?;
+    let state = crate::state::State::restore(
+        saved.snapshot.take(),
+        &saved.log,
+        crate::engine::EngineConfig::default(),
+        pool_capacity,
+    )?;
     Ok((state, saved))
 }
 

@@ -26,16 +26,14 @@ use tokenizers::{Tokenizer, TruncationParams};
 
 use crate::engine::embedding::{EncodeError, TextEncoder};
 
-mod attach;
 mod e5;
 mod onnx;
 mod remembered;
 mod setting;
 mod static_model;
-pub use attach::{read_meaning, KeptVectors};
 pub use e5::{E5Error, E5Model, E5_FILE, E5_FILES};
 pub use onnx::{OnnxError, OnnxModel, ONNX_FILE, ONNX_FILES, RUNTIME_FILE};
-pub use remembered::RememberingEncoder;
+pub use remembered::{KeptVectorError, NoVectorStore, RememberingEncoder, VectorStore};
 pub use setting::{EmbeddingModel, DEFAULT_MODEL, FETCHABLE, INT8_MODEL, MULTILINGUAL_MODEL};
 pub use static_model::{StaticModel, StaticModelError};
 

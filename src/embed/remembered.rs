@@ -16,7 +16,45 @@ use std::sync::{Mutex, PoisonError};
 use sha2::{Digest, Sha256};
 
 use crate::engine::embedding::{EncodeError, TextEncoder};
-use crate::store::{StoreError, VectorStore};
+
+/// Why a kept vector could not be read or written: the store's own error (`store::StoreError`
+/// for the state store's), carried opaquely since the encoder only warns and encodes again.
+pub type KeptVectorError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Where sentence vectors are kept across restarts: the embedding signal's vectors of label
+/// names and examples, which every start would otherwise encode again
+/// (docs/design/embedding-signal.md, "The embedding signal"). Keys are digests of the text; a
+/// store holds the vectors of one model only. The state store implements it
+/// (`store::SledVectors`).
+pub trait VectorStore: Send + Sync {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, KeptVectorError>;
+    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), KeptVectorError>;
+    /// Drop every vector whose key `keep` refuses; how many were dropped.
+    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, KeptVectorError>;
+    /// Whether what is put can be got back (false for [`NoVectorStore`]).
+    fn keeps(&self) -> bool {
+        true
+    }
+}
+
+/// A store that keeps nothing: every start encodes again (when the state's own cannot be
+/// opened).
+pub struct NoVectorStore;
+
+impl VectorStore for NoVectorStore {
+    fn get(&self, _: &[u8]) -> Result<Option<Vec<f32>>, KeptVectorError> {
+        Ok(None)
+    }
+    fn put(&self, _: &[u8], _: &[f32]) -> Result<(), KeptVectorError> {
+        Ok(())
+    }
+    fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, KeptVectorError> {
+        Ok(0)
+    }
+    fn keeps(&self) -> bool {
+        false
+    }
+}
 
 pub struct RememberingEncoder<E> {
     inner: E,
@@ -44,7 +82,7 @@ impl<E: TextEncoder> RememberingEncoder<E> {
     /// Drop the kept vectors of material nobody asked for since this encoder was made: called
     /// once the engine has asked for every label's material (after a start's first
     /// catch-up), it leaves exactly the live labels' vectors. How many were dropped.
-    pub fn forget_unasked(&self) -> Result<usize, StoreError> {
+    pub fn forget_unasked(&self) -> Result<usize, KeptVectorError> {
         let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
         self.store.retain(&|key| asked.contains(key))
     }
@@ -105,7 +143,6 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::store::StoreError;
 
     /// Counts what it is asked to encode.
     #[derive(Default)]
@@ -122,14 +159,14 @@ mod tests {
     struct MapStore(Arc<Mutex<HashMap<Vec<u8>, Vec<f32>>>>);
 
     impl VectorStore for MapStore {
-        fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, KeptVectorError> {
             Ok(self.0.lock().unwrap().get(key).cloned())
         }
-        fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError> {
+        fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), KeptVectorError> {
             self.0.lock().unwrap().insert(key.to_vec(), vector.to_vec());
             Ok(())
         }
-        fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
+        fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, KeptVectorError> {
             let mut map = self.0.lock().unwrap();
             let before = map.len();
             map.retain(|key, _| keep(key));
@@ -140,16 +177,13 @@ mod tests {
     struct BrokenStore;
 
     impl VectorStore for BrokenStore {
-        fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
-            Err(StoreError::Corrupt {
-                key: format!("{key:?}"),
-                detail: "broken".into(),
-            })
+        fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, KeptVectorError> {
+            Err(format!("{key:?} is broken").into())
         }
-        fn put(&self, key: &[u8], _: &[f32]) -> Result<(), StoreError> {
+        fn put(&self, key: &[u8], _: &[f32]) -> Result<(), KeptVectorError> {
             self.get(key).map(|_| ())
         }
-        fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
+        fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, KeptVectorError> {
             self.get(b"").map(|_| 0)
         }
     }
@@ -174,8 +208,7 @@ mod tests {
         assert_eq!(store.0.lock().unwrap().len(), 1);
         // Only a store that keeps makes encoding material ahead worth it.
         assert!(second.keeps_material());
-        let forgetful =
-            RememberingEncoder::new(&counting, Box::new(crate::store::NoVectorStore), 2);
+        let forgetful = RememberingEncoder::new(&counting, Box::new(NoVectorStore), 2);
         assert!(!forgetful.keeps_material());
     }
 

@@ -99,7 +99,7 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Restore(#[from] crate::store::RestoreError),
+    Restore(#[from] crate::state::RestoreError),
     #[error("LLM client: {0}")]
     Llm(#[from] LlmError),
     #[error(transparent)]

@@ -10,8 +10,10 @@ use super::stop::{Phase, Stop};
 use super::ServeError;
 use crate::broker::{self, Broker, MetadataClient, Producer, RecordLimit};
 use crate::config::ServeConfig;
-use crate::embed::{read_meaning, RememberingEncoder, SentenceModel};
+use crate::embed::{RememberingEncoder, SentenceModel};
+use crate::meaning::read_meaning;
 use crate::rag::Classifier;
+use crate::state::State;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
@@ -27,7 +29,7 @@ pub struct Started {
     pub kept_vectors: Option<KeptVectors>,
 }
 
-pub use crate::embed::KeptVectors;
+pub use crate::meaning::KeptVectors;
 
 /// Drop the kept vectors no label asked for: called after the first catch-up, so that a round
 /// a stop cut short keeps what was encoded of it for the start that applies it.
@@ -104,7 +106,12 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let restored = saved.restore(config.engine_config(), config.discovery.pool_capacity)?;
+    let restored = State::restore(
+        saved.snapshot.take(),
+        &saved.log,
+        config.engine_config(),
+        config.discovery.pool_capacity,
+    )?;
     let (state, kept_vectors) = read_meaning(
         restored,
         &config.engine.embedding_model,

@@ -6,6 +6,7 @@
 
 pub mod codec;
 pub mod from_event;
+mod restore;
 #[cfg(test)]
 mod tests;
 mod update;
@@ -13,6 +14,7 @@ mod update;
 use sha2::{Digest, Sha256};
 
 pub use codec::Snapshot;
+pub use restore::RestoreError;
 pub use update::Update;
 
 use crate::discovery::{Pool, PooledText, Unexplained};

@@ -14,11 +14,8 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::engine::saved::StateError;
-use crate::engine::{Engine, EngineConfig, EngineError};
 use crate::state::codec::SnapshotError;
-use crate::state::Update;
-use crate::state::{Snapshot, State};
+use crate::state::{Snapshot, Update};
 
 pub use ledger::{Mark, TextLedger};
 pub use memory::MemoryStore;
@@ -69,65 +66,4 @@ pub trait StateStore: Send {
     fn flush(&self) -> Result<(), StoreError>;
     /// This instance's id, made up on first use and kept.
     fn instance_id(&mut self) -> Result<String, StoreError>;
-}
-
-/// Sentence vectors kept across restarts: the embedding signal's vectors of label names and
-/// examples, which every start would otherwise encode again (docs/design/embedding-signal.md,
-/// "The embedding signal").
-/// Keys are digests of the text; a store holds the vectors of one model only.
-pub trait VectorStore: Send + Sync {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError>;
-    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError>;
-    /// Drop every vector whose key `keep` refuses; how many were dropped.
-    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError>;
-    /// Whether what is put can be got back (false for [`NoVectorStore`]).
-    fn keeps(&self) -> bool {
-        true
-    }
-}
-
-/// A store that keeps nothing: every start encodes again (when the state's own cannot be
-/// opened).
-pub struct NoVectorStore;
-
-impl VectorStore for NoVectorStore {
-    fn get(&self, _: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
-        Ok(None)
-    }
-    fn put(&self, _: &[u8], _: &[f32]) -> Result<(), StoreError> {
-        Ok(())
-    }
-    fn retain(&self, _: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
-        Ok(0)
-    }
-    fn keeps(&self) -> bool {
-        false
-    }
-}
-
-#[derive(Debug, Error)]
-pub enum RestoreError {
-    #[error("restoring the saved state: {0}")]
-    State(#[from] StateError),
-    #[error("replaying the saved update log: {0}")]
-    Replay(#[from] EngineError),
-}
-
-impl Saved {
-    /// The state this saved state describes: the snapshot (taken out of `self`), then every
-    /// update logged since; the engine with `config`, the pool holding `pool_capacity` texts.
-    pub fn restore(
-        &mut self,
-        config: EngineConfig,
-        pool_capacity: usize,
-    ) -> Result<State, RestoreError> {
-        let mut state = match self.snapshot.take() {
-            Some(snapshot) => State::from_snapshot(config, pool_capacity, snapshot)?,
-            None => State::new(Engine::new(config), pool_capacity),
-        };
-        for update in &self.log {
-            state.apply(update)?;
-        }
-        Ok(state)
-    }
 }

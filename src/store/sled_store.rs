@@ -15,7 +15,8 @@ use std::path::Path;
 
 use sled::{Batch, Db, IVec};
 
-use super::{Offsets, Saved, StateStore, StoreError, VectorStore};
+use super::{Offsets, Saved, StateStore, StoreError};
+use crate::embed::{KeptVectorError, VectorStore};
 use crate::state::codec::{
     decode_logged, encode_logged, STORE_FORMAT, STORE_FORMAT_OLDEST_SUPPORTED,
 };
@@ -161,12 +162,12 @@ pub struct SledVectors {
 }
 
 impl VectorStore for SledVectors {
-    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, StoreError> {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<f32>>, KeptVectorError> {
         let Some(bytes) = self.tree.get(key)? else {
             return Ok(None);
         };
         if bytes.is_empty() || bytes.len() % 4 != 0 {
-            return Err(corrupt(key, format!("a vector of {} bytes", bytes.len())));
+            return Err(corrupt(key, format!("a vector of {} bytes", bytes.len())).into());
         }
         Ok(Some(
             bytes
@@ -176,13 +177,13 @@ impl VectorStore for SledVectors {
         ))
     }
 
-    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), StoreError> {
+    fn put(&self, key: &[u8], vector: &[f32]) -> Result<(), KeptVectorError> {
         let bytes: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
         self.tree.insert(key, bytes)?;
         Ok(())
     }
 
-    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, StoreError> {
+    fn retain(&self, keep: &dyn Fn(&[u8]) -> bool) -> Result<usize, KeptVectorError> {
         let mut dropped = Batch::default();
         let mut count = 0;
         for key in self.tree.iter().keys() {
@@ -413,6 +414,13 @@ mod tests {
         let store = SledStore::open(dir.path()).unwrap();
         let vectors = store.vectors("m").unwrap();
         vectors.tree.insert(b"k", &[1u8, 2, 3][..]).unwrap();
-        assert!(matches!(vectors.get(b"k"), Err(StoreError::Corrupt { .. })));
+        let error = vectors.get(b"k").unwrap_err();
+        assert!(
+            matches!(
+                error.downcast_ref::<StoreError>(),
+                Some(StoreError::Corrupt { .. })
+            ),
+            "{error}"
+        );
     }
 }

@@ -499,7 +499,13 @@ mod tests {
         assert_eq!(saved.offsets[&("tx".to_string(), 1)], 10);
         assert_eq!(saved.offsets[&("lb".to_string(), 0)], 1);
         let mut saved = saved;
-        let restored = saved.restore(EngineConfig::default(), 100).unwrap();
+        let restored = State::restore(
+            saved.snapshot.take(),
+            &saved.log,
+            EngineConfig::default(),
+            100,
+        )
+        .unwrap();
         assert_eq!(restored.digest(), replica.state.digest());
     }
 
@@ -517,7 +523,13 @@ mod tests {
         assert_eq!(replica.store().log_len(), 0, "snapshot taken at 2");
         let mut saved = replica.store().load().unwrap();
         assert!(saved.snapshot.is_some());
-        let restored = saved.restore(EngineConfig::default(), 100).unwrap();
+        let restored = State::restore(
+            saved.snapshot.take(),
+            &saved.log,
+            EngineConfig::default(),
+            100,
+        )
+        .unwrap();
         assert_eq!(restored.engine().labels().len(), 2);
         // Behind the cursor (read again after a seek): nothing saved, nothing changed.
         replica

@@ -1,13 +1,16 @@
-//! Turning the embedding signal on for an engine: the model loaded, the labels' vectors read
-//! back from the state store where it keeps them (or encoded), for `gorag serve` and
-//! `gorag classify` alike.
+//! Turning the embedding signal on for a restored state: the model loaded, the labels' vectors
+//! read back from the state store where it keeps them (or encoded), for `gorag serve` and
+//! `gorag classify` alike. It joins three rooms that know nothing of each other — the encoder
+//! (`embed`), the state and its store — so it sits above all three.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::{EmbeddingModel, LoadError, RememberingEncoder, SentenceModel};
+use crate::embed::{
+    EmbeddingModel, LoadError, NoVectorStore, RememberingEncoder, SentenceModel, VectorStore,
+};
 use crate::state::State;
-use crate::store::{NoVectorStore, SledStore, VectorStore};
+use crate::store::SledStore;
 
 /// The encoder that keeps the labels' vectors in the state store.
 pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
