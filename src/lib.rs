@@ -16,6 +16,7 @@
 //! - [`broker`]: the broker seam, the only place that knows rdkafka (Kafka, or an in-process
 //!   broker for tests), with its own settings, errors and positions;
 //! - [`clock`]: the wall clock in milliseconds;
+//! - [`position`]: a record's place in a topic (partition, offset);
 //! - [`serve`]: `gorag serve` over the broker seam (intake, a text's pipeline, the state's replica, delivery, stats, the
 //!   loop);
 //! - [`state`]: the replicated state (engine + discovery pool), its updates, its digest, and in
@@ -50,6 +51,7 @@ pub mod events;
 pub mod input;
 pub mod llm;
 pub mod meaning;
+pub mod position;
 pub mod rag;
 pub mod review;
 pub mod secret;

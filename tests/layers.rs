@@ -14,9 +14,16 @@ mod wide_types;
 /// The crate's top-level modules by layer, lowest first: a module may use the modules of the
 /// layers below its own, and no other.
 const LAYERS: &[&[&str]] = &[
-    // The floor: limits, the clock, secrets, thread pools, and telemetry (metrics and logs
+    // The floor: limits, the clock, a record's position, secrets, thread pools, and telemetry (metrics and logs
     // know no domain type: callers hand them names and counts).
-    &["bounds", "clock", "secret", "threads", "telemetry"],
+    &[
+        "bounds",
+        "clock",
+        "position",
+        "secret",
+        "threads",
+        "telemetry",
+    ],
     // Seams to the outside that know nothing of the classifier: the one CSV/JSONL reader, and
     // the broker (its own settings, errors and positions).
     &["input", "broker"],

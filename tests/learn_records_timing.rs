@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use gorag::discovery::{PoolNote, Unexplained};
 use gorag::engine::{Analysis, Engine, EngineConfig, NewLabel};
+use gorag::position::Position;
 use gorag::state::codec::{learn_records, ChangeRecord, LearnedText};
 use gorag::state::{State, Update};
 
@@ -84,8 +85,7 @@ fn texts(count: usize) -> Vec<LearnedText> {
                 )
             });
             LearnedText {
-                partition: 0,
-                offset: i as i64,
+                position: Position::new(0, i as i64),
                 analysis: engine.analyzer().learnable(&analysis),
                 label: "billing".into(),
                 confident: i % 2 == 0,
@@ -123,8 +123,8 @@ impl Serialize for DirectChange<'_> {
         impl Serialize for Texts<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
                 serializer.collect_seq(self.0.iter().map(|t| DirectText {
-                    partition: t.partition,
-                    offset: t.offset,
+                    partition: t.position.partition,
+                    offset: t.position.offset,
                     analysis: &t.analysis,
                     label: &t.label,
                     confident: t.confident,

@@ -18,7 +18,6 @@ mod error;
 #[cfg(any(test, feature = "memory-broker"))]
 pub mod memory;
 mod ordered;
-mod position;
 pub mod read_back;
 pub mod security;
 pub mod settings;
@@ -28,11 +27,11 @@ mod trouble;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::position::Position;
 pub use error::{BrokerError, BrokerErrorKind, ClientError};
 #[cfg(any(test, feature = "memory-broker"))]
 pub use memory::{MemoryBroker, KAFKA_DEFAULT_MAX_MESSAGE_BYTES};
 pub use ordered::{deliver, Ordered, OrderedSender};
-pub use position::Position;
 pub use settings::BrokerSettings;
 pub use texts::{TextsConsumer, TextsEvent};
 pub use trouble::{broker_answered, broker_trouble, Trouble, TroubleKind};

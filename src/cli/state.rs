@@ -38,8 +38,12 @@ pub fn state(args: StateArgs) -> Result<()> {
     let offsets: Vec<serde_json::Value> = saved
         .offsets
         .iter()
-        .map(|((topic, partition), offset)| {
-            serde_json::json!({"topic": topic, "partition": partition, "next_offset": offset})
+        .map(|(topic, next)| {
+            serde_json::json!({
+                "topic": topic,
+                "partition": next.partition,
+                "next_offset": next.offset
+            })
         })
         .collect();
     let report = serde_json::json!({

@@ -99,12 +99,12 @@ impl GroupCommit {
 mod tests {
     use super::*;
     use crate::engine::Analysis;
+    use crate::position::Position;
     use crate::state::codec::{Change, ChangeRecord};
 
     fn text(offset: i64) -> LearnedText {
         LearnedText {
-            partition: 0,
-            offset,
+            position: Position::new(0, offset),
             analysis: Analysis {
                 phrases: Default::default(),
                 keywords: Vec::new(),
@@ -119,7 +119,7 @@ mod tests {
 
     fn offsets(record: &LearnRecord) -> Vec<i64> {
         match ChangeRecord::decode(&record.payload).unwrap().change {
-            Change::Learned { texts } => texts.iter().map(|t| t.offset).collect(),
+            Change::Learned { texts } => texts.iter().map(|t| t.position.offset).collect(),
             other => panic!("{other:?}"),
         }
     }

@@ -25,9 +25,7 @@ impl StateStore for MemoryStore {
 
     fn record(&mut self, updates: &[Update], offsets: &Offsets) -> Result<(), StoreError> {
         self.log.extend_from_slice(updates);
-        for (key, offset) in offsets {
-            self.offsets.insert(key.clone(), *offset);
-        }
+        self.offsets.update(offsets);
         Ok(())
     }
 

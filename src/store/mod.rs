@@ -8,9 +8,8 @@
 
 mod ledger;
 mod memory;
+mod offsets;
 mod sled_store;
-
-use std::collections::BTreeMap;
 
 use thiserror::Error;
 
@@ -19,10 +18,8 @@ use crate::state::{Snapshot, Update};
 
 pub use ledger::{Mark, TextLedger};
 pub use memory::MemoryStore;
+pub use offsets::Offsets;
 pub use sled_store::{SledStore, SledVectors};
-
-/// Next offset to read, per (topic, partition).
-pub type Offsets = BTreeMap<(String, i32), i64>;
 
 #[derive(Debug, Error)]
 pub enum StoreError {

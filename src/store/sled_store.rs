@@ -17,6 +17,7 @@ use sled::{Batch, Db, IVec};
 
 use super::{Offsets, Saved, StateStore, StoreError};
 use crate::embed::{KeptVectorError, VectorStore};
+use crate::position::Position;
 use crate::state::codec::{
     decode_logged, encode_logged, STORE_FORMAT, STORE_FORMAT_OLDEST_SUPPORTED,
 };
@@ -222,7 +223,7 @@ impl StateStore for SledStore {
             let topic = std::str::from_utf8(&rest[..split]).map_err(|e| corrupt(&key, e))?;
             let partition = i32::from_be_bytes(be_bytes(&key, &rest[split + 1..])?);
             let offset = i64::from_be_bytes(be_bytes(&key, &value)?);
-            offsets.insert((topic.to_string(), partition), offset);
+            offsets.set_next(topic, Position::new(partition, offset));
         }
         Ok(Saved {
             snapshot,
@@ -237,8 +238,11 @@ impl StateStore for SledStore {
             let bytes = encode_logged(update).map_err(|e| corrupt(LOG_PREFIX, e))?;
             batch.insert(log_key(seq), bytes);
         }
-        for ((topic, partition), offset) in offsets {
-            batch.insert(offset_key(topic, *partition), &offset.to_be_bytes());
+        for (topic, next) in offsets.iter() {
+            batch.insert(
+                offset_key(topic, next.partition),
+                &next.offset.to_be_bytes(),
+            );
         }
         self.db.apply_batch(batch)?;
         self.next_seq += updates.len() as u64;
@@ -303,7 +307,9 @@ mod tests {
     }
 
     fn offsets(offset: i64) -> Offsets {
-        Offsets::from([(("texts".to_string(), 0), offset)])
+        let mut offsets = Offsets::new();
+        offsets.set_next("texts", Position::new(0, offset));
+        offsets
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::engine::{Engine, Source as LabelSource};
 use crate::events::classification::{hallucination_report, prediction_event, Classification};
 use crate::events::decode::{Reason, Rejection};
 use crate::events::{PredictionStatus, TextEvent};
+use crate::position::Position;
 use crate::rag::{Answer, Classified, Classifier, LlmFailure};
 use crate::serve::delivery::OutputKind;
 use crate::serve::outputs;
@@ -289,8 +290,7 @@ fn learn_record(
             )
         });
     (finishing.online_indexing || note.is_some()).then(|| LearnedText {
-        partition: source.position.partition,
-        offset: source.position.offset,
+        position: Position::new(source.position.partition, source.position.offset),
         analysis: engine.analyzer().learnable(&classified.analysis),
         // A text that matched no label is learned under none (`NO_LABEL`).
         label: engine
@@ -407,8 +407,8 @@ mod tests {
         assert_eq!((predicted.input.partition, predicted.input.offset), (2, 41));
         assert_eq!(finished.records[0].1.topic, topics.predictions);
         let learn = finished.learn.as_ref().expect("a learn step");
-        assert_eq!((learn.partition, learn.offset), (2, 41));
-        assert_eq!((learn.offset, learn.label.as_str()), (41, "shipping"));
+        assert_eq!(learn.position, Position::new(2, 41));
+        assert_eq!(learn.label, "shipping");
         assert_eq!(learn.confident, predicted.confident);
         assert_eq!(
             finished

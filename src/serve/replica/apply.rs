@@ -10,6 +10,7 @@ use std::collections::HashMap;
 
 use crate::engine::{EngineError, IndexReport};
 use crate::events::decode::Rejection;
+use crate::position::Position;
 use crate::state::codec::{
     Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
 };
@@ -38,21 +39,20 @@ pub struct LogTopics {
 impl Cursor {
     /// Where a saved state left off.
     pub fn restore(offsets: &Offsets, topics: &LogTopics) -> Self {
-        let at = |topic: &str| offsets.get(&(topic.to_string(), 0)).copied().unwrap_or(0);
+        let at = |topic: &str| offsets.next(topic, 0).unwrap_or(0);
         Self {
             changelog_next: at(&topics.changelog),
             labels_next: at(&topics.labels),
             learned: offsets
-                .iter()
-                .filter(|((topic, _), _)| *topic == topics.texts)
-                .map(|((_, partition), offset)| (*partition, *offset))
+                .of_topic(&topics.texts)
+                .map(|next| (next.partition, next.offset))
                 .collect(),
         }
     }
 
-    /// Whether the text at (partition, offset) was learned already.
-    pub fn is_learned(&self, partition: i32, offset: i64) -> bool {
-        offset < self.learned.get(&partition).copied().unwrap_or(0)
+    /// Whether the text at `position` was learned already.
+    pub fn is_learned(&self, position: Position) -> bool {
+        position.offset < self.learned.get(&position.partition).copied().unwrap_or(0)
     }
 }
 
@@ -122,7 +122,7 @@ pub fn apply(
     cursor.changelog_next = offset + 1;
     applied
         .offsets
-        .insert((topics.changelog.clone(), 0), offset + 1);
+        .set_next(&topics.changelog, Position::new(0, offset + 1));
     let record = match record {
         Ok(record) => record,
         Err(error) => {
@@ -191,7 +191,7 @@ fn label(
     cursor.labels_next = labels_offset + 1;
     applied
         .offsets
-        .insert((topics.labels.clone(), 0), labels_offset + 1);
+        .set_next(&topics.labels, Position::new(0, labels_offset + 1));
     let rejected = |stage, rejection| Effect::LabelRejected {
         labels_offset,
         key,
@@ -229,14 +229,13 @@ fn learn(
 ) {
     let (mut learned, mut copies, mut refused) = (0, 0, Vec::new());
     for text in texts {
-        if cursor.is_learned(text.partition, text.offset) {
+        if cursor.is_learned(text.position) {
             copies += 1;
             continue;
         }
-        cursor.learned.insert(text.partition, text.offset + 1);
-        applied
-            .offsets
-            .insert((topics.texts.clone(), text.partition), text.offset + 1);
+        let next = text.position.after();
+        cursor.learned.insert(next.partition, next.offset);
+        applied.offsets.set_next(&topics.texts, next);
         // The pool entry shares the analysis with the learn step: made first, then both move.
         let pooled = text.note.map(|note| {
             let arrival_score = note.arrival_score;
@@ -324,8 +323,7 @@ mod tests {
             origin: origin.into(),
             change: Change::Learned {
                 texts: vec![LearnedText {
-                    partition,
-                    offset,
+                    position: Position::new(partition, offset),
                     analysis: engine.analyze("astronomy of distant things"),
                     label: "astronomy".into(),
                     confident: true,
@@ -352,8 +350,7 @@ mod tests {
         apply(&mut cursor, &mut engine, &topics(), "a", 0, record);
         let analysis = engine.engine().analyze("astronomy of distant things");
         let text = |partition, offset| LearnedText {
-            partition,
-            offset,
+            position: Position::new(partition, offset),
             analysis: analysis.clone(),
             label: "astronomy".into(),
             confident: true,
@@ -372,15 +369,15 @@ mod tests {
         assert_eq!(applied.effect, learned(3, 0));
         assert!(applied.mine);
         assert_eq!(applied.updates.len(), 3);
-        assert_eq!(applied.offsets[&("tx".to_string(), 0)], 6);
-        assert_eq!(applied.offsets[&("tx".to_string(), 1)], 8);
+        assert_eq!(applied.offsets.next("tx", 0), Some(6));
+        assert_eq!(applied.offsets.next("tx", 1), Some(8));
         // Another instance re-read partition 0 after a rebalance: 5 is a copy, 6 is new.
         let second = batch("b", vec![text(0, 5), text(0, 6)]);
         let applied = apply(&mut cursor, &mut engine, &topics(), "a", 2, second);
         assert_eq!(applied.effect, learned(1, 1));
         assert!(!applied.mine);
         assert_eq!(applied.updates.len(), 1);
-        assert!(cursor.is_learned(0, 6) && !cursor.is_learned(0, 7));
+        assert!(cursor.is_learned(Position::new(0, 6)) && !cursor.is_learned(Position::new(0, 7)));
     }
 
     #[test]
@@ -398,14 +395,14 @@ mod tests {
         ));
         assert!(first.mine);
         assert_eq!(first.updates.len(), 1);
-        assert_eq!(first.offsets[&("lb".to_string(), 0)], 1);
-        assert_eq!(first.offsets[&("cl".to_string(), 0)], 1);
+        assert_eq!(first.offsets.next("lb", 0), Some(1));
+        assert_eq!(first.offsets.next("cl", 0), Some(1));
         // Another instance forwarded the same labels record.
         let copy = label_record("b", 0, LabelOutcome::Apply(round("astronomy")));
         let second = apply(&mut cursor, &mut engine, &topics(), "a", 1, copy.clone());
         assert_eq!(second.effect, Effect::Copy);
         assert!(second.updates.is_empty());
-        assert_eq!(second.offsets[&("cl".to_string(), 0)], 2);
+        assert_eq!(second.offsets.next("cl", 0), Some(2));
         // Read again after a seek: behind the cursor.
         let again = apply(&mut cursor, &mut engine, &topics(), "a", 0, record.clone());
         assert_eq!(again.effect, Effect::Behind);
@@ -422,8 +419,8 @@ mod tests {
         let first = apply(&mut cursor, &mut engine, &topics(), "b", 1, learn.clone());
         assert_eq!(first.effect, learned(1, 0));
         assert!(!first.mine);
-        assert_eq!(first.offsets[&("tx".to_string(), 2)], 41);
-        assert!(cursor.is_learned(2, 40));
+        assert_eq!(first.offsets.next("tx", 2), Some(41));
+        assert!(cursor.is_learned(Position::new(2, 40)));
         // The text's new owner learned it again after a rebalance.
         let copy = learn_record(engine.engine(), "b", 2, 40);
         let second = apply(&mut cursor, &mut engine, &topics(), "b", 2, copy.clone());
@@ -495,11 +492,15 @@ mod tests {
     #[test]
     fn a_cursor_restores_from_saved_offsets() {
         let mut offsets = Offsets::new();
-        offsets.insert(("cl".into(), 0), 9);
-        offsets.insert(("lb".into(), 0), 3);
-        offsets.insert(("tx".into(), 1), 77);
+        offsets.set_next("cl", Position::new(0, 9));
+        offsets.set_next("lb", Position::new(0, 3));
+        offsets.set_next("tx", Position::new(1, 77));
         let cursor = Cursor::restore(&offsets, &topics());
         assert_eq!((cursor.changelog_next, cursor.labels_next), (9, 3));
-        assert!(cursor.is_learned(1, 76) && !cursor.is_learned(1, 77) && !cursor.is_learned(0, 0));
+        assert!(
+            cursor.is_learned(Position::new(1, 76))
+                && !cursor.is_learned(Position::new(1, 77))
+                && !cursor.is_learned(Position::new(0, 0))
+        );
     }
 }

@@ -314,6 +314,7 @@ mod tests {
     use crate::engine::embedding::tests::TopicEncoder;
     use crate::engine::{Engine, EngineConfig, NewLabel};
     use crate::events::decode::Reason;
+    use crate::position::Position;
     use crate::state::codec::{learn_records, LearnedText, RejectStage, CHANGELOG_VERSION};
     use crate::state::Update;
     use crate::store::MemoryStore;
@@ -472,8 +473,7 @@ mod tests {
             .analyzer()
             .analyze("a words about a and more");
         let text = |offset| LearnedText {
-            partition: 1,
-            offset,
+            position: Position::new(1, offset),
             analysis: analysis.clone(),
             label: "a".into(),
             confident: true,
@@ -495,9 +495,9 @@ mod tests {
 
         let saved = replica.store().load().unwrap();
         assert_eq!(saved.log.len(), 4, "the round and three texts");
-        assert_eq!(saved.offsets[&("cl".to_string(), 0)], 3);
-        assert_eq!(saved.offsets[&("tx".to_string(), 1)], 10);
-        assert_eq!(saved.offsets[&("lb".to_string(), 0)], 1);
+        assert_eq!(saved.offsets.next("cl", 0), Some(3));
+        assert_eq!(saved.offsets.next("tx", 1), Some(10));
+        assert_eq!(saved.offsets.next("lb", 0), Some(1));
         let mut saved = saved;
         let restored = State::restore(
             saved.snapshot.take(),

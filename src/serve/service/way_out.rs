@@ -19,7 +19,11 @@ impl Service {
         while let Some((_, text)) = self.slots.pop_ready(partition) {
             self.last_progress = Instant::now();
             let offset = text.source.position.offset;
-            let learning = if self.replica.cursor().is_learned(partition, offset) {
+            let learning = if self
+                .replica
+                .cursor()
+                .is_learned(Position::new(partition, offset))
+            {
                 Learning::AlreadyLearned
             } else if !self.intake.tracker.is_assigned(partition) {
                 Learning::Revoked

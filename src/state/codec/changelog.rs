@@ -24,6 +24,7 @@ use super::{CHANGELOG_OLDEST_SUPPORTED, CHANGELOG_VERSION};
 use crate::discovery::PoolNote;
 use crate::engine::Analysis;
 use crate::events::decode::Reason;
+use crate::position::Position;
 use crate::state::Update;
 
 /// First byte of a postcard record (a JSON record starts with `{`).
@@ -57,12 +58,11 @@ pub enum Change {
     Learned { texts: Vec<LearnedText> },
 }
 
-/// Online indexing of the text at (partition, offset) of the texts topic. A text re-read after
-/// a crash or rebalance may be learned again by someone; only the first counts.
+/// Online indexing of the text at `position` of the texts topic. A text re-read after a crash
+/// or rebalance may be learned again by someone; only the first counts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LearnedText {
-    pub partition: i32,
-    pub offset: i64,
+    pub position: Position,
     pub analysis: Analysis,
     /// The label it is learned under; empty (`engine::NO_LABEL`, version 9) when it matched no
     /// label: it then joins the keyword statistics only.

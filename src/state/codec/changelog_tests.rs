@@ -10,6 +10,7 @@ use crate::engine::terms::TermCounts;
 use crate::engine::Analysis;
 use crate::engine::{Engine, EngineConfig, NewLabel};
 use crate::events::decode::Reason;
+use crate::position::Position;
 use crate::state::State;
 use crate::state::Update;
 
@@ -29,8 +30,7 @@ fn learns_are_batched_under_the_size_limit_in_order() {
         .unwrap();
     let texts: Vec<LearnedText> = (0..8)
         .map(|offset| LearnedText {
-            partition: 0,
-            offset,
+            position: Position::new(0, offset),
             analysis: engine
                 .engine()
                 .analyze("helium nuclei and alpha decay in physics labs"),
@@ -111,8 +111,7 @@ fn records_round_trip_and_replay_to_the_same_engine() {
             origin: "i2".into(),
             change: Change::Learned {
                 texts: vec![LearnedText {
-                    partition: 0,
-                    offset: 7,
+                    position: Position::new(0, 7),
                     analysis,
                     label: "a".into(),
                     confident: true,
@@ -298,8 +297,7 @@ fn notes_carry_the_text_s_terms_and_arrival_score() {
         ..analysis.clone()
     };
     let learned = |note| LearnedText {
-        partition: 0,
-        offset: 7,
+        position: Position::new(0, 7),
         analysis: heaviest.clone(),
         label: "geology".into(),
         confident: false,
@@ -366,8 +364,7 @@ fn version_9_records_keep_their_bytes() {
         origin: "i1".into(),
         change: Change::Learned {
             texts: vec![LearnedText {
-                partition: 0,
-                offset: 7,
+                position: Position::new(0, 7),
                 analysis: analysis.clone(),
                 label: crate::engine::NO_LABEL.into(),
                 confident: false,

@@ -18,6 +18,7 @@ use crate::engine::keywords::Keyword;
 use crate::engine::terms::TermCounts;
 use crate::engine::text::PhraseCounts;
 use crate::engine::Analysis;
+use crate::position::Position;
 use crate::state::codec::LearnedText;
 
 /// `ChangeV9::Learned`'s place.
@@ -88,8 +89,7 @@ struct LearnedTextRef<'a> {
 impl<'a> LearnedTextRef<'a> {
     fn of(text: &'a LearnedText) -> Self {
         let LearnedText {
-            partition,
-            offset,
+            position: Position { partition, offset },
             analysis,
             label,
             confident,

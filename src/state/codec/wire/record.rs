@@ -9,6 +9,7 @@ use super::update::{AnalysisV9, UpdateV9};
 use super::WireError;
 use crate::discovery::PoolNote;
 use crate::events::decode::Reason;
+use crate::position::Position;
 use crate::state::codec::{Change, ChangeRecord, LabelOutcome, LearnedText, RejectStage};
 
 /// The layouts this build reads, each with the versions written in it.
@@ -201,8 +202,7 @@ impl TryFrom<RecordV9> for ChangeRecord {
 impl From<LearnedText> for LearnedTextV9 {
     fn from(text: LearnedText) -> Self {
         let LearnedText {
-            partition,
-            offset,
+            position: Position { partition, offset },
             analysis,
             label,
             confident,
@@ -230,8 +230,7 @@ impl From<LearnedTextV9> for LearnedText {
             note,
         } = wire;
         Self {
-            partition,
-            offset,
+            position: Position { partition, offset },
             analysis: analysis.into(),
             label,
             confident,
