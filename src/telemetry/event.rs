@@ -26,3 +26,39 @@ pub(crate) fn sample(metrics: &super::metrics::Metrics, series: &str) -> Option<
         .lines()
         .find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
 }
+
+/// The log lines `emitting` writes, as the text format writes them without the time: for the
+/// events' tests (that a line keeps its message, level, fields and target).
+#[cfg(test)]
+pub(crate) fn logged(emitting: impl FnOnce()) -> String {
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .with_max_level(tracing::Level::TRACE)
+        .finish();
+    tracing::subscriber::with_default(subscriber, emitting);
+    let bytes = lines.0.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    String::from_utf8_lossy(&bytes).into_owned()
+}

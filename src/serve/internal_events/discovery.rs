@@ -129,7 +129,7 @@ impl InternalEvent for CommunityPassDied<'_> {
 mod tests {
     use super::*;
     use crate::discovery::communities::Dropped;
-    use crate::telemetry::event::sample;
+    use crate::telemetry::event::{logged, sample};
     use crate::telemetry::metrics::Metrics;
 
     #[test]
@@ -150,7 +150,13 @@ mod tests {
             withdrawn: 0,
             seconds: 0.5,
         };
-        metrics.emit(CommunityPassFinished { report: &report });
+        let log = logged(|| metrics.emit(CommunityPassFinished { report: &report }));
+        assert!(
+            log.trim_start().starts_with(
+                "INFO gorag::serve::service::discover: community pass pooled=40 communities=2"
+            ),
+            "{log}"
+        );
         metrics.emit(CommunityPassFinished { report: &report });
         metrics.emit(PoolMeasured { texts: 40 });
         for (series, value) in [

@@ -160,24 +160,38 @@ impl InternalEvent for StateMeasured {
 mod tests {
     use super::*;
     use crate::events::decode::Reason;
-    use crate::telemetry::event::sample;
+    use crate::telemetry::event::{logged, sample};
     use crate::telemetry::metrics::Metrics;
 
     #[test]
     fn a_rejected_label_event_is_a_label_event_and_a_dead_letter() {
         let metrics = Metrics::new();
-        metrics.emit(LabelEventApplied {
-            offset: 4,
-            labels_added: 2,
-            texts_indexed: 0,
-            label_version: 1,
-            apply_ms: 3,
-        });
         let rejection = Rejection::new(Reason::InvalidEvent, "no labels");
-        metrics.emit(LabelEventRejected {
-            offset: 5,
-            rejection: &rejection,
+        let log = logged(|| {
+            metrics.emit(LabelEventApplied {
+                offset: 4,
+                labels_added: 2,
+                texts_indexed: 0,
+                label_version: 1,
+                apply_ms: 3,
+            });
+            metrics.emit(LabelEventRejected {
+                offset: 5,
+                rejection: &rejection,
+            });
         });
+        // The lines operators' queries and the service tests wait for, as they were.
+        let lines: Vec<&str> = log.lines().map(str::trim).collect();
+        assert_eq!(
+            lines,
+            [
+                "INFO gorag::serve::replica::report: label event applied offset=4 \
+                 labels_added=2 texts_indexed=0 label_version=1 apply_ms=3",
+                "WARN gorag::serve::replica::report: label event rejected offset=5 \
+                 rejection=invalid_event: no labels",
+            ],
+            "{log}"
+        );
         assert_eq!(sample(&metrics, "gorag_label_events_total"), Some(2.0));
         assert_eq!(
             sample(
