@@ -7,6 +7,8 @@ use std::time::Instant;
 use serde::Serialize;
 
 use super::breaker::{Breaker, BreakerSettings, BreakerState};
+use crate::telemetry::event::InternalEvent;
+use crate::telemetry::metrics::{Instruments, KindLabel, StateLabel, BREAKER_STATES};
 
 #[derive(Debug)]
 pub struct Usage {
@@ -99,6 +101,88 @@ impl UsageSnapshot {
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
             breaker: self.breaker.as_str(),
+        }
+    }
+}
+
+/// The client's counts sampled (on the service's tick): its counters move by what it counted
+/// since the last sample, and the breaker's gauge shows its state. No log line: the client logs
+/// its own failures as they happen.
+#[derive(Debug, Clone, Copy)]
+pub struct UsageSampled(pub UsageSnapshot);
+
+impl InternalEvent for UsageSampled {
+    fn emit(self, instruments: &Instruments) {
+        let since = instruments.llm_usage_since_last(self.0.counts());
+        instruments.llm_calls.inc_by(since.calls);
+        instruments.llm_retries.inc_by(since.retries);
+        instruments.llm_failures.inc_by(since.failures);
+        instruments.llm_oversized.inc_by(since.oversized);
+        instruments
+            .llm_breaker_skipped
+            .inc_by(since.breaker_skipped);
+        instruments
+            .llm_breaker_openings
+            .inc_by(since.breaker_openings);
+        for state in BREAKER_STATES {
+            instruments
+                .llm_breaker_state
+                .get_or_create(&StateLabel {
+                    state: state.into(),
+                })
+                .set(i64::from(state == since.breaker));
+        }
+        for (kind, tokens) in [
+            ("prompt", since.prompt_tokens),
+            ("completion", since.completion_tokens),
+        ] {
+            instruments
+                .llm_tokens
+                .get_or_create(&KindLabel { kind: kind.into() })
+                .inc_by(tokens);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::event::sample;
+    use crate::telemetry::metrics::Metrics;
+
+    #[test]
+    fn a_sample_moves_the_counters_by_the_difference_and_the_breaker_gauge() {
+        let metrics = Metrics::new();
+        metrics.emit(UsageSampled(UsageSnapshot {
+            calls: 4,
+            prompt_tokens: 100,
+            oversized: 2,
+            breaker_skipped: 7,
+            breaker_openings: 1,
+            breaker: BreakerState::Open,
+            ..UsageSnapshot::default()
+        }));
+        metrics.emit(UsageSampled(UsageSnapshot {
+            calls: 5,
+            prompt_tokens: 130,
+            oversized: 3,
+            breaker_skipped: 9,
+            breaker_openings: 1,
+            breaker: BreakerState::HalfOpen,
+            ..UsageSnapshot::default()
+        }));
+        for (series, value) in [
+            ("gorag_llm_calls_total", 5.0),
+            ("gorag_llm_tokens_total{kind=\"prompt\"}", 130.0),
+            ("gorag_llm_tokens_total{kind=\"completion\"}", 0.0),
+            ("gorag_llm_oversized_responses_total", 3.0),
+            ("gorag_llm_breaker_skipped_calls_total", 9.0),
+            ("gorag_llm_breaker_openings_total", 1.0),
+            ("gorag_llm_breaker_state{state=\"half_open\"}", 1.0),
+            ("gorag_llm_breaker_state{state=\"open\"}", 0.0),
+            ("gorag_llm_breaker_state{state=\"closed\"}", 0.0),
+        ] {
+            assert_eq!(sample(&metrics, series), Some(value), "{series}");
         }
     }
 }

@@ -6,9 +6,10 @@ use std::time::{Duration, Instant};
 
 use tokio::task::JoinHandle;
 
+use super::internal_events::ConsumerLag;
 use crate::broker::MetadataClient;
 use crate::broker::Position;
-use crate::telemetry::metrics::{Metrics, PartitionLabel};
+use crate::telemetry::metrics::Metrics;
 
 const EVERY: Duration = Duration::from_secs(5);
 
@@ -55,10 +56,10 @@ impl LagProbe {
                     .watermarks(&topic, partition, Duration::from_secs(2))
                     .await;
                 if let Ok((_, high)) = bounds {
-                    metrics
-                        .consumer_lag
-                        .get_or_create(&PartitionLabel { partition })
-                        .set((high - offset).max(0));
+                    metrics.emit(ConsumerLag {
+                        partition,
+                        records: high - offset,
+                    });
                 }
             }
         }));

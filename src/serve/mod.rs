@@ -22,13 +22,16 @@
 //! beside it): one task owns the replica (engine, store, cursor), the intake
 //! (offset tracker, backlog) and the slots; LLM calls and deliveries run as tasks and report
 //! back to it; the texts consumer runs in its own thread and reports to it. `startup.rs` builds
-//! what the loop starts with; `group_commit.rs` gathers learn steps into records; `stats.rs` counts (summary and Prometheus in one call);
-//! `lag.rs` measures consumer lag off the loop.
+//! what the loop starts with; `group_commit.rs` gathers learn steps into records; `stats.rs`
+//! counts (the run's summary and the happening's event in one call); `internal_events/` holds
+//! those events, each writing its log line and moving its metrics; `lag.rs` measures consumer
+//! lag off the loop.
 
 mod delivery;
 mod discovery_pass;
 mod group_commit;
 mod intake;
+mod internal_events;
 mod lag;
 pub mod offsets;
 pub(crate) mod outputs;

@@ -1,14 +1,20 @@
 //! One place that counts what the service does: each call moves the run's summary (logged at
-//! shutdown, returned by `serve`) and the Prometheus counters together, so the two cannot drift.
+//! shutdown, returned by `serve`) and emits the happening's event (its metrics and its log
+//! line), so the two cannot drift.
 
 use std::sync::Arc;
 
+use super::internal_events::{
+    Hallucinated, LabelEventApplied, LabelEventRejected, LlmFellBack, PredictionPublished,
+    StageTimed, TextDeadLettered, TextReceived,
+};
 use super::ServeSummary;
 use crate::engine::answer::HallucinationKind;
 use crate::engine::Source;
 use crate::events::decode::Reason;
 use crate::events::PredictionStatus;
-use crate::telemetry::metrics::{KindLabel, Metrics, PredictionLabel, CONFIDENCE_BUCKETS};
+use crate::telemetry::event::InternalEvent;
+use crate::telemetry::metrics::Metrics;
 
 pub struct Stats {
     summary: ServeSummary,
@@ -23,9 +29,10 @@ impl Stats {
         }
     }
 
-    /// The gauges and histograms, for what is measured rather than counted.
-    pub fn metrics(&self) -> &Metrics {
-        &self.metrics
+    /// An event the summary does not count (a measurement, a correction, a community pass);
+    /// the ones it counts have a method of their own below.
+    pub fn emit(&self, event: impl InternalEvent) {
+        self.metrics.emit(event);
     }
 
     pub fn summary(&self) -> &ServeSummary {
@@ -34,19 +41,13 @@ impl Stats {
 
     pub fn text_received(&mut self) {
         self.summary.texts_in += 1;
-        self.metrics.texts_received.inc();
+        self.emit(TextReceived);
     }
 
     /// A prediction published; `source` is where its label came from (`llm`, `graph`).
     pub fn predicted(&mut self, source: Source, status: PredictionStatus) {
         self.summary.predictions += 1;
-        self.metrics
-            .predictions
-            .get_or_create(&PredictionLabel {
-                source: source.as_str().to_string(),
-                status: status.as_str().to_string(),
-            })
-            .inc();
+        self.emit(PredictionPublished { source, status });
     }
 
     pub fn hallucination(&mut self, kind: HallucinationKind) {
@@ -55,16 +56,16 @@ impl Stats {
             .hallucinations
             .entry(kind.as_str().to_string())
             .or_default() += 1;
-        self.metrics
-            .hallucinations
-            .get_or_create(&KindLabel {
-                kind: kind.as_str().to_string(),
-            })
-            .inc();
+        self.emit(Hallucinated { kind });
     }
 
+    /// A text sent to the dead letters.
     pub fn dead_letter(&mut self, reason: Reason) {
-        self.metrics.dead_letter(reason.code());
+        self.count_dead_letter(reason);
+        self.emit(TextDeadLettered { reason });
+    }
+
+    fn count_dead_letter(&mut self, reason: Reason) {
         *self
             .summary
             .dead_letters
@@ -75,31 +76,19 @@ impl Stats {
     /// The LLM failed and the graph's label was published instead.
     pub fn llm_fallback(&mut self) {
         self.summary.llm_fallbacks += 1;
-        self.metrics.llm_fallbacks.inc();
+        self.emit(LlmFellBack);
     }
 
-    /// A correction applied: whether gorag's own decision for the text agreed with it, and
-    /// that decision's confidence.
-    pub fn correction(&mut self, agreed: bool, confidence: f64) {
-        let [low, middle, high, top] = CONFIDENCE_BUCKETS;
-        let bucket = match confidence {
-            c if c < 0.5 => low,
-            c if c < 0.8 => middle,
-            c if c < 0.9 => high,
-            _ => top,
-        };
-        self.metrics
-            .corrections
-            .get_or_create(&crate::telemetry::metrics::CorrectionLabel {
-                agreed: agreed.to_string(),
-                confidence: bucket.to_string(),
-            })
-            .inc();
-    }
-
-    pub fn label_event(&mut self) {
+    pub fn label_applied(&mut self, applied: LabelEventApplied) {
         self.summary.label_events += 1;
-        self.metrics.label_events.inc();
+        self.emit(applied);
+    }
+
+    /// A label event refused: a label event, and a dead letter.
+    pub fn label_rejected(&mut self, rejected: LabelEventRejected) {
+        self.summary.label_events += 1;
+        self.count_dead_letter(rejected.rejection.reason);
+        self.emit(rejected);
     }
 
     /// A text predicted again but not learned twice (learned before a restart or rebalance).
@@ -112,8 +101,8 @@ impl Stats {
         self.summary.learns_refused += 1;
     }
 
-    pub fn stage(&self, stage: &str, seconds: f64) {
-        self.metrics.observe_stage(stage, seconds);
+    pub fn stage(&self, stage: &'static str, seconds: f64) {
+        self.emit(StageTimed { stage, seconds });
     }
 }
 
@@ -139,7 +128,18 @@ mod tests {
         stats.dead_letter(Reason::LlmFailed);
         stats.dead_letter(Reason::LlmFailed);
         stats.llm_fallback();
-        stats.label_event();
+        stats.label_applied(LabelEventApplied {
+            offset: 0,
+            labels_added: 1,
+            texts_indexed: 0,
+            label_version: 1,
+            apply_ms: 0,
+        });
+        let rejection = crate::events::decode::Rejection::new(Reason::InvalidEvent, "no labels");
+        stats.label_rejected(LabelEventRejected {
+            offset: 1,
+            rejection: &rejection,
+        });
         stats.relearn_skipped();
         stats.learn_refused();
 
@@ -149,8 +149,12 @@ mod tests {
         assert_eq!(summary.hallucinations.get("unknown_label"), Some(&1));
         assert_eq!(summary.dead_letters.get(Reason::LlmFailed.code()), Some(&2));
         assert_eq!(
+            summary.dead_letters.get(Reason::InvalidEvent.code()),
+            Some(&1)
+        );
+        assert_eq!(
             (summary.llm_fallbacks, summary.label_events),
-            (1, 1),
+            (1, 2),
             "fallbacks, label events"
         );
         assert_eq!((summary.relearn_skipped, summary.learns_refused), (1, 1));
@@ -174,6 +178,10 @@ mod tests {
         );
         assert_eq!(counter(&text, &reason), Some(2.0));
         assert_eq!(counter(&text, "gorag_llm_fallbacks_total"), Some(1.0));
-        assert_eq!(counter(&text, "gorag_label_events_total"), Some(1.0));
+        assert_eq!(counter(&text, "gorag_label_events_total"), Some(2.0));
+        assert_eq!(
+            counter(&text, "gorag_dead_letters_total{reason=\"invalid_event\"}"),
+            Some(1.0)
+        );
     }
 }

@@ -8,10 +8,14 @@
 //!   one per label event) are exported over OTLP/HTTP, `OTEL_EXPORTER_OTLP_PROTOCOL` =
 //!   `http/protobuf` (default) or `http/json`; `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`
 //!   and the other standard variables apply. Off otherwise. [`Telemetry::shutdown`] flushes.
-//! - Metrics: [`metrics::Metrics`], served by [`admin`].
+//! - Metrics: [`metrics::Metrics`], served by [`admin`], moved only by typed events
+//!   ([`event::InternalEvent`]), each of which also writes its happening's log line.
 
 pub mod admin;
 pub mod connections;
+pub mod event;
+pub mod instruments;
+pub mod labels;
 pub mod metrics;
 
 use std::io::IsTerminal;

@@ -15,7 +15,7 @@ const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["TextIndex"];
 
 /// The code of a file with comments, strings and character literals cut, so that braces
 /// count blocks only.
-fn blocks_only(text: &str) -> String {
+pub(super) fn blocks_only(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let (mut out, mut at) = (String::new(), 0);
     let ahead = |at: usize, s: &str| {

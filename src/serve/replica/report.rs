@@ -5,11 +5,13 @@ use std::time::Duration;
 
 use super::{Effect, Replica};
 use crate::events::InputPosition;
+use crate::serve::internal_events::{
+    CorrectionApplied, Decided, LabelEventApplied, LabelEventRejected, StateMeasured,
+};
 use crate::serve::outputs;
 use crate::serve::stats::Stats;
 use crate::state::codec::{Change, ChangeDecodeError, ChangeRecord, LabelOutcome};
 use crate::state::Update;
-use crate::telemetry::metrics::{Metrics, ParamLabel, StateLabel};
 
 impl Replica {
     /// Count, log and dead-letter what an applied record asks for (`held`: how long applying
@@ -42,7 +44,6 @@ impl Replica {
                 report,
                 update,
             } => {
-                stats.label_event();
                 if let (Some(text_id), Some(correction)) =
                     (update.corrected_text(), &report.correction)
                 {
@@ -53,19 +54,22 @@ impl Replica {
                         }
                         _ => None,
                     };
-                    if let Some((decided, confidence)) = &correction.decided {
-                        stats.correction(Some(decided.as_str()) == label, *confidence);
-                    }
-                    tracing::info!(
+                    stats.emit(CorrectionApplied {
                         text_id,
-                        label = label.unwrap_or("(none of these)"),
-                        audit = matches!(
+                        label,
+                        audit: matches!(
                             update.as_ref(),
                             Update::Audit { .. } | Update::AuditNone { .. }
                         ),
-                        took_back = correction.took_back,
-                        "correction applied"
-                    );
+                        took_back: correction.took_back,
+                        decided: correction
+                            .decided
+                            .as_ref()
+                            .map(|(decided, confidence)| Decided {
+                                agreed: Some(decided.as_str()) == label,
+                                confidence: *confidence,
+                            }),
+                    });
                 }
                 if report.unencoded > 0 {
                     tracing::warn!(
@@ -75,15 +79,14 @@ impl Replica {
                          without their vectors"
                     );
                 }
-                tracing::info!(
-                    offset = labels_offset,
-                    labels_added = report.labels_added,
-                    texts_indexed = report.texts_indexed,
-                    label_version = self.state.engine().labels().version(),
-                    apply_ms = held.as_millis() as u64,
-                    "label event applied"
-                );
-                self.gauges(stats.metrics());
+                stats.label_applied(LabelEventApplied {
+                    offset: labels_offset,
+                    labels_added: report.labels_added,
+                    texts_indexed: report.texts_indexed,
+                    label_version: self.state.engine().labels().version(),
+                    apply_ms: held.as_millis() as u64,
+                });
+                self.gauges(stats);
             }
             Effect::LabelRejected {
                 labels_offset,
@@ -92,9 +95,10 @@ impl Replica {
                 stage,
                 rejection,
             } => {
-                stats.label_event();
-                tracing::warn!(offset = labels_offset, %rejection, "label event rejected");
-                stats.dead_letter(rejection.reason);
+                stats.label_rejected(LabelEventRejected {
+                    offset: labels_offset,
+                    rejection: &rejection,
+                });
                 // One dead letter per event: from the instance whose forward counted.
                 if mine {
                     let position = InputPosition {
@@ -112,45 +116,27 @@ impl Replica {
                         self.dead_letter_limit,
                     ));
                 }
-                self.gauges(stats.metrics());
+                self.gauges(stats);
             }
         }
     }
 
-    /// Dead letters waiting to be delivered.
     /// Graph size, the keyword statistics' size, labels and the confidence's refit, as gauges.
-    pub fn gauges(&self, metrics: &Metrics) {
-        let outcomes = self.state.engine().outcomes();
-        metrics
-            .confidence_outcomes
-            .set(outcomes.outcomes().len() as i64);
+    pub fn gauges(&self, stats: &Stats) {
+        let engine = self.state.engine();
+        let outcomes = engine.outcomes();
         let recalibration = outcomes.recalibration();
-        for (param, value) in [
-            ("shift", recalibration.shift),
-            ("scale", recalibration.scale),
-        ] {
-            metrics
-                .confidence_recalibration
-                .get_or_create(&ParamLabel {
-                    param: param.into(),
-                })
-                .set(value);
-        }
-        let graph = self.state.engine().graph();
-        metrics.graph_nodes.set(graph.node_count() as i64);
-        metrics.graph_edges.set(graph.edge_count() as i64);
-        let phrases = self.state.engine().stats().phrase_count();
-        metrics.keyword_phrases.set(phrases as i64);
-        let active = self.state.engine().labels().active().count();
-        let total = self.state.engine().labels().len();
-        for (state, count) in [("active", active), ("retired", total - active)] {
-            metrics
-                .labels
-                .get_or_create(&StateLabel {
-                    state: state.into(),
-                })
-                .set(count as i64);
-        }
+        let active = engine.labels().active().count();
+        stats.emit(StateMeasured {
+            graph_nodes: engine.graph().node_count(),
+            graph_edges: engine.graph().edge_count(),
+            keyword_phrases: engine.stats().phrase_count(),
+            active_labels: active,
+            retired_labels: engine.labels().len().saturating_sub(active),
+            confidence_outcomes: outcomes.outcomes().len(),
+            recalibration_shift: recalibration.shift,
+            recalibration_scale: recalibration.scale,
+        });
     }
 }
 

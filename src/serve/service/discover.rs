@@ -7,9 +7,11 @@ use futures::FutureExt;
 use tokio::task::JoinHandle;
 
 use crate::serve::discovery_pass::{self, PassError, PassReport, PassSettings};
+use crate::serve::internal_events::{
+    CommunityPassDied, CommunityPassFailed, CommunityPassFinished, PoolMeasured,
+};
 use crate::serve::replica::Replica;
 use crate::serve::stats::Stats;
-use crate::telemetry::metrics::{OutcomeLabel, ReasonLabel, StateLabel};
 
 /// The service's community passes (None settings: discovery is off): how to run one, the one
 /// running, and whether another is due.
@@ -57,10 +59,9 @@ impl Passes {
     /// On the tick: the finished pass's report, counted and logged, and the next pass if one
     /// is due; the pool's size.
     pub fn collect(&mut self, replica: &mut Replica, stats: &Stats) {
-        stats
-            .metrics()
-            .discovery_pool
-            .set(replica.state().pool().len() as i64);
+        stats.emit(PoolMeasured {
+            texts: replica.state().pool().len(),
+        });
         self.finish(stats);
         // Also a pass made due while catching up (startup, the tick's sync).
         self.start_if_due(replica);
@@ -72,27 +73,11 @@ impl Passes {
             return false;
         };
         self.running = None;
-        let outcome = match finished {
-            Ok(Ok(report)) => {
-                count_proposals(stats, &report);
-                "ok"
-            }
-            Ok(Err(error)) => {
-                tracing::warn!(%error, "community pass failed; the next one retries");
-                "failed"
-            }
-            Err(error) => {
-                tracing::error!(%error, "community pass task died");
-                "failed"
-            }
-        };
-        stats
-            .metrics()
-            .discovery_passes
-            .get_or_create(&OutcomeLabel {
-                outcome: outcome.into(),
-            })
-            .inc();
+        match finished {
+            Ok(Ok(report)) => stats.emit(CommunityPassFinished { report: &report }),
+            Ok(Err(error)) => stats.emit(CommunityPassFailed { error: &error }),
+            Err(error) => stats.emit(CommunityPassDied { error: &error }),
+        }
         true
     }
 
@@ -103,48 +88,5 @@ impl Passes {
         if let Some(pass) = self.running.take() {
             pass.abort();
         }
-    }
-}
-
-fn count_proposals(stats: &Stats, report: &PassReport) {
-    tracing::info!(
-        pooled = report.pooled,
-        communities = report.communities,
-        dropped_small = report.dropped.small,
-        dropped_loose = report.dropped.loose,
-        dropped_known = report.dropped.known,
-        published = report.published,
-        open = report.open,
-        withdrawn = report.withdrawn,
-        seconds = report.seconds,
-        "community pass"
-    );
-    let metrics = stats.metrics();
-    metrics.proposals_published.inc_by(report.published as u64);
-    for (reason, count) in [
-        ("kept", report.communities),
-        ("too_small", report.dropped.small),
-        ("loose", report.dropped.loose),
-        ("explained", report.dropped.known),
-    ] {
-        metrics
-            .pass_communities
-            .get_or_create(&ReasonLabel {
-                reason: reason.into(),
-            })
-            .set(count as i64);
-    }
-    for (state, count) in [
-        ("open", report.open),
-        ("accepted", report.accepted),
-        ("rejected", report.rejected),
-        ("withdrawn", report.withdrawn),
-    ] {
-        metrics
-            .proposals
-            .get_or_create(&StateLabel {
-                state: state.into(),
-            })
-            .set(count as i64);
     }
 }

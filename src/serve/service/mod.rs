@@ -163,7 +163,7 @@ pub(super) async fn run(
         }
         Err(error) => return Err(error),
     }
-    service.replica.gauges(service.stats.metrics());
+    service.replica.gauges(&service.stats);
     service.logs.begin_serving();
     let mut texts = broker.texts_consumer(service.producer.clone())?;
     Health::set(&service.health.state_loaded, true);

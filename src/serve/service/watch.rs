@@ -5,15 +5,18 @@ use std::time::Instant;
 use super::{Service, STALL_WARN};
 use crate::broker::Position;
 use crate::broker::TextsConsumer;
+use crate::llm::usage::UsageSampled;
+use crate::serve::internal_events::InFlight;
 
 impl Service {
     /// Periodic measurements: gauges, LLM usage, consumer lag, stalls.
     pub(super) fn measure(&mut self, texts: &TextsConsumer) {
-        let metrics = self.stats.metrics();
-        self.replica.gauges(metrics);
-        metrics.in_flight.set(self.slots.len() as i64);
+        self.replica.gauges(&self.stats);
+        self.stats.emit(InFlight {
+            texts: self.slots.len(),
+        });
         if let Some(llm) = self.classifier.llm() {
-            metrics.llm_usage(llm.usage().snapshot().counts());
+            self.stats.emit(UsageSampled(llm.usage().snapshot()));
         }
         // Texts read but held back are still to do: they count as lag.
         let positions = texts

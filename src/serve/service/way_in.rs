@@ -8,6 +8,7 @@ use crate::broker::Position;
 use crate::broker::Record;
 use crate::events::decode;
 use crate::events::InputPosition;
+use crate::serve::internal_events::{InFlight, LlmRequestTimed};
 use crate::serve::pipeline::{self, Advanced, ReadText, StepDone, Text};
 use crate::serve::stop::Phase;
 use crate::serve::ServeError;
@@ -141,11 +142,9 @@ impl Service {
 
     pub(super) fn on_llm_done(&mut self, done: StepDone) {
         if let Some((elapsed, succeeded)) = done.outcome.llm_elapsed() {
-            self.stats
-                .metrics()
-                .llm_seconds
-                .observe(elapsed.as_secs_f64());
-            self.stats.stage("llm", elapsed.as_secs_f64());
+            self.stats.emit(LlmRequestTimed {
+                seconds: elapsed.as_secs_f64(),
+            });
             Health::set(&self.health.llm_reachable, succeeded);
         }
         // None: the text was finished or revoked meanwhile; its answer is not needed.
@@ -176,7 +175,9 @@ impl Service {
             .map(|&partition| self.slots.revoke(partition).len())
             .sum();
         let (held, done) = self.intake.revoke(partitions);
-        self.stats.metrics().in_flight.set(self.slots.len() as i64);
+        self.stats.emit(InFlight {
+            texts: self.slots.len(),
+        });
         tracing::info!(
             ?partitions,
             dropped = in_flight + held,
