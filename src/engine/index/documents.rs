@@ -73,17 +73,21 @@ impl Documents {
         self.docs.is_empty()
     }
 
+    /// Whether `id` is a live document (false for a tombstone or an id past the end).
     pub fn is_alive(&self, id: DocId) -> bool {
-        self.alive[id.index()]
+        self.alive.get(id.index()).copied().unwrap_or(false)
     }
 
     /// A document's terms' ids, in its terms' order.
-    pub fn term_ids(&self, id: DocId) -> &[TermId] {
+    pub(super) fn term_ids(&self, id: DocId) -> &[TermId] {
         &self.doc_terms[id.index()]
     }
 
     /// A document's terms: (id, count), in its terms' order.
-    pub fn term_counts(&self, id: DocId) -> impl ExactSizeIterator<Item = (TermId, u32)> + '_ {
+    pub(super) fn term_counts(
+        &self,
+        id: DocId,
+    ) -> impl ExactSizeIterator<Item = (TermId, u32)> + '_ {
         self.doc_terms[id.index()]
             .iter()
             .zip(&self.docs[id.index()].terms.counts)

@@ -174,7 +174,7 @@ impl TermStats {
 
     /// A term's weight at `count` occurrences under the current weights (`None`: a term the
     /// index does not know).
-    pub fn weight(&self, term: Option<TermId>, count: u32) -> f64 {
+    pub(super) fn weight(&self, term: Option<TermId>, count: u32) -> f64 {
         let inverse = match term {
             Some(id) => self.inverse[id.index()],
             None => self.inverse_of(None),
@@ -184,7 +184,10 @@ impl TermStats {
 
     /// A document's normalised weights from its terms' (id, count), in its terms' order (none
     /// when its norm is 0).
-    pub fn doc_weights(&self, terms: impl Iterator<Item = (TermId, u32)>) -> Vec<(TermId, f32)> {
+    pub(super) fn doc_weights(
+        &self,
+        terms: impl Iterator<Item = (TermId, u32)>,
+    ) -> Vec<(TermId, f32)> {
         let weights: Vec<(TermId, f64)> = terms
             .map(|(term, count)| (term, tf_weight(count) * self.inverse[term.index()]))
             .collect();
