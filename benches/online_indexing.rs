@@ -79,8 +79,8 @@ type PauseDone<'a> = dyn Fn(&TextIndex, u64, usize) -> bool + 'a;
 fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synthetic::Corpus) {
     eprintln!(
         "index: {} classified texts, {} terms",
-        index.seen_count() + index.tentative_count(),
-        index.vocabulary_len()
+        index.documents().seen_count() + index.documents().tentative_count(),
+        index.vocabulary().len()
     );
     let mut group = c.benchmark_group("index_pause_at_capacity");
     group.sample_size(10);
@@ -90,7 +90,10 @@ fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synth
     let mut learn_until = |index: &mut TextIndex, done: &PauseDone<'_>| loop {
         let label = corpus.label();
         let terms = TermCounts::of(&corpus.text(label));
-        let (folded, tombstones) = (index.folded_texts(), index.tombstones());
+        let (folded, tombstones) = (
+            index.term_stats().folded_texts(),
+            index.documents().tombstones(),
+        );
         let start = Instant::now();
         index.add_seen(LabelPos::at(label), &terms);
         let took = start.elapsed();
@@ -98,8 +101,8 @@ fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synth
             return took;
         }
     };
-    let folds = |i: &TextIndex, folded: u64| i.folded_texts() != folded;
-    let compacts = |i: &TextIndex, dead: usize| dead > 0 && i.tombstones() == 0;
+    let folds = |i: &TextIndex, folded: u64| i.term_stats().folded_texts() != folded;
+    let compacts = |i: &TextIndex, dead: usize| dead > 0 && i.documents().tombstones() == 0;
     let pauses: [(&str, &PauseDone<'_>); 2] = [
         ("fold", &|i, folded, dead| {
             folds(i, folded) && !compacts(i, dead)

@@ -58,8 +58,8 @@ fn retrieval(c: &mut Criterion) {
         engine.graph().keyword_count(),
         engine.labels().len(),
         engine.stats().documents,
-        engine.index().seen_count(),
-        engine.index().tentative_count()
+        engine.index().documents().seen_count(),
+        engine.index().documents().tentative_count()
     );
     let mut group = c.benchmark_group("retrieve");
     for terminals in [5, 10, 20] {

@@ -33,9 +33,9 @@ fn main() -> Result<(), String> {
         started.elapsed().as_secs_f64(),
         engine.graph().node_count(),
         engine.stats().phrase_count(),
-        engine.index().vocabulary_len(),
-        engine.index().seen_count(),
-        engine.index().tentative_count(),
+        engine.index().vocabulary().len(),
+        engine.index().documents().seen_count(),
+        engine.index().documents().tentative_count(),
         resident_memory(),
     );
     let mut stages: [(&str, Vec<f64>); 3] =

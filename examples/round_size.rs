@@ -79,7 +79,7 @@ fn main() -> Result<(), String> {
         report.texts_indexed,
         engine.graph().keyword_count(),
         engine.graph().edge_count(),
-        engine.index().vocabulary_len(),
+        engine.index().vocabulary().len(),
         engine.outcomes().outcomes().len(),
         memory("VmRSS"),
         memory("VmHWM"),

@@ -53,7 +53,12 @@ impl Engine {
         let wrong: Vec<DocId> = judged
             .copies
             .into_iter()
-            .filter(|&doc| self.index.doc(doc).is_some_and(|d| d.label != position))
+            .filter(|&doc| {
+                self.index
+                    .documents()
+                    .get(doc)
+                    .is_some_and(|d| d.label != position)
+            })
             .collect();
         let took_back = self.index.remove_classified(&wrong) > 0;
         // Its outcome is the decision it corrects, not how it fares as an example.

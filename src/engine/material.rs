@@ -44,7 +44,8 @@ impl Retriever<'_> {
     ) -> LabelMaterial {
         let docs: Vec<IndexDoc> = self
             .index
-            .docs()
+            .documents()
+            .alive()
             // Discovery's scale: examples and names, which every named label has, not
             // descriptions, which an LLM may have written for some labels only.
             .filter(|doc| matches!(doc.kind, DocKind::Example | DocKind::Name))

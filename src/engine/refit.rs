@@ -315,8 +315,9 @@ impl<'e> HeldOutScoring<'e> {
     /// under any label).
     pub fn learned_copies(&self, analysis: &Analysis) -> Vec<DocId> {
         let index = self.retriever.index;
+        let docs = index.documents();
         // None to find (a first round's held-out examples): no search over every labelled text.
-        if index.seen_count() + index.tentative_count() == 0 {
+        if docs.seen_count() + docs.tentative_count() == 0 {
             return Vec::new();
         }
         let learned = self.analyzer.learnable(analysis);

@@ -44,7 +44,8 @@ impl<'e> Retriever<'e> {
             return Vec::new();
         };
         self.index
-            .docs()
+            .documents()
+            .alive()
             .filter(|doc| doc.kind == DocKind::Example && doc.label.index() == position)
             .filter_map(|doc| doc.text.as_deref())
             .collect()
@@ -227,7 +228,7 @@ impl<'e> Retriever<'e> {
             }));
             examples.push(
                 example
-                    .and_then(|doc| self.index.doc(doc))
+                    .and_then(|doc| self.index.documents().get(doc))
                     .and_then(|doc| doc.text.clone()),
             );
         }
@@ -315,7 +316,7 @@ impl<'e> Retriever<'e> {
                     DocKind::Example | DocKind::Name | DocKind::Description
                 )
             })
-            .filter_map(|hit| self.index.doc(hit.doc));
+            .filter_map(|hit| self.index.documents().get(hit.doc));
         no_match::shared_words(terms, own)
     }
 

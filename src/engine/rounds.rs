@@ -61,7 +61,8 @@ impl Engine {
             .collect();
         let examples: Vec<(usize, &str)> = self
             .index
-            .docs()
+            .documents()
+            .alive()
             .filter_map(|doc| match (doc.kind, &doc.text) {
                 (DocKind::Example, Some(text)) => Some((doc.label.index(), text.as_str())),
                 _ => None,

@@ -155,7 +155,7 @@ impl Engine {
             graph: GraphState::of(&self.graph),
             stats: self.stats.clone(),
             labels: self.labels.all().to_vec(),
-            index: self.index.docs().cloned().collect(),
+            index: self.index.documents().alive().cloned().collect(),
             label_version: self.labels.version(),
             last_round: self.labels.last_round().map(str::to_string),
             spread: self.index.spread_state(),
@@ -249,7 +249,7 @@ impl Engine {
             hash.update([u8::from(label.active)]);
             hash.update(label.examples.to_le_bytes());
         }
-        for doc in self.index.docs() {
+        for doc in self.index.documents().alive() {
             hash.update([doc.kind as u8]);
             hash.update(doc.label.0.to_le_bytes());
             hash.update((doc.terms.counts.len() as u64).to_le_bytes());

@@ -9,9 +9,10 @@ use super::{module_path, path_segments, sources};
 /// in parts with one home each (issue 54, "Split the wide types").
 const MOST_METHODS: usize = 25;
 
-/// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). The retrieval
-/// index (41 methods) is not split yet.
-const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["TextIndex"];
+/// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). None is: the
+/// last, the retrieval index's `TextIndex` (41 methods), was split into its vocabulary, term
+/// statistics, documents and postings. A type that grows past the cap is split, not listed.
+const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &[];
 
 /// The code of a file with comments, strings and character literals cut, so that braces
 /// count blocks only.

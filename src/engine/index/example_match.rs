@@ -1,7 +1,7 @@
 //! A prediction's rationale, from the index: which of its label's examples matched a text, and
 //! on which terms.
 
-use super::{DocId, DocKind, TermCounts, TextIndex};
+use super::{DocId, TermCounts, TextIndex};
 
 /// Why a labelled example matched a query ([`TextIndex::example_match`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,26 +17,21 @@ impl TextIndex {
     /// the first indexed) and the `n` shared terms that added most to the cosine, heaviest
     /// first. None when `id` is no labelled example.
     pub fn example_match(&self, id: DocId, query: &TermCounts, n: usize) -> Option<ExampleMatch> {
-        let doc = self
-            .docs
-            .get(id.index())
-            .filter(|d| d.kind == DocKind::Example)?;
-        let number = 1 + self.docs[..id.index()]
-            .iter()
-            .filter(|d| d.kind == DocKind::Example && d.label == doc.label)
-            .count();
+        let number = self.docs.example_number(id)?;
+        let doc = self.docs.get(id)?;
         let mut shared: Vec<(f64, &str)> = query
             .counts
             .iter()
             .filter_map(|(term, count)| {
                 let (_, in_doc) = doc.terms.counts.iter().find(|(t, _)| t == term)?;
-                let weight = self.term_weight(term, *count) * self.term_weight(term, *in_doc);
+                let known = self.vocabulary.get(term);
+                let weight = self.stats.weight(known, *count) * self.stats.weight(known, *in_doc);
                 Some((weight, term.as_str()))
             })
             .collect();
         shared.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
         Some(ExampleMatch {
-            number: number as u32,
+            number,
             terms: shared
                 .into_iter()
                 .take(n)

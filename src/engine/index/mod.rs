@@ -16,25 +16,34 @@
 //! Classified texts are bounded: each keeps its `SEEN_TERMS` heaviest terms, and the oldest of
 //! its kind is evicted past that kind's capacity (evicted documents are tombstoned and
 //! compacted away in bulk, see [`upkeep`]).
+//!
+//! Its parts, each with one home: the [`Vocabulary`] (term ↔ [`TermId`]), the [`TermStats`]
+//! the weights are made of (with what classified texts taught, [`spread`]), the [`Documents`]
+//! (with the classified texts' queues and capacity) and the [`postings`]. [`TextIndex`] owns
+//! them and keeps them in step; callers read a part through its read-only accessor.
 
-use std::collections::{BTreeSet, VecDeque};
-use std::sync::Arc;
-
-use foldhash::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::terms::TermCounts;
 
+mod documents;
 mod example_match;
 mod ids;
+mod postings;
+mod renumber;
 mod search;
 mod spread;
+mod term_stats;
 mod upkeep;
+mod vocabulary;
 
+pub use documents::Documents;
 pub use example_match::ExampleMatch;
 pub use ids::{DocId, LabelPos, TermId};
-use spread::{insert_sorted, union_len, LearnedSpread};
+use postings::Postings;
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
+pub use term_stats::TermStats;
+pub use vocabulary::Vocabulary;
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
@@ -84,51 +93,23 @@ pub struct Hit {
     pub similarity: f64,
 }
 
+/// The retrieval index: its parts, and what keeps them in step — adding and taking back
+/// documents, the weights' upkeep ([`upkeep`]), the queries ([`search`]).
 #[derive(Debug, Clone, Default)]
 pub struct TextIndex {
-    weighting: TermWeighting,
-    vocabulary: HashMap<Arc<str>, TermId>,
-    /// Per term id, the term (shared with `vocabulary`).
-    names: Vec<Arc<str>>,
-    /// Per term, the live documents holding it.
-    live_docs: Vec<u32>,
-    /// Labelled examples containing each term.
-    df: Vec<u32>,
-    /// Labelled examples indexed (N).
-    examples: u32,
-    /// Per term, the labels (ascending) whose examples hold it.
-    example_labels: Vec<Vec<LabelPos>>,
-    /// Labels with at least one example.
-    labels_with_examples: BTreeSet<LabelPos>,
-    /// Labels with examples or with classified texts folded in (the label spread's N), as of
-    /// the last recompute.
-    label_count: usize,
-    /// Per term, its weights' inverse-frequency factor (label spread or idf), refreshed with
-    /// them.
-    inverse: Vec<f64>,
-    /// Per term, the labels classified texts holding it were decided under.
-    learned: LearnedSpread,
-    docs: Vec<IndexDoc>,
-    /// Per document, its terms' ids (in its terms' order): weights are recomputed without
-    /// hashing a string.
-    doc_terms: Vec<Vec<TermId>>,
-    alive: Vec<bool>,
-    /// Per term: (document, weight).
-    postings: Vec<Vec<(DocId, f32)>>,
-    /// Alive seen texts, oldest first.
-    seen: VecDeque<DocId>,
-    /// Alive tentative texts, oldest first.
-    tentative: VecDeque<DocId>,
-    dead: usize,
-    capacity: ClassifiedCapacity,
+    vocabulary: Vocabulary,
+    stats: TermStats,
+    docs: Documents,
+    postings: Postings,
 }
 
 impl TextIndex {
     pub fn new(capacity: ClassifiedCapacity, weighting: TermWeighting) -> Self {
         Self {
-            capacity,
-            weighting,
-            ..Self::default()
+            vocabulary: Vocabulary::default(),
+            stats: TermStats::new(weighting),
+            docs: Documents::new(capacity),
+            postings: Postings::default(),
         }
     }
 
@@ -144,31 +125,21 @@ impl TextIndex {
         for doc in docs {
             index.push(doc);
         }
-        // Learned terms no live document holds join the vocabulary without postings, unheld:
-        // as in the running index, the next fold forgets them unless one holds them again.
-        for (term, labels) in spread.folded {
-            let id = index.learned_term_id(&term);
-            index.learned.restore_folded(id, labels);
-        }
-        for (term, labels) in spread.pending {
-            let id = index.learned_term_id(&term);
-            index.learned.restore_pending(id, &labels);
-        }
+        // Learned terms no live document holds join the vocabulary without postings.
+        let mut ids_of = |learned: Vec<(String, Vec<LabelPos>)>| -> Vec<(TermId, Vec<LabelPos>)> {
+            learned
+                .into_iter()
+                .map(|(term, labels)| (index.term_id(&term), labels))
+                .collect()
+        };
+        let folded = ids_of(spread.folded);
+        let pending = ids_of(spread.pending);
         index
-            .learned
-            .restore_counters(spread.folded_texts, spread.pending_texts);
+            .stats
+            .restore_learned(folded, pending, spread.folded_texts, spread.pending_texts);
         index.recompute();
         index.evict_over_capacity();
         index
-    }
-
-    /// The id of a term a snapshot says was learned (unheld when no live document holds it).
-    fn learned_term_id(&mut self, term: &str) -> TermId {
-        let id = self.term_id(term);
-        if self.live_docs[id.index()] == 0 {
-            self.learned.unheld(id);
-        }
-        id
     }
 
     /// An index of `docs` weighed as this one is now (what classified texts taught included),
@@ -180,67 +151,59 @@ impl TextIndex {
         docs: Vec<IndexDoc>,
         scored: impl IntoIterator<Item = &'a TermCounts>,
     ) -> Self {
-        let mut index = Self::new(ClassifiedCapacity::default(), self.weighting);
+        let mut index = Self::new(ClassifiedCapacity::default(), self.stats.weighting());
         for doc in docs {
             index.push(doc);
         }
+        let learned = self.stats.learned();
         for terms in scored {
             for (term, _) in &terms.counts {
-                let learned = self.vocabulary.get(term.as_str());
-                if learned.is_some_and(|&id| self.learned.has_folded(id)) {
+                let here = self.vocabulary.get(term);
+                if here.is_some_and(|id| learned.has_folded(id)) {
                     index.term_id(term);
                 }
             }
         }
         // The copy's terms by id, with what this index folded of each.
-        let learned: Vec<Vec<LabelPos>> = index
-            .names
+        let folded: Vec<Vec<LabelPos>> = index
+            .vocabulary
+            .names()
             .iter()
             .map(|term| match self.vocabulary.get(term) {
-                Some(&here) => self.learned.labels(here).to_vec(),
+                Some(here) => learned.labels(here).to_vec(),
                 None => Vec::new(),
             })
             .collect();
-        for (id, labels) in learned.into_iter().enumerate() {
-            index.learned.restore_folded(TermId::at(id), labels);
-        }
-        index.learned.count_labels_as(&self.learned);
+        index.stats.adopt_folded(folded, &self.stats);
         index.recompute();
         index
     }
 
     /// Weigh terms another way from now on (nothing is folded).
     pub fn set_weighting(&mut self, weighting: TermWeighting) {
-        if weighting != self.weighting {
-            self.weighting = weighting;
+        if self.stats.set_weighting(weighting) {
             self.recompute();
         }
     }
 
     /// What classified texts taught the weights, as a snapshot stores it.
     pub fn spread_state(&self) -> SpreadState {
-        self.learned.to_state(&self.names)
+        self.stats.learned().to_state(self.vocabulary.names())
     }
 
-    /// The alive documents, in order: what a snapshot stores.
-    pub fn docs(&self) -> impl Iterator<Item = &IndexDoc> {
-        self.docs
-            .iter()
-            .zip(&self.alive)
-            .filter(|(_, alive)| **alive)
-            .map(|(doc, _)| doc)
+    /// The vocabulary (term ↔ id), read-only.
+    pub fn vocabulary(&self) -> &Vocabulary {
+        &self.vocabulary
     }
 
-    pub fn doc(&self, id: DocId) -> Option<&IndexDoc> {
-        self.docs.get(id.index())
+    /// The per-term statistics the weights are made of, read-only.
+    pub fn term_stats(&self) -> &TermStats {
+        &self.stats
     }
 
-    pub fn seen_count(&self) -> usize {
-        self.seen.len()
-    }
-
-    pub fn tentative_count(&self) -> usize {
-        self.tentative.len()
+    /// The documents (alive ones, classified texts per kind, tombstones), read-only.
+    pub fn documents(&self) -> &Documents {
+        &self.docs
     }
 
     /// Add labelled material (examples, names, descriptions). Call [`TextIndex::reweigh`] after
@@ -282,7 +245,7 @@ impl TextIndex {
     }
 
     fn add_classified(&mut self, kind: DocKind, label: LabelPos, terms: &TermCounts) {
-        if terms.is_empty() || self.capacity_of(kind) == 0 {
+        if terms.is_empty() || self.docs.capacity_of(kind) == 0 {
             return;
         }
         let kept = self.heaviest_terms(terms);
@@ -292,13 +255,12 @@ impl TextIndex {
             terms: kept,
             text: None,
         });
-        let fold_due = self.learned.record(label, &self.doc_terms[id.index()]);
-        self.post(id);
-        if self.tombstone_over_capacity() {
-            self.compact();
-        }
+        let fold_due = self.stats.record(label, self.docs.term_ids(id));
+        let weights = self.stats.doc_weights(self.docs.term_counts(id));
+        self.postings.post(id, weights);
+        self.evict_over_capacity();
         if fold_due {
-            let changed = self.fold();
+            let changed = self.stats.fold();
             self.reweigh_terms(&changed);
         }
     }
@@ -328,7 +290,7 @@ impl TextIndex {
             .map(|entry| {
                 let term = entry.0.as_str();
                 (
-                    self.term_weight(term, entry.1),
+                    self.stats.weight(self.vocabulary.get(term), entry.1),
                     word_count(term),
                     fnv1a(term),
                     entry,
@@ -347,148 +309,27 @@ impl TextIndex {
         TermCounts { counts: kept }
     }
 
+    /// Add a document: its terms get ids (new ones join every per-term table) and count as
+    /// held (an example's also in the example statistics).
     fn push(&mut self, doc: IndexDoc) -> DocId {
-        let id = DocId::at(self.docs.len());
-        let term_ids = self.register_terms(&doc);
-        self.doc_terms.push(term_ids);
-        if doc.kind == DocKind::Example {
-            self.examples += 1;
-            self.labels_with_examples.insert(doc.label);
-        }
-        if let Some(queue) = self.queue_of(doc.kind) {
-            queue.push_back(id);
-        }
-        self.docs.push(doc);
-        self.alive.push(true);
-        id
-    }
-
-    /// A document's term ids (new terms join the vocabulary); an example also counts in its
-    /// terms' document frequency and label counts.
-    fn register_terms(&mut self, doc: &IndexDoc) -> Vec<TermId> {
-        let mut ids = Vec::with_capacity(doc.terms.counts.len());
-        for (term, _) in &doc.terms.counts {
-            let term_id = self.term_id(term);
-            self.live_docs[term_id.index()] += 1;
-            if doc.kind == DocKind::Example {
-                self.df[term_id.index()] += 1;
-                insert_sorted(&mut self.example_labels[term_id.index()], doc.label);
-            }
-            ids.push(term_id);
-        }
-        ids
+        let terms: Vec<TermId> = doc
+            .terms
+            .counts
+            .iter()
+            .map(|(term, _)| self.term_id(term))
+            .collect();
+        let example_of = (doc.kind == DocKind::Example).then_some(doc.label);
+        self.stats.hold(&terms, example_of);
+        self.docs.push(doc, terms)
     }
 
     fn term_id(&mut self, term: &str) -> TermId {
-        if let Some(&id) = self.vocabulary.get(term) {
-            return id;
+        let (id, new) = self.vocabulary.intern(term);
+        if new {
+            self.stats.push_term();
+            self.postings.push_term();
         }
-        let id = TermId::at(self.df.len());
-        let name: Arc<str> = Arc::from(term);
-        self.vocabulary.insert(Arc::clone(&name), id);
-        self.names.push(name);
-        self.live_docs.push(0);
-        self.df.push(0);
-        self.example_labels.push(Vec::new());
-        self.learned.push_term();
-        self.postings.push(Vec::new());
-        // What a recompute would give a term no example holds (an example's terms are
-        // recomputed before any weight is read).
-        self.inverse.push(self.inverse_of(None));
         id
-    }
-
-    /// The inverse-frequency factor of a term (by id; `None`: one the index does not know),
-    /// from the labels and the number of examples holding it.
-    fn inverse_of(&self, term: Option<TermId>) -> f64 {
-        let (example_labels, df, learned) = match term {
-            Some(id) => (
-                self.example_labels[id.index()].as_slice(),
-                self.df[id.index()],
-                self.learned.labels(id),
-            ),
-            None => (&[][..], 0, &[][..]),
-        };
-        match self.weighting {
-            TermWeighting::Idf => smoothed_inverse(self.examples as usize, df),
-            TermWeighting::LabelSpread => {
-                smoothed_inverse(self.label_count, union_len(example_labels, learned) as u32)
-            }
-        }
-    }
-
-    fn term_weight(&self, term: &str, count: u32) -> f64 {
-        let inverse = match self.vocabulary.get(term) {
-            Some(&id) => self.inverse[id.index()],
-            None => self.inverse_of(None),
-        };
-        tf_weight(count) * inverse
-    }
-
-    /// Classified texts folded into the weights so far.
-    pub fn folded_texts(&self) -> u64 {
-        self.learned.folded_texts()
-    }
-
-    /// Evicted documents not yet compacted away.
-    pub fn tombstones(&self) -> usize {
-        self.dead
-    }
-
-    /// Distinct terms known to the index: the live documents' terms, those of documents evicted
-    /// since the last compaction, learned terms a fold has not forgotten yet (kept across
-    /// compactions and restores), and in a detached copy the scored texts' learned terms.
-    pub fn vocabulary_len(&self) -> usize {
-        self.vocabulary.len()
-    }
-
-    /// The queue of classified texts of `kind` (labelled material has none).
-    fn queue_of(&mut self, kind: DocKind) -> Option<&mut VecDeque<DocId>> {
-        match kind {
-            DocKind::Seen => Some(&mut self.seen),
-            DocKind::Tentative => Some(&mut self.tentative),
-            DocKind::Example | DocKind::Name | DocKind::Description => None,
-        }
-    }
-
-    fn capacity_of(&self, kind: DocKind) -> usize {
-        match kind {
-            DocKind::Seen => self.capacity.seen,
-            DocKind::Tentative => self.capacity.tentative,
-            DocKind::Example | DocKind::Name | DocKind::Description => usize::MAX,
-        }
-    }
-
-    /// Tombstone the oldest classified texts past their kind's capacity; true once the
-    /// tombstones are a quarter of what the postings walk over (time to compact).
-    fn tombstone_over_capacity(&mut self) -> bool {
-        for kind in [DocKind::Seen, DocKind::Tentative] {
-            let capacity = self.capacity_of(kind);
-            let mut evicted = Vec::new();
-            if let Some(queue) = self.queue_of(kind) {
-                while queue.len() > capacity {
-                    evicted.extend(queue.pop_front());
-                }
-            }
-            for oldest in evicted {
-                self.tombstone(oldest);
-            }
-        }
-        self.dead > 0 && self.dead * 4 > self.docs.len()
-    }
-
-    /// Mark a document dead, as eviction does: what it taught the term weights stays until a
-    /// fold forgets it.
-    fn tombstone(&mut self, id: DocId) {
-        self.alive[id.index()] = false;
-        self.dead += 1;
-        for &term in &self.doc_terms[id.index()] {
-            let held_by = &mut self.live_docs[term.index()];
-            *held_by -= 1;
-            if *held_by == 0 {
-                self.learned.unheld(term);
-            }
-        }
     }
 
     /// Take back classified texts (seen or tentative documents) as eviction would: tombstoned
@@ -497,45 +338,28 @@ impl TextIndex {
     pub fn remove_classified(&mut self, ids: &[DocId]) -> usize {
         let mut removed = 0;
         for &id in ids {
-            let Some(kind) = self
-                .docs
-                .get(id.index())
-                .filter(|_| self.alive[id.index()])
-                .map(|d| d.kind)
-            else {
-                continue;
-            };
-            let Some(queue) = self.queue_of(kind) else {
-                continue;
-            };
-            let Some(at) = queue.iter().position(|&d| d == id) else {
-                continue;
-            };
-            queue.remove(at);
-            self.tombstone(id);
-            removed += 1;
+            if self.docs.take_back(id) {
+                self.stats.release(self.docs.tombstone(id));
+                removed += 1;
+            }
         }
-        if self.dead * 4 > self.docs.len() {
+        if self.docs.compaction_due() {
             self.compact();
         }
         removed
     }
 
+    /// Tombstone the oldest classified texts past their kind's capacity (what they taught the
+    /// weights stays until a fold forgets it), and compact once the tombstones are a quarter
+    /// of what the postings walk over.
     fn evict_over_capacity(&mut self) {
-        if self.tombstone_over_capacity() {
+        for oldest in self.docs.over_capacity() {
+            self.stats.release(self.docs.tombstone(oldest));
+        }
+        if self.docs.compaction_due() {
             self.compact();
         }
     }
-}
-
-/// Sublinear term frequency.
-fn tf_weight(count: u32) -> f64 {
-    1.0 + f64::from(count.max(1)).ln()
-}
-
-/// `ln((1 + n) / (1 + k)) + 1`: the smoothed inverse frequency of something `k` of `n` hold.
-fn smoothed_inverse(n: usize, k: u32) -> f64 {
-    ((1.0 + n as f64) / (1.0 + f64::from(k))).ln() + 1.0
 }
 
 fn word_count(term: &str) -> usize {

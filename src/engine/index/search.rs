@@ -15,9 +15,10 @@ impl TextIndex {
         let mut weights: Vec<(TermId, f64)> = Vec::new();
         let mut norm = 0.0;
         for (term, count) in &query.counts {
-            let weight = self.term_weight(term, *count);
+            let id = self.vocabulary.get(term);
+            let weight = self.stats.weight(id, *count);
             norm += weight * weight;
-            if let Some(&id) = self.vocabulary.get(term.as_str()) {
+            if let Some(id) = id {
                 weights.push((id, weight));
             }
         }
@@ -25,31 +26,21 @@ impl TextIndex {
             return Vec::new();
         }
         let norm = norm.sqrt();
-        // Dense accumulator, but only the documents that share a term are visited afterwards.
-        let mut scores = vec![0.0f64; self.docs.len()];
-        let mut touched: Vec<DocId> = Vec::new();
-        for (term_id, weight) in weights {
-            for &(doc, w) in &self.postings[term_id.index()] {
-                let score = &mut scores[doc.index()];
-                if *score == 0.0 {
-                    touched.push(doc);
-                }
-                *score += weight * f64::from(w);
-            }
-        }
+        let (scores, mut touched) = self.postings.dot(&weights, self.docs.len());
         // In document order: the touched ids sorted (a document touched again after a zero
         // contribution appears twice), or, when a query touches a large share of the index (a
         // common word in every label's text), the accumulator scanned instead.
         let hit = |id: DocId| {
             let s = scores[id.index()];
-            (s > 0.0 && self.alive[id.index()]).then(|| {
-                let doc = &self.docs[id.index()];
-                Hit {
-                    doc: id,
-                    kind: doc.kind,
-                    label: doc.label,
-                    similarity: s / norm,
-                }
+            let doc = self
+                .docs
+                .get(id)
+                .filter(|_| s > 0.0 && self.docs.is_alive(id))?;
+            Some(Hit {
+                doc: id,
+                kind: doc.kind,
+                label: doc.label,
+                similarity: s / norm,
             })
         };
         if touched.len() * SCAN_WHEN_TOUCHED > self.docs.len() {

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::upkeep::keep_where;
+use super::renumber::keep_where;
 
 /// Fewest texts learned between two folds (the first folds come quickly, while the labels'
 /// own material is all the weights know).

@@ -70,10 +70,14 @@ fn seen_texts_are_bounded_and_the_oldest_goes_first() {
     for i in 0..5 {
         index.add_seen(LabelPos(1), &t(&format!("oven bread recipe number{i}")));
     }
-    assert_eq!(index.seen_count(), 3);
+    assert_eq!(index.docs.seen_count(), 3);
     let hits = index.search(&t("number0 number4"));
     assert_eq!(hits.len(), 1, "{hits:?}");
-    let kept: Vec<_> = index.docs().filter(|d| d.kind == DocKind::Seen).collect();
+    let kept: Vec<_> = index
+        .documents()
+        .alive()
+        .filter(|d| d.kind == DocKind::Seen)
+        .collect();
     assert!(kept[0].terms.counts.iter().any(|(t, _)| t == "number2"));
 }
 
@@ -84,7 +88,10 @@ fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
     for i in 0..4 {
         index.add_tentative(LabelPos(0), &t(&format!("galaxies survey number{i}")));
     }
-    assert_eq!((index.seen_count(), index.tentative_count()), (1, 2));
+    assert_eq!(
+        (index.docs.seen_count(), index.docs.tentative_count()),
+        (1, 2)
+    );
     // The two newest tentative texts and the seen one answer; the oldest two are gone.
     let hits = index.search(&t("number0 number1 number2 number3 recipe"));
     let count = |kind| hits.iter().filter(|h| h.kind == kind).count();
@@ -112,7 +119,7 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
             &t(&format!("distant oven galaxies word{i}")),
         );
     }
-    let learned_then_evicted = index.vocabulary_len();
+    let learned_then_evicted = index.vocabulary.len();
     let copy = restored(&index);
     let query = t("distant galaxies and an oven word5");
     assert_eq!(similarities(&index, &query), similarities(&copy, &query));
@@ -122,15 +129,15 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     index.reweigh();
     index.compact();
     assert!(
-        index.vocabulary_len() + 4 * 3 <= learned_then_evicted,
+        index.vocabulary.len() + 4 * 3 <= learned_then_evicted,
         "{} terms, {learned_then_evicted} before",
-        index.vocabulary_len()
+        index.vocabulary.len()
     );
     let copy = TextIndex::from_docs(
-        index.docs().cloned().collect(),
+        index.documents().alive().cloned().collect(),
         index.spread_state(),
-        index.capacity,
-        index.weighting,
+        index.docs.capacity(),
+        index.stats.weighting(),
     );
     let query = t("distant galaxies and an oven word5");
     assert_eq!(similarities(&index, &query), similarities(&copy, &query));
@@ -141,39 +148,45 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
 type Posted = (Vec<Vec<(String, Vec<u32>)>>, Vec<(String, u64)>);
 
 fn posted(index: &TextIndex) -> Posted {
+    let names = index.vocabulary.names();
     let docs = (0..index.docs.len())
-        .filter(|&id| index.alive[id])
+        .map(DocId::at)
+        .filter(|&id| index.docs.is_alive(id))
         .map(|id| {
-            let id = DocId::at(id);
-            index.doc_terms[id.index()]
+            index
+                .docs
+                .term_ids(id)
                 .iter()
                 .map(|&term| {
-                    let weights = index.postings[term.index()]
-                        .iter()
-                        .filter(|(doc, _)| *doc == id)
-                        .map(|(_, weight)| weight.to_bits())
-                        .collect();
-                    (index.names[term.index()].to_string(), weights)
+                    let weights = index.postings.posted(term, id);
+                    (names[term.index()].to_string(), weights)
                 })
                 .collect()
         })
         .collect();
-    let mut inverse: Vec<(String, u64)> = index
-        .vocabulary
+    let mut inverse: Vec<(String, u64)> = names
         .iter()
-        .filter(|(_, &id)| index.live_docs[id.index()] > 0)
-        .map(|(term, &id)| (term.to_string(), index.inverse[id.index()].to_bits()))
+        .enumerate()
+        .filter_map(|(id, term)| {
+            let bits = index.stats.held_inverse(TermId::at(id))?;
+            Some((term.to_string(), bits))
+        })
         .collect();
     inverse.sort_unstable();
     (docs, inverse)
 }
 
+/// A term's weight at one occurrence.
+fn weight(index: &TextIndex, term: &str) -> f64 {
+    index.stats.weight(index.vocabulary.get(term), 1)
+}
+
 fn restored(index: &TextIndex) -> TextIndex {
     TextIndex::from_docs(
-        index.docs().cloned().collect(),
+        index.documents().alive().cloned().collect(),
         index.spread_state(),
-        index.capacity,
-        index.weighting,
+        index.docs.capacity(),
+        index.stats.weighting(),
     )
 }
 
@@ -269,7 +282,7 @@ fn a_rebuilt_index_keeps_in_lockstep_through_new_labels_rounds_and_odd_documents
             }
         }
         // Folds after 64 and 128 texts, and at the round (150 texts).
-        assert_eq!(index.folded_texts(), 150, "{}", weighting.name());
+        assert_eq!(index.stats.folded_texts(), 150, "{}", weighting.name());
     }
 }
 
@@ -284,15 +297,19 @@ fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
     let mut largest = 0;
     for i in 0..3000u32 {
         let text = t(&format!("fresh{i} words{i} only{i} here{i}"));
-        let folded = index.folded_texts();
+        let folded = index.stats.folded_texts();
         index.add_seen(LabelPos(i % 2), &text);
         since_fold.extend(text.counts.into_iter().map(|(term, _)| term));
-        if index.folded_texts() != folded {
+        if index.stats.folded_texts() != folded {
             since_fold.clear();
-            live_at_fold = index.docs().map(|doc| doc.terms.clone()).collect();
+            live_at_fold = index
+                .documents()
+                .alive()
+                .map(|doc| doc.terms.clone())
+                .collect();
         }
-        if index.tombstones() == 0 {
-            let live = index.docs().map(|doc| &doc.terms);
+        if index.docs.tombstones() == 0 {
+            let live = index.documents().alive().map(|doc| &doc.terms);
             let others: HashSet<&str> = live
                 .chain(&live_at_fold)
                 .flat_map(|terms| terms.counts.iter().map(|(term, _)| term.as_str()))
@@ -300,12 +317,12 @@ fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
                 .collect();
             let bound = since_fold.len() + others.len();
             assert!(
-                index.vocabulary_len() <= bound,
+                index.vocabulary.len() <= bound,
                 "after text {i}: {} terms, bound {bound}",
-                index.vocabulary_len()
+                index.vocabulary.len()
             );
         }
-        largest = largest.max(index.vocabulary_len());
+        largest = largest.max(index.vocabulary.len());
     }
     // Folds after 64, 128, …, 1024 and 2048 texts: at most the 1,024 texts learned between the
     // last two are held for what they taught (every text brings at most 9 terms: 4 words and
@@ -336,17 +353,13 @@ fn labels_without_examples_keep_weights_positive_and_generic_terms_lightest() {
     for i in 0..FOLD_AT_LEAST as u32 {
         index.add_seen(LabelPos(i % 3), &t(&format!("report rare{}", i % 3)));
     }
-    let (generic, rare) = (
-        index.term_weight("report", 1),
-        index.term_weight("rare0", 1),
-    );
+    let (generic, rare) = (weight(&index, "report"), weight(&index, "rare0"));
     assert!(generic > 0.0 && generic < rare, "{generic} vs {rare}");
 }
 
 #[test]
 fn a_term_learned_under_every_label_weighs_least_once_folded() {
     let mut index = index();
-    let weight = |index: &TextIndex, term: &str| index.term_weight(term, 1);
     let (galaxies, oven) = (weight(&index, "galaxi"), weight(&index, "oven"));
     assert_eq!(galaxies, oven, "each under one label of two");
     // "galaxi" is learned under label 1 too; "oven" stays under label 1 alone.
@@ -376,15 +389,12 @@ fn idf_counts_examples_whatever_classified_texts_say() {
         index.add_labelled(DocKind::Example, LabelPos(label), t(text), None);
     }
     index.reweigh();
-    let galaxies = index.term_weight("galaxi", 1);
-    assert!(
-        galaxies < index.term_weight("survey", 1),
-        "two examples hold it"
-    );
+    let galaxies = weight(&index, "galaxi");
+    assert!(galaxies < weight(&index, "survey"), "two examples hold it");
     for i in 0..2 * FOLD_AT_LEAST {
         index.add_seen(LabelPos(1), &t(&format!("galaxies bread word{i}")));
     }
-    assert_eq!(index.term_weight("galaxi", 1), galaxies);
+    assert_eq!(weight(&index, "galaxi"), galaxies);
 }
 
 mod against_brute_force {

@@ -13,7 +13,7 @@ fn learned_wrongly() -> Engine {
     let analysis = engine.analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "astronomy", true);
-    assert_eq!(engine.index().seen_count(), 1);
+    assert_eq!(engine.index().documents().seen_count(), 1);
     engine
 }
 
@@ -23,7 +23,7 @@ fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let examples_before = engine.labels().get("cooking").unwrap().examples;
     let (report, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
-    assert_eq!(engine.index().seen_count(), 0);
+    assert_eq!(engine.index().documents().seen_count(), 0);
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(
         engine.labels().get("cooking").unwrap().examples,
@@ -67,7 +67,7 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
         EngineError::RetiredLabel("football".into())
     );
     assert_eq!(engine.digest(), digest);
-    assert_eq!(engine.index().seen_count(), 1);
+    assert_eq!(engine.index().documents().seen_count(), 1);
 }
 
 #[test]
@@ -87,13 +87,13 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let analysis = engine.analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
-    assert_eq!(engine.index().tentative_count(), 1);
+    assert_eq!(engine.index().documents().tentative_count(), 1);
     let (_, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back);
     assert_eq!(
         (
-            engine.index().seen_count(),
-            engine.index().tentative_count()
+            engine.index().documents().seen_count(),
+            engine.index().documents().tentative_count()
         ),
         (0, 0)
     );
@@ -111,8 +111,8 @@ fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
     assert_eq!(report.texts_indexed, 0);
     assert_eq!(
         (
-            engine.index().seen_count(),
-            engine.index().tentative_count()
+            engine.index().documents().seen_count(),
+            engine.index().documents().tentative_count()
         ),
         (0, 0)
     );
@@ -159,8 +159,8 @@ fn a_text_that_matched_no_label_joins_the_statistics_only() {
     assert_eq!(engine.stats().documents, texts_before + 1);
     assert_eq!(
         (
-            engine.index().seen_count(),
-            engine.index().tentative_count()
+            engine.index().documents().seen_count(),
+            engine.index().documents().tentative_count()
         ),
         (0, 0)
     );

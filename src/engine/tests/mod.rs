@@ -411,7 +411,10 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         let table = engine.analyze("zzz corp qtr shr 28 cts vs 22 cts");
         engine.learn(&table, "football", false);
         let kept = tentative_capacity > 0;
-        assert_eq!(engine.index().tentative_count(), usize::from(kept));
+        assert_eq!(
+            engine.index().documents().tentative_count(),
+            usize::from(kept)
+        );
         // The next table shares no word with any label's material: the unsure decision is the
         // only evidence, so it leads (unless none is kept); the text is still never confident.
         let next = engine.analyze("yyy inc qtr shr 40 cts vs 31 cts");
