@@ -361,6 +361,10 @@ async fn llm_failures_fall_back_to_the_graph_or_go_to_the_dead_letter_topic() {
             "llm.ask_below=1".into(),
             "llm.retries=1".into(),
             "llm.timeout_secs=5".into(),
+            // Every call fails here: a breaker opened by the label descriptions' calls and the
+            // first texts' would answer the last texts with `breaker_open` instead of the 500
+            // this test checks (tests/llm_bounds.rs tests the breaker).
+            "llm.breaker_failures=1000".into(),
             format!("llm.on_failure={on_failure}"),
         ]);
         let mut service = Service::start(dir.path(), &sets);
