@@ -6,14 +6,53 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use thiserror::Error;
+
 use crate::embed::{
     EmbeddingModel, LoadError, NoVectorStore, RememberingEncoder, SentenceModel, VectorStore,
 };
-use crate::state::State;
-use crate::store::SledStore;
+use crate::engine::EngineConfig;
+use crate::state::{RestoreError, State};
+use crate::store::{Saved, SledStore};
 
 /// The encoder that keeps the labels' vectors in the state store.
 pub type KeptVectors = Arc<RememberingEncoder<SentenceModel>>;
+
+/// How a saved state comes back (the configuration's `ServeConfig::restoring`).
+pub struct Restoring<'a> {
+    pub engine: EngineConfig,
+    /// `discovery.pool_capacity`.
+    pub pool_capacity: usize,
+    /// `engine.embedding_model`.
+    pub model: &'a EmbeddingModel,
+    /// `engine.embedding_max_tokens`.
+    pub max_tokens: usize,
+}
+
+#[derive(Debug, Error)]
+pub enum OpenError {
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+    #[error(transparent)]
+    Embedding(#[from] LoadError),
+}
+
+/// The state `saved` holds (its snapshot, taken out of `saved`, and the updates logged after
+/// it), reading meaning as [`read_meaning`] does with the vectors `store` kept: what
+/// `gorag serve` and `gorag classify` start from.
+pub fn restore(
+    saved: &mut Saved,
+    how: Restoring<'_>,
+    store: Option<&SledStore>,
+) -> Result<(State, Option<KeptVectors>), OpenError> {
+    let restored = State::restore(
+        saved.snapshot.take(),
+        &saved.log,
+        how.engine,
+        how.pool_capacity,
+    )?;
+    Ok(read_meaning(restored, how.model, how.max_tokens, store)?)
+}
 
 /// `state`'s engine reading meaning with `setting` (`engine.embedding_model`, reading at most
 /// `max_tokens` of a text: `engine.embedding_max_tokens`), when its strategy reads meaning

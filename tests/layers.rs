@@ -9,6 +9,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+#[path = "layers/blocks.rs"]
+mod blocks;
 #[path = "layers/metric_updates.rs"]
 mod metric_updates;
 #[path = "layers/wide_types.rs"]

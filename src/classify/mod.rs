@@ -18,7 +18,6 @@ pub use taxonomy_sync::{sync_taxonomy, TaxonomySync};
 
 use crate::bounds::Bounds;
 use crate::config::ServeConfig;
-use crate::embed::LoadError;
 use crate::engine::{Engine, IndexReport};
 use crate::events::classification::{prediction_event, Classification};
 use crate::events::decode::{self, Reason, Rejection};
@@ -28,10 +27,9 @@ use crate::events::{
 };
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
-use crate::meaning::{read_meaning, KeptVectors};
+use crate::meaning::{self, KeptVectors, OpenError};
 use crate::rag::Classifier;
 use crate::state::from_event::{engine_rejection, label_update};
-use crate::state::RestoreError;
 use crate::state::{State, Update};
 use crate::store::{Mark, SledStore, StateStore, StoreError, TextLedger};
 
@@ -47,9 +45,7 @@ pub enum SessionError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Restore(#[from] RestoreError),
-    #[error(transparent)]
-    Embedding(#[from] LoadError),
+    Open(#[from] OpenError),
     #[error(transparent)]
     Llm(#[from] SetupError),
 }
@@ -120,18 +116,8 @@ impl Session {
         if let (Some(dir), false) = (state, saved.offsets.is_empty()) {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
-        let restored = State::restore(
-            saved.snapshot.take(),
-            &saved.log,
-            config.engine_config(),
-            config.discovery.pool_capacity,
-        )?;
-        let (state, kept_vectors) = read_meaning(
-            restored,
-            &config.engine.embedding_model,
-            config.engine.embedding_max_tokens,
-            store.as_ref(),
-        )?;
+        let (state, kept_vectors) =
+            meaning::restore(&mut saved, config.restoring(), store.as_ref())?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         let ledger = match &store {

@@ -17,8 +17,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
-use crate::bounds::{keys, Bounds};
+use crate::bounds::keys;
 
+mod parts;
 mod sections;
 mod state_dir;
 pub use crate::broker::security::*;
@@ -135,14 +136,6 @@ fn value_at(path: &[String], raw: &str) -> Value {
 }
 
 impl ServeConfig {
-    /// The engine's configuration (`[engine]`, and when to ask the LLM from `[llm]`).
-    pub fn engine_config(&self) -> crate::engine::EngineConfig {
-        crate::engine::EngineConfig {
-            ask_below: self.llm.ask_below,
-            ..self.engine.engine_config()
-        }
-    }
-
     pub fn load(layers: &Layers) -> Result<Self, ConfigErrors> {
         let mut merged = Merged::default();
         if let Some(path) = &layers.file {
@@ -430,20 +423,6 @@ impl ServeConfig {
             errors.push("state.cache_mb: must be at least 1".into());
         }
         self.review.check(errors);
-    }
-
-    /// The bounds every input keeps (`[input]`, `[labels]`).
-    pub fn bounds(&self) -> Bounds {
-        Bounds {
-            text_bytes: self.input.max_text_bytes,
-            text_id_bytes: self.input.max_id_bytes,
-            label_id_bytes: self.labels.max_id_bytes,
-            name_bytes: self.labels.max_name_bytes,
-            description_bytes: self.labels.max_description_bytes,
-            examples_per_label: self.labels.max_examples,
-            labels_per_round: self.labels.max_per_round,
-            active_labels: self.labels.max_active,
-        }
     }
 
     /// The effective configuration as TOML (for `--print-config`).

@@ -102,11 +102,9 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Restore(#[from] crate::state::RestoreError),
+    Open(#[from] crate::meaning::OpenError),
     #[error("LLM client: {0}")]
     Llm(#[from] LlmError),
-    #[error(transparent)]
-    Embedding(crate::embed::LoadError),
     #[error("LLM client: {0}")]
     LlmSetup(#[from] crate::llm::SetupError),
     #[error(

@@ -11,9 +11,8 @@ use super::ServeError;
 use crate::broker::{self, Broker, MetadataClient, Producer, RecordLimit};
 use crate::config::ServeConfig;
 use crate::embed::{RememberingEncoder, SentenceModel};
-use crate::meaning::read_meaning;
+use crate::meaning;
 use crate::rag::Classifier;
-use crate::state::State;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
@@ -106,19 +105,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let restored = State::restore(
-        saved.snapshot.take(),
-        &saved.log,
-        config.engine_config(),
-        config.discovery.pool_capacity,
-    )?;
-    let (state, kept_vectors) = read_meaning(
-        restored,
-        &config.engine.embedding_model,
-        config.engine.embedding_max_tokens,
-        Some(&store),
-    )
-    .map_err(ServeError::Embedding)?;
+    let (state, kept_vectors) = meaning::restore(&mut saved, config.restoring(), Some(&store))?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

@@ -5,7 +5,8 @@
 //! file left out. The compiler already keeps the instruments from code outside an `emit` (only
 //! `Metrics::emit` lends them); this test states it, and reads telemetry's own files too.
 
-use super::{sources, wide_types::blocks_only};
+use super::blocks::{blocks_only, walk_blocks};
+use super::sources;
 
 /// The file that makes the instruments (and sets the series known in advance to zero).
 const INSTRUMENTS_FILE: &str = "src/telemetry/instruments.rs";
@@ -79,40 +80,29 @@ fn opens_an_emit(header: &str) -> bool {
 /// and call; and how many there are inside one.
 fn updates_outside_emits(code: &str, instruments: &[String]) -> (Vec<String>, usize) {
     let (mut outside, mut inside) = (Vec::new(), 0);
-    // For each open block, whether it is (or is inside) an event's impl.
-    let mut frames: Vec<bool> = Vec::new();
-    let mut header_from = 0;
-    for (at, c) in code.char_indices() {
-        match c {
-            '{' => {
-                let within = frames.last().copied().unwrap_or(false);
-                frames.push(within || opens_an_emit(&code[header_from..at]));
-                header_from = at + 1;
+    // A block's frame: whether it is (or is inside) an event's impl.
+    walk_blocks(
+        code,
+        |header, frames: &[bool]| frames.last().copied().unwrap_or(false) || opens_an_emit(header),
+        |at, frames| {
+            let Some(call) = UPDATES.iter().find(|call| code[at..].starts_with(**call)) else {
+                return;
+            };
+            let chain = receiver(code, at);
+            let names_an_instrument = chain
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|name| instruments.iter().any(|i| i == name));
+            if !names_an_instrument {
+                return;
             }
-            '}' => {
-                frames.pop();
-                header_from = at + 1;
+            if frames.last().copied().unwrap_or(false) {
+                inside += 1;
+            } else {
+                let chain: String = chain.split_whitespace().collect();
+                outside.push(format!("{chain}{call}"));
             }
-            ';' => header_from = at + 1,
-            _ => {}
-        }
-        let Some(call) = UPDATES.iter().find(|call| code[at..].starts_with(**call)) else {
-            continue;
-        };
-        let chain = receiver(code, at);
-        let names_an_instrument = chain
-            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .any(|name| instruments.iter().any(|i| i == name));
-        if !names_an_instrument {
-            continue;
-        }
-        if frames.last().copied().unwrap_or(false) {
-            inside += 1;
-        } else {
-            let chain: String = chain.split_whitespace().collect();
-            outside.push(format!("{chain}{call}"));
-        }
-    }
+        },
+    );
     (outside, inside)
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use super::blocks::{blocks_only, walk_blocks};
 use super::{module_path, path_segments, sources};
 
 /// Most inherent methods a type may have: past it, a type does several things and they belong
@@ -13,54 +14,6 @@ const MOST_METHODS: usize = 25;
 /// last, the retrieval index's `TextIndex` (41 methods), was split into its vocabulary, term
 /// statistics, documents and postings. A type that grows past the cap is split, not listed.
 const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &[];
-
-/// The code of a file with comments, strings and character literals cut, so that braces
-/// count blocks only.
-pub(super) fn blocks_only(text: &str) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let (mut out, mut at) = (String::new(), 0);
-    let ahead = |at: usize, s: &str| {
-        s.chars()
-            .enumerate()
-            .all(|(i, c)| chars.get(at + i) == Some(&c))
-    };
-    while at < chars.len() {
-        if ahead(at, "//") {
-            while at < chars.len() && chars[at] != '\n' {
-                at += 1;
-            }
-        } else if ahead(at, "/*") {
-            at += 2;
-            while at < chars.len() && !ahead(at, "*/") {
-                at += 1;
-            }
-            at += 2;
-        } else if ahead(at, "r#\"") {
-            at += 3;
-            while at < chars.len() && !ahead(at, "\"#") {
-                at += 1;
-            }
-            at += 2;
-        } else if chars[at] == '"' {
-            at += 1;
-            while at < chars.len() && chars[at] != '"' {
-                at += if chars[at] == '\\' { 2 } else { 1 };
-            }
-            at += 1;
-        } else if chars[at] == '\'' && (ahead(at + 2, "'") || ahead(at + 1, "\\")) {
-            // A character literal (a lifetime has no closing quote).
-            at += if chars[at + 1] == '\\' { 3 } else { 2 };
-            while at < chars.len() && chars[at] != '\'' {
-                at += 1;
-            }
-            at += 1;
-        } else {
-            out.push(chars[at]);
-            at += 1;
-        }
-    }
-    out
-}
 
 /// The type an inherent `impl` header names (`impl<'t> Side<'_, 't>` → `Side`); None for a
 /// trait impl or another item.
@@ -105,41 +58,31 @@ fn inherent_methods() -> BTreeMap<String, (usize, Vec<String>)> {
         }
         let text = std::fs::read_to_string(&path).expect("readable source");
         let code = blocks_only(&text);
-        let mut frames: Vec<Frame> = Vec::new();
-        let mut header_from = 0;
-        for (at, c) in code.char_indices() {
-            match c {
-                '{' => {
-                    let header = attributes_and_item(&code[header_from..at]);
-                    let in_test = frames.iter().any(|f| matches!(f, Frame::Test));
-                    let frame = if header.0.contains("#[cfg(test)]") {
-                        Frame::Test
-                    } else if let Some(name) = inherent_impl_of(header.1) {
-                        Frame::Impl(name)
-                    } else {
-                        if let (Some(Frame::Impl(name)), false) = (frames.last(), in_test) {
-                            if is_fn(header.1) {
-                                let entry = methods.entry(name.clone()).or_default();
-                                entry.0 += 1;
-                                let file = path.display().to_string();
-                                if !entry.1.contains(&file) {
-                                    entry.1.push(file);
-                                }
+        walk_blocks(
+            &code,
+            |header, frames: &[Frame]| {
+                let (attributes, item) = attributes_and_item(header);
+                let in_test = frames.iter().any(|f| matches!(f, Frame::Test));
+                if attributes.contains("#[cfg(test)]") {
+                    Frame::Test
+                } else if let Some(name) = inherent_impl_of(item) {
+                    Frame::Impl(name)
+                } else {
+                    if let (Some(Frame::Impl(name)), false) = (frames.last(), in_test) {
+                        if is_fn(item) {
+                            let entry = methods.entry(name.clone()).or_default();
+                            entry.0 += 1;
+                            let file = path.display().to_string();
+                            if !entry.1.contains(&file) {
+                                entry.1.push(file);
                             }
                         }
-                        Frame::Other
-                    };
-                    frames.push(frame);
-                    header_from = at + 1;
+                    }
+                    Frame::Other
                 }
-                '}' => {
-                    frames.pop();
-                    header_from = at + 1;
-                }
-                ';' => header_from = at + 1,
-                _ => {}
-            }
-        }
+            },
+            |_, _| {},
+        );
     }
     methods
 }
@@ -216,8 +159,4 @@ fn inherent_methods_are_counted_in_inherent_impls_only() {
     assert!(!is_fn("let f = |x| x"));
     let (attributes, item) = attributes_and_item("\n#[cfg(test)]\n    pub fn store(&self) ");
     assert!(attributes.contains("#[cfg(test)]") && is_fn(item));
-    assert_eq!(
-        blocks_only("let s = \"{//\"; // {\nlet c = '}'; /* { */ f::<'a>('\\'')"),
-        "let s = ; \nlet c = ;  f::<'a>()"
-    );
 }

@@ -460,6 +460,18 @@ mod tests {
         assert_eq!(stats.summary().dead_letters.get("malformed_json"), Some(&2));
     }
 
+    /// The state `replica`'s store brings back.
+    fn restored(replica: &Replica) -> State {
+        let mut saved = replica.store().load().unwrap();
+        State::restore(
+            saved.snapshot.take(),
+            &saved.log,
+            EngineConfig::default(),
+            100,
+        )
+        .unwrap()
+    }
+
     #[test]
     fn own_learn_records_free_their_place_and_everything_is_saved_with_its_offsets() {
         let mut replica = replica(100);
@@ -498,15 +510,7 @@ mod tests {
         assert_eq!(saved.offsets.next("cl", 0), Some(3));
         assert_eq!(saved.offsets.next("tx", 1), Some(10));
         assert_eq!(saved.offsets.next("lb", 0), Some(1));
-        let mut saved = saved;
-        let restored = State::restore(
-            saved.snapshot.take(),
-            &saved.log,
-            EngineConfig::default(),
-            100,
-        )
-        .unwrap();
-        assert_eq!(restored.digest(), replica.state.digest());
+        assert_eq!(restored(&replica).digest(), replica.state.digest());
     }
 
     #[test]
@@ -521,16 +525,8 @@ mod tests {
             .apply_change(1, &label("me", 1, round("b")), None, &mut stats)
             .unwrap();
         assert_eq!(replica.store().log_len(), 0, "snapshot taken at 2");
-        let mut saved = replica.store().load().unwrap();
-        assert!(saved.snapshot.is_some());
-        let restored = State::restore(
-            saved.snapshot.take(),
-            &saved.log,
-            EngineConfig::default(),
-            100,
-        )
-        .unwrap();
-        assert_eq!(restored.engine().labels().len(), 2);
+        assert!(replica.store().load().unwrap().snapshot.is_some());
+        assert_eq!(restored(&replica).engine().labels().len(), 2);
         // Behind the cursor (read again after a seek): nothing saved, nothing changed.
         replica
             .apply_change(1, &label("me", 1, round("c")), None, &mut stats)
