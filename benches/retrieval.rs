@@ -41,6 +41,7 @@ fn queries(engine: &Engine, corpus: &mut synthetic::Corpus, terminals: usize) ->
                 keywords,
                 terms: TermCounts::of(&text),
                 embedding: None,
+                words: None,
             });
         }
     }

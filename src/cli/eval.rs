@@ -367,11 +367,11 @@ impl EvalArgs {
             && self
                 .strategy
                 .iter()
-                .any(|s| matches!(s, StrategyArg::Nearest))
+                .any(|s| matches!(s, StrategyArg::Nearest | StrategyArg::Prototype))
         {
             bail!(
-                "--strategy nearest reads only the sentence encoder: give it one with \
-                 --embedding-model (not none)"
+                "--strategy nearest and prototype read only the sentence encoder: give it one \
+                 with --embedding-model (not none)"
             );
         }
         if !self.reads_meaning() {

@@ -335,11 +335,13 @@ impl ServeConfig {
                     .into(),
             );
         }
-        if self.engine.strategy == crate::engine::Strategy::Nearest
-            && self.engine.embedding_model == crate::embed::EmbeddingModel::Off
+        if matches!(
+            self.engine.strategy,
+            crate::engine::Strategy::Nearest | crate::engine::Strategy::Prototype
+        ) && self.engine.embedding_model == crate::embed::EmbeddingModel::Off
         {
             errors.push(
-                "engine.strategy: nearest reads only the sentence encoder; set \
+                "engine.strategy: nearest and prototype read only the sentence encoder; set \
                  engine.embedding_model to a model, not none"
                     .into(),
             );

@@ -28,6 +28,11 @@ pub struct Analysis {
     /// pool carry terms only.
     #[serde(skip)]
     pub embedding: Option<Vec<f32>>,
+    /// The text's words as the probe reads them ([`super::probe::word_counts`]); boxed, as
+    /// most analyses that travel (learn records, the pool) have none. Never stored, like the
+    /// vector.
+    #[serde(skip)]
+    pub words: Option<Box<TermCounts>>,
 }
 
 impl Analysis {
@@ -38,6 +43,7 @@ impl Analysis {
             keywords: self.keywords.clone(),
             terms,
             embedding: None,
+            words: None,
         }
     }
 }
@@ -70,6 +76,7 @@ impl Analyzer<'_> {
             keywords,
             terms: TermCounts::of(text),
             embedding: None,
+            words: Some(Box::new(super::probe::word_counts(text))),
         }
     }
 
@@ -126,6 +133,7 @@ impl Analyzer<'_> {
             keywords,
             terms: TermCounts::of(text),
             embedding: None,
+            words: Some(Box::new(super::probe::word_counts(text))),
         }
     }
 

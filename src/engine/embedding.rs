@@ -293,6 +293,15 @@ impl Embeddings {
 }
 
 impl Embeddings {
+    /// A label position's name vector and example vectors, as kept (nothing for a position
+    /// past the labels held): what the peers and the probe read.
+    pub(super) fn material_of(&self, position: usize) -> (Option<&[f32]>, &[Vec<f32>]) {
+        match self.labels.get(position) {
+            Some(label) => (label.name.as_deref(), &label.examples),
+            None => (None, &[]),
+        }
+    }
+
     /// Per label position (`labels` of them): the query's highest cosine with one of the
     /// label's examples; None for a label without example vectors (names are not read).
     pub fn nearest_examples(&self, query: &[f32], labels: usize) -> Vec<Option<f64>> {

@@ -25,6 +25,8 @@ mod labels;
 mod material;
 mod nearest;
 pub mod no_match;
+mod peers;
+pub mod probe;
 pub mod prompt;
 pub mod rank;
 pub mod refit;
@@ -79,6 +81,12 @@ pub enum Strategy {
     /// The embedding baseline: labels by their closest labelled example's cosine with the text
     /// under the sentence encoder (words, names, descriptions and learned texts unread).
     Nearest,
+    /// A peer: labels by the text's cosine with the mean of their examples' vectors and their
+    /// name's vector ([`peers`]).
+    Prototype,
+    /// A peer: labels by a logistic regression over [vector, words] fitted on the labels'
+    /// examples and names ([`peers`], [`probe`]).
+    Probe,
 }
 
 impl Strategy {
@@ -91,13 +99,16 @@ impl Strategy {
             Self::Proximity => "proximity",
             Self::Hybrid => "hybrid",
             Self::Nearest => "nearest",
+            Self::Prototype => "prototype",
+            Self::Probe => "probe",
         }
     }
 
     /// Whether the strategy reads a text's meaning (a first hop: `ranked`, `hybrid`; and
     /// `nearest`, which reads nothing else); the others need no sentence encoder.
     pub fn reads_meaning(self) -> bool {
-        self == Self::Nearest || self.evidence().is_some_and(|evidence| evidence.first_hop)
+        matches!(self, Self::Nearest | Self::Prototype | Self::Probe)
+            || self.evidence().is_some_and(|evidence| evidence.first_hop)
     }
 
     /// The evidence of a ranked strategy; None for `steiner`, `all`, `naive` and `nearest`.
@@ -106,7 +117,12 @@ impl Strategy {
             Self::Ranked => (true, false),
             Self::Proximity => (false, true),
             Self::Hybrid => (true, true),
-            Self::Steiner | Self::All | Self::Naive | Self::Nearest => return None,
+            Self::Steiner
+            | Self::All
+            | Self::Naive
+            | Self::Nearest
+            | Self::Prototype
+            | Self::Probe => return None,
         };
         Some(Evidence {
             first_hop,
@@ -409,6 +425,8 @@ pub struct Engine {
     embeddings: Option<Embeddings>,
     /// Labelled outcomes from the log and the confidence's recalibration ([`refit`]).
     outcomes: refit::OutcomeLog,
+    /// The `probe` peer's fit, derived from the labels' material ([`peers`]).
+    probe: Option<std::sync::Arc<probe::Probe>>,
 }
 
 impl Engine {
@@ -421,6 +439,7 @@ impl Engine {
             labels: Labels::default(),
             embeddings: None,
             outcomes: refit::OutcomeLog::default(),
+            probe: None,
         }
     }
 
@@ -432,6 +451,7 @@ impl Engine {
     pub fn set_strategy(&mut self, strategy: Strategy) {
         self.config.strategy = strategy;
         self.index.set_weighting(self.config.term_weighting());
+        self.refit_probe();
     }
 
     pub fn graph(&self) -> &KeywordGraph {
@@ -477,6 +497,7 @@ impl Engine {
             graph: &self.graph,
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
+            probe: self.probe.as_deref(),
         }
     }
 

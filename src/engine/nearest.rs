@@ -21,10 +21,6 @@ impl Retriever<'_> {
         analysis: &Analysis,
         terminal_nodes: &[(&Keyword, NodeIndex)],
     ) -> Retrieval {
-        let terminals: Vec<String> = terminal_nodes
-            .iter()
-            .map(|(k, _)| k.phrase.clone())
-            .collect();
         let nearest = match (self.embeddings, &analysis.embedding) {
             (Some(embeddings), Some(query)) => {
                 embeddings.nearest_examples(query, self.labels.len())
@@ -39,6 +35,29 @@ impl Retriever<'_> {
             .collect();
         // Best first; a tie goes to the label registered first.
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let first_hop_labels = ranked.len();
+        ranked.truncate(self.config.ranking.max_candidates.max(1));
+        let ranked = ranked
+            .into_iter()
+            .map(|(position, cosine)| (self.labels[position].id.clone(), cosine))
+            .collect();
+        self.scored_retrieval(ranked, first_hop_labels, terminal_nodes)
+    }
+
+    /// The retrieval of a strategy that scores labels without calibration (`nearest` and the
+    /// peers): `ranked` best first, already capped; with nothing ranked, every active label
+    /// (in registration order) as [`Basis::NoEvidence`], the keyword graph's best-connected one
+    /// chosen.
+    pub(super) fn scored_retrieval(
+        &self,
+        ranked: Vec<(String, f64)>,
+        first_hop_labels: usize,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+    ) -> Retrieval {
+        let terminals: Vec<String> = terminal_nodes
+            .iter()
+            .map(|(k, _)| k.phrase.clone())
+            .collect();
         let active_labels = self.labels.active().count();
         if ranked.is_empty() {
             let candidates = self.labels.active_ids();
@@ -61,15 +80,10 @@ impl Retriever<'_> {
                 short_text: false,
             };
         }
-        let first_hop_labels = ranked.len();
-        ranked.truncate(self.config.ranking.max_candidates.max(1));
-        let candidates: Vec<String> = ranked
-            .iter()
-            .map(|&(position, _)| self.labels[position].id.clone())
-            .collect();
+        let (candidates, scores): (Vec<String>, Vec<f64>) = ranked.into_iter().unzip();
         Retrieval {
             graph_choice: candidates[0].clone(),
-            scores: ranked.iter().map(|&(_, cosine)| cosine).collect(),
+            scores,
             examples: vec![None; candidates.len()],
             example_matches: vec![None; candidates.len()],
             candidates,

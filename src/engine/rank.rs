@@ -73,6 +73,9 @@ pub struct RankingConfig {
     /// closest example or name) needs review, whatever its confidence: ranked by meaning, a
     /// query no label fits still comes out with a clear winner.
     pub short_text_min_meaning: f64,
+    /// Weight of the fitted probe's belief (a label's probability, times the best score before
+    /// it) in `ranked` and `hybrid`; 0 turns the probe off ([`super::probe`]).
+    pub probe_weight: f64,
     /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
     /// makes replicas equal, like `seen_capacity`.
     pub term_weighting: TermWeighting,
@@ -126,6 +129,7 @@ impl Default for RankingConfig {
             embedding_weight_short: 2.0,
             embedding_name_weight_short: 1.0,
             short_text_min_meaning: 0.4,
+            probe_weight: 0.0,
             term_weighting: TermWeighting::LabelSpread,
         }
     }

@@ -34,6 +34,7 @@ pub struct Retriever<'e> {
     pub(super) graph: &'e KeywordGraph,
     pub(super) index: &'e TextIndex,
     pub(super) embeddings: Option<&'e Embeddings>,
+    pub(super) probe: Option<&'e super::probe::Probe>,
 }
 
 impl<'e> Retriever<'e> {
@@ -73,8 +74,11 @@ impl<'e> Retriever<'e> {
         if let Some(evidence) = self.config.strategy.evidence() {
             return Ok(self.ranked_retrieval(analysis, evidence, &terminals, None));
         }
-        if self.config.strategy == Strategy::Nearest {
-            return Ok(self.nearest_retrieval(analysis, &terminals));
+        match self.config.strategy {
+            Strategy::Nearest => return Ok(self.nearest_retrieval(analysis, &terminals)),
+            Strategy::Prototype => return Ok(self.prototype_retrieval(analysis, &terminals)),
+            Strategy::Probe => return Ok(self.probe_retrieval(analysis, &terminals)),
+            _ => {}
         }
         let (candidates, basis, tree_cost) = match self.config.strategy {
             Strategy::Naive => match self.similar_example_labels(analysis) {
@@ -183,6 +187,27 @@ impl<'e> Retriever<'e> {
             });
             by_meaning = !ranking.ranked.is_empty();
             short_text = self.config.ranking.is_short(terms);
+        }
+        if let (true, Some(probe)) = (evidence.first_hop, self.probe) {
+            let weight = self.config.ranking.probe_weight
+                * ranking
+                    .ranked
+                    .first()
+                    .map_or(1.0, |&(_, best)| best.max(1e-3));
+            let active = |l: usize| self.labels.at(l).is_some_and(|label| label.active);
+            // Read relative to the probe's own best: with few examples a fit's probabilities
+            // crowd near uniform, yet their order is what it learned.
+            let mut belief = probe.probabilities(
+                analysis.embedding.as_deref(),
+                &super::peers::words(analysis),
+                active,
+            );
+            let top_belief = belief.iter().copied().fold(0.0, f64::max);
+            if top_belief > 0.0 {
+                belief.iter_mut().for_each(|p| *p /= top_belief);
+            }
+            rank::add_embedding(&mut ranking, &belief, weight, top, |l| active(l as usize));
+            by_meaning = by_meaning || !ranking.ranked.is_empty();
         }
         // Without meaning, a text whose words no label's material shares is not ranked: its
         // scores would rank noise. With meaning, meaning alone ranks the labels.

@@ -88,6 +88,7 @@ impl Engine {
             }
         }
         self.embeddings = Some(embeddings);
+        self.refit_probe();
         (self, unencoded)
     }
 
@@ -160,6 +161,7 @@ impl Engine {
         self.outcomes.record(outcomes, &self.config);
         report.labels_added = labels.len();
         report.unencoded += unencoded_names;
+        self.refit_probe();
         Ok(report)
     }
 
@@ -173,6 +175,7 @@ impl Engine {
         let (report, indexed) = Indexer::of(self).examples(label, examples)?;
         let outcomes = HeldOutScoring::of(self).new_examples(&indexed);
         self.outcomes.record(outcomes, &self.config);
+        self.refit_probe();
         Ok(report)
     }
 

@@ -200,8 +200,10 @@ impl Engine {
             index,
             embeddings: None,
             outcomes: OutcomeLog::from_outcomes(state.outcomes),
+            probe: None,
         };
         engine.outcomes.refit_restored(&engine.config);
+        engine.refit_probe();
         Ok(engine)
     }
 

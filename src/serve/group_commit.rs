@@ -110,6 +110,7 @@ mod tests {
                 keywords: Vec::new(),
                 terms: Default::default(),
                 embedding: None,
+                words: None,
             },
             label: "a".into(),
             confident: true,

@@ -56,6 +56,9 @@ pub struct RankingArgs {
     /// A short text whose label reads less close in meaning than this needs review.
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().short_text_min_meaning)]
     pub short_text_min_meaning: f64,
+    /// Weight of the fitted probe's belief in `ranked` and `hybrid` (0: off).
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().probe_weight)]
+    pub probe_weight: f64,
     /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
     /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
     #[arg(
@@ -140,7 +143,7 @@ impl From<ChoiceArg> for ChoiceMode {
 
 impl RankingArgs {
     /// The embedding signal's weights and floor, by flag (each a number ≥ 0).
-    pub fn meaning_weights(&self) -> [(&'static str, f64); 5] {
+    pub fn meaning_weights(&self) -> [(&'static str, f64); 6] {
         [
             ("--embedding-weight", self.embedding_weight),
             ("--embedding-name-weight", self.embedding_name_weight),
@@ -150,6 +153,7 @@ impl RankingArgs {
                 self.embedding_name_weight_short,
             ),
             ("--short-text-min-meaning", self.short_text_min_meaning),
+            ("--probe-weight", self.probe_weight),
         ]
     }
 
@@ -169,6 +173,7 @@ impl RankingArgs {
             embedding_weight_short: self.embedding_weight_short,
             embedding_name_weight_short: self.embedding_name_weight_short,
             short_text_min_meaning: self.short_text_min_meaning,
+            probe_weight: self.probe_weight,
             term_weighting: self.term_weighting.into(),
             ..RankingConfig::default()
         }

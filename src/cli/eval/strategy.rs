@@ -15,6 +15,10 @@ pub enum StrategyArg {
     Hybrid,
     /// The embedding baseline: the label of the nearest labelled example by the encoder.
     Nearest,
+    /// A peer: labels by the cosine with the mean of their examples' vectors and their name's.
+    Prototype,
+    /// A peer: a logistic regression over [vector, words] on the labels' examples and names.
+    Probe,
 }
 
 impl From<StrategyArg> for Strategy {
@@ -27,6 +31,8 @@ impl From<StrategyArg> for Strategy {
             StrategyArg::Proximity => Strategy::Proximity,
             StrategyArg::Hybrid => Strategy::Hybrid,
             StrategyArg::Nearest => Strategy::Nearest,
+            StrategyArg::Prototype => Strategy::Prototype,
+            StrategyArg::Probe => Strategy::Probe,
         }
     }
 }

@@ -511,6 +511,7 @@ fn numbered_choice_reads_the_number() {
 mod corrections;
 mod embedding;
 mod nearest;
+mod peers;
 mod phrase_bound;
 mod refit;
 mod restore;

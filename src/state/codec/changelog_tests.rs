@@ -343,6 +343,7 @@ fn version_9_records_keep_their_bytes() {
         }],
         terms: TermCounts::of("wohnung"),
         embedding: None,
+        words: None,
     };
     let correction = ChangeRecord {
         version: 9,

@@ -122,6 +122,7 @@ impl<'a> AnalysisRef<'a> {
             keywords,
             terms,
             embedding: _,
+            words: _,
         } = analysis;
         let PhraseCounts { counts, total } = phrases;
         Self {

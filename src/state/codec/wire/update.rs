@@ -95,6 +95,7 @@ impl From<Analysis> for AnalysisV9 {
             keywords,
             terms,
             embedding: _,
+            words: _,
         } = analysis;
         let PhraseCounts { counts, total } = phrases;
         Self {
@@ -129,6 +130,7 @@ impl From<AnalysisV9> for Analysis {
                 .collect(),
             terms: terms.into(),
             embedding: None,
+            words: None,
         }
     }
 }

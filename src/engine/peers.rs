@@ -1,0 +1,181 @@
+//! The peers: what a practitioner writes in ten lines on a stock sentence encoder, run by
+//! `gorag eval` beside gorag's own strategies under the same protocol (docs/guide/eval.md,
+//! "The peers"):
+//! - `prototype`: a label's score is the text's cosine with the mean of its examples' vectors
+//!   and its name's vector (no training);
+//! - `probe`: a multinomial logistic regression over [vector, words] fitted on the active
+//!   labels' examples, each label's name as one more example, refitted whenever labelled
+//!   material arrives ([`super::probe`]).
+//!
+//! Like `nearest`, they read no learned text, and their scores are not calibrated: their
+//! decisions are never held for review and every one is learned from.
+
+use std::sync::Arc;
+
+use petgraph::graph::NodeIndex;
+
+use super::embedding::Embeddings;
+use super::index::DocKind;
+use super::keywords::Keyword;
+use super::probe::{word_counts, Probe, Sample};
+use super::retrieve::Retriever;
+use super::terms::TermCounts;
+use super::{Analysis, Engine, Retrieval, Strategy};
+
+impl Retriever<'_> {
+    /// Candidates of `prototype`: active labels by the text's cosine with their prototype.
+    pub(super) fn prototype_retrieval(
+        &self,
+        analysis: &Analysis,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+    ) -> Retrieval {
+        let scores = match (self.embeddings, &analysis.embedding) {
+            (Some(embeddings), Some(query)) => (0..self.labels.len())
+                .map(|position| {
+                    let (name, examples) = embeddings.material_of(position);
+                    prototype(name, examples).map(|p| dot(query, &p))
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        self.peer_retrieval(scores, terminal_nodes)
+    }
+
+    /// Candidates of `probe`: active labels by the fitted probe's probability.
+    pub(super) fn probe_retrieval(
+        &self,
+        analysis: &Analysis,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+    ) -> Retrieval {
+        let scores = match self.probe {
+            Some(probe) => probe
+                .probabilities(
+                    analysis.embedding.as_deref(),
+                    &words(analysis),
+                    |position| self.labels.at(position).is_some_and(|label| label.active),
+                )
+                .into_iter()
+                .map(Some)
+                .collect(),
+            None => Vec::new(),
+        };
+        self.peer_retrieval(scores, terminal_nodes)
+    }
+
+    /// A peer's retrieval from its per-label-position scores (None: the label has nothing
+    /// to be scored by): the active labels best first, capped at `max_candidates`; with no
+    /// score at all, every active label, as [`Basis::NoEvidence`].
+    fn peer_retrieval(
+        &self,
+        scores: Vec<Option<f64>>,
+        terminal_nodes: &[(&Keyword, NodeIndex)],
+    ) -> Retrieval {
+        let mut ranked: Vec<(usize, f64)> = scores
+            .into_iter()
+            .enumerate()
+            .filter_map(|(position, score)| Some((position, score?)))
+            .filter(|&(position, _)| self.labels.at(position).is_some_and(|l| l.active))
+            .collect();
+        // Best first; a tie goes to the label registered first.
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let first_hop_labels = ranked.len();
+        ranked.truncate(self.config.ranking.max_candidates.max(1));
+        let ranked: Vec<(String, f64)> = ranked
+            .into_iter()
+            .map(|(position, score)| (self.labels[position].id.clone(), score))
+            .collect();
+        self.scored_retrieval(ranked, first_hop_labels, terminal_nodes)
+    }
+}
+
+/// A query's words as the probe reads them (none for an analysis that travelled without them).
+pub(super) fn words(analysis: &Analysis) -> std::borrow::Cow<'_, TermCounts> {
+    match &analysis.words {
+        Some(words) => std::borrow::Cow::Borrowed(words),
+        None => std::borrow::Cow::Owned(TermCounts::default()),
+    }
+}
+
+/// The unit mean of a label's example vectors and its name's vector; None when it has
+/// neither (or they cancel out).
+fn prototype(name: Option<&[f32]>, examples: &[Vec<f32>]) -> Option<Vec<f64>> {
+    let dim = name.map(<[f32]>::len).or(examples.first().map(Vec::len))?;
+    let mut sum = vec![0.0; dim];
+    for vector in examples.iter().map(Vec::as_slice).chain(name) {
+        if vector.len() == dim {
+            for (s, &x) in sum.iter_mut().zip(vector) {
+                *s += f64::from(x);
+            }
+        }
+    }
+    let norm = sum.iter().map(|x| x * x).sum::<f64>().sqrt();
+    (norm > 1e-9).then(|| sum.iter().map(|x| x / norm).collect())
+}
+
+fn dot(a: &[f32], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum()
+}
+
+/// Which engines fit a probe: those whose strategy reads one (`probe`, and the ranked
+/// strategies with a first hop when the probe has a weight).
+pub(super) fn reads_probe(config: &super::EngineConfig) -> bool {
+    config.strategy == Strategy::Probe
+        || (config.ranking.probe_weight > 0.0
+            && config.strategy.evidence().is_some_and(|e| e.first_hop))
+}
+
+impl Engine {
+    /// Fit the probe again on every label's own material (examples and names), when the
+    /// strategy reads one: after a round, new examples, or the encoder attached. A pure
+    /// function of the labels' material, so every replica fits the same weights.
+    pub(super) fn refit_probe(&mut self) {
+        self.probe = if reads_probe(&self.config) {
+            fit_probe(self).map(Arc::new)
+        } else {
+            None
+        };
+    }
+}
+
+/// The probe fitted on `engine`'s labels' examples (their texts as the index keeps them, with
+/// their vectors when every one of the label's examples has one) and names.
+fn fit_probe(engine: &Engine) -> Option<Probe> {
+    let labels = engine.labels.all();
+    let mut texts: Vec<Vec<String>> = vec![Vec::new(); labels.len()];
+    for doc in engine.index.documents().alive() {
+        if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
+            if let Some(slot) = texts.get_mut(doc.label.index()) {
+                slot.push(text.clone());
+            }
+        }
+    }
+    let mut material: Vec<(usize, Option<&[f32]>, TermCounts)> = Vec::new();
+    for (position, label) in labels.iter().enumerate() {
+        let (name_vector, example_vectors) = match &engine.embeddings {
+            Some(embeddings) => embeddings.material_of(position),
+            None => (None, &[][..]),
+        };
+        let paired = example_vectors.len() == texts[position].len();
+        for (i, text) in texts[position].iter().enumerate() {
+            let vector = example_vectors.get(i).filter(|_| paired).map(Vec::as_slice);
+            material.push((position, vector, word_counts(text)));
+        }
+        if let Some(name) = &label.name {
+            let terms = word_counts(&Embeddings::name_text(name));
+            material.push((position, name_vector, terms));
+        }
+    }
+    let dim = material
+        .iter()
+        .find_map(|(_, vector, _)| vector.map(<[f32]>::len))
+        .unwrap_or(0);
+    let samples: Vec<Sample<'_>> = material
+        .iter()
+        .map(|(class, vector, terms)| Sample {
+            class: *class,
+            vector: *vector,
+            terms,
+        })
+        .collect();
+    Probe::fit(&samples, labels.len(), dim)
+}

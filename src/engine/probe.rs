@@ -1,0 +1,379 @@
+//! The probe: a multinomial logistic regression over a text's sentence vector and its words
+//! (TF-IDF over stemmed unigrams and bigrams, L2-normalised), fitted on the active labels' own
+//! material — each labelled example, and each label's name as one more example. It is what a
+//! practitioner fits in ten lines on a stock encoder, and a peer `gorag eval` runs beside
+//! gorag's own strategies (docs/guide/eval.md, "The peers").
+//!
+//! Written here rather than taken from a crate: the features are half dense, half sparse, the
+//! fit must give the same weights bit for bit on every replica (a fixed order of every sum, no
+//! threads), and the labels can number thousands, which rules out a dense design matrix.
+//! The objective is scikit-learn's (`C = 1`, the bias unpenalised), minimised by L-BFGS.
+
+use std::collections::HashMap;
+
+use super::terms::TermCounts;
+
+/// Inverse regularisation strength, scikit-learn's default.
+const C: f64 = 1.0;
+/// L-BFGS iterations at most, and the pairs it remembers.
+const MAX_ITERATIONS: usize = 500;
+const MEMORY: usize = 10;
+/// Stop when the gradient's largest component falls below this.
+const TOLERANCE: f64 = 1e-6;
+
+/// One training text: its class (0..classes), its sentence vector (possibly absent) and its
+/// words.
+#[derive(Debug, Clone)]
+pub struct Sample<'a> {
+    pub class: usize,
+    pub vector: Option<&'a [f32]>,
+    pub terms: &'a TermCounts,
+}
+
+/// The words' side of the features: a vocabulary of the training texts' unigrams and bigrams
+/// with their smoothed idf (`ln((1+n)/(1+df)) + 1`, scikit-learn's).
+#[derive(Debug, Clone, Default)]
+struct Vocabulary {
+    ids: HashMap<String, u32>,
+    idf: Vec<f64>,
+}
+
+/// A text's words as the probe reads them: lower-cased runs of two or more letters or digits,
+/// and each pair of neighbours, counted — nothing stemmed and no stop word dropped ("what",
+/// "how" and "set" tell one request from another).
+pub fn word_counts(text: &str) -> TermCounts {
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .collect();
+    let mut counts: HashMap<String, u32> = HashMap::new();
+    for word in &words {
+        *counts.entry((*word).to_string()).or_default() += 1;
+    }
+    for pair in words.windows(2) {
+        *counts
+            .entry(format!("{} {}", pair[0], pair[1]))
+            .or_default() += 1;
+    }
+    let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+    counts.sort_unstable();
+    TermCounts { counts }
+}
+
+/// A term of at most two words.
+fn is_feature_term(term: &str) -> bool {
+    term.bytes().filter(|&b| b == b' ').count() <= 1
+}
+
+impl Vocabulary {
+    fn of(samples: &[Sample<'_>]) -> Self {
+        let mut ids: HashMap<String, u32> = HashMap::new();
+        let mut df: Vec<u32> = Vec::new();
+        for sample in samples {
+            for (term, _) in &sample.terms.counts {
+                if !is_feature_term(term) {
+                    continue;
+                }
+                let next = ids.len() as u32;
+                let id = *ids.entry(term.clone()).or_insert(next);
+                if id as usize == df.len() {
+                    df.push(0);
+                }
+                df[id as usize] += 1;
+            }
+        }
+        let n = samples.len() as f64;
+        let idf = df
+            .iter()
+            .map(|&d| ((1.0 + n) / (1.0 + f64::from(d))).ln() + 1.0)
+            .collect();
+        Self { ids, idf }
+    }
+
+    /// A text's word features: known terms only, TF-IDF, unit length, by term id.
+    fn features(&self, terms: &TermCounts) -> Vec<(u32, f64)> {
+        let mut features: Vec<(u32, f64)> = terms
+            .counts
+            .iter()
+            .filter(|(term, _)| is_feature_term(term))
+            .filter_map(|(term, count)| {
+                let id = *self.ids.get(term)?;
+                Some((id, f64::from(*count) * self.idf[id as usize]))
+            })
+            .collect();
+        features.sort_unstable_by_key(|&(id, _)| id);
+        let norm = features.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
+        if norm > 0.0 {
+            for (_, w) in &mut features {
+                *w /= norm;
+            }
+        }
+        features
+    }
+
+    fn len(&self) -> usize {
+        self.idf.len()
+    }
+}
+
+/// A text as the model reads it.
+struct Features<'a> {
+    dense: Option<&'a [f32]>,
+    sparse: Vec<(u32, f64)>,
+}
+
+/// The fitted model: per class, weights over [vector, words] and a bias.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    classes: usize,
+    /// Length of the sentence vectors (0: fitted on words alone).
+    dim: usize,
+    vocabulary: Vocabulary,
+    /// `classes × (dim + words + 1)`, row-major, the bias last in each row.
+    weights: Vec<f64>,
+}
+
+impl Probe {
+    /// Fit on `samples` of `classes` classes; `dim` is the sentence vectors' length (vectors of
+    /// another length are read as absent). None without a sample or a class.
+    pub fn fit(samples: &[Sample<'_>], classes: usize, dim: usize) -> Option<Self> {
+        if samples.is_empty() || classes == 0 {
+            return None;
+        }
+        let vocabulary = Vocabulary::of(samples);
+        let features: Vec<Features<'_>> = samples
+            .iter()
+            .map(|s| Features {
+                dense: s.vector.filter(|v| v.len() == dim),
+                sparse: vocabulary.features(s.terms),
+            })
+            .collect();
+        let targets: Vec<usize> = samples.iter().map(|s| s.class).collect();
+        let row = dim + vocabulary.len() + 1;
+        let problem = Problem {
+            features: &features,
+            targets: &targets,
+            classes,
+            dim,
+            row,
+        };
+        let weights = lbfgs(&problem, vec![0.0; classes * row]);
+        Some(Self {
+            classes,
+            dim,
+            vocabulary,
+            weights,
+        })
+    }
+
+    /// Each class's probability for a text (its vector, when it has one of the fitted length,
+    /// and its terms), over the classes `allowed` says are open (the others read 0).
+    pub fn probabilities(
+        &self,
+        vector: Option<&[f32]>,
+        terms: &TermCounts,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Vec<f64> {
+        let features = Features {
+            dense: vector.filter(|v| v.len() == self.dim),
+            sparse: self.vocabulary.features(terms),
+        };
+        let row = self.dim + self.vocabulary.len() + 1;
+        let mut logits: Vec<f64> = (0..self.classes)
+            .map(|class| {
+                logit(
+                    &self.weights[class * row..(class + 1) * row],
+                    &features,
+                    self.dim,
+                )
+            })
+            .collect();
+        for (class, z) in logits.iter_mut().enumerate() {
+            if !allowed(class) {
+                *z = f64::NEG_INFINITY;
+            }
+        }
+        softmax(&mut logits);
+        logits
+    }
+}
+
+/// One class's logit for a text: its weights' dot product with the features, plus the bias.
+fn logit(weights: &[f64], features: &Features<'_>, dim: usize) -> f64 {
+    let mut z = weights[weights.len() - 1];
+    if let Some(dense) = features.dense {
+        z += weights[..dim]
+            .iter()
+            .zip(dense)
+            .map(|(w, &x)| w * f64::from(x))
+            .sum::<f64>();
+    }
+    for &(id, x) in &features.sparse {
+        z += weights[dim + id as usize] * x;
+    }
+    z
+}
+
+/// `z` replaced by its softmax, in place (entries of −∞ read 0; all −∞: all 0).
+fn softmax(z: &mut [f64]) {
+    let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() {
+        z.iter_mut().for_each(|x| *x = 0.0);
+        return;
+    }
+    let mut sum = 0.0;
+    for x in z.iter_mut() {
+        *x = (*x - max).exp();
+        sum += *x;
+    }
+    for x in z.iter_mut() {
+        *x /= sum;
+    }
+}
+
+/// The fit's objective: `½‖W‖² + C · Σ cross-entropy` (the biases not penalised).
+struct Problem<'a, 'f> {
+    features: &'a [Features<'f>],
+    targets: &'a [usize],
+    classes: usize,
+    dim: usize,
+    row: usize,
+}
+
+impl Problem<'_, '_> {
+    /// The objective at `w` and its gradient.
+    fn evaluate(&self, w: &[f64]) -> (f64, Vec<f64>) {
+        let mut gradient = vec![0.0; w.len()];
+        let mut loss = 0.0;
+        for class in 0..self.classes {
+            let range = class_range(class, self.row);
+            let weights = &w[range.clone()][..self.row - 1];
+            gradient[range][..self.row - 1].copy_from_slice(weights);
+            loss += 0.5 * weights.iter().map(|x| x * x).sum::<f64>();
+        }
+        let mut p = vec![0.0; self.classes];
+        for (features, &target) in self.features.iter().zip(self.targets) {
+            for (class, z) in p.iter_mut().enumerate() {
+                *z = logit(&w[class_range(class, self.row)], features, self.dim);
+            }
+            let max = p.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let log_sum = max + p.iter().map(|z| (z - max).exp()).sum::<f64>().ln();
+            loss += C * (log_sum - p[target]);
+            for (class, z) in p.iter().enumerate() {
+                let residual = C * ((z - log_sum).exp() - if class == target { 1.0 } else { 0.0 });
+                let g = &mut gradient[class_range(class, self.row)];
+                if let Some(dense) = features.dense {
+                    for (g, &x) in g[..self.dim].iter_mut().zip(dense) {
+                        *g += residual * f64::from(x);
+                    }
+                }
+                for &(id, x) in &features.sparse {
+                    g[self.dim + id as usize] += residual * x;
+                }
+                g[self.row - 1] += residual;
+            }
+        }
+        (loss, gradient)
+    }
+}
+
+fn class_range(class: usize, row: usize) -> std::ops::Range<usize> {
+    class * row..(class + 1) * row
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Minimise the problem from `w` by L-BFGS with a backtracking (Armijo) line search: a fixed
+/// sequence of floating-point operations, so the same material gives the same weights.
+fn lbfgs(problem: &Problem<'_, '_>, mut w: Vec<f64>) -> Vec<f64> {
+    let (mut loss, mut gradient) = problem.evaluate(&w);
+    let mut history: std::collections::VecDeque<(Vec<f64>, Vec<f64>, f64)> =
+        std::collections::VecDeque::new();
+    for _ in 0..MAX_ITERATIONS {
+        if gradient.iter().all(|g| g.abs() < TOLERANCE) {
+            break;
+        }
+        let direction = two_loop(&gradient, &history);
+        let slope = dot(&direction, &gradient);
+        if slope >= 0.0 {
+            // Not a descent direction (numerical trouble): start the memory again.
+            history.clear();
+            continue;
+        }
+        let mut step = if history.is_empty() {
+            1.0 / gradient.iter().map(|g| g * g).sum::<f64>().sqrt().max(1.0)
+        } else {
+            1.0
+        };
+        let mut accepted = None;
+        for _ in 0..30 {
+            let candidate: Vec<f64> = w
+                .iter()
+                .zip(&direction)
+                .map(|(x, d)| x + step * d)
+                .collect();
+            let (candidate_loss, candidate_gradient) = problem.evaluate(&candidate);
+            if candidate_loss <= loss + 1e-4 * step * slope {
+                accepted = Some((candidate, candidate_loss, candidate_gradient));
+                break;
+            }
+            step *= 0.5;
+        }
+        let Some((next, next_loss, next_gradient)) = accepted else {
+            break;
+        };
+        let s: Vec<f64> = next.iter().zip(&w).map(|(a, b)| a - b).collect();
+        let y: Vec<f64> = next_gradient
+            .iter()
+            .zip(&gradient)
+            .map(|(a, b)| a - b)
+            .collect();
+        let sy = dot(&s, &y);
+        if sy > 1e-12 {
+            if history.len() == MEMORY {
+                history.pop_front();
+            }
+            history.push_back((s, y, 1.0 / sy));
+        }
+        let converged = (loss - next_loss).abs() <= 1e-10 * loss.abs().max(1.0);
+        (w, loss, gradient) = (next, next_loss, next_gradient);
+        if converged {
+            break;
+        }
+    }
+    w
+}
+
+/// L-BFGS's two-loop recursion: the descent direction `−H·g` from the remembered pairs.
+fn two_loop(
+    gradient: &[f64],
+    history: &std::collections::VecDeque<(Vec<f64>, Vec<f64>, f64)>,
+) -> Vec<f64> {
+    let mut q = gradient.to_vec();
+    let mut alphas = Vec::with_capacity(history.len());
+    for (s, y, rho) in history.iter().rev() {
+        let alpha = rho * dot(s, &q);
+        for (q, y) in q.iter_mut().zip(y) {
+            *q -= alpha * y;
+        }
+        alphas.push(alpha);
+    }
+    if let Some((s, y, _)) = history.back() {
+        let gamma = dot(s, y) / dot(y, y);
+        q.iter_mut().for_each(|x| *x *= gamma);
+    }
+    for ((s, y, rho), alpha) in history.iter().zip(alphas.into_iter().rev()) {
+        let beta = rho * dot(y, &q);
+        for (q, s) in q.iter_mut().zip(s) {
+            *q += (alpha - beta) * s;
+        }
+    }
+    q.iter_mut().for_each(|x| *x = -*x);
+    q
+}
+
+#[cfg(test)]
+mod tests;
