@@ -322,6 +322,7 @@ impl ServeConfig {
                 "engine.ranking.short_text_min_meaning",
                 r.short_text_min_meaning,
             ),
+            ("engine.ranking.probe_weight", r.probe_weight),
         ];
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {

@@ -36,6 +36,15 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// The text's words as the probe reads them (none for an analysis that travelled without
+    /// them: a learn record, a pooled text).
+    pub fn probe_words(&self) -> std::borrow::Cow<'_, TermCounts> {
+        match &self.words {
+            Some(words) => std::borrow::Cow::Borrowed(words),
+            None => std::borrow::Cow::Owned(TermCounts::default()),
+        }
+    }
+
     /// The same phrases and keywords with `terms` instead.
     fn with_terms(&self, terms: TermCounts) -> Self {
         Self {

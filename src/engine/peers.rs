@@ -51,7 +51,7 @@ impl Retriever<'_> {
             Some(probe) => probe
                 .probabilities(
                     analysis.embedding.as_deref(),
-                    &words(analysis),
+                    &analysis.probe_words(),
                     |position| self.labels.at(position).is_some_and(|label| label.active),
                 )
                 .into_iter()
@@ -85,14 +85,6 @@ impl Retriever<'_> {
             .map(|(position, score)| (self.labels[position].id.clone(), score))
             .collect();
         self.scored_retrieval(ranked, first_hop_labels, terminal_nodes)
-    }
-}
-
-/// A query's words as the probe reads them (none for an analysis that travelled without them).
-pub(super) fn words(analysis: &Analysis) -> std::borrow::Cow<'_, TermCounts> {
-    match &analysis.words {
-        Some(words) => std::borrow::Cow::Borrowed(words),
-        None => std::borrow::Cow::Owned(TermCounts::default()),
     }
 }
 

@@ -199,7 +199,7 @@ impl<'e> Retriever<'e> {
             // crowd near uniform, yet their order is what it learned.
             let mut belief = probe.probabilities(
                 analysis.embedding.as_deref(),
-                &super::peers::words(analysis),
+                &analysis.probe_words(),
                 active,
             );
             let top_belief = belief.iter().copied().fold(0.0, f64::max);

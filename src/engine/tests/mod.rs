@@ -1,5 +1,12 @@
 use super::*;
 
+/// Retrieval for a text encoded by the engine's encoder, as the shell would have it.
+fn retrieve_encoded(engine: &Engine, text: &str) -> Retrieval {
+    let mut analysis = engine.analyze(text);
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    engine.retriever().retrieve(&analysis).unwrap()
+}
+
 fn label(id: &str, examples: &[&str]) -> NewLabel {
     NewLabel {
         id: id.to_string(),

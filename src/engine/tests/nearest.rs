@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::label;
 use crate::engine::embedding::tests::TopicEncoder;
 use crate::engine::embedding::TextEncoder;
-use crate::engine::{Basis, Engine, EngineConfig, Retrieval, Strategy};
+use crate::engine::{Basis, Engine, EngineConfig, Strategy};
 
 /// Three labels. `orbit`'s example shares every word of the query below but its topic;
 /// `market`'s shares only the topic word the query's meaning turns on (as the topic encoder
@@ -27,11 +27,7 @@ fn engine(max_candidates: usize) -> Engine {
     engine
 }
 
-fn retrieve(engine: &Engine, text: &str) -> Retrieval {
-    let mut analysis = engine.analyze(text);
-    engine.analyzer().embed_query(&mut analysis, text).unwrap();
-    engine.retriever().retrieve(&analysis).unwrap()
-}
+use super::retrieve_encoded as retrieve;
 
 #[test]
 fn the_label_of_the_nearest_example_wins_whatever_the_words() {

@@ -23,11 +23,7 @@ fn engine(strategy: Strategy) -> Engine {
     engine
 }
 
-fn retrieve(engine: &Engine, text: &str) -> Retrieval {
-    let mut analysis = engine.analyze(text);
-    engine.analyzer().embed_query(&mut analysis, text).unwrap();
-    engine.retriever().retrieve(&analysis).unwrap()
-}
+use super::retrieve_encoded as retrieve;
 
 #[test]
 fn prototype_ranks_labels_by_their_examples_and_name_together() {

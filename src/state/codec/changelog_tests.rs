@@ -31,9 +31,12 @@ fn learns_are_batched_under_the_size_limit_in_order() {
     let texts: Vec<LearnedText> = (0..8)
         .map(|offset| LearnedText {
             position: Position::new(0, offset),
-            analysis: engine
-                .engine()
-                .analyze("helium nuclei and alpha decay in physics labs"),
+            // As a learn record holds it (no vector, no probe words).
+            analysis: engine.engine().analyzer().learnable(
+                &engine
+                    .engine()
+                    .analyze("helium nuclei and alpha decay in physics labs"),
+            ),
             label: "a".into(),
             confident: offset % 2 == 0,
             note: (offset == 3).then(|| {
