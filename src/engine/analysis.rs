@@ -85,8 +85,13 @@ impl Analyzer<'_> {
             keywords,
             terms: TermCounts::of(text),
             embedding: None,
-            words: Some(Box::new(super::probe::word_counts(text))),
+            words: self.probe_words(text),
         }
+    }
+
+    /// A query's words for the probe, only where the configuration reads one.
+    fn probe_words(&self, text: &str) -> Option<Box<TermCounts>> {
+        super::probe::reads_probe(self.config).then(|| Box::new(super::probe::word_counts(text)))
     }
 
     /// The encoder a query's text goes through, with the embedding signal on and a strategy
@@ -142,7 +147,7 @@ impl Analyzer<'_> {
             keywords,
             terms: TermCounts::of(text),
             embedding: None,
-            words: Some(Box::new(super::probe::word_counts(text))),
+            words: self.probe_words(text),
         }
     }
 

@@ -20,7 +20,7 @@ use super::keywords::Keyword;
 use super::probe::{word_counts, Probe, Sample};
 use super::retrieve::Retriever;
 use super::terms::TermCounts;
-use super::{Analysis, Engine, Retrieval, Strategy};
+use super::{Analysis, Engine, Retrieval};
 
 impl Retriever<'_> {
     /// Candidates of `prototype`: active labels by the text's cosine with their prototype.
@@ -108,20 +108,12 @@ fn dot(a: &[f32], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum()
 }
 
-/// Which engines fit a probe: those whose strategy reads one (`probe`, and the ranked
-/// strategies with a first hop when the probe has a weight).
-pub(super) fn reads_probe(config: &super::EngineConfig) -> bool {
-    config.strategy == Strategy::Probe
-        || (config.ranking.probe_weight > 0.0
-            && config.strategy.evidence().is_some_and(|e| e.first_hop))
-}
-
 impl Engine {
     /// Fit the probe again on every label's own material (examples and names), when the
     /// strategy reads one: after a round, new examples, or the encoder attached. A pure
     /// function of the labels' material, so every replica fits the same weights.
     pub(super) fn refit_probe(&mut self) {
-        self.probe = if reads_probe(&self.config) {
+        self.probe = if super::probe::reads_probe(&self.config) {
             fit_probe(self).map(Arc::new)
         } else {
             None

@@ -13,6 +13,14 @@ use std::collections::HashMap;
 
 use super::terms::TermCounts;
 
+/// Which engines fit a probe: those whose strategy reads one (`probe`, and the ranked
+/// strategies with a first hop when the probe has a weight).
+pub(super) fn reads_probe(config: &super::EngineConfig) -> bool {
+    config.strategy == super::Strategy::Probe
+        || (config.ranking.probe_weight > 0.0
+            && config.strategy.evidence().is_some_and(|e| e.first_hop))
+}
+
 /// Inverse regularisation strength, scikit-learn's default.
 const C: f64 = 1.0;
 /// L-BFGS iterations at most, and the pairs it remembers.
