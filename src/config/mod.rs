@@ -322,7 +322,10 @@ impl ServeConfig {
                 "engine.ranking.short_text_min_meaning",
                 r.short_text_min_meaning,
             ),
-            ("engine.ranking.probe_weight", r.probe_weight),
+            (
+                "engine.ranking.probe_weight",
+                r.probe_weight.fixed().unwrap_or(0.0),
+            ),
         ];
         for (key, value) in weights {
             if !(value.is_finite() && value >= 0.0) {

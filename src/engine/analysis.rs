@@ -71,6 +71,9 @@ pub struct Analyzer<'e> {
     pub(super) stats: &'e CorpusStats,
     pub(super) index: &'e TextIndex,
     pub(super) embeddings: Option<&'e Embeddings>,
+    /// Whether retrieval reads the probe now (a probe fitted and weighing; the `probe` peer):
+    /// a text's words for it are read only then.
+    pub(super) reads_probe: bool,
 }
 
 impl Analyzer<'_> {
@@ -89,9 +92,10 @@ impl Analyzer<'_> {
         }
     }
 
-    /// A query's words for the probe, only where the configuration reads one.
+    /// A query's words for the probe, only where retrieval reads one.
     fn probe_words(&self, text: &str) -> Option<Box<TermCounts>> {
-        super::probe::reads_probe(self.config).then(|| Box::new(super::probe::word_counts(text)))
+        self.reads_probe
+            .then(|| Box::new(super::probe::word_counts(text)))
     }
 
     /// The encoder a query's text goes through, with the embedding signal on and a strategy

@@ -198,9 +198,11 @@ const DEFAULT_WEIGHTS: [f64; FEATURES] = [
 ];
 
 /// Fitted by `scripts/fit-confidence.sh` on HWU64's dev texts at 1 and 5 shots that the ranking
-/// calls short (customer queries; no test text), with the default ranking weights and encoder.
+/// calls short (customer queries; no test text), with the default ranking weights and encoder
+/// and the probe's weight fitted to each stream (refitted on 2026-11-29 when the probe came: the
+/// scores it adds widen the margins; docs/design/fitted-probe.md).
 const SHORT_TEXT_WEIGHTS: [f64; FEATURES] = [
-    -0.0785, 0.0, 3.2146, 1.1235, -0.5055, -1.5798, 1.5180, -0.3931, 0.0616, -0.9227, 0.1497, 0.0,
+    1.8116, 0.0, 2.1990, -0.7203, 1.0232, 0.5480, 1.4526, -0.9767, 0.9715, -0.7397, 0.1450, 0.0,
 ];
 
 /// Why a calibrator file could not be read.

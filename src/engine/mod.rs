@@ -27,6 +27,7 @@ mod nearest;
 pub mod no_match;
 mod peers;
 pub mod probe;
+mod probe_weight;
 pub mod prompt;
 pub mod rank;
 pub mod refit;
@@ -427,6 +428,9 @@ pub struct Engine {
     outcomes: refit::OutcomeLog,
     /// The `probe` peer's fit, derived from the labels' material ([`peers`]).
     probe: Option<std::sync::Arc<probe::Probe>>,
+    /// The probe's weight as last fitted to the stream's examples ([`probe_weight`]; None:
+    /// never fitted). Persisted: a refit would read a later index.
+    fitted_probe_weight: Option<f64>,
 }
 
 impl Engine {
@@ -440,6 +444,7 @@ impl Engine {
             embeddings: None,
             outcomes: refit::OutcomeLog::default(),
             probe: None,
+            fitted_probe_weight: None,
         }
     }
 
@@ -486,6 +491,8 @@ impl Engine {
             stats: &self.stats,
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
+            reads_probe: self.probe.is_some()
+                && (self.config.strategy == Strategy::Probe || self.probe_weight() > 0.0),
         }
     }
 
@@ -498,6 +505,7 @@ impl Engine {
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
             probe: self.probe.as_deref(),
+            probe_weight: self.probe_weight(),
         }
     }
 

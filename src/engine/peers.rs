@@ -15,7 +15,7 @@ use std::sync::Arc;
 use petgraph::graph::NodeIndex;
 
 use super::embedding::Embeddings;
-use super::index::DocKind;
+use super::index::{DocId, DocKind};
 use super::keywords::Keyword;
 use super::probe::{word_counts, Probe, Sample};
 use super::retrieve::Retriever;
@@ -109,11 +109,23 @@ fn dot(a: &[f32], b: &[f64]) -> f64 {
 }
 
 impl Engine {
+    /// The probe's weight in the ranked strategies: as set, or as fitted (0 before a fit).
+    pub fn probe_weight(&self) -> f64 {
+        match self.config.ranking.probe_weight.fixed() {
+            Some(weight) => weight,
+            None => self.fitted_probe_weight.unwrap_or(0.0),
+        }
+    }
+
     /// Fit the probe again on every label's own material (examples and names), when the
     /// strategy reads one: after a round, new examples, or the encoder attached. A pure
-    /// function of the labels' material, so every replica fits the same weights.
+    /// function of the labels' material, so every replica fits the same weights. Past
+    /// [`super::probe::MAX_LABELS`] active labels the ranked strategies read no probe (the
+    /// `probe` peer always fits one).
     pub(super) fn refit_probe(&mut self) {
-        self.probe = if super::probe::reads_probe(&self.config) {
+        let within = self.config.strategy == super::Strategy::Probe
+            || self.labels.active().count() <= super::probe::MAX_LABELS;
+        self.probe = if within && super::probe::reads_probe(&self.config) {
             fit_probe(self).map(Arc::new)
         } else {
             None
@@ -121,45 +133,78 @@ impl Engine {
     }
 }
 
-/// The probe fitted on `engine`'s labels' examples (their texts as the index keeps them, with
-/// their vectors when every one of the label's examples has one) and names.
-fn fit_probe(engine: &Engine) -> Option<Probe> {
+/// One piece of a label's material the probe learns from: an example or the label's name.
+pub(super) struct ProbeMaterial<'e> {
+    pub position: usize,
+    /// An example's document, its place among its label's examples, and its text (None: the
+    /// label's name).
+    pub example: Option<(DocId, usize, &'e str)>,
+    pub vector: Option<&'e [f32]>,
+    pub terms: TermCounts,
+}
+
+/// Every label's material, label by label: its examples (their texts as the index keeps them,
+/// with their vectors when every one of the label's examples has one), then its name.
+pub(super) fn probe_material(engine: &Engine) -> Vec<ProbeMaterial<'_>> {
     let labels = engine.labels.all();
-    let mut texts: Vec<Vec<String>> = vec![Vec::new(); labels.len()];
-    for doc in engine.index.documents().alive() {
+    let mut examples: Vec<Vec<(DocId, &str)>> = vec![Vec::new(); labels.len()];
+    for (doc_id, doc) in engine.index.documents().alive_with_ids() {
         if let (DocKind::Example, Some(text)) = (doc.kind, &doc.text) {
-            if let Some(slot) = texts.get_mut(doc.label.index()) {
-                slot.push(text.clone());
+            if let Some(slot) = examples.get_mut(doc.label.index()) {
+                slot.push((doc_id, text.as_str()));
             }
         }
     }
-    let mut material: Vec<(usize, Option<&[f32]>, TermCounts)> = Vec::new();
+    let mut material = Vec::new();
     for (position, label) in labels.iter().enumerate() {
         let (name_vector, example_vectors) = match &engine.embeddings {
             Some(embeddings) => embeddings.material_of(position),
             None => (None, &[][..]),
         };
-        let paired = example_vectors.len() == texts[position].len();
-        for (i, text) in texts[position].iter().enumerate() {
-            let vector = example_vectors.get(i).filter(|_| paired).map(Vec::as_slice);
-            material.push((position, vector, word_counts(text)));
+        let paired = example_vectors.len() == examples[position].len();
+        for (i, &(doc, text)) in examples[position].iter().enumerate() {
+            material.push(ProbeMaterial {
+                position,
+                example: Some((doc, i, text)),
+                vector: example_vectors.get(i).filter(|_| paired).map(Vec::as_slice),
+                terms: word_counts(text),
+            });
         }
         if let Some(name) = &label.name {
-            let terms = word_counts(&Embeddings::name_text(name));
-            material.push((position, name_vector, terms));
+            material.push(ProbeMaterial {
+                position,
+                example: None,
+                vector: name_vector,
+                terms: word_counts(&Embeddings::name_text(name)),
+            });
         }
     }
+    material
+}
+
+/// The probe fitted on the material `keep` keeps, over `classes` label positions.
+pub(super) fn fit_probe_on(
+    material: &[ProbeMaterial<'_>],
+    keep: impl Fn(&ProbeMaterial<'_>) -> bool,
+    classes: usize,
+) -> Option<Probe> {
     let dim = material
         .iter()
-        .find_map(|(_, vector, _)| vector.map(<[f32]>::len))
+        .find_map(|m| m.vector.map(<[f32]>::len))
         .unwrap_or(0);
     let samples: Vec<Sample<'_>> = material
         .iter()
-        .map(|(class, vector, terms)| Sample {
-            class: *class,
-            vector: *vector,
-            terms,
+        .filter(|m| keep(m))
+        .map(|m| Sample {
+            class: m.position,
+            vector: m.vector,
+            terms: &m.terms,
         })
         .collect();
-    Probe::fit(&samples, labels.len(), dim)
+    Probe::fit(&samples, classes, dim)
+}
+
+/// The probe fitted on all of `engine`'s labels' material.
+fn fit_probe(engine: &Engine) -> Option<Probe> {
+    fit_probe_on(&probe_material(engine), |_| true, engine.labels.len())
 }

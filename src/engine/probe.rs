@@ -1,5 +1,6 @@
 //! The probe: a multinomial logistic regression over a text's sentence vector and its words
-//! (TF-IDF over stemmed unigrams and bigrams, L2-normalised), fitted on the active labels' own
+//! (TF-IDF over lower-cased words and word pairs, the [`VOCABULARY_CAP`] most frequent,
+//! L2-normalised), fitted on the active labels' own
 //! material — each labelled example, and each label's name as one more example. It is what a
 //! practitioner fits in ten lines on a stock encoder, and a peer `gorag eval` runs beside
 //! gorag's own strategies (docs/guide/eval.md, "The peers").
@@ -11,15 +12,94 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
+use super::index::DocId;
 use super::terms::TermCounts;
 
 /// Which engines fit a probe: those whose strategy reads one (`probe`, and the ranked
-/// strategies with a first hop when the probe has a weight).
+/// strategies with a first hop when the probe has a weight or one is fitted).
 pub(super) fn reads_probe(config: &super::EngineConfig) -> bool {
     config.strategy == super::Strategy::Probe
-        || (config.ranking.probe_weight > 0.0
+        || (config.ranking.probe_weight.may_weigh()
             && config.strategy.evidence().is_some_and(|e| e.first_hop))
 }
+
+/// How much the probe's belief weighs in `ranked` and `hybrid`: fitted to each stream's own
+/// examples (the default, [`super::probe_weight`]), or a number set by hand (0: no probe).
+/// Written `"fitted"` or as a number.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ProbeWeight {
+    Fixed(f64),
+    Fitted(Fitted),
+}
+
+/// The word `fitted`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fitted {
+    Fitted,
+}
+
+impl ProbeWeight {
+    pub const FITTED: Self = Self::Fitted(Fitted::Fitted);
+
+    /// Whether a probe may be read (fitted, or a weight above 0).
+    pub fn may_weigh(self) -> bool {
+        match self {
+            Self::Fixed(weight) => weight > 0.0,
+            Self::Fitted(_) => true,
+        }
+    }
+
+    /// The weight set by hand, if it is.
+    pub fn fixed(self) -> Option<f64> {
+        match self {
+            Self::Fixed(weight) => Some(weight),
+            Self::Fitted(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeWeight {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fixed(weight) => write!(f, "{weight}"),
+            Self::Fitted(_) => f.write_str("fitted"),
+        }
+    }
+}
+
+impl std::str::FromStr for ProbeWeight {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if text == "fitted" {
+            return Ok(Self::FITTED);
+        }
+        match text.parse::<f64>() {
+            Ok(weight) if weight.is_finite() && weight >= 0.0 => Ok(Self::Fixed(weight)),
+            _ => Err(format!("`{text}`: `fitted` or a number ≥ 0")),
+        }
+    }
+}
+
+/// Active labels past which the ranked strategies fit no probe: a fit's time grows with the
+/// labels times the material, and its memory with the labels times the features
+/// (docs/design/fitted-probe.md, "Cost").
+pub const MAX_LABELS: usize = 500;
+
+/// Word features kept at most: the terms found in the most samples. Long texts bring tens of
+/// thousands of word pairs, most seen once; on the WOS tuning stream keeping 4,096 or 10,000
+/// changed the probe's accuracy by under a point and cut its fitting time and memory by a
+/// factor of 2.5 to 7 (docs/design/fitted-probe.md, "Cost").
+pub const VOCABULARY_CAP: usize = 8_192;
+
+/// Weights a fit holds at most (classes × features): fewer words are kept when there are many
+/// classes, so a fit's memory (L-BFGS keeps 2 × [`MEMORY`] + 4 such vectors) stays under
+/// about 200 MB.
+pub const MAX_WEIGHTS: usize = 1_000_000;
 
 /// Inverse regularisation strength, scikit-learn's default.
 const C: f64 = 1.0;
@@ -74,8 +154,43 @@ fn is_feature_term(term: &str) -> bool {
     term.bytes().filter(|&b| b == b' ').count() <= 1
 }
 
+/// The `cap` terms found in the most samples (ties: the first found), numbered in the order
+/// they were found; all of them when there are no more.
+pub(super) fn most_frequent(
+    ids: HashMap<String, u32>,
+    df: Vec<u32>,
+    cap: usize,
+) -> (HashMap<String, u32>, Vec<u32>) {
+    if df.len() <= cap {
+        return (ids, df);
+    }
+    let mut order: Vec<u32> = (0..df.len() as u32).collect();
+    order.sort_unstable_by(|&a, &b| df[b as usize].cmp(&df[a as usize]).then(a.cmp(&b)));
+    let mut kept = vec![false; df.len()];
+    for &id in &order[..cap] {
+        kept[id as usize] = true;
+    }
+    let mut renumbered = vec![u32::MAX; df.len()];
+    let mut kept_df = Vec::with_capacity(cap);
+    for (id, &d) in df.iter().enumerate() {
+        if kept[id] {
+            renumbered[id] = kept_df.len() as u32;
+            kept_df.push(d);
+        }
+    }
+    let ids = ids
+        .into_iter()
+        .filter_map(|(term, id)| {
+            let new = renumbered[id as usize];
+            (new != u32::MAX).then_some((term, new))
+        })
+        .collect();
+    (ids, kept_df)
+}
+
 impl Vocabulary {
-    fn of(samples: &[Sample<'_>]) -> Self {
+    /// The samples' terms, the `cap` most frequent kept.
+    fn of(samples: &[Sample<'_>], cap: usize) -> Self {
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut df: Vec<u32> = Vec::new();
         for sample in samples {
@@ -91,6 +206,7 @@ impl Vocabulary {
                 df[id as usize] += 1;
             }
         }
+        let (ids, df) = most_frequent(ids, df, cap);
         let n = samples.len() as f64;
         let idf = df
             .iter()
@@ -125,6 +241,27 @@ impl Vocabulary {
     }
 }
 
+/// Probes fitted without one fold of the examples each, and which fold each example is in:
+/// an example's held-out scores read the probe that did not learn from it.
+#[derive(Debug, Default)]
+pub struct CrossFit {
+    folds: Vec<Option<Probe>>,
+    fold_of: HashMap<DocId, usize>,
+}
+
+impl CrossFit {
+    /// Each fold's probe (None: nothing to fit), and each example's fold.
+    pub fn new(folds: Vec<Option<Probe>>, fold_of: HashMap<DocId, usize>) -> Self {
+        Self { folds, fold_of }
+    }
+
+    /// The probe fitted without `doc`'s fold (None: `doc` is no example of the fit).
+    pub fn probe_without(&self, doc: DocId) -> Option<Option<&Probe>> {
+        let fold = *self.fold_of.get(&doc)?;
+        self.folds.get(fold).map(Option::as_ref)
+    }
+}
+
 /// A text as the model reads it.
 struct Features<'a> {
     dense: Option<&'a [f32]>,
@@ -149,7 +286,9 @@ impl Probe {
         if samples.is_empty() || classes == 0 {
             return None;
         }
-        let vocabulary = Vocabulary::of(samples);
+        // Within the weights' budget, the words give way to the vector.
+        let words = (MAX_WEIGHTS / classes).saturating_sub(dim + 1);
+        let vocabulary = Vocabulary::of(samples, words.min(VOCABULARY_CAP));
         let features: Vec<Features<'_>> = samples
             .iter()
             .map(|s| Features {
@@ -173,6 +312,23 @@ impl Probe {
             vocabulary,
             weights,
         })
+    }
+
+    /// Each class's probability over the best class's (1 for the best; 0 for a class not
+    /// `allowed`): with few examples a fit's probabilities crowd near uniform, yet their order
+    /// is what it learned.
+    pub fn relative_belief(
+        &self,
+        vector: Option<&[f32]>,
+        terms: &TermCounts,
+        allowed: impl Fn(usize) -> bool,
+    ) -> Vec<f64> {
+        let mut belief = self.probabilities(vector, terms, allowed);
+        let top = belief.iter().copied().fold(0.0, f64::max);
+        if top > 0.0 {
+            belief.iter_mut().for_each(|p| *p /= top);
+        }
+        belief
     }
 
     /// Each class's probability for a text (its vector, when it has one of the fitted length,

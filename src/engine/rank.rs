@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::index::{ClassifiedCapacity, DocId, DocKind, Hit, TermWeighting};
+use super::probe::ProbeWeight;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -73,9 +74,10 @@ pub struct RankingConfig {
     /// closest example or name) needs review, whatever its confidence: ranked by meaning, a
     /// query no label fits still comes out with a clear winner.
     pub short_text_min_meaning: f64,
-    /// Weight of the fitted probe's belief (a label's probability, times the best score before
-    /// it) in `ranked` and `hybrid`; 0 turns the probe off ([`super::probe`]).
-    pub probe_weight: f64,
+    /// Weight of the probe's belief (a label's probability over the best one, times the best
+    /// score before it) in `ranked` and `hybrid`: `fitted` to the stream's examples, or a
+    /// number (0 turns the probe off; [`super::probe_weight`]).
+    pub probe_weight: ProbeWeight,
     /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
     /// makes replicas equal, like `seen_capacity`.
     pub term_weighting: TermWeighting,
@@ -129,7 +131,7 @@ impl Default for RankingConfig {
             embedding_weight_short: 2.0,
             embedding_name_weight_short: 1.0,
             short_text_min_meaning: 0.4,
-            probe_weight: 0.0,
+            probe_weight: ProbeWeight::FITTED,
             term_weighting: TermWeighting::LabelSpread,
         }
     }
@@ -321,6 +323,23 @@ pub fn add_embedding(
     ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
     ranking.ranked = ranked;
     ranking.sorted = sorted;
+}
+
+/// The probe in `ranked` and `hybrid`: `weight` × the best score so far × each active label's
+/// relative belief ([`super::probe::Probe::relative_belief`]) added to its score, on the
+/// ranking's own scale.
+pub fn add_belief(
+    ranking: &mut Ranking,
+    belief: &[f64],
+    weight: f64,
+    top: usize,
+    is_active: impl Fn(u32) -> bool,
+) {
+    let scale = ranking
+        .ranked
+        .first()
+        .map_or(1.0, |&(_, best)| best.max(1e-3));
+    add_embedding(ranking, belief, weight * scale, top, is_active);
 }
 
 /// Best first, ties by label position: labels are distinct, so the order is total (an

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::confidence::{sigmoid, Calibrator, Outcome};
 use super::index::{DocId, DocKind};
+use super::probe::CrossFit;
 use super::{Analysis, Analyzer, Decisions, Engine, EngineConfig, Retriever};
 
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
@@ -231,6 +232,8 @@ pub(super) struct HeldOutScoring<'e> {
     pub analyzer: Analyzer<'e>,
     pub retriever: Retriever<'e>,
     pub decisions: Decisions<'e>,
+    /// Probes that did not learn from the examples scored, when a probe is read.
+    pub cross_fit: Option<&'e CrossFit>,
 }
 
 impl<'e> HeldOutScoring<'e> {
@@ -239,7 +242,13 @@ impl<'e> HeldOutScoring<'e> {
             analyzer: engine.analyzer(),
             retriever: engine.retriever(),
             decisions: engine.decisions(),
+            cross_fit: None,
         }
+    }
+
+    /// Examples scored with the probe of `cross_fit` that did not learn from them.
+    pub fn with_cross_fit(self, cross_fit: Option<&'e CrossFit>) -> Self {
+        Self { cross_fit, ..self }
     }
 
     /// The outcomes of examples just indexed, each scored as if it were not (only those whose
@@ -297,7 +306,14 @@ impl<'e> HeldOutScoring<'e> {
                 .clone()
                 .map(|vector| (example.position as u32, vector)),
         };
-        let retrieval = self.retriever.retrieve_held_out(&analysis, &held_out)?;
+        let retriever = match self.cross_fit.and_then(|c| c.probe_without(example.doc)) {
+            Some(probe) => Retriever {
+                probe,
+                ..self.retriever
+            },
+            None => self.retriever,
+        };
+        let retrieval = retriever.retrieve_held_out(&analysis, &held_out)?;
         let decided = self.decisions.decide(&retrieval, None).label;
         let signals = self.decisions.signals(&retrieval, &decided, None, &[]);
         // The recalibration reads outcomes by the long-text weights: a short text's, scored

@@ -21,6 +21,14 @@ use super::steiner;
 use super::terms::TermCounts;
 use super::{Analysis, Basis, EngineConfig, EngineError, Labels, Retrieval, Strategy};
 
+/// A text's ranking before the probe ([`Retriever::base_ranking`]).
+struct BaseRanking {
+    ranking: Ranking,
+    hits: Vec<Hit>,
+    by_meaning: bool,
+    short_text: bool,
+}
+
 /// Shared terms a prediction's rationale names.
 const MATCHED_TERMS: usize = 5;
 
@@ -35,6 +43,8 @@ pub struct Retriever<'e> {
     pub(super) index: &'e TextIndex,
     pub(super) embeddings: Option<&'e Embeddings>,
     pub(super) probe: Option<&'e super::probe::Probe>,
+    /// The probe's weight in the ranked strategies (0: not read).
+    pub(super) probe_weight: f64,
 }
 
 impl<'e> Retriever<'e> {
@@ -132,6 +142,21 @@ impl<'e> Retriever<'e> {
         Some(self.ranked_retrieval(analysis, evidence, &terminals, Some(held_out)))
     }
 
+    /// A held-out example's ranking before the probe is added (its document and vector left
+    /// out, as [`Self::retrieve_held_out`] leaves them): what the probe's weight is fitted on
+    /// ([`super::probe_weight`]). None under the strategies without a first hop.
+    pub(super) fn held_out_ranking(
+        &self,
+        analysis: &Analysis,
+        held_out: &HeldOut,
+    ) -> Option<Ranking> {
+        let evidence = self.config.strategy.evidence().filter(|e| e.first_hop)?;
+        Some(
+            self.base_ranking(analysis, evidence, Some(held_out))
+                .ranking,
+        )
+    }
+
     /// The ranked strategies: label scores from the retrieval index, best first, capped at
     /// `max_candidates`.
     fn ranked_retrieval(
@@ -145,69 +170,24 @@ impl<'e> Retriever<'e> {
             .iter()
             .map(|(k, _)| k.phrase.clone())
             .collect();
-        let mut hits = self.index.search(&analysis.terms);
-        if let Some(held_out) = held_out {
-            hits.retain(|hit| !held_out.docs.contains(&hit.doc));
-        }
-        // Only the best candidates and the margin are read from the ranking: only they are
-        // put in order (a query sharing a common word with most labels scores most of them).
         let keep = self.config.ranking.max_candidates.max(1);
-        let top = keep.max(2);
-        let mut ranking = self.rank_hits_top(&hits, evidence, top);
-        let terms = analysis.terms.counts.len();
-        // A text no word of which any label's own material shares (a ticket in another
-        // language, a query in other words) is read as a short one: its words cannot decide,
-        // whatever its length.
-        let thin = self.config.ranking.short_text_terms > 0
-            && evidence.first_hop
-            && ranking.first_hop_labels == 0;
-        let terms = if thin { 0 } else { terms };
-        // Short and read by meaning: without an encoder a short text is ranked by its words,
-        // and its confidence read as any other's.
-        let mut short_text = false;
-        let (weight, name_weight) = self.config.ranking.meaning_weights(terms);
-        let mut by_meaning = false;
-        if let (true, true, Some(embeddings), Some(query)) = (
-            evidence.first_hop,
-            weight.is_finite() && weight > 0.0,
-            self.embeddings,
-            &analysis.embedding,
-        ) {
-            let skipped = held_out
-                .and_then(|h| h.vector.as_ref())
-                .map(|(label, vector)| (*label as usize, vector.as_slice()));
-            let similarity = embeddings.similarity_without(
-                query,
-                self.labels.len(),
-                name_weight.max(0.0),
-                skipped,
-            );
-            rank::add_embedding(&mut ranking, &similarity, weight, top, |l| {
-                self.labels.at(l as usize).is_some_and(|label| label.active)
-            });
-            by_meaning = !ranking.ranked.is_empty();
-            short_text = self.config.ranking.is_short(terms);
-        }
+        let BaseRanking {
+            mut ranking,
+            hits,
+            mut by_meaning,
+            short_text,
+        } = self.base_ranking(analysis, evidence, held_out);
         if let (true, Some(probe)) = (evidence.first_hop, self.probe) {
-            let weight = self.config.ranking.probe_weight
-                * ranking
-                    .ranked
-                    .first()
-                    .map_or(1.0, |&(_, best)| best.max(1e-3));
-            let active = |l: usize| self.labels.at(l).is_some_and(|label| label.active);
-            // Read relative to the probe's own best: with few examples a fit's probabilities
-            // crowd near uniform, yet their order is what it learned.
-            let mut belief = probe.probabilities(
-                analysis.embedding.as_deref(),
-                &analysis.probe_words(),
-                active,
-            );
-            let top_belief = belief.iter().copied().fold(0.0, f64::max);
-            if top_belief > 0.0 {
-                belief.iter_mut().for_each(|p| *p /= top_belief);
+            if self.probe_weight > 0.0 {
+                let active = |l: usize| self.labels.at(l).is_some_and(|label| label.active);
+                let words = analysis.probe_words();
+                let belief = probe.relative_belief(analysis.embedding.as_deref(), &words, active);
+                let top = keep.max(2);
+                rank::add_belief(&mut ranking, &belief, self.probe_weight, top, |l| {
+                    active(l as usize)
+                });
+                by_meaning = by_meaning || !ranking.ranked.is_empty();
             }
-            rank::add_embedding(&mut ranking, &belief, weight, top, |l| active(l as usize));
-            by_meaning = by_meaning || !ranking.ranked.is_empty();
         }
         // Without meaning, a text whose words no label's material shares is not ranked: its
         // scores would rank noise. With meaning, meaning alone ranks the labels.
@@ -272,6 +252,65 @@ impl<'e> Retriever<'e> {
             evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.labels.active().count(),
+            short_text,
+        }
+    }
+
+    /// The first and second hops' ranking of a text, with meaning added (everything but the
+    /// probe), and the hits it was read from.
+    fn base_ranking(
+        &self,
+        analysis: &Analysis,
+        evidence: Evidence,
+        held_out: Option<&HeldOut>,
+    ) -> BaseRanking {
+        let mut hits = self.index.search(&analysis.terms);
+        if let Some(held_out) = held_out {
+            hits.retain(|hit| !held_out.docs.contains(&hit.doc));
+        }
+        // Only the best candidates and the margin are read from the ranking: only they are
+        // put in order (a query sharing a common word with most labels scores most of them).
+        let keep = self.config.ranking.max_candidates.max(1);
+        let top = keep.max(2);
+        let mut ranking = self.rank_hits_top(&hits, evidence, top);
+        let terms = analysis.terms.counts.len();
+        // A text no word of which any label's own material shares (a ticket in another
+        // language, a query in other words) is read as a short one: its words cannot decide,
+        // whatever its length.
+        let thin = self.config.ranking.short_text_terms > 0
+            && evidence.first_hop
+            && ranking.first_hop_labels == 0;
+        let terms = if thin { 0 } else { terms };
+        // Short and read by meaning: without an encoder a short text is ranked by its words,
+        // and its confidence read as any other's.
+        let mut short_text = false;
+        let (weight, name_weight) = self.config.ranking.meaning_weights(terms);
+        let mut by_meaning = false;
+        if let (true, true, Some(embeddings), Some(query)) = (
+            evidence.first_hop,
+            weight.is_finite() && weight > 0.0,
+            self.embeddings,
+            &analysis.embedding,
+        ) {
+            let skipped = held_out
+                .and_then(|h| h.vector.as_ref())
+                .map(|(label, vector)| (*label as usize, vector.as_slice()));
+            let similarity = embeddings.similarity_without(
+                query,
+                self.labels.len(),
+                name_weight.max(0.0),
+                skipped,
+            );
+            rank::add_embedding(&mut ranking, &similarity, weight, top, |l| {
+                self.labels.at(l as usize).is_some_and(|label| label.active)
+            });
+            by_meaning = !ranking.ranked.is_empty();
+            short_text = self.config.ranking.is_short(terms);
+        }
+        BaseRanking {
+            ranking,
+            hits,
+            by_meaning,
             short_text,
         }
     }

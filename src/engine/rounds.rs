@@ -157,11 +157,13 @@ impl Engine {
         }
         self.labels.bump_version();
         let (mut report, indexed) = Indexer::of(self).index(prepared);
-        let outcomes = HeldOutScoring::of(self).new_examples(&indexed);
+        let cross_fit = super::probe_weight::refit_on_material(self);
+        let outcomes = HeldOutScoring::of(self)
+            .with_cross_fit(cross_fit.as_ref())
+            .new_examples(&indexed);
         self.outcomes.record(outcomes, &self.config);
         report.labels_added = labels.len();
         report.unencoded += unencoded_names;
-        self.refit_probe();
         Ok(report)
     }
 
@@ -173,9 +175,11 @@ impl Engine {
         examples: &[String],
     ) -> Result<IndexReport, EngineError> {
         let (report, indexed) = Indexer::of(self).examples(label, examples)?;
-        let outcomes = HeldOutScoring::of(self).new_examples(&indexed);
+        let cross_fit = super::probe_weight::refit_on_material(self);
+        let outcomes = HeldOutScoring::of(self)
+            .with_cross_fit(cross_fit.as_ref())
+            .new_examples(&indexed);
         self.outcomes.record(outcomes, &self.config);
-        self.refit_probe();
         Ok(report)
     }
 

@@ -42,6 +42,9 @@ pub struct EngineState {
     /// The labelled outcomes the confidence is refitted on (oldest first; derived, not in the
     /// digest).
     pub outcomes: Vec<Outcome>,
+    /// The probe's weight as last fitted (derived, not in the digest; kept because a refit
+    /// would read a later index).
+    pub fitted_probe_weight: Option<f64>,
 }
 
 #[derive(Debug, Error, PartialEq)]
@@ -160,6 +163,7 @@ impl Engine {
             last_round: self.labels.last_round().map(str::to_string),
             spread: self.index.spread_state(),
             outcomes: self.outcomes.outcomes().copied().collect(),
+            fitted_probe_weight: self.fitted_probe_weight,
         }
     }
 
@@ -201,6 +205,7 @@ impl Engine {
             embeddings: None,
             outcomes: OutcomeLog::from_outcomes(state.outcomes),
             probe: None,
+            fitted_probe_weight: state.fitted_probe_weight,
         };
         engine.outcomes.refit_restored(&engine.config);
         engine.refit_probe();

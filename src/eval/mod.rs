@@ -119,6 +119,8 @@ pub struct RoundMetrics {
     pub description_calls: u32,
     pub graph_nodes: usize,
     pub graph_edges: usize,
+    /// The probe's weight in the ranked strategies after this round (as set, or as fitted).
+    pub probe_weight: f64,
     pub keywords_added_online: usize,
     pub seconds: StageSeconds,
 }

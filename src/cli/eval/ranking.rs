@@ -4,6 +4,7 @@
 use clap::{Args, ValueEnum};
 
 use crate::engine::index::TermWeighting;
+use crate::engine::probe::ProbeWeight;
 use crate::engine::prompt::{ChoiceMode, PromptLayout};
 use crate::engine::rank::RankingConfig;
 use crate::engine::EngineConfig;
@@ -56,9 +57,10 @@ pub struct RankingArgs {
     /// A short text whose label reads less close in meaning than this needs review.
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().short_text_min_meaning)]
     pub short_text_min_meaning: f64,
-    /// Weight of the fitted probe's belief in `ranked` and `hybrid` (0: off).
+    /// Weight of the probe's belief in `ranked` and `hybrid`: `fitted` to the stream's
+    /// examples, or a number (0: off).
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().probe_weight)]
-    pub probe_weight: f64,
+    pub probe_weight: ProbeWeight,
     /// How the index weighs terms: `label-spread` (the labels a term occurs under, learned
     /// from classified texts too) or `idf` (over the labelled examples; `naive` always).
     #[arg(
@@ -153,7 +155,7 @@ impl RankingArgs {
                 self.embedding_name_weight_short,
             ),
             ("--short-text-min-meaning", self.short_text_min_meaning),
-            ("--probe-weight", self.probe_weight),
+            ("--probe-weight", self.probe_weight.fixed().unwrap_or(0.0)),
         ]
     }
 

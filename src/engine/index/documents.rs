@@ -64,6 +64,16 @@ impl Documents {
             .map(|(doc, _)| doc)
     }
 
+    /// The alive documents with their ids, in order.
+    pub fn alive_with_ids(&self) -> impl Iterator<Item = (DocId, &IndexDoc)> {
+        self.docs
+            .iter()
+            .enumerate()
+            .zip(&self.alive)
+            .filter(|(_, alive)| **alive)
+            .map(|((at, doc), _)| (DocId::at(at), doc))
+    }
+
     /// Documents held, tombstones included: the range of [`DocId`]s.
     pub fn len(&self) -> usize {
         self.docs.len()

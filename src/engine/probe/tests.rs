@@ -41,7 +41,7 @@ fn samples<'a>(t: &'a [TermCounts], v: &'a [Vec<f32>], c: &[usize]) -> Vec<Sampl
 fn the_gradient_is_the_objective_s_slope() {
     let (t, v, c) = toy();
     let samples = samples(&t, &v, &c);
-    let vocabulary = Vocabulary::of(&samples);
+    let vocabulary = Vocabulary::of(&samples, usize::MAX);
     let features: Vec<Features<'_>> = samples
         .iter()
         .map(|s| Features {
@@ -116,4 +116,21 @@ fn the_same_material_gives_the_same_weights_bit_for_bit() {
 #[test]
 fn nothing_to_fit_is_no_probe() {
     assert!(Probe::fit(&[], 3, 3).is_none());
+}
+
+#[test]
+fn a_capped_vocabulary_keeps_the_most_frequent_terms_in_the_order_found() {
+    let ids: HashMap<String, u32> = ["rare", "common", "tie_a", "tie_b"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.to_string(), i as u32))
+        .collect();
+    let df = vec![1, 5, 2, 2];
+    let (kept, kept_df) = most_frequent(ids.clone(), df.clone(), 2);
+    // "common" (5), then the first of the tied pair; numbered as found.
+    assert_eq!(kept.len(), 2);
+    assert_eq!((kept["common"], kept["tie_a"]), (0, 1));
+    assert_eq!(kept_df, vec![5, 2]);
+    // Under the cap, nothing moves.
+    assert_eq!(most_frequent(ids.clone(), df.clone(), 4), (ids, df));
 }

@@ -520,6 +520,7 @@ mod embedding;
 mod nearest;
 mod peers;
 mod phrase_bound;
+mod probe_weight;
 mod refit;
 mod restore;
 mod scored;

@@ -84,7 +84,7 @@ fn the_probe_s_weight_moves_hybrid_towards_what_it_learned() {
     let text = "the stock exchange cook";
     let before = retrieve(&off, text);
     let mut config = off.config().clone();
-    config.ranking.probe_weight = 4.0;
+    config.ranking.probe_weight = crate::engine::probe::ProbeWeight::Fixed(4.0);
     let on = Engine::from_state(config, off.to_state())
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))

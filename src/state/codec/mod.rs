@@ -84,6 +84,6 @@ pub const STORE_FORMAT: u32 = 3;
 /// The oldest state store format this build reads: 2, the bare snapshot layout with confidence
 /// outcomes.
 pub const STORE_FORMAT_OLDEST_SUPPORTED: u32 = 2;
-/// The snapshot layout this build writes, the version in its envelope: numbered as the store
-/// format that brought it (a later store format may keep it).
-pub const SNAPSHOT_VERSION: u32 = 3;
+/// The snapshot layout this build writes, the version in its envelope: 3 came with store format
+/// 3, 4 (the probe's fitted weight) within it; a later store format may keep a layout.
+pub const SNAPSHOT_VERSION: u32 = 4;

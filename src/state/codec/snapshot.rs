@@ -1,23 +1,23 @@
 //! The replicated state as the store persists it: held in memory as the newest layout
-//! ([`SnapshotV3`]), written in the envelope (`envelope.rs`), read from every store format this
+//! ([`SnapshotV4`]), written in the envelope (`envelope.rs`), read from every store format this
 //! build supports (the policy: `mod.rs`).
 
 use serde::de::DeserializeOwned;
 
 use super::envelope;
 pub use super::snapshot_error::SnapshotError;
-use super::wire::snapshot::{SnapshotV3, VersionedSnapshot};
+use super::wire::snapshot::{SnapshotV3, SnapshotV4, VersionedSnapshot};
 use super::SNAPSHOT_VERSION;
 use crate::discovery::Pool;
 use crate::engine::saved::EngineState;
 
 /// The engine's state and the discovery pool, ready to write (converted once, when taken).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Snapshot(SnapshotV3);
+pub struct Snapshot(SnapshotV4);
 
 impl Snapshot {
     pub fn new(engine: EngineState, pool: Pool) -> Self {
-        Self(SnapshotV3::new(engine, pool))
+        Self(SnapshotV4::new(engine, pool))
     }
 
     pub fn into_parts(self) -> (EngineState, Pool) {
@@ -35,19 +35,19 @@ impl Snapshot {
     }
 
     #[cfg(test)]
-    pub(crate) fn wire(&self) -> &SnapshotV3 {
+    pub(crate) fn wire(&self) -> &SnapshotV4 {
         &self.0
     }
 }
 
-impl From<SnapshotV3> for Snapshot {
-    fn from(wire: SnapshotV3) -> Self {
+impl From<SnapshotV4> for Snapshot {
+    fn from(wire: SnapshotV4) -> Self {
         Self(wire)
     }
 }
 
 // A new snapshot version is a new arm below: raise this with it.
-const _: () = assert!(SNAPSHOT_VERSION == 3);
+const _: () = assert!(SNAPSHOT_VERSION == 4);
 
 /// The layout `bytes` hold, by the store's format and then the envelope's version.
 pub(crate) fn decode_versioned(
@@ -62,7 +62,8 @@ pub(crate) fn decode_versioned(
     }
     let (version, payload) = envelope::open(bytes)?;
     match version {
-        3 => whole(version, payload).map(VersionedSnapshot::V3),
+        3 => whole::<SnapshotV3>(version, payload).map(VersionedSnapshot::V3),
+        4 => whole(version, payload).map(VersionedSnapshot::V4),
         newer if newer > SNAPSHOT_VERSION => Err(SnapshotError::TooNew(newer)),
         other => Err(SnapshotError::Unknown(other)),
     }

@@ -7,7 +7,7 @@ use super::wire::sample;
 use super::{Snapshot, SnapshotError, STORE_FORMAT};
 
 fn sealed() -> Vec<u8> {
-    envelope::seal(3, &sample::snapshot_v3()).unwrap()
+    envelope::seal(4, &sample::snapshot_v4()[0]).unwrap()
 }
 
 /// An envelope of `version` around `payload`, with a checksum that holds.
@@ -23,9 +23,9 @@ fn envelope_of(version: u32, payload: &[u8]) -> Vec<u8> {
 #[test]
 fn a_snapshot_reads_back_in_its_envelope() {
     let bytes = sealed();
-    assert_eq!(&bytes[..8], b"GSNP\x03\x00\x00\x00");
+    assert_eq!(&bytes[..8], b"GSNP\x04\x00\x00\x00");
     let snapshot = Snapshot::decode(&bytes, STORE_FORMAT).unwrap();
-    assert_eq!(snapshot.wire(), &sample::snapshot_v3());
+    assert_eq!(snapshot.wire(), &sample::snapshot_v4()[0]);
     assert_eq!(snapshot.encode().unwrap(), bytes);
 }
 
@@ -64,26 +64,26 @@ fn torn_and_damaged_snapshots_are_refused() {
 
 #[test]
 fn versions_outside_this_build_s_are_refused_by_their_number() {
-    let payload = postcard::to_stdvec(&sample::snapshot_v3()).unwrap();
-    let newer = Snapshot::decode(&envelope_of(4, &payload), STORE_FORMAT).unwrap_err();
-    assert_eq!(newer, SnapshotError::TooNew(4));
+    let payload = postcard::to_stdvec(&sample::snapshot_v4()[0]).unwrap();
+    let newer = Snapshot::decode(&envelope_of(5, &payload), STORE_FORMAT).unwrap_err();
+    assert_eq!(newer, SnapshotError::TooNew(5));
     assert!(newer.to_string().contains("upgrade"), "{newer}");
     assert_eq!(
         Snapshot::decode(&envelope_of(2, &payload), STORE_FORMAT).unwrap_err(),
         SnapshotError::Unknown(2)
     );
     // A checksum that holds over a state that does not decode, or has bytes after it.
-    let error = Snapshot::decode(&envelope_of(3, &payload[..payload.len() / 2]), 3).unwrap_err();
+    let error = Snapshot::decode(&envelope_of(4, &payload[..payload.len() / 2]), 3).unwrap_err();
     assert!(
-        matches!(error, SnapshotError::Postcard { version: 3, .. }),
+        matches!(error, SnapshotError::Postcard { version: 4, .. }),
         "{error}"
     );
     let mut longer = payload.clone();
     longer.push(0);
     assert_eq!(
-        Snapshot::decode(&envelope_of(3, &longer), 3).unwrap_err(),
+        Snapshot::decode(&envelope_of(4, &longer), 3).unwrap_err(),
         SnapshotError::Trailing {
-            version: 3,
+            version: 4,
             bytes: 1
         }
     );

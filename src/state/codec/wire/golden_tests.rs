@@ -18,7 +18,7 @@ use super::engine::{DocKindWire, NodeWire};
 use super::leaves::UnexplainedWire;
 use super::record::{ChangeV9, LabelOutcomeV9, ReasonV9, RecordV9, RejectStageV9, VersionedRecord};
 use super::sample;
-use super::snapshot::{SnapshotV2, SnapshotV3, VersionedSnapshot};
+use super::snapshot::{SnapshotV2, SnapshotV3, SnapshotV4, VersionedSnapshot};
 use super::update::UpdateV9;
 use crate::state::codec::changelog::POSTCARD_MARKER;
 use crate::state::codec::snapshot::decode_versioned;
@@ -210,11 +210,7 @@ fn snapshot_golden_files() {
     let bare = postcard::to_stdvec(&v2).expect("encodes");
     let sealed = envelope::seal(3, &v3).expect("encodes");
     let v2_bytes = unhex(&golden("snapshot-v2.hex", false, &hex(&[bare])));
-    let v3_bytes = unhex(&golden(
-        "snapshot-v3.hex",
-        SNAPSHOT_VERSION == 3,
-        &hex(&[sealed]),
-    ));
+    let v3_bytes = unhex(&golden("snapshot-v3.hex", false, &hex(&[sealed])));
     golden(
         "snapshot-v2.layout.json",
         false,
@@ -222,7 +218,7 @@ fn snapshot_golden_files() {
     );
     golden(
         "snapshot-v3.layout.json",
-        SNAPSHOT_VERSION == 3,
+        false,
         &snapshot_layout::<SnapshotV3>(),
     );
     // Store format 2 held version 2 bare; format 3 holds the envelope.
@@ -230,17 +226,47 @@ fn snapshot_golden_files() {
     assert_eq!(read_v2, VersionedSnapshot::V2(v2.clone()));
     let read_v3 = decode_versioned(&v3_bytes[0], 3).expect("decodes");
     assert_eq!(read_v3, VersionedSnapshot::V3(v3.clone()));
-    // What the state is restored from, and back: the engine's types hold every field.
+    // Older layouts read as the newest: with no fitted weight.
     let (engine, pool) = Snapshot::decode(&v3_bytes[0], 3)
         .expect("decodes")
         .into_parts();
-    assert_eq!(Snapshot::new(engine, pool).wire(), &v3);
-    let upgraded = SnapshotV3::from(v2);
+    assert_eq!(
+        Snapshot::new(engine, pool).wire(),
+        &SnapshotV4::from(v3.clone())
+    );
+    let upgraded = SnapshotV4::from(SnapshotV3::from(v2));
     let (engine, pool) = Snapshot::decode(&v2_bytes[0], 2)
         .expect("decodes")
         .into_parts();
     assert_eq!(pool.texts()[4].arrival_score, None, "past the scores");
     assert_eq!(Snapshot::new(engine, pool).wire(), &upgraded);
+}
+
+#[test]
+fn snapshot_v4_golden_files() {
+    let samples = sample::snapshot_v4();
+    let sealed: Vec<Vec<u8>> = samples
+        .iter()
+        .map(|v4| envelope::seal(4, v4).expect("encodes"))
+        .collect();
+    let bytes = unhex(&golden(
+        "snapshot-v4.hex",
+        SNAPSHOT_VERSION == 4,
+        &hex(&sealed),
+    ));
+    golden(
+        "snapshot-v4.layout.json",
+        SNAPSHOT_VERSION == 4,
+        &snapshot_layout::<SnapshotV4>(),
+    );
+    for (read, v4) in bytes.iter().zip(&samples) {
+        let decoded = decode_versioned(read, 3).expect("decodes");
+        assert_eq!(decoded, VersionedSnapshot::V4(v4.clone()));
+        // What the state is restored from, and back: the engine's types hold every field.
+        let (engine, pool) = Snapshot::decode(read, 3).expect("decodes").into_parts();
+        assert_eq!(Snapshot::new(engine, pool).wire(), v4);
+    }
+    assert_eq!(bytes.len(), samples.len());
 }
 
 /// The wire types mirror the layouts the previous build wrote, byte for byte: its changelog's

@@ -11,7 +11,7 @@ use super::leaves::{PooledTextWire, TermCountsWire, UnexplainedWire};
 use super::record::{
     ChangeV9, LabelOutcomeV9, LearnedTextV9, PoolNoteV9, ReasonV9, RecordV9, RejectStageV9,
 };
-use super::snapshot::{PoolV2, PoolV3, PooledEntryV3, SnapshotV2, SnapshotV3};
+use super::snapshot::{PoolV2, PoolV3, PooledEntryV3, SnapshotV2, SnapshotV3, SnapshotV4};
 use super::update::{AnalysisV9, KeywordV9, NewLabelV9, PhraseCountsV9, UpdateV9};
 
 fn terms(pairs: &[(&str, u32)]) -> TermCountsWire {
@@ -372,4 +372,13 @@ pub(crate) fn snapshot_v3() -> SnapshotV3 {
             pushed: 7,
         },
     }
+}
+
+/// Snapshot version 4's samples: version 3's state with a fitted probe weight, and without
+/// one (never fitted).
+pub(crate) fn snapshot_v4() -> [SnapshotV4; 2] {
+    [Some(1.5), None].map(|fitted_probe_weight| SnapshotV4 {
+        v3: snapshot_v3(),
+        fitted_probe_weight,
+    })
 }

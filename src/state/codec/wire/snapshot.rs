@@ -1,6 +1,7 @@
-//! The snapshot's layouts, by version: [`VersionedSnapshot`]. A snapshot's version is the store
-//! format that brought its layout: 2 (bare postcard, told apart by the store's `format` key
-//! alone) and 3 (inside the envelope of `envelope.rs`, which carries the version itself).
+//! The snapshot's layouts, by version: [`VersionedSnapshot`]: 2 (bare postcard, told apart by
+//! the store's `format` key alone), 3 (inside the envelope of `envelope.rs`, which carries the
+//! version itself; store format 3 brought it) and 4 (version 3's layout, then the probe's fitted
+//! weight; within store format 3).
 
 use serde::{Deserialize, Serialize};
 
@@ -17,15 +18,53 @@ use crate::engine::saved::EngineState;
 pub(crate) enum VersionedSnapshot {
     V2(SnapshotV2),
     V3(SnapshotV3),
+    V4(SnapshotV4),
 }
 
 impl VersionedSnapshot {
     /// The newest layout: each older one converts to the next.
-    pub fn into_newest(self) -> SnapshotV3 {
+    pub fn into_newest(self) -> SnapshotV4 {
         match self {
-            Self::V2(v2) => v2.into(),
-            Self::V3(v3) => v3,
+            Self::V2(v2) => SnapshotV3::from(v2).into(),
+            Self::V3(v3) => v3.into(),
+            Self::V4(v4) => v4,
         }
+    }
+}
+
+/// Snapshot version 4: version 3's fields, then the probe's weight as last fitted to the
+/// stream (None: never fitted; docs/design/fitted-probe.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct SnapshotV4 {
+    pub v3: SnapshotV3,
+    pub fitted_probe_weight: Option<f64>,
+}
+
+/// A version 3 snapshot was written by a build that fitted no weight: none until the next
+/// round or new examples (a weight fitted at restore would read a later index than the other
+/// replicas' fits, and they would diverge).
+impl From<SnapshotV3> for SnapshotV4 {
+    fn from(v3: SnapshotV3) -> Self {
+        Self {
+            v3,
+            fitted_probe_weight: None,
+        }
+    }
+}
+
+impl SnapshotV4 {
+    pub fn new(engine: EngineState, pool: Pool) -> Self {
+        let fitted_probe_weight = engine.fitted_probe_weight;
+        Self {
+            v3: SnapshotV3::new(engine, pool),
+            fitted_probe_weight,
+        }
+    }
+
+    pub fn into_parts(self) -> (EngineState, Pool) {
+        let (mut engine, pool) = self.v3.into_parts();
+        engine.fitted_probe_weight = self.fitted_probe_weight;
+        (engine, pool)
     }
 }
 
@@ -142,6 +181,7 @@ impl SnapshotV3 {
             last_round,
             spread,
             outcomes,
+            fitted_probe_weight: _,
         } = engine;
         let PoolParts {
             texts,
@@ -201,6 +241,7 @@ impl SnapshotV3 {
             last_round,
             spread: spread.into(),
             outcomes: outcomes.into_iter().map(Into::into).collect(),
+            fitted_probe_weight: None,
         };
         let pool = Pool::from_parts(PoolParts {
             texts: texts

@@ -1,0 +1,163 @@
+//! Fitting the probe's weight to the stream in front of gorag (`probe_weight = "fitted"`,
+//! docs/design/fitted-probe.md).
+//!
+//! How much the probe should weigh differs by stream: on short queries it adds what the
+//! keyword graph cannot read, on long technical abstracts it drowns the graph's fine
+//! distinctions (docs/results/2026-11-29-peers.md). So each stream's own examples decide, by
+//! cross-fitting: the examples are split into [`FOLDS`] folds (a label's `j`-th example in fold
+//! `(position + j) mod FOLDS`, so each fold takes a share of every label's examples and of the
+//! lone ones); for each fold a probe is fitted on the rest of the material (names included),
+//! and each of the fold's examples is ranked as if it were not indexed (its document, vector
+//! and learned copies left out) with that probe added at every weight of [`WEIGHTS`]. The
+//! weight that ranks the most examples' own label first wins; a tie goes to the smaller weight
+//! (the graph's ranking as it was).
+//!
+//! A pure function of the engine's state when a round or new examples are applied, so every
+//! replica that applies the same log fits the same weight; it is kept in the snapshot, since
+//! refitting it later would read a later index.
+
+use super::peers::{fit_probe_on, probe_material, ProbeMaterial};
+use super::probe::{word_counts, CrossFit};
+use super::rank::{self, Ranking};
+use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
+use super::Engine;
+
+/// The weights tried, smallest first.
+pub const WEIGHTS: [f64; 5] = [0.0, 0.5, 1.0, 2.0, 4.0];
+
+/// Folds the examples are split into: each fold's probe learns from about three quarters of
+/// the examples.
+pub const FOLDS: usize = 4;
+
+/// Examples ranked per fit at most (an even sample when there are more): enough to tell the
+/// weights apart, a bounded cost per round.
+pub const EXAMPLES_PER_FIT: usize = 300;
+
+/// After labelled material arrives (a round, new examples): the probe fitted again and, where
+/// a ranked strategy reads it, each fold's probe — and from those the probe's weight when it is
+/// fitted. The cross-fit is returned for scoring the new examples held out.
+pub(super) fn refit_on_material(engine: &mut Engine) -> Option<CrossFit> {
+    engine.refit_probe();
+    let ranked = engine
+        .config
+        .strategy
+        .evidence()
+        .is_some_and(|e| e.first_hop);
+    if engine.probe.is_none() || !ranked {
+        return None;
+    }
+    let folds = cross_fit(engine);
+    if engine.config.ranking.probe_weight.fixed().is_none() {
+        engine.fitted_probe_weight = Some(fit_weight(engine, &folds));
+    }
+    Some(folds)
+}
+
+/// The fold of a label's `j`-th example.
+fn fold_of(position: usize, j: usize) -> usize {
+    (position + j) % FOLDS
+}
+
+/// Each fold's probe, fitted on the material outside it.
+pub(super) fn cross_fit(engine: &Engine) -> CrossFit {
+    let material = probe_material(engine);
+    let classes = engine.labels.len();
+    let folds = (0..FOLDS)
+        .map(|fold| {
+            fit_probe_on(
+                &material,
+                |m| {
+                    m.example
+                        .is_none_or(|(_, j, _)| fold_of(m.position, j) != fold)
+                },
+                classes,
+            )
+        })
+        .collect();
+    let fold_of = material
+        .iter()
+        .filter_map(|m| {
+            let (doc, j, _) = m.example?;
+            Some((doc, fold_of(m.position, j)))
+        })
+        .collect();
+    CrossFit::new(folds, fold_of)
+}
+
+/// The weight of [`WEIGHTS`] that ranks the most held-out examples' own label first under
+/// `cross_fit`'s probes (0 when no example can be ranked).
+pub(super) fn fit_weight(engine: &Engine, cross_fit: &CrossFit) -> f64 {
+    let material = probe_material(engine);
+    let examples: Vec<&ProbeMaterial<'_>> = material
+        .iter()
+        .filter(|m| m.example.is_some())
+        .filter(|m| engine.labels.at(m.position).is_some_and(|l| l.active))
+        .collect();
+    let picked: Vec<&ProbeMaterial<'_>> = held_out_sample(examples.len(), EXAMPLES_PER_FIT)
+        .into_iter()
+        .map(|i| examples[i])
+        .collect();
+    let scoring = HeldOutScoring::of(engine);
+    let threads = crate::threads::cores();
+    let right = crate::threads::in_threads(picked, threads, |example| {
+        right_at_each_weight(&scoring, cross_fit, example)
+    });
+    let mut totals = [0usize; WEIGHTS.len()];
+    for counts in right.into_iter().flatten() {
+        for (total, right) in totals.iter_mut().zip(counts) {
+            *total += usize::from(right);
+        }
+    }
+    // The first (smallest) weight of the most right.
+    let best = totals.iter().enumerate().fold(
+        0,
+        |best, (i, &count)| if count > totals[best] { i } else { best },
+    );
+    WEIGHTS[best]
+}
+
+/// Whether a held-out example's own label is ranked first at each weight (None when it
+/// cannot be ranked: no first-hop strategy, or nothing scored).
+fn right_at_each_weight(
+    scoring: &HeldOutScoring<'_>,
+    cross_fit: &CrossFit,
+    example: &ProbeMaterial<'_>,
+) -> Option<[bool; WEIGHTS.len()]> {
+    let (doc, _, text) = example.example?;
+    let mut analysis = scoring.analyzer.analyze(text);
+    analysis.embedding = example.vector.map(<[f32]>::to_vec);
+    // Read whatever weight the engine holds now: the folds' probes read them.
+    analysis.words = Some(Box::new(word_counts(text)));
+    let mut docs = scoring.learned_copies(&analysis);
+    docs.push(doc);
+    let held_out = HeldOut {
+        docs,
+        vector: example
+            .vector
+            .map(|vector| (example.position as u32, vector.to_vec())),
+    };
+    let retriever = scoring.retriever;
+    let base: Ranking = retriever.held_out_ranking(&analysis, &held_out)?;
+    let labels = retriever.labels;
+    let active = |position: usize| labels.at(position).is_some_and(|l| l.active);
+    let belief = cross_fit.probe_without(doc).flatten().map(|probe| {
+        probe.relative_belief(
+            analysis.embedding.as_deref(),
+            &analysis.probe_words(),
+            active,
+        )
+    });
+    let top = retriever.config.ranking.max_candidates.max(2);
+    let mut right = [false; WEIGHTS.len()];
+    for (slot, &weight) in right.iter_mut().zip(&WEIGHTS) {
+        let mut ranking = base.clone();
+        if let (Some(belief), true) = (&belief, weight > 0.0) {
+            rank::add_belief(&mut ranking, belief, weight, top, |l| active(l as usize));
+        }
+        *slot = ranking
+            .ranked
+            .first()
+            .is_some_and(|&(label, _)| label as usize == example.position);
+    }
+    Some(right)
+}

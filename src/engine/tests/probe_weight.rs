@@ -1,0 +1,110 @@
+//! The probe's weight fitted to the stream's examples ([`crate::engine::probe_weight`]): one
+//! of the weights tried, the same on every replica, kept across a restore, and scored on
+//! probes that did not learn the example scored.
+
+use std::sync::Arc;
+
+use super::label;
+use super::retrieve_encoded as retrieve;
+use crate::engine::embedding::tests::TopicEncoder;
+use crate::engine::probe::ProbeWeight;
+use crate::engine::probe_weight::{cross_fit, WEIGHTS};
+use crate::engine::{Engine, EngineConfig, Retrieval};
+
+fn fitted() -> Engine {
+    let mut config = EngineConfig::default();
+    config.ranking.probe_weight = ProbeWeight::FITTED;
+    let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
+    engine
+        .apply_round(&[
+            label("orbit", &["rockets launched into space", "a space station"]),
+            label(
+                "market",
+                &["money on the stock exchange", "shares and money"],
+            ),
+            label("kitchen", &["food to cook tonight", "a recipe for dinner"]),
+        ])
+        .unwrap();
+    engine
+}
+
+fn bits(retrieval: &Retrieval) -> Vec<u64> {
+    retrieval.scores.iter().map(|s| s.to_bits()).collect()
+}
+
+#[test]
+fn the_fitted_weight_is_one_tried_and_the_same_on_every_replica() {
+    let (a, b) = (fitted(), fitted());
+    let weight = a
+        .to_state()
+        .fitted_probe_weight
+        .expect("fitted at the round");
+    assert!(WEIGHTS.contains(&weight), "{weight}");
+    assert_eq!(a.probe_weight().to_bits(), b.probe_weight().to_bits());
+    assert_eq!(a.probe_weight(), weight);
+}
+
+#[test]
+fn a_restored_engine_keeps_the_weight_it_fitted() {
+    let engine = fitted();
+    let restored = Engine::from_state(engine.config().clone(), engine.to_state())
+        .unwrap()
+        .with_encoder(Arc::new(TopicEncoder))
+        .0;
+    assert_eq!(restored.probe_weight(), engine.probe_weight());
+    for text in ["money for dinner", "space rockets", "nothing known"] {
+        assert_eq!(
+            bits(&retrieve(&engine, text)),
+            bits(&retrieve(&restored, text))
+        );
+    }
+}
+
+#[test]
+fn a_state_with_no_fitted_weight_reads_none_until_labelled_material_arrives() {
+    let engine = fitted();
+    let mut state = engine.to_state();
+    state.fitted_probe_weight = None;
+    let mut restored = Engine::from_state(engine.config().clone(), state)
+        .unwrap()
+        .with_encoder(Arc::new(TopicEncoder))
+        .0;
+    assert_eq!(restored.probe_weight(), 0.0);
+    restored
+        .add_examples("market", &["a bank loan".to_string()])
+        .unwrap();
+    assert!(restored.to_state().fitted_probe_weight.is_some());
+}
+
+#[test]
+fn a_weight_set_by_hand_is_not_fitted() {
+    let mut config = EngineConfig::default();
+    config.ranking.probe_weight = ProbeWeight::Fixed(1.5);
+    let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
+    engine
+        .apply_round(&[label("orbit", &["rockets launched into space"])])
+        .unwrap();
+    assert_eq!(engine.probe_weight(), 1.5);
+    assert_eq!(engine.to_state().fitted_probe_weight, None);
+}
+
+#[test]
+fn each_example_is_scored_by_a_probe_that_did_not_learn_it() {
+    let engine = fitted();
+    let folds = cross_fit(&engine);
+    let market = engine.labels().position("market").unwrap();
+    let text = "money on the stock exchange";
+    let (doc, _) = engine
+        .index()
+        .documents()
+        .alive_with_ids()
+        .find(|(_, doc)| doc.text.as_deref() == Some(text))
+        .unwrap();
+    let analysis = engine.analyze(text);
+    let words = analysis.probe_words();
+    let belief =
+        |probe: &crate::engine::probe::Probe| probe.probabilities(None, &words, |_| true)[market];
+    let without = belief(folds.probe_without(doc).flatten().unwrap());
+    let with = belief(engine.probe.as_deref().unwrap());
+    assert!(without < with, "{without} ≥ {with}");
+}
