@@ -71,8 +71,8 @@ pub struct Analyzer<'e> {
     pub(super) stats: &'e CorpusStats,
     pub(super) index: &'e TextIndex,
     pub(super) embeddings: Option<&'e Embeddings>,
-    /// Whether retrieval reads the probe now (a probe fitted and weighing; the `probe` peer):
-    /// a text's words for it are read only then.
+    /// Whether retrieval reads the probe now (one is fitted only where it is read): a text's
+    /// words for it are read only then.
     pub(super) reads_probe: bool,
 }
 

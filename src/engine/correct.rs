@@ -63,6 +63,9 @@ impl Engine {
         let took_back = self.index.remove_classified(&wrong) > 0;
         // Its outcome is the decision it corrects, not how it fares as an example.
         let (report, _) = Indexer::of(self).examples(label, &[text.to_string()])?;
+        // A reviewer's answer is labelled material: the probe learns it now, as a restore
+        // would (its weight waits for the next round or examples).
+        self.refit_probe();
         if kind == CorrectionKind::Audit {
             self.outcomes
                 .record(judged.outcome.into_iter().collect(), &self.config);

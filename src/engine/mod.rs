@@ -491,8 +491,7 @@ impl Engine {
             stats: &self.stats,
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
-            reads_probe: self.probe.is_some()
-                && (self.config.strategy == Strategy::Probe || self.probe_weight() > 0.0),
+            reads_probe: self.probe.is_some(),
         }
     }
 

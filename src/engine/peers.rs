@@ -117,20 +117,28 @@ impl Engine {
         }
     }
 
-    /// Fit the probe again on every label's own material (examples and names), when the
-    /// strategy reads one: after a round, new examples, or the encoder attached. A pure
-    /// function of the labels' material, so every replica fits the same weights. Past
-    /// [`super::probe::MAX_LABELS`] active labels the ranked strategies read no probe (the
-    /// `probe` peer always fits one).
+    /// Fit the probe again on every label's own material (examples and names), where
+    /// retrieval reads it ([`probe_read`]): after a round, new examples, a correction, a
+    /// retired label, the encoder attached, a restore. A pure function of the labels' material
+    /// and the probe's weight, so every replica fits the same weights.
     pub(super) fn refit_probe(&mut self) {
-        let within = self.config.strategy == super::Strategy::Probe
-            || self.labels.active().count() <= super::probe::MAX_LABELS;
-        self.probe = if within && super::probe::reads_probe(&self.config) {
+        self.probe = if probe_read(self) {
             fit_probe(self).map(Arc::new)
         } else {
             None
         };
     }
+}
+
+/// Whether retrieval reads a probe: the `probe` peer always; a ranked strategy with a first
+/// hop while its weight (set, or as fitted) is above 0 and the labels ever registered are at
+/// most [`super::probe::MAX_LABELS`] (a bound on a fit's cost).
+fn probe_read(engine: &Engine) -> bool {
+    let config = &engine.config;
+    config.strategy == super::Strategy::Probe
+        || (config.strategy.evidence().is_some_and(|e| e.first_hop)
+            && engine.labels.len() <= super::probe::MAX_LABELS
+            && engine.probe_weight() > 0.0)
 }
 
 /// One piece of a label's material the probe learns from: an example or the label's name.

@@ -28,7 +28,7 @@ pub(super) fn reads_probe(config: &super::EngineConfig) -> bool {
 /// How much the probe's belief weighs in `ranked` and `hybrid`: fitted to each stream's own
 /// examples (the default, [`super::probe_weight`]), or a number set by hand (0: no probe).
 /// Written `"fitted"` or as a number.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum ProbeWeight {
     Fixed(f64),
@@ -36,10 +36,45 @@ pub enum ProbeWeight {
 }
 
 /// The word `fitted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Fitted {
     Fitted,
+}
+
+/// Read as a number or the word, with a message that says which (serde's untagged enums only
+/// say that nothing matched).
+impl<'de> Deserialize<'de> for ProbeWeight {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ProbeWeight;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("\"fitted\" or a number ≥ 0")
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, weight: f64) -> Result<ProbeWeight, E> {
+                Ok(ProbeWeight::Fixed(weight))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, weight: i64) -> Result<ProbeWeight, E> {
+                Ok(ProbeWeight::Fixed(weight as f64))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, weight: u64) -> Result<ProbeWeight, E> {
+                Ok(ProbeWeight::Fixed(weight as f64))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ProbeWeight, E> {
+                match text {
+                    "fitted" => Ok(ProbeWeight::FITTED),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl ProbeWeight {
@@ -85,15 +120,15 @@ impl std::str::FromStr for ProbeWeight {
     }
 }
 
-/// Active labels past which the ranked strategies fit no probe: a fit's time grows with the
+/// Labels (every one ever registered) past which the ranked strategies fit no probe: a fit's time grows with the
 /// labels times the material, and its memory with the labels times the features
 /// (docs/design/fitted-probe.md, "Cost").
 pub const MAX_LABELS: usize = 500;
 
 /// Word features kept at most: the terms found in the most samples. Long texts bring tens of
 /// thousands of word pairs, most seen once; on the WOS tuning stream keeping 4,096 or 10,000
-/// changed the probe's accuracy by under a point and cut its fitting time and memory by a
-/// factor of 2.5 to 7 (docs/design/fitted-probe.md, "Cost").
+/// raised the probe's accuracy a little and cut its fitting time by 2.5 to 4 times and its
+/// memory by 4.5 to 7 (docs/design/fitted-probe.md, "Cost").
 pub const VOCABULARY_CAP: usize = 8_192;
 
 /// Weights a fit holds at most (classes × features): fewer words are kept when there are many
@@ -255,10 +290,11 @@ impl CrossFit {
         Self { folds, fold_of }
     }
 
-    /// The probe fitted without `doc`'s fold (None: `doc` is no example of the fit).
-    pub fn probe_without(&self, doc: DocId) -> Option<Option<&Probe>> {
+    /// The probe fitted without `doc`'s fold (None: `doc` is no example of the fit, or its
+    /// fold left nothing to fit): never one that learned `doc`.
+    pub fn probe_without(&self, doc: DocId) -> Option<&Probe> {
         let fold = *self.fold_of.get(&doc)?;
-        self.folds.get(fold).map(Option::as_ref)
+        self.folds.get(fold)?.as_ref()
     }
 }
 

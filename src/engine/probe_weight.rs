@@ -17,7 +17,7 @@
 //! refitting it later would read a later index.
 
 use super::peers::{fit_probe_on, probe_material, ProbeMaterial};
-use super::probe::{word_counts, CrossFit};
+use super::probe::{reads_probe, word_counts, CrossFit, MAX_LABELS};
 use super::rank::{self, Ranking};
 use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
 use super::Engine;
@@ -33,24 +33,31 @@ pub const FOLDS: usize = 4;
 /// weights apart, a bounded cost per round.
 pub const EXAMPLES_PER_FIT: usize = 300;
 
-/// After labelled material arrives (a round, new examples): the probe fitted again and, where
-/// a ranked strategy reads it, each fold's probe — and from those the probe's weight when it is
-/// fitted. The cross-fit is returned for scoring the new examples held out.
+/// After labelled material arrives (a round, new examples): where a ranked strategy may read
+/// the probe, each fold's probe, and from those the probe's weight when it is fitted; then the
+/// probe itself, fitted where it weighs. The folds are returned for scoring the new examples
+/// held out (none when nothing reads them).
 pub(super) fn refit_on_material(engine: &mut Engine) -> Option<CrossFit> {
+    let config = &engine.config;
+    let ranked = config.strategy.evidence().is_some_and(|e| e.first_hop);
+    let fitted = config.ranking.probe_weight.fixed().is_none();
+    let folds_read = ranked
+        && engine.labels.len() <= MAX_LABELS
+        && reads_probe(config)
+        && (fitted || config.refit_confidence);
+    let (folds, weight) = if folds_read {
+        let material = probe_material(engine);
+        let folds = cross_fit(engine, &material);
+        let weight = fitted.then(|| fit_weight(engine, &material, &folds));
+        (Some(folds), weight)
+    } else {
+        (None, None)
+    };
+    if fitted {
+        engine.fitted_probe_weight = weight;
+    }
     engine.refit_probe();
-    let ranked = engine
-        .config
-        .strategy
-        .evidence()
-        .is_some_and(|e| e.first_hop);
-    if engine.probe.is_none() || !ranked {
-        return None;
-    }
-    let folds = cross_fit(engine);
-    if engine.config.ranking.probe_weight.fixed().is_none() {
-        engine.fitted_probe_weight = Some(fit_weight(engine, &folds));
-    }
-    Some(folds)
+    folds
 }
 
 /// The fold of a label's `j`-th example.
@@ -59,13 +66,12 @@ fn fold_of(position: usize, j: usize) -> usize {
 }
 
 /// Each fold's probe, fitted on the material outside it.
-pub(super) fn cross_fit(engine: &Engine) -> CrossFit {
-    let material = probe_material(engine);
+pub(super) fn cross_fit(engine: &Engine, material: &[ProbeMaterial<'_>]) -> CrossFit {
     let classes = engine.labels.len();
     let folds = (0..FOLDS)
         .map(|fold| {
             fit_probe_on(
-                &material,
+                material,
                 |m| {
                     m.example
                         .is_none_or(|(_, j, _)| fold_of(m.position, j) != fold)
@@ -86,8 +92,11 @@ pub(super) fn cross_fit(engine: &Engine) -> CrossFit {
 
 /// The weight of [`WEIGHTS`] that ranks the most held-out examples' own label first under
 /// `cross_fit`'s probes (0 when no example can be ranked).
-pub(super) fn fit_weight(engine: &Engine, cross_fit: &CrossFit) -> f64 {
-    let material = probe_material(engine);
+pub(super) fn fit_weight(
+    engine: &Engine,
+    material: &[ProbeMaterial<'_>],
+    cross_fit: &CrossFit,
+) -> f64 {
     let examples: Vec<&ProbeMaterial<'_>> = material
         .iter()
         .filter(|m| m.example.is_some())
@@ -124,9 +133,15 @@ fn right_at_each_weight(
     example: &ProbeMaterial<'_>,
 ) -> Option<[bool; WEIGHTS.len()]> {
     let (doc, _, text) = example.example?;
+    let retriever = scoring.retriever;
     let mut analysis = scoring.analyzer.analyze(text);
+    // The index keeps an example's text clipped; its terms are the whole text's.
+    if let Some(indexed) = retriever.index.documents().get(doc) {
+        analysis.terms = indexed.terms.clone();
+    }
     analysis.embedding = example.vector.map(<[f32]>::to_vec);
-    // Read whatever weight the engine holds now: the folds' probes read them.
+    // The analyzer reads a text's words only while the probe weighs; the folds' probes
+    // read them at every weight tried.
     analysis.words = Some(Box::new(word_counts(text)));
     let mut docs = scoring.learned_copies(&analysis);
     docs.push(doc);
@@ -136,11 +151,10 @@ fn right_at_each_weight(
             .vector
             .map(|vector| (example.position as u32, vector.to_vec())),
     };
-    let retriever = scoring.retriever;
     let base: Ranking = retriever.held_out_ranking(&analysis, &held_out)?;
     let labels = retriever.labels;
     let active = |position: usize| labels.at(position).is_some_and(|l| l.active);
-    let belief = cross_fit.probe_without(doc).flatten().map(|probe| {
+    let belief = cross_fit.probe_without(doc).map(|probe| {
         probe.relative_belief(
             analysis.embedding.as_deref(),
             &analysis.probe_words(),

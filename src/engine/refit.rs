@@ -306,9 +306,10 @@ impl<'e> HeldOutScoring<'e> {
                 .clone()
                 .map(|vector| (example.position as u32, vector)),
         };
-        let retriever = match self.cross_fit.and_then(|c| c.probe_without(example.doc)) {
-            Some(probe) => Retriever {
-                probe,
+        // Never the probe that learned the example.
+        let retriever = match self.cross_fit {
+            Some(folds) => Retriever {
+                probe: folds.probe_without(example.doc),
                 ..self.retriever
             },
             None => self.retriever,

@@ -134,3 +134,22 @@ fn a_capped_vocabulary_keeps_the_most_frequent_terms_in_the_order_found() {
     // Under the cap, nothing moves.
     assert_eq!(most_frequent(ids.clone(), df.clone(), 4), (ids, df));
 }
+
+#[test]
+fn a_probe_weight_reads_as_a_number_or_fitted_and_says_what_else_it_wants() {
+    #[derive(serde::Deserialize)]
+    struct Section {
+        probe_weight: ProbeWeight,
+    }
+    let read = |text: &str| toml::from_str::<Section>(text).map(|s| s.probe_weight);
+    assert_eq!(read("probe_weight = 2").unwrap(), ProbeWeight::Fixed(2.0));
+    assert_eq!(read("probe_weight = 0.5").unwrap(), ProbeWeight::Fixed(0.5));
+    assert_eq!(
+        read("probe_weight = \"fitted\"").unwrap(),
+        ProbeWeight::FITTED
+    );
+    let error = read("probe_weight = \"fited\"").unwrap_err().to_string();
+    assert!(error.contains("\"fitted\" or a number"), "{error}");
+    assert_eq!("fitted".parse::<ProbeWeight>(), Ok(ProbeWeight::FITTED));
+    assert!("-1".parse::<ProbeWeight>().is_err());
+}

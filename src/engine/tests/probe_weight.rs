@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::label;
 use super::retrieve_encoded as retrieve;
 use crate::engine::embedding::tests::TopicEncoder;
-use crate::engine::probe::ProbeWeight;
+use crate::engine::peers::{fit_probe_on, probe_material};
+use crate::engine::probe::{word_counts, Probe, ProbeWeight};
 use crate::engine::probe_weight::{cross_fit, WEIGHTS};
 use crate::engine::{Engine, EngineConfig, Retrieval};
 
@@ -47,10 +48,13 @@ fn the_fitted_weight_is_one_tried_and_the_same_on_every_replica() {
 #[test]
 fn a_restored_engine_keeps_the_weight_it_fitted() {
     let engine = fitted();
-    let restored = Engine::from_state(engine.config().clone(), engine.to_state())
-        .unwrap()
-        .with_encoder(Arc::new(TopicEncoder))
-        .0;
+    let restore = |state| {
+        Engine::from_state(engine.config().clone(), state)
+            .unwrap()
+            .with_encoder(Arc::new(TopicEncoder))
+            .0
+    };
+    let restored = restore(engine.to_state());
     assert_eq!(restored.probe_weight(), engine.probe_weight());
     for text in ["money for dinner", "space rockets", "nothing known"] {
         assert_eq!(
@@ -58,6 +62,39 @@ fn a_restored_engine_keeps_the_weight_it_fitted() {
             bits(&retrieve(&restored, text))
         );
     }
+    // A weight above 0 is read back, and the probe fitted again for it.
+    let mut state = engine.to_state();
+    state.fitted_probe_weight = Some(2.0);
+    let weighing = restore(state);
+    assert_eq!(weighing.probe_weight(), 2.0);
+    let again = restore(weighing.to_state());
+    let text = "money for dinner";
+    assert_eq!(
+        bits(&retrieve(&weighing, text)),
+        bits(&retrieve(&again, text))
+    );
+    let mut without = engine.to_state();
+    without.fitted_probe_weight = Some(0.0);
+    assert_ne!(
+        bits(&retrieve(&weighing, text)),
+        bits(&retrieve(&restore(without), text)),
+        "the probe weighs at 2"
+    );
+}
+
+#[test]
+fn past_the_label_cap_no_probe_is_fitted() {
+    use crate::engine::probe::MAX_LABELS;
+    let mut config = EngineConfig::default();
+    config.ranking.probe_weight = ProbeWeight::Fixed(1.0);
+    let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
+    let names: Vec<String> = (0..=MAX_LABELS).map(|i| format!("label{i}")).collect();
+    let round: Vec<_> = names
+        .iter()
+        .map(|name| label(name, &["money on the stock exchange"]))
+        .collect();
+    engine.apply_round(&round).unwrap();
+    assert!(engine.probe.is_none());
 }
 
 #[test]
@@ -91,7 +128,7 @@ fn a_weight_set_by_hand_is_not_fitted() {
 #[test]
 fn each_example_is_scored_by_a_probe_that_did_not_learn_it() {
     let engine = fitted();
-    let folds = cross_fit(&engine);
+    let folds = cross_fit(&engine, &probe_material(&engine));
     let market = engine.labels().position("market").unwrap();
     let text = "money on the stock exchange";
     let (doc, _) = engine
@@ -100,11 +137,11 @@ fn each_example_is_scored_by_a_probe_that_did_not_learn_it() {
         .alive_with_ids()
         .find(|(_, doc)| doc.text.as_deref() == Some(text))
         .unwrap();
-    let analysis = engine.analyze(text);
-    let words = analysis.probe_words();
-    let belief =
-        |probe: &crate::engine::probe::Probe| probe.probabilities(None, &words, |_| true)[market];
-    let without = belief(folds.probe_without(doc).flatten().unwrap());
-    let with = belief(engine.probe.as_deref().unwrap());
+    let words = word_counts(text);
+    let belief = |probe: &Probe| probe.probabilities(None, &words, |_| true)[market];
+    let without = belief(folds.probe_without(doc).unwrap());
+    let material = probe_material(&engine);
+    let full = fit_probe_on(&material, |_| true, engine.labels().len()).unwrap();
+    let with = belief(&full);
     assert!(without < with, "{without} ≥ {with}");
 }
