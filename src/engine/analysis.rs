@@ -71,9 +71,6 @@ pub struct Analyzer<'e> {
     pub(super) stats: &'e CorpusStats,
     pub(super) index: &'e TextIndex,
     pub(super) embeddings: Option<&'e Embeddings>,
-    /// Whether retrieval reads the probe now (one is fitted only where it is read): a text's
-    /// words for it are read only then.
-    pub(super) reads_probe: bool,
 }
 
 impl Analyzer<'_> {
@@ -92,10 +89,11 @@ impl Analyzer<'_> {
         }
     }
 
-    /// A query's words for the probe, only where retrieval reads one.
+    /// A query's words for the probe, wherever the configuration may read one — not only
+    /// while a probe is fitted: the service reads a text ahead of its turn, and whether the
+    /// probe weighs by then depends on timing, which must not change what it is decided.
     fn probe_words(&self, text: &str) -> Option<Box<TermCounts>> {
-        self.reads_probe
-            .then(|| Box::new(super::probe::word_counts(text)))
+        super::probe::reads_probe(self.config).then(|| Box::new(super::probe::word_counts(text)))
     }
 
     /// The encoder a query's text goes through, with the embedding signal on and a strategy

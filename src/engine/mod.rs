@@ -491,7 +491,6 @@ impl Engine {
             stats: &self.stats,
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
-            reads_probe: self.probe.is_some(),
         }
     }
 
