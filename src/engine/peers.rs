@@ -118,8 +118,8 @@ impl Engine {
     }
 
     /// Fit the probe again on every label's own material (examples and names), where
-    /// retrieval reads it ([`probe_read`]): after a round, new examples, a correction, a
-    /// retired label, the encoder attached, a restore. A pure function of the labels' material
+    /// retrieval reads it ([`probe_read`]): after a round, new examples, a correction, the
+    /// encoder attached, a restore. A pure function of the labels' material
     /// and the probe's weight, so every replica fits the same weights.
     pub(super) fn refit_probe(&mut self) {
         self.probe = if probe_read(self) {

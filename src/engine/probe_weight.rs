@@ -17,7 +17,7 @@
 //! refitting it later would read a later index.
 
 use super::peers::{fit_probe_on, probe_material, ProbeMaterial};
-use super::probe::{reads_probe, word_counts, CrossFit, MAX_LABELS};
+use super::probe::{reads_probe, CrossFit, MAX_LABELS};
 use super::rank::{self, Ranking};
 use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
 use super::Engine;
@@ -149,9 +149,6 @@ fn right_at_each_weight(
         analysis.terms = indexed.terms.clone();
     }
     analysis.embedding = example.vector.map(<[f32]>::to_vec);
-    // The analyzer reads a text's words only while the probe weighs; the folds' probes
-    // read them at every weight tried.
-    analysis.words = Some(Box::new(word_counts(text)));
     let mut docs = scoring.learned_copies(&analysis);
     docs.push(doc);
     let held_out = HeldOut {
