@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for text in &texts {
         let analysis = engine.analyze(text);
         let retrieval = engine.retriever().retrieve(&analysis)?;
-        let answer = retrieval.candidates.first().cloned();
+        let answer = retrieval.label_ids().first().cloned();
         let decision = engine.decisions().decide(&retrieval, answer.as_deref());
         let confident = engine.decisions().is_confident(&retrieval, &decision);
         engine.learn(&analysis, &decision.label, confident);

@@ -89,11 +89,17 @@ async fn two_round_stream_with_the_real_model() {
             );
             if result.decision.hallucination.is_none() {
                 assert_eq!(result.decision.source, Source::Llm);
-                assert!(result.retrieval.candidates.contains(&result.decision.label));
+                assert!(result
+                    .retrieval
+                    .label_ids()
+                    .contains(&result.decision.label));
                 inside += 1;
             } else if result.decision.hallucination == Some(HallucinationKind::UnknownLabel) {
                 // Scored mode still decides among the candidates (fused), flagged.
-                assert!(result.retrieval.candidates.contains(&result.decision.label));
+                assert!(result
+                    .retrieval
+                    .label_ids()
+                    .contains(&result.decision.label));
             }
             // The default `scored` choice needs the endpoint's first-token alternatives.
             assert!(

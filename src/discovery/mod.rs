@@ -182,22 +182,20 @@ pub fn arrival_score(retrieval: &Retrieval) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Source;
+    use crate::engine::{Candidate, Scoring, Source};
 
     fn retrieval(basis: Basis, scores: Vec<f64>) -> Retrieval {
         Retrieval {
-            candidates: scores.iter().map(|s| format!("l{s}")).collect(),
             discovery_score: scores.first().copied(),
-            scores,
-            examples: Vec::new(),
-            example_matches: Vec::new(),
-            margin: None,
+            candidates: scores
+                .iter()
+                .map(|&s| Candidate::scored(format!("l{s}"), s))
+                .collect(),
+            scoring: Scoring::Uncalibrated,
             terminals: Vec::new(),
             basis,
             tree_cost: None,
             graph_choice: "l".into(),
-            parts: Vec::new(),
-            evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: 0,
             short_text: false,

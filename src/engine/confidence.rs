@@ -67,39 +67,36 @@ pub struct Signals {
 impl Signals {
     /// The signals of `label` in `retrieval` (the LLM's opinion is added by the caller).
     pub fn of(retrieval: &Retrieval, label: &str) -> Self {
-        let at = retrieval.candidates.iter().position(|c| c == label);
-        let scored = retrieval.basis == Basis::RankedScores
-            && at.is_some_and(|i| i < retrieval.scores.len());
-        let score = at
-            .and_then(|i| retrieval.scores.get(i))
-            .copied()
-            .unwrap_or(0.0);
-        let best_other = retrieval
-            .scores
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| Some(i) != at)
-            .map(|(_, &s)| s)
-            .fold(0.0f64, f64::max);
-        let parts = at
-            .and_then(|i| retrieval.parts.get(i))
-            .copied()
-            .unwrap_or_default();
+        let at = retrieval.position(label);
+        let own = at.map(|i| &retrieval.candidates[i]);
+        let scored =
+            retrieval.basis == Basis::RankedScores && own.is_some_and(|c| c.score.is_some());
+        let score = own.and_then(|c| c.score).unwrap_or(0.0);
         let others = || {
             retrieval
-                .parts
+                .candidates
                 .iter()
                 .enumerate()
                 .filter(move |&(i, _)| Some(i) != at)
-                .map(|(_, p)| p)
+                .map(|(_, c)| c)
+        };
+        let best_other = others().filter_map(|c| c.score).fold(0.0f64, f64::max);
+        let parts = own
+            .and_then(|c| c.evidence.as_ref())
+            .map(|e| e.parts)
+            .unwrap_or_default();
+        let other_parts = || {
+            others()
+                .filter_map(|c| c.evidence.as_ref())
+                .map(|e| e.parts)
         };
         Self {
             scored,
             score,
             best_other,
             parts,
-            other_example: others().map(|p| p.example).fold(0.0, f64::max),
-            other_name: others().map(|p| p.name).fold(0.0, f64::max),
+            other_example: other_parts().map(|p| p.example).fold(0.0, f64::max),
+            other_name: other_parts().map(|p| p.name).fold(0.0, f64::max),
             first_hop_labels: retrieval.first_hop_labels,
             active_labels: retrieval.active_labels,
             llm: None,

@@ -104,7 +104,7 @@ impl Decisions<'_> {
         answer: &str,
         alternatives: &[(String, f64)],
     ) -> f64 {
-        let at = retrieval.candidates.iter().position(|c| c == label);
+        let at = retrieval.position(label);
         let displays = self.candidate_displays(retrieval);
         if let (Some(at), Some(belief)) = (at, choice::belief(&displays, alternatives)) {
             return belief.per_candidate.get(at).copied().unwrap_or(0.0);
@@ -143,11 +143,11 @@ impl Decisions<'_> {
             if let Some(i) = choice::numbered(answer, retrieval.candidates.len()) {
                 // A label retired while the LLM was answering is no longer a decision; the
                 // model named a listed number all the same, so it is no hallucination.
-                if !self.labels.is_active(&retrieval.candidates[i]) {
+                if !self.labels.is_active(&retrieval.candidates[i].label) {
                     return graph(None);
                 }
                 return Decision {
-                    label: retrieval.candidates[i].clone(),
+                    label: retrieval.candidates[i].label.clone(),
                     source: Source::Llm,
                     hallucination: None,
                     confidence: 0.0,
@@ -155,7 +155,7 @@ impl Decisions<'_> {
             }
         }
         let spellings = self.spellings();
-        let is_candidate = |id: &str| retrieval.candidates.iter().any(|c| c == id);
+        let is_candidate = |id: &str| retrieval.offers(id);
         let matched = match_answer(answer, &spellings, is_candidate);
         if mode == ChoiceMode::Scored {
             if let Some(decision) =
@@ -233,9 +233,8 @@ impl Decisions<'_> {
     /// How each candidate is shown to the LLM, in order.
     fn candidate_displays<'a>(&'a self, retrieval: &'a Retrieval) -> Vec<&'a str> {
         retrieval
-            .candidates
-            .iter()
-            .map(|id| self.labels.get(id).map_or(id.as_str(), |l| l.display()))
+            .labels()
+            .map(|id| self.labels.get(id).map_or(id, |l| l.display()))
             .collect()
     }
 
@@ -272,8 +271,7 @@ impl Decisions<'_> {
         // the candidate the answer's text named — so the decision still fuses, and at weight 0
         // stays retrieval's. Nothing named either: retrieval's choice (candidates without
         // scores are in label order, so fusing zeros would pick an arbitrary first one).
-        let named_at =
-            || named.and_then(|label| retrieval.candidates.iter().position(|c| c == label));
+        let named_at = || named.and_then(|label| retrieval.position(label));
         let Some(belief) = choice::belief(&displays, alternatives)
             .or_else(|| named_at().map(|at| choice::one_hot(retrieval.candidates.len(), at)))
         else {
@@ -283,14 +281,15 @@ impl Decisions<'_> {
                 on_list: 0.0,
             });
         };
-        let chosen = choice::fuse(&retrieval.scores, &belief.per_candidate, llm_weight);
+        let chosen = choice::fuse(&retrieval.scores(), &belief.per_candidate, llm_weight);
         let preferred = match named {
             Some(label) => Some(label.to_string()),
             None => choice::favourite(&belief.per_candidate)
-                .and_then(|i| retrieval.candidates.get(i).cloned()),
+                .and_then(|i| retrieval.candidates.get(i))
+                .map(|c| c.label.clone()),
         };
         Some(Fused {
-            label: retrieval.candidates.get(chosen)?.clone(),
+            label: retrieval.candidates.get(chosen)?.label.clone(),
             preferred,
             on_list: belief.on_list,
         })
@@ -303,11 +302,10 @@ impl Decisions<'_> {
             return retrieval.graph_choice.clone();
         }
         retrieval
-            .candidates
-            .iter()
+            .labels()
             .find(|id| self.labels.is_active(id))
             .unwrap_or(&retrieval.graph_choice)
-            .clone()
+            .to_string()
     }
 
     /// Whether the decision needs a person's review: its confidence is below `abstain_below`
@@ -318,7 +316,7 @@ impl Decisions<'_> {
     /// A short text also needs review when its label reads far from it in meaning
     /// (`short_text_min_meaning`).
     pub fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
-        retrieval.margin.is_some()
+        retrieval.is_calibrated()
             && (decision.confidence.is_nan()
                 || decision.confidence < self.config.abstain_below
                 || self.far_in_meaning(retrieval, &decision.label))
@@ -329,11 +327,9 @@ impl Decisions<'_> {
     fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
         retrieval.short_text
             && retrieval
-                .candidates
-                .iter()
-                .position(|c| c == label)
-                .and_then(|at| retrieval.evidence.get(at))
-                .and_then(|evidence| evidence.meaning)
+                .candidate(label)
+                .and_then(|c| c.evidence.as_ref())
+                .and_then(|evidence| evidence.matched.meaning)
                 .is_some_and(|meaning| meaning < self.config.ranking.short_text_min_meaning)
     }
 
@@ -374,7 +370,7 @@ impl Decisions<'_> {
     /// `ask_below` (1 asks about every text, 0 about none). What the answer can then change
     /// is the choice mode's and `llm_weight`'s to say; `gorag eval` measures both.
     pub fn should_ask(&self, retrieval: &Retrieval) -> bool {
-        if retrieval.margin.is_none() {
+        if !retrieval.is_calibrated() {
             // The strategies without scores decide by the LLM, as the paper does.
             return true;
         }
@@ -395,7 +391,7 @@ impl Decisions<'_> {
     /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
     /// answer outside the candidates included, as the paper does.
     pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
-        let Some(margin) = retrieval.margin else {
+        let Some(margin) = retrieval.margin() else {
             return true;
         };
         if self.status(retrieval, decision) != Status::Decided {
@@ -453,15 +449,14 @@ impl Decisions<'_> {
         let choices: Vec<ClassChoice<'_>> = retrieval
             .candidates
             .iter()
-            .enumerate()
-            .filter_map(|(i, id)| self.labels.get(id).map(|label| (i, label)))
-            .map(|(i, label)| ClassChoice {
+            .filter_map(|c| self.labels.get(&c.label).map(|label| (c, label)))
+            .map(|(candidate, label)| ClassChoice {
                 display: label.display(),
                 description: label.description.as_deref(),
-                example: retrieval
-                    .examples
-                    .get(i)
-                    .and_then(|e| e.as_deref())
+                example: candidate
+                    .evidence
+                    .as_ref()
+                    .and_then(|e| e.example.as_deref())
                     .filter(|_| self.config.example_chars > 0)
                     .map(|e| prompt::clip(e, self.config.example_chars)),
             })

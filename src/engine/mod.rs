@@ -12,6 +12,7 @@
 
 mod analysis;
 pub mod answer;
+mod candidate;
 pub mod choice;
 pub mod confidence;
 pub mod correct;
@@ -40,6 +41,7 @@ pub mod text;
 pub mod tfidf;
 
 pub use analysis::{Analysis, Analyzer, POOL_TERMS};
+pub use candidate::{Candidate, CandidateEvidence, Retrieval, Scoring};
 pub use decision::Decisions;
 pub use labels::Labels;
 pub use material::LabelMaterial;
@@ -333,47 +335,6 @@ pub enum Basis {
     SimilarExamples,
     /// A ranked strategy (`ranked`, `proximity`, `hybrid`): the best-scored labels.
     RankedScores,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Retrieval {
-    /// Candidate label ids: best first for the ranked strategies and `nearest`, in label
-    /// registration order for the others.
-    pub candidates: Vec<String>,
-    /// Ranked strategies: each candidate's score (same order); `nearest`: its closest
-    /// example's cosine; empty otherwise.
-    pub scores: Vec<f64>,
-    /// Ranked strategies: each candidate's most similar labelled example, for the prompt.
-    pub examples: Vec<Option<String>>,
-    /// Ranked strategies: why each candidate's most similar example matched (same order).
-    pub example_matches: Vec<Option<index::ExampleMatch>>,
-    /// Ranked strategies: best score minus second best (0 when nothing scored); None for the
-    /// strategies without calibrated scores (`steiner`, `all`, `naive`, `nearest`).
-    pub margin: Option<f64>,
-    /// The text's keywords that are graph nodes.
-    pub terminals: Vec<String>,
-    pub basis: Basis,
-    /// Cost of the Steiner tree, when one was built.
-    pub tree_cost: Option<f64>,
-    /// The retrieval-only prediction (used without an LLM, or when it fails).
-    pub graph_choice: String,
-    /// Ranked strategies, when the text had evidence: the best score with label descriptions
-    /// left out, what emerging-class discovery judges a text by; None otherwise.
-    pub discovery_score: Option<f64>,
-    /// Ranked strategies: what each candidate's score is made of (same order); empty otherwise.
-    pub parts: Vec<confidence::CandidateParts>,
-    /// Ranked strategies: how much of each candidate's own material the text matches (same
-    /// order; empty otherwise): what the no-match rule reads ([`no_match`]).
-    pub evidence: Vec<no_match::MatchEvidence>,
-    /// Labels the first hop found evidence for (0 for the strategies without scores;
-    /// `nearest`: the labels with an example vector).
-    pub first_hop_labels: usize,
-    /// Active labels when the text was retrieved.
-    pub active_labels: usize,
-    /// A ranked strategy's short text (at most `short_text_terms` distinct terms, or no word
-    /// shared with any label's own material), whose ranking meaning carried: its confidence is
-    /// read by the calibrator's short-text weights.
-    pub short_text: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

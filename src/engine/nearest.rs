@@ -9,7 +9,7 @@ use petgraph::graph::NodeIndex;
 
 use super::keywords::Keyword;
 use super::retrieve::Retriever;
-use super::{Analysis, Basis, Retrieval};
+use super::{Analysis, Basis, Candidate, Retrieval, Scoring};
 
 impl Retriever<'_> {
     /// Candidates of `nearest`. Without a vector for the text (no encoder, or encoding failed)
@@ -64,38 +64,31 @@ impl Retriever<'_> {
             let choice = self.best_connected(&candidates, terminal_nodes);
             return Retrieval {
                 graph_choice: choice,
-                candidates,
-                scores: Vec::new(),
-                examples: Vec::new(),
-                example_matches: Vec::new(),
-                margin: None,
+                candidates: candidates.into_iter().map(Candidate::unscored).collect(),
+                scoring: Scoring::Uncalibrated,
                 terminals,
                 basis: Basis::NoEvidence,
                 tree_cost: None,
                 discovery_score: None,
-                parts: Vec::new(),
-                evidence: Vec::new(),
                 first_hop_labels: 0,
                 active_labels,
                 short_text: false,
             };
         }
-        let (candidates, scores): (Vec<String>, Vec<f64>) = ranked.into_iter().unzip();
+        let candidates: Vec<Candidate> = ranked
+            .into_iter()
+            .map(|(label, score)| Candidate::scored(label, score))
+            .collect();
         Retrieval {
-            graph_choice: candidates[0].clone(),
-            scores,
-            examples: vec![None; candidates.len()],
-            example_matches: vec![None; candidates.len()],
+            graph_choice: candidates[0].label.clone(),
             candidates,
-            // No margin: like the other strategies without calibrated scores, its decisions
-            // are never held for review and every one is learned from.
-            margin: None,
+            // Like the other strategies without calibrated scores, its decisions are never
+            // held for review and every one is learned from.
+            scoring: Scoring::Uncalibrated,
             terminals,
             basis: Basis::SimilarExamples,
             tree_cost: None,
             discovery_score: None,
-            parts: Vec::new(),
-            evidence: Vec::new(),
             first_hop_labels,
             active_labels,
             short_text: false,

@@ -95,17 +95,16 @@ pub fn matches_nothing(
 ) -> bool {
     // The strategies without scores (`steiner`, `all`, `naive`: the paper's and its baselines,
     // whose retrieval has no margin) always decide a label, as in the paper.
-    if !config.enabled || retrieval.margin.is_none() {
+    if !config.enabled || !retrieval.is_calibrated() {
         return false;
     }
     if retrieval.basis == Basis::NoEvidence {
         return true;
     }
     let Some(evidence) = retrieval
-        .candidates
-        .iter()
-        .position(|c| c == label)
-        .and_then(|at| retrieval.evidence.get(at))
+        .candidate(label)
+        .and_then(|c| c.evidence.as_ref())
+        .map(|e| &e.matched)
     else {
         // A label retrieval did not rank (the LLM's, outside the candidates): retrieval has
         // nothing to say against it.
@@ -148,22 +147,34 @@ pub fn shared_words<'a>(query: &TermCounts, docs: impl Iterator<Item = &'a Index
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::confidence::CandidateParts;
     use crate::engine::index::{DocKind, LabelPos};
+    use crate::engine::{Candidate, CandidateEvidence, Scoring};
 
     fn retrieval(basis: Basis, evidence: MatchEvidence) -> Retrieval {
         Retrieval {
-            candidates: vec!["payment_issue".into(), "exchange".into()],
-            scores: vec![0.2, 0.1],
-            examples: vec![None, None],
-            example_matches: Vec::new(),
-            margin: Some(0.1),
+            candidates: [
+                ("payment_issue", 0.2, evidence),
+                ("exchange", 0.1, MatchEvidence::default()),
+            ]
+            .into_iter()
+            .map(|(label, score, matched)| Candidate {
+                label: label.into(),
+                score: Some(score),
+                evidence: Some(CandidateEvidence {
+                    parts: CandidateParts::default(),
+                    matched,
+                    example: None,
+                    example_match: None,
+                }),
+            })
+            .collect(),
+            scoring: Scoring::Calibrated { margin: 0.1 },
             terminals: Vec::new(),
             basis,
             tree_cost: None,
             graph_choice: "payment_issue".into(),
             discovery_score: Some(0.2),
-            parts: Vec::new(),
-            evidence: vec![evidence, MatchEvidence::default()],
             first_hop_labels: 2,
             active_labels: 2,
             short_text: false,
@@ -226,7 +237,7 @@ mod tests {
         assert!(!matches_nothing(&config, &card, "refund", 0.1));
         for basis in [Basis::SteinerTree, Basis::NoEvidence] {
             let paper = Retrieval {
-                margin: None,
+                scoring: Scoring::Uncalibrated,
                 ..retrieval(basis, evidence(0, None))
             };
             assert!(!matches_nothing(&config, &paper, "payment_issue", 0.0));

@@ -19,7 +19,10 @@ use super::rank::{self, Evidence, Ranking};
 use super::refit::HeldOut;
 use super::steiner;
 use super::terms::TermCounts;
-use super::{Analysis, Basis, EngineConfig, EngineError, Labels, Retrieval, Strategy};
+use super::{
+    Analysis, Basis, Candidate, CandidateEvidence, EngineConfig, EngineError, Labels, Retrieval,
+    Scoring, Strategy,
+};
 
 /// A text's ranking before the probe ([`Retriever::base_ranking`]).
 struct BaseRanking {
@@ -106,18 +109,13 @@ impl<'e> Retriever<'e> {
         let mut ordered = candidates;
         ordered.sort_by_key(|id| self.labels.position(id).unwrap_or(usize::MAX));
         Ok(Retrieval {
-            candidates: ordered,
-            scores: Vec::new(),
-            examples: Vec::new(),
-            example_matches: Vec::new(),
-            margin: None,
+            candidates: ordered.into_iter().map(Candidate::unscored).collect(),
+            scoring: Scoring::Uncalibrated,
             terminals: terminal_names(),
             basis,
             tree_cost,
             graph_choice,
             discovery_score: None,
-            parts: Vec::new(),
-            evidence: Vec::new(),
             first_hop_labels: 0,
             active_labels: self.labels.active().count(),
             short_text: false,
@@ -209,47 +207,41 @@ impl<'e> Retriever<'e> {
             embeddings.closeness(query, label as usize, skipped)
         };
         let margin = ranking.margin();
-        let mut candidates = Vec::with_capacity(keep);
-        let mut scores = Vec::with_capacity(keep);
-        let mut examples = Vec::with_capacity(keep);
-        let mut parts = Vec::with_capacity(keep);
-        let mut example_matches = Vec::with_capacity(keep);
-        let mut matched = Vec::with_capacity(keep);
-        for (&(label, score), example) in
-            ranking.ranked.iter().zip(&ranking.best_example).take(keep)
-        {
-            candidates.push(self.labels[label as usize].id.clone());
-            scores.push(score);
-            parts.push(CandidateParts::from(ranking.parts.of(label)));
-            matched.push(MatchEvidence {
-                shared_words: self.shared_words(&hits, label, &analysis.terms),
-                meaning: meaning(label),
-            });
-            // A rationale for a text shown to someone; a held-out example's decision is only
-            // scored (and it costs a walk over the documents before the example's).
-            example_matches.push(example.filter(|_| held_out.is_none()).and_then(|doc| {
-                self.index
-                    .example_match(doc, &analysis.terms, MATCHED_TERMS)
-            }));
-            examples.push(
-                example
-                    .and_then(|doc| self.index.documents().get(doc))
-                    .and_then(|doc| doc.text.clone()),
-            );
-        }
+        let candidates: Vec<Candidate> = ranking
+            .ranked
+            .iter()
+            .zip(&ranking.best_example)
+            .take(keep)
+            .map(|(&(label, score), example)| Candidate {
+                label: self.labels[label as usize].id.clone(),
+                score: Some(score),
+                evidence: Some(CandidateEvidence {
+                    parts: CandidateParts::from(ranking.parts.of(label)),
+                    matched: MatchEvidence {
+                        shared_words: self.shared_words(&hits, label, &analysis.terms),
+                        meaning: meaning(label),
+                    },
+                    example: example
+                        .and_then(|doc| self.index.documents().get(doc))
+                        .and_then(|doc| doc.text.clone()),
+                    // A rationale for a text shown to someone; a held-out example's decision
+                    // is only scored (and it costs a walk over the documents before the
+                    // example's).
+                    example_match: example.filter(|_| held_out.is_none()).and_then(|doc| {
+                        self.index
+                            .example_match(doc, &analysis.terms, MATCHED_TERMS)
+                    }),
+                }),
+            })
+            .collect();
         Retrieval {
-            graph_choice: candidates[0].clone(),
+            graph_choice: candidates[0].label.clone(),
             candidates,
-            scores,
-            examples,
-            example_matches,
-            margin: Some(margin),
+            scoring: Scoring::Calibrated { margin },
             terminals,
             basis: Basis::RankedScores,
             tree_cost: None,
             discovery_score: Some(ranking.best_without_descriptions),
-            parts,
-            evidence: matched,
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.labels.active().count(),
             short_text,
@@ -351,17 +343,12 @@ impl<'e> Retriever<'e> {
         };
         Retrieval {
             graph_choice: choice,
-            candidates,
-            scores: Vec::new(),
-            examples: Vec::new(),
-            example_matches: Vec::new(),
-            margin: Some(0.0),
+            candidates: candidates.into_iter().map(Candidate::unscored).collect(),
+            scoring: Scoring::Calibrated { margin: 0.0 },
             terminals,
             basis: Basis::NoEvidence,
             tree_cost: None,
             discovery_score: None,
-            parts: Vec::new(),
-            evidence: Vec::new(),
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.labels.active().count(),
             short_text: false,

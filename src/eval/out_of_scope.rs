@@ -71,13 +71,11 @@ pub async fn measure(
             label: decision.label.clone(),
             confidence: decision.confidence,
             evidence: retrieval
-                .candidates
-                .iter()
-                .position(|c| *c == decision.label)
-                .and_then(|at| retrieval.evidence.get(at))
-                .copied(),
-            candidates: retrieval.candidates.clone(),
-            scores: retrieval.scores.clone(),
+                .candidate(&decision.label)
+                .and_then(|c| c.evidence.as_ref())
+                .map(|e| e.matched),
+            candidates: retrieval.label_ids(),
+            scores: retrieval.scores(),
         });
     }
     Ok((OutOfScopeShares::of(&statuses), records))

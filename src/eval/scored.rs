@@ -103,9 +103,9 @@ impl Scored {
             label = %classified.decision.label,
             graph_choice = %classified.retrieval.graph_choice,
             basis = ?classified.retrieval.basis,
-            margin = ?classified.retrieval.margin,
-            candidates = ?classified.retrieval.candidates,
-            scores = ?classified.retrieval.scores,
+            margin = ?classified.retrieval.margin(),
+            candidates = ?classified.retrieval.label_ids(),
+            scores = ?classified.retrieval.scores(),
             "text"
         );
         if let Some(kind) = classified.decision.hallucination {
@@ -115,7 +115,7 @@ impl Scored {
                 gold = %sample.label,
                 answer = classified.raw_answer.as_deref().unwrap_or_default(),
                 alternatives = ?classified.alternatives,
-                candidates = ?classified.retrieval.candidates,
+                candidates = ?classified.retrieval.label_ids(),
                 "hallucination"
             );
         }
@@ -163,10 +163,10 @@ impl Scored {
             right: decision.label == sample.label,
             confidence: decision.confidence,
             graph_choice: classified.retrieval.graph_choice.clone(),
-            candidates: classified.retrieval.candidates.clone(),
-            scores: classified.retrieval.scores.clone(),
-            parts: classified.retrieval.parts.clone(),
-            evidence: classified.retrieval.evidence.clone(),
+            candidates: classified.retrieval.label_ids(),
+            scores: classified.retrieval.scores(),
+            parts: classified.retrieval.evidence().map(|e| e.parts).collect(),
+            evidence: classified.retrieval.evidence().map(|e| e.matched).collect(),
             signals,
         };
         Self {
@@ -181,7 +181,7 @@ impl Scored {
             label: classified.decision.label.clone(),
             graph_choice: classified.retrieval.graph_choice.clone(),
             hallucination: classified.decision.hallucination,
-            gold_in_candidates: classified.retrieval.candidates.contains(&sample.label),
+            gold_in_candidates: classified.retrieval.offers(&sample.label),
             candidates: classified.retrieval.candidates.len(),
             llm_failed: classified.llm_failure.is_some(),
             llm_calls: classified.llm_calls,

@@ -41,11 +41,12 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .and_then(|label| rationale(c.retrieval, label)),
         label,
         source: c.decision.source,
-        candidates: c.retrieval.candidates.clone(),
+        candidates: c.retrieval.label_ids(),
         candidate_scores: c
             .retrieval
-            .scores
+            .candidates
             .iter()
+            .filter_map(|c| c.score)
             .map(|s| (s * 10_000.0).round() / 10_000.0)
             .collect(),
         basis: c.retrieval.basis,
@@ -82,9 +83,9 @@ const EXCERPT_CHARS: usize = 160;
 /// The decided label's closest example and the terms it shares with the text, when retrieval
 /// ranked the label.
 pub fn rationale(retrieval: &Retrieval, label: &str) -> Option<Rationale> {
-    let at = retrieval.candidates.iter().position(|c| c == label)?;
-    let matched = retrieval.example_matches.get(at)?.as_ref()?;
-    let text = retrieval.examples.get(at)?.as_deref()?;
+    let evidence = retrieval.candidate(label)?.evidence.as_ref()?;
+    let matched = evidence.example_match.as_ref()?;
+    let text = evidence.example.as_deref()?;
     Some(Rationale {
         example_id: format!("{label}#{}", matched.number),
         excerpt: crate::engine::prompt::clip(text, EXCERPT_CHARS).to_string(),
@@ -102,7 +103,7 @@ pub fn hallucination_report(
         text_id: c.event.id.clone(),
         kind,
         raw_answer: c.raw_answer.unwrap_or_default().to_string(),
-        candidates: c.retrieval.candidates.clone(),
+        candidates: c.retrieval.label_ids(),
         label: c.decision.label.clone(),
         source: c.decision.source,
         model: c.model.map(str::to_string),

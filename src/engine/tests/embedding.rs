@@ -33,7 +33,7 @@ fn config(weight: f64) -> EngineConfig {
 fn ranked_labels(engine: &Engine, text: &str) -> Vec<String> {
     let mut analysis = engine.analyze(text);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
-    engine.retriever().retrieve(&analysis).unwrap().candidates
+    engine.retriever().retrieve(&analysis).unwrap().label_ids()
 }
 
 #[test]
@@ -56,7 +56,7 @@ fn without_a_query_vector_retrieval_is_lexical() {
     let analysis = engine.analyze(query); // never embedded
     let lexical = ranked_labels(&near_twins(config(0.0)), query);
     assert_eq!(
-        engine.retriever().retrieve(&analysis).unwrap().candidates,
+        engine.retriever().retrieve(&analysis).unwrap().label_ids(),
         lexical
     );
 }
@@ -228,7 +228,7 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     assert!(!engine.retriever().retrieve(&analysis).unwrap().short_text);
     engine.analyzer().embed_query(&mut analysis, short).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    assert_eq!(retrieval.label_ids()[0], "market", "{retrieval:?}");
     assert!(retrieval.short_text);
     // More words, one of them ("launches") in orbit's example, the money topic still in
     // "moneylenders": the words decide a long text; meaning at 0.05 does not move it.
@@ -238,7 +238,7 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     engine.analyzer().embed_query(&mut analysis, long).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(!retrieval.short_text, "{retrieval:?}");
-    assert_eq!(retrieval.candidates[0], "orbit", "{retrieval:?}");
+    assert_eq!(retrieval.label_ids()[0], "orbit", "{retrieval:?}");
 }
 
 #[test]
@@ -251,7 +251,7 @@ fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() 
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, crate::engine::Basis::RankedScores);
-    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    assert_eq!(retrieval.label_ids()[0], "market", "{retrieval:?}");
     assert_eq!(retrieval.first_hop_labels, 0, "no label's words matched");
 }
 
@@ -301,7 +301,7 @@ fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     engine.analyzer().embed_query(&mut analysis, thin).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(retrieval.short_text, "{retrieval:?}");
-    assert_eq!(retrieval.candidates[0], "market", "{retrieval:?}");
+    assert_eq!(retrieval.label_ids()[0], "market", "{retrieval:?}");
     // With the rule off (no text is short), the same text is a long one.
     let mut config = EngineConfig::default();
     config.ranking.name_weight = 0.0;

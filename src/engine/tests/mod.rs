@@ -78,8 +78,8 @@ fn steiner_retrieval_finds_the_matching_topic() {
     let engine = three_topics(steiner());
     let analysis = engine.analyze("new telescope images of galaxies");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    assert!(retrieval.candidates.contains(&"astronomy".to_string()));
-    assert!(!retrieval.candidates.contains(&"cooking".to_string()));
+    assert!(retrieval.label_ids().contains(&"astronomy".to_string()));
+    assert!(!retrieval.label_ids().contains(&"cooking".to_string()));
     assert_eq!(retrieval.graph_choice, "astronomy");
     assert_eq!(retrieval.basis, Basis::SteinerTree);
 }
@@ -89,7 +89,7 @@ fn keywords_spanning_two_topics_bring_both_labels() {
     let engine = three_topics(steiner());
     let analysis = engine.analyze("galaxies telescope bread oven");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
+    assert_eq!(retrieval.label_ids(), vec!["astronomy", "cooking"]);
     assert!(retrieval.tree_cost.unwrap() > 0.0);
 }
 
@@ -101,7 +101,7 @@ fn text_with_no_known_keyword_gets_every_label() {
         .retrieve(&engine.analyze("zzz qqq"))
         .unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
-    assert_eq!(retrieval.candidates.len(), 3);
+    assert_eq!(retrieval.label_ids().len(), 3);
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn single_terminal_offers_its_own_labels() {
         .retrieve(&engine.analyze("yeast"))
         .unwrap();
     assert_eq!(retrieval.basis, Basis::SingleTerminal);
-    assert_eq!(retrieval.candidates, vec!["cooking"]);
+    assert_eq!(retrieval.label_ids(), vec!["cooking"]);
 }
 
 #[test]
@@ -191,7 +191,7 @@ fn retired_labels_are_never_candidates_nor_answers() {
         .retriever()
         .retrieve(&engine.analyze("telescope galaxies"))
         .unwrap();
-    assert!(!retrieval.candidates.contains(&"astronomy".to_string()));
+    assert!(!retrieval.label_ids().contains(&"astronomy".to_string()));
     let decision = engine.decisions().decide(&retrieval, Some("astronomy"));
     assert_eq!(
         decision.hallucination,
@@ -226,7 +226,7 @@ fn all_strategy_offers_every_active_label() {
         .retriever()
         .retrieve(&engine.analyze("telescope"))
         .unwrap();
-    assert_eq!(retrieval.candidates.len(), 3);
+    assert_eq!(retrieval.label_ids().len(), 3);
     assert_eq!(retrieval.graph_choice, "astronomy");
 }
 
@@ -241,7 +241,7 @@ fn naive_strategy_uses_the_most_similar_examples() {
         .retriever()
         .retrieve(&engine.analyze("the goal in the football match"))
         .unwrap();
-    assert_eq!(retrieval.candidates, vec!["football"]);
+    assert_eq!(retrieval.label_ids(), vec!["football"]);
     assert_eq!(retrieval.basis, Basis::SimilarExamples);
 }
 
@@ -269,7 +269,7 @@ fn zero_shot_labels_are_reached_through_their_descriptions() {
         .retrieve(&engine.analyze("a new catalyst speeds up reactions"))
         .unwrap();
     assert_eq!(retrieval.graph_choice, "chemistry");
-    assert!(!retrieval.candidates.contains(&"music".to_string()));
+    assert!(!retrieval.label_ids().contains(&"music".to_string()));
 }
 
 #[test]
@@ -300,8 +300,8 @@ fn unit_ablation_still_retrieves() {
         .retriever()
         .retrieve(&engine.analyze("galaxies telescope bread oven"))
         .unwrap();
-    assert!(retrieval.candidates.contains(&"astronomy".to_string()));
-    assert!(retrieval.candidates.contains(&"cooking".to_string()));
+    assert!(retrieval.label_ids().contains(&"astronomy".to_string()));
+    assert!(retrieval.label_ids().contains(&"cooking".to_string()));
 }
 
 mod pruned_search;
@@ -312,22 +312,26 @@ fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
     let analysis = engine.analyze("telescope images of galaxies, and a note on bread");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::RankedScores);
-    assert_eq!(retrieval.candidates, vec!["astronomy", "cooking"]);
+    assert_eq!(retrieval.label_ids(), vec!["astronomy", "cooking"]);
     assert_eq!(retrieval.graph_choice, "astronomy");
-    assert!(retrieval.scores[0] > retrieval.scores[1]);
+    assert!(retrieval.scores()[0] > retrieval.scores()[1]);
     assert_eq!(
-        retrieval.examples[0].as_deref(),
+        retrieval.candidates[0]
+            .evidence
+            .as_ref()
+            .and_then(|e| e.example.as_deref()),
         Some("telescope observations of distant galaxies and stars in the night sky")
     );
     assert!(
-        (retrieval.margin.unwrap() - (retrieval.scores[0] - retrieval.scores[1])).abs() < 1e-12
+        (retrieval.margin().unwrap() - (retrieval.scores()[0] - retrieval.scores()[1])).abs()
+            < 1e-12
     );
     // The label's name alone is evidence: "cooking" is in no example.
     let named = engine
         .retriever()
         .retrieve(&engine.analyze("cooking"))
         .unwrap();
-    assert_eq!(named.candidates, vec!["cooking"]);
+    assert_eq!(named.label_ids(), vec!["cooking"]);
 }
 
 #[test]
@@ -343,8 +347,8 @@ fn candidates_are_capped_best_first() {
         .retriever()
         .retrieve(&engine.analyze("galaxies and bread and a football goal in the oven"))
         .unwrap();
-    assert_eq!(retrieval.candidates.len(), 1);
-    assert_eq!(retrieval.candidates[0], retrieval.graph_choice);
+    assert_eq!(retrieval.label_ids().len(), 1);
+    assert_eq!(retrieval.label_ids()[0], retrieval.graph_choice);
 }
 
 #[test]
@@ -381,7 +385,7 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
         .unwrap();
     assert_eq!(seen.basis, Basis::NoEvidence);
     assert_eq!(seen.graph_choice, "astronomy");
-    assert_eq!(seen.candidates, vec!["astronomy", "cooking", "football"]);
+    assert_eq!(seen.label_ids(), vec!["astronomy", "cooking", "football"]);
 }
 
 #[test]
@@ -394,8 +398,8 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_con
         let analysis = engine.analyze("zzz qqq 1987 12 cts");
         let retrieval = engine.retriever().retrieve(&analysis).unwrap();
         assert_eq!(retrieval.basis, Basis::NoEvidence, "{strategy:?}");
-        assert_eq!(retrieval.candidates.len(), 3, "{strategy:?}");
-        assert!(retrieval.candidates.contains(&retrieval.graph_choice));
+        assert_eq!(retrieval.label_ids().len(), 3, "{strategy:?}");
+        assert!(retrieval.label_ids().contains(&retrieval.graph_choice));
         let decision = engine.decisions().decide(&retrieval, None);
         assert!(
             !engine.decisions().is_confident(&retrieval, &decision),
@@ -434,7 +438,7 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         let explained = engine.analyze("radio telescope survey qtr shr cts");
         let ranked = engine.retriever().retrieve(&explained).unwrap();
         assert_eq!(ranked.basis, Basis::RankedScores);
-        assert_eq!(ranked.candidates, vec!["astronomy"], "{ranked:?}");
+        assert_eq!(ranked.label_ids(), vec!["astronomy"], "{ranked:?}");
     }
 }
 
@@ -446,8 +450,8 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
     });
     let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    assert_eq!(retrieval.candidates.len(), 2);
-    let second = retrieval.candidates[1].clone();
+    assert_eq!(retrieval.label_ids().len(), 2);
+    let second = retrieval.label_ids()[1].clone();
     let belief = vec![(second[..4].to_string(), -0.01), ("x".to_string(), -5.0)];
     let decision = engine
         .decisions()
@@ -480,7 +484,7 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
             .decisions()
             .decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
     assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
-    assert!(retrieval.candidates.contains(&made_up.label));
+    assert!(retrieval.label_ids().contains(&made_up.label));
     let began_on_list =
         engine
             .decisions()
@@ -507,7 +511,7 @@ fn numbered_choice_reads_the_number() {
         .classification_prompt(&retrieval, "text", &analysis);
     assert!(prompt.user.contains("2. "), "{}", prompt.user);
     let decision = engine.decisions().decide(&retrieval, Some("2"));
-    assert_eq!(decision.label, retrieval.candidates[1]);
+    assert_eq!(decision.label, retrieval.label_ids()[1]);
     let nonsense = engine.decisions().decide(&retrieval, Some("7"));
     assert_eq!(
         nonsense.hallucination,

@@ -37,7 +37,7 @@ fn the_label_of_the_nearest_example_wins_whatever_the_words() {
     let retrieval = retrieve(&engine, text);
     assert_eq!(retrieval.graph_choice, "market");
     assert_eq!(retrieval.basis, Basis::SimilarExamples);
-    assert_eq!(retrieval.candidates, ["market", "orbit", "kitchen"]);
+    assert_eq!(retrieval.label_ids(), ["market", "orbit", "kitchen"]);
     // Each candidate's score is its closest example's cosine, best first.
     let query = TopicEncoder.encode(text);
     let cosine = |text: &str| {
@@ -54,12 +54,13 @@ fn the_label_of_the_nearest_example_wins_whatever_the_words() {
         cosine("the weekly report about launches into space"),
         cosine("food and sport").max(cosine("food")),
     ];
-    for (score, expected) in retrieval.scores.iter().zip(expected) {
-        assert!((score - expected).abs() < 1e-6, "{:?}", retrieval.scores);
+    for (score, expected) in retrieval.scores().iter().zip(expected) {
+        assert!((score - expected).abs() < 1e-6, "{:?}", retrieval.scores());
     }
-    assert!(retrieval.scores.windows(2).all(|w| w[0] >= w[1]));
+    assert!(retrieval.scores().windows(2).all(|w| w[0] >= w[1]));
     assert_eq!(
-        retrieval.margin, None,
+        retrieval.margin(),
+        None,
         "no calibrated scores: never held for review"
     );
 }
@@ -68,11 +69,11 @@ fn the_label_of_the_nearest_example_wins_whatever_the_words() {
 fn a_label_counts_its_closest_example_and_candidates_are_capped() {
     let engine = engine(2);
     let retrieval = retrieve(&engine, "food");
-    assert_eq!(retrieval.candidates, ["kitchen", "orbit"]);
+    assert_eq!(retrieval.label_ids(), ["kitchen", "orbit"]);
     assert!(
-        (retrieval.scores[0] - 1.0).abs() < 1e-6,
+        (retrieval.scores()[0] - 1.0).abs() < 1e-6,
         "{:?}",
-        retrieval.scores
+        retrieval.scores()
     );
     assert_eq!(
         retrieval.first_hop_labels, 3,
@@ -92,8 +93,8 @@ fn learned_texts_are_not_read() {
         engine.learn(&analysis, "orbit", true);
     }
     let after = retrieve(&engine, text);
-    assert_eq!(after.candidates, before.candidates);
-    assert_eq!(after.scores, before.scores);
+    assert_eq!(after.label_ids(), before.label_ids());
+    assert_eq!(after.scores(), before.scores());
     assert_eq!(after.graph_choice, "market");
 }
 
@@ -102,8 +103,8 @@ fn retired_labels_are_never_candidates() {
     let mut engine = engine(5);
     engine.retire_label("market").unwrap();
     let retrieval = retrieve(&engine, "money");
-    assert!(!retrieval.candidates.iter().any(|c| c == "market"));
-    assert_eq!(retrieval.candidates.len(), 2);
+    assert!(!retrieval.label_ids().iter().any(|c| c == "market"));
+    assert_eq!(retrieval.label_ids().len(), 2);
 }
 
 #[test]
@@ -112,8 +113,8 @@ fn without_a_vector_every_active_label_is_offered_as_no_evidence() {
     let analysis = engine.analyze("money"); // never encoded
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
-    assert_eq!(retrieval.candidates, ["orbit", "market", "kitchen"]);
-    assert!(retrieval.scores.is_empty());
+    assert_eq!(retrieval.label_ids(), ["orbit", "market", "kitchen"]);
+    assert!(retrieval.scores().is_empty());
     assert!(Strategy::Nearest.reads_meaning());
     assert!(Strategy::Nearest.evidence().is_none());
 }

@@ -31,8 +31,8 @@ fn prototype_ranks_labels_by_their_examples_and_name_together() {
     let retrieval = retrieve(&engine, "what about money");
     assert_eq!(retrieval.graph_choice, "market");
     assert_eq!(retrieval.basis, Basis::SimilarExamples);
-    assert!(retrieval.scores.windows(2).all(|w| w[0] >= w[1]));
-    assert_eq!(retrieval.margin, None, "uncalibrated, as nearest");
+    assert!(retrieval.scores().windows(2).all(|w| w[0] >= w[1]));
+    assert_eq!(retrieval.margin(), None, "uncalibrated, as nearest");
 }
 
 #[test]
@@ -47,8 +47,12 @@ fn probe_learns_the_labels_words_and_meaning() {
     // Meaning alone.
     assert_eq!(retrieve(&engine, "space").graph_choice, "orbit");
     let retrieval = retrieve(&engine, "space");
-    let total: f64 = retrieval.scores.iter().sum();
-    assert!(total <= 1.0 + 1e-9, "probabilities: {:?}", retrieval.scores);
+    let total: f64 = retrieval.scores().iter().sum();
+    assert!(
+        total <= 1.0 + 1e-9,
+        "probabilities: {:?}",
+        retrieval.scores()
+    );
 }
 
 #[test]
@@ -60,7 +64,7 @@ fn probe_is_refitted_as_labels_arrive_and_retire() {
     assert_eq!(retrieve(&engine, "sport team").graph_choice, "sport");
     engine.retire_label("sport").unwrap();
     let retrieval = retrieve(&engine, "sport team");
-    assert!(!retrieval.candidates.iter().any(|c| c == "sport"));
+    assert!(!retrieval.label_ids().iter().any(|c| c == "sport"));
 }
 
 #[test]
@@ -72,8 +76,8 @@ fn a_restored_engine_fits_the_same_probe() {
         .0;
     for text in ["the stock exchange", "space food", "nothing known"] {
         let (a, b) = (retrieve(&engine, text), retrieve(&restored, text));
-        assert_eq!(a.candidates, b.candidates);
-        let bits = |r: &Retrieval| r.scores.iter().map(|s| s.to_bits()).collect::<Vec<_>>();
+        assert_eq!(a.label_ids(), b.label_ids());
+        let bits = |r: &Retrieval| r.scores().iter().map(|s| s.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a), bits(&b), "{text}");
     }
 }
@@ -90,9 +94,13 @@ fn the_probe_s_weight_moves_hybrid_towards_what_it_learned() {
         .with_encoder(Arc::new(TopicEncoder))
         .0;
     let after = retrieve(&on, text);
-    assert_eq!(before.candidates.len(), after.candidates.len());
-    assert_ne!(before.scores, after.scores, "the probe's belief is added");
+    assert_eq!(before.label_ids().len(), after.label_ids().len());
+    assert_ne!(
+        before.scores(),
+        after.scores(),
+        "the probe's belief is added"
+    );
     // With no weight the engine fits no probe at all.
     off.set_strategy(Strategy::Hybrid);
-    assert_eq!(retrieve(&off, text).scores, before.scores);
+    assert_eq!(retrieve(&off, text).scores(), before.scores());
 }

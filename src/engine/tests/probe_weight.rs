@@ -30,7 +30,7 @@ fn fitted() -> Engine {
 }
 
 fn bits(retrieval: &Retrieval) -> Vec<u64> {
-    retrieval.scores.iter().map(|s| s.to_bits()).collect()
+    retrieval.scores().iter().map(|s| s.to_bits()).collect()
 }
 
 #[test]

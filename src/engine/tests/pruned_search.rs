@@ -59,7 +59,7 @@ proptest! {
                     })
                     .collect();
                 full_labels.sort();
-                let mut pruned = retrieval.candidates.clone();
+                let mut pruned = retrieval.label_ids().clone();
                 pruned.sort();
                 prop_assert_eq!(full_labels, pruned);
             }

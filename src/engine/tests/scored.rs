@@ -4,7 +4,7 @@
 use super::{label, three_topics};
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::rank::RankingConfig;
-use crate::engine::{Basis, Engine, EngineConfig, Retrieval, Source};
+use crate::engine::{Basis, Candidate, Engine, EngineConfig, Retrieval, Scoring, Source};
 
 /// Two labels whose names begin with the same word, and one apart; learning needs a margin of
 /// 1 unless the model agrees.
@@ -35,27 +35,26 @@ fn shared_first_word() -> (Engine, Retrieval) {
         .analyze("objects detected in camera images, then rendered with texture");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.graph_choice, "computer_vision", "{retrieval:?}");
-    assert!(retrieval
-        .candidates
-        .contains(&"computer_graphics".to_string()));
+    assert!(retrieval.offers("computer_graphics"));
     (engine, retrieval)
 }
 
 /// A ranked retrieval of the three topics, astronomy first, with these scores.
 fn ranked_three(scores: [f64; 3]) -> Retrieval {
     Retrieval {
-        candidates: vec!["astronomy".into(), "cooking".into(), "football".into()],
-        scores: scores.to_vec(),
-        examples: vec![None; 3],
-        example_matches: Vec::new(),
-        margin: Some(scores[0] - scores[1]),
+        candidates: ["astronomy", "cooking", "football"]
+            .into_iter()
+            .zip(scores)
+            .map(|(label, score)| Candidate::scored(label.into(), score))
+            .collect(),
+        scoring: Scoring::Calibrated {
+            margin: scores[0] - scores[1],
+        },
         terminals: Vec::new(),
         basis: Basis::RankedScores,
         tree_cost: None,
         graph_choice: "astronomy".into(),
         discovery_score: None,
-        parts: Vec::new(),
-        evidence: Vec::new(),
         first_hop_labels: 3,
         active_labels: 3,
         short_text: false,
@@ -132,8 +131,8 @@ fn a_label_retired_while_the_model_answered_is_not_the_prediction() {
         .analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let (best, second) = (
-        retrieval.candidates[0].clone(),
-        retrieval.candidates[1].clone(),
+        retrieval.label_ids()[0].clone(),
+        retrieval.label_ids()[1].clone(),
     );
     engine.retire_label(&best).unwrap();
     // No answer, or an answer naming no label: retrieval's choice is gone, the next stands.
@@ -160,7 +159,7 @@ fn an_answer_whose_first_token_begins_no_name_still_leaves_the_choice_to_the_wei
         .analyzer()
         .analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    let (best, second) = (&retrieval.candidates[0], &retrieval.candidates[1]);
+    let (best, second) = (&retrieval.label_ids()[0], &retrieval.label_ids()[1]);
     let the = vec![("The".to_string(), -0.1), ("**".to_string(), -2.5)];
     let answer = format!("The answer is {second}");
     // Weight 0: retrieval decides, whatever the answer's text named (it used to win here).
@@ -219,7 +218,8 @@ fn an_answer_naming_nothing_leaves_retrieval_s_choice_even_without_scores() {
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.graph_choice, "football", "{retrieval:?}");
     assert_ne!(
-        retrieval.candidates[0], "football",
+        retrieval.label_ids()[0],
+        "football",
         "label order: {retrieval:?}"
     );
     let the = vec![("The".to_string(), -0.1)];

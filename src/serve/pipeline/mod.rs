@@ -487,7 +487,7 @@ mod tests {
             let prepared = classifier
                 .prepare(engine, &event.text, Preliminary::default())
                 .unwrap();
-            prepared.retrieval.candidates[0].clone()
+            prepared.retrieval.label_ids()[0].clone()
         };
         assert_eq!(first(&lexical), "cooking");
         // The loop only notes that the text waits: its task encodes it.
@@ -523,6 +523,6 @@ mod tests {
             panic!("prepared after its preliminary step");
         };
         assert!(pending.prepared.analysis.embedding.is_some());
-        assert_eq!(pending.prepared.retrieval.candidates[0], "astronomy");
+        assert_eq!(pending.prepared.retrieval.label_ids()[0], "astronomy");
     }
 }
