@@ -31,10 +31,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for text in &texts {
         let analysis = engine.analyze(text);
         let retrieval = engine.retriever().retrieve(&analysis)?;
-        let answer = retrieval.label_ids().first().cloned();
-        let decision = engine.decisions().decide(&retrieval, answer.as_deref());
-        let confident = engine.decisions().is_confident(&retrieval, &decision);
-        engine.learn(&analysis, &decision.label, confident);
+        let answer = retrieval.candidates.first().map(|c| c.label.as_str());
+        let decision = engine.decisions().decide(&retrieval, answer);
+        let verdict = engine.decisions().verdict(&retrieval, &decision);
+        engine.learn(&analysis, &verdict.learn_as, verdict.confident);
     }
     let seconds = started.elapsed().as_secs_f64();
     println!(

@@ -15,7 +15,7 @@ use tracing::Instrument;
 use crate::engine::embedding::{EncodeError, TextEncoder};
 use crate::engine::keywords::KeywordMode;
 use crate::engine::prompt::{self, Prompt};
-use crate::engine::{Analysis, Decision, Engine, EngineError, NewLabel, Retrieval};
+use crate::engine::{Analysis, Decision, Engine, EngineError, NewLabel, Retrieval, Verdict};
 use crate::llm::{Completion, LlmClient};
 
 /// Longest label description kept, in characters.
@@ -33,6 +33,8 @@ pub struct Classified {
     pub analysis: Analysis,
     pub retrieval: Retrieval,
     pub decision: Decision,
+    /// What the decision comes to (status, learned as), read once.
+    pub verdict: Verdict,
     /// Whether the LLM was asked to choose (retrieval's own confidence was below `ask_below`).
     pub llm_asked: bool,
     /// Whether its answer changed the label from retrieval's own decision.
@@ -302,12 +304,14 @@ impl Classifier {
             raw_answer.as_deref(),
             &alternatives,
         );
+        let verdict = engine.decisions().verdict(&retrieval, &decision);
         let llm_changed = raw_answer.is_some()
             && decision.label != engine.decisions().decide(&retrieval, None).label;
         Classified {
             analysis,
             retrieval,
             decision,
+            verdict,
             llm_asked,
             llm_changed,
             raw_answer,

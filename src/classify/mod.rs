@@ -213,9 +213,6 @@ impl Session {
             .await
             .map_err(|e| engine_rejection(&e))?;
         let index_started = Instant::now();
-        let confident = engine
-            .decisions()
-            .is_confident(&classified.retrieval, &classified.decision);
         // A text id this state learned or was told about already teaches nothing again (a
         // rerun of the same file).
         let seen = self
@@ -224,7 +221,7 @@ impl Session {
             .map_err(|e| Rejection::new(Reason::InvalidEvent, e.to_string()))?
             .is_some();
         if engine.config().online_indexing && !seen {
-            let update = Update::learned(engine, &classified, confident);
+            let update = Update::learned(engine, &classified);
             // A label retired meanwhile is not learned; nothing else can refuse it.
             if self.state.apply(&update).is_ok() {
                 self.unrecorded.push(update);
@@ -245,7 +242,7 @@ impl Session {
             analysis: &classified.analysis,
             retrieval: &classified.retrieval,
             decision: &classified.decision,
-            confident,
+            verdict: &classified.verdict,
             llm_asked: classified.llm_asked,
             llm_changed: classified.llm_changed,
             raw_answer: classified.raw_answer.as_deref(),

@@ -5,10 +5,7 @@ use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling}
 use super::confidence::{LlmOpinion, Signals};
 use super::prompt::{self, ChoiceMode, ClassChoice, Prompt};
 use super::refit::{OutcomeLog, Recalibration};
-use super::{
-    choice, no_match, Analysis, Basis, Decision, EngineConfig, Labels, Retrieval, Source, Status,
-    SCORED_ON_LIST,
-};
+use super::{choice, Analysis, Decision, EngineConfig, Labels, Retrieval, Source, SCORED_ON_LIST};
 
 /// The decision step ([`super::Engine::decisions`]): the prompt that asks the LLM, the reading
 /// of its answer into a decision and that decision's confidence, and what it is published and
@@ -308,64 +305,6 @@ impl Decisions<'_> {
             .to_string()
     }
 
-    /// Whether the decision needs a person's review: its confidence is below `abstain_below`
-    /// (a confidence that is no number counts as below). Only for the ranked strategies: the
-    /// calibrator reads retrieval scores, which the strategies without scores (`steiner`,
-    /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
-    /// neither reviewed nor gated, as in the paper.
-    /// A short text also needs review when its label reads far from it in meaning
-    /// (`short_text_min_meaning`).
-    pub fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
-        retrieval.is_calibrated()
-            && (decision.confidence.is_nan()
-                || decision.confidence < self.config.abstain_below
-                || self.far_in_meaning(retrieval, &decision.label))
-    }
-
-    /// A short text whose `label` the sentence encoder finds less close than
-    /// `short_text_min_meaning` (never without an encoder).
-    fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
-        retrieval.short_text
-            && retrieval
-                .candidate(label)
-                .and_then(|c| c.evidence.as_ref())
-                .and_then(|evidence| evidence.matched.meaning)
-                .is_some_and(|meaning| meaning < self.config.ranking.short_text_min_meaning)
-    }
-
-    /// What a decision is published as: no label when nothing the labels know explains the
-    /// text ([`super::no_match`]), else its label, decided or needing review.
-    pub fn status(&self, retrieval: &Retrieval, decision: &Decision) -> Status {
-        if self.matches_nothing(retrieval, decision) {
-            Status::NoMatch
-        } else if self.needs_review(retrieval, decision) {
-            Status::NeedsReview
-        } else {
-            Status::Decided
-        }
-    }
-
-    /// Whether the text matches none of the active labels ([`super::no_match`]): it is then
-    /// published with no label, and learned under none.
-    pub fn matches_nothing(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
-        no_match::matches_nothing(
-            &self.config.no_match,
-            retrieval,
-            &decision.label,
-            decision.confidence,
-        )
-    }
-
-    /// The label online indexing learns a decision under: [`super::NO_LABEL`] when the text
-    /// matches no label, else the decided label.
-    pub fn label_to_learn<'a>(&self, retrieval: &Retrieval, decision: &'a Decision) -> &'a str {
-        if self.matches_nothing(retrieval, decision) {
-            super::NO_LABEL
-        } else {
-            &decision.label
-        }
-    }
-
     /// Whether to ask the LLM about a text: retrieval's own decision has a confidence below
     /// `ask_below` (1 asks about every text, 0 about none). What the answer can then change
     /// is the choice mode's and `llm_weight`'s to say; `gorag eval` measures both.
@@ -380,42 +319,6 @@ impl Decisions<'_> {
     /// The confidence of retrieval's own decision (no LLM).
     pub fn retrieval_confidence(&self, retrieval: &Retrieval) -> f64 {
         self.decide(retrieval, None).confidence
-    }
-
-    /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
-    /// needs review; retrieval's best
-    /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
-    /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
-    /// `learn_margin`; retrieval's best label that is also the model's favourite when the
-    /// margin reaches `learn_margin_agreeing`; never another label, never a hallucination.
-    /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
-    /// answer outside the candidates included, as the paper does.
-    pub fn is_confident(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
-        let Some(margin) = retrieval.margin() else {
-            return true;
-        };
-        if self.status(retrieval, decision) != Status::Decided {
-            return false;
-        }
-        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
-            return false;
-        }
-        // Ranked by meaning alone (no word of the text in any label's material): kept as a
-        // tentative text, never learned as a confident one, as when it was not ranked at all.
-        if retrieval.first_hop_labels == 0 {
-            return false;
-        }
-        let config = &self.config.ranking;
-        match decision.source {
-            // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
-            // margin is evidence for another label.
-            Source::Graph => {
-                decision.label == retrieval.graph_choice && margin >= config.learn_margin
-            }
-            Source::Llm => {
-                decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
-            }
-        }
     }
 
     /// The probability that a decision with these signals is right: the calibrator's, as

@@ -39,6 +39,7 @@ pub mod steiner;
 pub mod terms;
 pub mod text;
 pub mod tfidf;
+mod verdict;
 
 pub use analysis::{Analysis, Analyzer, POOL_TERMS};
 pub use candidate::{Candidate, CandidateEvidence, Retrieval, Scoring};
@@ -46,6 +47,7 @@ pub use decision::Decisions;
 pub use labels::Labels;
 pub use material::LabelMaterial;
 pub use retrieve::Retriever;
+pub use verdict::Verdict;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

@@ -409,13 +409,11 @@ async fn classify_and_learn(
             })?;
             learning.reviewed += 1;
         } else {
-            let confident = engine
-                .decisions()
-                .is_confident(&classified.retrieval, &classified.decision);
+            let confident = classified.verdict.confident;
             learning.learned += usize::from(confident);
             learning.learned_correct +=
                 usize::from(confident && classified.decision.label == sample.label);
-            let update = Update::learned(engine, &classified, confident);
+            let update = Update::learned(engine, &classified);
             learning.keywords_added_online += state.apply(&update)?.keywords_added;
         }
         seconds.online_index += started.elapsed().as_secs_f64();

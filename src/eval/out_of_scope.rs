@@ -62,7 +62,7 @@ pub async fn measure(
     for (i, text) in texts.iter().enumerate() {
         let classified = classifier.classify(engine, text).await?;
         let (retrieval, decision) = (&classified.retrieval, &classified.decision);
-        let status = engine.decisions().status(retrieval, decision);
+        let status = classified.verdict.status;
         statuses.push(status);
         records.push(OutOfScopeRecord {
             round,

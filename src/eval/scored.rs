@@ -152,7 +152,7 @@ impl Scored {
                 })
                 .collect(),
         });
-        let status = engine.decisions().status(&classified.retrieval, decision);
+        let status = classified.verdict.status;
         let record = TextRecord {
             round: at.round,
             text_round: at.text_round,

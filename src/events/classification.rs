@@ -6,7 +6,7 @@ use super::{
     HallucinationReport, InputPosition, Prediction, PredictionStatus, Rationale, StageLatency,
     TextEvent, EVENT_VERSION, PREDICTION_VERSION,
 };
-use crate::engine::{Analysis, Decision, Engine, Retrieval};
+use crate::engine::{Analysis, Decision, Engine, Retrieval, Verdict};
 
 /// Everything a text's events are made of.
 pub struct Classification<'a> {
@@ -14,8 +14,8 @@ pub struct Classification<'a> {
     pub analysis: &'a Analysis,
     pub retrieval: &'a Retrieval,
     pub decision: &'a Decision,
-    /// Whether online indexing may learn from the decision (decided once, by the service).
-    pub confident: bool,
+    /// What the decision comes to (read once, when it was made).
+    pub verdict: &'a Verdict,
     pub llm_asked: bool,
     pub llm_changed: bool,
     pub raw_answer: Option<&'a str>,
@@ -26,7 +26,7 @@ pub struct Classification<'a> {
 }
 
 pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
-    let status = PredictionStatus::from(engine.decisions().status(c.retrieval, c.decision));
+    let status = PredictionStatus::from(c.verdict.status);
     // No match: no label, and no rationale for one; the candidates stay for a reviewer.
     let label = (status != PredictionStatus::NoMatch).then(|| c.decision.label.clone());
     Prediction {
@@ -50,7 +50,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .map(|s| (s * 10_000.0).round() / 10_000.0)
             .collect(),
         basis: c.retrieval.basis,
-        confident: c.confident,
+        confident: c.verdict.confident,
         confidence: Some(c.decision.confidence),
         status,
         llm_asked: c.llm_asked,

@@ -61,14 +61,11 @@ impl Update {
     /// The learn record of a classified text, as `classify` and `eval` write it (the service's
     /// changelog carries the same in its `LearnedText`): the text's heaviest terms, under the
     /// label online indexing learns it as (none, `NO_LABEL`, when it matched no label).
-    pub fn learned(engine: &Engine, classified: &Classified, confident: bool) -> Self {
+    pub fn learned(engine: &Engine, classified: &Classified) -> Self {
         Self::Learn {
             analysis: engine.analyzer().learnable(&classified.analysis),
-            label: engine
-                .decisions()
-                .label_to_learn(&classified.retrieval, &classified.decision)
-                .to_string(),
-            confident,
+            label: classified.verdict.learn_as.clone(),
+            confident: classified.verdict.confident,
         }
     }
 

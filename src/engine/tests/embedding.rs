@@ -265,7 +265,7 @@ fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
     let decision = engine.decisions().decide(&retrieval, None);
     assert_eq!(decision.label, "market");
     assert!(
-        !engine.decisions().is_confident(&retrieval, &decision),
+        !engine.decisions().verdict(&retrieval, &decision).confident,
         "{decision:?}"
     );
 }

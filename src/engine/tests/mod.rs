@@ -358,15 +358,28 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let graph_only = engine.decisions().decide(&retrieval, None);
     assert!(
-        engine.decisions().is_confident(&retrieval, &graph_only),
+        engine
+            .decisions()
+            .verdict(&retrieval, &graph_only)
+            .confident,
         "{retrieval:?}"
     );
     let disagreeing = engine.decisions().decide(&retrieval, Some("cooking"));
-    assert!(!engine.decisions().is_confident(&retrieval, &disagreeing));
+    assert!(
+        !engine
+            .decisions()
+            .verdict(&retrieval, &disagreeing)
+            .confident
+    );
     let hallucinated = engine
         .decisions()
         .decide(&retrieval, Some("marine biology"));
-    assert!(!engine.decisions().is_confident(&retrieval, &hallucinated));
+    assert!(
+        !engine
+            .decisions()
+            .verdict(&retrieval, &hallucinated)
+            .confident
+    );
 
     let nodes = engine.graph().node_count();
     assert_eq!(engine.learn(&analysis, "astronomy", false), 0);
@@ -402,7 +415,7 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_con
         assert!(retrieval.label_ids().contains(&retrieval.graph_choice));
         let decision = engine.decisions().decide(&retrieval, None);
         assert!(
-            !engine.decisions().is_confident(&retrieval, &decision),
+            !engine.decisions().verdict(&retrieval, &decision).confident,
             "{strategy:?}"
         );
     }
@@ -433,7 +446,7 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         assert_eq!(retrieval.basis, Basis::NoEvidence);
         assert_eq!(retrieval.graph_choice == "football", kept, "{retrieval:?}");
         let decision = engine.decisions().decide(&retrieval, None);
-        assert!(!engine.decisions().is_confident(&retrieval, &decision));
+        assert!(!engine.decisions().verdict(&retrieval, &decision).confident);
         // A text its labels' material explains is not moved by it.
         let explained = engine.analyze("radio telescope survey qtr shr cts");
         let ranked = engine.retriever().retrieve(&explained).unwrap();

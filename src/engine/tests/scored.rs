@@ -88,9 +88,9 @@ fn a_first_token_shared_by_two_names_is_not_agreement() {
     assert_eq!(neither.source, Source::Graph);
     assert_eq!(neither.hallucination, None, "its first token began names");
     // Only agreement lowers the margin a decision needs to be learned from.
-    assert!(engine.decisions().is_confident(&retrieval, &same));
-    assert!(!engine.decisions().is_confident(&retrieval, &other));
-    assert!(!engine.decisions().is_confident(&retrieval, &neither));
+    assert!(engine.decisions().verdict(&retrieval, &same).confident);
+    assert!(!engine.decisions().verdict(&retrieval, &other).confident);
+    assert!(!engine.decisions().verdict(&retrieval, &neither).confident);
 }
 
 #[test]
@@ -115,7 +115,7 @@ fn a_blend_that_is_neither_favourite_is_not_learned() {
         ("cooking", Source::Graph)
     );
     assert!(
-        !engine.decisions().is_confident(&retrieval, &blend),
+        !engine.decisions().verdict(&retrieval, &blend).confident,
         "margin 0.06 says astronomy"
     );
 }
@@ -203,7 +203,7 @@ fn a_scored_winner_retired_meanwhile_gives_way_to_the_next_candidate_not_the_ans
             .decisions()
             .decide_with_alternatives(&retrieval, Some("football"), &astro);
     assert_eq!(decision.label, "cooking", "not the answer's text: weight 0");
-    assert!(!engine.decisions().is_confident(&retrieval, &decision));
+    assert!(!engine.decisions().verdict(&retrieval, &decision).confident);
 }
 
 #[test]

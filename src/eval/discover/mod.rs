@@ -21,7 +21,7 @@ use super::dataset::RoundData;
 use super::PreparedRound;
 use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
 use crate::engine::answer::HallucinationKind;
-use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel};
+use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel, Verdict};
 use crate::events::LabelEvent;
 use crate::rag::Classifier;
 
@@ -236,22 +236,19 @@ async fn stream_and_pool(
     let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
     for (i, (r, sample)) in stream.iter().enumerate() {
         let classified = classifier.classify(engine, &sample.text).await?;
-        let confident = engine
-            .decisions()
-            .is_confident(&classified.retrieval, &classified.decision);
+        let Verdict {
+            status,
+            confident,
+            learn_as,
+        } = &classified.verdict;
+        let (status, confident) = (*status, *confident);
         // Learned from what the service's learn record carries (a text's heaviest terms), and
         // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.analyzer().learnable(&classified.analysis);
-        let status = engine
-            .decisions()
-            .status(&classified.retrieval, &classified.decision);
         let why =
             discovery::unexplained(&classified.retrieval, &classified.decision, status, config);
         let poolable = why.map(|_| engine.analyzer().poolable(&classified.analysis));
-        let learned_as = engine
-            .decisions()
-            .label_to_learn(&classified.retrieval, &classified.decision);
-        engine.learn(&learnable, learned_as, confident);
+        engine.learn(&learnable, learn_as, confident);
         let best_score = classified.retrieval.discovery_score;
         let flags = Flags {
             unknown_label: classified.decision.hallucination
@@ -267,7 +264,7 @@ async fn stream_and_pool(
                 &i.to_string(),
                 &sample.text,
                 &poolable,
-                learned_as,
+                learn_as,
                 why,
                 discovery::arrival_score(&classified.retrieval),
             ));

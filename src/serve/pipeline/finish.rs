@@ -143,11 +143,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     span.record("label", decision.label.as_str());
     span.record("source", decision.source.as_str());
 
-    let Indexed {
-        learn,
-        confident,
-        seconds,
-    } = index_step(
+    let Indexed { learn, seconds } = index_step(
         finishing,
         engine,
         &classified,
@@ -169,7 +165,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         analysis: &classified.analysis,
         retrieval: &classified.retrieval,
         decision,
-        confident,
+        verdict: &classified.verdict,
         llm_asked: classified.llm_asked,
         llm_changed: classified.llm_changed,
         raw_answer: classified.raw_answer.as_deref(),
@@ -179,7 +175,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         position: &source.position,
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
-    let status = PredictionStatus::from(engine.decisions().status(&classified.retrieval, decision));
+    let status = PredictionStatus::from(classified.verdict.status);
     tally.predicted = Some((decision.source, status));
     Finished {
         learn,
@@ -193,11 +189,10 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
 struct Indexed {
     /// None when the text was learned already, or its partition revoked.
     learn: Option<LearnedText>,
-    confident: bool,
     seconds: f64,
 }
 
-/// The index stage: whether the decision is confident, and the learn record.
+/// The index stage: the learn record.
 fn index_step(
     finishing: &Finishing,
     engine: &Engine,
@@ -208,16 +203,12 @@ fn index_step(
 ) -> Indexed {
     let started = Instant::now();
     let _index_span = tracing::info_span!(parent: span, "index").entered();
-    let confident = engine
-        .decisions()
-        .is_confident(&classified.retrieval, &classified.decision);
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => None,
-        Learning::Allowed => learn_record(finishing, engine, classified, event, source, confident),
+        Learning::Allowed => learn_record(finishing, engine, classified, event, source),
     };
     Indexed {
         learn,
-        confident,
         seconds: started.elapsed().as_secs_f64(),
     }
 }
@@ -266,7 +257,6 @@ fn learn_record(
     classified: &Classified,
     event: &TextEvent,
     source: &ReadText,
-    confident: bool,
 ) -> Option<LearnedText> {
     let note = finishing
         .discovery
@@ -274,9 +264,7 @@ fn learn_record(
             discovery::unexplained(
                 &classified.retrieval,
                 &classified.decision,
-                engine
-                    .decisions()
-                    .status(&classified.retrieval, &classified.decision),
+                classified.verdict.status,
                 config,
             )
         })
@@ -293,11 +281,8 @@ fn learn_record(
         position: Position::new(source.position.partition, source.position.offset),
         analysis: engine.analyzer().learnable(&classified.analysis),
         // A text that matched no label is learned under none (`NO_LABEL`).
-        label: engine
-            .decisions()
-            .label_to_learn(&classified.retrieval, &classified.decision)
-            .to_string(),
-        confident,
+        label: classified.verdict.learn_as.clone(),
+        confident: classified.verdict.confident,
         note,
     })
 }

@@ -1,0 +1,123 @@
+//! What a decision comes to — published as what, learned or not, under which label — read once
+//! per text ([`Decisions::verdict`]): the service, `gorag classify`, the evaluation, discovery
+//! and the state all read the one [`Verdict`].
+
+use super::{no_match, Basis, Decision, Decisions, Retrieval, Source, Status, NO_LABEL};
+
+/// What one decided text comes to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// What it is published as.
+    pub status: Status,
+    /// Whether online indexing learns it as a confident text (else as a tentative one).
+    pub confident: bool,
+    /// The label it is learned under: [`NO_LABEL`] when it matches no label, else the
+    /// decided label.
+    pub learn_as: String,
+}
+
+impl Verdict {
+    /// Whether it is published with no label.
+    pub fn is_no_match(&self) -> bool {
+        self.status == Status::NoMatch
+    }
+}
+
+impl Decisions<'_> {
+    /// What `decision` (of a text retrieved as `retrieval`) comes to.
+    pub fn verdict(&self, retrieval: &Retrieval, decision: &Decision) -> Verdict {
+        let status = self.status(retrieval, decision);
+        Verdict {
+            status,
+            confident: self.is_confident(retrieval, decision, status),
+            learn_as: match status {
+                Status::NoMatch => NO_LABEL.to_string(),
+                Status::Decided | Status::NeedsReview => decision.label.clone(),
+            },
+        }
+    }
+
+    /// Whether the decision needs a person's review: its confidence is below `abstain_below`
+    /// (a confidence that is no number counts as below). Only for the ranked strategies: the
+    /// calibrator reads retrieval scores, which the strategies without scores (`steiner`,
+    /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
+    /// neither reviewed nor gated, as in the paper.
+    /// A short text also needs review when its label reads far from it in meaning
+    /// (`short_text_min_meaning`).
+    fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        retrieval.is_calibrated()
+            && (decision.confidence.is_nan()
+                || decision.confidence < self.config.abstain_below
+                || self.far_in_meaning(retrieval, &decision.label))
+    }
+
+    /// A short text whose `label` the sentence encoder finds less close than
+    /// `short_text_min_meaning` (never without an encoder).
+    fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
+        retrieval.short_text
+            && retrieval
+                .candidate(label)
+                .and_then(|c| c.evidence.as_ref())
+                .and_then(|evidence| evidence.matched.meaning)
+                .is_some_and(|meaning| meaning < self.config.ranking.short_text_min_meaning)
+    }
+
+    /// What a decision is published as: no label when nothing the labels know explains the
+    /// text ([`super::no_match`]), else its label, decided or needing review.
+    pub fn status(&self, retrieval: &Retrieval, decision: &Decision) -> Status {
+        if self.matches_nothing(retrieval, decision) {
+            Status::NoMatch
+        } else if self.needs_review(retrieval, decision) {
+            Status::NeedsReview
+        } else {
+            Status::Decided
+        }
+    }
+
+    /// Whether the text matches none of the active labels ([`super::no_match`]): it is then
+    /// published with no label, and learned under none.
+    pub fn matches_nothing(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
+        no_match::matches_nothing(
+            &self.config.no_match,
+            retrieval,
+            &decision.label,
+            decision.confidence,
+        )
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
+    /// needs review; retrieval's best
+    /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
+    /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
+    /// `learn_margin`; retrieval's best label that is also the model's favourite when the
+    /// margin reaches `learn_margin_agreeing`; never another label, never a hallucination.
+    /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
+    /// answer outside the candidates included, as the paper does.
+    fn is_confident(&self, retrieval: &Retrieval, decision: &Decision, status: Status) -> bool {
+        let Some(margin) = retrieval.margin() else {
+            return true;
+        };
+        if status != Status::Decided {
+            return false;
+        }
+        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
+            return false;
+        }
+        // Ranked by meaning alone (no word of the text in any label's material): kept as a
+        // tentative text, never learned as a confident one, as when it was not ranked at all.
+        if retrieval.first_hop_labels == 0 {
+            return false;
+        }
+        let config = &self.config.ranking;
+        match decision.source {
+            // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
+            // margin is evidence for another label.
+            Source::Graph => {
+                decision.label == retrieval.graph_choice && margin >= config.learn_margin
+            }
+            Source::Llm => {
+                decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
+            }
+        }
+    }
+}
