@@ -84,26 +84,6 @@ pub fn one_hot(count: usize, at: usize) -> Belief {
     }
 }
 
-/// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
-/// Without retrieval scores (`steiner`, `all`, `naive`, or no evidence) the belief decides,
-/// whatever the weight.
-pub fn fuse(scores: &[f64], belief: &[f64], weight: f64) -> usize {
-    let top = scores.iter().copied().fold(0.0f64, f64::max);
-    let weight = if top > 0.0 { weight } else { 1.0 };
-    let mut best = (0, f64::NEG_INFINITY);
-    for (i, b) in belief.iter().enumerate() {
-        let retrieval = match (scores.get(i), top > 0.0) {
-            (Some(s), true) => s / top,
-            _ => 0.0,
-        };
-        let fused = retrieval + weight * b;
-        if fused > best.1 {
-            best = (i, fused);
-        }
-    }
-    best.0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,18 +121,5 @@ mod tests {
         assert_eq!(b.per_candidate[2], 0.0);
         assert!((b.on_list - 0.9).abs() < 1e-9);
         assert!(belief(&["cooking"], &alternatives).is_none());
-    }
-
-    #[test]
-    fn fusion_lets_a_confident_llm_overturn_a_close_retrieval_call_only() {
-        let scores = [0.50, 0.45, 0.10];
-        let llm_prefers_second = [0.1, 0.9, 0.0];
-        assert_eq!(fuse(&scores, &llm_prefers_second, 1.0), 1);
-        let llm_prefers_third = [0.1, 0.0, 0.9];
-        assert_eq!(fuse(&scores, &llm_prefers_third, 0.5), 0);
-        // No retrieval scores (steiner, all): the belief decides, even at weight 0.
-        assert_eq!(fuse(&[], &llm_prefers_third, 1.0), 2);
-        assert_eq!(fuse(&[], &llm_prefers_third, 0.0), 2);
-        assert_eq!(fuse(&[0.0, 0.0, 0.0], &llm_prefers_third, 0.0), 2);
     }
 }

@@ -5,7 +5,9 @@ use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling}
 use super::confidence::{LlmOpinion, Signals};
 use super::prompt::{self, ChoiceMode, ClassChoice, Prompt};
 use super::refit::{OutcomeLog, Recalibration};
-use super::{choice, Analysis, Decision, EngineConfig, Labels, Retrieval, Source, SCORED_ON_LIST};
+use super::{
+    choice, fusion, Analysis, Decision, EngineConfig, Labels, Retrieval, Source, SCORED_ON_LIST,
+};
 
 /// The decision step ([`super::Engine::decisions`]): the prompt that asks the LLM, the reading
 /// of its answer into a decision and that decision's confidence, and what it is published and
@@ -278,7 +280,7 @@ impl Decisions<'_> {
                 on_list: 0.0,
             });
         };
-        let chosen = choice::fuse(&retrieval.scores(), &belief.per_candidate, llm_weight);
+        let chosen = fusion::with_llm(&retrieval.scores(), &belief.per_candidate, llm_weight);
         let preferred = match named {
             Some(label) => Some(label.to_string()),
             None => choice::favourite(&belief.per_candidate)

@@ -7,8 +7,8 @@
 //! retrieval index, or the paper's Steiner tree) → [`Decisions::classification_prompt`] (for
 //! the LLM, which the async shell calls) → [`Decisions::decide_with_alternatives`] (read the
 //! answer under the choice mode, flag hallucinations, fall back to retrieval) →
-//! [`Decisions::is_confident`] → [`Engine::learn`] (online indexing). Rounds of new labels
-//! enter through [`Engine::apply_round`].
+//! [`Decisions::verdict`] (status, confident, the label to learn) → [`Engine::learn`] (online
+//! indexing). Rounds of new labels enter through [`Engine::apply_round`].
 
 mod analysis;
 pub mod answer;
@@ -19,6 +19,7 @@ pub mod correct;
 mod cosine_scale;
 mod decision;
 pub mod embedding;
+pub mod fusion;
 pub mod graph;
 pub mod index;
 pub mod keywords;

@@ -16,9 +16,10 @@
 //! replica that applies the same log fits the same weight; it is kept in the snapshot, since
 //! refitting it later would read a later index.
 
+use super::fusion;
 use super::peers::{fit_probe_on, probe_material, ProbeMaterial};
 use super::probe::{reads_probe, CrossFit, MAX_LABELS};
-use super::rank::{self, Ranking};
+use super::rank::Ranking;
 use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
 use super::Engine;
 
@@ -172,7 +173,7 @@ fn right_at_each_weight(
     for (slot, &weight) in right.iter_mut().zip(&WEIGHTS) {
         let mut ranking = base.clone();
         if let (Some(belief), true) = (&belief, weight > 0.0) {
-            rank::add_belief(&mut ranking, belief, weight, top, |l| active(l as usize));
+            fusion::add_probe(&mut ranking, belief, weight, top, |l| active(l as usize));
         }
         *slot = ranking
             .ranked

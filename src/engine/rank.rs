@@ -90,19 +90,6 @@ impl RankingConfig {
         self.short_text_terms > 0 && terms <= self.short_text_terms
     }
 
-    /// The embedding signal's weight and its name weight for a text of `terms` distinct terms
-    /// (docs/design/embedding-signal.md, "Short texts").
-    pub fn meaning_weights(&self, terms: usize) -> (f64, f64) {
-        if self.is_short(terms) {
-            (
-                self.embedding_weight_short,
-                self.embedding_name_weight_short,
-            )
-        } else {
-            (self.embedding_weight, self.embedding_name_weight)
-        }
-    }
-
     /// What the retrieval index keeps of each kind of classified text.
     pub fn capacity(&self) -> ClassifiedCapacity {
         ClassifiedCapacity {
@@ -294,54 +281,6 @@ fn score_parts(gathered: &mut Gathered<'_>, votes: &[(usize, f64)]) -> ScorePart
     }
 }
 
-/// The embedding signal: `weight` × each active label's embedding similarity (one per label
-/// position) added to its score, labels re-ranked; a label without lexical evidence can enter.
-/// `first_hop_labels` and the discovery scale stay lexical: whether anything labelled explains
-/// a text, and how well, is judged on its words.
-/// The best `top` labels come out in order, as from [`score_top`].
-pub fn add_embedding(
-    ranking: &mut Ranking,
-    similarity: &[f64],
-    weight: f64,
-    top: usize,
-    is_active: impl Fn(u32) -> bool,
-) {
-    let mut total = vec![0.0f64; similarity.len()];
-    let mut example = vec![None; similarity.len()];
-    for (&(label, score), best) in ranking.ranked.iter().zip(&ranking.best_example) {
-        if let Some(slot) = total.get_mut(label as usize) {
-            *slot = score;
-            example[label as usize] = *best;
-        }
-    }
-    for (label, (score, similarity)) in total.iter_mut().zip(similarity).enumerate() {
-        if is_active(label as u32) {
-            *score += weight * similarity;
-        }
-    }
-    let (ranked, sorted) = best_first(total, top);
-    ranking.best_example = ranked.iter().map(|(l, _)| example[*l as usize]).collect();
-    ranking.ranked = ranked;
-    ranking.sorted = sorted;
-}
-
-/// The probe in `ranked` and `hybrid`: `weight` × the best score so far × each active label's
-/// relative belief ([`super::probe::Probe::relative_belief`]) added to its score, on the
-/// ranking's own scale.
-pub fn add_belief(
-    ranking: &mut Ranking,
-    belief: &[f64],
-    weight: f64,
-    top: usize,
-    is_active: impl Fn(u32) -> bool,
-) {
-    let scale = ranking
-        .ranked
-        .first()
-        .map_or(1.0, |&(_, best)| best.max(1e-3));
-    add_embedding(ranking, belief, weight * scale, top, is_active);
-}
-
 /// Best first, ties by label position: labels are distinct, so the order is total (an
 /// unstable sort gives the stable one's, and the best `k` picked first then sorted are the
 /// first `k` of sorting them all).
@@ -351,7 +290,7 @@ fn in_order(a: &(u32, f64), b: &(u32, f64)) -> std::cmp::Ordering {
 
 /// Labels with a positive score, the best `top` of them first and in order; how many are in
 /// order comes back too (all of them when there are no more than `top`).
-fn best_first(total: Vec<f64>, top: usize) -> (Vec<(u32, f64)>, usize) {
+pub(super) fn best_first(total: Vec<f64>, top: usize) -> (Vec<(u32, f64)>, usize) {
     let mut ranked: Vec<(u32, f64)> = total
         .into_iter()
         .enumerate()

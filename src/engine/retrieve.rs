@@ -10,6 +10,7 @@ use petgraph::visit::EdgeRef;
 
 use super::confidence::CandidateParts;
 use super::embedding::Embeddings;
+use super::fusion;
 use super::graph::KeywordGraph;
 use super::graph::{self, Node};
 use super::index::{DocKind, Hit, TextIndex};
@@ -181,7 +182,7 @@ impl<'e> Retriever<'e> {
                 let words = analysis.probe_words();
                 let belief = probe.relative_belief(analysis.embedding.as_deref(), &words, active);
                 let top = keep.max(2);
-                rank::add_belief(&mut ranking, &belief, self.probe_weight, top, |l| {
+                fusion::add_probe(&mut ranking, &belief, self.probe_weight, top, |l| {
                     active(l as usize)
                 });
                 by_meaning = by_meaning || !ranking.ranked.is_empty();
@@ -276,7 +277,7 @@ impl<'e> Retriever<'e> {
         // Short and read by meaning: without an encoder a short text is ranked by its words,
         // and its confidence read as any other's.
         let mut short_text = false;
-        let (weight, name_weight) = self.config.ranking.meaning_weights(terms);
+        let (weight, name_weight) = fusion::meaning_weights(&self.config.ranking, terms);
         let mut by_meaning = false;
         if let (true, true, Some(embeddings), Some(query)) = (
             evidence.first_hop,
@@ -293,7 +294,7 @@ impl<'e> Retriever<'e> {
                 name_weight.max(0.0),
                 skipped,
             );
-            rank::add_embedding(&mut ranking, &similarity, weight, top, |l| {
+            fusion::add_meaning(&mut ranking, &similarity, weight, top, |l| {
                 self.labels.at(l as usize).is_some_and(|label| label.active)
             });
             by_meaning = !ranking.ranked.is_empty();

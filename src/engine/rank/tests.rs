@@ -218,30 +218,6 @@ fn retired_labels_and_empty_evidence_give_nothing() {
     assert_eq!(ranking.margin(), 0.0);
 }
 
-#[test]
-fn the_embedding_signal_adds_to_active_labels_and_reranks() {
-    let mut ranking = Ranking {
-        ranked: vec![(0, 0.5), (1, 0.4)],
-        sorted: 2,
-        best_example: docs(&[Some(7), Some(8)]),
-        first_hop_labels: 2,
-        best_without_descriptions: 0.5,
-        ..Ranking::default()
-    };
-    // Label 1 gains most; label 2 had no lexical evidence and enters; label 3 is retired.
-    add_embedding(&mut ranking, &[0.1, 0.5, 0.2, 0.9], 0.5, 2, |l| l != 3);
-    assert_eq!(ranking.ranked.len(), 3);
-    let order: Vec<u32> = ranking.ranked.iter().map(|(l, _)| *l).collect();
-    assert_eq!(order, vec![1, 0, 2]);
-    assert!((ranking.ranked[0].1 - 0.65).abs() < 1e-12);
-    assert_eq!(ranking.best_example, docs(&[Some(8), Some(7), None]));
-    assert_eq!(
-        ranking.first_hop_labels, 2,
-        "whether words explain the text stays lexical"
-    );
-    assert_eq!(ranking.best_without_descriptions, 0.5);
-}
-
 /// Per label, its examples' cosines best first with the decay, as first written: every hit
 /// sorted by label, then by cosine (the oracle for the bucketed version).
 fn combined_by_sorting(mut hits: Vec<(u32, f64)>, labels: usize, decay: f64) -> Vec<f64> {

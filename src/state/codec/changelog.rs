@@ -67,7 +67,7 @@ pub struct LearnedText {
     /// The label it is learned under; empty (`engine::NO_LABEL`, version 9) when it matched no
     /// label: it then joins the keyword statistics only.
     pub label: String,
-    /// Decided by the writer (see `Decisions::is_confident`).
+    /// Decided by the writer (its `Verdict`, `Decisions::verdict`).
     pub confident: bool,
     /// Set when the writer judged the text poorly explained by the active labels: every
     /// replica then pools it, identically.
