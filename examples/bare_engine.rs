@@ -1,8 +1,8 @@
-//! The engine alone on the texts of a `scripts/bench-serve.sh` run: round 1 of examples/stream,
-//! then keywords → retrieval → (instant LLM: first candidate) → online indexing for every text,
+//! The engine alone on the texts of a `scripts/bench-serve.sh` run: its rounds (round 1 of
+//! examples/stream unless a rounds file is given), then keywords → retrieval → (instant LLM: first candidate) → online indexing for every text,
 //! in one thread, no Kafka. Prints texts/s, to compare with the service's end-to-end figure.
 //!
-//!     cargo run --release --example bare_engine -- out/bench-serve/texts.jsonl
+//!     cargo run --release --example bare_engine -- out/bench-serve/texts.jsonl [rounds.jsonl]
 
 use std::time::Instant;
 
@@ -13,8 +13,11 @@ use gorag::events::{decode, LabelEvent};
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
-        .ok_or("usage: bare_engine <texts.jsonl>")?;
-    let round = std::fs::read_to_string("examples/stream/round-1.jsonl")?;
+        .ok_or("usage: bare_engine <texts.jsonl> [rounds.jsonl]")?;
+    let rounds = std::env::args()
+        .nth(2)
+        .unwrap_or_else(|| "examples/stream/round-1.jsonl".into());
+    let round = std::fs::read_to_string(rounds)?;
     let mut engine = Engine::new(EngineConfig::default());
     for line in round.lines().filter(|l| !l.trim().is_empty()) {
         if let LabelEvent::Round { labels, .. } = decode::label_event(line.as_bytes())? {

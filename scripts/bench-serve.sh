@@ -6,7 +6,10 @@
 #   scripts/bench-serve.sh real    [texts=40]   [runs=1] [instances=1]   # the local Qwen model (scripts/llm.sh)
 #
 # BENCH_IN_FLIGHT overrides the instant mode's intake (32); BENCH_EXTRA adds `--set key=value`
-# flags to every instance. Each instance's /metrics is saved as out/bench-serve/metrics-<run>-<n>.txt.
+# flags to every instance. BENCH_DATASET=DIR (a `gorag eval` dataset folder, e.g.
+# ../shared/data/intents/hwu64) runs a real stream instead of synthetic tickets: its rounds of
+# BENCH_SHOTS (5) shots are applied first, then its test texts (every round's, repeated with
+# new ids up to `texts`) are published. Each instance's /metrics is saved as out/bench-serve/metrics-<run>-<n>.txt.
 # With instances=2, two replicas share the texts (one consumer group, 4 partitions).
 # Each run: a fresh service on topics of its own, round 1 of examples/stream applied, then
 # `texts` synthetic texts published at once (a backlog). Reported per run: texts/s from the
@@ -50,6 +53,32 @@ else
   llm_url="http://127.0.0.1:${GORAG_LLM_PORT:-8080}/v1"
 fi
 
+rounds="examples/stream/round-1.jsonl"
+if [ -n "${BENCH_DATASET:-}" ]; then
+  rounds="$out/rounds.jsonl"
+  python3 - "$BENCH_DATASET" "${BENCH_SHOTS:-5}" "$texts" "$rounds" "$out/texts.jsonl" <<'PY'
+import csv, json, os, sys
+root, shots, n, rounds_path, texts_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+folder = os.path.join(root, f"{shots}shot")
+names = sorted(d for d in os.listdir(folder) if d.startswith("r") and d[1:].isdigit())
+names.sort(key=lambda d: int(d[1:]))
+def rows(path):
+    with open(path, newline="") as f:
+        return [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if len(r) >= 2]
+tests = []
+with open(rounds_path, "w") as out:
+    for name in names:
+        examples = {}
+        for label, text in rows(os.path.join(folder, name, "train.tsv")):
+            examples.setdefault(label, []).append(text)
+        labels = [{"id": l.replace(" ", "_"), "name": l, "examples": e} for l, e in examples.items()]
+        out.write(json.dumps({"type": "round", "round": name, "labels": labels}) + "\n")
+        tests += [text for _, text in rows(os.path.join(folder, name, "test.tsv"))]
+with open(texts_path, "w") as out:
+    for i in range(n):
+        out.write(json.dumps({"id": f"b{i:06d}", "text": tests[i % len(tests)]}) + "\n")
+PY
+else
 # Synthetic support tickets from the example round's vocabulary (deterministic).
 python3 - "$texts" >"$out/texts.jsonl" <<'PY'
 import json, random, sys
@@ -61,6 +90,8 @@ words = ("parcel tracking courier delivery address box warehouse late damaged in
 for i in range(int(sys.argv[1])):
     print(json.dumps({"id": f"b{i:06d}", "text": " ".join(random.choice(words) for _ in range(30))}))
 PY
+fi
+round_count=$(grep -c . "$rounds")
 
 results=()
 for run in $(seq 1 "$runs"); do
@@ -85,8 +116,11 @@ for run in $(seq 1 "$runs"); do
     for _ in $(seq 1 600); do grep -q "partitions assigned" "$out/serve-$run-$instance.log" && break; sleep 0.1; done
   done
   sleep 1
-  "$gorag" publish --topic "$name.labels" examples/stream/round-1.jsonl 2>/dev/null
-  for _ in $(seq 1 600); do grep -q "label event applied" "$out/serve-$run-1.log" && break; sleep 0.1; done
+  "$gorag" publish --topic "$name.labels" "$rounds" 2>/dev/null
+  for _ in $(seq 1 1200); do
+    [ "$(grep -c "label event applied" "$out/serve-$run-1.log")" -ge "$round_count" ] && break
+    sleep 0.1
+  done
   # The reader is up before the clock starts: its own start-up (≈ 0.1 s) is not the service's.
   "$gorag" tail --topic "$name.predictions" --from-beginning --count "$texts" --idle-timeout 600 \
     >"$out/predictions-$run.jsonl" &
@@ -134,7 +168,7 @@ done
 # run here, so the ratio is of the two medians.
 bares=()
 for run in $(seq 1 "$runs"); do
-  one=$("$target/release/examples/bare_engine" "$out/texts.jsonl")
+  one=$("$target/release/examples/bare_engine" "$out/texts.jsonl" "$rounds")
   echo "bare engine, same texts, one thread, run $run: $one"
   bares+=("$one")
 done
