@@ -17,7 +17,7 @@ use petgraph::graph::NodeIndex;
 use super::embedding::Embeddings;
 use super::index::{DocId, DocKind};
 use super::keywords::Keyword;
-use super::probe::{word_counts, Probe, Sample};
+use super::probe::{word_counts, Probe, Sample, MAX_FIT_WORK, MAX_LABELS};
 use super::retrieve::Retriever;
 use super::terms::TermCounts;
 use super::{Analysis, Engine, Retrieval};
@@ -122,23 +122,46 @@ impl Engine {
     /// encoder attached, a restore. A pure function of the labels' material
     /// and the probe's weight, so every replica fits the same weights.
     pub(super) fn refit_probe(&mut self) {
-        self.probe = if probe_read(self) {
-            fit_probe(self).map(Arc::new)
-        } else {
-            None
-        };
+        self.probe = fit_probe_if_read(self).map(Arc::new);
     }
 }
 
-/// Whether retrieval reads a probe: the `probe` peer always; a ranked strategy with a first
-/// hop while its weight (set, or as fitted) is above 0 and the labels ever registered are at
-/// most [`super::probe::MAX_LABELS`] (a bound on a fit's cost).
-fn probe_read(engine: &Engine) -> bool {
+/// The probe fitted on every label's material, where retrieval reads one: the `probe` peer
+/// always; a ranked strategy with a first hop while its weight (set, or as fitted) is above 0
+/// and the fit is within its bounds ([`within_bounds`]).
+fn fit_probe_if_read(engine: &Engine) -> Option<Probe> {
     let config = &engine.config;
-    config.strategy == super::Strategy::Probe
-        || (config.strategy.evidence().is_some_and(|e| e.first_hop)
-            && engine.labels.len() <= super::probe::MAX_LABELS
-            && engine.probe_weight() > 0.0)
+    let peer = config.strategy == super::Strategy::Probe;
+    let ranked = config.strategy.evidence().is_some_and(|e| e.first_hop)
+        && engine.labels.len() <= MAX_LABELS
+        && engine.probe_weight() > 0.0;
+    if !(peer || ranked) {
+        return None;
+    }
+    let material = probe_material(engine);
+    let classes = engine.labels.len();
+    if !peer && !within_bounds(&material, classes) {
+        return None;
+    }
+    fit_probe_on(&material, |_| true, classes)
+}
+
+/// Whether a ranked strategy may fit a probe on `material` over `classes` label positions: at
+/// most [`MAX_LABELS`] of them (every label ever registered, so replicas agree) and at most
+/// [`MAX_FIT_WORK`] multiply-adds a pass ([`fit_work`]). Past either, its rounds stay cheap and
+/// its ranking is the graph's and meaning's alone.
+pub(super) fn within_bounds(material: &[ProbeMaterial<'_>], classes: usize) -> bool {
+    classes <= MAX_LABELS && fit_work(material, classes) <= MAX_FIT_WORK
+}
+
+/// A fit's multiply-adds per pass over `material`: every class's weights against every
+/// sample's vector and distinct words.
+pub(super) fn fit_work(material: &[ProbeMaterial<'_>], classes: usize) -> usize {
+    let per_class: usize = material
+        .iter()
+        .map(|m| m.vector.map_or(0, <[f32]>::len) + m.terms.counts.len())
+        .sum();
+    classes.saturating_mul(per_class)
 }
 
 /// One piece of a label's material the probe learns from: an example or the label's name.
@@ -210,9 +233,4 @@ pub(super) fn fit_probe_on(
         })
         .collect();
     Probe::fit(&samples, classes, dim)
-}
-
-/// The probe fitted on all of `engine`'s labels' material.
-fn fit_probe(engine: &Engine) -> Option<Probe> {
-    fit_probe_on(&probe_material(engine), |_| true, engine.labels.len())
 }

@@ -125,6 +125,14 @@ impl std::str::FromStr for ProbeWeight {
 /// (docs/design/fitted-probe.md, "Cost").
 pub const MAX_LABELS: usize = 500;
 
+/// A fit's work at most, in multiply-adds per pass over its material (classes × Σ over the
+/// samples of the vector's length plus the sample's distinct words: what one evaluation of the
+/// objective costs; a fit makes up to about [`MAX_ITERATIONS`] of them, and a round five fits).
+/// Past it no ranked strategy reads a probe: a round of 500 labels with the encoder on took
+/// 22.6 s, nearly all of it fitting (docs/design/fitted-probe.md, "Cost"). The streams the
+/// probe helped stay under it (HWU64 at five shots reaches about 5 million at its last round).
+pub const MAX_FIT_WORK: usize = 8_000_000;
+
 /// Word features kept at most: the terms found in the most samples. Long texts bring tens of
 /// thousands of word pairs, most seen once; on the WOS tuning stream keeping 4,096 or 10,000
 /// raised the probe's accuracy a little and cut its fitting time by 2.5 to 4 times and its

@@ -17,7 +17,7 @@
 //! refitting it later would read a later index.
 
 use super::fusion;
-use super::peers::{fit_probe_on, probe_material, ProbeMaterial};
+use super::peers::{fit_probe_on, probe_material, within_bounds, ProbeMaterial};
 use super::probe::{reads_probe, CrossFit, MAX_LABELS};
 use super::rank::Ranking;
 use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
@@ -52,13 +52,14 @@ pub(super) fn refit_on_material(engine: &mut Engine) -> Option<CrossFit> {
         && engine.labels.len() <= MAX_LABELS
         && reads_probe(config)
         && (fitted || config.refit_confidence);
-    let (folds, weight) = if folds_read {
-        let material = probe_material(engine);
-        let folds = cross_fit(engine, &material);
-        let weight = fitted.then(|| fit_weight(engine, &material, &folds));
-        (Some(folds), weight)
-    } else {
-        (None, None)
+    let material = folds_read.then(|| probe_material(engine));
+    let (folds, weight) = match material {
+        Some(material) if within_bounds(&material, engine.labels.len()) => {
+            let folds = cross_fit(engine, &material);
+            let weight = fitted.then(|| fit_weight(engine, &material, &folds));
+            (Some(folds), weight)
+        }
+        _ => (None, None),
     };
     if fitted {
         engine.fitted_probe_weight = weight;
