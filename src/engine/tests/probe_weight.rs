@@ -101,12 +101,12 @@ fn past_the_label_cap_no_probe_is_fitted() {
 fn past_the_work_bound_no_probe_is_fitted() {
     use crate::engine::peers::fit_work;
     use crate::engine::probe::MAX_FIT_WORK;
-    // 300 labels (under the label cap), each with one example of `words` distinct words.
-    let engine_with = |words: usize| {
+    // `labels` labels (under the label cap), each with one example of `words` distinct words.
+    let engine_with = |labels: usize, words: usize| {
         let mut config = EngineConfig::default();
         config.ranking.probe_weight = ProbeWeight::Fixed(1.0);
         let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
-        let examples: Vec<String> = (0..300)
+        let examples: Vec<String> = (0..labels)
             .map(|l| {
                 (0..words)
                     .map(|w| format!("w{l}x{w}"))
@@ -122,11 +122,11 @@ fn past_the_work_bound_no_probe_is_fitted() {
         engine.apply_round(&round).unwrap();
         engine
     };
-    let light = engine_with(3);
+    let light = engine_with(20, 3);
     let work = fit_work(&probe_material(&light), light.labels.len());
     assert!(work <= MAX_FIT_WORK, "{work}");
     assert!(light.probe.is_some(), "under the bound the probe is fitted");
-    let heavy = engine_with(60);
+    let heavy = engine_with(200, 450);
     let work = fit_work(&probe_material(&heavy), heavy.labels.len());
     assert!(work > MAX_FIT_WORK, "{work}");
     assert!(heavy.probe.is_none());
