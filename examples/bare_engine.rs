@@ -1,6 +1,8 @@
 //! The engine alone on the texts of a `scripts/bench-serve.sh` run: its rounds (round 1 of
-//! examples/stream unless a rounds file is given), then keywords → retrieval → (instant LLM: first candidate) → online indexing for every text,
-//! in one thread, no Kafka. Prints texts/s, to compare with the service's end-to-end figure.
+//! examples/stream unless a rounds file is given), then keywords → retrieval → (instant LLM:
+//! first candidate) → online indexing for every text (under its verdict's label, as the
+//! service learns it), in one thread, no Kafka. Prints texts/s, to compare with the service's
+//! end-to-end figure.
 //!
 //!     cargo run --release --example bare_engine -- out/bench-serve/texts.jsonl [rounds.jsonl]
 

@@ -11,11 +11,12 @@
 # BENCH_SHOTS (5) shots are applied first, then its test texts (every round's, repeated with
 # new ids up to `texts`) are published. Each instance's /metrics is saved as out/bench-serve/metrics-<run>-<n>.txt.
 # With instances=2, two replicas share the texts (one consumer group, 4 partitions).
-# Each run: a fresh service on topics of its own, round 1 of examples/stream applied, then
-# `texts` synthetic texts published at once (a backlog). Reported per run: texts/s from the
+# Each run: a fresh service on topics of its own, round 1 of examples/stream applied (or the
+# dataset's rounds), then `texts` synthetic texts (or the dataset's test texts) published at once
+# (a backlog). Reported per run: texts/s from the
 # first publish to the last prediction received, and the p50/p99 of each prediction's
 # `latency.total_ms` (record taken in → outputs handed to the producer; excludes queueing in
-# the backlog). Results: out/bench-serve/<mode>.json; the summary line gives the median run.
+# the backlog). Results: out/bench-serve/<mode>.json; the summary line gives the median run (a dataset run's file is named after the dataset).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,14 +58,16 @@ rounds="examples/stream/round-1.jsonl"
 if [ -n "${BENCH_DATASET:-}" ]; then
   rounds="$out/rounds.jsonl"
   python3 - "$BENCH_DATASET" "${BENCH_SHOTS:-5}" "$texts" "$rounds" "$out/texts.jsonl" <<'PY'
-import csv, json, os, sys
+import json, os, sys
 root, shots, n, rounds_path, texts_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 folder = os.path.join(root, f"{shots}shot")
 names = sorted(d for d in os.listdir(folder) if d.startswith("r") and d[1:].isdigit())
 names.sort(key=lambda d: int(d[1:]))
 def rows(path):
-    with open(path, newline="") as f:
-        return [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE) if len(r) >= 2]
+    # One `label<TAB>text` a line, as `gorag eval` reads it (the text may hold more tabs).
+    with open(path, encoding="utf-8-sig") as f:
+        pairs = (line.rstrip("\n").split("\t", 1) for line in f)
+        return [(label.strip(), text) for label, text in (p for p in pairs if len(p) == 2)]
 tests = []
 with open(rounds_path, "w") as out:
     for name in names:
@@ -119,6 +122,10 @@ for run in $(seq 1 "$runs"); do
   "$gorag" publish --topic "$name.labels" "$rounds" 2>/dev/null
   for _ in $(seq 1 1200); do
     [ "$(grep -c "label event applied" "$out/serve-$run-1.log")" -ge "$round_count" ] && break
+    if grep -q "label event rejected" "$out/serve-$run-1.log"; then
+      echo "a round was rejected: see $out/serve-$run-1.log" >&2
+      exit 1
+    fi
     sleep 0.1
   done
   # The reader is up before the clock starts: its own start-up (≈ 0.1 s) is not the service's.
@@ -189,4 +196,4 @@ print("%s: median of %d run(s): %s texts/s, latency p50 %s ms, p99 %s ms (%d tex
       % (mode, len(runs), m["texts_per_s"], m["latency_ms_p50"], m["latency_ms_p99"], m["texts"], path))
 print("bare engine (median run) %.1f texts/s; service / bare engine = %.2f"
       % (bare["texts_per_s"], m["texts_per_s"] / bare["texts_per_s"]))
-' "$mode" "$out/$mode-x$instances.json"
+' "$mode" "$out/$mode${BENCH_DATASET:+-$(basename "$BENCH_DATASET")}-x$instances.json"

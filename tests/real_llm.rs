@@ -110,10 +110,11 @@ async fn two_round_stream_with_the_real_model() {
             if result.decision.label == sample.label {
                 correct += 1;
             }
-            let confident = engine
-                .decisions()
-                .is_confident(&result.retrieval, &result.decision);
-            engine.learn(&result.analysis, &result.decision.label, confident);
+            engine.learn(
+                &result.analysis,
+                &result.verdict.learn_as,
+                result.verdict.confident,
+            );
         }
     }
     assert_eq!(total, 18);

@@ -1,5 +1,5 @@
-//! Reading the LLM's answer into a decision (under the choice mode), and whether that decision
-//! is trusted enough for online indexing to learn from it.
+//! Reading the LLM's answer into a decision (under the choice mode), with its confidence; what
+//! the decision comes to (published as what, learned how) is [`super::verdict`]'s.
 
 use super::answer::{match_answer, AnswerMatch, HallucinationKind, LabelSpelling};
 use super::confidence::{LlmOpinion, Signals};

@@ -109,8 +109,17 @@ fn dot(a: &[f32], b: &[f64]) -> f64 {
 }
 
 impl Engine {
-    /// The probe's weight in the ranked strategies: as set, or as fitted (0 before a fit).
+    /// The probe's weight in the ranked strategies: as set, or as fitted (0 before a fit); 0
+    /// when no probe is fitted (past its bounds, [`within_bounds`]), since none is read then.
     pub fn probe_weight(&self) -> f64 {
+        if self.probe.is_none() {
+            return 0.0;
+        }
+        self.probe_weight_wanted()
+    }
+
+    /// The weight as set or fitted, whether or not a probe is fitted for it.
+    fn probe_weight_wanted(&self) -> f64 {
         match self.config.ranking.probe_weight.fixed() {
             Some(weight) => weight,
             None => self.fitted_probe_weight.unwrap_or(0.0),
@@ -118,7 +127,7 @@ impl Engine {
     }
 
     /// Fit the probe again on every label's own material (examples and names), where
-    /// retrieval reads it ([`probe_read`]): after a round, new examples, a correction, the
+    /// retrieval reads it ([`fit_probe_if_read`]): after a round, new examples, a correction, the
     /// encoder attached, a restore. A pure function of the labels' material
     /// and the probe's weight, so every replica fits the same weights.
     pub(super) fn refit_probe(&mut self) {
@@ -134,7 +143,7 @@ fn fit_probe_if_read(engine: &Engine) -> Option<Probe> {
     let peer = config.strategy == super::Strategy::Probe;
     let ranked = config.strategy.evidence().is_some_and(|e| e.first_hop)
         && engine.labels.len() <= MAX_LABELS
-        && engine.probe_weight() > 0.0;
+        && engine.probe_weight_wanted() > 0.0;
     if !(peer || ranked) {
         return None;
     }

@@ -16,13 +16,6 @@ pub struct Verdict {
     pub learn_as: String,
 }
 
-impl Verdict {
-    /// Whether it is published with no label.
-    pub fn is_no_match(&self) -> bool {
-        self.status == Status::NoMatch
-    }
-}
-
 impl Decisions<'_> {
     /// What `decision` (of a text retrieved as `retrieval`) comes to.
     pub fn verdict(&self, retrieval: &Retrieval, decision: &Decision) -> Verdict {
