@@ -115,15 +115,7 @@ impl Engine {
         if self.probe.is_none() {
             return 0.0;
         }
-        self.probe_weight_wanted()
-    }
-
-    /// The weight as set or fitted, whether or not a probe is fitted for it.
-    fn probe_weight_wanted(&self) -> f64 {
-        match self.config.ranking.probe_weight.fixed() {
-            Some(weight) => weight,
-            None => self.fitted_probe_weight.unwrap_or(0.0),
-        }
+        wanted_weight(self)
     }
 
     /// Fit the probe again on every label's own material (examples and names), where
@@ -135,6 +127,14 @@ impl Engine {
     }
 }
 
+/// The probe's weight as set or fitted, whether or not a probe is fitted for it.
+fn wanted_weight(engine: &Engine) -> f64 {
+    match engine.config.ranking.probe_weight.fixed() {
+        Some(weight) => weight,
+        None => engine.fitted_probe_weight.unwrap_or(0.0),
+    }
+}
+
 /// The probe fitted on every label's material, where retrieval reads one: the `probe` peer
 /// always; a ranked strategy with a first hop while its weight (set, or as fitted) is above 0
 /// and the fit is within its bounds ([`within_bounds`]).
@@ -143,7 +143,7 @@ fn fit_probe_if_read(engine: &Engine) -> Option<Probe> {
     let peer = config.strategy == super::Strategy::Probe;
     let ranked = config.strategy.evidence().is_some_and(|e| e.first_hop)
         && engine.labels.len() <= MAX_LABELS
-        && engine.probe_weight_wanted() > 0.0;
+        && wanted_weight(engine) > 0.0;
     if !(peer || ranked) {
         return None;
     }
