@@ -119,13 +119,21 @@ impl Retrieval {
         self.position(label).is_some()
     }
 
-    /// The candidates' scores, in order (empty when they have none).
+    /// The candidates' scores, in order (empty when they have none). Every strategy scores all
+    /// its candidates or none, so the list runs beside the candidates.
     pub fn scores(&self) -> Vec<f64> {
-        self.candidates.iter().filter_map(|c| c.score).collect()
+        let scores: Vec<f64> = self.candidates.iter().filter_map(|c| c.score).collect();
+        debug_assert!(scores.is_empty() || scores.len() == self.candidates.len());
+        scores
     }
 
-    /// Each candidate's evidence, in order (empty when none has any).
+    /// Each candidate's evidence, in order (none when no candidate has any; like the scores,
+    /// all candidates have evidence or none has).
     pub fn evidence(&self) -> impl Iterator<Item = &CandidateEvidence> + '_ {
+        debug_assert!(
+            self.candidates.iter().all(|c| c.evidence.is_some())
+                || self.candidates.iter().all(|c| c.evidence.is_none())
+        );
         self.candidates.iter().filter_map(|c| c.evidence.as_ref())
     }
 

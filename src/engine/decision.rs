@@ -280,7 +280,8 @@ impl Decisions<'_> {
                 on_list: 0.0,
             });
         };
-        let chosen = fusion::with_llm(&retrieval.scores(), &belief.per_candidate, llm_weight);
+        let scores: Vec<Option<f64>> = retrieval.candidates.iter().map(|c| c.score).collect();
+        let chosen = fusion::with_llm(&scores, &belief.per_candidate, llm_weight);
         let preferred = match named {
             Some(label) => Some(label.to_string()),
             None => choice::favourite(&belief.per_candidate)

@@ -76,15 +76,16 @@ pub fn add_probe(
     add_meaning(ranking, belief, weight * scale, top, is_active);
 }
 
-/// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate).
+/// The candidate maximising `score / best score + weight × belief` (ties: earlier candidate);
+/// `scores` and `belief` are per candidate, in order (a candidate without a score counts 0).
 /// Without retrieval scores (`steiner`, `all`, `naive`, or no evidence) the belief decides,
 /// whatever the weight.
-pub fn with_llm(scores: &[f64], belief: &[f64], weight: f64) -> usize {
-    let top = scores.iter().copied().fold(0.0f64, f64::max);
+pub fn with_llm(scores: &[Option<f64>], belief: &[f64], weight: f64) -> usize {
+    let top = scores.iter().flatten().copied().fold(0.0f64, f64::max);
     let weight = if top > 0.0 { weight } else { 1.0 };
     let mut best = (0, f64::NEG_INFINITY);
     for (i, b) in belief.iter().enumerate() {
-        let retrieval = match (scores.get(i), top > 0.0) {
+        let retrieval = match (scores.get(i).copied().flatten(), top > 0.0) {
             (Some(s), true) => s / top,
             _ => 0.0,
         };
@@ -131,7 +132,7 @@ mod tests {
 
     #[test]
     fn fusion_lets_a_confident_llm_overturn_a_close_retrieval_call_only() {
-        let scores = [0.50, 0.45, 0.10];
+        let scores = [Some(0.50), Some(0.45), Some(0.10)];
         let llm_prefers_second = [0.1, 0.9, 0.0];
         assert_eq!(with_llm(&scores, &llm_prefers_second, 1.0), 1);
         let llm_prefers_third = [0.1, 0.0, 0.9];
@@ -139,6 +140,8 @@ mod tests {
         // No retrieval scores (steiner, all): the belief decides, even at weight 0.
         assert_eq!(with_llm(&[], &llm_prefers_third, 1.0), 2);
         assert_eq!(with_llm(&[], &llm_prefers_third, 0.0), 2);
-        assert_eq!(with_llm(&[0.0, 0.0, 0.0], &llm_prefers_third, 0.0), 2);
+        assert_eq!(with_llm(&[Some(0.0); 3], &llm_prefers_third, 0.0), 2);
+        // A candidate without a score counts 0, in its own place.
+        assert_eq!(with_llm(&[None, Some(0.5)], &[0.0, 0.0], 1.0), 1);
     }
 }
