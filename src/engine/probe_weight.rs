@@ -16,6 +16,8 @@
 //! replica that applies the same log fits the same weight; it is kept in the snapshot, since
 //! refitting it later would read a later index.
 
+use std::sync::Arc;
+
 use super::fusion;
 use super::peers::{fit_probe_on, probe_material, within_bounds, ProbeMaterial};
 use super::probe::{reads_probe, CrossFit, MAX_LABELS};
@@ -53,19 +55,38 @@ pub(super) fn refit_on_material(engine: &mut Engine) -> Option<CrossFit> {
         && reads_probe(config)
         && (fitted || config.refit_confidence);
     let material = folds_read.then(|| probe_material(engine));
-    let (folds, weight) = match material {
+    // The folds, the weight, and the whole probe where it weighs, from one reading of the
+    // material.
+    let refit = match material {
         Some(material) if within_bounds(&material, engine.labels.len()) => {
             let folds = cross_fit(engine, &material);
             let weight = fitted.then(|| fit_weight(engine, &material, &folds));
-            (Some(folds), weight)
+            let wanted = config.ranking.probe_weight.fixed().or(weight);
+            let probe = wanted
+                .filter(|&w| w > 0.0)
+                .and_then(|_| fit_probe_on(&material, |_| true, engine.labels.len()));
+            Some((folds, weight, probe))
         }
-        _ => (None, None),
+        _ => None,
     };
-    if fitted {
-        engine.fitted_probe_weight = weight;
+    match refit {
+        Some((folds, weight, probe)) => {
+            if fitted {
+                engine.fitted_probe_weight = weight;
+            }
+            engine.probe = probe.map(Arc::new);
+            Some(folds)
+        }
+        None => {
+            if fitted {
+                engine.fitted_probe_weight = None;
+            }
+            // No folds read (or past the bounds): the probe as the strategy reads it (the
+            // `probe` peer, a weight set by hand), or none.
+            engine.refit_probe();
+            None
+        }
     }
-    engine.refit_probe();
-    folds
 }
 
 /// The fold of a label's `j`-th example.
