@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::desk::{reqwest::blocking_client, DeskProcess, ANN, BOB};
+use support::desk::{prediction, reqwest::blocking_client, text, DeskProcess, ANN, BOB};
 use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -23,24 +23,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("runtime")
-}
-
-/// A prediction as the service writes it, for a text the test made up.
-fn prediction(id: &str, status: &str, label: Option<&str>) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "version": 3, "text_id": id, "label": label, "source": "graph",
-        "candidates": ["billing", "shipping", "account_access"],
-        "candidate_scores": [0.41, 0.38, 0.1], "basis": "ranked_scores", "confidence": 0.42,
-        "status": status, "keywords": [], "hallucination": false, "label_version": 1,
-        "latency": {"decode_ms": 0.0, "keywords_ms": 0.0, "retrieve_ms": 0.0, "llm_ms": 0.0,
-                    "index_ms": 0.0, "total_ms": 0.0},
-        "input": {"topic": "texts", "partition": 0, "offset": 0}
-    }))
-    .expect("json")
-}
-
-fn text(id: &str, text: &str) -> Vec<u8> {
-    serde_json::to_vec(&json!({"id": id, "text": text})).expect("json")
 }
 
 /// The `correct` events on the labels topic, by text id (every one, repeats kept).

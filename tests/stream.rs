@@ -129,6 +129,9 @@ fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
         r#"{"type":"round","round":"r1c","labels":[]}"#.into(),
         r#"{"type":"retire_label","label":"account_access"}"#.into(),
         r#"{"type":"retire_label","label":"account_access"}"#.into(),
+        // A new label's id holds markup and an ESC; another's name a terminal command.
+        r#"{"type":"round","round":"r1d","labels":[{"id":"\"><img src=x>\u001b","examples":["x"]}]}"#.into(),
+        r#"{"type":"round","round":"r1e","labels":[{"id":"ok","name":"\u001b]0;pwned\u0007","examples":["x"]}]}"#.into(),
     ]);
     rt.block_on(publish_json(&topics.labels, &labels));
     let oversized = format!(r#"{{"id":"big","text":"{}"}}"#, "parcel ".repeat(60));
@@ -225,6 +228,8 @@ fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
             ("3".into(), "unknown_label".into()),
             ("4".into(), "invalid_round".into()),
             ("6".into(), "retired_label".into()),
+            ("7".into(), "invalid_round".into()),
+            ("8".into(), "invalid_round".into()),
         ],
         "{dead:?}"
     );

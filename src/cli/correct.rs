@@ -83,8 +83,10 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
     .await?;
     let what = args.label.as_deref().unwrap_or("none of the labels");
     println!(
-        "sent: {} is {what} ({topic} at {})",
-        args.text_id, config.kafka.brokers
+        "sent: {} is {} ({topic} at {})",
+        super::printable::printable(&args.text_id),
+        super::printable::printable(what),
+        config.kafka.brokers
     );
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod kafka_clients;
 pub mod labels;
 pub mod labels_topic;
 pub mod prediction_view;
+pub mod printable;
 pub mod proposals;
 pub mod publish;
 pub mod report;

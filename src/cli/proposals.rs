@@ -1,6 +1,7 @@
 //! `gorag proposals`: list the proposed classes on the proposals topic; accept one (a round
 //! with its label goes to the labels topic) or reject it (it is not proposed again).
 
+use super::printable::printable;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
@@ -101,8 +102,10 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
             let labels_topic = config.topics.labels.clone();
             let label = accept(&config, &topic, open, name.as_deref(), &labels_topic).await?;
             println!(
-                "accepted {id}: label {label} published in round {} to {labels_topic}",
-                open.accepting_round_id()
+                "accepted {}: label {} published in round {} to {labels_topic}",
+                printable(&id),
+                printable(&label),
+                printable(&open.accepting_round_id())
             );
         }
         ProposalsAction::Reject { id } => {
@@ -110,7 +113,7 @@ pub async fn proposals(args: ProposalsArgs) -> Result<()> {
             let producer = CommandProducer::new(&config.broker())?;
             let key = decided.record_key();
             send(&producer, &topic, &key, &serde_json::to_vec(&decided)?).await?;
-            println!("rejected {id}");
+            println!("rejected {}", printable(&id));
         }
     }
     Ok(())
@@ -195,7 +198,7 @@ fn open_proposal<'a>(
     Ok(found)
 }
 
-/// One line per proposal: id, status, size (growth), name, keywords.
+/// One line per proposal: id, status, size (growth), name, keywords (each printable).
 pub fn table(proposals: &[&ProposalEvent]) -> String {
     if proposals.is_empty() {
         return "no proposals\n".to_string();
@@ -207,15 +210,15 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
     for p in proposals {
         out.push_str(&format!(
             "{:<16} {:<9} {:>5} {:>+6}  {:<40} {}\n",
-            p.proposal,
+            printable(&p.proposal),
             p.status.as_str(),
             p.size,
             p.growth as i64,
-            p.name,
-            p.keywords.join(", ")
+            printable(&p.name),
+            printable(&p.keywords.join(", "))
         ));
         if let Some(description) = &p.description {
-            out.push_str(&format!("{:<16} {description}\n", ""));
+            out.push_str(&format!("{:<16} {}\n", "", printable(description)));
         }
     }
     out

@@ -1,5 +1,6 @@
 //! `gorag tail`: a topic's records, raw or readable.
 
+use super::printable::printable;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -12,7 +13,7 @@ use clap::{Args, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum TailFormat {
-    /// The record value as it is.
+    /// The record value as it is (control characters as `\u{…}` escapes, as in every format).
     Raw,
     /// JSON object with key, partition, offset, headers and value.
     Json,
@@ -66,7 +67,7 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         }?;
         last = Instant::now();
         seen += 1;
-        writeln!(out, "{}", line(&message, args.format))?;
+        writeln!(out, "{}", printable(&line(&message, args.format)))?;
         out.flush()?;
     }
     Ok(())

@@ -411,6 +411,19 @@ impl ServeConfig {
                 AdminSection::MOST_CONNECTIONS
             ));
         }
+        if !(1..=self.admin.max_connections).contains(&self.admin.max_connections_per_address) {
+            errors.push(
+                "admin.max_connections_per_address: must be between 1 and admin.max_connections"
+                    .into(),
+            );
+        }
+        let rate = self.admin.requests_per_second_per_address;
+        if !(rate.is_finite() && rate > 0.0 && rate <= AdminSection::MOST_REQUESTS_PER_SECOND) {
+            errors.push(format!(
+                "admin.requests_per_second_per_address: must be a number above 0 and at most {}",
+                AdminSection::MOST_REQUESTS_PER_SECOND
+            ));
+        }
         let header_secs = self.admin.header_read_timeout_secs;
         if !(header_secs.is_finite()
             && header_secs > 0.0

@@ -18,6 +18,11 @@ pub struct AdminSection {
     /// Connections open at once; at the cap a new one closes the oldest that is not answering
     /// a request.
     pub max_connections: usize,
+    /// Connections open at once from one client address (behind a proxy or an Ingress every
+    /// client has the proxy's address: raise it there).
+    pub max_connections_per_address: usize,
+    /// Requests a second from one client address, twice as many in a burst; past it, 429.
+    pub requests_per_second_per_address: f64,
     /// The longest a connection may take to send a request's head (and may idle between
     /// requests) before it is closed.
     pub header_read_timeout_secs: f64,
@@ -29,6 +34,8 @@ impl Default for AdminSection {
         Self {
             listen: "127.0.0.1:9464".into(),
             max_connections: limits.max_connections,
+            max_connections_per_address: limits.max_connections_per_address,
+            requests_per_second_per_address: limits.requests_per_second_per_address,
             header_read_timeout_secs: limits.header_read_timeout.as_secs_f64(),
         }
     }
@@ -39,15 +46,23 @@ impl AdminSection {
     pub const MOST_CONNECTIONS: usize = 10_000;
     /// The longest `header_read_timeout_secs` may be.
     pub const LONGEST_HEADER_READ_SECS: f64 = 3600.0;
+    /// The most `requests_per_second_per_address` may be.
+    pub const MOST_REQUESTS_PER_SECOND: f64 = 1_000_000.0;
 
     /// The connection limits (the values checked by [`super::ServeConfig`]'s validation).
     pub fn limits(&self) -> crate::telemetry::admin::Limits {
         let secs = self
             .header_read_timeout_secs
             .clamp(0.001, Self::LONGEST_HEADER_READ_SECS);
+        let max_connections = self.max_connections.clamp(1, Self::MOST_CONNECTIONS);
         crate::telemetry::admin::Limits {
-            max_connections: self.max_connections.clamp(1, Self::MOST_CONNECTIONS),
+            max_connections,
+            max_connections_per_address: self.max_connections_per_address.clamp(1, max_connections),
+            requests_per_second_per_address: self
+                .requests_per_second_per_address
+                .clamp(0.001, Self::MOST_REQUESTS_PER_SECOND),
             header_read_timeout: std::time::Duration::from_secs_f64(secs),
+            ..crate::telemetry::admin::Limits::default()
         }
     }
 }

@@ -4,7 +4,7 @@
 //! before anything is applied: the service's labels forwarder (so the verdict goes into the
 //! changelog, the same for every replica), `gorag classify` and `gorag labels import`.
 
-use super::decode::Rejection;
+use super::decode::{Reason, Rejection};
 use super::{LabelEvent, LabelSpec};
 use crate::bounds::{excerpt, keys, over_bytes, Bounds};
 
@@ -104,6 +104,7 @@ fn label_id(label: &str, bounds: &Bounds) -> Result<(), Rejection> {
 /// One label of a round: its id, name, description and examples.
 pub fn label_spec(spec: &LabelSpec, bounds: &Bounds) -> Result<(), Rejection> {
     label_id(&spec.id, bounds)?;
+    fit_to_show(spec)?;
     let of = |what: &str| format!("label {}: its {what}", excerpt(&spec.id));
     if let Some(over) = spec
         .name
@@ -123,6 +124,28 @@ pub fn label_spec(spec: &LabelSpec, bounds: &Bounds) -> Result<(), Rejection> {
         return Err(Rejection::over_limit(over));
     }
     examples_of(&spec.id, &spec.examples, bounds)
+}
+
+/// A new label's id, name and description as [`super::label_id`] wants them (what they may
+/// hold, not how long they are).
+fn fit_to_show(spec: &LabelSpec) -> Result<(), Rejection> {
+    let checked = super::label_id::check_id(&spec.id)
+        .and_then(|()| {
+            spec.name
+                .as_deref()
+                .map_or(Ok(()), super::label_id::check_name)
+        })
+        .and_then(|()| {
+            spec.description
+                .as_deref()
+                .map_or(Ok(()), super::label_id::check_description)
+        });
+    checked.map_err(|unfit| {
+        Rejection::new(
+            Reason::InvalidRound,
+            format!("label {}: {unfit}", excerpt(&spec.id)),
+        )
+    })
 }
 
 /// The examples one event gives a label: how many, and each one's length.

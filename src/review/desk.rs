@@ -54,6 +54,26 @@ pub enum Answer {
     Reject,
 }
 
+impl Answer {
+    /// The answer as typed, with an accepted proposal's new id trimmed and normalised (NFC) —
+    /// one spelling per label, as the service requires of a new one.
+    pub fn normalised(self) -> Result<Self, DeskError> {
+        match self {
+            Self::Accept {
+                label,
+                name,
+                description,
+            } => Ok(Self::Accept {
+                label: crate::events::label_id::normalise_id(&label)
+                    .map_err(|unfit| DeskError::Refused(unfit.to_string()))?,
+                name,
+                description,
+            }),
+            other => Ok(other),
+        }
+    }
+}
+
 /// Why an answer was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DeskError {
@@ -226,6 +246,11 @@ impl Desk {
             ProposalStatus::Withdrawn => self.queue.withdraw(&key),
         }
         self.proposals.insert(id, current);
+    }
+
+    /// Reviewers `kept` does not keep (their login removed) hold nothing any more.
+    pub fn forget_reviewers(&mut self, kept: impl Fn(&Reviewer) -> bool) {
+        self.queue.forget_reviewers(kept);
     }
 
     /// The item `reviewer` should answer now (claimed for them), as the page shows it.

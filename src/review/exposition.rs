@@ -4,10 +4,19 @@
 
 use std::fmt::Write;
 
+use std::sync::atomic::Ordering;
+
 use super::desk::Gauges;
+use super::guard::LoginGuard;
 use super::tally::{bucket_name, Agreement, Tally};
 
-pub fn render(gauges: &Gauges, tally: &Tally, unreadable: u64, ready: bool) -> String {
+pub fn render(
+    gauges: &Gauges,
+    tally: &Tally,
+    unreadable: u64,
+    ready: bool,
+    logins: &LoginGuard,
+) -> String {
     let mut out = String::new();
     let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, f64)]| {
         let _ = writeln!(out, "# TYPE {name} {kind}");
@@ -90,6 +99,18 @@ pub fn render(gauges: &Gauges, tally: &Tally, unreadable: u64, ready: bool) -> S
         "counter",
         "Proposals accepted or rejected at the desk.",
         &one(tally.proposals_answered as f64),
+    );
+    family(
+        "gorag_review_login_failures",
+        "counter",
+        "Wrong tokens tried (at login, or as a bearer or basic token).",
+        &one(logins.failed.load(Ordering::Relaxed) as f64),
+    );
+    family(
+        "gorag_review_logins_throttled",
+        "counter",
+        "Token checks refused unchecked: their address had tried too many wrong tokens.",
+        &one(logins.throttled.load(Ordering::Relaxed) as f64),
     );
     out.push_str("# EOF\n");
     out

@@ -109,15 +109,28 @@ impl Logins {
 
     /// The reviewer whose token this is.
     pub fn by_token(&self, token: &str) -> Option<&Reviewer> {
-        let token = digest(token);
         // Every entry compared, so the time says nothing of which matched.
+        self.by_token_with_key(token).map(|(reviewer, _)| reviewer)
+    }
+
+    /// The reviewer whose token this is, with the token's digest (what signs their sessions).
+    pub fn by_token_with_key(&self, token: &str) -> Option<(&Reviewer, &[u8; 32])> {
+        let token = digest(token);
         let mut found = None;
         for (reviewer, known) in &self.entries {
             if same(known, &token) {
-                found = Some(reviewer);
+                found = Some((reviewer, known));
             }
         }
         found
+    }
+
+    /// The digests of `reviewer`'s tokens (usually one; two while a token is replaced).
+    pub fn keys_of<'a>(&'a self, reviewer: &'a Reviewer) -> impl Iterator<Item = &'a [u8; 32]> {
+        self.entries
+            .iter()
+            .filter(move |(named, _)| named == reviewer)
+            .map(|(_, key)| key)
     }
 
     /// The reviewer of a name and token (basic auth): both must match.

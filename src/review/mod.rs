@@ -12,17 +12,18 @@
 pub mod desk;
 pub mod exposition;
 pub mod feed;
+pub mod guard;
 pub mod item;
 pub mod logins;
 mod memory;
 pub mod queue;
+pub mod session;
 pub mod tally;
 pub mod view;
 pub mod web;
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::broker::commands::{self, CommandConsumer, CommandError, CommandProducer};
 use crate::config::ServeConfig;
@@ -81,18 +82,17 @@ impl Bound {
             max_text_bytes: review.max_text_mb.saturating_mul(1024 * 1024),
             bounds: config.bounds(),
         };
-        let shared = Arc::new(web::Shared {
-            desk: Mutex::new(desk::Desk::new(settings)),
+        let outlet = web::Outlet {
+            producer,
+            labels_topic: topics.labels.clone(),
+            proposals_topic: topics.proposals.clone(),
+        };
+        let shared = Arc::new(web::Shared::new(
+            desk::Desk::new(settings),
             logins,
-            outlet: web::Outlet {
-                producer,
-                labels_topic: topics.labels.clone(),
-                proposals_topic: topics.proposals.clone(),
-            },
-            ready: AtomicBool::new(false),
-            unreadable: AtomicU64::new(0),
-            secure_cookie: review.secure_cookie,
-        });
+            outlet,
+            review.secure_cookie,
+        ));
         Ok(Self {
             listener,
             shared,
@@ -112,12 +112,8 @@ impl Bound {
     pub async fn run(self, stop: impl Future<Output = ()>) -> Result<(), ReviewError> {
         let limits = self.config.admin.limits();
         let app = web::router(self.shared.clone());
-        let server = crate::telemetry::connections::serve_bodies_up_to(
-            self.listener,
-            app,
-            limits,
-            web::MAX_BODY,
-        );
+        let gate = Arc::new(guard::DeskGate(self.shared.clone()));
+        let server = crate::telemetry::connections::serve_gated(self.listener, app, limits, gate);
         let bounds = self.config.bounds();
         let reader = feed::run(
             self.consumer,

@@ -65,6 +65,8 @@ pub enum AnswerError {
     Unknown,
     #[error("another reviewer holds this item")]
     HeldByAnother,
+    #[error("this item was not offered to you: ask for your next item")]
+    NotOffered,
 }
 
 /// Why an offered item was not queued.
@@ -203,10 +205,12 @@ impl<T> Queue<T> {
             return Err(AnswerError::Answered);
         }
         let sequence = *self.position.get(key).ok_or(AnswerError::Unknown)?;
-        if let Some(claim) = self.claims.get(key) {
-            if claim.reviewer != *reviewer && claim.until > now {
-                return Err(AnswerError::HeldByAnother);
-            }
+        match self.claims.get(key) {
+            // Offered to this reviewer (a claim that ran out still counts while nobody else
+            // has taken the item).
+            Some(claim) if claim.reviewer == *reviewer => {}
+            Some(claim) if claim.until > now => return Err(AnswerError::HeldByAnother),
+            _ => return Err(AnswerError::NotOffered),
         }
         let item = self.items.remove(&sequence).ok_or(AnswerError::Unknown)?;
         self.position.remove(key);
@@ -251,6 +255,13 @@ impl<T> Queue<T> {
                 .or_default()
                 .insert(key.clone());
         }
+    }
+
+    /// The claims and skips of reviewers `kept` does not keep (logins removed) end: their
+    /// items wait for the others at once.
+    pub fn forget_reviewers(&mut self, kept: impl Fn(&Reviewer) -> bool) {
+        self.claims.retain(|_, claim| kept(&claim.reviewer));
+        self.skipped.retain(|reviewer, _| kept(reviewer));
     }
 
     /// Items waiting (held ones included).
@@ -357,6 +368,36 @@ mod tests {
     }
 
     #[test]
+    fn only_an_offered_item_is_answered_and_a_removed_reviewer_s_claims_end_at_once() {
+        let mut queue = Queue::new(10, 1_000);
+        for (id, at) in [("t1", 1), ("t2", 2)] {
+            queue.offer(text(id, at));
+        }
+        let (t1, t2) = (ItemKey::Text("t1".into()), ItemKey::Text("t2".into()));
+        assert_eq!(
+            queue.answer(&who("ann"), &t2, 5).err(),
+            Some(AnswerError::NotOffered),
+            "never shown to ann"
+        );
+        assert_eq!(
+            queue.next_for(&who("ann"), 5).map(|i| i.key.clone()),
+            Some(t1.clone())
+        );
+        assert_eq!(
+            queue.next_for(&who("bob"), 5).map(|i| i.key.clone()),
+            Some(t2.clone())
+        );
+        // Ann's claim ran out and nobody took it since: her answer still counts.
+        assert!(queue.answer(&who("ann"), &t1, 5_000).is_ok());
+        // Bob's login is removed: his item goes to carl at once, claim or not.
+        queue.forget_reviewers(|r| r.0 != "bob");
+        assert_eq!(
+            queue.next_for(&who("carl"), 6).map(|i| i.key.clone()),
+            Some(t2)
+        );
+    }
+
+    #[test]
     fn a_full_queue_says_so_and_the_oldest_age_is_the_first_item_s() {
         let mut queue = Queue::new(2, 1_000);
         assert_eq!(queue.offer(text("t1", 100)), Offered::Queued);
@@ -376,10 +417,12 @@ mod tests {
             queue.offer(text(id, 1));
         }
         let (t1, t2) = (ItemKey::Text("t1".into()), ItemKey::Text("t2".into()));
+        queue.next_for(&who("ann"), 4);
         let taken = queue.answer(&who("ann"), &t1, 5).unwrap();
         queue.restore(taken);
         assert!(!queue.is_answered(&t1));
         assert_eq!(queue.depth(), 2);
+        queue.next_for(&who("ann"), 5);
         let taken = queue.answer(&who("ann"), &t2, 6).unwrap();
         // The send timed out, yet the broker had it: the feed reads it back first.
         queue.answered(&t2);

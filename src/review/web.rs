@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,14 +14,13 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use super::desk::{Answer, Desk, DeskError, Publish};
-use super::logins::LiveLogins;
+use super::guard::{session_cookie, session_set_cookie, LoginGuard, COOKIE};
+use super::logins::{LiveLogins, Logins};
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
+use super::session::Sessions;
 use crate::broker::commands::CommandProducer;
+use crate::telemetry::connections::Peer;
 
-/// The login cookie's name.
-const COOKIE: &str = "gorag_review";
-/// How long a login lasts in the browser (a working day and some).
-const SESSION_SECONDS: u64 = 12 * 3600;
 /// The largest request body taken (an accepted proposal's name and description).
 pub const MAX_BODY: usize = 64 * 1024;
 
@@ -45,9 +44,46 @@ pub struct Shared {
     /// Records of the desk's topics that were not the event they should be (skipped).
     pub unreadable: AtomicU64,
     pub secure_cookie: bool,
+    /// Sessions logged out before their end.
+    pub sessions: Sessions,
+    /// Wrong tokens, by address.
+    pub login_guard: LoginGuard,
+    /// The logins last seen, to notice a reviewer removed.
+    pub logins_seen: Mutex<Option<Arc<Logins>>>,
 }
 
 impl Shared {
+    /// A desk over `desk`, before it has read its topics.
+    pub fn new(desk: Desk, logins: LiveLogins, outlet: Outlet, secure_cookie: bool) -> Self {
+        Self {
+            desk: Mutex::new(desk),
+            logins,
+            outlet,
+            ready: AtomicBool::new(false),
+            unreadable: AtomicU64::new(0),
+            secure_cookie,
+            sessions: Sessions::default(),
+            login_guard: LoginGuard::default(),
+            logins_seen: Mutex::new(None),
+        }
+    }
+
+    /// When the logins file has changed, the items held by reviewers it no longer names wait
+    /// for the others at once.
+    pub fn forget_removed_reviewers(&self, logins: &Arc<Logins>) {
+        let mut seen = self
+            .logins_seen
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if seen.as_ref().is_some_and(|seen| Arc::ptr_eq(seen, logins)) {
+            return;
+        }
+        *seen = Some(logins.clone());
+        drop(seen);
+        self.desk()
+            .forget_reviewers(|reviewer| logins.keys_of(reviewer).next().is_some());
+    }
+
     pub fn desk(&self) -> MutexGuard<'_, Desk> {
         // A handler that panicked mid-change is a bug; the desk's state is still whole
         // (every change is one call), so keep serving.
@@ -138,46 +174,6 @@ fn json<T: Serialize>(value: &T) -> ([(header::HeaderName, &'static str); 2], St
     )
 }
 
-/// The reviewer a request comes from: a login cookie, a bearer token or basic auth.
-fn reviewer(shared: &Shared, headers: &HeaderMap) -> Result<Reviewer, Refusal> {
-    let unauthorised = || refusal(StatusCode::UNAUTHORIZED, "log in first");
-    let logins = shared.logins.now();
-    if let Some(value) = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    {
-        if let Some(token) = value.strip_prefix("Bearer ") {
-            return logins
-                .by_token(token.trim())
-                .cloned()
-                .ok_or_else(unauthorised);
-        }
-        if let Some(encoded) = value.strip_prefix("Basic ") {
-            use base64::Engine as _;
-            let decoded = base64::engine::general_purpose::STANDARD
-                .decode(encoded.trim())
-                .ok()
-                .and_then(|bytes| String::from_utf8(bytes).ok());
-            let found = decoded.as_deref().and_then(|pair| {
-                let (name, token) = pair.split_once(':')?;
-                logins.by_name_and_token(name, token).cloned()
-            });
-            return found.ok_or_else(unauthorised);
-        }
-    }
-    let token = headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, _)| *name == COOKIE)
-        .map(|(_, token)| token.to_string());
-    token
-        .and_then(|token| logins.by_token(&token).cloned())
-        .ok_or_else(unauthorised)
-}
-
 /// A write from the page: JSON only, so a form on another site cannot post one (the cookie is
 /// also `SameSite=Strict`).
 fn json_body<T: for<'de> Deserialize<'de>>(headers: &HeaderMap, body: &[u8]) -> Result<T, Refusal> {
@@ -205,32 +201,44 @@ struct LoginRequest {
     token: String,
 }
 
-async fn login(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn login(
+    State(shared): State<Arc<Shared>>,
+    Extension(Peer(peer)): Extension<Peer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: LoginRequest = match json_body(&headers, &body) {
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
     };
-    let token = request.token.trim();
-    let Some(reviewer) = shared.logins.now().by_token(token).cloned() else {
+    let logins = shared.logins.now();
+    let Some((reviewer, key)) = logins.by_token_with_key(request.token.trim()) else {
+        shared.login_guard.failed(peer);
         return refuse(StatusCode::UNAUTHORIZED, "no reviewer has this token");
     };
-    let secure = if shared.secure_cookie { "; Secure" } else { "" };
-    let cookie = format!(
-        "{COOKIE}={token}; Path=/; HttpOnly; SameSite=Strict; Max-Age={SESSION_SECONDS}{secure}"
-    );
-    let mut response = json(&WhoAmI { name: reviewer.0 }).into_response();
+    let session = Sessions::open(reviewer, key, now_ms() / 1000);
+    let cookie = session_set_cookie(&shared, &headers, &session);
+    let mut response = json(&WhoAmI {
+        name: reviewer.0.clone(),
+    })
+    .into_response();
     if let Ok(value) = HeaderValue::from_str(&cookie) {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
 }
 
-async fn logout() -> Response {
+/// Ends the session on the server too: the same cookie, sent again, names nobody.
+async fn logout(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    if let Some(session) = session_cookie(&headers) {
+        shared.sessions.revoke(&session, now_ms() / 1000);
+    }
     let mut response = StatusCode::NO_CONTENT.into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        HeaderValue::from_static("gorag_review=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
-    );
+    if let Ok(value) = HeaderValue::from_str(&format!(
+        "{COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"
+    )) {
+        response.headers_mut().insert(header::SET_COOKIE, value);
+    }
     response
 }
 
@@ -239,11 +247,8 @@ struct WhoAmI {
     name: String,
 }
 
-async fn whoami(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    match reviewer(&shared, &headers) {
-        Ok(reviewer) => json(&WhoAmI { name: reviewer.0 }).into_response(),
-        Err(refused) => refused.into_response(),
-    }
+async fn whoami(Extension(reviewer): Extension<Reviewer>) -> Response {
+    json(&WhoAmI { name: reviewer.0 }).into_response()
 }
 
 #[derive(Serialize)]
@@ -255,11 +260,10 @@ struct Next {
     depth: usize,
 }
 
-async fn next(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    let reviewer = match reviewer(&shared, &headers) {
-        Ok(reviewer) => reviewer,
-        Err(refused) => return refused.into_response(),
-    };
+async fn next(
+    State(shared): State<Arc<Shared>>,
+    Extension(reviewer): Extension<Reviewer>,
+) -> Response {
     if let Some(refused) = not_ready(&shared) {
         return refused;
     }
@@ -310,11 +314,12 @@ struct AnswerRequest {
     answer: AnswerBody,
 }
 
-async fn answer(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let reviewer = match reviewer(&shared, &headers) {
-        Ok(reviewer) => reviewer,
-        Err(refused) => return refused.into_response(),
-    };
+async fn answer(
+    State(shared): State<Arc<Shared>>,
+    Extension(reviewer): Extension<Reviewer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: AnswerRequest = match json_body(&headers, &body) {
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
@@ -332,6 +337,10 @@ async fn answer(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
             description,
         },
         AnswerBody::Reject => Answer::Reject,
+    };
+    let answer = match answer.normalised() {
+        Ok(answer) => answer,
+        Err(error) => return refuse(status_of(&error), error.to_string()),
     };
     if let Some(refused) = not_ready(&shared) {
         return refused;
@@ -390,6 +399,7 @@ fn status_of(error: &DeskError) -> StatusCode {
     match error {
         DeskError::Queue(AnswerError::Answered) => StatusCode::CONFLICT,
         DeskError::Queue(AnswerError::HeldByAnother) => StatusCode::CONFLICT,
+        DeskError::Queue(AnswerError::NotOffered) => StatusCode::CONFLICT,
         DeskError::Queue(AnswerError::Unknown) => StatusCode::NOT_FOUND,
         DeskError::UnknownLabel(_)
         | DeskError::LabelExists(_)
@@ -425,11 +435,12 @@ struct SkipRequest {
     item: ItemRef,
 }
 
-async fn skip(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes) -> Response {
-    let reviewer = match reviewer(&shared, &headers) {
-        Ok(reviewer) => reviewer,
-        Err(refused) => return refused.into_response(),
-    };
+async fn skip(
+    State(shared): State<Arc<Shared>>,
+    Extension(reviewer): Extension<Reviewer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let request: SkipRequest = match json_body(&headers, &body) {
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
@@ -441,10 +452,7 @@ async fn skip(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Bytes
     StatusCode::NO_CONTENT.into_response()
 }
 
-async fn labels(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    if let Err(refused) = reviewer(&shared, &headers) {
-        return refused.into_response();
-    }
+async fn labels(State(shared): State<Arc<Shared>>, Extension(_): Extension<Reviewer>) -> Response {
     let labels = shared.desk().active_labels();
     json(&labels).into_response()
 }
@@ -465,6 +473,7 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
         desk.tally(),
         shared.unreadable.load(Ordering::Relaxed),
         shared.ready.load(Ordering::Acquire),
+        &shared.login_guard,
     );
     drop(desk);
     (

@@ -12,6 +12,7 @@
 //!   ([`event::InternalEvent`]), each of which also writes its happening's log line.
 
 pub mod admin;
+pub mod budget;
 pub mod connections;
 pub mod event;
 pub mod instruments;

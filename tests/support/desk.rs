@@ -8,6 +8,25 @@ use std::time::{Duration, Instant};
 
 use super::kafka::Topics;
 
+/// A prediction as the service writes it, for a text the test made up.
+pub fn prediction(id: &str, status: &str, label: Option<&str>) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "version": 3, "text_id": id, "label": label, "source": "graph",
+        "candidates": ["billing", "shipping", "account_access"],
+        "candidate_scores": [0.41, 0.38, 0.1], "basis": "ranked_scores", "confidence": 0.42,
+        "status": status, "keywords": [], "hallucination": false, "label_version": 1,
+        "latency": {"decode_ms": 0.0, "keywords_ms": 0.0, "retrieve_ms": 0.0, "llm_ms": 0.0,
+                    "index_ms": 0.0, "total_ms": 0.0},
+        "input": {"topic": "texts", "partition": 0, "offset": 0}
+    }))
+    .expect("json")
+}
+
+/// A text event.
+pub fn text(id: &str, text: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"id": id, "text": text})).expect("json")
+}
+
 /// Two reviewers' logins.
 pub const ANN: &str = "ann-token-0123456789";
 pub const BOB: &str = "bob-token-9876543210";

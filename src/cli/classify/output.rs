@@ -92,7 +92,7 @@ impl Printer {
 
 fn line(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")?;
+    writeln!(out, "{}", super::super::printable::printable(text))?;
     out.flush()?;
     Ok(())
 }

@@ -1,0 +1,48 @@
+//! What the CLI writes to a terminal from input — text ids, label ids and names, texts, whole
+//! records — passes through [`printable`]: a control character (an ESC starting a terminal
+//! command, a newline splitting one record's line in two, a C1 control) or a bidirectional
+//! override shows as a `\u{…}` escape instead of acting on the terminal.
+
+use std::borrow::Cow;
+
+/// `text` with every control character and bidirectional control written as `\u{…}`.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if acts(c) {
+            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// A character a terminal may act on rather than show.
+fn acts(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controls_and_overrides_show_as_escapes_and_the_rest_as_it_is() {
+        assert!(matches!(
+            printable("plain — ünïcode 請求"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            printable("a\u{1b}]0;pwned\u{7}\u{1b}[2Jb"),
+            "a\\u{1b}]0;pwned\\u{7}\\u{1b}[2Jb"
+        );
+        assert_eq!(printable("two\nlines\ttab"), "two\\u{a}lines\\u{9}tab");
+        assert_eq!(printable("c1\u{9b}x"), "c1\\u{9b}x");
+        assert_eq!(printable("evil\u{202e}txt"), "evil\\u{202e}txt");
+    }
+}

@@ -1,0 +1,267 @@
+//! The desk's gate: what every request must show before one byte of its body is read
+//! (docs/guide/review.md, "Who may reach the desk"). A request to the API from another site is
+//! refused; one that needs a login names its reviewer in its head (the session cookie, or a
+//! bearer or basic token for scripts), or is answered 401 with the reason; wrong tokens from one
+//! address are slowed — past a few, that address's token checks wait — counted and logged
+//! (never the token).
+
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::http::{header, request::Parts, HeaderMap, Method, StatusCode};
+
+use super::logins::Logins;
+use super::queue::Reviewer;
+use super::session::Ended;
+use super::web::{now_ms, Shared, MAX_BODY};
+use crate::telemetry::budget::Budget;
+use crate::telemetry::connections::{seconds_to_wait, Gate, Refusal};
+
+/// The login cookie's name.
+pub const COOKIE: &str = "gorag_review";
+/// A login request's body: a token in JSON.
+const LOGIN_BODY: usize = 1024;
+/// Wrong tokens one address may try at once, and how fast it may try more after.
+const WRONG_TOKENS_AT_ONCE: f64 = 10.0;
+const WRONG_TOKENS_A_SECOND: f64 = 0.5;
+
+/// Failed logins: a budget per address, and what they add up to.
+#[derive(Debug)]
+pub struct LoginGuard {
+    budget: Budget,
+    /// Wrong tokens checked.
+    pub failed: AtomicU64,
+    /// Token checks refused unchecked: the address had tried too many.
+    pub throttled: AtomicU64,
+}
+
+impl Default for LoginGuard {
+    fn default() -> Self {
+        Self {
+            budget: Budget::new(WRONG_TOKENS_A_SECOND, WRONG_TOKENS_AT_ONCE),
+            failed: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+        }
+    }
+}
+
+impl LoginGuard {
+    /// Refused while `peer` has tried too many wrong tokens: checking one more would tell it
+    /// whether that one is right.
+    pub fn may_try(&self, peer: IpAddr) -> Result<(), Refusal> {
+        self.budget.has(peer, Instant::now()).map_err(|wait| {
+            self.throttled.fetch_add(1, Ordering::Relaxed);
+            throttled(wait)
+        })
+    }
+
+    /// A wrong token from `peer`: counted, logged, and spent from its budget.
+    pub fn failed(&self, peer: IpAddr) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        if let Err(wait) = self.budget.spend(peer, Instant::now()) {
+            tracing::warn!(address = %peer, wait_secs = wait.as_secs_f64(), "a wrong desk token; this address tried too many and waits");
+        } else {
+            tracing::warn!(address = %peer, "a wrong desk token");
+        }
+    }
+}
+
+fn throttled(wait: Duration) -> Refusal {
+    Refusal::too_many(
+        format!(
+            "too many wrong tokens from this address: try again in {} s",
+            seconds_to_wait(wait)
+        ),
+        wait,
+    )
+}
+
+/// The gate in front of the desk's routes.
+pub struct DeskGate(pub Arc<Shared>);
+
+impl Gate for DeskGate {
+    fn admit(&self, head: &mut Parts, peer: IpAddr) -> Result<usize, Refusal> {
+        let shared = &self.0;
+        let logins = shared.logins.now();
+        shared.forget_removed_reviewers(&logins);
+        let path = head.uri.path();
+        if !path.starts_with("/api/") {
+            // The page, the probes, /metrics: nothing to read.
+            return Ok(0);
+        }
+        if from_another_site(&head.headers) {
+            return Err(Refusal::new(
+                StatusCode::FORBIDDEN,
+                "the desk's API answers its own page only, not requests from another site",
+            ));
+        }
+        let body = if head.method == Method::POST {
+            MAX_BODY
+        } else {
+            0
+        };
+        match path {
+            "/api/login" => {
+                shared.login_guard.may_try(peer)?;
+                Ok(LOGIN_BODY)
+            }
+            // Logging out needs no valid session (an ended one may log out too).
+            "/api/logout" => Ok(0),
+            _ => {
+                let reviewer = identify(shared, &logins, &head.headers, peer)?;
+                head.extensions.insert(reviewer);
+                Ok(body)
+            }
+        }
+    }
+}
+
+/// A request the browser says comes from another site (`Sec-Fetch-Site`), or whose `Origin`
+/// is not the host it asks. Scripts that send neither header are not browsers, and are let in.
+fn from_another_site(headers: &HeaderMap) -> bool {
+    let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
+        if !matches!(site, "same-origin" | "none") {
+            return true;
+        }
+    }
+    match text(header::ORIGIN) {
+        Some(origin) => {
+            let origin_host = origin.split_once("://").map(|(_, host)| host);
+            origin_host.is_none() || origin_host != text(header::HOST)
+        }
+        None => false,
+    }
+}
+
+/// The reviewer a request's head names, or the refusal that says why it names none.
+fn identify(
+    shared: &Shared,
+    logins: &Logins,
+    headers: &HeaderMap,
+    peer: IpAddr,
+) -> Result<Reviewer, Refusal> {
+    let unauthorised = |message: String| Refusal::new(StatusCode::UNAUTHORIZED, message);
+    if let Some(value) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    {
+        let (scheme, credentials) = value.trim().split_once(' ').unwrap_or((value, ""));
+        let credentials = credentials.trim();
+        let found = if scheme.eq_ignore_ascii_case("bearer") {
+            shared.login_guard.may_try(peer)?;
+            logins.by_token(credentials).cloned()
+        } else if scheme.eq_ignore_ascii_case("basic") {
+            shared.login_guard.may_try(peer)?;
+            basic(logins, credentials)
+        } else {
+            return Err(unauthorised(
+                "the desk reads `Authorization: Bearer TOKEN` or `Basic`".into(),
+            ));
+        };
+        return found.ok_or_else(|| {
+            shared.login_guard.failed(peer);
+            unauthorised("no reviewer has this token".into())
+        });
+    }
+    let Some(cookie) = session_cookie(headers) else {
+        return Err(unauthorised("log in first".into()));
+    };
+    shared
+        .sessions
+        .verify(&cookie, logins, now_ms() / 1000)
+        .map_err(|ended: Ended| unauthorised(ended.to_string()))
+}
+
+fn basic(logins: &Logins, encoded: &str) -> Option<Reviewer> {
+    use base64::Engine as _;
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())?;
+    let (name, token) = decoded.split_once(':')?;
+    logins.by_name_and_token(name, token).cloned()
+}
+
+/// The session cookie's value, if the request has one.
+pub fn session_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_string())
+}
+
+/// The `Set-Cookie` value of a new session (`Secure` when configured, or when the proxy in
+/// front says the page was asked for over HTTPS).
+pub fn session_set_cookie(shared: &Shared, headers: &HeaderMap, session: &str) -> String {
+    let behind_tls = headers
+        .get("x-forwarded-proto")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|proto| proto.eq_ignore_ascii_case("https"));
+    let secure = if shared.secure_cookie || behind_tls {
+        "; Secure"
+    } else {
+        ""
+    };
+    format!(
+        "{COOKIE}={session}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{secure}",
+        super::session::SESSION_SECONDS
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn requests_from_another_site_are_told_apart_from_the_page_s_own_and_from_scripts() {
+        let host = ("host", "desk.example:9470");
+        assert!(!from_another_site(&headers(&[host])), "a script");
+        assert!(!from_another_site(&headers(&[
+            host,
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "http://desk.example:9470"),
+        ])));
+        for other in [
+            [host, ("sec-fetch-site", "cross-site"), ("x", "y")],
+            [host, ("sec-fetch-site", "same-site"), ("x", "y")],
+            [host, ("origin", "http://desk.example:8080"), ("x", "y")],
+            [host, ("origin", "null"), ("x", "y")],
+        ] {
+            assert!(from_another_site(&headers(&other)), "{other:?}");
+        }
+    }
+
+    #[test]
+    fn wrong_tokens_are_counted_and_past_a_few_an_address_waits() {
+        let guard = LoginGuard::default();
+        let peer: IpAddr = "10.1.2.3".parse().unwrap();
+        for _ in 0..10 {
+            assert!(guard.may_try(peer).is_ok());
+            guard.failed(peer);
+        }
+        let refused = guard.may_try(peer).unwrap_err();
+        assert_eq!(refused.status, StatusCode::TOO_MANY_REQUESTS);
+        assert!(refused.retry_after.is_some());
+        assert!(guard.may_try("10.1.2.4".parse().unwrap()).is_ok());
+        assert_eq!(guard.failed.load(Ordering::Relaxed), 10);
+        assert_eq!(guard.throttled.load(Ordering::Relaxed), 1);
+    }
+}
