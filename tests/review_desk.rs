@@ -162,7 +162,7 @@ fn answer_everything(url: &Mutex<String>, token: &str, answered: &AtomicUsize) {
             .json(&body)
             .send()
         {
-            if answer.status().as_u16() == 204 {
+            if answer.status().as_u16() == 202 {
                 answered.fetch_add(1, Ordering::Relaxed);
             }
         }

@@ -208,13 +208,18 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
         "id", "status", "size", "growth", "name"
     );
     for p in proposals {
+        // Accepted: the label it became, which the reviewer may have named otherwise.
+        let name = match &p.label {
+            Some(label) => format!("{} → {label}", p.name),
+            None => p.name.clone(),
+        };
         out.push_str(&format!(
             "{:<16} {:<9} {:>5} {:>+6}  {:<40} {}\n",
             printable(&p.proposal),
             p.status.as_str(),
             p.size,
             p.growth as i64,
-            printable(&p.name),
+            printable(&name),
             printable(&p.keywords.join(", "))
         ));
         if let Some(description) = &p.description {
@@ -248,5 +253,17 @@ mod tests {
         assert!(text.contains("open"));
         assert!(text.contains("crater, lava flow"));
         assert_eq!(table(&[]), "no proposals\n");
+        // Accepted under a name of the reviewer's: the table says which label it became, and
+        // a name carrying a terminal command prints escaped.
+        let mut accepted = event
+            .decided(ProposalStatus::Accepted, Some("volcanoes".into()))
+            .unwrap();
+        accepted.name.push_str("\u{1b}[2J");
+        let text = table(&[&accepted]);
+        assert!(text.contains("→ volcanoes"), "{text}");
+        assert!(
+            text.contains("\\u{1b}[2J") && !text.contains('\u{1b}'),
+            "{text}"
+        );
     }
 }

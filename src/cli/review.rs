@@ -42,5 +42,6 @@ pub async fn review(args: ReviewArgs) -> Result<()> {
             tracing::info!(%signal, "stopping the review desk");
         })
         .await?;
+    tracing::info!("the review desk stopped");
     Ok(())
 }

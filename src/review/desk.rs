@@ -153,6 +153,7 @@ impl Desk {
                         id: spec.id.clone(),
                         name: spec.name,
                         description: spec.description,
+                        example: spec.examples.first().map(|e| super::item::example_start(e)),
                         active: true,
                     };
                     self.labels.insert(spec.id, view);
@@ -365,6 +366,11 @@ impl Desk {
     /// An answer whose events could not be published: the item goes back in the queue.
     pub fn restore(&mut self, item: Item<Body>) {
         self.queue.restore(item);
+    }
+
+    /// `reviewer` takes their answer to `item` back before it was published (undo).
+    pub fn take_back(&mut self, item: Item<Body>, reviewer: &Reviewer, now: Millis) {
+        self.queue.take_back(item, reviewer, now);
     }
 
     /// `reviewer` passes on `key`.

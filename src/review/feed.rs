@@ -119,13 +119,19 @@ pub async fn run(
                     }
                     Some(Err(error)) => {
                         shared.unreadable.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(
-                            topic = %record.topic,
-                            partition = record.partition(),
-                            offset = record.offset(),
-                            %error,
-                            "not an event the desk reads; skipped"
-                        );
+                        // Records read again at every start were reported when they came:
+                        // while catching up they are counted, and summed up once caught up.
+                        if caught_up {
+                            tracing::warn!(
+                                topic = %record.topic,
+                                partition = record.partition(),
+                                offset = record.offset(),
+                                %error,
+                                "not an event the desk reads; skipped"
+                            );
+                        } else {
+                            tracing::debug!(topic = %record.topic, offset = record.offset(), %error, "skipped while catching up");
+                        }
                     }
                     None => {}
                 }
@@ -134,7 +140,17 @@ pub async fn run(
                 if consumer.caught_up(&ends)? {
                     caught_up = true;
                     shared.ready.store(true, Ordering::Release);
-                    tracing::info!("the desk has read its topics; reviewers are served");
+                    let skipped = shared.unreadable.load(Ordering::Relaxed);
+                    if skipped > 0 {
+                        tracing::info!(
+                            skipped,
+                            "the desk has read its topics; reviewers are served ({skipped} \
+                             records were not events the desk reads: skipped, counted in \
+                             gorag_review_unreadable_records_total)"
+                        );
+                    } else {
+                        tracing::info!("the desk has read its topics; reviewers are served");
+                    }
                 }
             }
         }

@@ -27,6 +27,23 @@ pub struct LabelView {
     pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// The start of its first example: what the page shows where it has no description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<String>,
     #[serde(skip)]
     pub active: bool,
+}
+
+/// How much of a label's first example the page shows.
+pub const EXAMPLE_CHARS: usize = 160;
+
+/// The start of `example`, at most [`EXAMPLE_CHARS`] characters, "…" where it was cut.
+pub fn example_start(example: &str) -> String {
+    let mut chars = example.chars();
+    let start: String = chars.by_ref().take(EXAMPLE_CHARS).collect();
+    if chars.next().is_some() {
+        format!("{start}…")
+    } else {
+        start
+    }
 }

@@ -19,6 +19,7 @@ mod memory;
 pub mod queue;
 pub mod session;
 pub mod tally;
+pub mod undo;
 pub mod view;
 pub mod web;
 
@@ -120,13 +121,18 @@ impl Bound {
             self.ends,
             self.topics,
             bounds,
-            self.shared,
+            self.shared.clone(),
             stop,
         );
-        tokio::select! {
+        let shared = self.shared;
+        let ended = tokio::select! {
             () = server => Ok(()),
-            read = reader => Ok(read?),
-        }
+            read = reader => read,
+        };
+        // Answers still in their undo window are published rather than lost (a restart would
+        // offer their items again).
+        web::publish_held(shared).await;
+        Ok(ended?)
     }
 }
 

@@ -80,13 +80,17 @@ pub enum Offered {
     Full,
 }
 
+/// Where an item sits in the queue: its record's time, then the order it was read in.
+type Place = (Millis, u64);
+
 /// The queue.
 #[derive(Debug)]
 pub struct Queue<T> {
-    /// Items by arrival order (a sequence number), oldest first.
-    items: BTreeMap<u64, Item<T>>,
+    /// Items oldest first: by the time their record was written (whichever topic it came
+    /// from, in whatever order the desk read them), then by the order read.
+    items: BTreeMap<Place, Item<T>>,
     /// Where each queued key sits in `items`.
-    position: HashMap<ItemKey, u64>,
+    position: HashMap<ItemKey, Place>,
     next_sequence: u64,
     /// Answered: read back from a topic, or taken by [`Self::answer`] and being published.
     answered: HashSet<ItemKey>,
@@ -119,8 +123,8 @@ impl<T> Queue<T> {
         if self.answered.contains(&item.key) {
             return Offered::AlreadyAnswered;
         }
-        if let Some(sequence) = self.position.get(&item.key) {
-            if let Some(queued) = self.items.get_mut(sequence) {
+        if let Some(place) = self.position.get(&item.key) {
+            if let Some(queued) = self.items.get_mut(place) {
                 queued.body = item.body;
                 return Offered::Updated;
             }
@@ -128,10 +132,10 @@ impl<T> Queue<T> {
         if self.items.len() >= self.capacity {
             return Offered::Full;
         }
-        let sequence = self.next_sequence;
+        let place = (item.arrived, self.next_sequence);
         self.next_sequence += 1;
-        self.position.insert(item.key.clone(), sequence);
-        self.items.insert(sequence, item);
+        self.position.insert(item.key.clone(), place);
+        self.items.insert(place, item);
         Offered::Queued
     }
 
@@ -150,8 +154,8 @@ impl<T> Queue<T> {
     }
 
     fn remove(&mut self, key: &ItemKey) {
-        if let Some(sequence) = self.position.remove(key) {
-            self.items.remove(&sequence);
+        if let Some(place) = self.position.remove(key) {
+            self.items.remove(&place);
         }
         self.claims.remove(key);
         for skipped in self.skipped.values_mut() {
@@ -190,7 +194,7 @@ impl<T> Queue<T> {
         );
         self.position
             .get(&key)
-            .and_then(|sequence| self.items.get(sequence))
+            .and_then(|place| self.items.get(place))
     }
 
     /// `reviewer` answers `key`: the item leaves the queue and is returned, for the desk to
@@ -204,7 +208,7 @@ impl<T> Queue<T> {
         if self.answered.contains(key) {
             return Err(AnswerError::Answered);
         }
-        let sequence = *self.position.get(key).ok_or(AnswerError::Unknown)?;
+        let place = *self.position.get(key).ok_or(AnswerError::Unknown)?;
         match self.claims.get(key) {
             // Offered to this reviewer (a claim that ran out still counts while nobody else
             // has taken the item).
@@ -212,7 +216,7 @@ impl<T> Queue<T> {
             Some(claim) if claim.until > now => return Err(AnswerError::HeldByAnother),
             _ => return Err(AnswerError::NotOffered),
         }
-        let item = self.items.remove(&sequence).ok_or(AnswerError::Unknown)?;
+        let item = self.items.remove(&place).ok_or(AnswerError::Unknown)?;
         self.position.remove(key);
         self.claims.remove(key);
         self.answered.insert(key.clone());
@@ -234,10 +238,32 @@ impl<T> Queue<T> {
         if self.position.contains_key(&item.key) {
             return;
         }
-        let sequence = self.next_sequence;
+        // Last, whatever its age.
+        let place = (Millis::MAX, self.next_sequence);
         self.next_sequence += 1;
-        self.position.insert(item.key.clone(), sequence);
-        self.items.insert(sequence, item);
+        self.position.insert(item.key.clone(), place);
+        self.items.insert(place, item);
+    }
+
+    /// `reviewer` takes back their answer to `item` before it was published (undo): the item
+    /// is queued again where its age puts it, held by them, so it is their next item. Nothing
+    /// happens when its answer was read from a topic meanwhile.
+    pub fn take_back(&mut self, item: Item<T>, reviewer: &Reviewer, now: Millis) {
+        if self.confirmed.contains(&item.key) || self.position.contains_key(&item.key) {
+            return;
+        }
+        self.answered.remove(&item.key);
+        let place = (item.arrived, self.next_sequence);
+        self.next_sequence += 1;
+        self.claims.insert(
+            item.key.clone(),
+            Claim {
+                reviewer: reviewer.clone(),
+                until: now.saturating_add(self.claim_ms),
+            },
+        );
+        self.position.insert(item.key.clone(), place);
+        self.items.insert(place, item);
     }
 
     /// `reviewer` passes on `key`: it goes back to the others, and is not offered to them again.
@@ -395,6 +421,61 @@ mod tests {
             queue.next_for(&who("carl"), 6).map(|i| i.key.clone()),
             Some(t2)
         );
+    }
+
+    #[test]
+    fn the_oldest_record_comes_first_whatever_order_the_topics_were_read_in() {
+        let mut queue = Queue::new(10, 1_000);
+        // Read at a start: the proposals topic first (a proposal of 500), then predictions of
+        // 100 and 900.
+        let proposal = Item {
+            key: ItemKey::Proposal("p-1".into()),
+            kind: ItemKind::Proposal,
+            arrived: 500,
+            body: "proposal",
+        };
+        queue.offer(proposal);
+        queue.offer(text("t-late", 900));
+        queue.offer(text("t-early", 100));
+        let order: Vec<ItemKey> = ["a", "b", "c"]
+            .iter()
+            .filter_map(|r| queue.next_for(&who(r), 1_000).map(|i| i.key.clone()))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                ItemKey::Text("t-early".into()),
+                ItemKey::Proposal("p-1".into()),
+                ItemKey::Text("t-late".into())
+            ]
+        );
+    }
+
+    #[test]
+    fn an_answer_taken_back_makes_the_item_its_reviewer_s_next_again() {
+        let mut queue = Queue::new(10, 1_000);
+        for (id, at) in [("t1", 1), ("t2", 2)] {
+            queue.offer(text(id, at));
+        }
+        let t1 = ItemKey::Text("t1".into());
+        queue.next_for(&who("ann"), 5);
+        let taken = queue.answer(&who("ann"), &t1, 6).unwrap();
+        assert!(queue.is_answered(&t1));
+        queue.take_back(taken, &who("ann"), 7);
+        assert!(!queue.is_answered(&t1));
+        assert_eq!(
+            queue.next_for(&who("bob"), 8).map(|i| i.key.clone()),
+            Some(ItemKey::Text("t2".into()))
+        );
+        assert_eq!(
+            queue.next_for(&who("ann"), 8).map(|i| i.key.clone()),
+            Some(t1.clone())
+        );
+        // Read back from the topic first (another desk answered it): not queued again.
+        let taken = queue.answer(&who("ann"), &t1, 9).unwrap();
+        queue.answered(&t1);
+        queue.take_back(taken, &who("ann"), 10);
+        assert_eq!(queue.depth(), 1);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use super::guard::{session_cookie, session_set_cookie, LoginGuard, COOKIE};
 use super::logins::{LiveLogins, Logins};
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
 use super::session::Sessions;
+use super::undo::{Held, Pending, UNDO_WINDOW};
 use crate::broker::commands::CommandProducer;
 use crate::telemetry::connections::Peer;
 
@@ -50,6 +51,8 @@ pub struct Shared {
     pub login_guard: LoginGuard,
     /// The logins last seen, to notice a reviewer removed.
     pub logins_seen: Mutex<Option<Arc<Logins>>>,
+    /// Answers waiting out their undo window.
+    pub pending: Pending,
 }
 
 impl Shared {
@@ -65,6 +68,7 @@ impl Shared {
             sessions: Sessions::default(),
             login_guard: LoginGuard::default(),
             logins_seen: Mutex::new(None),
+            pending: Pending::default(),
         }
     }
 
@@ -108,8 +112,12 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/next", get(next))
         .route("/api/answer", post(answer))
         .route("/api/skip", post(skip))
+        .route("/api/undo", post(undo))
         .route("/api/labels", get(labels))
+        .route("/api/overview", get(overview))
         .route("/metrics", get(metrics))
+        // Browsers ask for it on every page: answered empty rather than 404.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/healthz", get(|| async { "ok" }))
         .route("/readyz", get(readyz))
         .with_state(shared)
@@ -346,23 +354,76 @@ async fn answer(
         return refused;
     }
     let key = ItemKey::from(request.item);
-    let taken = shared
-        .desk()
-        .answer(&reviewer, &key, answer.clone(), now_ms());
+    let now = now_ms();
+    let taken = shared.desk().answer(&reviewer, &key, answer.clone(), now);
     let (item, publish) = match taken {
         Ok(taken) => taken,
         Err(error) => return refuse(status_of(&error), error.to_string()),
     };
-    // Published by a task of its own: a client that goes away mid-request must not leave the
-    // item taken and its answer unsent (the task finishes either way).
-    let publishing = tokio::spawn(publish_answer(shared.clone(), item, answer, publish));
-    match publishing.await {
-        Ok(Ok(())) => StatusCode::NO_CONTENT.into_response(),
-        Ok(Err(error)) => refuse(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("the answer could not be published ({error}); it waits again"),
+    // Held for the undo window, then published by a task of its own (a client that goes away
+    // changes nothing): whoever takes it out of `pending` first, the undo or the timer, has it.
+    shared.pending.hold(
+        key.clone(),
+        Held {
+            reviewer,
+            item,
+            answer,
+            publish,
+        },
+    );
+    let publisher = shared.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(UNDO_WINDOW).await;
+        if let Some(held) = publisher.pending.take(&key, None) {
+            // A refusal puts the item back in the queue and is logged.
+            let _ = publish_answer(publisher, held.item, held.answer, held.publish).await;
+        }
+    });
+    let window = u64::try_from(UNDO_WINDOW.as_millis()).unwrap_or(u64::MAX);
+    (
+        StatusCode::ACCEPTED,
+        json(&Accepted {
+            undo_until_ms: now.saturating_add(window),
+        }),
+    )
+        .into_response()
+}
+
+/// An answer taken: published when its undo window ends.
+#[derive(Serialize)]
+struct Accepted {
+    /// Until when `POST /api/undo` takes it back (milliseconds since the Unix epoch).
+    undo_until_ms: Millis,
+}
+
+/// Take back an answer still in its undo window: the item is the reviewer's next again.
+async fn undo(
+    State(shared): State<Arc<Shared>>,
+    Extension(reviewer): Extension<Reviewer>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let request: SkipRequest = match json_body(&headers, &body) {
+        Ok(request) => request,
+        Err(refused) => return refused.into_response(),
+    };
+    let key = ItemKey::from(request.item);
+    match shared.pending.take(&key, Some(&reviewer)) {
+        Some(held) => {
+            shared.desk().take_back(held.item, &reviewer, now_ms());
+            StatusCode::NO_CONTENT.into_response()
+        }
+        None => refuse(
+            StatusCode::CONFLICT,
+            "too late to undo: that answer is published (answers are held 5 s)",
         ),
-        Err(error) => refuse(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    }
+}
+
+/// Publish every answer still in its window, now (the desk is stopping).
+pub async fn publish_held(shared: Arc<Shared>) {
+    for held in shared.pending.take_all() {
+        let _ = publish_answer(shared.clone(), held.item, held.answer, held.publish).await;
     }
 }
 
@@ -455,6 +516,26 @@ async fn skip(
 async fn labels(State(shared): State<Arc<Shared>>, Extension(_): Extension<Reviewer>) -> Response {
     let labels = shared.desk().active_labels();
     json(&labels).into_response()
+}
+
+/// What the page keeps current while it is open: the queue's depth and the active labels.
+#[derive(Serialize)]
+struct Overview {
+    depth: usize,
+    labels: Vec<super::desk::LabelView>,
+}
+
+async fn overview(
+    State(shared): State<Arc<Shared>>,
+    Extension(_): Extension<Reviewer>,
+) -> Response {
+    let desk = shared.desk();
+    let overview = Overview {
+        depth: desk.gauges(now_ms()).depth,
+        labels: desk.active_labels(),
+    };
+    drop(desk);
+    json(&overview).into_response()
 }
 
 async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
