@@ -11,7 +11,9 @@
 #      for the uncovered theme;
 #   5. start the review desk (`gorag review`) and print its address with a reviewer token: the
 #      texts gorag was unsure of and its proposal wait there (until Enter, on a terminal);
-#   6. stop the service with SIGTERM (drain, commit, flush) and show what it did.
+#   6. stop the service with SIGTERM (drain, commit, flush) and show what it did, and the two
+#      commands that start serve and the desk again on the same topics and state: the run's
+#      settings are in out/quickstart/gorag.toml, so the texts still waiting stay there.
 # Needs a Rust toolchain (rustup) and Python >= 3.10 with venv; everything else is fetched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,15 +33,47 @@ scripts/kafka.sh start
 scripts/llm.sh start
 scripts/embedding-model.sh potion-base-8M >/dev/null
 
-echo "== gorag serve (log: $out/serve.log)"
-GORAG_LOG_FORMAT=text "$gorag" serve \
-  --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
-  --set "topics.predictions=$run.predictions" --set "topics.hallucinations=$run.hallucinations" \
-  --set "topics.dead_letter=$run.dlq" --set "topics.changelog=$run.changelog" \
-  --set "topics.proposals=$run.proposals" --set "kafka.group_id=$run" \
-  --set "discovery.pass_every=2" --set "discovery.min_size=5" \
-  --set "state.dir=$out/state" --set "llm.cache_dir=${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache" \
-  >"$out/serve.log" 2>&1 &
+# The run's settings in one file, which serve and the desk read now and whenever they are started
+# again: its own topics and consumer group, its state folder, discovery tuned for a short demo
+# stream, the desk's logins.
+config="$out/gorag.toml"
+here="$(pwd)"
+token="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
+printf 'you:%s\n' "$token" >"$out/review-tokens"
+chmod 600 "$out/review-tokens"
+cat >"$config" <<TOML
+# Written by scripts/quickstart.sh for the run $run. Start it again with
+#   $gorag serve --config $config
+#   $gorag review --config $config
+[topics]
+labels = "$run.labels"
+texts = "$run.texts"
+predictions = "$run.predictions"
+hallucinations = "$run.hallucinations"
+dead_letter = "$run.dlq"
+changelog = "$run.changelog"
+proposals = "$run.proposals"
+
+[kafka]
+group_id = "$run"
+
+[discovery]
+pass_every = 2
+min_size = 5
+
+[state]
+dir = "$here/$out/state"
+
+[llm]
+cache_dir = "${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache"
+
+[review]
+listen = "${GORAG_REVIEW_LISTEN:-127.0.0.1:9470}"
+tokens_file = "$here/$out/review-tokens"
+TOML
+
+echo "== gorag serve (log: $out/serve.log; settings: $config)"
+GORAG_LOG_FORMAT=text "$gorag" serve --config "$config" >"$out/serve.log" 2>&1 &
 serve_pid=$!
 tail_pid=""
 review_pid=""
@@ -92,16 +126,7 @@ done
 "$gorag" proposals --topic "$run.proposals" list
 
 echo "== the review desk (gorag review; log: $out/review.log)"
-token="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-printf 'you:%s\n' "$token" >"$out/review-tokens"
-chmod 600 "$out/review-tokens"
-GORAG_LOG_FORMAT=text "$gorag" review \
-  --set "topics.labels=$run.labels" --set "topics.texts=$run.texts" \
-  --set "topics.predictions=$run.predictions" --set "topics.proposals=$run.proposals" \
-  --set "topics.hallucinations=$run.hallucinations" --set "topics.dead_letter=$run.dlq" \
-  --set "topics.changelog=$run.changelog" \
-  --listen "${GORAG_REVIEW_LISTEN:-127.0.0.1:9470}" --tokens-file "$out/review-tokens" \
-  >"$out/review.url" 2>"$out/review.log" &
+GORAG_LOG_FORMAT=text "$gorag" review --config "$config" >"$out/review.url" 2>"$out/review.log" &
 review_pid=$!
 for _ in $(seq 1 300); do
   grep -q "review desk:" "$out/review.url" && break
@@ -111,9 +136,9 @@ done
 desk_url="$(sed -n 's/^review desk: //p' "$out/review.url")"
 echo "the texts gorag was unsure of, and its proposal, wait for you at:"
 echo "   $desk_url   (log in with the token $token)"
-echo "keys: 1-5 pick a candidate, / another label, n none of these, s skip; a/r accept/reject a proposal"
+echo "keys: 1-5 pick a candidate, / another label, n none of these, s skip, u undo; a/r accept/reject a proposal"
 if [ -t 0 ] && [ "${GORAG_QUICKSTART_WAIT:-1}" = 1 ]; then
-  echo "gorag serve learns each answer at once. Press Enter to stop both."
+  echo "gorag serve learns each answer as it is sent (answers wait 5 s, for undo). Press Enter to stop both."
   read -r _ || true
 fi
 kill -TERM "$review_pid" 2>/dev/null || true
@@ -124,3 +149,7 @@ kill -TERM "$serve_pid"
 wait "$serve_pid"
 grep -o 'summary=.*' "$out/serve.log" || true
 echo "predictions: $out/predictions.txt   service log: $out/serve.log"
+echo
+echo "== to come back to this run (the same topics and state; the texts still waiting wait at the desk)"
+echo "   $gorag serve --config $config      # answers are learned only while serve runs"
+echo "   $gorag review --config $config     # the desk: $desk_url, token in $out/review-tokens"
