@@ -401,6 +401,223 @@ fn reviewers_teach_the_running_service_from_the_page() {
     service.stop();
 }
 
+/// A third reviewer, added to the logins file while the desk runs.
+const CARL: &str = "carl-token-5555566666";
+
+fn write_logins(dir: &Path, lines: &[(&str, &str)]) {
+    let text: String = lines.iter().map(|(n, t)| format!("{n}:{t}\n")).collect();
+    std::fs::write(dir.join("tokens"), text).expect("tokens file");
+}
+
+/// `node desk.mjs …` in a thread, for a page that waits on the test.
+fn browser_in_thread(args: Vec<String>) -> std::thread::JoinHandle<Value> {
+    std::thread::spawn(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        browser(&args)
+    })
+}
+
+fn wait_for_file(path: &Path) {
+    let started = Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{path:?} never came"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_page_stays_true_answers_can_be_undone_and_a_removed_reviewer_is_told() {
+    let dir = tempfile::tempdir().expect("dir");
+    let topics = Topics::new("desk-true");
+    let rt = runtime();
+    rt.block_on(publish_json(
+        &topics.labels,
+        &support::example("round-1.jsonl"),
+    ));
+    let ids = ["u-1", "u-2", "u-3"];
+    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| {
+            (
+                Some(*id),
+                text(id, "my parcel came broken and I was charged twice"),
+            )
+        })
+        .collect();
+    rt.block_on(publish(&topics.texts, &texts));
+    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| (Some(*id), prediction(id, "needs_review", Some("billing"))))
+        .collect();
+    rt.block_on(publish(&topics.predictions, &predictions));
+    let proposal = json!({
+        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
+        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
+        "representatives": [
+            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."}
+        ]
+    });
+    rt.block_on(publish(
+        &topics.proposals,
+        &[(
+            Some("p-privacy"),
+            serde_json::to_vec(&proposal).expect("json"),
+        )],
+    ));
+    let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
+    write_logins(dir.path(), &[("ann", ANN), ("bob", BOB), ("carl", CARL)]);
+
+    // A wrong token reads the server's own sentence.
+    let shot = screenshot(dir.path(), "review-desk-wrong-token.png");
+    let wrong = browser(&[
+        "wrong",
+        &desk.url,
+        "not-anyone-s-token-0000",
+        "--screenshot",
+        &shot,
+    ]);
+    assert_eq!(wrong["error"], "no reviewer has this token", "{wrong}");
+
+    // Bob's page is open (holding u-1) when carl accepts the proposal elsewhere: bob's `/`
+    // finds the new label without a reload.
+    let marker = dir.path().join("accepted");
+    let shot = screenshot(dir.path(), "review-desk-new-label.png");
+    let search = browser_in_thread(
+        [
+            "search",
+            &desk.url,
+            BOB,
+            "priv",
+            &marker.display().to_string(),
+            "--screenshot",
+            &shot,
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    wait_for_file(&dir.path().join("accepted.ready"));
+    let client = blocking_client();
+    let started = Instant::now();
+    loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "carl never got the proposal"
+        );
+        let next = client
+            .get(format!("{}/api/next", desk.url))
+            .bearer(CARL)
+            .send();
+        let Ok(next) = next else { continue };
+        let next: Value = serde_json::from_str(&next.body).unwrap_or(Value::Null);
+        let item = &next["item"];
+        if item["proposal"] == "p-privacy" {
+            break;
+        }
+        if let Some(id) = item["text_id"].as_str() {
+            let body = json!({"item": {"text": id}});
+            let _ = client
+                .post(format!("{}/api/skip", desk.url))
+                .bearer(CARL)
+                .json(&body)
+                .send();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let accept = json!({"item": {"proposal": "p-privacy"},
+                        "answer": {"accept": {"label": "privacy", "name": "data privacy"}}});
+    let accepted = client
+        .post(format!("{}/api/answer", desk.url))
+        .bearer(CARL)
+        .json(&accept)
+        .send()
+        .expect("accept");
+    assert_eq!(accepted.status().as_u16(), 202, "{}", accepted.body);
+    // Published after its undo window, then read back by the desk.
+    let started = Instant::now();
+    loop {
+        let labels = client
+            .get(format!("{}/api/labels", desk.url))
+            .bearer(CARL)
+            .send();
+        if labels.is_ok_and(|l| l.body.contains("\"privacy\"")) {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the label never came"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::write(&marker, "").expect("marker");
+    let found = search.join().expect("search page");
+    assert_eq!(found["label"], "privacy", "{found}");
+
+    // Undo: ann answers her item and takes it back; nothing reaches the labels topic, and the
+    // item is hers again.
+    let shot = screenshot(dir.path(), "review-desk-undo.png");
+    let undone = browser(&["undo", &desk.url, ANN, "1", "--screenshot", &shot]);
+    let id = undone["id"].as_str().expect("an item").to_string();
+    assert!(
+        undone["said"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("sent"),
+        "{undone}"
+    );
+    assert!(
+        undone["flash"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("taken back"),
+        "{undone}"
+    );
+    assert_eq!(undone["again"], id.as_str(), "{undone}");
+    std::thread::sleep(Duration::from_secs(7));
+    let labels = read_until(&topics.labels, Duration::from_secs(2), |_| false);
+    assert!(
+        !corrections(&labels).contains_key(&id),
+        "an undone answer was published"
+    );
+
+    // A message goes when its time is up, the next item on the page; the answer stands.
+    let lingered = browser(&["linger", &desk.url, ANN, "1"]);
+    assert_eq!(lingered["id"], id.as_str(), "{lingered}");
+    assert_eq!(lingered["later"], "", "{lingered}");
+    let labels = read_until(&topics.labels, Duration::from_secs(30), |r| {
+        corrections(r).contains_key(&id)
+    });
+    assert_eq!(corrections(&labels)[&id].len(), 1);
+
+    // Bob is removed from the logins file while his page is open: it says so, and the item he
+    // held goes to carl at once.
+    let shot = screenshot(dir.path(), "review-desk-revoked.png");
+    let revoked = browser_in_thread(
+        ["revoked", &desk.url, BOB, "--screenshot", &shot]
+            .map(String::from)
+            .to_vec(),
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    write_logins(dir.path(), &[("ann", ANN), ("carl", CARL)]);
+    let told = revoked.join().expect("revoked page");
+    assert!(
+        told["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("removed from this desk"),
+        "{told}"
+    );
+    let next = client
+        .get(format!("{}/api/next", desk.url))
+        .bearer(CARL)
+        .send()
+        .expect("next");
+    let next: Value = serde_json::from_str(&next.body).expect("json");
+    assert_eq!(next["item"]["text_id"], "u-1", "bob's item: {next}");
+}
+
 /// Every item a desk offers, by skipping through its queue as a fresh reviewer.
 fn everything_offered(url: &str) -> BTreeSet<String> {
     let client = blocking_client();

@@ -5,6 +5,12 @@
 //   node desk.mjs answer URL TOKEN KEY [--search TEXT] [--screenshot FILE]
 //   node desk.mjs accept URL TOKEN LABEL NAME [--screenshot FILE]
 //   node desk.mjs pair URL TOKEN_A TOKEN_B
+//   node desk.mjs undo URL TOKEN KEY [--screenshot FILE]       answer with KEY, then `u`
+//   node desk.mjs linger URL TOKEN KEY                         answer, then read the message 7 s on
+//   node desk.mjs wrong URL TOKEN [--screenshot FILE]          log in with a wrong token
+//   node desk.mjs revoked URL TOKEN [--screenshot FILE]        logged in, wait to be sent back
+//   node desk.mjs search URL TOKEN QUERY FILE [--screenshot F] logged in (writes FILE.ready), then
+//                                                              once FILE exists: `/` QUERY
 import { chromium } from "playwright-core";
 
 const [command, url, ...rest] = process.argv.slice(2);
@@ -40,6 +46,9 @@ async function shown(page) {
     return { kind, id, text: text ? text.textContent : null };
   });
 }
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const flashText = (page) => page.evaluate(() => document.querySelector("#flash").textContent);
 
 async function sent(page) {
   await page.waitForFunction(() => /^(sent|accepted|rejected)/.test(document.querySelector("#flash").textContent));
@@ -81,6 +90,56 @@ try {
     const first = await shown(await login(a));
     const second = await shown(await login(b));
     result = { first: first.id, second: second.id };
+  } else if (command === "undo") {
+    const [token, key] = rest;
+    const page = await login(token);
+    const item = await shown(page);
+    await page.keyboard.press(key);
+    const said = await sent(page);
+    await page.keyboard.press("u");
+    await page.waitForFunction(() => /^taken back/.test(document.querySelector("#flash").textContent));
+    if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
+    const again = await shown(page);
+    result = { ...item, said, flash: await flashText(page), again: again.id };
+  } else if (command === "linger") {
+    const [token, key] = rest;
+    const page = await login(token);
+    const item = await shown(page);
+    await page.keyboard.press(key);
+    const said = await sent(page);
+    await sleep(7000);
+    result = { ...item, said, later: await flashText(page) };
+  } else if (command === "wrong") {
+    const [token] = rest;
+    const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
+    const page = await context.newPage();
+    await page.goto(url);
+    await page.waitForSelector("#token", { state: "visible" });
+    await page.fill("#token", token);
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector("#login-error").textContent.length > 0);
+    if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
+    result = { error: await page.evaluate(() => document.querySelector("#login-error").textContent) };
+  } else if (command === "revoked") {
+    const [token] = rest;
+    const page = await login(token);
+    // The page polls every few seconds: once the login is gone it shows the form, and why.
+    await page.waitForSelector("#login:not([hidden])", { timeout: 60_000 });
+    await page.waitForFunction(() => document.querySelector("#login-error").textContent.length > 0);
+    if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
+    result = { error: await page.evaluate(() => document.querySelector("#login-error").textContent) };
+  } else if (command === "search") {
+    const [token, query, file] = rest;
+    const fs = await import("node:fs");
+    const page = await login(token);
+    fs.writeFileSync(file + ".ready", "");
+    while (!fs.existsSync(file)) await sleep(100);
+    await page.keyboard.press("/");
+    await page.keyboard.type(query);
+    // The search refreshes the labels as it opens; the first match, once there is one.
+    await page.waitForSelector("#matches li.first", { timeout: 10_000 });
+    if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
+    result = { label: await page.getAttribute("#matches li.first", "data-label") };
   } else {
     throw new Error(`unknown command ${command}`);
   }
