@@ -6,8 +6,9 @@
 #   scripts/eval-peers.sh out/peers --embedding-model all-MiniLM-L6-v2-int8
 #
 # Each run's report stays in OUT_DIR/<dataset>-<k>shot/; the accuracy by round of every
-# strategy is printed as one line a strategy. GORAG (the binary, default: target/release/gorag)
-# and DATA (default: ../shared/data) may be set. Evaluation data stays outside the repository.
+# strategy is printed as one line a strategy. GORAG (the binary, default: target/release/gorag),
+# DATA (default: ../shared/data) and SHOTS (default: "1 5 10"; a dataset without a split of that
+# many shots is passed over) may be set. Evaluation data stays outside the repository.
 set -euo pipefail
 out="${1:?usage: $0 OUT_DIR [EXTRA EVAL FLAGS...]}"
 shift
@@ -15,7 +16,7 @@ gorag="${GORAG:-target/release/gorag}"
 data="${DATA:-../shared/data}"
 mkdir -p "$out"
 for set in intents/hwu64 paper/wos paper/ifs_rel paper/reuters paper/cad; do
-  for k in 1 5; do
+  for k in ${SHOTS:-1 5 10}; do
     [ -d "$data/$set/${k}shot" ] || continue
     name="$(basename "$set")-${k}shot"
     "$gorag" eval "$data/$set" --shots "$k" --llm none \

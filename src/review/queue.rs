@@ -253,6 +253,8 @@ impl<T> Queue<T> {
             return;
         }
         self.answered.remove(&item.key);
+        // The item they were shown after it goes back to the others: this one is next.
+        self.claims.retain(|_, claim| claim.reviewer != *reviewer);
         let place = (item.arrived, self.next_sequence);
         self.next_sequence += 1;
         self.claims.insert(
@@ -461,6 +463,11 @@ mod tests {
         queue.next_for(&who("ann"), 5);
         let taken = queue.answer(&who("ann"), &t1, 6).unwrap();
         assert!(queue.is_answered(&t1));
+        // Shown t2 next, she takes t1 back: t1 is hers, t2 anyone's.
+        assert_eq!(
+            queue.next_for(&who("ann"), 6).map(|i| i.key.clone()),
+            Some(ItemKey::Text("t2".into()))
+        );
         queue.take_back(taken, &who("ann"), 7);
         assert!(!queue.is_answered(&t1));
         assert_eq!(

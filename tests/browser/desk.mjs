@@ -98,6 +98,8 @@ try {
     const said = await sent(page);
     await page.keyboard.press("u");
     await page.waitForFunction(() => /^taken back/.test(document.querySelector("#flash").textContent));
+    // The page asks for its next item once the undo is done: the one taken back, if it worked.
+    await page.waitForFunction((id) => document.querySelector("#item .muted").textContent.startsWith(id + " "), item.id, { timeout: 10_000 }).catch(() => {});
     if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
     const again = await shown(page);
     result = { ...item, said, flash: await flashText(page), again: again.id };
@@ -123,11 +125,12 @@ try {
   } else if (command === "revoked") {
     const [token] = rest;
     const page = await login(token);
+    const held = await shown(page);
     // The page polls every few seconds: once the login is gone it shows the form, and why.
     await page.waitForSelector("#login:not([hidden])", { timeout: 60_000 });
     await page.waitForFunction(() => document.querySelector("#login-error").textContent.length > 0);
     if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
-    result = { error: await page.evaluate(() => document.querySelector("#login-error").textContent) };
+    result = { held: held.id, error: await page.evaluate(() => document.querySelector("#login-error").textContent) };
   } else if (command === "search") {
     const [token, query, file] = rest;
     const fs = await import("node:fs");
