@@ -178,7 +178,7 @@ fn bad_input_goes_to_the_dead_letter_topic_while_good_input_flows() {
         ("deep", "malformed_json"),
     ];
     let dead = read_until(&topics.dead_letter, Duration::from_secs(60), |r| {
-        r.len() >= 14
+        r.len() >= 16
     });
     let text_dead: Vec<&Record> = dead
         .iter()

@@ -411,11 +411,9 @@ impl ServeConfig {
                 AdminSection::MOST_CONNECTIONS
             ));
         }
-        if !(1..=self.admin.max_connections).contains(&self.admin.max_connections_per_address) {
-            errors.push(
-                "admin.max_connections_per_address: must be between 1 and admin.max_connections"
-                    .into(),
-            );
+        // Above admin.max_connections it means admin.max_connections.
+        if self.admin.max_connections_per_address == 0 {
+            errors.push("admin.max_connections_per_address: must be at least 1".into());
         }
         let rate = self.admin.requests_per_second_per_address;
         if !(rate.is_finite() && rate > 0.0 && rate <= AdminSection::MOST_REQUESTS_PER_SECOND) {

@@ -6,8 +6,8 @@ use std::fmt::Write;
 
 use std::sync::atomic::Ordering;
 
+use super::access::LoginGuard;
 use super::desk::Gauges;
-use super::guard::LoginGuard;
 use super::tally::{bucket_name, Agreement, Tally};
 
 pub fn render(

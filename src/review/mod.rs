@@ -9,6 +9,7 @@
 //! - [`logins`]: who may log in;
 //! - [`feed`] and [`web`]: the async shell (the topics, the page).
 
+pub mod access;
 pub mod desk;
 pub mod exposition;
 pub mod feed;

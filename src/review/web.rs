@@ -13,8 +13,8 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
+use super::access::{session_cookie, session_set_cookie, LoginGuard, COOKIE};
 use super::desk::{Answer, Desk, DeskError, Publish};
-use super::guard::{session_cookie, session_set_cookie, LoginGuard, COOKIE};
 use super::logins::{LiveLogins, Logins};
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
 use super::session::Sessions;
@@ -225,7 +225,7 @@ async fn login(
         return refuse(StatusCode::UNAUTHORIZED, "no reviewer has this token");
     };
     let session = Sessions::open(reviewer, key, now_ms() / 1000);
-    let cookie = session_set_cookie(&shared, &headers, &session);
+    let cookie = session_set_cookie(shared.secure_cookie, &headers, &session);
     let mut response = json(&WhoAmI {
         name: reviewer.0.clone(),
     })
