@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::desk::{prediction, text, DeskProcess, ANN};
+use support::desk::{publish_waiting, DeskProcess, ANN};
 use support::kafka::{publish, publish_json, read_until, Topics};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpSocket;
@@ -34,21 +34,9 @@ fn desk_with_items(dir: &std::path::Path, name: &str, items: usize) -> (DeskProc
         &support::example("round-1.jsonl"),
     ));
     let ids: Vec<String> = (0..items).map(|i| format!("h-{i:03}")).collect();
-    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| (Some(id.as_str()), text(id, "my parcel never came")))
-        .collect();
-    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| {
-            (
-                Some(id.as_str()),
-                prediction(id, "needs_review", Some("billing")),
-            )
-        })
-        .collect();
-    rt.block_on(publish(&topics.texts, &texts));
-    rt.block_on(publish(&topics.predictions, &predictions));
+    rt.block_on(publish_waiting(&topics, &ids, |_| {
+        "my parcel never came".into()
+    }));
     let desk = DeskProcess::start(dir, &topics, &["review.audit_share=0"]);
     (desk, topics)
 }

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::desk::{prediction, reqwest::blocking_client, text, DeskProcess, ANN, BOB};
+use support::desk::{
+    prediction, publish_waiting, reqwest::blocking_client, text, DeskProcess, ANN, BOB,
+};
 use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -54,26 +56,9 @@ fn a_thousand_answers_reach_the_labels_topic_exactly_once_across_a_desk_killed_m
         &support::example("round-1.jsonl"),
     ));
     let ids: Vec<String> = (0..ITEMS).map(|i| format!("q-{i:04}")).collect();
-    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| {
-            (
-                Some(id.as_str()),
-                text(id, &format!("ticket {id} about a parcel")),
-            )
-        })
-        .collect();
-    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| {
-            (
-                Some(id.as_str()),
-                prediction(id, "needs_review", Some("billing")),
-            )
-        })
-        .collect();
-    rt.block_on(publish(&topics.texts, &texts));
-    rt.block_on(publish(&topics.predictions, &predictions));
+    rt.block_on(publish_waiting(&topics, &ids, |id| {
+        format!("ticket {id} about a parcel")
+    }));
 
     let url = Arc::new(Mutex::new(desk.url.clone()));
     let answered = Arc::new(AtomicUsize::new(0));
@@ -437,22 +422,10 @@ fn the_page_stays_true_answers_can_be_undone_and_a_removed_reviewer_is_told() {
         &topics.labels,
         &support::example("round-1.jsonl"),
     ));
-    let ids = ["u-1", "u-2", "u-3"];
-    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| {
-            (
-                Some(*id),
-                text(id, "my parcel came broken and I was charged twice"),
-            )
-        })
-        .collect();
-    rt.block_on(publish(&topics.texts, &texts));
-    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
-        .iter()
-        .map(|id| (Some(*id), prediction(id, "needs_review", Some("billing"))))
-        .collect();
-    rt.block_on(publish(&topics.predictions, &predictions));
+    let ids: Vec<String> = ["u-1", "u-2", "u-3"].map(String::from).to_vec();
+    rt.block_on(publish_waiting(&topics, &ids, |_| {
+        "my parcel came broken and I was charged twice".into()
+    }));
     let proposal = json!({
         "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
         "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,

@@ -403,11 +403,10 @@ async fn undo(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let request: SkipRequest = match json_body(&headers, &body) {
-        Ok(request) => request,
+    let key = match item_of(&headers, &body) {
+        Ok(key) => key,
         Err(refused) => return refused.into_response(),
     };
-    let key = ItemKey::from(request.item);
     match shared.pending.take(&key, Some(&reviewer)) {
         Some(held) => {
             shared.desk().take_back(held.item, &reviewer, now_ms());
@@ -490,10 +489,15 @@ async fn send(outlet: &Outlet, event: &Publish) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// A request about one item (a skip, an undo).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct SkipRequest {
+struct ItemRequest {
     item: ItemRef,
+}
+
+fn item_of(headers: &HeaderMap, body: &[u8]) -> Result<ItemKey, Refusal> {
+    json_body::<ItemRequest>(headers, body).map(|request| ItemKey::from(request.item))
 }
 
 async fn skip(
@@ -502,14 +506,14 @@ async fn skip(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let request: SkipRequest = match json_body(&headers, &body) {
-        Ok(request) => request,
+    let key = match item_of(&headers, &body) {
+        Ok(key) => key,
         Err(refused) => return refused.into_response(),
     };
     if let Some(refused) = not_ready(&shared) {
         return refused;
     }
-    shared.desk().skip(&reviewer, &ItemKey::from(request.item));
+    shared.desk().skip(&reviewer, &key);
     StatusCode::NO_CONTENT.into_response()
 }
 

@@ -27,6 +27,30 @@ pub fn text(id: &str, text: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"id": id, "text": text})).expect("json")
 }
 
+/// Texts waiting for review: each id's text (`text_of`) on the texts topic and a
+/// `needs_review` prediction for it on the predictions topic.
+pub async fn publish_waiting(
+    topics: &super::kafka::Topics,
+    ids: &[String],
+    text_of: impl Fn(&str) -> String,
+) {
+    let texts: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| (Some(id.as_str()), text(id, &text_of(id))))
+        .collect();
+    let predictions: Vec<(Option<&str>, Vec<u8>)> = ids
+        .iter()
+        .map(|id| {
+            (
+                Some(id.as_str()),
+                prediction(id, "needs_review", Some("billing")),
+            )
+        })
+        .collect();
+    super::kafka::publish(&topics.texts, &texts).await;
+    super::kafka::publish(&topics.predictions, &predictions).await;
+}
+
 /// Two reviewers' logins.
 pub const ANN: &str = "ann-token-0123456789";
 pub const BOB: &str = "bob-token-9876543210";
