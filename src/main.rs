@@ -43,9 +43,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    // The service reports what it does; one-shot commands stay quiet unless asked.
+    // The service and the desk report what they do (starting, ready, stopping); one-shot
+    // commands stay quiet unless asked.
     let default = match cli.command {
-        Command::Serve(_) => "gorag=info,warn",
+        Command::Serve(_) | Command::Review(_) => "gorag=info,warn",
         _ => "warn",
     };
     let telemetry = gorag::telemetry::init(default)?;
