@@ -39,8 +39,7 @@ scripts/embedding-model.sh potion-base-8M >/dev/null
 config="$out/gorag.toml"
 here="$(pwd)"
 token="$(python3 -c 'import secrets; print(secrets.token_hex(16))')"
-printf 'you:%s\n' "$token" >"$out/review-tokens"
-chmod 600 "$out/review-tokens"
+(umask 077; printf 'you:%s\n' "$token" >"$out/review-tokens")
 cat >"$config" <<TOML
 # Written by scripts/quickstart.sh for the run $run. Start it again with
 #   $gorag serve --config $config
@@ -62,14 +61,14 @@ pass_every = 2
 min_size = 5
 
 [state]
-dir = "$here/$out/state"
+dir = '$here/$out/state'
 
 [llm]
-cache_dir = "${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache"
+cache_dir = '${GORAG_HOME:-$HOME/.cache/gorag}/llm-cache'
 
 [review]
 listen = "${GORAG_REVIEW_LISTEN:-127.0.0.1:9470}"
-tokens_file = "$here/$out/review-tokens"
+tokens_file = '$here/$out/review-tokens'
 TOML
 
 echo "== gorag serve (log: $out/serve.log; settings: $config)"
@@ -151,5 +150,6 @@ grep -o 'summary=.*' "$out/serve.log" || true
 echo "predictions: $out/predictions.txt   service log: $out/serve.log"
 echo
 echo "== to come back to this run (the same topics and state; the texts still waiting wait at the desk)"
+echo "   scripts/kafka.sh start && scripts/llm.sh start                  # if the broker and the LLM server stopped"
 echo "   $gorag serve --config $config      # answers are learned only while serve runs"
 echo "   $gorag review --config $config     # the desk: $desk_url, token in $out/review-tokens"

@@ -7,13 +7,24 @@ use std::borrow::Cow;
 
 /// `text` with every control character and bidirectional control written as `\u{…}`.
 pub fn printable(text: &str) -> Cow<'_, str> {
+    escaped(text, |c| format!("\\u{{{:x}}}", u32::from(c)))
+}
+
+/// A line of JSON (serde_json's: C0 controls escaped already) with the controls it leaves
+/// raw — DEL, C1, the bidirectional ones, which occur only inside its strings — written as
+/// JSON escapes (`\u009b`), so the line stays JSON.
+pub fn printable_json(line: &str) -> Cow<'_, str> {
+    escaped(line, |c| format!("\\u{:04x}", u32::from(c)))
+}
+
+fn escaped(text: &str, escape: impl Fn(char) -> String) -> Cow<'_, str> {
     if !text.chars().any(acts) {
         return Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         if acts(c) {
-            shown.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+            shown.push_str(&escape(c));
         } else {
             shown.push(c);
         }
@@ -44,5 +55,10 @@ mod tests {
         assert_eq!(printable("two\nlines\ttab"), "two\\u{a}lines\\u{9}tab");
         assert_eq!(printable("c1\u{9b}x"), "c1\\u{9b}x");
         assert_eq!(printable("evil\u{202e}txt"), "evil\\u{202e}txt");
+        let json = serde_json::json!({"text": "a\u{1b}b\u{9b}c\u{202e}d\u{7f}"}).to_string();
+        let shown = printable_json(&json);
+        let back: serde_json::Value = serde_json::from_str(&shown).expect("still JSON");
+        assert_eq!(back["text"], "a\u{1b}b\u{9b}c\u{202e}d\u{7f}");
+        assert!(!shown.chars().any(acts), "{shown}");
     }
 }

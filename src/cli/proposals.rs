@@ -1,12 +1,12 @@
 //! `gorag proposals`: list the proposed classes on the proposals topic; accept one (a round
 //! with its label goes to the labels topic) or reject it (it is not proposed again).
 
-use super::printable::printable;
 use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 
 use super::kafka_clients::KafkaArgs;
 use super::labels_topic::{label_topic_ids, labels_producer, read_to_end, send};
+use super::printable::printable;
 use crate::broker::commands::CommandProducer;
 use crate::config::ServeConfig;
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};

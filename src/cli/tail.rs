@@ -1,10 +1,10 @@
 //! `gorag tail`: a topic's records, raw or readable.
 
-use super::printable::printable;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use super::kafka_clients::KafkaArgs;
+use super::printable::{printable, printable_json};
 use crate::broker::commands::CommandConsumer;
 use crate::broker::Record;
 use crate::events::Prediction;
@@ -67,7 +67,13 @@ pub async fn tail(args: TailArgs) -> Result<()> {
         }?;
         last = Instant::now();
         seen += 1;
-        writeln!(out, "{}", printable(&line(&message, args.format)))?;
+        let line = line(&message, args.format);
+        // JSON stays JSON (its escapes); the readable formats get `\u{…}`.
+        let shown = match args.format {
+            TailFormat::Raw | TailFormat::Json => printable_json(&line),
+            TailFormat::Prediction | TailFormat::DeadLetter => printable(&line),
+        };
+        writeln!(out, "{shown}")?;
         out.flush()?;
     }
     Ok(())

@@ -397,6 +397,11 @@ pub struct ReviewSection {
     /// Mark the login cookie `Secure` (served only over HTTPS): set when an Ingress with TLS
     /// is in front.
     pub secure_cookie: bool,
+    /// Behind a proxy or an Ingress, the header it puts the client's address in (such as
+    /// `x-forwarded-for`; its last address, the one the proxy added, is read): wrong tokens are
+    /// then counted per client rather than for the proxy's one address. Leave it unset when
+    /// clients reach the desk directly: they could write the header themselves.
+    pub client_address_header: Option<String>,
 }
 
 impl Default for ReviewSection {
@@ -409,6 +414,7 @@ impl Default for ReviewSection {
             max_items: 10_000,
             max_text_mb: 256,
             secure_cookie: false,
+            client_address_header: None,
         }
     }
 }
@@ -438,6 +444,15 @@ impl ReviewSection {
         }
         if !(1..=65_536).contains(&self.max_text_mb) {
             errors.push("review.max_text_mb: must be between 1 and 65536".into());
+        }
+        if let Some(name) = &self.client_address_header {
+            if axum::http::HeaderName::from_bytes(name.trim().as_bytes()).is_err() {
+                errors.push(format!(
+                    "review.client_address_header: {} is not a header name such as \
+                     x-forwarded-for",
+                    crate::bounds::excerpt(name)
+                ));
+            }
         }
     }
 }

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use axum::http::{header, HeaderMap};
+use axum::http::{header, HeaderMap, HeaderName};
 
 use crate::telemetry::budget::Budget;
 use crate::telemetry::connections::{seconds_to_wait, Refusal};
@@ -66,6 +66,17 @@ fn throttled(wait: Duration) -> Refusal {
         ),
         wait,
     )
+}
+
+/// The client a request comes from: the TCP peer, or — behind a trusted proxy that names it
+/// (`review.client_address_header`) — the last address in that header.
+pub fn client_address(header: Option<&HeaderName>, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
+    header
+        .and_then(|name| headers.get_all(name).iter().next_back())
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.rsplit(',').next())
+        .and_then(|last| last.trim().parse().ok())
+        .unwrap_or(peer)
 }
 
 /// The session cookie's value, if the request has one.

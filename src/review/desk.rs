@@ -368,6 +368,12 @@ impl Desk {
         self.queue.restore(item);
     }
 
+    /// Whether `key`'s answer was read from a topic (given elsewhere, or this desk's own
+    /// answer read back).
+    pub fn answered_elsewhere(&self, key: &ItemKey) -> bool {
+        self.queue.is_confirmed(key)
+    }
+
     /// `reviewer` takes their answer to `item` back before it was published (undo).
     pub fn take_back(&mut self, item: Item<Body>, reviewer: &Reviewer, now: Millis) {
         self.queue.take_back(item, reviewer, now);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use axum::http::{header, request::Parts, HeaderMap, Method, StatusCode};
 
-use super::access::session_cookie;
+use super::access::{client_address, session_cookie};
 use super::logins::Logins;
 use super::queue::Reviewer;
 use super::session::Ended;
@@ -28,6 +28,7 @@ impl Gate for DeskGate {
         let shared = &self.0;
         let logins = shared.logins.now();
         shared.forget_removed_reviewers(&logins);
+        let peer = client_address(shared.client_address_header.as_ref(), &head.headers, peer);
         let path = head.uri.path();
         if !path.starts_with("/api/") {
             // The page, the probes, /metrics: nothing to read.
@@ -60,14 +61,14 @@ impl Gate for DeskGate {
     }
 }
 
-/// A request the browser says comes from another site (`Sec-Fetch-Site`), or whose `Origin`
-/// is not the host it asks. Scripts that send neither header are not browsers, and are let in.
+/// A request the browser says comes from another site or origin (`Sec-Fetch-Site`, which every
+/// current browser sends and a proxy does not rewrite); from an older browser without it, one
+/// whose `Origin` is not the host it asks. Scripts that send neither header are not browsers,
+/// and are let in.
 fn from_another_site(headers: &HeaderMap) -> bool {
     let text = |name: header::HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(site) = text(header::HeaderName::from_static("sec-fetch-site")) {
-        if !matches!(site, "same-origin" | "none") {
-            return true;
-        }
+        return !matches!(site, "same-origin" | "none");
     }
     match text(header::ORIGIN) {
         Some(origin) => {
@@ -150,6 +151,12 @@ mod tests {
             host,
             ("sec-fetch-site", "same-origin"),
             ("origin", "http://desk.example:9470"),
+        ])));
+        // Behind a proxy that rewrites Host, the browser's word counts.
+        assert!(!from_another_site(&headers(&[
+            ("host", "gorag-review:9470"),
+            ("sec-fetch-site", "same-origin"),
+            ("origin", "https://desk.example"),
         ])));
         for other in [
             [host, ("sec-fetch-site", "cross-site"), ("x", "y")],

@@ -89,12 +89,17 @@ impl Bound {
             labels_topic: topics.labels.clone(),
             proposals_topic: topics.proposals.clone(),
         };
-        let shared = Arc::new(web::Shared::new(
+        let mut shared = web::Shared::new(
             desk::Desk::new(settings),
             logins,
             outlet,
             review.secure_cookie,
-        ));
+        );
+        shared.client_address_header = review
+            .client_address_header
+            .as_deref()
+            .and_then(|name| axum::http::HeaderName::from_bytes(name.trim().as_bytes()).ok());
+        let shared = Arc::new(shared);
         Ok(Self {
             listener,
             shared,

@@ -305,6 +305,11 @@ impl<T> Queue<T> {
             .map_or(0, |item| now.saturating_sub(item.arrived))
     }
 
+    /// Whether `key`'s answer was read from a topic.
+    pub fn is_confirmed(&self, key: &ItemKey) -> bool {
+        self.confirmed.contains(key)
+    }
+
     /// Whether `key` was answered.
     pub fn is_answered(&self, key: &ItemKey) -> bool {
         self.answered.contains(key)

@@ -35,9 +35,16 @@ pub enum Ended {
     Expired,
     #[error("you logged out of this session: log in again")]
     LoggedOut,
-    #[error("your login was removed from this desk's logins file: ask whoever runs the desk")]
+    // One sentence for both: which names exist is not told to whoever sends a cookie.
+    #[error(
+        "your login was removed from this desk's logins file, or its token changed: log in \
+         with a current token, or ask whoever runs the desk"
+    )]
     Removed,
-    #[error("your login's token was changed: log in with the new one")]
+    #[error(
+        "your login was removed from this desk's logins file, or its token changed: log in \
+         with a current token, or ask whoever runs the desk"
+    )]
     TokenChanged,
 }
 
@@ -98,9 +105,17 @@ impl Sessions {
         Ok(reviewer)
     }
 
-    /// Log a session out (a cookie that does not parse revokes nothing).
-    pub fn revoke(&self, cookie: &str, now_secs: u64) {
-        let Some(parts) = parse(cookie) else { return };
+    /// Log a session out. Only a session that verifies is revoked (a forged cookie could
+    /// otherwise fill the set and push real logouts out), and it is remembered until its end,
+    /// which is never more than a session's length away.
+    pub fn revoke(&self, cookie: &str, logins: &Logins, now_secs: u64) {
+        if self.verify(cookie, logins, now_secs).is_err() {
+            return;
+        }
+        let Some(mut parts) = parse(cookie) else {
+            return;
+        };
+        parts.ends = parts.ends.min(now_secs.saturating_add(SESSION_SECONDS));
         let mut revoked = self.revoked();
         revoked.retain(|_, ends| *ends > now_secs);
         if revoked.len() >= MOST_REVOKED {
@@ -187,7 +202,7 @@ mod tests {
 
         // Another session of the same reviewer is apart: logging one out leaves the other.
         let other = Sessions::open(&ann, &key, now);
-        sessions.revoke(&cookie, now);
+        sessions.revoke(&cookie, &before, now);
         assert_eq!(
             sessions.verify(&cookie, &before, now),
             Err(Ended::LoggedOut)
@@ -232,6 +247,18 @@ mod tests {
             sessions.verify(&longer, &both, 10),
             Err(Ended::TokenChanged)
         );
+        // A forged cookie with the session's id revokes nothing: the session still works.
+        let forged = format!(
+            "{}.{}.{}.{}.AAAA",
+            fields[0],
+            fields[1],
+            u64::MAX,
+            fields[3]
+        );
+        sessions.revoke(&forged, &both, 10);
+        assert_eq!(sessions.verify(&cookie, &both, 10), Ok(ann.clone()));
+        sessions.revoke(&cookie, &both, 10);
+        assert_eq!(sessions.verify(&cookie, &both, 10), Err(Ended::LoggedOut));
         for junk in ["", "v1", ANN, "v2.a.b.c.d", &"x".repeat(10_000)] {
             assert_eq!(sessions.verify(junk, &both, 10), Err(Ended::Malformed));
         }

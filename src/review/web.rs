@@ -13,12 +13,12 @@ use axum::routing::{get, post};
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
-use super::access::{session_cookie, session_set_cookie, LoginGuard, COOKIE};
+use super::access::{client_address, session_cookie, session_set_cookie, LoginGuard, COOKIE};
 use super::desk::{Answer, Desk, DeskError, Publish};
 use super::logins::{LiveLogins, Logins};
 use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
 use super::session::Sessions;
-use super::undo::{Held, Pending, UNDO_WINDOW};
+use super::undo::{Held, Pending, Taker, UNDO_WINDOW};
 use crate::broker::commands::CommandProducer;
 use crate::telemetry::connections::Peer;
 
@@ -45,6 +45,8 @@ pub struct Shared {
     /// Records of the desk's topics that were not the event they should be (skipped).
     pub unreadable: AtomicU64,
     pub secure_cookie: bool,
+    /// The header a trusted proxy puts the client's address in (`review.client_address_header`).
+    pub client_address_header: Option<axum::http::HeaderName>,
     /// Sessions logged out before their end.
     pub sessions: Sessions,
     /// Wrong tokens, by address.
@@ -65,6 +67,7 @@ impl Shared {
             ready: AtomicBool::new(false),
             unreadable: AtomicU64::new(0),
             secure_cookie,
+            client_address_header: None,
             sessions: Sessions::default(),
             login_guard: LoginGuard::default(),
             logins_seen: Mutex::new(None),
@@ -215,6 +218,7 @@ async fn login(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let peer = client_address(shared.client_address_header.as_ref(), &headers, peer);
     let request: LoginRequest = match json_body(&headers, &body) {
         Ok(request) => request,
         Err(refused) => return refused.into_response(),
@@ -239,7 +243,9 @@ async fn login(
 /// Ends the session on the server too: the same cookie, sent again, names nobody.
 async fn logout(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     if let Some(session) = session_cookie(&headers) {
-        shared.sessions.revoke(&session, now_ms() / 1000);
+        shared
+            .sessions
+            .revoke(&session, &shared.logins.now(), now_ms() / 1000);
     }
     let mut response = StatusCode::NO_CONTENT.into_response();
     if let Ok(value) = HeaderValue::from_str(&format!(
@@ -361,10 +367,13 @@ async fn answer(
         Err(error) => return refuse(status_of(&error), error.to_string()),
     };
     // Held for the undo window, then published by a task of its own (a client that goes away
-    // changes nothing): whoever takes it out of `pending` first, the undo or the timer, has it.
+    // changes nothing): whoever takes it out of `pending` first, the undo or this hold's
+    // timer, has it.
+    let hold = shared.pending.next_hold();
     shared.pending.hold(
         key.clone(),
         Held {
+            hold,
             reviewer,
             item,
             answer,
@@ -374,15 +383,15 @@ async fn answer(
     let publisher = shared.clone();
     tokio::spawn(async move {
         tokio::time::sleep(UNDO_WINDOW).await;
-        if let Some(held) = publisher.pending.take(&key, None) {
-            // A refusal puts the item back in the queue and is logged.
-            let _ = publish_answer(publisher, held.item, held.answer, held.publish).await;
+        if let Some(held) = publisher.pending.take(&key, Taker::Timer(hold)) {
+            publish_held_answer(publisher, held).await;
         }
     });
     let window = u64::try_from(UNDO_WINDOW.as_millis()).unwrap_or(u64::MAX);
     (
         StatusCode::ACCEPTED,
         json(&Accepted {
+            undo_ms: window,
             undo_until_ms: now.saturating_add(window),
         }),
     )
@@ -392,8 +401,23 @@ async fn answer(
 /// An answer taken: published when its undo window ends.
 #[derive(Serialize)]
 struct Accepted {
-    /// Until when `POST /api/undo` takes it back (milliseconds since the Unix epoch).
+    /// How long from now `POST /api/undo` takes it back, in milliseconds.
+    undo_ms: Millis,
+    /// The same, as a time (milliseconds since the Unix epoch, the desk's clock).
     undo_until_ms: Millis,
+}
+
+/// Publish an answer whose window has ended — unless the item was answered another way
+/// meanwhile (`gorag correct`, `gorag proposals`, another desk): the first answer read stands.
+async fn publish_held_answer(shared: Arc<Shared>, held: Held) {
+    if shared.desk().answered_elsewhere(&held.item.key) {
+        tracing::info!(
+            "an answer held for undo was not published: its item was answered another way meanwhile"
+        );
+        return;
+    }
+    // A refusal puts the item back in the queue and is logged.
+    let _ = publish_answer(shared, held.item, held.answer, held.publish).await;
 }
 
 /// Take back an answer still in its undo window: the item is the reviewer's next again.
@@ -407,14 +431,14 @@ async fn undo(
         Ok(key) => key,
         Err(refused) => return refused.into_response(),
     };
-    match shared.pending.take(&key, Some(&reviewer)) {
+    match shared.pending.take(&key, Taker::Reviewer(&reviewer)) {
         Some(held) => {
             shared.desk().take_back(held.item, &reviewer, now_ms());
             StatusCode::NO_CONTENT.into_response()
         }
         None => refuse(
             StatusCode::CONFLICT,
-            "too late to undo: that answer is published (answers are held 5 s)",
+            "nothing of yours to undo for that item: answers are held 5 s, then published",
         ),
     }
 }
@@ -422,7 +446,7 @@ async fn undo(
 /// Publish every answer still in its window, now (the desk is stopping).
 pub async fn publish_held(shared: Arc<Shared>) {
     for held in shared.pending.take_all() {
-        let _ = publish_answer(shared.clone(), held.item, held.answer, held.publish).await;
+        publish_held_answer(shared.clone(), held).await;
     }
 }
 

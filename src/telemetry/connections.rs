@@ -58,6 +58,10 @@ pub const MAX_READ_BUFFER: usize = 8 * 1024;
 /// After a failed accept (out of descriptors, say), the pause before the next one.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
 
+/// At the cap with every connection answering, how long to wait before looking for an idle one
+/// again (a connection falls idle without ending when its answer is done).
+const ANSWERING_PAUSE: Duration = Duration::from_millis(10);
+
 /// How many connections and requests, and how long a request's head and body may take.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Limits {
@@ -165,8 +169,9 @@ pub async fn serve_gated(listener: TcpListener, app: Router, limits: Limits, gat
         }
         while open.len() >= cap {
             if !make_room(&mut open, |_| true, cap) {
-                // Every one is answering a request (which takes microseconds): wait for one.
-                tasks.join_next().await;
+                // Every one is answering a request (which takes microseconds): wait a moment
+                // for one to finish or fall idle, then look again.
+                let _ = tokio::time::timeout(ANSWERING_PAUSE, tasks.join_next()).await;
                 open.retain(|connection| !connection.task.is_finished());
             }
         }

@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::ValueEnum;
 
 use crate::cli::prediction_view;
+use crate::cli::printable::{printable, printable_json};
 use crate::events::{Prediction, PredictionStatus};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -83,8 +84,8 @@ impl Printer {
                 ])?;
                 writer.flush()?;
             }
-            (OutputFormat::Table, _) => line(&prediction_view::line(prediction))?,
-            _ => line(&serde_json::to_string(prediction)?)?,
+            (OutputFormat::Table, _) => line(&printable(&prediction_view::line(prediction)))?,
+            _ => line(&printable_json(&serde_json::to_string(prediction)?))?,
         }
         Ok(())
     }
@@ -92,7 +93,7 @@ impl Printer {
 
 fn line(text: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", super::super::printable::printable(text))?;
+    writeln!(out, "{text}")?;
     out.flush()?;
     Ok(())
 }
