@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use support::desk::{publish_waiting, DeskProcess, ANN};
+use support::desk::{publish_privacy_proposal, publish_waiting, DeskProcess, ANN};
 use support::kafka::{publish, publish_json, read_until, Topics};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpSocket;
@@ -366,20 +366,7 @@ fn hostile_label_ids_and_names_are_refused_by_the_desk() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, topics) = desk_with_items(dir.path(), "desk-ids", 0);
     let rt = runtime();
-    let proposal = json!({
-        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
-        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
-        "representatives": [
-            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."}
-        ]
-    });
-    rt.block_on(publish(
-        &topics.proposals,
-        &[(
-            Some("p-privacy"),
-            serde_json::to_vec(&proposal).expect("json"),
-        )],
-    ));
+    rt.block_on(publish_privacy_proposal(&topics));
     let reviewer = rt.block_on(Reviewer::log_in(&desk.url, ANN));
     let started = Instant::now();
     loop {

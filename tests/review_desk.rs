@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::desk::{
-    prediction, publish_waiting, reqwest::blocking_client, text, DeskProcess, ANN, BOB,
+    prediction, publish_privacy_proposal, publish_waiting, reqwest::blocking_client, text,
+    DeskProcess, ANN, BOB,
 };
 use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
 
@@ -274,21 +275,7 @@ fn reviewers_teach_the_running_service_from_the_page() {
     assert_eq!(audit["reviewer"], "bob");
 
     // 4. A proposal accepted from the page becomes a round the service applies.
-    let proposal = json!({
-        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
-        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
-        "representatives": [
-            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."},
-            {"text_id": "x-2", "excerpt": "I withdraw my consent: erase my personal data now."}
-        ]
-    });
-    rt.block_on(publish(
-        &topics.proposals,
-        &[(
-            Some("p-privacy"),
-            serde_json::to_vec(&proposal).expect("json"),
-        )],
-    ));
+    rt.block_on(publish_privacy_proposal(&topics));
     let shot = screenshot(dir.path(), "review-desk-proposal.png");
     let accepted = browser(&[
         "accept",
@@ -426,20 +413,7 @@ fn the_page_stays_true_answers_can_be_undone_and_a_removed_reviewer_is_told() {
     rt.block_on(publish_waiting(&topics, &ids, |_| {
         "my parcel came broken and I was charged twice".into()
     }));
-    let proposal = json!({
-        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
-        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
-        "representatives": [
-            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."}
-        ]
-    });
-    rt.block_on(publish(
-        &topics.proposals,
-        &[(
-            Some("p-privacy"),
-            serde_json::to_vec(&proposal).expect("json"),
-        )],
-    ));
+    rt.block_on(publish_privacy_proposal(&topics));
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
     write_logins(dir.path(), &[("ann", ANN), ("bob", BOB), ("carl", CARL)]);
 

@@ -51,6 +51,21 @@ pub async fn publish_waiting(
     super::kafka::publish(&topics.predictions, &predictions).await;
 }
 
+/// An open proposal of a class for requests to erase personal data (`p-privacy`), as the
+/// service publishes one.
+pub async fn publish_privacy_proposal(topics: &super::kafka::Topics) {
+    let proposal = serde_json::json!({
+        "proposal": "p-privacy", "revision": 1, "status": "open", "name": "erase personal data",
+        "keywords": ["erase", "personal data"], "size": 5, "growth": 5, "cohesion": 0.5,
+        "representatives": [
+            {"text_id": "x-1", "excerpt": "Delete every piece of personal data you keep about me."},
+            {"text_id": "x-2", "excerpt": "I withdraw my consent: erase my personal data now."}
+        ]
+    });
+    let payload = serde_json::to_vec(&proposal).expect("json");
+    super::kafka::publish(&topics.proposals, &[(Some("p-privacy"), payload)]).await;
+}
+
 /// Two reviewers' logins.
 pub const ANN: &str = "ann-token-0123456789";
 pub const BOB: &str = "bob-token-9876543210";
