@@ -316,7 +316,7 @@ impl Decisions<'_> {
             // The strategies without scores decide by the LLM, as the paper does.
             return true;
         }
-        self.retrieval_confidence(retrieval) < self.config.ask_below
+        asks(self.retrieval_confidence(retrieval), self.config.ask_below)
     }
 
     /// The confidence of retrieval's own decision (no LLM).
@@ -386,5 +386,27 @@ impl Decisions<'_> {
             self.config.choice,
             self.config.prompt_layout,
         )
+    }
+}
+
+/// Whether a text of this retrieval confidence is asked about: below `ask_below`, and every text
+/// at 1 — a confidence can reach 1.0 exactly, and "1 asks about every text" must hold for it
+/// too (`gorag eval --ask-below 1` reads the model's answer for every text).
+fn asks(confidence: f64, ask_below: f64) -> bool {
+    ask_below >= 1.0 || confidence < ask_below
+}
+
+#[cfg(test)]
+mod tests {
+    use super::asks;
+
+    #[test]
+    fn one_asks_about_every_text_and_zero_about_none() {
+        for confidence in [0.0, 0.5, 0.999, 1.0, f64::NAN] {
+            assert!(asks(confidence, 1.0), "{confidence}");
+            assert!(!asks(confidence, 0.0), "{confidence}");
+        }
+        assert!(asks(0.59, 0.6));
+        assert!(!asks(0.6, 0.6));
     }
 }
