@@ -28,7 +28,7 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// A desk with `items` texts waiting for review (and a proposal when `proposal`).
+/// A desk with `items` texts waiting for review.
 fn desk_with_items(dir: &std::path::Path, name: &str, items: usize) -> (DeskProcess, Topics) {
     let topics = Topics::new(name);
     let rt = runtime();

@@ -32,10 +32,10 @@ fn escaped(text: &str, escape: impl Fn(char) -> String) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// A character a terminal may act on rather than show.
+/// A character a terminal may act on rather than show: the characters a label's name may not
+/// hold either.
 fn acts(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+    crate::events::label_id::unsafe_in_text(c)
 }
 
 #[cfg(test)]

@@ -82,8 +82,9 @@ fn is_combining_mark(c: char) -> bool {
     is_combining_mark(c) && !is_invisible(c)
 }
 
-/// A control character (C0, DEL, C1) or a bidirectional control.
-fn unsafe_in_text(c: char) -> bool {
+/// A control character (C0, DEL, C1) or a bidirectional control: what a terminal or a page may
+/// act on rather than show (the CLI escapes the same characters, `crate::cli::printable`).
+pub fn unsafe_in_text(c: char) -> bool {
     c.is_control() || is_bidi_control(c)
 }
 

@@ -55,6 +55,14 @@ async function sent(page) {
   return page.evaluate(() => document.querySelector("#flash").textContent);
 }
 
+// Log in, take the item shown, answer it with `key`: the page, the item, what the page said.
+async function answerWith(token, key) {
+  const page = await login(token);
+  const item = await shown(page);
+  await page.keyboard.press(key);
+  return { page, item, said: await sent(page) };
+}
+
 let result;
 try {
   if (command === "answer") {
@@ -92,10 +100,7 @@ try {
     result = { first: first.id, second: second.id };
   } else if (command === "undo") {
     const [token, key] = rest;
-    const page = await login(token);
-    const item = await shown(page);
-    await page.keyboard.press(key);
-    const said = await sent(page);
+    const { page, item, said } = await answerWith(token, key);
     await page.keyboard.press("u");
     await page.waitForFunction(() => /^taken back/.test(document.querySelector("#flash").textContent));
     // The page asks for its next item once the undo is done: the one taken back, if it worked.
@@ -105,10 +110,7 @@ try {
     result = { ...item, said, flash: await flashText(page), again: again.id };
   } else if (command === "linger") {
     const [token, key] = rest;
-    const page = await login(token);
-    const item = await shown(page);
-    await page.keyboard.press(key);
-    const said = await sent(page);
+    const { page, item, said } = await answerWith(token, key);
     await sleep(7000);
     result = { ...item, said, later: await flashText(page) };
   } else if (command === "wrong") {
