@@ -323,6 +323,10 @@ impl ServeConfig {
                 r.short_text_min_meaning,
             ),
             (
+                "engine.ranking.few_words_min_meaning",
+                r.few_words_min_meaning,
+            ),
+            (
                 "engine.ranking.probe_weight",
                 r.probe_weight.fixed().unwrap_or(0.0),
             ),
@@ -331,6 +335,13 @@ impl ServeConfig {
             if !(value.is_finite() && value >= 0.0) {
                 errors.push(format!("{key}: must be a number ≥ 0"));
             }
+        }
+        if r.few_words_min_meaning > 1.0 {
+            errors.push(
+                "engine.ranking.few_words_min_meaning: a cosine, at most 1 (above it every text \
+                 sharing a word or two with its label would need review)"
+                    .into(),
+            );
         }
         if r.short_text_min_meaning > 1.0 {
             errors.push(

@@ -25,6 +25,10 @@ pub struct Candidate {
 pub struct CandidateEvidence {
     /// Each signal's part of the score (what confidence reads).
     pub parts: CandidateParts,
+    /// Its score before the fitted probe was added (words and meaning; the score itself when
+    /// the probe does not weigh): what confidence reads as the score and margin, since the
+    /// probe's softmax names some label firmly even for a text no label covers.
+    pub before_probe: f64,
     /// How much of the label's own material the text matches (what the no-match rule reads).
     pub matched: MatchEvidence,
     /// Its most similar labelled example's text, for the prompt.

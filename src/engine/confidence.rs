@@ -48,9 +48,9 @@ pub struct Signals {
     /// Whether the label was ranked by score among the candidates (a ranked strategy with
     /// evidence); false for a text with no evidence and the strategies without scores.
     pub scored: bool,
-    /// The label's score (0 when not scored).
+    /// The label's score before the fitted probe (0 when not scored).
     pub score: f64,
-    /// The best score of the other candidates.
+    /// `score` less the label's fused margin over the best other candidate.
     pub best_other: f64,
     pub parts: CandidateParts,
     /// The largest closest-example and name cosines among the other candidates.
@@ -71,7 +71,6 @@ impl Signals {
         let own = at.map(|i| &retrieval.candidates[i]);
         let scored =
             retrieval.basis == Basis::RankedScores && own.is_some_and(|c| c.score.is_some());
-        let score = own.and_then(|c| c.score).unwrap_or(0.0);
         let others = || {
             retrieval
                 .candidates
@@ -80,7 +79,16 @@ impl Signals {
                 .filter(move |&(i, _)| Some(i) != at)
                 .map(|(_, c)| c)
         };
+        // The score as words and meaning made it, before the fitted probe: the probe names some
+        // label firmly even for a text no label covers. The margin over the others is the
+        // fused one, the probe's included: among the labels, it says which is right
+        // (docs/design/fitted-probe.md, "Confidence").
+        let score = own.and_then(|c| c.score).unwrap_or(0.0);
         let best_other = others().filter_map(|c| c.score).fold(0.0f64, f64::max);
+        let before_probe = own
+            .and_then(|c| c.evidence.as_ref())
+            .map_or(score, |e| e.before_probe);
+        let (score, best_other) = (before_probe, before_probe - (score - best_other));
         let parts = own
             .and_then(|c| c.evidence.as_ref())
             .map(|e| e.parts)
@@ -196,10 +204,10 @@ const DEFAULT_WEIGHTS: [f64; FEATURES] = [
 
 /// Fitted by `scripts/fit-confidence.sh` on HWU64's dev texts at 1 and 5 shots that the ranking
 /// calls short (customer queries; no test text), with the default ranking weights and encoder
-/// and the probe's weight fitted to each stream (refitted on 2026-11-29 when the probe came: the
-/// scores it adds widen the margins; docs/design/fitted-probe.md).
+/// and the probe's weight fitted to each stream. Refitted on 2026-12-06 when the score came to be
+/// read before the probe (docs/design/fitted-probe.md, "Confidence").
 const SHORT_TEXT_WEIGHTS: [f64; FEATURES] = [
-    1.8116, 0.0, 2.1990, -0.7203, 1.0232, 0.5480, 1.4526, -0.9767, 0.9715, -0.7397, 0.1450, 0.0,
+    0.1885, 0.0, 1.3994, 1.8115, -0.7929, -1.1496, 1.2823, -0.0429, 1.4375, -0.9198, -0.0515, 0.0,
 ];
 
 /// Why a calibrator file could not be read.
@@ -445,6 +453,42 @@ mod tests {
         };
         let c = calibrator.confidence(&signals);
         assert!((0.0..=1.0).contains(&c));
+    }
+
+    #[test]
+    fn the_signals_read_the_score_before_the_probe_and_the_fused_margin() {
+        use crate::engine::no_match::MatchEvidence;
+        use crate::engine::{Candidate, CandidateEvidence, Scoring};
+        // Fused 2.0 over 0.5, of which the probe added 1.5 to the first and 0.3 to the second.
+        let candidate = |label: &str, score: f64, before_probe: f64| Candidate {
+            label: label.into(),
+            score: Some(score),
+            evidence: Some(CandidateEvidence {
+                parts: CandidateParts::default(),
+                before_probe,
+                matched: MatchEvidence::default(),
+                example: None,
+                example_match: None,
+            }),
+        };
+        let retrieval = Retrieval {
+            candidates: vec![candidate("alarm", 2.0, 0.5), candidate("timer", 0.5, 0.2)],
+            scoring: Scoring::Calibrated { margin: 1.5 },
+            terminals: Vec::new(),
+            basis: Basis::RankedScores,
+            tree_cost: None,
+            graph_choice: "alarm".into(),
+            discovery_score: Some(0.5),
+            first_hop_labels: 2,
+            active_labels: 2,
+            short_text: true,
+        };
+        let signals = Signals::of(&retrieval, "alarm");
+        assert_eq!(signals.score, 0.5);
+        assert_eq!(signals.score - signals.best_other, 1.5);
+        let behind = Signals::of(&retrieval, "timer");
+        assert_eq!(behind.score, 0.2);
+        assert_eq!(behind.score - behind.best_other, -1.5);
     }
 
     #[test]

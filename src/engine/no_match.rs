@@ -163,6 +163,7 @@ mod tests {
                 score: Some(score),
                 evidence: Some(CandidateEvidence {
                     parts: CandidateParts::default(),
+                    before_probe: score,
                     matched,
                     example: None,
                     example_match: None,

@@ -74,6 +74,12 @@ pub struct RankingConfig {
     /// closest example or name) needs review, whatever its confidence: ranked by meaning, a
     /// query no label fits still comes out with a clear winner.
     pub short_text_min_meaning: f64,
+    /// A decided label that shares at most [`FEW_SHARED_WORDS`] of the text's words and reads
+    /// less close in meaning than this needs review, whatever the text's length and its
+    /// confidence: the fitted probe names some label firmly even for a text no label covers,
+    /// and a word or two in common is all such a text has (docs/design/confidence.md, "Few
+    /// words in common").
+    pub few_words_min_meaning: f64,
     /// Weight of the probe's belief (a label's probability over the best one, times the best
     /// score before it) in `ranked` and `hybrid`: `fitted` to the stream's examples, or a
     /// number (0 turns the probe off; [`super::probe_weight`]).
@@ -82,6 +88,9 @@ pub struct RankingConfig {
     /// makes replicas equal, like `seen_capacity`.
     pub term_weighting: TermWeighting,
 }
+
+/// Shared words (stems) that count as "a word or two" for `few_words_min_meaning`.
+pub const FEW_SHARED_WORDS: usize = 2;
 
 impl RankingConfig {
     /// Whether a text of `terms` distinct terms is short (never when `short_text_terms` is 0:
@@ -118,6 +127,7 @@ impl Default for RankingConfig {
             embedding_weight_short: 2.0,
             embedding_name_weight_short: 1.0,
             short_text_min_meaning: 0.4,
+            few_words_min_meaning: 0.45,
             probe_weight: ProbeWeight::FITTED,
             term_weighting: TermWeighting::LabelSpread,
         }

@@ -176,8 +176,10 @@ impl<'e> Retriever<'e> {
             mut by_meaning,
             short_text,
         } = self.base_ranking(analysis, evidence, held_out);
+        let mut before_probe: Option<Vec<(u32, f64)>> = None;
         if let (true, Some(probe)) = (evidence.first_hop, self.probe) {
             if self.probe_weight > 0.0 {
+                before_probe = Some(ranking.ranked.clone());
                 let active = |l: usize| self.labels.at(l).is_some_and(|label| label.active);
                 let words = analysis.probe_words();
                 let belief = probe.relative_belief(analysis.embedding.as_deref(), &words, active);
@@ -218,6 +220,12 @@ impl<'e> Retriever<'e> {
                 score: Some(score),
                 evidence: Some(CandidateEvidence {
                     parts: CandidateParts::from(ranking.parts.of(label)),
+                    before_probe: before_probe.as_ref().map_or(score, |ranked| {
+                        ranked
+                            .iter()
+                            .find(|&&(l, _)| l == label)
+                            .map_or(0.0, |&(_, s)| s)
+                    }),
                     matched: MatchEvidence {
                         shared_words: self.shared_words(&hits, label, &analysis.terms),
                         meaning: meaning(label),

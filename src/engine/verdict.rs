@@ -2,6 +2,7 @@
 //! per text ([`Decisions::verdict`]): the service, `gorag classify`, the evaluation, discovery
 //! and the state all read the one [`Verdict`].
 
+use super::rank::FEW_SHARED_WORDS;
 use super::{no_match, Basis, Decision, Decisions, Retrieval, Source, Status, NO_LABEL};
 
 /// What one decided text comes to.
@@ -35,8 +36,8 @@ impl Decisions<'_> {
     /// calibrator reads retrieval scores, which the strategies without scores (`steiner`,
     /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
     /// neither reviewed nor gated, as in the paper.
-    /// A short text also needs review when its label reads far from it in meaning
-    /// (`short_text_min_meaning`).
+    /// It also needs review when its label reads far from the text in meaning
+    /// ([`Self::far_in_meaning`]).
     fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
         retrieval.is_calibrated()
             && (decision.confidence.is_nan()
@@ -44,15 +45,23 @@ impl Decisions<'_> {
                 || self.far_in_meaning(retrieval, &decision.label))
     }
 
-    /// A short text whose `label` the sentence encoder finds less close than
-    /// `short_text_min_meaning` (never without an encoder).
+    /// A `label` that reads far from the text in meaning (never without an encoder): less close
+    /// than `short_text_min_meaning` in a short text, or than `few_words_min_meaning` when it
+    /// shares at most [`FEW_SHARED_WORDS`] of the text's words.
     fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
-        retrieval.short_text
-            && retrieval
-                .candidate(label)
-                .and_then(|c| c.evidence.as_ref())
-                .and_then(|evidence| evidence.matched.meaning)
-                .is_some_and(|meaning| meaning < self.config.ranking.short_text_min_meaning)
+        let ranking = &self.config.ranking;
+        let Some(matched) = retrieval
+            .candidate(label)
+            .and_then(|c| c.evidence.as_ref())
+            .map(|evidence| evidence.matched)
+        else {
+            return false;
+        };
+        matched.meaning.is_some_and(|meaning| {
+            (retrieval.short_text && meaning < ranking.short_text_min_meaning)
+                || (matched.shared_words <= FEW_SHARED_WORDS
+                    && meaning < ranking.few_words_min_meaning)
+        })
     }
 
     /// What a decision is published as: no label when nothing the labels know explains the

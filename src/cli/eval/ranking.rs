@@ -57,6 +57,10 @@ pub struct RankingArgs {
     /// A short text whose label reads less close in meaning than this needs review.
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().short_text_min_meaning)]
     pub short_text_min_meaning: f64,
+    /// A label sharing a word or two with the text that reads less close in meaning than this
+    /// needs review.
+    #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().few_words_min_meaning)]
+    pub few_words_min_meaning: f64,
     /// Weight of the probe's belief in `ranked` and `hybrid`: `fitted` to the stream's
     /// examples, or a number (0: off).
     #[arg(help_heading = "Ranking and choice (tuning)", long, default_value_t = RankingConfig::default().probe_weight)]
@@ -145,7 +149,7 @@ impl From<ChoiceArg> for ChoiceMode {
 
 impl RankingArgs {
     /// The embedding signal's weights and floor, by flag (each a number ≥ 0).
-    pub fn meaning_weights(&self) -> [(&'static str, f64); 6] {
+    pub fn meaning_weights(&self) -> [(&'static str, f64); 7] {
         [
             ("--embedding-weight", self.embedding_weight),
             ("--embedding-name-weight", self.embedding_name_weight),
@@ -155,6 +159,7 @@ impl RankingArgs {
                 self.embedding_name_weight_short,
             ),
             ("--short-text-min-meaning", self.short_text_min_meaning),
+            ("--few-words-min-meaning", self.few_words_min_meaning),
             ("--probe-weight", self.probe_weight.fixed().unwrap_or(0.0)),
         ]
     }
@@ -175,6 +180,7 @@ impl RankingArgs {
             embedding_weight_short: self.embedding_weight_short,
             embedding_name_weight_short: self.embedding_name_weight_short,
             short_text_min_meaning: self.short_text_min_meaning,
+            few_words_min_meaning: self.few_words_min_meaning,
             probe_weight: self.probe_weight,
             term_weighting: self.term_weighting.into(),
             ..RankingConfig::default()

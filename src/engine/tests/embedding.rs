@@ -291,6 +291,31 @@ fn a_short_text_far_from_its_label_in_meaning_needs_review() {
 }
 
 #[test]
+fn a_label_sharing_a_word_or_two_and_far_in_meaning_needs_review_in_a_long_text_too() {
+    // Long (more terms than `short_text_terms`), and "report" is all it shares with either
+    // label's example.
+    let text = "moneylenders report tables, charts, notes, remarks, comments, summaries, graphs, \
+                figures and the usual";
+    let status = |floor: f64| {
+        let mut config = EngineConfig::default();
+        config.ranking.name_weight = 0.0;
+        config.ranking.few_words_min_meaning = floor;
+        config.abstain_below = 0.0;
+        let engine = near_twins(config);
+        let mut analysis = engine.analyze(text);
+        engine.analyzer().embed_query(&mut analysis, text).unwrap();
+        let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+        assert!(!retrieval.short_text, "{retrieval:?}");
+        let decision = engine.decisions().decide(&retrieval, None);
+        engine.decisions().status(&retrieval, &decision)
+    };
+    // The topic encoder reads the text as the money topic (cosine just under 1): a floor of 1
+    // is above it, a floor of 0 below anything.
+    assert_eq!(status(1.0), crate::engine::Status::NeedsReview);
+    assert_eq!(status(0.0), crate::engine::Status::Decided);
+}
+
+#[test]
 fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     let engine = near_twins_by_default();
     // Many words, none in either label's material: long, yet its words say nothing, so
