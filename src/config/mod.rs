@@ -291,65 +291,14 @@ impl ServeConfig {
         if let Some(problem) = self.engine.engine_config().no_match.problem() {
             errors.push(format!("engine.{problem}"));
         }
-        if r.max_candidates == 0 {
-            errors.push("engine.ranking.max_candidates: must be at least 1".into());
+        if !(self.engine.llm_weight.is_finite() && self.engine.llm_weight >= 0.0) {
+            errors.push("engine.llm_weight: must be a number ≥ 0".into());
         }
-        let weights = [
-            ("engine.llm_weight", self.engine.llm_weight),
-            ("engine.ranking.name_weight", r.name_weight),
-            ("engine.ranking.example_decay", r.example_decay),
-            ("engine.ranking.description_weight", r.description_weight),
-            ("engine.ranking.proximity_weight", r.proximity_weight),
-            ("engine.ranking.learn_margin", r.learn_margin),
-            (
-                "engine.ranking.learn_margin_agreeing",
-                r.learn_margin_agreeing,
-            ),
-            ("engine.ranking.embedding_weight", r.embedding_weight),
-            (
-                "engine.ranking.embedding_name_weight",
-                r.embedding_name_weight,
-            ),
-            (
-                "engine.ranking.embedding_weight_short",
-                r.embedding_weight_short,
-            ),
-            (
-                "engine.ranking.embedding_name_weight_short",
-                r.embedding_name_weight_short,
-            ),
-            (
-                "engine.ranking.short_text_min_meaning",
-                r.short_text_min_meaning,
-            ),
-            (
-                "engine.ranking.few_words_min_meaning",
-                r.few_words_min_meaning,
-            ),
-            (
-                "engine.ranking.probe_weight",
-                r.probe_weight.fixed().unwrap_or(0.0),
-            ),
-        ];
-        for (key, value) in weights {
-            if !(value.is_finite() && value >= 0.0) {
-                errors.push(format!("{key}: must be a number ≥ 0"));
-            }
-        }
-        if r.few_words_min_meaning > 1.0 {
-            errors.push(
-                "engine.ranking.few_words_min_meaning: a cosine, at most 1 (above it every text \
-                 sharing a word or two with its label would need review)"
-                    .into(),
-            );
-        }
-        if r.short_text_min_meaning > 1.0 {
-            errors.push(
-                "engine.ranking.short_text_min_meaning: a cosine, at most 1 (above it every \
-                 short text would need review)"
-                    .into(),
-            );
-        }
+        errors.extend(
+            r.problems()
+                .into_iter()
+                .map(|problem| format!("engine.ranking.{problem}")),
+        );
         if matches!(
             self.engine.strategy,
             crate::engine::Strategy::Nearest | crate::engine::Strategy::Prototype

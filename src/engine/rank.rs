@@ -99,6 +99,58 @@ impl RankingConfig {
         self.short_text_terms > 0 && terms <= self.short_text_terms
     }
 
+    /// What is wrong with the settings, each problem starting with its key (none: they hold).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.max_candidates == 0 {
+            problems.push("max_candidates: must be at least 1".to_string());
+        }
+        let weights = [
+            ("name_weight", self.name_weight),
+            ("example_decay", self.example_decay),
+            ("description_weight", self.description_weight),
+            ("proximity_weight", self.proximity_weight),
+            ("learn_margin", self.learn_margin),
+            ("learn_margin_agreeing", self.learn_margin_agreeing),
+            ("embedding_weight", self.embedding_weight),
+            ("embedding_name_weight", self.embedding_name_weight),
+            ("embedding_weight_short", self.embedding_weight_short),
+            (
+                "embedding_name_weight_short",
+                self.embedding_name_weight_short,
+            ),
+            ("short_text_min_meaning", self.short_text_min_meaning),
+            ("few_words_min_meaning", self.few_words_min_meaning),
+            ("probe_weight", self.probe_weight.fixed().unwrap_or(0.0)),
+        ];
+        for (key, value) in weights {
+            if !(value.is_finite() && value >= 0.0) {
+                problems.push(format!("{key}: must be a number ≥ 0"));
+            }
+        }
+        // A floor above every cosine would send every such text to review.
+        let floors = [
+            (
+                "short_text_min_meaning",
+                self.short_text_min_meaning,
+                "short text",
+            ),
+            (
+                "few_words_min_meaning",
+                self.few_words_min_meaning,
+                "text sharing a word or two with its label",
+            ),
+        ];
+        for (key, floor, whom) in floors {
+            if floor > 1.0 {
+                problems.push(format!(
+                    "{key}: a cosine, at most 1 (above it every {whom} would need review)"
+                ));
+            }
+        }
+        problems
+    }
+
     /// What the retrieval index keeps of each kind of classified text.
     pub fn capacity(&self) -> ClassifiedCapacity {
         ClassifiedCapacity {
