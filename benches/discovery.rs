@@ -1,6 +1,7 @@
 //! One community pass (similarity graph + Leiden + proposals) over a pool of 1k and 10k
 //! unexplained texts from the synthetic WOS-shaped corpus (texts of 30 labels, as if 30
-//! classes were missing).
+//! classes were missing), and over 1k and 5k short ones compared by meaning too (256-dimension
+//! vectors, potion-base-8M's size; the encoding itself is not timed).
 //!
 //!   cargo bench --bench discovery
 
@@ -42,7 +43,7 @@ fn pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                let found = communities::find(refs, &config, &material)
+                let found = communities::find(refs, &[], &config, &material)
                     .map(|found| found.communities)
                     .unwrap_or_default();
                 found
@@ -55,5 +56,60 @@ fn pass(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, pass);
+/// Short texts (a few words of their label) with a vector near their label's direction.
+fn short_pool(size: usize) -> (Vec<PooledText>, Vec<Option<Vec<f32>>>) {
+    let mut corpus = synthetic::Corpus::new(13);
+    let mut noise = 7u64;
+    let mut next = move || {
+        noise = noise
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (noise >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    (0..size)
+        .map(|i| {
+            let label = corpus.label() % 30;
+            let text: String = corpus
+                .text(label)
+                .split(' ')
+                .take(5)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let vector: Vec<f32> = (0..256)
+                .map(|d| if d % 30 == label { 1.0 } else { 0.0 } + next())
+                .collect();
+            let pooled = PooledText {
+                id: i.to_string(),
+                terms: TermCounts::of(&text),
+                keywords: text.split(' ').map(str::to_string).collect(),
+                excerpt: text,
+                why: Unexplained::WeakScore,
+                label: synthetic::label_id(label),
+                arrival_score: Some(0.05),
+            };
+            (pooled, Some(vector))
+        })
+        .unzip()
+}
+
+fn short_pass(c: &mut Criterion) {
+    let config = DiscoveryConfig::default();
+    let material = LabelMaterial::default();
+    let mut group = c.benchmark_group("community_pass_short_by_meaning");
+    group.sample_size(10);
+    for size in [1_000, 5_000] {
+        let (texts, meaning) = short_pool(size);
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
+            b.iter(|| {
+                communities::find(refs, &meaning, &config, &material)
+                    .map(|found| found.communities.len())
+                    .unwrap_or_default()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, pass, short_pass);
 criterion_main!(benches);

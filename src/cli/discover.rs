@@ -33,6 +33,13 @@ pub struct DiscoverArgs {
     /// Discovery: Leiden's resolution (higher: smaller communities).
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().resolution)]
     pub discover_resolution: f64,
+    /// Discovery: how much meaning weighs against words in the pooled texts' similarity (0: words
+    /// alone, 1: meaning alone).
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().meaning_weight)]
+    pub discover_meaning_weight: f64,
+    /// Discovery: the same in a short text.
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().meaning_weight_short)]
+    pub discover_meaning_weight_short: f64,
     /// Discovery: neighbours per pooled text in the similarity graph.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().neighbours)]
     pub discover_neighbours: usize,
@@ -58,6 +65,8 @@ impl DiscoverArgs {
             min_cohesion: self.discover_min_cohesion,
             max_community_score: self.discover_max_community_score,
             resolution: self.discover_resolution,
+            meaning_weight: self.discover_meaning_weight,
+            meaning_weight_short: self.discover_meaning_weight_short,
             neighbours: self.discover_neighbours,
             min_similarity: self.discover_min_similarity,
             pool_unknown_label: self.discover_pool_unknown_label,

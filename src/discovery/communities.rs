@@ -54,15 +54,19 @@ pub struct Dropped {
 /// Communities of `texts`, largest first, those below `min_size` or `min_cohesion` left out,
 /// and those the active labels' `material` explains (see [`known_score`]); with the count of
 /// those each rule left out.
+/// `meaning`: each text's sentence vector, in order (None where the encoder gave none; empty
+/// without an encoder): mixed into the texts' word vectors at `meaning_weight`.
 pub fn find(
     texts: &[&PooledText],
+    meaning: &[Option<Vec<f32>>],
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> Result<Found, LeidenError> {
     if texts.len() < config.min_size.max(2) {
         return Ok(Found::default());
     }
-    let vectors = vectors(texts);
+    let mut vectors = vectors(texts);
+    with_meaning(&mut vectors, texts, meaning, config, material);
     let edges = neighbour_edges(&vectors, config);
     let mut builder = GraphDataBuilder::new(texts.len());
     for &(a, b, similarity) in &edges {
@@ -177,6 +181,69 @@ fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
         .collect()
 }
 
+/// Each word vector becomes [√(1 − w) · words, √w · meaning], unit length again: for two texts
+/// of one weight, their cosine is (1 − w) × their words' cosine + w × their meanings'. `w` is
+/// `meaning_weight_short` for a short text (as the ranking calls it) and `meaning_weight` for
+/// the others: a short text's few words rarely meet another's. The sentence vectors are centred
+/// on the pool's mean first, so that two texts unrelated in meaning read near 0 rather than at
+/// the encoder's usual floor; their dimensions come after every term id. A text without a
+/// sentence vector keeps its words alone.
+fn with_meaning(
+    vectors: &mut [Vector],
+    texts: &[&PooledText],
+    meaning: &[Option<Vec<f32>>],
+    config: &DiscoveryConfig,
+    material: &LabelMaterial,
+) {
+    let dims = meaning.iter().flatten().map(Vec::len).max().unwrap_or(0);
+    if dims == 0 || meaning.len() != vectors.len() {
+        return;
+    }
+    let present: Vec<&Vec<f32>> = meaning
+        .iter()
+        .flatten()
+        .filter(|v| v.len() == dims)
+        .collect();
+    let mut mean = vec![0.0f64; dims];
+    for v in &present {
+        for (m, x) in mean.iter_mut().zip(v.iter()) {
+            *m += f64::from(*x) / present.len() as f64;
+        }
+    }
+    let offset = vectors
+        .iter()
+        .flat_map(|v| v.iter().map(|(id, _)| *id + 1))
+        .max()
+        .unwrap_or(0);
+    for ((vector, sentence), text) in vectors.iter_mut().zip(meaning).zip(texts) {
+        let weight = if material.is_short(&text.terms) {
+            config.meaning_weight_short
+        } else {
+            config.meaning_weight
+        }
+        .clamp(0.0, 1.0);
+        let Some(sentence) = sentence
+            .as_ref()
+            .filter(|v| v.len() == dims && weight > 0.0)
+        else {
+            continue;
+        };
+        let mut dense: Vector = sentence
+            .iter()
+            .zip(&mean)
+            .enumerate()
+            .map(|(d, (x, m))| (offset + d as u32, f64::from(*x) - m))
+            .collect();
+        normalise(&mut dense);
+        let (words, meaning) = ((1.0 - weight).sqrt(), weight.sqrt());
+        for (_, w) in vector.iter_mut() {
+            *w *= words;
+        }
+        vector.extend(dense.into_iter().map(|(id, w)| (id, w * meaning)));
+        normalise(vector);
+    }
+}
+
 fn normalise(vector: &mut Vector) {
     let norm = vector.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
     if norm > 0.0 {
@@ -279,6 +346,49 @@ mod tests {
         }
     }
 
+    #[test]
+    fn short_texts_without_a_word_in_common_group_by_meaning() {
+        use crate::engine::embedding::tests::TopicEncoder;
+        use crate::engine::embedding::TextEncoder;
+        // Every word is in one text only (no word links any two); the topic encoder reads the
+        // first six as space and the last six as money.
+        let names = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"];
+        let texts: Vec<PooledText> = names
+            .iter()
+            .map(|n| format!("spacecraft{n} rocketry{n}"))
+            .chain(names.iter().map(|n| format!("moneybox{n} savings{n}")))
+            .enumerate()
+            .map(|(i, body)| text(i, &body))
+            .collect();
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let encoder: std::sync::Arc<dyn TextEncoder> = std::sync::Arc::new(TopicEncoder);
+        let meaning = crate::discovery::meaning_of(&refs, Some(&encoder));
+        assert!(find(&refs, &[], &config(), &none())
+            .unwrap()
+            .communities
+            .is_empty());
+        let words_alone = DiscoveryConfig {
+            meaning_weight_short: 0.0,
+            ..config()
+        };
+        assert!(find(&refs, &meaning, &words_alone, &none())
+            .unwrap()
+            .communities
+            .is_empty());
+        let mut found: Vec<Vec<usize>> = find(&refs, &meaning, &config(), &none())
+            .unwrap()
+            .communities
+            .into_iter()
+            .map(|c| {
+                let mut members = c.members;
+                members.sort_unstable();
+                members
+            })
+            .collect();
+        found.sort();
+        assert_eq!(found, vec![(0..6).collect::<Vec<_>>(), (6..12).collect()]);
+    }
+
     /// No labels: nothing is explained by them.
     fn none() -> LabelMaterial {
         LabelMaterial::default()
@@ -321,7 +431,7 @@ mod tests {
     fn two_themes_give_two_communities() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let found = find(&refs, &config(), &none()).unwrap().communities;
+        let found = find(&refs, &[], &config(), &none()).unwrap().communities;
         assert_eq!(found.len(), 2, "{found:?}");
         for community in &found {
             assert_eq!(community.members.len(), 6);
@@ -330,7 +440,10 @@ mod tests {
             assert!(community.cohesion > 0.3);
         }
         // The same pool, the same communities.
-        assert_eq!(find(&refs, &config(), &none()).unwrap().communities, found);
+        assert_eq!(
+            find(&refs, &[], &config(), &none()).unwrap().communities,
+            found
+        );
     }
 
     #[test]
@@ -354,15 +467,15 @@ mod tests {
         let material = engine
             .retriever()
             .label_material(refs.iter().map(|text| &text.terms));
-        let found = find(&refs, &config(), &material).unwrap().communities;
+        let found = find(&refs, &[], &config(), &material).unwrap().communities;
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].members.iter().all(|&m| m >= 6), "{found:?}");
-        let all = find(&refs, &config(), &none()).unwrap().communities;
+        let all = find(&refs, &[], &config(), &none()).unwrap().communities;
         assert_eq!(all.len(), 2);
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!(known_score(volcanoes, &refs, &material) >= config().max_community_score);
         // The pass says why it proposed one community of two.
-        let counted = find(&refs, &config(), &material).unwrap();
+        let counted = find(&refs, &[], &config(), &material).unwrap();
         assert_eq!(counted.communities, found);
         assert_eq!(
             counted.dropped,
@@ -376,7 +489,7 @@ mod tests {
             min_size: 7,
             ..config()
         };
-        let counted = find(&refs, &strict, &none()).unwrap();
+        let counted = find(&refs, &[], &strict, &none()).unwrap();
         assert!(counted.communities.is_empty());
         assert_eq!(counted.dropped.small, 2);
     }
@@ -386,7 +499,7 @@ mod tests {
         let mut texts = two_themes();
         let all = {
             let refs: Vec<&PooledText> = texts.iter().collect();
-            find(&refs, &config(), &none()).unwrap().communities
+            find(&refs, &[], &config(), &none()).unwrap().communities
         };
         assert_eq!(all.len(), 2);
         // The first theme's texts arrived scoring just under `max_score` (the labels they were
@@ -397,7 +510,7 @@ mod tests {
         let refs: Vec<&PooledText> = texts.iter().collect();
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!((known_score(volcanoes, &refs, &none()) - 0.09).abs() < 1e-12);
-        let found = find(&refs, &config(), &none()).unwrap();
+        let found = find(&refs, &[], &config(), &none()).unwrap();
         assert_eq!(found.dropped.known, 1);
         assert!(found.communities[0].members.iter().all(|&m| m >= 6));
     }
@@ -422,7 +535,7 @@ mod tests {
             min_size: 3,
             ..DiscoveryConfig::default()
         };
-        let found = find(&refs, &config, &none()).unwrap().communities;
+        let found = find(&refs, &[], &config, &none()).unwrap().communities;
         assert!(!found.is_empty());
         assert!(found.iter().all(|c| c.members.len() >= 3));
         assert_eq!(resolution(12, &config), 1.0);
@@ -433,7 +546,7 @@ mod tests {
     fn small_or_unrelated_pools_give_nothing() {
         let texts = [text(0, "alpha beta"), text(1, "gamma delta")];
         let refs: Vec<&PooledText> = texts.iter().collect();
-        assert!(find(&refs, &config(), &none())
+        assert!(find(&refs, &[], &config(), &none())
             .unwrap()
             .communities
             .is_empty());
@@ -444,7 +557,7 @@ mod tests {
             .map(|(i, w)| text(i, &format!("{w} {w}s")))
             .collect();
         let refs: Vec<&PooledText> = unrelated.iter().collect();
-        assert!(find(&refs, &config(), &none())
+        assert!(find(&refs, &[], &config(), &none())
             .unwrap()
             .communities
             .is_empty());

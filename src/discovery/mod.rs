@@ -10,6 +10,7 @@
 pub mod communities;
 pub mod label_map;
 pub mod map_html;
+pub mod meaning;
 pub mod pool;
 pub mod proposal;
 pub mod reconcile;
@@ -21,6 +22,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval, Status};
 
 pub use communities::Community;
+pub use meaning::meaning_of;
 pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
 
@@ -50,6 +52,12 @@ pub struct DiscoveryConfig {
     pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
     pub resolution: f64,
+    /// How much a pooled text's meaning (the sentence encoder's vector) weighs against its
+    /// words in the similarity communities are found by, from 0 (words alone) to 1 (meaning
+    /// alone; docs/design/emerging-classes.md, "Meaning")…
+    pub meaning_weight: f64,
+    /// …and in a short text (`engine.ranking.short_text_terms`).
+    pub meaning_weight_short: f64,
     /// Pool a text whose LLM answer named no known label (`unknown_label`), whatever its
     /// retrieval score.
     pub pool_unknown_label: bool,
@@ -75,6 +83,8 @@ impl Default for DiscoveryConfig {
             min_cohesion: 0.3,
             max_community_score: 0.08,
             resolution: 8.0,
+            meaning_weight: 0.0,
+            meaning_weight_short: 0.8,
             pool_unknown_label: true,
             pool_needs_review: false,
             pool_no_match: true,
@@ -105,6 +115,14 @@ impl DiscoveryConfig {
         }
         if !(self.resolution.is_finite() && self.resolution > 0.0) {
             return Err(format!("resolution {} (must be positive)", self.resolution));
+        }
+        for (key, weight) in [
+            ("meaning_weight", self.meaning_weight),
+            ("meaning_weight_short", self.meaning_weight_short),
+        ] {
+            if !(0.0..=1.0).contains(&weight) {
+                return Err(format!("{key} {weight} (must be between 0 and 1)"));
+            }
         }
         if self.pool_capacity < self.min_size {
             return Err(format!(

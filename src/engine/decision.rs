@@ -392,7 +392,7 @@ impl Decisions<'_> {
 /// Whether a text of this retrieval confidence is asked about: below `ask_below`, and every text
 /// at 1 — a confidence can reach 1.0 exactly, and "1 asks about every text" must hold for it
 /// too (`gorag eval --ask-below 1` reads the model's answer for every text).
-fn asks(confidence: f64, ask_below: f64) -> bool {
+pub fn asks(confidence: f64, ask_below: f64) -> bool {
     ask_below >= 1.0 || confidence < ask_below
 }
 

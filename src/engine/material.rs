@@ -20,6 +20,11 @@ pub struct LabelMaterial {
 }
 
 impl LabelMaterial {
+    /// Whether a text of these terms is short, as the ranking calls it.
+    pub fn is_short(&self, terms: &TermCounts) -> bool {
+        self.ranking.is_short(terms.counts.len())
+    }
+
     /// A text's best first-hop score over the active labels (0 when none knows any of its
     /// terms): the `ranked` strategy's score, without the second hop and descriptions.
     pub fn best_score(&self, terms: &TermCounts) -> f64 {

@@ -44,7 +44,7 @@ mod verdict;
 
 pub use analysis::{Analysis, Analyzer, POOL_TERMS};
 pub use candidate::{Candidate, CandidateEvidence, Retrieval, Scoring};
-pub use decision::Decisions;
+pub use decision::{asks, Decisions};
 pub use labels::Labels;
 pub use material::LabelMaterial;
 pub use retrieve::Retriever;

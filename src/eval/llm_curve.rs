@@ -50,7 +50,7 @@ pub fn curve(texts: &[Readings]) -> Vec<CurvePoint> {
     let mut points = Vec::with_capacity(WEIGHTS.len() * THRESHOLDS.len());
     for (w, &weight) in WEIGHTS.iter().enumerate() {
         for &threshold in &THRESHOLDS {
-            let asked = |t: &&Readings| t.retrieval_confidence < threshold;
+            let asked = |t: &&Readings| crate::engine::asks(t.retrieval_confidence, threshold);
             let fused = |t: &Readings| t.fused_right.get(w).copied().unwrap_or(t.retrieval_right);
             let changed = |fixes: bool| {
                 texts

@@ -8,13 +8,17 @@
 //! restart publishes nothing new.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
 use crate::broker::read_back::ReadBackError;
 use crate::broker::{self, Broker, BrokerError, Outgoing, Producer};
-use crate::discovery::{communities, proposal, reconcile, report, DiscoveryConfig, PooledText};
+use crate::discovery::{
+    self, communities, proposal, reconcile, report, DiscoveryConfig, PooledText,
+};
+use crate::engine::embedding::TextEncoder;
 use crate::engine::LabelMaterial;
 use crate::events::decode;
 use crate::events::proposal::{current, ProposalEvent, ProposalStatus};
@@ -91,6 +95,7 @@ pub struct PassReport {
 pub async fn run(
     texts: Vec<PooledText>,
     material: LabelMaterial,
+    encoder: Option<Arc<dyn TextEncoder>>,
     settings: PassSettings,
 ) -> Result<PassReport, PassError> {
     let started = Instant::now();
@@ -99,7 +104,8 @@ pub async fn run(
     let config = settings.config.clone();
     let (found, dropped) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        communities::find(&refs, &config, &material).map(|found| {
+        let meaning = discovery::meaning_of(&refs, encoder.as_ref());
+        communities::find(&refs, &meaning, &config, &material).map(|found| {
             let proposals = found
                 .communities
                 .iter()

@@ -49,9 +49,12 @@ impl Passes {
             .engine()
             .retriever()
             .label_material(texts.iter().map(|text| &text.terms));
+        // The pooled texts are encoded in the pass, off the loop, by the encoder queries go through.
+        let encoder = replica.state().engine().analyzer().query_encoder();
         self.running = Some(tokio::spawn(discovery_pass::run(
             texts,
             material,
+            encoder,
             settings.clone(),
         )));
     }
