@@ -377,10 +377,10 @@ impl EvalArgs {
         if !self.reads_meaning() {
             return Ok(None);
         }
-        for (flag, weight) in self.ranking.meaning_weights() {
-            if !(weight.is_finite() && weight >= 0.0) {
-                bail!("{flag}: must be a number ≥ 0");
-            }
+        // The service's checks, named by their flags (`few_words_min_meaning` → `--few-words-min-meaning`).
+        if let Some(problem) = self.ranking.config().problems().first() {
+            let (key, why) = problem.split_once(':').unwrap_or((problem.as_str(), ""));
+            bail!("--{}:{why}", key.replace('_', "-"));
         }
         let Some(model) = self
             .embedding_model

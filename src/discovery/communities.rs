@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 
+use super::meaning::weight_of;
 use super::{DiscoveryConfig, PooledText};
 use crate::engine::LabelMaterial;
 
@@ -181,13 +182,15 @@ fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
         .collect()
 }
 
-/// Each word vector becomes [√(1 − w) · words, √w · meaning], unit length again: for two texts
-/// of one weight, their cosine is (1 − w) × their words' cosine + w × their meanings'. `w` is
-/// `meaning_weight_short` for a short text (as the ranking calls it) and `meaning_weight` for
-/// the others: a short text's few words rarely meet another's. The sentence vectors are centred
-/// on the pool's mean first, so that two texts unrelated in meaning read near 0 rather than at
-/// the encoder's usual floor; their dimensions come after every term id. A text without a
-/// sentence vector keeps its words alone.
+/// Each word vector (unit length, or empty when none of its words is in two texts) becomes
+/// [√(1 − w) · words, √w · meaning]: for two texts of one weight, their similarity is (1 − w) ×
+/// their words' cosine + w × their meanings' — for a text with no word to share, w × the
+/// meanings' cosine. `w` is [`weight_of`] the text: `meaning_weight_short` for a text of at most
+/// `engine.ranking.short_text_terms` terms, `meaning_weight` for the others (a short text's few
+/// words rarely meet another's). The sentence vectors are centred on the encoded texts' mean
+/// first, so that two texts unrelated in meaning read near 0 rather than at the encoder's usual
+/// floor; their dimensions come after every term id. A text without a sentence vector keeps its
+/// words alone.
 fn with_meaning(
     vectors: &mut [Vector],
     texts: &[&PooledText],
@@ -216,12 +219,7 @@ fn with_meaning(
         .max()
         .unwrap_or(0);
     for ((vector, sentence), text) in vectors.iter_mut().zip(meaning).zip(texts) {
-        let weight = if material.is_short(&text.terms) {
-            config.meaning_weight_short
-        } else {
-            config.meaning_weight
-        }
-        .clamp(0.0, 1.0);
+        let weight = weight_of(text, config, material);
         let Some(sentence) = sentence
             .as_ref()
             .filter(|v| v.len() == dims && weight > 0.0)
@@ -239,8 +237,13 @@ fn with_meaning(
         for (_, w) in vector.iter_mut() {
             *w *= words;
         }
-        vector.extend(dense.into_iter().map(|(id, w)| (id, w * meaning)));
-        normalise(vector);
+        vector.extend(
+            dense
+                .into_iter()
+                // A zero weight would read as "not yet touched" in the neighbour search.
+                .filter(|&(_, w)| w != 0.0)
+                .map(|(id, w)| (id, w * meaning)),
+        );
     }
 }
 
@@ -362,7 +365,7 @@ mod tests {
             .collect();
         let refs: Vec<&PooledText> = texts.iter().collect();
         let encoder: std::sync::Arc<dyn TextEncoder> = std::sync::Arc::new(TopicEncoder);
-        let meaning = crate::discovery::meaning_of(&refs, Some(&encoder));
+        let meaning = crate::discovery::meaning_of(&refs, Some(&encoder), &config(), &none());
         assert!(find(&refs, &[], &config(), &none())
             .unwrap()
             .communities

@@ -110,6 +110,12 @@ impl DiscoveryConfig {
         if self.pass_every == 0 {
             return Err("pass_every 0 (must be at least 1)".into());
         }
+        if !(self.min_similarity > 0.0 && self.min_similarity <= 1.0) {
+            return Err(format!(
+                "min_similarity {} (must be above 0 and at most 1)",
+                self.min_similarity
+            ));
+        }
         if self.neighbours == 0 {
             return Err("neighbours 0 (no text would link to any other)".into());
         }

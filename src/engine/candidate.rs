@@ -26,8 +26,9 @@ pub struct CandidateEvidence {
     /// Each signal's part of the score (what confidence reads).
     pub parts: CandidateParts,
     /// Its score before the fitted probe was added (words and meaning; the score itself when
-    /// the probe does not weigh): what confidence reads as the score and margin, since the
-    /// probe's softmax names some label firmly even for a text no label covers.
+    /// the probe does not weigh; 0 for a label only the probe brought in): what confidence reads
+    /// as the score (its margin stays the fused one), since the probe's softmax names some label
+    /// firmly even for a text no label covers.
     pub before_probe: f64,
     /// How much of the label's own material the text matches (what the no-match rule reads).
     pub matched: MatchEvidence,

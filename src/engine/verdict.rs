@@ -57,10 +57,12 @@ impl Decisions<'_> {
         else {
             return false;
         };
+        // A closeness that is no number counts as far.
+        let below = |meaning: f64, floor: f64| meaning.is_nan() || meaning < floor;
         matched.meaning.is_some_and(|meaning| {
-            (retrieval.short_text && meaning < ranking.short_text_min_meaning)
+            (retrieval.short_text && below(meaning, ranking.short_text_min_meaning))
                 || (matched.shared_words <= FEW_SHARED_WORDS
-                    && meaning < ranking.few_words_min_meaning)
+                    && below(meaning, ranking.few_words_min_meaning))
         })
     }
 

@@ -209,8 +209,9 @@ pub struct Prediction {
     /// (`candidates[0]`) would have been right.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<f64>,
-    /// `decided`; `needs_review` when `confidence` is below `engine.abstain_below` (or a short
-    /// text reads far from its label: `engine.ranking.short_text_min_meaning`): `label` is
+    /// `decided`; `needs_review` when `confidence` is below `engine.abstain_below` (or the label
+    /// reads far from the text in meaning: a short text's, `engine.ranking.short_text_min_meaning`;
+    /// one sharing a word or two with it, `engine.ranking.few_words_min_meaning`): `label` is
     /// then only the best guess, and gorag did not learn from it (version 2; absent means
     /// `decided`); `no_match` when nothing the active labels know explains the text: `label` is
     /// null, `candidates` still lists what retrieval found (version 3).
@@ -259,7 +260,7 @@ pub enum PredictionStatus {
     /// Confident enough to apply (confidence at or above `engine.abstain_below`).
     #[default]
     Decided,
-    /// Below `engine.abstain_below`, or a short text far from its label in meaning: a person
+    /// Below `engine.abstain_below`, or a label far from the text in meaning: a person
     /// should look; `label` is the best guess.
     NeedsReview,
     /// No active label fits the text: `label` is null (version 3; `engine.no_match_*`).

@@ -104,7 +104,15 @@ pub async fn run(
     let config = settings.config.clone();
     let (found, dropped) = tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let meaning = discovery::meaning_of(&refs, encoder.as_ref());
+        let meaning = discovery::meaning_of(&refs, encoder.as_ref(), &config, &material);
+        let failed = discovery::meaning::failed(&refs, &meaning, &config, &material);
+        if failed > 0 {
+            tracing::warn!(
+                texts = failed,
+                "the sentence encoder gave no vector for some pooled texts; they are grouped by \
+                 their words alone"
+            );
+        }
         communities::find(&refs, &meaning, &config, &material).map(|found| {
             let proposals = found
                 .communities

@@ -148,22 +148,6 @@ impl From<ChoiceArg> for ChoiceMode {
 }
 
 impl RankingArgs {
-    /// The embedding signal's weights and floor, by flag (each a number ≥ 0).
-    pub fn meaning_weights(&self) -> [(&'static str, f64); 7] {
-        [
-            ("--embedding-weight", self.embedding_weight),
-            ("--embedding-name-weight", self.embedding_name_weight),
-            ("--embedding-weight-short", self.embedding_weight_short),
-            (
-                "--embedding-name-weight-short",
-                self.embedding_name_weight_short,
-            ),
-            ("--short-text-min-meaning", self.short_text_min_meaning),
-            ("--few-words-min-meaning", self.few_words_min_meaning),
-            ("--probe-weight", self.probe_weight.fixed().unwrap_or(0.0)),
-        ]
-    }
-
     pub fn config(&self) -> RankingConfig {
         RankingConfig {
             max_candidates: self.max_candidates.max(1),

@@ -316,6 +316,33 @@ fn a_label_sharing_a_word_or_two_and_far_in_meaning_needs_review_in_a_long_text_
 }
 
 #[test]
+fn a_label_sharing_three_words_is_not_held_back_by_the_few_words_floor() {
+    // "report", "week" and "market" are in market's example: more than a word or two.
+    let text = "moneylenders report week markets tables, charts, notes, remarks, comments, \
+                summaries, graphs, figures";
+    let mut config = EngineConfig::default();
+    config.ranking.name_weight = 0.0;
+    config.ranking.few_words_min_meaning = 1.0;
+    config.ranking.short_text_min_meaning = 0.0;
+    config.abstain_below = 0.0;
+    let engine = near_twins(config);
+    let mut analysis = engine.analyze(text);
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let decision = engine.decisions().decide(&retrieval, None);
+    assert_eq!(decision.label, "market");
+    let shared = retrieval.candidates[0]
+        .evidence
+        .as_ref()
+        .map(|e| e.matched.shared_words);
+    assert!(shared.is_some_and(|n| n > 2), "{retrieval:?}");
+    assert_eq!(
+        engine.decisions().status(&retrieval, &decision),
+        crate::engine::Status::Decided
+    );
+}
+
+#[test]
 fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     let engine = near_twins_by_default();
     // Many words, none in either label's material: long, yet its words say nothing, so

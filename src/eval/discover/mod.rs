@@ -181,7 +181,12 @@ fn community_pass(
     let material = engine
         .retriever()
         .label_material(texts.iter().map(|text| &text.terms));
-    let meaning = discovery::meaning_of(&texts, engine.analyzer().query_encoder().as_ref());
+    let meaning = discovery::meaning_of(
+        &texts,
+        engine.analyzer().query_encoder().as_ref(),
+        config,
+        &material,
+    );
     let found = communities::find(&texts, &meaning, config, &material)?.communities;
     let proposals = found.iter().map(|c| proposal::propose(&texts, c)).collect();
     Ok((proposals, started.elapsed().as_secs_f64()))
