@@ -1,6 +1,6 @@
 //! One community pass (similarity graph + Leiden + proposals) over a pool of 1k and 10k
 //! unexplained texts from the synthetic WOS-shaped corpus (texts of 30 labels, as if 30
-//! classes were missing), and over 1k and 5k short ones compared by meaning too (256-dimension
+//! classes were missing), and over 1k and 5k short ones (three words) compared by meaning too (256-dimension
 //! vectors, potion-base-8M's size; the encoding itself is not timed).
 //!
 //!   cargo bench --bench discovery
@@ -72,7 +72,7 @@ fn short_pool(size: usize) -> (Vec<PooledText>, Vec<Option<Vec<f32>>>) {
             let text: String = corpus
                 .text(label)
                 .split(' ')
-                .take(5)
+                .take(3)
                 .collect::<Vec<_>>()
                 .join(" ");
             let vector: Vec<f32> = (0..256)
