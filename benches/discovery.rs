@@ -13,21 +13,26 @@ use gorag::discovery::{communities, proposal, DiscoveryConfig, PooledText, Unexp
 use gorag::engine::terms::TermCounts;
 use gorag::engine::LabelMaterial;
 
+/// A weakly scored pooled text of `label`.
+fn pooled(id: usize, text: &str, label: usize) -> PooledText {
+    PooledText {
+        id: id.to_string(),
+        terms: TermCounts::of(text),
+        keywords: text.split(' ').take(20).map(str::to_string).collect(),
+        excerpt: text.chars().take(200).collect(),
+        why: Unexplained::WeakScore,
+        label: synthetic::label_id(label),
+        arrival_score: Some(0.05),
+    }
+}
+
 fn pool(size: usize) -> Vec<PooledText> {
     let mut corpus = synthetic::Corpus::new(11);
     (0..size)
         .map(|i| {
             let label = corpus.label() % 30;
             let text = corpus.text(label);
-            PooledText {
-                id: i.to_string(),
-                terms: TermCounts::of(&text),
-                keywords: text.split(' ').take(20).map(str::to_string).collect(),
-                excerpt: text.chars().take(200).collect(),
-                why: Unexplained::WeakScore,
-                label: synthetic::label_id(label),
-                arrival_score: Some(0.05),
-            }
+            pooled(i, &text, label)
         })
         .collect()
 }
@@ -78,16 +83,7 @@ fn short_pool(size: usize) -> (Vec<PooledText>, Vec<Option<Vec<f32>>>) {
             let vector: Vec<f32> = (0..256)
                 .map(|d| if d % 30 == label { 1.0 } else { 0.0 } + next())
                 .collect();
-            let pooled = PooledText {
-                id: i.to_string(),
-                terms: TermCounts::of(&text),
-                keywords: text.split(' ').map(str::to_string).collect(),
-                excerpt: text,
-                why: Unexplained::WeakScore,
-                label: synthetic::label_id(label),
-                arrival_score: Some(0.05),
-            };
-            (pooled, Some(vector))
+            (pooled(i, &text, label), Some(vector))
         })
         .unzip()
 }

@@ -270,6 +270,15 @@ fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
     );
 }
 
+/// `text` encoded, retrieved and decided without an LLM.
+fn decided(engine: &Engine, text: &str) -> (crate::engine::Retrieval, crate::engine::Decision) {
+    let mut analysis = engine.analyze(text);
+    engine.analyzer().embed_query(&mut analysis, text).unwrap();
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let decision = engine.decisions().decide(&retrieval, None);
+    (retrieval, decision)
+}
+
 #[test]
 fn a_short_text_far_from_its_label_in_meaning_needs_review() {
     let text = "the report of the week on moneylenders";
@@ -278,10 +287,7 @@ fn a_short_text_far_from_its_label_in_meaning_needs_review() {
         config.ranking.name_weight = 0.0;
         config.ranking.short_text_min_meaning = floor;
         let engine = near_twins(config);
-        let mut analysis = engine.analyze(text);
-        engine.analyzer().embed_query(&mut analysis, text).unwrap();
-        let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-        let decision = engine.decisions().decide(&retrieval, None);
+        let (retrieval, decision) = decided(&engine, text);
         engine.decisions().status(&retrieval, &decision)
     };
     // The topic encoder reads the text and market's example as nearly the same (cosine just
@@ -302,11 +308,8 @@ fn a_label_sharing_a_word_or_two_and_far_in_meaning_needs_review_in_a_long_text_
         config.ranking.few_words_min_meaning = floor;
         config.abstain_below = 0.0;
         let engine = near_twins(config);
-        let mut analysis = engine.analyze(text);
-        engine.analyzer().embed_query(&mut analysis, text).unwrap();
-        let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+        let (retrieval, decision) = decided(&engine, text);
         assert!(!retrieval.short_text, "{retrieval:?}");
-        let decision = engine.decisions().decide(&retrieval, None);
         engine.decisions().status(&retrieval, &decision)
     };
     // The topic encoder reads the text as the money topic (cosine just under 1): a floor of 1
@@ -326,10 +329,7 @@ fn a_label_sharing_three_words_is_not_held_back_by_the_few_words_floor() {
     config.ranking.short_text_min_meaning = 0.0;
     config.abstain_below = 0.0;
     let engine = near_twins(config);
-    let mut analysis = engine.analyze(text);
-    engine.analyzer().embed_query(&mut analysis, text).unwrap();
-    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    let decision = engine.decisions().decide(&retrieval, None);
+    let (retrieval, decision) = decided(&engine, text);
     assert_eq!(decision.label, "market");
     let shared = retrieval.candidates[0]
         .evidence
