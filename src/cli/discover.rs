@@ -20,6 +20,10 @@ pub struct DiscoverArgs {
     /// Discovery: a ranked decision whose best score is below this is unexplained.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().max_score)]
     pub discover_max_score: f64,
+    /// Discovery: a text whose fitted probe's top probability is below this multiple of
+    /// uniform is unexplained (0: not read).
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().doubt_below)]
+    pub discover_doubt_below: f64,
     /// Discovery: smallest community proposed.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().min_size)]
     pub discover_min_size: usize,
@@ -61,6 +65,7 @@ impl DiscoverArgs {
     pub fn config(&self) -> DiscoveryConfig {
         DiscoveryConfig {
             max_score: self.discover_max_score,
+            doubt_below: self.discover_doubt_below,
             min_size: self.discover_min_size,
             min_cohesion: self.discover_min_cohesion,
             max_community_score: self.discover_max_community_score,

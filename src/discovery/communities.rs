@@ -117,10 +117,18 @@ pub fn find(
 /// thinly covered texts rather than a missing class (docs/design/emerging-classes.md,
 /// "Emerging classes": on WOS, with round 3 or round 4 held back and over eight stream orders,
 /// communities of mostly known classes had the higher means, and the arrival score told them
-/// apart better than the pass-time score alone).
+/// apart better than the pass-time score alone). Members pooled for the probe's doubt are left
+/// out (0 when every member was): their scores were above the ceiling when they were pooled.
 pub fn known_score(community: &Community, texts: &[&PooledText], material: &LabelMaterial) -> f64 {
-    let total: f64 = community
+    // A text pooled for the probe's doubt scored above the weak-score ceiling by definition:
+    // this scale says nothing of it.
+    let counted: Vec<usize> = community
         .members
+        .iter()
+        .copied()
+        .filter(|&m| texts[m].why != super::Unexplained::Doubt)
+        .collect();
+    let total: f64 = counted
         .iter()
         .map(|&m| {
             let now = material.best_score(&texts[m].terms);
@@ -129,7 +137,7 @@ pub fn known_score(community: &Community, texts: &[&PooledText], material: &Labe
                 .map_or(now, |arrival| arrival.max(now))
         })
         .sum();
-    total / community.members.len().max(1) as f64
+    total / counted.len().max(1) as f64
 }
 
 /// Leiden's resolution for a pool of `n` texts. Modularity at resolution γ keeps a community
@@ -495,6 +503,25 @@ mod tests {
         let counted = find(&refs, &[], &strict, &none()).unwrap();
         assert!(counted.communities.is_empty());
         assert_eq!(counted.dropped.small, 2);
+        // Pooled for the fitted probe's doubt, the same texts scored above the weak-score
+        // ceiling by definition: that scale leaves them out, and both themes are proposed.
+        let doubted: Vec<PooledText> = texts
+            .iter()
+            .cloned()
+            .map(|text| PooledText {
+                why: Unexplained::Doubt,
+                ..text
+            })
+            .collect();
+        let doubted: Vec<&PooledText> = doubted.iter().collect();
+        assert_eq!(known_score(volcanoes, &doubted, &material), 0.0);
+        assert_eq!(
+            find(&doubted, &[], &config(), &material)
+                .unwrap()
+                .communities
+                .len(),
+            2
+        );
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct DiscoveryConfig {
     /// A ranked decision whose best score (label descriptions left out) is below this is
     /// unexplained.
     pub max_score: f64,
+    /// A text whose fitted probe's highest probability over the active labels is below this
+    /// multiple of uniform (1 / active labels) is unexplained: the fit could not tell the
+    /// labels apart (docs/design/emerging-classes.md, "Doubt"). 0: not read. Only where the
+    /// ranking reads a probe.
+    pub doubt_below: f64,
     /// Neighbours each pooled text links to in the similarity graph.
     pub neighbours: usize,
     /// Weakest similarity that makes an edge.
@@ -77,6 +82,7 @@ impl Default for DiscoveryConfig {
             pass_every: 50,
             pool_capacity: 5_000,
             max_score: 0.1,
+            doubt_below: 3.2,
             neighbours: 10,
             min_similarity: 0.1,
             min_size: 8,
@@ -114,6 +120,12 @@ impl DiscoveryConfig {
             return Err(format!(
                 "min_similarity {} (must be above 0 and at most 1)",
                 self.min_similarity
+            ));
+        }
+        if !(self.doubt_below.is_finite() && self.doubt_below >= 0.0) {
+            return Err(format!(
+                "doubt_below {} (a multiple of uniform: 0 or more)",
+                self.doubt_below
             ));
         }
         if self.neighbours == 0 {
@@ -154,8 +166,12 @@ pub enum Unexplained {
     /// review. (After the first three, so that notes written before it keep their numbers.)
     NeedsReview,
     /// The text matched no label and was published without one (`no_match`), or an operator
-    /// said no label fits it (a correction to none). Last, for the same reason.
+    /// said no label fits it (a correction to none). After the first four, for the same
+    /// reason.
     NoMatch,
+    /// The fitted probe spread its belief: its highest probability over the active labels was
+    /// below `doubt_below` × uniform. Last, for the same reason.
+    Doubt,
 }
 
 /// Whether (and why) a classified text is poorly explained by the active labels; `status`:
@@ -176,6 +192,9 @@ pub fn unexplained(
     if weak_score(retrieval, config) {
         return Some(Unexplained::WeakScore);
     }
+    if in_doubt(retrieval, config) {
+        return Some(Unexplained::Doubt);
+    }
     match status {
         Status::NoMatch if config.pool_no_match => Some(Unexplained::NoMatch),
         Status::NeedsReview if config.pool_needs_review => Some(Unexplained::NeedsReview),
@@ -189,6 +208,15 @@ pub fn weak_score(retrieval: &Retrieval, config: &DiscoveryConfig) -> bool {
     retrieval
         .discovery_score
         .is_some_and(|best| best < config.max_score)
+}
+
+/// Whether the fitted probe's highest probability is below `doubt_below` × uniform; false
+/// where no probe was read.
+pub fn in_doubt(retrieval: &Retrieval, config: &DiscoveryConfig) -> bool {
+    let active = retrieval.active_labels.max(1) as f64;
+    retrieval
+        .probe_top
+        .is_some_and(|top| top * active < config.doubt_below)
 }
 
 /// What a pooled text's retrieval said of it when it was classified: its best ranked score
@@ -223,6 +251,7 @@ mod tests {
             first_hop_labels: 0,
             active_labels: 0,
             short_text: false,
+            probe_top: None,
         }
     }
 
@@ -351,6 +380,29 @@ mod tests {
         };
         assert_eq!(
             unexplained(&strong, &decision(None), Status::NoMatch, &unpooled),
+            None
+        );
+        // Where the ranking read the fitted probe, a top probability below `doubt_below` ×
+        // uniform (1 / active labels) is doubt, whatever the score.
+        let probed = |top: f64| Retrieval {
+            probe_top: Some(top),
+            active_labels: 40,
+            ..retrieval(Basis::RankedScores, vec![0.8, 0.1])
+        };
+        assert_eq!(
+            unexplained(&probed(0.07), &decision(None), Status::Decided, &config),
+            Some(Unexplained::Doubt)
+        );
+        assert_eq!(
+            unexplained(&probed(0.09), &decision(None), Status::Decided, &config),
+            None
+        );
+        let unread = DiscoveryConfig {
+            doubt_below: 0.0,
+            ..config.clone()
+        };
+        assert_eq!(
+            unexplained(&probed(0.001), &decision(None), Status::Decided, &unread),
             None
         );
         // Strategies without scores judge only by evidence and the LLM's answer.

@@ -96,6 +96,10 @@ pub struct Retrieval {
     /// shared with any label's own material), whose ranking meaning carried: its confidence is
     /// read by the calibrator's short-text weights.
     pub short_text: bool,
+    /// The fitted probe's highest probability over the active labels, where a ranked strategy
+    /// read the probe ([`super::probe`]); None otherwise. Near uniform (1 / active labels),
+    /// the fit could not tell the labels apart: discovery pools such a text.
+    pub probe_top: Option<f64>,
 }
 
 impl Retrieval {

@@ -482,6 +482,7 @@ mod tests {
             first_hop_labels: 2,
             active_labels: 2,
             short_text: true,
+            probe_top: None,
         };
         let signals = Signals::of(&retrieval, "alarm");
         assert_eq!(signals.score, 0.5);

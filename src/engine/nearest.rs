@@ -73,6 +73,7 @@ impl Retriever<'_> {
                 first_hop_labels: 0,
                 active_labels,
                 short_text: false,
+                probe_top: None,
             };
         }
         let candidates: Vec<Candidate> = ranked
@@ -92,6 +93,7 @@ impl Retriever<'_> {
             first_hop_labels,
             active_labels,
             short_text: false,
+            probe_top: None,
         }
     }
 }

@@ -179,6 +179,7 @@ mod tests {
             first_hop_labels: 2,
             active_labels: 2,
             short_text: false,
+            probe_top: None,
         }
     }
 

@@ -370,10 +370,7 @@ impl Probe {
         allowed: impl Fn(usize) -> bool,
     ) -> Vec<f64> {
         let mut belief = self.probabilities(vector, terms, allowed);
-        let top = belief.iter().copied().fold(0.0, f64::max);
-        if top > 0.0 {
-            belief.iter_mut().for_each(|p| *p /= top);
-        }
+        to_relative(&mut belief);
         belief
     }
 
@@ -426,6 +423,17 @@ fn logit(weights: &[f64], features: &Features<'_>, dim: usize) -> f64 {
 }
 
 /// `z` replaced by its softmax, in place (entries of −∞ read 0; all −∞: all 0).
+/// Divides probabilities by the highest (the best reads 1) and returns that highest: how
+/// firmly the fit names its best class, which discovery reads as doubt when it is low. None
+/// when no class was open.
+pub(super) fn to_relative(belief: &mut [f64]) -> Option<f64> {
+    let top = belief.iter().copied().fold(0.0, f64::max);
+    if top > 0.0 {
+        belief.iter_mut().for_each(|p| *p /= top);
+    }
+    (top > 0.0).then_some(top)
+}
+
 fn softmax(z: &mut [f64]) {
     let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {

@@ -120,6 +120,7 @@ impl<'e> Retriever<'e> {
             first_hop_labels: 0,
             active_labels: self.labels.active().count(),
             short_text: false,
+            probe_top: None,
         })
     }
 
@@ -176,13 +177,14 @@ impl<'e> Retriever<'e> {
             mut by_meaning,
             short_text,
         } = self.base_ranking(analysis, evidence, held_out);
-        let mut before_probe: Option<Vec<(u32, f64)>> = None;
+        let (mut before_probe, mut probe_top) = (None::<Vec<(u32, f64)>>, None);
         if let (true, Some(probe)) = (evidence.first_hop, self.probe) {
             if self.probe_weight > 0.0 {
                 before_probe = Some(ranking.ranked.clone());
                 let active = |l: usize| self.labels.at(l).is_some_and(|label| label.active);
                 let words = analysis.probe_words();
-                let belief = probe.relative_belief(analysis.embedding.as_deref(), &words, active);
+                let mut belief = probe.probabilities(analysis.embedding.as_deref(), &words, active);
+                probe_top = super::probe::to_relative(&mut belief);
                 let top = keep.max(2);
                 fusion::add_probe(&mut ranking, &belief, self.probe_weight, top, |l| {
                     active(l as usize)
@@ -254,6 +256,7 @@ impl<'e> Retriever<'e> {
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.labels.active().count(),
             short_text,
+            probe_top,
         }
     }
 
@@ -361,6 +364,7 @@ impl<'e> Retriever<'e> {
             first_hop_labels: ranking.first_hop_labels,
             active_labels: self.labels.active().count(),
             short_text: false,
+            probe_top: None,
         }
     }
 

@@ -58,6 +58,7 @@ fn ranked_three(scores: [f64; 3]) -> Retrieval {
         first_hop_labels: 3,
         active_labels: 3,
         short_text: false,
+        probe_top: None,
     }
 }
 

@@ -261,6 +261,7 @@ async fn stream_and_pool(
                 == Some(HallucinationKind::UnknownLabel),
             no_evidence: classified.retrieval.basis == Basis::NoEvidence,
             weak_score: discovery::weak_score(&classified.retrieval, config),
+            doubt: discovery::in_doubt(&classified.retrieval, config),
             pooled: why.is_some(),
             learned: confident,
             status,

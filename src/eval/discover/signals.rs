@@ -20,6 +20,8 @@ pub(super) struct Flags {
     pub unknown_label: bool,
     pub no_evidence: bool,
     pub weak_score: bool,
+    /// The fitted probe's doubt (`discovery::in_doubt`).
+    pub doubt: bool,
     pub pooled: bool,
     pub learned: bool,
     /// What the text was published as.
@@ -33,6 +35,7 @@ pub struct SignalCounts {
     pub unknown_label: usize,
     pub no_evidence: usize,
     pub weak_score: usize,
+    pub doubt: usize,
     pub pooled: usize,
     pub learned: usize,
     /// Published as a decided label, as needing review, as no match.
@@ -47,6 +50,7 @@ impl SignalCounts {
         self.unknown_label += usize::from(flags.unknown_label);
         self.no_evidence += usize::from(flags.no_evidence);
         self.weak_score += usize::from(flags.weak_score);
+        self.doubt += usize::from(flags.doubt);
         self.pooled += usize::from(flags.pooled);
         self.learned += usize::from(flags.learned);
         match flags.status {

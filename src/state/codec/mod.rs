@@ -68,13 +68,13 @@ pub use snapshot::{Snapshot, SnapshotError};
 pub use wire::WireError;
 
 /// The changelog record version this build writes.
-pub const CHANGELOG_VERSION: u32 = 9;
+pub const CHANGELOG_VERSION: u32 = 10;
 /// The oldest changelog record version this build reads: version 5 put the arrival score in
 /// the discovery note; 6 (corrections), 7 (audited corrections), 8 (the `over_limit`
-/// rejection reason) and 9 (corrections to none of the labels, the `no_match` pooling reason,
-/// and learn records of texts that matched no label, whose label is empty) only appended enum
-/// variants or gave a field a value it never had, so version 5's records read as they are
-/// (one layout, `wire::record::RecordV9`).
+/// rejection reason), 9 (corrections to none of the labels, the `no_match` pooling reason,
+/// and learn records of texts that matched no label, whose label is empty) and 10 (the `doubt`
+/// pooling reason) only appended enum variants or gave a field a value it never had, so
+/// version 5's records read as they are (one layout, `wire::record::RecordV9`).
 pub const CHANGELOG_OLDEST_SUPPORTED: u32 = 5;
 
 /// The state store format this build writes: 3, the snapshot in its envelope (postcard
@@ -85,5 +85,6 @@ pub const STORE_FORMAT: u32 = 3;
 /// outcomes.
 pub const STORE_FORMAT_OLDEST_SUPPORTED: u32 = 2;
 /// The snapshot layout this build writes, the version in its envelope: 3 came with store format
-/// 3, 4 (the probe's fitted weight) within it; a later store format may keep a layout.
-pub const SNAPSHOT_VERSION: u32 = 4;
+/// 3, 4 (the probe's fitted weight) and 5 (the `doubt` pooling reason appended: 4's layout)
+/// within it; a later store format may keep a layout.
+pub const SNAPSHOT_VERSION: u32 = 5;

@@ -47,7 +47,7 @@ impl From<SnapshotV4> for Snapshot {
 }
 
 // A new snapshot version is a new arm below: raise this with it.
-const _: () = assert!(SNAPSHOT_VERSION == 4);
+const _: () = assert!(SNAPSHOT_VERSION == 5);
 
 /// The layout `bytes` hold, by the store's format and then the envelope's version.
 pub(crate) fn decode_versioned(
@@ -63,7 +63,8 @@ pub(crate) fn decode_versioned(
     let (version, payload) = envelope::open(bytes)?;
     match version {
         3 => whole::<SnapshotV3>(version, payload).map(VersionedSnapshot::V3),
-        4 => whole(version, payload).map(VersionedSnapshot::V4),
+        // 5 only appended a pooling reason: 4's layout reads it.
+        4 | 5 => whole(version, payload).map(VersionedSnapshot::V4),
         newer if newer > SNAPSHOT_VERSION => Err(SnapshotError::TooNew(newer)),
         other => Err(SnapshotError::Unknown(other)),
     }

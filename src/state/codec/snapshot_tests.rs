@@ -4,10 +4,10 @@
 use super::envelope;
 use super::snapshot::decode_versioned;
 use super::wire::sample;
-use super::{Snapshot, SnapshotError, STORE_FORMAT};
+use super::{Snapshot, SnapshotError, SNAPSHOT_VERSION, STORE_FORMAT};
 
 fn sealed() -> Vec<u8> {
-    envelope::seal(4, &sample::snapshot_v4()[0]).unwrap()
+    envelope::seal(SNAPSHOT_VERSION, &sample::snapshot_v5()[0]).unwrap()
 }
 
 /// An envelope of `version` around `payload`, with a checksum that holds.
@@ -23,9 +23,9 @@ fn envelope_of(version: u32, payload: &[u8]) -> Vec<u8> {
 #[test]
 fn a_snapshot_reads_back_in_its_envelope() {
     let bytes = sealed();
-    assert_eq!(&bytes[..8], b"GSNP\x04\x00\x00\x00");
+    assert_eq!(&bytes[..8], b"GSNP\x05\x00\x00\x00");
     let snapshot = Snapshot::decode(&bytes, STORE_FORMAT).unwrap();
-    assert_eq!(snapshot.wire(), &sample::snapshot_v4()[0]);
+    assert_eq!(snapshot.wire(), &sample::snapshot_v5()[0]);
     assert_eq!(snapshot.encode().unwrap(), bytes);
 }
 
@@ -65,8 +65,8 @@ fn torn_and_damaged_snapshots_are_refused() {
 #[test]
 fn versions_outside_this_build_s_are_refused_by_their_number() {
     let payload = postcard::to_stdvec(&sample::snapshot_v4()[0]).unwrap();
-    let newer = Snapshot::decode(&envelope_of(5, &payload), STORE_FORMAT).unwrap_err();
-    assert_eq!(newer, SnapshotError::TooNew(5));
+    let newer = Snapshot::decode(&envelope_of(6, &payload), STORE_FORMAT).unwrap_err();
+    assert_eq!(newer, SnapshotError::TooNew(6));
     assert!(newer.to_string().contains("upgrade"), "{newer}");
     assert_eq!(
         Snapshot::decode(&envelope_of(2, &payload), STORE_FORMAT).unwrap_err(),

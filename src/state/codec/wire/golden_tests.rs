@@ -87,6 +87,59 @@ fn golden(name: &str, current: bool, expected: &str) -> String {
     }
 }
 
+/// The golden layout `name` of a version: for the version this build writes, exactly
+/// `expected`; for an older one, a layout `expected` extends only by variants appended to its
+/// enums (docs/design/formats.md: older data still reads).
+fn golden_layout(name: &str, current: bool, expected: &str) {
+    if current {
+        golden(name, true, expected);
+        return;
+    }
+    let found = golden_or_missing(name, expected);
+    let (old, new): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&found).expect("a layout"),
+        serde_json::from_str(expected).expect("a layout"),
+    );
+    assert!(
+        appends_only(&old, &new),
+        "{name}: the layout of a version this build still reads changed other than by variants \
+         appended, so data written in it would no longer read: keep that version's wire types \
+         as they were.\n--- golden\n{found}\n--- this build\n{expected}"
+    );
+}
+
+/// The golden file `name`, written with `expected` when missing and asked to.
+fn golden_or_missing(name: &str, expected: &str) -> String {
+    match std::fs::read_to_string(dir().join(name)) {
+        Ok(found) => found,
+        Err(_) => golden(name, false, expected),
+    }
+}
+
+/// Whether layout `new` is `old` with, at most, variants appended to its enums (each variant
+/// keeps its place, name and contents).
+fn appends_only(old: &serde_json::Value, new: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(old), Value::Object(new)) => {
+            if let (Some(Value::Object(was)), Some(Value::Object(is))) =
+                (old.get("ENUM"), new.get("ENUM"))
+            {
+                return old.len() == 1
+                    && new.len() == 1
+                    && was
+                        .iter()
+                        .all(|(place, variant)| is.get(place) == Some(variant));
+            }
+            old.len() == new.len()
+                && old
+                    .iter()
+                    .all(|(key, value)| new.get(key).is_some_and(|v| appends_only(value, v)))
+        }
+        _ => old == new,
+    }
+}
+
 /// The layout of `T` and of the enums it holds, as JSON.
 fn layout<T: DeserializeOwned>(
     trace: impl Fn(&mut Tracer) -> serde_reflection::Result<()>,
@@ -141,13 +194,24 @@ fn sorted(mut record: RecordV9) -> RecordV9 {
 
 #[test]
 fn changelog_v9_golden_file() {
-    let samples = sample::records_v9();
+    check_changelog(9, &sample::records_v9());
+}
+
+#[test]
+fn changelog_v10_golden_file() {
+    check_changelog(10, &sample::records_v10());
+}
+
+/// Version `version`'s golden files hold `samples`, which read back as the record the service
+/// sees and encode again to the same bytes.
+fn check_changelog(version: u32, samples: &[RecordV9]) {
     let encoded: Vec<Vec<u8>> = samples.iter().map(record_bytes).collect();
-    let current = CHANGELOG_VERSION == 9;
-    let bytes = unhex(&golden("changelog-v9.hex", current, &hex(&encoded)));
-    golden("changelog-v9.layout.json", current, &changelog_layout());
+    let current = CHANGELOG_VERSION == version;
+    let name = format!("changelog-v{version}");
+    let bytes = unhex(&golden(&format!("{name}.hex"), current, &hex(&encoded)));
+    golden_layout(&format!("{name}.layout.json"), current, &changelog_layout());
     assert_eq!(bytes.len(), samples.len());
-    for (bytes, sample) in bytes.iter().zip(&samples) {
+    for (bytes, sample) in bytes.iter().zip(samples) {
         // The layout is picked by the record's version, and reads the sample back exactly.
         let versioned = VersionedRecord::decode(sample.version, &bytes[1..])
             .expect("a version this build reads")
@@ -164,7 +228,7 @@ fn changelog_v9_golden_file() {
 /// The hot paths' borrowed writers write what the owned wire types write.
 #[test]
 fn borrowed_writers_write_the_wire_layout() {
-    for sample in sample::records_v9() {
+    for sample in sample::records_v10() {
         let record = ChangeRecord::try_from(sample).expect("converts");
         if let Change::Learned { texts } = &record.change {
             let written = learn_records(&record.origin, texts, usize::MAX).expect("encodes");
@@ -211,12 +275,12 @@ fn snapshot_golden_files() {
     let sealed = envelope::seal(3, &v3).expect("encodes");
     let v2_bytes = unhex(&golden("snapshot-v2.hex", false, &hex(&[bare])));
     let v3_bytes = unhex(&golden("snapshot-v3.hex", false, &hex(&[sealed])));
-    golden(
+    golden_layout(
         "snapshot-v2.layout.json",
         false,
         &snapshot_layout::<SnapshotV2>(),
     );
-    golden(
+    golden_layout(
         "snapshot-v3.layout.json",
         false,
         &snapshot_layout::<SnapshotV3>(),
@@ -244,22 +308,30 @@ fn snapshot_golden_files() {
 
 #[test]
 fn snapshot_v4_golden_files() {
-    let samples = sample::snapshot_v4();
+    check_snapshot_v4_layout(4, &sample::snapshot_v4());
+}
+
+#[test]
+fn snapshot_v5_golden_files() {
+    check_snapshot_v4_layout(5, &sample::snapshot_v5());
+}
+
+/// Snapshot version `version` (written in version 4's layout)'s golden files hold `samples`,
+/// which read back and restore to the same wire value.
+fn check_snapshot_v4_layout(version: u32, samples: &[SnapshotV4]) {
     let sealed: Vec<Vec<u8>> = samples
         .iter()
-        .map(|v4| envelope::seal(4, v4).expect("encodes"))
+        .map(|v4| envelope::seal(version, v4).expect("encodes"))
         .collect();
-    let bytes = unhex(&golden(
-        "snapshot-v4.hex",
-        SNAPSHOT_VERSION == 4,
-        &hex(&sealed),
-    ));
-    golden(
-        "snapshot-v4.layout.json",
-        SNAPSHOT_VERSION == 4,
+    let current = SNAPSHOT_VERSION == version;
+    let name = format!("snapshot-v{version}");
+    let bytes = unhex(&golden(&format!("{name}.hex"), current, &hex(&sealed)));
+    golden_layout(
+        &format!("{name}.layout.json"),
+        current,
         &snapshot_layout::<SnapshotV4>(),
     );
-    for (read, v4) in bytes.iter().zip(&samples) {
+    for (read, v4) in bytes.iter().zip(samples) {
         let decoded = decode_versioned(read, 3).expect("decodes");
         assert_eq!(decoded, VersionedSnapshot::V4(v4.clone()));
         // What the state is restored from, and back: the engine's types hold every field.
@@ -291,4 +363,24 @@ fn the_previous_build_s_files_encode_again_to_the_same_bytes() {
     let bytes = db.get(b"snapshot").expect("reads").expect("a snapshot");
     let wire: SnapshotV2 = postcard::from_bytes(&bytes).expect("decodes");
     assert_eq!(postcard::to_stdvec(&wire).expect("encodes"), bytes.to_vec());
+}
+
+/// An older version's layout may only gain variants at the end of its enums.
+#[test]
+fn older_layouts_accept_appended_variants_only() {
+    let layout = |text: &str| -> serde_json::Value { serde_json::from_str(text).expect("JSON") };
+    let old = layout(r#"{"Why": {"ENUM": {"0": {"A": "UNIT"}}}, "S": {"STRUCT": [{"a": "U32"}]}}"#);
+    let appended = layout(
+        r#"{"Why": {"ENUM": {"0": {"A": "UNIT"}, "1": {"B": "UNIT"}}}, "S": {"STRUCT": [{"a": "U32"}]}}"#,
+    );
+    let renamed =
+        layout(r#"{"Why": {"ENUM": {"0": {"Z": "UNIT"}}}, "S": {"STRUCT": [{"a": "U32"}]}}"#);
+    let field_added = layout(
+        r#"{"Why": {"ENUM": {"0": {"A": "UNIT"}}}, "S": {"STRUCT": [{"a": "U32"}, {"b": "U32"}]}}"#,
+    );
+    assert!(appends_only(&old, &old));
+    assert!(appends_only(&old, &appended));
+    assert!(!appends_only(&appended, &old), "a variant dropped");
+    assert!(!appends_only(&old, &renamed));
+    assert!(!appends_only(&old, &field_added));
 }

@@ -34,6 +34,8 @@ pub(crate) enum UnexplainedWire {
     WeakScore,
     NeedsReview,
     NoMatch,
+    /// Changelog version 10, snapshot version 5.
+    Doubt,
 }
 
 impl From<Unexplained> for UnexplainedWire {
@@ -44,6 +46,7 @@ impl From<Unexplained> for UnexplainedWire {
             Unexplained::WeakScore => Self::WeakScore,
             Unexplained::NeedsReview => Self::NeedsReview,
             Unexplained::NoMatch => Self::NoMatch,
+            Unexplained::Doubt => Self::Doubt,
         }
     }
 }
@@ -56,6 +59,7 @@ impl From<UnexplainedWire> for Unexplained {
             UnexplainedWire::WeakScore => Self::WeakScore,
             UnexplainedWire::NeedsReview => Self::NeedsReview,
             UnexplainedWire::NoMatch => Self::NoMatch,
+            UnexplainedWire::Doubt => Self::Doubt,
         }
     }
 }

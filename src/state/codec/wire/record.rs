@@ -15,13 +15,13 @@ use crate::state::codec::{Change, ChangeRecord, LabelOutcome, LearnedText, Rejec
 /// The layouts this build reads, each with the versions written in it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum VersionedRecord {
-    /// Versions 5 to 9: one layout, as each later version only appended enum variants or gave
+    /// Versions 5 to 10: one layout, as each later version only appended enum variants or gave
     /// a field a value it never had (`mod.rs`, `CHANGELOG_OLDEST_SUPPORTED`).
     V9(RecordV9),
 }
 
 // A new version is a new layout here (or a range of this one): raise these with it.
-const _: () = assert!(super::super::CHANGELOG_VERSION == 9);
+const _: () = assert!(super::super::CHANGELOG_VERSION == 10);
 const _: () = assert!(super::super::CHANGELOG_OLDEST_SUPPORTED == 5);
 
 impl VersionedRecord {
@@ -29,7 +29,7 @@ impl VersionedRecord {
     /// not read.
     pub fn decode(version: u32, body: &[u8]) -> Option<Result<Self, postcard::Error>> {
         match version {
-            5..=9 => Some(postcard::from_bytes(body).map(Self::V9)),
+            5..=10 => Some(postcard::from_bytes(body).map(Self::V9)),
             _ => None,
         }
     }
@@ -45,7 +45,7 @@ impl TryFrom<VersionedRecord> for ChangeRecord {
     }
 }
 
-/// A record of versions 5 to 9.
+/// A record of versions 5 to 10.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct RecordV9 {
     pub version: u32,

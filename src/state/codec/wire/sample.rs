@@ -217,6 +217,38 @@ pub(crate) fn records_v9() -> Vec<RecordV9> {
     records
 }
 
+/// Changelog version 10: version 9's records, written as 10, and a learn record whose note
+/// carries the reason version 10 appended (`doubt`).
+pub(crate) fn records_v10() -> Vec<RecordV9> {
+    let mut records: Vec<RecordV9> = records_v9()
+        .into_iter()
+        .map(|record| RecordV9 {
+            version: 10,
+            ..record
+        })
+        .collect();
+    let doubt = LearnedTextV9 {
+        partition: 1,
+        offset: 300,
+        analysis: analysis(),
+        label: "geology".into(),
+        confident: true,
+        note: Some(PoolNoteV9 {
+            id: "t10".into(),
+            why: UnexplainedWire::Doubt,
+            excerpt: "book me a table".into(),
+            terms: terms(&[("table", 1)]),
+            arrival_score: Some(0.4),
+        }),
+    };
+    records.push(RecordV9 {
+        version: 10,
+        origin: "i3".into(),
+        change: ChangeV9::Learned { texts: vec![doubt] },
+    });
+    records
+}
+
 fn graph() -> GraphStateWire {
     GraphStateWire {
         nodes: vec![
@@ -380,5 +412,17 @@ pub(crate) fn snapshot_v4() -> [SnapshotV4; 2] {
     [Some(1.5), None].map(|fitted_probe_weight| SnapshotV4 {
         v3: snapshot_v3(),
         fitted_probe_weight,
+    })
+}
+
+/// Snapshot version 5's samples: version 4's (4's layout), with a text pooled for the reason
+/// version 5 appended (`doubt`).
+pub(crate) fn snapshot_v5() -> [SnapshotV4; 2] {
+    snapshot_v4().map(|mut v5| {
+        v5.v3.pool.texts.push(PooledEntryV3 {
+            text: pooled("p-doubt", UnexplainedWire::Doubt),
+            arrival_score: Some(0.4),
+        });
+        v5
     })
 }
