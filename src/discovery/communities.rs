@@ -1,25 +1,15 @@
-//! One community pass over the pool: TF-IDF vectors with the pool as corpus, a k-nearest-
-//! neighbour similarity graph, Leiden communities (the `leiden-rs` crate), kept when large and
+//! One community pass over the pool: the texts' vectors and nearest neighbours
+//! ([`super::similarity`]), a k-nearest-neighbour similarity graph, Leiden communities (the `leiden-rs` crate), kept when large and
 //! cohesive enough and not explained by the active labels' own material.
-
-use std::collections::{BTreeMap, HashMap};
 
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 
-use super::meaning::weight_of;
+use super::similarity::{neighbour_edges, text_vectors, Centroid, TextVector};
 use super::{DiscoveryConfig, PooledText};
 use crate::engine::LabelMaterial;
 
 /// Leiden's seed: the same pool gives the same communities on every replica and every run.
 const SEED: u64 = 42;
-
-/// A term in more than this share of the pooled texts links too much to tell themes apart
-/// (and its postings would make the neighbour search quadratic)…
-const MAX_DF_SHARE: f64 = 0.3;
-/// …in a pool large enough to hold several themes. In a small pool one emerging theme may be
-/// most of it, and its own words are what make it a community (a pool of 16 texts, 12 of one
-/// missing class, lost them all to the share rule).
-const MIN_DF_CAP: f64 = 100.0;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Community {
@@ -28,9 +18,6 @@ pub struct Community {
     /// Mean cosine of the members with their centroid.
     pub cohesion: f64,
 }
-
-/// A sparse, L2-normalised vector over the pool's term ids.
-type Vector = Vec<(u32, f64)>;
 
 /// What a pass found: the communities proposed, and how many Leiden found that were not.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -66,8 +53,7 @@ pub fn find(
     if texts.len() < config.min_size.max(2) {
         return Ok(Found::default());
     }
-    let mut vectors = vectors(texts);
-    with_meaning(&mut vectors, texts, meaning, config, material);
+    let vectors = text_vectors(texts, meaning, config, material);
     let edges = neighbour_edges(&vectors, config);
     let mut builder = GraphDataBuilder::new(texts.len());
     for &(a, b, similarity) in &edges {
@@ -149,187 +135,12 @@ fn resolution(n: usize, config: &DiscoveryConfig) -> f64 {
     config.resolution.min(room).max(f64::EPSILON)
 }
 
-/// TF-IDF vectors (sublinear tf, smoothed idf over the pool); terms in a single text or in
-/// more than [`MAX_DF_SHARE`] of them (past [`MIN_DF_CAP`]) are left out: they link nothing
-/// or everything.
-fn vectors(texts: &[&PooledText]) -> Vec<Vector> {
-    let mut ids: HashMap<&str, u32> = HashMap::new();
-    let mut df: Vec<u32> = Vec::new();
-    for text in texts {
-        for (term, _) in &text.terms.counts {
-            let next = ids.len() as u32;
-            let id = *ids.entry(term.as_str()).or_insert(next);
-            if id as usize == df.len() {
-                df.push(0);
-            }
-            df[id as usize] += 1;
-        }
-    }
-    let n = texts.len() as f64;
-    let max_df = (n * MAX_DF_SHARE).max(MIN_DF_CAP);
-    texts
-        .iter()
-        .map(|text| {
-            let mut vector: Vector = text
-                .terms
-                .counts
-                .iter()
-                .filter_map(|(term, count)| {
-                    let id = ids[term.as_str()];
-                    let df = f64::from(df[id as usize]);
-                    (df >= 2.0 && df <= max_df).then(|| {
-                        let idf = ((n + 1.0) / (df + 1.0)).ln() + 1.0;
-                        (id, (1.0 + f64::from(*count).ln()) * idf)
-                    })
-                })
-                .collect();
-            normalise(&mut vector);
-            vector.sort_unstable_by_key(|(id, _)| *id);
-            vector
-        })
-        .collect()
-}
-
-/// Each word vector (unit length, or empty when none of its words is in two texts) becomes
-/// [√(1 − w) · words, √w · meaning]: for two texts of one weight, their similarity is (1 − w) ×
-/// their words' cosine + w × their meanings' — for a text with no word to share, w × the
-/// meanings' cosine. `w` is [`weight_of`] the text: `meaning_weight_short` for a text of at most
-/// `engine.ranking.short_text_terms` terms, `meaning_weight` for the others (a short text's few
-/// words rarely meet another's). The sentence vectors are centred on the encoded texts' mean
-/// first, so that two texts unrelated in meaning read near 0 rather than at the encoder's usual
-/// floor; their dimensions come after every term id. A text without a sentence vector keeps its
-/// words alone.
-fn with_meaning(
-    vectors: &mut [Vector],
-    texts: &[&PooledText],
-    meaning: &[Option<Vec<f32>>],
-    config: &DiscoveryConfig,
-    material: &LabelMaterial,
-) {
-    let dims = meaning.iter().flatten().map(Vec::len).max().unwrap_or(0);
-    if dims == 0 || meaning.len() != vectors.len() {
-        return;
-    }
-    let present: Vec<&Vec<f32>> = meaning
-        .iter()
-        .flatten()
-        .filter(|v| v.len() == dims)
-        .collect();
-    let mut mean = vec![0.0f64; dims];
-    for v in &present {
-        for (m, x) in mean.iter_mut().zip(v.iter()) {
-            *m += f64::from(*x) / present.len() as f64;
-        }
-    }
-    let offset = vectors
-        .iter()
-        .flat_map(|v| v.iter().map(|(id, _)| *id + 1))
-        .max()
-        .unwrap_or(0);
-    for ((vector, sentence), text) in vectors.iter_mut().zip(meaning).zip(texts) {
-        let weight = weight_of(text, config, material);
-        let Some(sentence) = sentence
-            .as_ref()
-            .filter(|v| v.len() == dims && weight > 0.0)
-        else {
-            continue;
-        };
-        let mut dense: Vector = sentence
-            .iter()
-            .zip(&mean)
-            .enumerate()
-            .map(|(d, (x, m))| (offset + d as u32, f64::from(*x) - m))
-            .collect();
-        normalise(&mut dense);
-        let (words, meaning) = ((1.0 - weight).sqrt(), weight.sqrt());
-        for (_, w) in vector.iter_mut() {
-            *w *= words;
-        }
-        vector.extend(
-            dense
-                .into_iter()
-                // A zero weight would read as "not yet touched" in the neighbour search.
-                .filter(|&(_, w)| w != 0.0)
-                .map(|(id, w)| (id, w * meaning)),
-        );
-    }
-}
-
-fn normalise(vector: &mut Vector) {
-    let norm = vector.iter().map(|(_, w)| w * w).sum::<f64>().sqrt();
-    if norm > 0.0 {
-        for (_, w) in vector.iter_mut() {
-            *w /= norm;
-        }
-    }
-}
-
-/// Each text's `neighbours` most similar texts (cosine ≥ `min_similarity`), as undirected
-/// edges `(a, b, similarity)` with `a < b`, each once.
-fn neighbour_edges(vectors: &[Vector], config: &DiscoveryConfig) -> Vec<(usize, usize, f64)> {
-    let terms = vectors
-        .iter()
-        .flat_map(|v| v.iter().map(|(id, _)| *id as usize + 1))
-        .max()
-        .unwrap_or(0);
-    let mut postings: Vec<Vec<(u32, f64)>> = vec![Vec::new(); terms];
-    for (doc, vector) in vectors.iter().enumerate() {
-        for &(term, weight) in vector {
-            postings[term as usize].push((doc as u32, weight));
-        }
-    }
-    let mut scores = vec![0.0f64; vectors.len()];
-    let mut touched: Vec<u32> = Vec::new();
-    let mut edges: HashMap<(usize, usize), f64> = HashMap::new();
-    for (doc, vector) in vectors.iter().enumerate() {
-        for &(term, weight) in vector {
-            for &(other, other_weight) in &postings[term as usize] {
-                if other as usize == doc {
-                    continue;
-                }
-                if scores[other as usize] == 0.0 {
-                    touched.push(other);
-                }
-                scores[other as usize] += weight * other_weight;
-            }
-        }
-        let mut nearest: Vec<(u32, f64)> = touched
-            .drain(..)
-            .map(|other| (other, std::mem::take(&mut scores[other as usize])))
-            .filter(|&(_, similarity)| similarity >= config.min_similarity)
-            .collect();
-        nearest.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        nearest.truncate(config.neighbours);
-        for (other, similarity) in nearest {
-            let key = (doc.min(other as usize), doc.max(other as usize));
-            edges.insert(key, similarity);
-        }
-    }
-    let mut edges: Vec<(usize, usize, f64)> =
-        edges.into_iter().map(|((a, b), s)| (a, b, s)).collect();
-    edges.sort_by_key(|&(a, b, _)| (a, b));
-    edges
-}
-
 /// The members ordered by their cosine with the centroid, and their mean.
-fn community(members: Vec<usize>, vectors: &[Vector]) -> Community {
-    // Ordered, so the sums (and the cohesion threshold) come out the same on every replica.
-    let mut centroid: BTreeMap<u32, f64> = BTreeMap::new();
-    for &m in &members {
-        for &(term, weight) in &vectors[m] {
-            *centroid.entry(term).or_default() += weight;
-        }
-    }
-    let norm = centroid.values().map(|w| w * w).sum::<f64>().sqrt();
+fn community(members: Vec<usize>, vectors: &[TextVector]) -> Community {
+    let centroid = Centroid::of(members.iter().map(|&m| &vectors[m]));
     let mut central: Vec<(usize, f64)> = members
         .iter()
-        .map(|&m| {
-            let dot: f64 = vectors[m]
-                .iter()
-                .map(|(term, w)| w * centroid.get(term).copied().unwrap_or(0.0))
-                .sum();
-            (m, if norm > 0.0 { dot / norm } else { 0.0 })
-        })
+        .map(|&m| (m, vectors[m].cosine_with(&centroid)))
         .collect();
     central.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let cohesion = central.iter().map(|(_, c)| c).sum::<f64>() / central.len().max(1) as f64;

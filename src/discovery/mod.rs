@@ -15,6 +15,7 @@ pub mod pool;
 pub mod proposal;
 pub mod reconcile;
 pub mod report;
+mod similarity;
 
 use serde::{Deserialize, Serialize};
 
