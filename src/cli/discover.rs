@@ -37,6 +37,9 @@ pub struct DiscoverArgs {
     /// Discovery: Leiden's resolution (higher: smaller communities).
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().resolution)]
     pub discover_resolution: f64,
+    /// Discovery: join communities whose centroids' cosine reaches this (1: off).
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().merge_above)]
+    pub discover_merge_above: f64,
     /// Discovery: how much meaning weighs against words in the pooled texts' similarity (0: words
     /// alone, 1: meaning alone).
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().meaning_weight)]
@@ -70,6 +73,7 @@ impl DiscoverArgs {
             min_cohesion: self.discover_min_cohesion,
             max_community_score: self.discover_max_community_score,
             resolution: self.discover_resolution,
+            merge_above: self.discover_merge_above,
             meaning_weight: self.discover_meaning_weight,
             meaning_weight_short: self.discover_meaning_weight_short,
             neighbours: self.discover_neighbours,

@@ -67,9 +67,14 @@ pub fn find(
         ..LeidenConfig::default()
     });
     let partition = leiden.run(&graph)?.partition;
+    let groups = partition
+        .communities()
+        .into_iter()
+        .map(|(_, members)| members)
+        .collect();
     let mut dropped = Dropped::default();
     let mut found: Vec<Community> = Vec::new();
-    for (_, members) in partition.communities() {
+    for members in merge_alike(groups, &vectors, config.merge_above) {
         if members.len() < config.min_size {
             dropped.small += 1;
             continue;
@@ -133,6 +138,65 @@ pub fn known_score(community: &Community, texts: &[&PooledText], material: &Labe
 fn resolution(n: usize, config: &DiscoveryConfig) -> f64 {
     let room = n as f64 / (4 * config.min_size.max(1)) as f64;
     config.resolution.min(room).max(f64::EPSILON)
+}
+
+/// Groups (of two texts or more) considered for joining: past this many, only the largest.
+const MAX_MERGED_GROUPS: usize = 1_500;
+
+/// Leiden's groups, those whose centroids are at least `merge_above` alike joined, the most
+/// alike pair first and again with the joined centroid: at a resolution that keeps themes
+/// apart, Leiden also splits one theme into parts, which would be dropped as small or proposed
+/// twice (docs/design/emerging-classes.md, "One proposal per theme"). A lone text is never
+/// joined: it has no edge, so no theme.
+fn merge_alike(
+    mut groups: Vec<Vec<usize>>,
+    vectors: &[TextVector],
+    merge_above: f64,
+) -> Vec<Vec<usize>> {
+    groups.iter_mut().for_each(|g| g.sort_unstable());
+    groups.sort_by(|a, b| b.len().cmp(&a.len()).then(a.first().cmp(&b.first())));
+    let k = groups
+        .iter()
+        .take_while(|g| g.len() >= 2)
+        .count()
+        .min(MAX_MERGED_GROUPS);
+    let centroid = |group: &[usize]| Centroid::of(group.iter().map(|&m| &vectors[m]));
+    let mut centroids: Vec<Centroid> = groups[..k].iter().map(|g| centroid(g)).collect();
+    // The upper triangle of the groups' cosines, row by row; a joined group's row is redone.
+    let mut alike = vec![f64::NEG_INFINITY; k * k];
+    for i in 0..k {
+        for j in i + 1..k {
+            alike[i * k + j] = centroids[i].cosine(&centroids[j]);
+        }
+    }
+    let mut alive = vec![true; k];
+    loop {
+        let mut best: Option<(usize, usize, f64)> = None;
+        for i in (0..k).filter(|&i| alive[i]) {
+            for j in (i + 1..k).filter(|&j| alive[j]) {
+                let c = alike[i * k + j];
+                if c >= merge_above && best.is_none_or(|(_, _, b)| c > b) {
+                    best = Some((i, j, c));
+                }
+            }
+        }
+        let Some((i, j, _)) = best else { break };
+        let joined = std::mem::take(&mut groups[j]);
+        groups[i].extend(joined);
+        groups[i].sort_unstable();
+        alive[j] = false;
+        centroids[i] = centroid(&groups[i]);
+        for other in (0..k).filter(|&o| o != i && alive[o]) {
+            let (a, b) = (i.min(other), i.max(other));
+            alike[a * k + b] = centroids[i].cosine(&centroids[other]);
+        }
+    }
+    groups
+        .into_iter()
+        .enumerate()
+        .filter(|(g, _)| *g >= k || alive[*g])
+        .map(|(_, group)| group)
+        .collect()
 }
 
 /// The members ordered by their cosine with the centroid, and their mean.
@@ -247,6 +311,27 @@ mod tests {
             }
         }
         texts
+    }
+
+    #[test]
+    fn parts_of_one_theme_are_joined_and_other_themes_kept_apart() {
+        let texts = two_themes();
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let vectors = text_vectors(&refs, &[], &config(), &none());
+        // The volcano theme split in two parts, the music theme whole, one lone text.
+        let groups = vec![vec![0, 1, 2], vec![3, 4], vec![6, 7, 8, 9, 10, 11], vec![5]];
+        let mut joined = merge_alike(groups.clone(), &vectors, 0.4);
+        joined.sort();
+        assert_eq!(
+            joined,
+            vec![vec![0, 1, 2, 3, 4], vec![5], vec![6, 7, 8, 9, 10, 11]]
+        );
+        // At 1 only identical centroids would join.
+        let mut kept = merge_alike(groups.clone(), &vectors, 1.0);
+        kept.sort();
+        let mut expected = groups;
+        expected.sort();
+        assert_eq!(kept, expected);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub struct DiscoveryConfig {
     pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
     pub resolution: f64,
+    /// Communities whose centroids' cosine reaches this are joined into one before the size,
+    /// cohesion and explained rules (one theme Leiden split; 1: only identical centroids).
+    pub merge_above: f64,
     /// How much a pooled text's meaning (the sentence encoder's vector) weighs against its
     /// words in the similarity communities are found by, from 0 (words alone) to 1 (meaning
     /// alone; docs/design/emerging-classes.md, "Meaning")…
@@ -90,6 +93,7 @@ impl Default for DiscoveryConfig {
             min_cohesion: 0.3,
             max_community_score: 0.08,
             resolution: 8.0,
+            merge_above: 0.4,
             meaning_weight: 0.0,
             meaning_weight_short: 0.8,
             pool_unknown_label: true,
@@ -127,6 +131,12 @@ impl DiscoveryConfig {
             return Err(format!(
                 "doubt_below {} (a multiple of uniform: 0 or more)",
                 self.doubt_below
+            ));
+        }
+        if !(self.merge_above > 0.0 && self.merge_above <= 1.0) {
+            return Err(format!(
+                "merge_above {} (a cosine: above 0 and at most 1)",
+                self.merge_above
             ));
         }
         if self.neighbours == 0 {

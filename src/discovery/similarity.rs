@@ -87,6 +87,31 @@ impl Centroid {
     }
 }
 
+impl Centroid {
+    /// The cosine of two centroids (0 when either is empty).
+    pub fn cosine(&self, other: &Centroid) -> f64 {
+        if self.norm <= 0.0 || other.norm <= 0.0 {
+            return 0.0;
+        }
+        let (small, large) = if self.words.len() <= other.words.len() {
+            (&self.words, &other.words)
+        } else {
+            (&other.words, &self.words)
+        };
+        let words: f64 = small
+            .iter()
+            .map(|(term, w)| w * large.get(term).copied().unwrap_or(0.0))
+            .sum();
+        let meaning: f64 = self
+            .meaning
+            .iter()
+            .zip(&other.meaning)
+            .map(|(a, b)| a * b)
+            .sum();
+        (words + meaning) / (self.norm * other.norm)
+    }
+}
+
 /// Each text's vector: TF-IDF over its words (sublinear tf, smoothed idf over the pool; terms
 /// in a single text or in more than [`MAX_DF_SHARE`] of them, past [`MIN_DF_CAP`], left out:
 /// they link nothing or everything), joined with its meaning (`meaning`: each text's sentence
