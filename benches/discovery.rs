@@ -9,7 +9,7 @@
 mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use gorag::discovery::{communities, proposal, DiscoveryConfig, PooledText, Unexplained};
+use gorag::discovery::{communities, proposal, DiscoveryConfig, Meaning, PooledText, Unexplained};
 use gorag::engine::terms::TermCounts;
 use gorag::engine::LabelMaterial;
 
@@ -48,7 +48,7 @@ fn pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                let found = communities::find(refs, &[], &config, &material)
+                let found = communities::find(refs, &Meaning::default(), &config, &material)
                     .map(|found| found.communities)
                     .unwrap_or_default();
                 found
@@ -94,7 +94,11 @@ fn short_pass(c: &mut Criterion) {
     let mut group = c.benchmark_group("community_pass_short_by_meaning");
     group.sample_size(10);
     for size in [1_000, 5_000] {
-        let (texts, meaning) = short_pool(size);
+        let (texts, vectors) = short_pool(size);
+        let meaning = Meaning {
+            vectors,
+            centre: None,
+        };
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {

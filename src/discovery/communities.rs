@@ -5,7 +5,7 @@
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 
 use super::similarity::{neighbour_edges, text_vectors, Centroid, TextVector};
-use super::{DiscoveryConfig, PooledText};
+use super::{DiscoveryConfig, Meaning, PooledText};
 use crate::engine::LabelMaterial;
 
 /// Leiden's seed: the same pool gives the same communities on every replica and every run.
@@ -42,11 +42,11 @@ pub struct Dropped {
 /// Communities of `texts`, largest first, those below `min_size` or `min_cohesion` left out,
 /// and those the active labels' `material` explains (see [`known_score`]); with the count of
 /// those each rule left out.
-/// `meaning`: each text's sentence vector, in order (None where the encoder gave none; empty
-/// without an encoder): mixed into the texts' word vectors at `meaning_weight`.
+/// `meaning`: the texts' sentence vectors ([`Meaning`]; empty without an encoder), mixed into
+/// their word vectors at `meaning_weight`.
 pub fn find(
     texts: &[&PooledText],
-    meaning: &[Option<Vec<f32>>],
+    meaning: &Meaning,
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> Result<Found, LeidenError> {
@@ -249,7 +249,7 @@ mod tests {
         let refs: Vec<&PooledText> = texts.iter().collect();
         let encoder: std::sync::Arc<dyn TextEncoder> = std::sync::Arc::new(TopicEncoder);
         let meaning = crate::discovery::meaning_of(&refs, Some(&encoder), &config(), &none());
-        assert!(find(&refs, &[], &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &config(), &none())
             .unwrap()
             .communities
             .is_empty());
@@ -317,7 +317,7 @@ mod tests {
     fn parts_of_one_theme_are_joined_and_other_themes_kept_apart() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let vectors = text_vectors(&refs, &[], &config(), &none());
+        let vectors = text_vectors(&refs, &Meaning::default(), &config(), &none());
         // The volcano theme split in two parts, the music theme whole, one lone text.
         let groups = vec![vec![0, 1, 2], vec![3, 4], vec![6, 7, 8, 9, 10, 11], vec![5]];
         let mut joined = merge_alike(groups.clone(), &vectors, 0.4);
@@ -338,7 +338,9 @@ mod tests {
     fn two_themes_give_two_communities() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let found = find(&refs, &[], &config(), &none()).unwrap().communities;
+        let found = find(&refs, &Meaning::default(), &config(), &none())
+            .unwrap()
+            .communities;
         assert_eq!(found.len(), 2, "{found:?}");
         for community in &found {
             assert_eq!(community.members.len(), 6);
@@ -348,7 +350,9 @@ mod tests {
         }
         // The same pool, the same communities.
         assert_eq!(
-            find(&refs, &[], &config(), &none()).unwrap().communities,
+            find(&refs, &Meaning::default(), &config(), &none())
+                .unwrap()
+                .communities,
             found
         );
     }
@@ -374,15 +378,19 @@ mod tests {
         let material = engine
             .retriever()
             .label_material(refs.iter().map(|text| &text.terms));
-        let found = find(&refs, &[], &config(), &material).unwrap().communities;
+        let found = find(&refs, &Meaning::default(), &config(), &material)
+            .unwrap()
+            .communities;
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].members.iter().all(|&m| m >= 6), "{found:?}");
-        let all = find(&refs, &[], &config(), &none()).unwrap().communities;
+        let all = find(&refs, &Meaning::default(), &config(), &none())
+            .unwrap()
+            .communities;
         assert_eq!(all.len(), 2);
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!(known_score(volcanoes, &refs, &material) >= config().max_community_score);
         // The pass says why it proposed one community of two.
-        let counted = find(&refs, &[], &config(), &material).unwrap();
+        let counted = find(&refs, &Meaning::default(), &config(), &material).unwrap();
         assert_eq!(counted.communities, found);
         assert_eq!(
             counted.dropped,
@@ -396,7 +404,7 @@ mod tests {
             min_size: 7,
             ..config()
         };
-        let counted = find(&refs, &[], &strict, &none()).unwrap();
+        let counted = find(&refs, &Meaning::default(), &strict, &none()).unwrap();
         assert!(counted.communities.is_empty());
         assert_eq!(counted.dropped.small, 2);
         // Pooled for the fitted probe's doubt, the same texts scored above the weak-score
@@ -412,7 +420,7 @@ mod tests {
         let doubted: Vec<&PooledText> = doubted.iter().collect();
         assert_eq!(known_score(volcanoes, &doubted, &material), 0.0);
         assert_eq!(
-            find(&doubted, &[], &config(), &material)
+            find(&doubted, &Meaning::default(), &config(), &material)
                 .unwrap()
                 .communities
                 .len(),
@@ -425,7 +433,9 @@ mod tests {
         let mut texts = two_themes();
         let all = {
             let refs: Vec<&PooledText> = texts.iter().collect();
-            find(&refs, &[], &config(), &none()).unwrap().communities
+            find(&refs, &Meaning::default(), &config(), &none())
+                .unwrap()
+                .communities
         };
         assert_eq!(all.len(), 2);
         // The first theme's texts arrived scoring just under `max_score` (the labels they were
@@ -436,7 +446,7 @@ mod tests {
         let refs: Vec<&PooledText> = texts.iter().collect();
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!((known_score(volcanoes, &refs, &none()) - 0.09).abs() < 1e-12);
-        let found = find(&refs, &[], &config(), &none()).unwrap();
+        let found = find(&refs, &Meaning::default(), &config(), &none()).unwrap();
         assert_eq!(found.dropped.known, 1);
         assert!(found.communities[0].members.iter().all(|&m| m >= 6));
     }
@@ -461,7 +471,9 @@ mod tests {
             min_size: 3,
             ..DiscoveryConfig::default()
         };
-        let found = find(&refs, &[], &config, &none()).unwrap().communities;
+        let found = find(&refs, &Meaning::default(), &config, &none())
+            .unwrap()
+            .communities;
         assert!(!found.is_empty());
         assert!(found.iter().all(|c| c.members.len() >= 3));
         assert_eq!(resolution(12, &config), 1.0);
@@ -472,7 +484,7 @@ mod tests {
     fn small_or_unrelated_pools_give_nothing() {
         let texts = [text(0, "alpha beta"), text(1, "gamma delta")];
         let refs: Vec<&PooledText> = texts.iter().collect();
-        assert!(find(&refs, &[], &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &config(), &none())
             .unwrap()
             .communities
             .is_empty());
@@ -483,7 +495,7 @@ mod tests {
             .map(|(i, w)| text(i, &format!("{w} {w}s")))
             .collect();
         let refs: Vec<&PooledText> = unrelated.iter().collect();
-        assert!(find(&refs, &[], &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &config(), &none())
             .unwrap()
             .communities
             .is_empty());

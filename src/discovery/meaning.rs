@@ -19,43 +19,88 @@ pub fn weight_of(text: &PooledText, config: &DiscoveryConfig, material: &LabelMa
     weight.clamp(0.0, 1.0)
 }
 
-/// Each text's sentence vector, in order: None where its meaning weighs nothing (it is not
-/// encoded) or the encoder failed on it or gave no number (it is grouped by its words alone;
-/// the pass counts these, [`failed`]); empty without an encoder.
+/// The pooled texts' sentence vectors, and the point they are centred on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Meaning {
+    /// Each text's vector, in order: None where its meaning weighs nothing (it is not encoded)
+    /// or the encoder failed on it or gave no number (it is grouped by its words alone; the
+    /// pass counts these, [`failed`]); empty without an encoder.
+    pub vectors: Vec<Option<Vec<f32>>>,
+    /// The mean of the active labels' examples' vectors: subtracted from every text's, so that
+    /// two texts read alike by what sets them apart from the known classes' material, not by
+    /// what every text of the stream shares. Centred on the pool's own mean instead, a pool
+    /// that is mostly one theme loses that theme (the service test of a theme of short queries
+    /// split it into two proposals). None without examples: the pool's own mean is used.
+    pub centre: Option<Vec<f64>>,
+}
+
+/// The texts' sentence vectors, and their centre from the active labels' examples in
+/// `material` (see [`Meaning`]); empty without an encoder.
 pub fn meaning_of(
     texts: &[&PooledText],
     encoder: Option<&Arc<dyn TextEncoder>>,
     config: &DiscoveryConfig,
     material: &LabelMaterial,
-) -> Vec<Option<Vec<f32>>> {
+) -> Meaning {
     let Some(encoder) = encoder else {
-        return Vec::new();
+        return Meaning::default();
     };
-    texts
+    let encode = |text: &str| {
+        encoder
+            .encode(text)
+            .ok()
+            // A vector with a NaN would make every similarity NaN.
+            .filter(|v| v.iter().all(|x| x.is_finite()))
+    };
+    let vectors: Vec<Option<Vec<f32>>> = texts
         .iter()
         .map(|text| {
             (weight_of(text, config, material) > 0.0)
-                .then(|| encoder.encode(&text.excerpt).ok())
+                .then(|| encode(&text.excerpt))
                 .flatten()
-                // A vector with a NaN would make every similarity NaN.
-                .filter(|v| v.iter().all(|x| x.is_finite()))
         })
-        .collect()
+        .collect();
+    if vectors.iter().all(Option::is_none) {
+        return Meaning {
+            vectors,
+            centre: None,
+        };
+    }
+    let examples: Vec<Vec<f32>> = material.example_texts().filter_map(encode).collect();
+    Meaning {
+        vectors,
+        centre: mean(&examples),
+    }
+}
+
+/// The mean of vectors of one length (None when there are none, or lengths differ).
+fn mean(vectors: &[Vec<f32>]) -> Option<Vec<f64>> {
+    let dims = vectors.first()?.len();
+    if vectors.iter().any(|v| v.len() != dims) {
+        return None;
+    }
+    let mut mean = vec![0.0f64; dims];
+    for v in vectors {
+        for (m, x) in mean.iter_mut().zip(v) {
+            *m += f64::from(*x) / vectors.len() as f64;
+        }
+    }
+    Some(mean)
 }
 
 /// Texts whose meaning would weigh but that have no vector (the encoder failed on them).
 pub fn failed(
     texts: &[&PooledText],
-    meaning: &[Option<Vec<f32>>],
+    meaning: &Meaning,
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> usize {
-    if meaning.is_empty() {
+    if meaning.vectors.is_empty() {
         return 0;
     }
     texts
         .iter()
-        .zip(meaning)
+        .zip(&meaning.vectors)
         .filter(|(text, vector)| vector.is_none() && weight_of(text, config, material) > 0.0)
         .count()
 }

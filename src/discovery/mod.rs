@@ -23,7 +23,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval, Status};
 
 pub use communities::Community;
-pub use meaning::meaning_of;
+pub use meaning::{meaning_of, Meaning};
 pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
 

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::meaning::weight_of;
+use super::meaning::{weight_of, Meaning};
 use super::{DiscoveryConfig, PooledText};
 use crate::engine::LabelMaterial;
 
@@ -114,21 +114,22 @@ impl Centroid {
 
 /// Each text's vector: TF-IDF over its words (sublinear tf, smoothed idf over the pool; terms
 /// in a single text or in more than [`MAX_DF_SHARE`] of them, past [`MIN_DF_CAP`], left out:
-/// they link nothing or everything), joined with its meaning (`meaning`: each text's sentence
-/// vector in order, None where the encoder gave none; empty without an encoder) at the weight
+/// they link nothing or everything), joined with its meaning ([`Meaning`]) at the weight
 /// [`weight_of`] gives it: `meaning_weight_short` for a text of at most
 /// `engine.ranking.short_text_terms` terms, `meaning_weight` for the others (a short text's few
 /// words rarely meet another's). For two texts of one weight w their similarity is (1 − w) ×
-/// their words' cosine + w × their meanings'. The sentence vectors are centred on the encoded
-/// texts' mean first, so that two texts unrelated in meaning read near 0 rather than at the
-/// encoder's usual floor.
+/// their words' cosine + w × their meanings'. The sentence vectors are centred first (on
+/// [`Meaning::centre`], else on the encoded texts' mean), so that two texts unrelated in
+/// meaning read near 0 rather than at the encoder's usual floor.
 pub(super) fn text_vectors(
     texts: &[&PooledText],
-    meaning: &[Option<Vec<f32>>],
+    meaning: &Meaning,
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> Vec<TextVector> {
     let words = word_vectors(texts);
+    let centre = meaning.centre.as_ref();
+    let meaning = &meaning.vectors;
     let dims = meaning.iter().flatten().map(Vec::len).max().unwrap_or(0);
     if dims == 0 || meaning.len() != words.len() {
         return words
@@ -139,7 +140,10 @@ pub(super) fn text_vectors(
             })
             .collect();
     }
-    let mean = mean_of(meaning, dims);
+    let mean = match centre {
+        Some(centre) if centre.len() == dims => centre.clone(),
+        _ => mean_of(meaning, dims),
+    };
     words
         .into_iter()
         .zip(meaning)

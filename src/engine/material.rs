@@ -25,6 +25,16 @@ impl LabelMaterial {
         self.ranking.is_short(terms.counts.len())
     }
 
+    /// The active labels' examples' texts (clipped as the index keeps them).
+    pub fn example_texts(&self) -> impl Iterator<Item = &str> + '_ {
+        self.index.documents().alive().filter_map(|doc| {
+            let active = self.active.get(doc.label.index()).copied() == Some(true);
+            doc.text
+                .as_deref()
+                .filter(|_| active && doc.kind == DocKind::Example)
+        })
+    }
+
     /// A text's best first-hop score over the active labels (0 when none knows any of its
     /// terms): the `ranked` strategy's score, without the second hop and descriptions.
     pub fn best_score(&self, terms: &TermCounts) -> f64 {
@@ -58,7 +68,8 @@ impl Retriever<'_> {
                 kind: doc.kind,
                 label: doc.label,
                 terms: doc.terms.clone(),
-                text: None,
+                // An example's text: what discovery centres the pooled texts' meaning on.
+                text: doc.text.clone().filter(|_| doc.kind == DocKind::Example),
             })
             .collect();
         LabelMaterial {
