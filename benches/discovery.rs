@@ -48,7 +48,7 @@ fn pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                let found = communities::find(refs, &Meaning::default(), &config, &material)
+                let found = communities::find(refs, &Meaning::default(), &[], &config, &material)
                     .map(|found| found.communities)
                     .unwrap_or_default();
                 found
@@ -102,7 +102,7 @@ fn short_pass(c: &mut Criterion) {
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {
             b.iter(|| {
-                communities::find(refs, &meaning, &config, &material)
+                communities::find(refs, &meaning, &[], &config, &material)
                     .map(|found| found.communities.len())
                     .unwrap_or_default()
             })

@@ -37,7 +37,8 @@ pub struct DiscoverArgs {
     /// Discovery: Leiden's resolution (higher: smaller communities).
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().resolution)]
     pub discover_resolution: f64,
-    /// Discovery: join communities whose centroids' cosine reaches this (1: off).
+    /// Discovery: a community this alike an open proposal's joins it (the service's passes;
+    /// the protocol's one pass has no open proposal).
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().merge_above)]
     pub discover_merge_above: f64,
     /// Discovery: how much meaning weighs against words in the pooled texts' similarity (0: words

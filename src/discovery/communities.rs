@@ -2,6 +2,8 @@
 //! ([`super::similarity`]), a k-nearest-neighbour similarity graph, Leiden communities (the `leiden-rs` crate), kept when large and
 //! cohesive enough and not explained by the active labels' own material.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 
 use super::similarity::{neighbour_edges, text_vectors, Centroid, TextVector};
@@ -43,10 +45,12 @@ pub struct Dropped {
 /// and those the active labels' `material` explains (see [`known_score`]); with the count of
 /// those each rule left out.
 /// `meaning`: the texts' sentence vectors ([`Meaning`]; empty without an encoder), mixed into
-/// their word vectors at `meaning_weight`.
+/// their word vectors at `meaning_weight`. `open`: each text's open proposal, by any number
+/// naming it (empty: none), whose parts are joined to it (see [`join_open`]).
 pub fn find(
     texts: &[&PooledText],
     meaning: &Meaning,
+    open: &[Option<u32>],
     config: &DiscoveryConfig,
     material: &LabelMaterial,
 ) -> Result<Found, LeidenError> {
@@ -74,7 +78,7 @@ pub fn find(
         .collect();
     let mut dropped = Dropped::default();
     let mut found: Vec<Community> = Vec::new();
-    for members in merge_alike(groups, &vectors, config.merge_above) {
+    for members in join_open(groups, &vectors, open, config.merge_above) {
         if members.len() < config.min_size {
             dropped.small += 1;
             continue;
@@ -140,63 +144,62 @@ fn resolution(n: usize, config: &DiscoveryConfig) -> f64 {
     config.resolution.min(room).max(f64::EPSILON)
 }
 
-/// Groups (of two texts or more) considered for joining: past this many, only the largest.
-const MAX_MERGED_GROUPS: usize = 1_500;
-
-/// Leiden's groups, those whose centroids are at least `merge_above` alike joined, the most
-/// alike pair first and again with the joined centroid: at a resolution that keeps themes
-/// apart, Leiden also splits one theme into parts, which would be dropped as small or proposed
-/// twice (docs/design/emerging-classes.md, "One proposal per theme"). A lone text is never
-/// joined: it has no edge, so no theme.
-fn merge_alike(
+/// Leiden's groups, with the parts of a theme already proposed joined to it: for each open
+/// proposal, the group holding most of its members (its anchor) takes in every other group of
+/// two texts or more whose centroid's cosine with the anchor's reaches `merge_above`, largest
+/// first, the anchor's centroid redone after each. A later pass's Leiden may cut a proposed
+/// theme where the last one did not; the proposal then grows under its id instead of a second
+/// one opening. `open`: each text's open proposal, by any number naming it (empty: none open).
+/// Groups no proposal anchors are never joined to each other: in a large pool such joins chain
+/// into blobs (docs/design/emerging-classes.md, "One proposal per theme").
+fn join_open(
     mut groups: Vec<Vec<usize>>,
     vectors: &[TextVector],
+    open: &[Option<u32>],
     merge_above: f64,
 ) -> Vec<Vec<usize>> {
     groups.iter_mut().for_each(|g| g.sort_unstable());
     groups.sort_by(|a, b| b.len().cmp(&a.len()).then(a.first().cmp(&b.first())));
-    let k = groups
-        .iter()
-        .take_while(|g| g.len() >= 2)
-        .count()
-        .min(MAX_MERGED_GROUPS);
-    let centroid = |group: &[usize]| Centroid::of(group.iter().map(|&m| &vectors[m]));
-    let mut centroids: Vec<Centroid> = groups[..k].iter().map(|g| centroid(g)).collect();
-    // The upper triangle of the groups' cosines, row by row; a joined group's row is redone.
-    let mut alike = vec![f64::NEG_INFINITY; k * k];
-    for i in 0..k {
-        for j in i + 1..k {
-            alike[i * k + j] = centroids[i].cosine(&centroids[j]);
+    // Each open proposal's anchor: the group with most of its members (the first of a tie).
+    let mut held: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    for (g, group) in groups.iter().enumerate() {
+        let mut here: BTreeMap<u32, usize> = BTreeMap::new();
+        for proposal in group.iter().filter_map(|&m| open.get(m).copied().flatten()) {
+            *here.entry(proposal).or_default() += 1;
         }
-    }
-    let mut alive = vec![true; k];
-    loop {
-        let mut best: Option<(usize, usize, f64)> = None;
-        for i in (0..k).filter(|&i| alive[i]) {
-            for j in (i + 1..k).filter(|&j| alive[j]) {
-                let c = alike[i * k + j];
-                if c >= merge_above && best.is_none_or(|(_, _, b)| c > b) {
-                    best = Some((i, j, c));
-                }
+        for (proposal, count) in here {
+            let best = held.entry(proposal).or_insert((g, count));
+            if count > best.1 {
+                *best = (g, count);
             }
         }
-        let Some((i, j, _)) = best else { break };
-        let joined = std::mem::take(&mut groups[j]);
-        groups[i].extend(joined);
-        groups[i].sort_unstable();
-        alive[j] = false;
-        centroids[i] = centroid(&groups[i]);
-        for other in (0..k).filter(|&o| o != i && alive[o]) {
-            let (a, b) = (i.min(other), i.max(other));
-            alike[a * k + b] = centroids[i].cosine(&centroids[other]);
+    }
+    let anchors: BTreeSet<usize> = held.values().map(|&(g, _)| g).collect();
+    if anchors.is_empty() {
+        return groups;
+    }
+    let centroid = |group: &[usize]| Centroid::of(group.iter().map(|&m| &vectors[m]));
+    let mut centroids: BTreeMap<usize, Centroid> =
+        anchors.iter().map(|&g| (g, centroid(&groups[g]))).collect();
+    for g in 0..groups.len() {
+        if anchors.contains(&g) || groups[g].len() < 2 {
+            continue;
+        }
+        let part = centroid(&groups[g]);
+        let nearest = centroids
+            .iter()
+            .map(|(&anchor, c)| (anchor, c.cosine(&part)))
+            .filter(|&(_, alike)| alike >= merge_above)
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)));
+        if let Some((anchor, _)) = nearest {
+            let part = std::mem::take(&mut groups[g]);
+            groups[anchor].extend(part);
+            groups[anchor].sort_unstable();
+            centroids.insert(anchor, centroid(&groups[anchor]));
         }
     }
+    groups.retain(|group| !group.is_empty());
     groups
-        .into_iter()
-        .enumerate()
-        .filter(|(g, _)| *g >= k || alive[*g])
-        .map(|(_, group)| group)
-        .collect()
 }
 
 /// The members ordered by their cosine with the centroid, and their mean.
@@ -249,7 +252,7 @@ mod tests {
         let refs: Vec<&PooledText> = texts.iter().collect();
         let encoder: std::sync::Arc<dyn TextEncoder> = std::sync::Arc::new(TopicEncoder);
         let meaning = crate::discovery::meaning_of(&refs, Some(&encoder), &config(), &none());
-        assert!(find(&refs, &Meaning::default(), &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &[], &config(), &none())
             .unwrap()
             .communities
             .is_empty());
@@ -257,11 +260,11 @@ mod tests {
             meaning_weight_short: 0.0,
             ..config()
         };
-        assert!(find(&refs, &meaning, &words_alone, &none())
+        assert!(find(&refs, &meaning, &[], &words_alone, &none())
             .unwrap()
             .communities
             .is_empty());
-        let mut found: Vec<Vec<usize>> = find(&refs, &meaning, &config(), &none())
+        let mut found: Vec<Vec<usize>> = find(&refs, &meaning, &[], &config(), &none())
             .unwrap()
             .communities
             .into_iter()
@@ -314,31 +317,40 @@ mod tests {
     }
 
     #[test]
-    fn parts_of_one_theme_are_joined_and_other_themes_kept_apart() {
+    fn parts_of_an_open_proposal_s_theme_join_it_and_nothing_else_joins() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
         let vectors = text_vectors(&refs, &Meaning::default(), &config(), &none());
-        // The volcano theme split in two parts, the music theme whole, one lone text.
+        // The volcano theme cut in two parts, the music theme whole, one lone text.
         let groups = vec![vec![0, 1, 2], vec![3, 4], vec![6, 7, 8, 9, 10, 11], vec![5]];
-        let mut joined = merge_alike(groups.clone(), &vectors, 0.4);
-        joined.sort();
+        let sorted = |mut groups: Vec<Vec<usize>>| {
+            groups.sort();
+            groups
+        };
+        // Texts 0 to 2 are an open proposal's: its other part joins it; music stays apart.
+        let mut open = vec![None; texts.len()];
+        open[..3].fill(Some(7));
         assert_eq!(
-            joined,
+            sorted(join_open(groups.clone(), &vectors, &open, 0.4)),
             vec![vec![0, 1, 2, 3, 4], vec![5], vec![6, 7, 8, 9, 10, 11]]
         );
-        // At 1 only identical centroids would join.
-        let mut kept = merge_alike(groups.clone(), &vectors, 1.0);
-        kept.sort();
-        let mut expected = groups;
-        expected.sort();
-        assert_eq!(kept, expected);
+        // With no proposal open, parts are not joined to each other.
+        assert_eq!(
+            sorted(join_open(groups.clone(), &vectors, &[], 0.4)),
+            sorted(groups.clone())
+        );
+        // Nor when they are less alike than `merge_above`.
+        assert_eq!(
+            sorted(join_open(groups.clone(), &vectors, &open, 1.0)),
+            sorted(groups)
+        );
     }
 
     #[test]
     fn two_themes_give_two_communities() {
         let texts = two_themes();
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let found = find(&refs, &Meaning::default(), &config(), &none())
+        let found = find(&refs, &Meaning::default(), &[], &config(), &none())
             .unwrap()
             .communities;
         assert_eq!(found.len(), 2, "{found:?}");
@@ -350,7 +362,7 @@ mod tests {
         }
         // The same pool, the same communities.
         assert_eq!(
-            find(&refs, &Meaning::default(), &config(), &none())
+            find(&refs, &Meaning::default(), &[], &config(), &none())
                 .unwrap()
                 .communities,
             found
@@ -378,19 +390,19 @@ mod tests {
         let material = engine
             .retriever()
             .label_material(refs.iter().map(|text| &text.terms));
-        let found = find(&refs, &Meaning::default(), &config(), &material)
+        let found = find(&refs, &Meaning::default(), &[], &config(), &material)
             .unwrap()
             .communities;
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].members.iter().all(|&m| m >= 6), "{found:?}");
-        let all = find(&refs, &Meaning::default(), &config(), &none())
+        let all = find(&refs, &Meaning::default(), &[], &config(), &none())
             .unwrap()
             .communities;
         assert_eq!(all.len(), 2);
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!(known_score(volcanoes, &refs, &material) >= config().max_community_score);
         // The pass says why it proposed one community of two.
-        let counted = find(&refs, &Meaning::default(), &config(), &material).unwrap();
+        let counted = find(&refs, &Meaning::default(), &[], &config(), &material).unwrap();
         assert_eq!(counted.communities, found);
         assert_eq!(
             counted.dropped,
@@ -404,7 +416,7 @@ mod tests {
             min_size: 7,
             ..config()
         };
-        let counted = find(&refs, &Meaning::default(), &strict, &none()).unwrap();
+        let counted = find(&refs, &Meaning::default(), &[], &strict, &none()).unwrap();
         assert!(counted.communities.is_empty());
         assert_eq!(counted.dropped.small, 2);
         // Pooled for the fitted probe's doubt, the same texts scored above the weak-score
@@ -420,7 +432,7 @@ mod tests {
         let doubted: Vec<&PooledText> = doubted.iter().collect();
         assert_eq!(known_score(volcanoes, &doubted, &material), 0.0);
         assert_eq!(
-            find(&doubted, &Meaning::default(), &config(), &material)
+            find(&doubted, &Meaning::default(), &[], &config(), &material)
                 .unwrap()
                 .communities
                 .len(),
@@ -433,7 +445,7 @@ mod tests {
         let mut texts = two_themes();
         let all = {
             let refs: Vec<&PooledText> = texts.iter().collect();
-            find(&refs, &Meaning::default(), &config(), &none())
+            find(&refs, &Meaning::default(), &[], &config(), &none())
                 .unwrap()
                 .communities
         };
@@ -446,7 +458,7 @@ mod tests {
         let refs: Vec<&PooledText> = texts.iter().collect();
         let volcanoes = all.iter().find(|c| c.members[0] < 6).unwrap();
         assert!((known_score(volcanoes, &refs, &none()) - 0.09).abs() < 1e-12);
-        let found = find(&refs, &Meaning::default(), &config(), &none()).unwrap();
+        let found = find(&refs, &Meaning::default(), &[], &config(), &none()).unwrap();
         assert_eq!(found.dropped.known, 1);
         assert!(found.communities[0].members.iter().all(|&m| m >= 6));
     }
@@ -471,7 +483,7 @@ mod tests {
             min_size: 3,
             ..DiscoveryConfig::default()
         };
-        let found = find(&refs, &Meaning::default(), &config, &none())
+        let found = find(&refs, &Meaning::default(), &[], &config, &none())
             .unwrap()
             .communities;
         assert!(!found.is_empty());
@@ -484,7 +496,7 @@ mod tests {
     fn small_or_unrelated_pools_give_nothing() {
         let texts = [text(0, "alpha beta"), text(1, "gamma delta")];
         let refs: Vec<&PooledText> = texts.iter().collect();
-        assert!(find(&refs, &Meaning::default(), &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &[], &config(), &none())
             .unwrap()
             .communities
             .is_empty());
@@ -495,7 +507,7 @@ mod tests {
             .map(|(i, w)| text(i, &format!("{w} {w}s")))
             .collect();
         let refs: Vec<&PooledText> = unrelated.iter().collect();
-        assert!(find(&refs, &Meaning::default(), &config(), &none())
+        assert!(find(&refs, &Meaning::default(), &[], &config(), &none())
             .unwrap()
             .communities
             .is_empty());

@@ -58,8 +58,9 @@ pub struct DiscoveryConfig {
     pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
     pub resolution: f64,
-    /// Communities whose centroids' cosine reaches this are joined into one before the size,
-    /// cohesion and explained rules (one theme Leiden split; 1: only identical centroids).
+    /// A community whose centroid's cosine with an open proposal's community reaches this joins
+    /// it, before the size, cohesion and explained rules (one theme a later pass cut in parts;
+    /// 1: only identical centroids; docs/design/emerging-classes.md, "One proposal per theme").
     pub merge_above: f64,
     /// How much a pooled text's meaning (the sentence encoder's vector) weighs against its
     /// words in the similarity communities are found by, from 0 (words alone) to 1 (meaning

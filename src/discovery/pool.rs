@@ -53,6 +53,24 @@ impl PooledText {
     }
 }
 
+impl PooledText {
+    /// The bytes this text holds, approximately: its fields and what its strings and lists
+    /// allocate (by capacity; the allocator's own overhead not counted).
+    pub fn approximate_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let keywords: usize = self.keywords.iter().map(String::capacity).sum();
+        let terms: usize = self.terms.counts.iter().map(|(t, _)| t.capacity()).sum();
+        size_of::<Self>()
+            + self.id.capacity()
+            + self.excerpt.capacity()
+            + self.label.capacity()
+            + self.keywords.capacity() * size_of::<String>()
+            + keywords
+            + self.terms.counts.capacity() * size_of::<(String, u32)>()
+            + terms
+    }
+}
+
 /// What the instance that classified a poorly explained text tells every replica (in the text's
 /// learn record) so all of them pool it identically; the rest comes from the learned analysis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +175,11 @@ impl Pool {
         }
     }
 
+    /// The bytes the pooled texts hold, approximately ([`PooledText::approximate_bytes`]).
+    pub fn approximate_bytes(&self) -> usize {
+        self.texts.iter().map(PooledText::approximate_bytes).sum()
+    }
+
     /// Texts ever pushed (including those since dropped).
     pub fn pushed(&self) -> u64 {
         self.pushed
@@ -258,6 +281,30 @@ impl From<PoolLayout<VecDeque<PooledText>>> for Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_pool_s_bytes_grow_with_its_texts_and_stop_at_its_capacity() {
+        let text = |id: &str, body: &str| PooledText {
+            id: id.into(),
+            terms: TermCounts::of(body),
+            keywords: vec!["lava".into()],
+            excerpt: body.into(),
+            why: Unexplained::WeakScore,
+            label: String::new(),
+            arrival_score: None,
+        };
+        let mut pool = Pool::new(2);
+        assert_eq!(pool.approximate_bytes(), 0);
+        let one = text("a", "lava flows from the volcano");
+        let bytes = one.approximate_bytes();
+        assert!(bytes > std::mem::size_of::<PooledText>() + "lava flows from the volcano".len());
+        pool.push(one);
+        assert_eq!(pool.approximate_bytes(), bytes);
+        pool.push(text("b", "lava flows from the volcano"));
+        pool.push(text("c", "lava flows from the volcano"));
+        assert_eq!(pool.len(), 2);
+        assert_eq!(pool.approximate_bytes(), 2 * bytes);
+    }
 
     fn pooled(id: &str) -> PooledText {
         PooledText {

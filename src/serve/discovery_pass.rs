@@ -101,28 +101,6 @@ pub async fn run(
     let started = Instant::now();
     let pooled = texts.len();
     let pooled_ids: Vec<String> = texts.iter().map(|t| t.id.clone()).collect();
-    let config = settings.config.clone();
-    let (found, dropped) = tokio::task::spawn_blocking(move || {
-        let refs: Vec<&PooledText> = texts.iter().collect();
-        let meaning = discovery::meaning_of(&refs, encoder.as_ref(), &config, &material);
-        let failed = discovery::meaning::failed(&refs, &meaning, &config, &material);
-        if failed > 0 {
-            tracing::warn!(
-                texts = failed,
-                "the sentence encoder gave no vector for some pooled texts; they are grouped by \
-                 their words alone"
-            );
-        }
-        communities::find(&refs, &meaning, &config, &material).map(|found| {
-            let proposals = found
-                .communities
-                .iter()
-                .map(|c| proposal::propose(&refs, c))
-                .collect::<Vec<_>>();
-            (proposals, found.dropped)
-        })
-    })
-    .await??;
     let payloads = settings
         .broker
         .read_to_end(&settings.group, &settings.topic, TOPIC_LIMIT)
@@ -137,6 +115,29 @@ pub async fn run(
             }
         });
     let mut published = current(events);
+    let open = open_proposal_of(&texts, &published);
+    let config = settings.config.clone();
+    let (found, dropped) = tokio::task::spawn_blocking(move || {
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let meaning = discovery::meaning_of(&refs, encoder.as_ref(), &config, &material);
+        let failed = discovery::meaning::failed(&refs, &meaning, &config, &material);
+        if failed > 0 {
+            tracing::warn!(
+                texts = failed,
+                "the sentence encoder gave no vector for some pooled texts; they are grouped by \
+                 their words alone"
+            );
+        }
+        communities::find(&refs, &meaning, &open, &config, &material).map(|found| {
+            let proposals = found
+                .communities
+                .iter()
+                .map(|c| proposal::propose(&refs, c))
+                .collect::<Vec<_>>();
+            (proposals, found.dropped)
+        })
+    })
+    .await??;
     let pooled_ids: HashSet<&str> = pooled_ids.iter().map(String::as_str).collect();
     let (mut changed, refused) = reconcile::reconcile(&found, &published, &pooled_ids);
     for error in refused {
@@ -163,6 +164,28 @@ pub async fn run(
         withdrawn: count(ProposalStatus::Withdrawn),
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Each pooled text's open proposal (numbered in the order of the published ones), where it
+/// is a member of one: a later pass joins the parts of that theme to it.
+fn open_proposal_of(
+    texts: &[PooledText],
+    published: &std::collections::BTreeMap<String, ProposalEvent>,
+) -> Vec<Option<u32>> {
+    let mut member_of: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    for (n, event) in published
+        .values()
+        .filter(|p| p.status == ProposalStatus::Open)
+        .enumerate()
+    {
+        for member in &event.members {
+            member_of.entry(member.as_str()).or_insert(n as u32);
+        }
+    }
+    texts
+        .iter()
+        .map(|text| member_of.get(text.id.as_str()).copied())
+        .collect()
 }
 
 /// Ask the LLM to name and describe `event`'s theme; on failure the keyword name stays.

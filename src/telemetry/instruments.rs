@@ -53,6 +53,7 @@ pub struct Instruments {
     pub confidence_outcomes: Gauge,
     pub confidence_recalibration: Family<ParamLabel, Gauge<f64, AtomicU64>>,
     pub discovery_pool: Gauge,
+    pub discovery_pool_bytes: Gauge,
     pub discovery_passes: Family<OutcomeLabel, Counter>,
     pub proposals_published: Counter,
     pub proposals: Family<StateLabel, Gauge>,
@@ -91,6 +92,7 @@ impl Instruments {
             confidence_outcomes: Gauge::default(),
             confidence_recalibration: Family::default(),
             discovery_pool: Gauge::default(),
+            discovery_pool_bytes: Gauge::default(),
             discovery_passes: Family::default(),
             proposals_published: Counter::default(),
             proposals: Family::default(),
@@ -274,6 +276,12 @@ impl Instruments {
             self.discovery_pool.clone(),
         );
         r.register(
+            "discovery_pool_bytes",
+            "Bytes the discovery pool's texts hold, approximately (their strings and lists, \
+             without the allocator's overhead)",
+            self.discovery_pool_bytes.clone(),
+        );
+        r.register(
             "discovery_passes",
             "Community passes over the pool, by outcome (ok or failed)",
             self.discovery_passes.clone(),
@@ -418,6 +426,7 @@ mod tests {
             "confidence_outcomes",
             "confidence_recalibration",
             "discovery_pool_texts",
+            "discovery_pool_bytes",
             "discovery_passes",
             "proposals_published",
             "proposals",

@@ -73,6 +73,8 @@ pub struct DiscoveryReport {
     /// Texts pooled as unexplained, and how many of them belong to held-back classes.
     pub pooled: usize,
     pub pooled_held: usize,
+    /// What the pooled texts hold in memory, approximately (`Pool::approximate_bytes`).
+    pub pool_bytes: usize,
     /// Probability that a held-back text's best retrieval score (discovery's scale: descriptions
     /// left out) is below a known text's (the weak-score signal's ROC AUC; 0.5 is chance).
     pub weak_score_auc: f64,
@@ -156,6 +158,7 @@ pub async fn run(
         streamed: streamed.len(),
         streamed_held: streamed.iter().filter(|s| s.held).count(),
         pooled: pool.len(),
+        pool_bytes: pool.approximate_bytes(),
         pooled_held: pooled_held(&pool, &streamed, &held_classes),
         weak_score_auc: weak_score_auc(&streamed),
         signals: count_signals(&streamed),
@@ -187,7 +190,7 @@ fn community_pass(
         config,
         &material,
     );
-    let found = communities::find(&texts, &meaning, config, &material)?.communities;
+    let found = communities::find(&texts, &meaning, &[], config, &material)?.communities;
     let proposals = found.iter().map(|c| proposal::propose(&texts, c)).collect();
     Ok((proposals, started.elapsed().as_secs_f64()))
 }

@@ -35,6 +35,16 @@ pub fn table(reports: &[DiscoveryReport]) -> String {
             r.pass_seconds,
         );
     }
+    for r in reports {
+        let _ = writeln!(
+            out,
+            "\n{}: the pool holds {} texts in about {} KB ({} bytes a text)",
+            r.strategy,
+            r.pooled,
+            r.pool_bytes.div_ceil(1024),
+            r.pool_bytes / r.pooled.max(1),
+        );
+    }
     signal_table(&mut out, reports);
     for r in reports {
         let _ = writeln!(
@@ -129,6 +139,7 @@ mod tests {
             streamed_held: 2,
             pooled: 1,
             pooled_held: 1,
+            pool_bytes: 500,
             weak_score_auc: 0.5,
             signals,
             proposals: Vec::new(),

@@ -12,11 +12,14 @@ use crate::telemetry::metrics::{Instruments, OutcomeLabel, ReasonLabel, StateLab
 #[derive(Debug, Clone, Copy)]
 pub struct PoolMeasured {
     pub texts: usize,
+    /// What they hold, approximately (`Pool::approximate_bytes`).
+    pub bytes: usize,
 }
 
 impl InternalEvent for PoolMeasured {
     fn emit(self, instruments: &Instruments) {
         instruments.discovery_pool.set(gauge(self.texts));
+        instruments.discovery_pool_bytes.set(gauge(self.bytes));
     }
 }
 
@@ -158,7 +161,10 @@ mod tests {
             "{log}"
         );
         metrics.emit(CommunityPassFinished { report: &report });
-        metrics.emit(PoolMeasured { texts: 40 });
+        metrics.emit(PoolMeasured {
+            texts: 40,
+            bytes: 52_000,
+        });
         for (series, value) in [
             ("gorag_proposals_published_total", 4.0),
             ("gorag_discovery_pass_communities{reason=\"kept\"}", 2.0),
@@ -170,6 +176,7 @@ mod tests {
             ("gorag_discovery_passes_total{outcome=\"ok\"}", 2.0),
             ("gorag_discovery_passes_total{outcome=\"failed\"}", 0.0),
             ("gorag_discovery_pool_texts", 40.0),
+            ("gorag_discovery_pool_bytes", 52_000.0),
         ] {
             assert_eq!(sample(&metrics, series), Some(value), "{series}");
         }

@@ -62,8 +62,10 @@ impl Passes {
     /// On the tick: the finished pass's report, counted and logged, and the next pass if one
     /// is due; the pool's size.
     pub fn collect(&mut self, replica: &mut Replica, stats: &Stats) {
+        let pool = replica.state().pool();
         stats.emit(PoolMeasured {
-            texts: replica.state().pool().len(),
+            texts: pool.len(),
+            bytes: pool.approximate_bytes(),
         });
         self.finish(stats);
         // Also a pass made due while catching up (startup, the tick's sync).
