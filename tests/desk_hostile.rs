@@ -20,18 +20,10 @@ const ATTACKER: &str = "127.0.0.2";
 /// connections (one address alone stops at its own cap of 32).
 const SLOW_SENDERS: [&str; 4] = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"];
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// A desk with `items` texts waiting for review.
 fn desk_with_items(dir: &std::path::Path, name: &str, items: usize) -> (DeskProcess, Topics) {
     let topics = Topics::new(name);
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(publish_json(
         &topics.labels,
         &support::example("round-1.jsonl"),
@@ -185,7 +177,7 @@ fn median(mut times: Vec<Duration>) -> Duration {
 fn slow_bodies_leave_the_probes_and_a_reviewer_answered_at_once() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, _topics) = desk_with_items(dir.path(), "desk-slow", 40);
-    let rt = runtime();
+    let rt = support::runtime();
     let reviewer = rt.block_on(Reviewer::log_in(&desk.url, ANN));
     let host = address_of(&desk.url);
     // A login declaring more than a login may carry is refused from its head; one declaring
@@ -228,7 +220,7 @@ fn slow_bodies_leave_the_probes_and_a_reviewer_answered_at_once() {
 fn wrong_tokens_are_slowed_counted_and_logged_and_other_addresses_log_in() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, _topics) = desk_with_items(dir.path(), "desk-guess", 1);
-    let rt = runtime();
+    let rt = support::runtime();
     let attacker = client_from(ATTACKER);
     let (mut refused, mut slowed, mut over_budget) = (0, 0, 0);
     for guess in 0..1000 {
@@ -289,7 +281,7 @@ fn wrong_tokens_are_slowed_counted_and_logged_and_other_addresses_log_in() {
 fn sessions_end_at_logout_other_sites_are_refused_and_only_offered_items_are_answered() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, _topics) = desk_with_items(dir.path(), "desk-session", 3);
-    let rt = runtime();
+    let rt = support::runtime();
     let reviewer = rt.block_on(Reviewer::log_in(&desk.url, ANN));
 
     // Every item queued first (a text and its prediction are joined as they are read).
@@ -365,7 +357,7 @@ fn sessions_end_at_logout_other_sites_are_refused_and_only_offered_items_are_ans
 fn hostile_label_ids_and_names_are_refused_by_the_desk() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, topics) = desk_with_items(dir.path(), "desk-ids", 0);
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(publish_privacy_proposal(&topics));
     let reviewer = rt.block_on(Reviewer::log_in(&desk.url, ANN));
     let started = Instant::now();
@@ -415,7 +407,7 @@ fn hostile_label_ids_and_names_are_refused_by_the_desk() {
 fn after_a_minute_of_bad_requests_a_reviewer_s_answer_still_takes_under_100_ms() {
     let dir = tempfile::tempdir().expect("dir");
     let (desk, _topics) = desk_with_items(dir.path(), "desk-flood", 30);
-    let rt = runtime();
+    let rt = support::runtime();
     let reviewer = rt.block_on(Reviewer::log_in(&desk.url, ANN));
     let before = rt.block_on(reviewer.answer_next());
     let url = desk.url.clone();
@@ -485,7 +477,7 @@ fn gorag_tail_prints_a_text_s_terminal_commands_as_escapes() {
     let hostile = "ticket\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}1m";
     // A raw record (JSON allows no raw control, a producer sends any bytes), and a prediction
     // whose label name carries the same.
-    runtime().block_on(publish(
+    support::runtime().block_on(publish(
         &topics.texts,
         &[(
             Some("t-1"),

@@ -8,11 +8,11 @@
 mod support;
 
 use std::collections::{BTreeSet, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::desk::reqwest::blocking_client;
-use support::desk::{DeskProcess, ANN};
+use support::desk::{accept_proposal, skip_to_proposal, DeskProcess, ANN};
 use support::kafka::{publish_json, read_until, Record, Service, Topics};
 
 /// Questions about the weather, in few and mostly different words.
@@ -49,14 +49,6 @@ fn weather(range: std::ops::Range<usize>) -> Vec<String> {
         .collect()
 }
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
 /// The proposal records whose members are weather questions.
 fn weather_proposals(records: &[Record]) -> Vec<Value> {
     records
@@ -74,7 +66,7 @@ fn weather_proposals(records: &[Record]) -> Vec<Value> {
 
 #[test]
 fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk() {
-    let rt = runtime();
+    let rt = support::runtime();
     let topics = Topics::new("discovery-short");
     let dir = tempfile::tempdir().unwrap();
     let mut sets = topics.sets();
@@ -145,42 +137,12 @@ fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk()
     // The desk shows it; a reviewer accepts it there.
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
     let client = blocking_client();
-    let started = Instant::now();
-    loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "the desk never showed {id}:\n{}",
-            std::fs::read_to_string(&desk.log).unwrap_or_default()
-        );
-        let next = client
-            .get(format!("{}/api/next", desk.url))
-            .bearer(ANN)
-            .send();
-        let item = next
-            .ok()
-            .and_then(|n| serde_json::from_str::<Value>(&n.body).ok())
-            .map(|n| n["item"].clone())
-            .unwrap_or(Value::Null);
-        if item["proposal"] == id.as_str() {
-            break;
-        }
-        if let Some(text_id) = item["text_id"].as_str() {
-            let _ = client
-                .post(format!("{}/api/skip", desk.url))
-                .bearer(ANN)
-                .json(&json!({"item": {"text": text_id}}))
-                .send();
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let accept = json!({"item": {"proposal": id},
-                        "answer": {"accept": {"label": "weather", "name": "weather"}}});
-    let accepted = client
-        .post(format!("{}/api/answer", desk.url))
-        .bearer(ANN)
-        .json(&accept)
-        .send()
-        .expect("accept");
+    assert!(
+        skip_to_proposal(&client, &desk.url, ANN, &id, Duration::from_secs(60)),
+        "the desk never showed {id}:\n{}",
+        std::fs::read_to_string(&desk.log).unwrap_or_default()
+    );
+    let accepted = accept_proposal(&client, &desk.url, ANN, (&id, "weather", "weather"));
     assert_eq!(accepted.status().as_u16(), 202, "{}", accepted.body);
     // Published after the desk's undo window, then applied by the service as a round.
     service.wait_for_log_count("label event applied", 2);

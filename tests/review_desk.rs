@@ -15,18 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::desk::{
-    prediction, publish_privacy_proposal, publish_waiting, reqwest::blocking_client, text,
-    DeskProcess, ANN, BOB,
+    accept_proposal, prediction, publish_privacy_proposal, publish_waiting,
+    reqwest::blocking_client, skip_to_proposal, text, DeskProcess, ANN, BOB,
 };
 use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
 
 /// The `correct` events on the labels topic, by text id (every one, repeats kept).
 fn corrections(records: &[Record]) -> BTreeMap<String, Vec<Value>> {
@@ -51,7 +43,7 @@ fn a_thousand_answers_reach_the_labels_topic_exactly_once_across_a_desk_killed_m
     let dir = tempfile::tempdir().expect("dir");
     let topics = Topics::new("desk-1000");
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(publish_json(
         &topics.labels,
         &support::example("round-1.jsonl"),
@@ -213,7 +205,7 @@ fn reviewers_teach_the_running_service_from_the_page() {
     service.wait_ready();
     // Every decided prediction is an audit here, so that one surely comes.
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=1"]);
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(publish_json(
         &topics.labels,
         &support::example("round-1.jsonl"),
@@ -404,7 +396,7 @@ fn wait_for_file(path: &Path) {
 fn the_page_stays_true_answers_can_be_undone_and_a_removed_reviewer_is_told() {
     let dir = tempfile::tempdir().expect("dir");
     let topics = Topics::new("desk-true");
-    let rt = runtime();
+    let rt = support::runtime();
     rt.block_on(publish_json(
         &topics.labels,
         &support::example("round-1.jsonl"),
@@ -447,40 +439,22 @@ fn the_page_stays_true_answers_can_be_undone_and_a_removed_reviewer_is_told() {
     );
     wait_for_file(&dir.path().join("accepted.ready"));
     let client = blocking_client();
-    let started = Instant::now();
-    loop {
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "carl never got the proposal"
-        );
-        let next = client
-            .get(format!("{}/api/next", desk.url))
-            .bearer(CARL)
-            .send();
-        let Ok(next) = next else { continue };
-        let next: Value = serde_json::from_str(&next.body).unwrap_or(Value::Null);
-        let item = &next["item"];
-        if item["proposal"] == "p-privacy" {
-            break;
-        }
-        if let Some(id) = item["text_id"].as_str() {
-            let body = json!({"item": {"text": id}});
-            let _ = client
-                .post(format!("{}/api/skip", desk.url))
-                .bearer(CARL)
-                .json(&body)
-                .send();
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let accept = json!({"item": {"proposal": "p-privacy"},
-                        "answer": {"accept": {"label": "privacy", "name": "data privacy"}}});
-    let accepted = client
-        .post(format!("{}/api/answer", desk.url))
-        .bearer(CARL)
-        .json(&accept)
-        .send()
-        .expect("accept");
+    assert!(
+        skip_to_proposal(
+            &client,
+            &desk.url,
+            CARL,
+            "p-privacy",
+            Duration::from_secs(30)
+        ),
+        "carl never got the proposal"
+    );
+    let accepted = accept_proposal(
+        &client,
+        &desk.url,
+        CARL,
+        ("p-privacy", "privacy", "data privacy"),
+    );
     assert_eq!(accepted.status().as_u16(), 202, "{}", accepted.body);
     // Published after its undo window, then read back by the desk.
     let started = Instant::now();

@@ -30,7 +30,8 @@ pub struct Meaning {
     /// two texts read alike by what sets them apart from the known classes' material, not by
     /// what every text of the stream shares. Centred on the pool's own mean instead, a pool
     /// that is mostly one theme loses that theme (the service test of a theme of short queries
-    /// split it into two proposals). None without examples: the pool's own mean is used.
+    /// split it into two proposals). None without examples, or when none encoded: the pool's
+    /// own mean is used.
     pub centre: Option<Vec<f64>>,
 }
 

@@ -60,7 +60,8 @@ pub struct DiscoveryConfig {
     pub resolution: f64,
     /// A community whose centroid's cosine with an open proposal's community reaches this joins
     /// it, before the size, cohesion and explained rules (one theme a later pass cut in parts;
-    /// 1: only identical centroids; docs/design/emerging-classes.md, "One proposal per theme").
+    /// 1: only identical centroids, in effect off; docs/design/emerging-classes.md, "One
+    /// proposal per theme").
     pub merge_above: f64,
     /// How much a pooled text's meaning (the sentence encoder's vector) weighs against its
     /// words in the similarity communities are found by, from 0 (words alone) to 1 (meaning
@@ -128,9 +129,10 @@ impl DiscoveryConfig {
                 self.min_similarity
             ));
         }
-        if !(self.doubt_below.is_finite() && self.doubt_below >= 0.0) {
+        // Below 1 × uniform no top probability can fall: a setting that silently never fires.
+        if !(self.doubt_below == 0.0 || (self.doubt_below.is_finite() && self.doubt_below >= 1.0)) {
             return Err(format!(
-                "doubt_below {} (a multiple of uniform: 0 or more)",
+                "doubt_below {} (a multiple of uniform: 0 to turn it off, else 1 or more)",
                 self.doubt_below
             ));
         }
@@ -222,14 +224,17 @@ pub fn weak_score(retrieval: &Retrieval, config: &DiscoveryConfig) -> bool {
         .is_some_and(|best| best < config.max_score)
 }
 
-/// Whether the fitted probe's highest probability is below `doubt_below` × uniform; false
-/// where no probe was read.
+/// Whether the fitted probe's highest probability is below `doubt_below` × uniform, and
+/// below one half (with as few labels as `doubt_below`, the multiple of uniform would reach 1
+/// and every text would be in doubt); false where no probe was read.
 pub fn in_doubt(retrieval: &Retrieval, config: &DiscoveryConfig) -> bool {
     let active = retrieval.active_labels.max(1) as f64;
-    retrieval
-        .probe_top
-        .is_some_and(|top| top * active < config.doubt_below)
+    let below = (config.doubt_below / active).min(MAX_DOUBTED_TOP);
+    retrieval.probe_top.is_some_and(|top| top < below)
 }
+
+/// The highest top probability read as doubt, whatever the number of labels.
+const MAX_DOUBTED_TOP: f64 = 0.5;
 
 /// What a pooled text's retrieval said of it when it was classified: its best ranked score
 /// without descriptions, 0 when nothing linked it to any label, None for strategies without
@@ -294,6 +299,22 @@ mod tests {
             },
             DiscoveryConfig {
                 max_community_score: 0.0,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                doubt_below: 0.5,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                doubt_below: f64::NAN,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                merge_above: 0.0,
+                ..DiscoveryConfig::default()
+            },
+            DiscoveryConfig {
+                merge_above: 1.5,
                 ..DiscoveryConfig::default()
             },
         ] {
@@ -407,6 +428,19 @@ mod tests {
         );
         assert_eq!(
             unexplained(&probed(0.09), &decision(None), Status::Decided, &config),
+            None
+        );
+        // With three labels, 3.2 × uniform would pass 1: only a top below one half is doubt.
+        let few = |top: f64| Retrieval {
+            active_labels: 3,
+            ..probed(top)
+        };
+        assert_eq!(
+            unexplained(&few(0.45), &decision(None), Status::Decided, &config),
+            Some(Unexplained::Doubt)
+        );
+        assert_eq!(
+            unexplained(&few(0.9), &decision(None), Status::Decided, &config),
             None
         );
         let unread = DiscoveryConfig {

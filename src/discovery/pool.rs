@@ -132,7 +132,7 @@ pub fn excerpt(text: &str, chars: usize) -> String {
 }
 
 /// Pooled texts, oldest first; past the capacity the oldest go.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(from = "PoolLayout<VecDeque<PooledText>>")]
 pub struct Pool {
     texts: VecDeque<PooledText>,
@@ -140,6 +140,17 @@ pub struct Pool {
     /// Texts ever pushed: the same on every replica that applied the same log, so it can say
     /// when a community pass is due.
     pushed: u64,
+    /// What the texts hold ([`PooledText::approximate_bytes`]), kept as texts come and go: the
+    /// service reports it every tick, and summing a full pool each time would cost.
+    bytes: usize,
+}
+
+/// Two pools are equal by their texts, capacity and count: the byte count depends on how the
+/// strings were allocated (a restored text's capacity is its length), not on what they hold.
+impl PartialEq for Pool {
+    fn eq(&self, other: &Self) -> bool {
+        self.texts == other.texts && self.capacity == other.capacity && self.pushed == other.pushed
+    }
 }
 
 impl Pool {
@@ -148,6 +159,18 @@ impl Pool {
             texts: VecDeque::new(),
             capacity: capacity.max(1),
             pushed: 0,
+            bytes: 0,
+        }
+    }
+
+    /// A pool holding `texts`, its byte count summed once.
+    fn holding(texts: VecDeque<PooledText>, capacity: usize, pushed: u64) -> Self {
+        let bytes = texts.iter().map(PooledText::approximate_bytes).sum();
+        Self {
+            texts,
+            capacity,
+            pushed,
+            bytes,
         }
     }
 
@@ -158,6 +181,7 @@ impl Pool {
         if self.texts.iter().any(|pooled| pooled.id == text.id) {
             return;
         }
+        self.bytes += text.approximate_bytes();
         self.texts.push_back(text);
         self.pushed += 1;
         self.trim();
@@ -171,13 +195,15 @@ impl Pool {
 
     fn trim(&mut self) {
         while self.texts.len() > self.capacity {
-            self.texts.pop_front();
+            if let Some(gone) = self.texts.pop_front() {
+                self.bytes = self.bytes.saturating_sub(gone.approximate_bytes());
+            }
         }
     }
 
     /// The bytes the pooled texts hold, approximately ([`PooledText::approximate_bytes`]).
     pub fn approximate_bytes(&self) -> usize {
-        self.texts.iter().map(PooledText::approximate_bytes).sum()
+        self.bytes
     }
 
     /// Texts ever pushed (including those since dropped).
@@ -220,6 +246,7 @@ impl Pool {
             texts,
             capacity,
             pushed,
+            bytes: _,
         } = self;
         PoolParts {
             texts,
@@ -234,11 +261,7 @@ impl Pool {
             capacity,
             pushed,
         } = parts;
-        Self {
-            texts,
-            capacity,
-            pushed,
-        }
+        Self::holding(texts, capacity, pushed)
     }
 }
 
@@ -270,11 +293,7 @@ impl From<PoolLayout<VecDeque<PooledText>>> for Pool {
         for (text, score) in texts.iter_mut().zip(layout.arrival_scores) {
             text.arrival_score = score;
         }
-        Self {
-            texts,
-            capacity: layout.capacity,
-            pushed: layout.pushed,
-        }
+        Self::holding(texts, layout.capacity, layout.pushed)
     }
 }
 
@@ -304,6 +323,10 @@ mod tests {
         pool.push(text("c", "lava flows from the volcano"));
         assert_eq!(pool.len(), 2);
         assert_eq!(pool.approximate_bytes(), 2 * bytes);
+        let summed: usize = pool.texts().iter().map(PooledText::approximate_bytes).sum();
+        assert_eq!(pool.approximate_bytes(), summed);
+        pool.set_capacity(1);
+        assert_eq!(pool.approximate_bytes(), bytes);
     }
 
     fn pooled(id: &str) -> PooledText {

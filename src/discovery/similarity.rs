@@ -23,8 +23,8 @@ const MIN_DF_CAP: f64 = 100.0;
 /// A sparse vector over the pool's term ids.
 type Sparse = Vec<(u32, f64)>;
 
-/// One pooled text as a pass compares it: [√(1 − w) · words, √w · meaning], unit length
-/// (or empty when none of its words is in two texts and it has no meaning).
+/// One pooled text as a pass compares it: [√(1 − w) · words, √w · meaning] — unit length when
+/// both parts are there, √w with no word in two texts, empty with neither.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct TextVector {
     /// TF-IDF weights by term id, sorted by id.

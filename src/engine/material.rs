@@ -69,7 +69,11 @@ impl Retriever<'_> {
                 label: doc.label,
                 terms: doc.terms.clone(),
                 // An example's text: what discovery centres the pooled texts' meaning on.
-                text: doc.text.clone().filter(|_| doc.kind == DocKind::Example),
+                text: doc
+                    .text
+                    .as_ref()
+                    .filter(|_| doc.kind == DocKind::Example)
+                    .cloned(),
             })
             .collect();
         LabelMaterial {

@@ -422,7 +422,6 @@ fn logit(weights: &[f64], features: &Features<'_>, dim: usize) -> f64 {
     z
 }
 
-/// `z` replaced by its softmax, in place (entries of −∞ read 0; all −∞: all 0).
 /// Divides probabilities by the highest (the best reads 1) and returns that highest: how
 /// firmly the fit names its best class, which discovery reads as doubt when it is low. None
 /// when no class was open.
@@ -434,6 +433,7 @@ pub(super) fn to_relative(belief: &mut [f64]) -> Option<f64> {
     (top > 0.0).then_some(top)
 }
 
+/// `z` replaced by its softmax, in place (entries of −∞ read 0; all −∞: all 0).
 fn softmax(z: &mut [f64]) {
     let max = z.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !max.is_finite() {

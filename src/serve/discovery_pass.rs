@@ -1,5 +1,6 @@
-//! One community pass of `gorag serve`, in a task of its own (never on the loop): communities
-//! over a copy of the pool, reconciled with what the proposals topic already holds, an LLM
+//! One community pass of `gorag serve`, in a task of its own (never on the loop): the proposals
+//! topic read first (the open proposals' members anchor their themes' parts), communities
+//! over a copy of the pool, reconciled with what the topic held, an LLM
 //! report for each new proposal, then the proposal events published keyed by proposal id.
 //!
 //! Every replica holds the same pool at the same changelog position, so the pass runs only on
@@ -166,8 +167,8 @@ pub async fn run(
     })
 }
 
-/// Each pooled text's open proposal (numbered in the order of the published ones), where it
-/// is a member of one: a later pass joins the parts of that theme to it.
+/// Each pooled text's open proposal (numbered in proposal-id order; a text in two goes to the
+/// first), where it is a member of one: the pass joins the parts of that theme to it.
 fn open_proposal_of(
     texts: &[PooledText],
     published: &std::collections::BTreeMap<String, ProposalEvent>,

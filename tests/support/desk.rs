@@ -160,6 +160,57 @@ impl Drop for DeskProcess {
     }
 }
 
+/// Ask the desk for `token`'s next item until it is proposal `id`, skipping the texts served
+/// before it; false when `limit` passes first.
+pub fn skip_to_proposal(
+    client: &reqwest::Blocking,
+    url: &str,
+    token: &str,
+    id: &str,
+    limit: Duration,
+) -> bool {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        let next = client.get(format!("{url}/api/next")).bearer(token).send();
+        let item = next
+            .ok()
+            .and_then(|n| serde_json::from_str::<serde_json::Value>(&n.body).ok())
+            .map(|n| n["item"].clone())
+            .unwrap_or_default();
+        if item["proposal"] == id {
+            return true;
+        }
+        if let Some(text_id) = item["text_id"].as_str() {
+            let skip = serde_json::json!({"item": {"text": text_id}});
+            let _ = client
+                .post(format!("{url}/api/skip"))
+                .bearer(token)
+                .json(&skip)
+                .send();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// `token` accepts proposal `id` as label `label`, named `name`; the desk's answer (202 once
+/// taken; published after the undo window).
+pub fn accept_proposal(
+    client: &reqwest::Blocking,
+    url: &str,
+    token: &str,
+    (id, label, name): (&str, &str, &str),
+) -> reqwest::Answer {
+    let accept = serde_json::json!({"item": {"proposal": id},
+                                    "answer": {"accept": {"label": label, "name": name}}});
+    client
+        .post(format!("{url}/api/answer"))
+        .bearer(token)
+        .json(&accept)
+        .send()
+        .expect("accept")
+}
+
 /// A tiny blocking HTTP client (reqwest's async one, driven on a runtime of its own).
 pub mod reqwest {
     pub use ::reqwest::*;

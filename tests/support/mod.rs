@@ -164,3 +164,13 @@ pub fn dashboard_metric_families() -> std::collections::BTreeSet<String> {
     }
     queried
 }
+
+/// A runtime for a test that is not async itself (the blocking desk client runs its own).
+#[allow(dead_code)] // each test binary uses its own subset
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}

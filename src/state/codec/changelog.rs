@@ -11,7 +11,8 @@
 //! audited corrections (`Update::Audit`), version 8 the `over_limit` rejection reason (a label
 //! event past a bound, `crate::bounds`), version 9 corrections to none of the labels
 //! (`Update::CorrectNone`, `Update::AuditNone`), the `no_match` pooling reason and learn records
-//! of texts that matched no label (an empty label). An older build cannot read what this one writes:
+//! of texts that matched no label (an empty label), version 10 the `doubt` pooling reason. An
+//! older build cannot read what this one writes:
 //! upgrade every replica together.
 
 use serde::Deserialize;

@@ -8,7 +8,8 @@
 //! version), instead of silently changing the bytes. Postcard writes structs by position and
 //! enum variants by place, so:
 //!
-//! - a wire type of a version that has been written is **never changed** (nor renamed: the
+//! - a wire type of a version that has been written is **never changed** but for a variant
+//!   appended, which the versions then share (nor renamed: the
 //!   layout files of `tests/fixtures/formats/` name them); a new layout is new types, named for
 //!   their version (`SnapshotV3`, `RecordV9`), with a conversion from the previous version's;
 //! - a place that no version this build reads still uses stays as a unit variant

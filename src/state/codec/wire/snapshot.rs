@@ -1,7 +1,8 @@
 //! The snapshot's layouts, by version: [`VersionedSnapshot`]: 2 (bare postcard, told apart by
 //! the store's `format` key alone), 3 (inside the envelope of `envelope.rs`, which carries the
-//! version itself; store format 3 brought it) and 4 (version 3's layout, then the probe's fitted
-//! weight; within store format 3).
+//! version itself; store format 3 brought it), 4 (version 3's layout, then the probe's fitted
+//! weight; within store format 3) and 5 (version 4's layout, the `doubt` pooling reason
+//! appended to a leaf).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,6 +1,8 @@
-//! [`Update`] as changelog versions 5 to 9 write it (inside a label event's outcome) and the
+//! [`Update`] as changelog versions 5 to 10 write it (inside a label event's outcome) and the
 //! store logs it: one layout for both, so a change here is a new changelog version and a new
-//! store format.
+//! store format — except a variant appended to a leaf, which versions 6 to 10 did within store
+//! format 3 (an older build then fails on the logged update rather than on the format number:
+//! docs/limits.md).
 
 use serde::{Deserialize, Serialize};
 
