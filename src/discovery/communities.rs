@@ -161,13 +161,9 @@ fn join_open(
     groups.iter_mut().for_each(|g| g.sort_unstable());
     groups.sort_by(|a, b| b.len().cmp(&a.len()).then(a.first().cmp(&b.first())));
     // Each open proposal's anchor: the group with most of its pooled members (the first of a
-    // tie), and only if it holds at least half of them — the rule by which a pass recognises a
-    // proposal in a community (`reconcile`): a large group holding a few would take in
-    // everything alike it.
-    let mut pooled: BTreeMap<u32, usize> = BTreeMap::new();
-    for proposal in open.iter().flatten() {
-        *pooled.entry(*proposal).or_default() += 1;
-    }
+    // tie), even under half of them — a theme cut in three may leave no part with half, and the
+    // pass then keeps the proposal's id in one part anyway (`reconcile`: its oldest member's).
+    // A join still needs the part to be `merge_above` alike the anchor.
     let mut held: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
     for (g, group) in groups.iter().enumerate() {
         let mut here: BTreeMap<u32, usize> = BTreeMap::new();
@@ -181,11 +177,7 @@ fn join_open(
             }
         }
     }
-    let anchors: BTreeSet<usize> = held
-        .iter()
-        .filter(|(proposal, &(_, count))| 2 * count >= pooled.get(proposal).copied().unwrap_or(0))
-        .map(|(_, &(g, _))| g)
-        .collect();
+    let anchors: BTreeSet<usize> = held.values().map(|&(g, _)| g).collect();
     if anchors.is_empty() {
         return groups;
     }
