@@ -97,7 +97,7 @@ fn short_pass(c: &mut Criterion) {
         let (texts, vectors) = short_pool(size);
         let meaning = Meaning {
             vectors,
-            centre: None,
+            ..Meaning::default()
         };
         let refs: Vec<&PooledText> = texts.iter().collect();
         group.bench_with_input(BenchmarkId::from_parameter(size), &refs, |b, refs| {

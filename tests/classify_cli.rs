@@ -385,7 +385,7 @@ fn a_text_no_label_explains_has_an_empty_label_and_status_no_match() {
         serde_json::from_str(stdout.lines().next().expect("a line")).expect("JSON");
     assert!(first["label"].is_null(), "{first}");
     assert_eq!(first["status"], "no_match");
-    assert_eq!(first["version"], 3);
+    assert_eq!(first["version"], 4);
 }
 
 #[test]

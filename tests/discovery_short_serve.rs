@@ -1,8 +1,10 @@
 //! A theme of short queries that no class covers, end to end against the real broker and the
 //! service's sentence encoder (potion-base-8M, which scripts/test.sh fetches): the queries
 //! share few words, so only their meaning groups them. The theme is proposed once, the proposal
-//! grows under its id as more of its queries arrive, the review desk shows it, and a reviewer's
-//! accept there becomes a round the service applies.
+//! grows under its id as more of its queries arrive — which, while it is open, are held for
+//! review with the proposal named rather than decided into a known label — the review desk
+//! offers it for such a text, and a reviewer's accept there becomes a round the service
+//! applies, with the text placed in it among its examples.
 
 #[allow(dead_code)] // this binary uses some of the helpers only
 mod support;
@@ -12,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use support::desk::reqwest::blocking_client;
-use support::desk::{accept_proposal, skip_to_proposal, DeskProcess, ANN};
+use support::desk::{accept_proposal, skip_to_proposal, DeskProcess, ANN, BOB};
 use support::kafka::{publish_json, read_until, Record, Service, Topics};
 
 /// Questions about the weather, in few and mostly different words.
@@ -112,7 +114,9 @@ fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk()
         first[0]
     );
 
-    // Eight more: the same proposal grows under its id, and no second one is opened.
+    // Eight more: the same proposal grows under its id, and no second one is opened. The
+    // service holds them for the proposal once its pass is collected (on the next tick).
+    std::thread::sleep(Duration::from_secs(3));
     rt.block_on(publish_json(&topics.texts, &weather(10..18)));
     let records = read_until(&topics.proposals, Duration::from_secs(90), |r| {
         weather_proposals(r)
@@ -134,9 +138,50 @@ fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk()
     let ids: BTreeSet<&str> = all.iter().filter_map(|p| p["proposal"].as_str()).collect();
     assert_eq!(ids.len(), 1, "one theme, one proposal: {all:?}");
 
-    // The desk shows it; a reviewer accepts it there.
+    // While it was open, most of them were held for it: needs review, the proposal named.
+    let later_ids: Vec<String> = (10..18).map(|i| format!("weather-{i}")).collect();
+    let predictions = read_until(&topics.predictions, Duration::from_secs(60), |records| {
+        records
+            .iter()
+            .filter(|r| {
+                later_ids
+                    .iter()
+                    .any(|id| r.json()["text_id"] == id.as_str())
+            })
+            .count()
+            >= later_ids.len()
+    });
+    let held: Vec<Value> = predictions
+        .iter()
+        .map(Record::json)
+        .filter(|p| later_ids.iter().any(|id| p["text_id"] == id.as_str()))
+        .filter(|p| p["proposal"]["id"] == id.as_str())
+        .collect();
+    assert!(
+        held.len() >= 4 && held.iter().all(|p| p["status"] == "needs_review"),
+        "held for {id}: {held:?}
+{}",
+        service.log_text()
+    );
+
+    // On the desk, a reviewer places one of them in the proposal…
     let desk = DeskProcess::start(dir.path(), &topics, &["review.audit_share=0"]);
     let client = blocking_client();
+    let placed =
+        place_a_text_in(&client, &desk.url, &id, Duration::from_secs(60)).unwrap_or_else(|| {
+            panic!(
+                "the desk offered no text with {id}:
+{}",
+                std::fs::read_to_string(&desk.log).unwrap_or_default()
+            )
+        });
+    // …published after the undo window, and read back by the desk before the accept.
+    read_until(&topics.labels, Duration::from_secs(30), |records| {
+        records.iter().any(|r| r.json()["proposal"] == id.as_str())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Another accepts it.
     assert!(
         skip_to_proposal(&client, &desk.url, ANN, &id, Duration::from_secs(60)),
         "the desk never showed {id}:\n{}",
@@ -144,8 +189,25 @@ fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk()
     );
     let accepted = accept_proposal(&client, &desk.url, ANN, (&id, "weather", "weather"));
     assert_eq!(accepted.status().as_u16(), 202, "{}", accepted.body);
-    // Published after the desk's undo window, then applied by the service as a round.
-    service.wait_for_log_count("label event applied", 2);
+    // Published after the desk's undo window, then applied by the service as a round (the
+    // placed text's correction was the second label event), with the placed text first among
+    // its examples.
+    service.wait_for_log_count("label event applied", 3);
+    let labels_topic = read_until(&topics.labels, Duration::from_secs(30), |records| {
+        records
+            .iter()
+            .any(|r| r.json()["round"] == format!("accept-{id}"))
+    });
+    let round = labels_topic
+        .iter()
+        .map(Record::json)
+        .find(|r| r["round"] == format!("accept-{id}"))
+        .expect("the accepting round");
+    assert_eq!(
+        round["labels"][0]["examples"][0],
+        placed.as_str(),
+        "{round}"
+    );
 
     let later = weather(18..20);
     rt.block_on(publish_json(&topics.texts, &later));
@@ -172,4 +234,48 @@ fn a_theme_of_short_queries_is_proposed_once_grows_and_is_accepted_on_the_desk()
         "{labels:?}"
     );
     service.stop();
+}
+
+/// As BOB, skip what the desk serves until a text held for proposal `id`, and place it there;
+/// the placed text, or None when `limit` passes first.
+fn place_a_text_in(
+    client: &support::desk::reqwest::Blocking,
+    url: &str,
+    id: &str,
+    limit: Duration,
+) -> Option<String> {
+    let started = std::time::Instant::now();
+    while started.elapsed() < limit {
+        let next = client.get(format!("{url}/api/next")).bearer(BOB).send();
+        let item = next
+            .ok()
+            .and_then(|n| serde_json::from_str::<Value>(&n.body).ok())
+            .map(|n| n["item"].clone())
+            .unwrap_or_default();
+        let reference = match (item["text_id"].as_str(), item["proposal"].as_str()) {
+            (Some(text_id), _) if item["proposal"]["id"] == id => {
+                let answer = json!({"item": {"text": text_id}, "answer": {"proposal": id}});
+                let taken = client
+                    .post(format!("{url}/api/answer"))
+                    .bearer(BOB)
+                    .json(&answer)
+                    .send()
+                    .expect("answer");
+                assert_eq!(taken.status().as_u16(), 202, "{}", taken.body);
+                return item["text"].as_str().map(str::to_string);
+            }
+            (Some(text_id), _) => json!({"text": text_id}),
+            (None, Some(proposal)) => json!({"proposal": proposal}),
+            (None, None) => {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+        };
+        let _ = client
+            .post(format!("{url}/api/skip"))
+            .bearer(BOB)
+            .json(&json!({ "item": reference }))
+            .send();
+    }
+    None
 }

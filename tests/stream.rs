@@ -693,7 +693,7 @@ fn predictions_carry_confidence_and_what_no_class_covers_needs_review() {
     let predictions = by_text_id(&predictions);
     assert_eq!(predictions.len(), texts.len(), "{}", service.log_text());
     for (id, p) in &predictions {
-        assert_eq!(p["version"], 3, "{id}: {p}");
+        assert_eq!(p["version"], 4, "{id}: {p}");
         let confidence = p["confidence"].as_f64().expect("a confidence");
         assert!((0.0..=1.0).contains(&confidence), "{id}: {p}");
         // A text with no match has no label, whatever its best candidate's confidence.

@@ -75,6 +75,7 @@ impl Correction {
             text: self.text.clone(),
             audit: self.audit,
             reviewer: None,
+            proposal: None,
         }
     }
 }
@@ -250,6 +251,7 @@ impl Session {
             model: self.model.as_deref(),
             latency,
             position: &position,
+            held: None,
         };
         Ok(prediction_event(self.state.engine(), &classification))
     }

@@ -72,6 +72,7 @@ pub async fn correct(args: CorrectArgs) -> Result<()> {
         text: args.text,
         audit: args.audit,
         reviewer: None,
+        proposal: None,
     };
     let payload = serde_json::to_vec(&event)?;
     send(

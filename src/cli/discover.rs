@@ -54,6 +54,10 @@ pub struct DiscoverArgs {
     /// Discovery: weakest similarity that makes an edge.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().min_similarity)]
     pub discover_min_similarity: f64,
+    /// Discovery: hold texts that read like an open proposal for review (a pass halfway through
+    /// the stream opens proposals for the second half).
+    #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().hold_open, action = clap::ArgAction::Set)]
+    pub discover_hold_open: bool,
     /// Discovery: pool a text whose LLM answer named no known label, whatever its score.
     #[arg(help_heading = "Discovery (tuning)", long, default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
     pub discover_pool_unknown_label: bool,
@@ -79,6 +83,7 @@ impl DiscoverArgs {
             meaning_weight_short: self.discover_meaning_weight_short,
             neighbours: self.discover_neighbours,
             min_similarity: self.discover_min_similarity,
+            hold_open: self.discover_hold_open,
             pool_unknown_label: self.discover_pool_unknown_label,
             pool_needs_review: self.discover_pool_needs_review,
             pool_no_match: self.discover_pool_no_match,

@@ -33,6 +33,9 @@ pub struct Meaning {
     /// split it into two proposals). None without examples, or when none encoded: the pool's
     /// own mean is used.
     pub centre: Option<Vec<f64>>,
+    /// Each active label's examples' mean vector (uncentred), in label order: what a text held
+    /// for an open proposal must read closer to the proposal than to (`hold`).
+    pub labels: Vec<Vec<f64>>,
 }
 
 /// The texts' sentence vectors, and their centre from the active labels' examples in
@@ -42,6 +45,30 @@ pub fn meaning_of(
     encoder: Option<&Arc<dyn TextEncoder>>,
     config: &DiscoveryConfig,
     material: &LabelMaterial,
+) -> Meaning {
+    encoded(texts, encoder, material, |text| {
+        weight_of(text, config, material) > 0.0
+    })
+}
+
+/// Every text's sentence vector, whatever its meaning weighs in a pass, with the same centre
+/// and the labels' means: what holding texts for open proposals compares by
+/// ([`super::Holding`]), for long texts as for short.
+pub fn meaning_for_holding(
+    texts: &[&PooledText],
+    encoder: Option<&Arc<dyn TextEncoder>>,
+    material: &LabelMaterial,
+) -> Meaning {
+    encoded(texts, encoder, material, |_| true)
+}
+
+/// The vectors of the texts `wanted` picks (None for the others), the centre and the labels'
+/// means.
+fn encoded(
+    texts: &[&PooledText],
+    encoder: Option<&Arc<dyn TextEncoder>>,
+    material: &LabelMaterial,
+    wanted: impl Fn(&PooledText) -> bool,
 ) -> Meaning {
     let Some(encoder) = encoder else {
         return Meaning::default();
@@ -55,22 +82,25 @@ pub fn meaning_of(
     };
     let vectors: Vec<Option<Vec<f32>>> = texts
         .iter()
-        .map(|text| {
-            (weight_of(text, config, material) > 0.0)
-                .then(|| encode(&text.excerpt))
-                .flatten()
-        })
+        .map(|text| wanted(text).then(|| encode(&text.excerpt)).flatten())
         .collect();
     if vectors.iter().all(Option::is_none) {
         return Meaning {
             vectors,
-            centre: None,
+            ..Meaning::default()
         };
     }
-    let examples: Vec<Vec<f32>> = material.example_texts().filter_map(encode).collect();
+    let mut by_label: std::collections::BTreeMap<usize, Vec<Vec<f32>>> = Default::default();
+    for (label, text) in material.labelled_examples() {
+        if let Some(vector) = encode(text) {
+            by_label.entry(label).or_default().push(vector);
+        }
+    }
+    let examples: Vec<Vec<f32>> = by_label.values().flatten().cloned().collect();
     Meaning {
         vectors,
         centre: mean(&examples),
+        labels: by_label.values().filter_map(|v| mean(v)).collect(),
     }
 }
 

@@ -8,6 +8,7 @@
 //! the pool into proposals. The stream and the eval decide when to run a pass.
 
 pub mod communities;
+pub mod hold;
 pub mod label_map;
 pub mod map_html;
 pub mod meaning;
@@ -23,6 +24,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Decision, Retrieval, Status};
 
 pub use communities::Community;
+pub use hold::{Held, Holding, OpenProposal};
 pub use meaning::{meaning_of, Meaning};
 pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
@@ -69,6 +71,11 @@ pub struct DiscoveryConfig {
     pub meaning_weight: f64,
     /// …and in a short text (`engine.ranking.short_text_terms`).
     pub meaning_weight_short: f64,
+    /// While a proposal is open, a text that reads like its members (in meaning) and not like
+    /// any active label is held for review: `needs_review` with the proposal named, learned
+    /// under no label, pooled (docs/design/emerging-classes.md, "Texts held for an open
+    /// proposal"). Needs a sentence encoder.
+    pub hold_open: bool,
     /// Pool a text whose LLM answer named no known label (`unknown_label`), whatever its
     /// retrieval score.
     pub pool_unknown_label: bool,
@@ -98,6 +105,7 @@ impl Default for DiscoveryConfig {
             merge_above: 0.4,
             meaning_weight: 0.0,
             meaning_weight_short: 0.8,
+            hold_open: true,
             pool_unknown_label: true,
             pool_needs_review: false,
             pool_no_match: true,

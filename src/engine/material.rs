@@ -27,11 +27,19 @@ impl LabelMaterial {
 
     /// The active labels' examples' texts (clipped as the index keeps them).
     pub fn example_texts(&self) -> impl Iterator<Item = &str> + '_ {
+        self.labelled_examples().map(|(_, text)| text)
+    }
+
+    /// The same, each with its label's position (an example's label, told apart from the
+    /// others', without naming it).
+    pub fn labelled_examples(&self) -> impl Iterator<Item = (usize, &str)> + '_ {
         self.index.documents().alive().filter_map(|doc| {
-            let active = self.active.get(doc.label.index()).copied() == Some(true);
+            let label = doc.label.index();
+            let active = self.active.get(label).copied() == Some(true);
             doc.text
                 .as_deref()
                 .filter(|_| active && doc.kind == DocKind::Example)
+                .map(|text| (label, text))
         })
     }
 

@@ -17,6 +17,23 @@ pub struct Verdict {
     pub learn_as: String,
 }
 
+impl Verdict {
+    /// The same text held for a person however it was decided (the shell's reason: it reads
+    /// like an open proposal, a class not yet among the labels): published as needing review,
+    /// and learned under none, so no known label learns a text that may be another class's.
+    /// A text that matched nothing stays so.
+    pub fn held_for_review(self) -> Self {
+        match self.status {
+            Status::NoMatch => self,
+            Status::Decided | Status::NeedsReview => Self {
+                status: Status::NeedsReview,
+                confident: false,
+                learn_as: NO_LABEL.to_string(),
+            },
+        }
+    }
+}
+
 impl Decisions<'_> {
     /// What `decision` (of a text retrieved as `retrieval`) comes to.
     pub fn verdict(&self, retrieval: &Retrieval, decision: &Decision) -> Verdict {

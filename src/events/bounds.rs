@@ -43,10 +43,21 @@ pub fn label_event(event: &LabelEvent, bounds: &Bounds) -> Result<(), Rejection>
             label,
             text,
             reviewer,
+            proposal,
             ..
         } => {
             if let Some(label) = label {
                 label_id(label, bounds)?;
+            }
+            if let Some(over) = proposal.as_deref().and_then(|id| {
+                over_bytes(
+                    "the proposal id",
+                    id,
+                    bounds.label_id_bytes,
+                    keys::LABEL_ID_BYTES,
+                )
+            }) {
+                return Err(Rejection::over_limit(over));
             }
             if let Some(over) = reviewer.as_deref().and_then(|name| {
                 over_bytes("the reviewer", name, bounds.name_bytes, keys::NAME_BYTES)
@@ -275,6 +286,7 @@ mod tests {
             text: text.into(),
             audit: false,
             reviewer: None,
+            proposal: None,
         };
         let cases = [
             (add("too-long-label", vec![]), keys::LABEL_ID_BYTES),

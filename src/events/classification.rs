@@ -3,8 +3,8 @@
 //! way by `gorag serve` and `gorag classify`.
 
 use super::{
-    HallucinationReport, InputPosition, Prediction, PredictionStatus, Rationale, StageLatency,
-    TextEvent, EVENT_VERSION, PREDICTION_VERSION,
+    HallucinationReport, InputPosition, Prediction, PredictionStatus, ProposalCandidate, Rationale,
+    StageLatency, TextEvent, EVENT_VERSION, PREDICTION_VERSION,
 };
 use crate::engine::{Analysis, Decision, Engine, Retrieval, Verdict};
 
@@ -23,6 +23,8 @@ pub struct Classification<'a> {
     pub model: Option<&'a str>,
     pub latency: StageLatency,
     pub position: &'a InputPosition,
+    /// The open proposal the text was held for (its verdict already says so).
+    pub held: Option<ProposalCandidate>,
 }
 
 pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
@@ -55,6 +57,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
         status,
         llm_asked: c.llm_asked,
         llm_changed: c.llm_changed,
+        proposal: c.held.clone(),
         keywords: c
             .analysis
             .keywords

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::{
     LabelEvent, TextEvent, EVENT_VERSION, LABEL_EVENT_VERSION, NONE_OF_THESE_VERSION,
-    REVIEWER_VERSION,
+    PROPOSAL_VOTE_VERSION, REVIEWER_VERSION,
 };
 use crate::bounds::{error_text, excerpt, keys, over_bytes, Bounds};
 
@@ -209,9 +209,23 @@ fn check_label_version(event: &LabelEvent) -> Result<(), Rejection> {
     if let LabelEvent::Correct {
         none_of_these,
         reviewer,
+        proposal,
         ..
     } = event
     {
+        if proposal.is_some() && version < PROPOSAL_VOTE_VERSION {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "`proposal` needs \"version\": 4 (an older build would refuse the field)",
+            ));
+        }
+        if proposal.is_some() && !*none_of_these {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "`proposal` goes with `none_of_these`: a text placed in a proposal fits no \
+                 active label",
+            ));
+        }
         if *none_of_these && version < NONE_OF_THESE_VERSION {
             return Err(Rejection::new(
                 Reason::InvalidEvent,
@@ -337,9 +351,28 @@ mod tests {
             Reason::InvalidEvent
         );
         assert_eq!(
-            reason_of_label(br#"{"type":"retire_label","label":"a","version":4}"#),
+            reason_of_label(br#"{"type":"retire_label","label":"a","version":5}"#),
             Reason::UnsupportedVersion
         );
+        // A text placed in a proposal: version 4, and only as none of the labels.
+        let placed = |version: u32, none: bool| {
+            let label = if none { "" } else { r#","label":"a""# };
+            format!(
+                r#"{{"type":"correct","version":{version},"text_id":"t","none_of_these":{none},"text":"x","proposal":"p-1"{label}}}"#
+            )
+        };
+        assert_eq!(
+            reason_of_label(placed(3, true).as_bytes()),
+            Reason::InvalidEvent
+        );
+        assert_eq!(
+            reason_of_label(placed(4, false).as_bytes()),
+            Reason::InvalidEvent
+        );
+        assert!(matches!(
+            label_event(placed(4, true).as_bytes()),
+            Ok(LabelEvent::Correct { proposal: Some(p), .. }) if p == "p-1"
+        ));
         // A correction to none of the labels needs version 2, the first that has it.
         assert_eq!(
             reason_of_label(br#"{"type":"correct","text_id":"t","none_of_these":true,"text":"x"}"#),

@@ -28,20 +28,24 @@ pub const EVENT_VERSION: u32 = 1;
 /// correction to none of the labels (`correct` with `none_of_these`); `gorag correct --none`
 /// writes it, so that an older build refuses it as `unsupported_version` rather than a field
 /// it does not know. Version 3 added who gave a correction (`reviewer`), which the review desk
-/// writes.
-pub const LABEL_EVENT_VERSION: u32 = 3;
+/// writes. Version 4 added the open proposal a text was placed in (`proposal`, with
+/// `none_of_these`), which the review desk writes.
+pub const LABEL_EVENT_VERSION: u32 = 4;
 
 /// The first label event version with `none_of_these`.
 pub const NONE_OF_THESE_VERSION: u32 = 2;
 /// The first label event version with `reviewer`.
 pub const REVIEWER_VERSION: u32 = 3;
+/// The first label event version with `proposal`.
+pub const PROPOSAL_VOTE_VERSION: u32 = 4;
 
 /// The version of the prediction events this build writes. Version 2 added `confidence`,
 /// `status`, `llm_asked`, `llm_changed` and `rationale`, all optional to a reader: a consumer of
 /// version 1 reads version 2 unchanged. Version 3 added the status `no_match`, whose `label`
 /// and `label_name` are null: a consumer of version 2 that requires a label must accept null
-/// (schemas/README.md).
-pub const PREDICTION_VERSION: u32 = 3;
+/// (schemas/README.md). Version 4 added `proposal`, optional: a consumer of version 3 reads
+/// version 4 unchanged.
+pub const PREDICTION_VERSION: u32 = 4;
 
 fn version_one() -> u32 {
     EVENT_VERSION
@@ -98,6 +102,11 @@ pub enum LabelEvent {
         /// the engine learns the same from any reviewer.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reviewer: Option<String>,
+        /// With `none_of_these`: the open proposal the text belongs to (version 4), a vote for
+        /// that class. The service applies it as `none_of_these`; the review desk keeps it, and
+        /// accepting the proposal makes the text one of the new label's examples.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proposal: Option<String>,
     },
 }
 
@@ -227,6 +236,12 @@ pub struct Prediction {
     /// (version 2; absent for the strategies without scores and texts with no evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rationale: Option<Rationale>,
+    /// An open proposal — a class discovery found that an operator has not decided yet — the
+    /// text reads like (version 4). The text is then `needs_review` however confident its
+    /// label, and no known label learns it: a reviewer may place it in the proposal
+    /// (docs/design/emerging-classes.md, "Texts held for an open proposal").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposal: Option<ProposalCandidate>,
     /// The text's keywords, best first.
     pub keywords: Vec<String>,
     /// True when the LLM answered outside the candidates or with no known label.
@@ -251,6 +266,17 @@ pub struct Prediction {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<serde_json::Value>,
     pub input: InputPosition,
+}
+
+/// The open proposal a text was held for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProposalCandidate {
+    /// The proposal's id (proposals topic).
+    pub id: String,
+    /// Its name as last published.
+    pub name: String,
+    /// The text's cosine, in meaning, with the proposal's members' mean (centred).
+    pub similarity: f64,
 }
 
 /// Whether a prediction can be acted on.

@@ -11,7 +11,9 @@ use super::queue::{self, AnswerError, Item, ItemKey, ItemKind, Millis, Offered, 
 use super::tally::Tally;
 pub use super::view::{CandidateView, ItemView, SHOWN_CANDIDATES};
 use crate::events::proposal::{self, ProposalEvent, ProposalStatus};
-use crate::events::{LabelEvent, Prediction, PredictionStatus, TextEvent, REVIEWER_VERSION};
+use crate::events::{
+    LabelEvent, Prediction, PredictionStatus, TextEvent, PROPOSAL_VOTE_VERSION, REVIEWER_VERSION,
+};
 
 /// An event read from one of the desk's topics, decoded at once.
 #[derive(Debug, Clone)]
@@ -45,6 +47,9 @@ pub enum Answer {
     Label(String),
     /// No active label fits the text.
     NoneOfThese,
+    /// The text belongs to this open proposal: it fits no active label, and counts for the
+    /// proposed class (accepting the proposal makes it one of the new label's examples).
+    Proposal(String),
     /// The proposal becomes a label with this id, name and description.
     Accept {
         label: String,
@@ -87,6 +92,8 @@ pub enum DeskError {
     RoundSent(String),
     #[error("the service would refuse this: {0}")]
     Refused(String),
+    #[error("proposal {0:?} is not open (accepted, rejected or withdrawn since)")]
+    NotOpen(String),
     #[error("this answer does not fit this item ({0})")]
     Mismatch(&'static str),
     #[error(transparent)]
@@ -116,8 +123,15 @@ pub struct Desk {
     waiting: BoundedMap<Prediction>,
     /// The current record of each proposal (decision over open, highest revision).
     proposals: HashMap<String, ProposalEvent>,
+    /// The texts reviewers placed in each proposal, oldest first, at most
+    /// [`MAX_VOTED_EXAMPLES`] each.
+    votes: HashMap<String, Vec<String>>,
     tally: Tally,
 }
+
+/// Texts placed in one proposal that accepting it adds to the new label's examples, at most
+/// (the service's bounds on a round's examples still apply).
+pub const MAX_VOTED_EXAMPLES: usize = 20;
 
 impl Desk {
     pub fn new(settings: DeskSettings) -> Self {
@@ -129,6 +143,7 @@ impl Desk {
             labels: BTreeMap::new(),
             rounds: BTreeMap::new(),
             proposals: HashMap::new(),
+            votes: HashMap::new(),
             tally: Tally::default(),
         }
     }
@@ -164,7 +179,18 @@ impl Desk {
                     view.active = false;
                 }
             }
-            LabelEvent::Correct { text_id, .. } => {
+            LabelEvent::Correct {
+                text_id,
+                proposal,
+                text,
+                ..
+            } => {
+                if let Some(proposal) = proposal {
+                    let votes = self.votes.entry(proposal).or_default();
+                    if votes.len() < MAX_VOTED_EXAMPLES && !votes.contains(&text) {
+                        votes.push(text);
+                    }
+                }
                 let key = ItemKey::Text(text_id);
                 self.waiting.remove(&key);
                 self.queue.answered(&key);
@@ -257,7 +283,7 @@ impl Desk {
     /// The item `reviewer` should answer now (claimed for them), as the page shows it.
     pub fn next_for(&mut self, reviewer: &Reviewer, now: Millis) -> Option<ItemView> {
         let item = self.queue.next_for(reviewer, now)?.clone();
-        Some(ItemView::of(&item, &self.labels))
+        Some(ItemView::of(&item, &self.labels, &self.proposals))
     }
 
     /// `reviewer`'s answer to `key`: the events to publish. The item leaves the queue; once
@@ -283,20 +309,26 @@ impl Desk {
         let publish = match (&item.body, proposal_events) {
             (_, Some(events)) => events,
             (Body::Text(text), None) => {
-                let label = match answer {
-                    Answer::Label(label) => Some(label),
-                    _ => None,
+                let (label, proposal) = match answer {
+                    Answer::Label(label) => (Some(label), None),
+                    Answer::Proposal(proposal) => (None, Some(proposal)),
+                    _ => (None, None),
                 };
                 vec![Publish::Label {
                     key: text.prediction.text_id.clone(),
                     event: LabelEvent::Correct {
-                        version: REVIEWER_VERSION,
+                        version: if proposal.is_some() {
+                            PROPOSAL_VOTE_VERSION
+                        } else {
+                            REVIEWER_VERSION
+                        },
                         text_id: text.prediction.text_id.clone(),
                         none_of_these: label.is_none(),
                         label,
                         text: text.text.clone(),
                         audit: item.kind == ItemKind::Audit,
                         reviewer: Some(reviewer.0.clone()),
+                        proposal,
                     },
                 }]
             }
@@ -311,10 +343,19 @@ impl Desk {
             Answer::Label(label) if self.labels.get(label).is_some_and(|l| l.active) => Ok(()),
             Answer::Label(label) => Err(DeskError::UnknownLabel(label.clone())),
             Answer::NoneOfThese => Ok(()),
+            Answer::Proposal(id) if self.is_open(id) => Ok(()),
+            Answer::Proposal(id) => Err(DeskError::NotOpen(id.clone())),
             Answer::Accept { .. } | Answer::Reject => {
                 Err(DeskError::Mismatch("a text takes a label"))
             }
         }
+    }
+
+    /// Whether proposal `id` is open, as the proposals topic last said.
+    fn is_open(&self, id: &str) -> bool {
+        self.proposals
+            .get(id)
+            .is_some_and(|p| p.status == ProposalStatus::Open)
     }
 
     /// The events accepting or rejecting proposal `id` publishes, checked as the service will
@@ -325,6 +366,7 @@ impl Desk {
             .get(id)
             .filter(|p| p.status == ProposalStatus::Open)
             .ok_or(DeskError::Queue(AnswerError::Unknown))?;
+        let voted = self.votes.get(id).map(Vec::as_slice).unwrap_or_default();
         if let Answer::Accept { label, .. } = &answer {
             let label = label.trim();
             // An accept interrupted after its round went out is given again with its label.
@@ -339,20 +381,34 @@ impl Desk {
                 None => {}
             }
         }
-        let events = proposal_events(open, answer)?;
-        for event in &events {
+        // Placed texts the service's bounds on examples would refuse are left out.
+        let events = proposal_events(open, answer.clone(), voted)?;
+        match self.within_bounds(&events) {
+            Err(_) if !voted.is_empty() => {
+                let events = proposal_events(open, answer, &[])?;
+                self.within_bounds(&events)?;
+                Ok(events)
+            }
+            checked => checked.map(|()| events),
+        }
+    }
+
+    /// Whether the service would take `events`' label events.
+    fn within_bounds(&self, events: &[Publish]) -> Result<(), DeskError> {
+        for event in events {
             if let Publish::Label { event, .. } = event {
                 crate::events::bounds::label_event(event, &self.settings.bounds)
                     .map_err(|rejection| DeskError::Refused(rejection.message.to_string()))?;
             }
         }
-        Ok(events)
+        Ok(())
     }
 
     /// Count an answer whose events the broker acknowledged.
     pub fn published(&mut self, item: &Item<Body>, answer: &Answer) {
         match &item.body {
             Body::Text(text) => {
+                // A text placed in a proposal is counted as one no active label fits.
                 let label = match answer {
                     Answer::Label(label) => Some(label.as_str()),
                     _ => None,
@@ -414,8 +470,13 @@ pub struct Gauges {
 }
 
 /// The events accepting or rejecting `open` publishes: the accepting round (on the labels
-/// topic) before the decision (as `gorag proposals accept` does).
-fn proposal_events(open: &ProposalEvent, answer: Answer) -> Result<Vec<Publish>, DeskError> {
+/// topic) before the decision (as `gorag proposals accept` does). The texts reviewers placed in
+/// it (`voted`) are the new label's first examples, before its representatives.
+fn proposal_events(
+    open: &ProposalEvent,
+    answer: Answer,
+    voted: &[String],
+) -> Result<Vec<Publish>, DeskError> {
     match answer {
         Answer::Accept {
             label,
@@ -425,6 +486,13 @@ fn proposal_events(open: &ProposalEvent, answer: Answer) -> Result<Vec<Publish>,
             let mut round = open.accepting_round(Some(&label))?;
             if let LabelEvent::Round { labels, .. } = &mut round {
                 for spec in labels.iter_mut() {
+                    let representatives = std::mem::take(&mut spec.examples);
+                    spec.examples = voted.to_vec();
+                    for example in representatives {
+                        if !spec.examples.contains(&example) {
+                            spec.examples.push(example);
+                        }
+                    }
                     if let Some(name) = name.clone().filter(|n| !n.trim().is_empty()) {
                         spec.name = Some(name);
                     }
@@ -446,7 +514,7 @@ fn proposal_events(open: &ProposalEvent, answer: Answer) -> Result<Vec<Publish>,
         Answer::Reject => Ok(vec![Publish::Proposal(Box::new(
             open.decided(ProposalStatus::Rejected, None)?,
         ))]),
-        Answer::Label(_) | Answer::NoneOfThese => {
+        Answer::Label(_) | Answer::NoneOfThese | Answer::Proposal(_) => {
             Err(DeskError::Mismatch("a proposal is accepted or rejected"))
         }
     }

@@ -152,6 +152,7 @@ fn an_answer_read_back_from_the_labels_topic_is_never_offered_again() {
             text: "x".into(),
             audit: false,
             reviewer: None,
+            proposal: None,
         }),
         1,
     );
@@ -279,4 +280,104 @@ fn an_accepted_proposal_publishes_its_round_then_its_decision() {
     desk.read(proposal(ProposalStatus::Accepted, 3), 8);
     desk.read(proposal(ProposalStatus::Open, 2), 9);
     assert_eq!(desk.gauges(10).depth, 0);
+}
+
+/// A needs-review prediction for `id` held for the open proposal `p-1`.
+fn held_prediction(id: &str) -> Input {
+    let Input::Prediction(mut prediction) = prediction(id, "needs_review", Some("billing")) else {
+        unreachable!()
+    };
+    prediction.version = 4;
+    prediction.proposal = Some(crate::events::ProposalCandidate {
+        id: "p-1".into(),
+        name: "erase".into(),
+        similarity: 0.7,
+    });
+    Input::Prediction(prediction)
+}
+
+#[test]
+fn a_text_held_for_an_open_proposal_is_placed_in_it_and_becomes_its_example_when_accepted() {
+    let mut desk = desk(0.0);
+    desk.read(proposal(ProposalStatus::Open, 1), 1);
+    desk.read(text("t1"), 2);
+    desk.read(held_prediction("t1"), 3);
+    let reviewer = ann();
+    // The proposal came first: skip it to reach the text.
+    desk.skip(&reviewer, &ItemKey::Proposal("p-1".into()));
+    match desk.next_for(&reviewer, 4) {
+        Some(ItemView::Text { proposal, .. }) => {
+            let shown = proposal.expect("the proposal is offered");
+            // Under the name the proposals topic gave it last.
+            assert_eq!(
+                (shown.id.as_str(), shown.name.as_str()),
+                ("p-1", "privacy erase")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let key = ItemKey::Text("t1".into());
+    let (_, publish) = desk
+        .answer(&reviewer, &key, Answer::Proposal("p-1".into()), 5)
+        .unwrap();
+    let [Publish::Label { event, .. }] = &publish[..] else {
+        panic!("{publish:?}")
+    };
+    match event {
+        LabelEvent::Correct {
+            version,
+            label: None,
+            none_of_these: true,
+            proposal: Some(proposal),
+            ..
+        } => assert_eq!((*version, proposal.as_str()), (4, "p-1")),
+        other => panic!("{other:?}"),
+    }
+    // Read back from the labels topic, it counts for the class: the accepted label's first
+    // example.
+    desk.read(Input::Label(event.clone()), 6);
+    let bob = Reviewer("bob".into());
+    assert_eq!(shown_id(desk.next_for(&bob, 7)).as_deref(), Some("p-1"));
+    let (_, publish) = desk
+        .answer(
+            &bob,
+            &ItemKey::Proposal("p-1".into()),
+            Answer::Accept {
+                label: "privacy".into(),
+                name: None,
+                description: None,
+            },
+            7,
+        )
+        .unwrap();
+    match &publish[0] {
+        Publish::Label {
+            event: LabelEvent::Round { labels, .. },
+            ..
+        } => assert_eq!(
+            labels[0].examples,
+            ["the text of t1", "Please erase my data."]
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_text_is_not_placed_in_a_proposal_that_is_no_longer_open() {
+    let mut desk = desk(0.0);
+    desk.read(proposal(ProposalStatus::Open, 1), 1);
+    desk.read(text("t1"), 2);
+    desk.read(held_prediction("t1"), 3);
+    desk.read(proposal(ProposalStatus::Rejected, 2), 4);
+    match desk.next_for(&ann(), 5) {
+        Some(ItemView::Text { proposal, .. }) => assert!(proposal.is_none()),
+        other => panic!("{other:?}"),
+    }
+    let refused = desk.answer(
+        &ann(),
+        &ItemKey::Text("t1".into()),
+        Answer::Proposal("p-1".into()),
+        6,
+    );
+    assert!(matches!(refused, Err(DeskError::NotOpen(_))), "{refused:?}");
 }

@@ -1,12 +1,13 @@
 //! One queued item as the page shows it: the text, its candidates with their names,
 //! descriptions and scores, the rationale; or a proposal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
 use super::item::{Body, LabelView};
 use super::queue::{Item, ItemKind};
+use crate::events::proposal::{ProposalEvent, ProposalStatus};
 
 /// One item as the page shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -25,6 +26,9 @@ pub enum ItemView {
         candidates: Vec<CandidateView>,
         #[serde(skip_serializing_if = "Option::is_none")]
         rationale: Option<crate::events::Rationale>,
+        /// The open proposal the text reads like, offered as an answer (key 0).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        proposal: Option<ProposalChoice>,
     },
     Proposal {
         proposal: String,
@@ -37,6 +41,15 @@ pub enum ItemView {
         size: usize,
         representatives: Vec<crate::events::proposal::Representative>,
     },
+}
+
+/// An open proposal offered as a text's answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalChoice {
+    pub id: String,
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 /// A candidate label with what the page says of it.
@@ -53,7 +66,11 @@ pub struct CandidateView {
 pub const SHOWN_CANDIDATES: usize = 5;
 
 impl ItemView {
-    pub(super) fn of(item: &Item<Body>, labels: &BTreeMap<String, LabelView>) -> Self {
+    pub(super) fn of(
+        item: &Item<Body>,
+        labels: &BTreeMap<String, LabelView>,
+        proposals: &HashMap<String, ProposalEvent>,
+    ) -> Self {
         match &item.body {
             Body::Text(text) => {
                 let p = &text.prediction;
@@ -81,6 +98,17 @@ impl ItemView {
                     confidence: p.confidence,
                     candidates,
                     rationale: p.rationale.clone(),
+                    // Only while it is still open, under its latest name.
+                    proposal: p.proposal.as_ref().and_then(|held| {
+                        let open = proposals
+                            .get(&held.id)
+                            .filter(|o| o.status == ProposalStatus::Open)?;
+                        Some(ProposalChoice {
+                            id: open.proposal.clone(),
+                            name: open.name.clone(),
+                            description: open.description.clone(),
+                        })
+                    }),
                 }
             }
             Body::Proposal(open) => ItemView::Proposal {

@@ -311,6 +311,8 @@ impl From<ItemRef> for ItemKey {
 enum AnswerBody {
     Label(String),
     None,
+    /// The text belongs to this open proposal.
+    Proposal(String),
     Accept {
         label: String,
         #[serde(default)]
@@ -341,6 +343,7 @@ async fn answer(
     let answer = match request.answer {
         AnswerBody::Label(label) => Answer::Label(label),
         AnswerBody::None => Answer::NoneOfThese,
+        AnswerBody::Proposal(id) => Answer::Proposal(id),
         AnswerBody::Accept {
             label,
             name,
@@ -491,6 +494,7 @@ fn status_of(error: &DeskError) -> StatusCode {
         | DeskError::Refused(_)
         | DeskError::Mismatch(_)
         | DeskError::Proposal(_) => StatusCode::UNPROCESSABLE_ENTITY,
+        DeskError::NotOpen(_) => StatusCode::CONFLICT,
     }
 }
 

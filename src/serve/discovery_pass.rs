@@ -17,7 +17,8 @@ use thiserror::Error;
 use crate::broker::read_back::ReadBackError;
 use crate::broker::{self, Broker, BrokerError, Outgoing, Producer};
 use crate::discovery::{
-    self, communities, proposal, reconcile, report, DiscoveryConfig, PooledText,
+    self, communities, meaning::meaning_for_holding, proposal, reconcile, report, DiscoveryConfig,
+    Holding, OpenProposal, PooledText,
 };
 use crate::engine::embedding::TextEncoder;
 use crate::engine::LabelMaterial;
@@ -92,33 +93,22 @@ pub struct PassReport {
 }
 
 /// One pass over `texts` (a copy of the pool, oldest first), with the active labels' own
-/// material as the pass started.
+/// material as the pass started; and the open proposals after it, to hold texts for.
 pub async fn run(
     texts: Vec<PooledText>,
     material: LabelMaterial,
     encoder: Option<Arc<dyn TextEncoder>>,
     settings: PassSettings,
-) -> Result<PassReport, PassError> {
+) -> Result<(PassReport, Holding), PassError> {
     let started = Instant::now();
     let pooled = texts.len();
     let pooled_ids: Vec<String> = texts.iter().map(|t| t.id.clone()).collect();
-    let payloads = settings
-        .broker
-        .read_to_end(&settings.group, &settings.topic, TOPIC_LIMIT)
-        .await?;
-    let events = payloads
-        .iter()
-        .filter_map(|p| match decode::proposal_event(p) {
-            Ok(event) => Some(event),
-            Err(error) => {
-                tracing::warn!(%error, topic = %settings.topic, "not a proposal event; skipped");
-                None
-            }
-        });
-    let mut published = current(events);
+    let mut published = read_proposals(&settings).await?;
     let open = open_proposal_of(&texts, &published);
     let config = settings.config.clone();
-    let (found, dropped) = tokio::task::spawn_blocking(move || {
+    let pass_encoder = encoder.clone();
+    let (found, dropped, texts, material) = tokio::task::spawn_blocking(move || {
+        let encoder = pass_encoder;
         let refs: Vec<&PooledText> = texts.iter().collect();
         let meaning = discovery::meaning_of(&refs, encoder.as_ref(), &config, &material);
         let failed = discovery::meaning::failed(&refs, &meaning, &config, &material);
@@ -129,14 +119,13 @@ pub async fn run(
                  their words alone"
             );
         }
-        communities::find(&refs, &meaning, &open, &config, &material).map(|found| {
-            let proposals = found
-                .communities
-                .iter()
-                .map(|c| proposal::propose(&refs, c))
-                .collect::<Vec<_>>();
-            (proposals, found.dropped)
-        })
+        let found = communities::find(&refs, &meaning, &open, &config, &material)?;
+        let proposals = found
+            .communities
+            .iter()
+            .map(|c| proposal::propose(&refs, c))
+            .collect::<Vec<_>>();
+        Ok::<_, PassError>((proposals, found.dropped, texts, material))
     })
     .await??;
     let pooled_ids: HashSet<&str> = pooled_ids.iter().map(String::as_str).collect();
@@ -154,7 +143,8 @@ pub async fn run(
         published.insert(event.proposal.clone(), event.clone());
     }
     let count = |status| published.values().filter(|p| p.status == status).count();
-    Ok(PassReport {
+    let holding = holding_of(&published, texts, material, encoder).await?;
+    let report = PassReport {
         pooled,
         communities: found.len(),
         dropped,
@@ -164,7 +154,80 @@ pub async fn run(
         rejected: count(ProposalStatus::Rejected),
         withdrawn: count(ProposalStatus::Withdrawn),
         seconds: started.elapsed().as_secs_f64(),
+    };
+    Ok((report, holding))
+}
+
+/// The open proposals, to hold texts for, on an instance whose pool made a pass due on another
+/// (which runs it): read from the proposals topic, their members encoded here. It reads the
+/// topic as the other instance starts its pass, so it holds texts for the proposals as of the
+/// pass before.
+pub async fn refresh(
+    texts: Vec<PooledText>,
+    material: LabelMaterial,
+    encoder: Option<Arc<dyn TextEncoder>>,
+    settings: PassSettings,
+) -> Result<Holding, PassError> {
+    let published = read_proposals(&settings).await?;
+    holding_of(&published, texts, material, encoder).await
+}
+
+/// The proposals topic's current record of each proposal (records that are not proposal
+/// events are logged and skipped).
+async fn read_proposals(
+    settings: &PassSettings,
+) -> Result<std::collections::BTreeMap<String, ProposalEvent>, PassError> {
+    let payloads = settings
+        .broker
+        .read_to_end(&settings.group, &settings.topic, TOPIC_LIMIT)
+        .await?;
+    let events = payloads
+        .iter()
+        .filter_map(|p| match decode::proposal_event(p) {
+            Ok(event) => Some(event),
+            Err(error) => {
+                tracing::warn!(%error, topic = %settings.topic, "not a proposal event; skipped");
+                None
+            }
+        });
+    Ok(current(events))
+}
+
+/// What the open proposals among `published` hold texts for, from their members among `texts`
+/// (encoded here, off the loop).
+async fn holding_of(
+    published: &std::collections::BTreeMap<String, ProposalEvent>,
+    texts: Vec<PooledText>,
+    material: LabelMaterial,
+    encoder: Option<Arc<dyn TextEncoder>>,
+) -> Result<Holding, PassError> {
+    let open: Vec<ProposalEvent> = published
+        .values()
+        .filter(|p| p.status == ProposalStatus::Open)
+        .cloned()
+        .collect();
+    if open.is_empty() || encoder.is_none() {
+        return Ok(Holding::default());
+    }
+    let members: HashSet<&str> = open
+        .iter()
+        .flat_map(|p| p.members.iter().map(String::as_str))
+        .collect();
+    let texts: Vec<PooledText> = texts
+        .into_iter()
+        .filter(|t| members.contains(t.id.as_str()))
+        .collect();
+    Ok(tokio::task::spawn_blocking(move || {
+        let refs: Vec<&PooledText> = texts.iter().collect();
+        let meaning = meaning_for_holding(&refs, encoder.as_ref(), &material);
+        let open = open.iter().map(|p| OpenProposal {
+            id: &p.proposal,
+            name: &p.name,
+            members: &p.members,
+        });
+        Holding::build(open, &refs, &meaning)
     })
+    .await?)
 }
 
 /// Each pooled text's open proposal (numbered in proposal-id order; a text in two goes to the

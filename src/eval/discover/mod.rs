@@ -4,7 +4,9 @@
 //! test texts of *every* round (known classes and the held-back ones, in a seeded shuffle) are
 //! streamed through the classifier with online indexing, as `gorag serve` would see them.
 //! Texts the active labels explain poorly are pooled; one community pass turns the pool into
-//! proposals. Scored against the gold labels: which held-back classes a proposal recovers
+//! proposals. With `discovery.hold_open` (the default), a pass halfway through the stream opens
+//! proposals for the second half, whose texts that read like one are held for review as the
+//! service holds them (learned under no label, pooled); the pass at the end is what is scored. Scored against the gold labels: which held-back classes a proposal recovers
 //! (most of its members carry that class, purity ≥ [`RECOVERY_PURITY`]), mean purity, the
 //! share of proposal members from known classes; then every proposal is accepted as a label
 //! (as `gorag proposals accept` would: its representatives' excerpts as examples) and the held-back texts classified again, next to
@@ -19,7 +21,10 @@ use serde::Serialize;
 
 use super::dataset::RoundData;
 use super::PreparedRound;
-use crate::discovery::{self, communities, proposal, DiscoveryConfig, Pool, PooledText, Proposal};
+use crate::discovery::{
+    self, communities, meaning::meaning_for_holding, proposal, DiscoveryConfig, Holding,
+    OpenProposal, Pool, PooledText, Proposal,
+};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel, Verdict};
 use crate::events::LabelEvent;
@@ -195,6 +200,38 @@ fn community_pass(
     Ok((proposals, started.elapsed().as_secs_f64()))
 }
 
+/// The proposals a pass over the pool so far opens, as the service holds texts for them.
+fn open_proposals(
+    pool: &Pool,
+    config: &DiscoveryConfig,
+    engine: &Engine,
+) -> Result<Holding, DiscoverError> {
+    let (proposals, _) = community_pass(pool, config, engine)?;
+    let members: HashSet<&str> = proposals
+        .iter()
+        .flat_map(|p| p.members.iter().map(String::as_str))
+        .collect();
+    let texts: Vec<&PooledText> = pool
+        .texts()
+        .iter()
+        .filter(|t| members.contains(t.id.as_str()))
+        .collect();
+    let material = engine
+        .retriever()
+        .label_material(texts.iter().map(|text| &text.terms));
+    let meaning = meaning_for_holding(
+        &texts,
+        engine.analyzer().query_encoder().as_ref(),
+        &material,
+    );
+    let open = proposals.iter().map(|p| OpenProposal {
+        id: &p.id,
+        name: &p.name,
+        members: &p.members,
+    });
+    Ok(Holding::build(open, &texts, &meaning))
+}
+
 /// The test texts of every round in one seeded shuffle, each with its round's index.
 fn shuffled_stream(rounds: &[RoundData], seed: u64) -> Vec<(usize, &super::dataset::Sample)> {
     let mut stream: Vec<(usize, &super::dataset::Sample)> = rounds
@@ -243,8 +280,20 @@ async fn stream_and_pool(
 ) -> Result<(Pool, Vec<Streamed>), DiscoverError> {
     let mut pool = Pool::new(config.pool_capacity);
     let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
+    let mut holding = Holding::default();
     for (i, (r, sample)) in stream.iter().enumerate() {
-        let classified = classifier.classify(engine, &sample.text).await?;
+        if config.hold_open && i == stream.len() / 2 {
+            holding = open_proposals(&pool, config, engine)?;
+        }
+        let mut classified = classifier.classify(engine, &sample.text).await?;
+        let held_for = classified
+            .analysis
+            .embedding
+            .as_deref()
+            .and_then(|vector| holding.hold(vector));
+        if held_for.is_some() {
+            classified.verdict = classified.verdict.held_for_review();
+        }
         let Verdict {
             status,
             confident,
@@ -255,7 +304,11 @@ async fn stream_and_pool(
         // pooled with what its note carries, both made before the text is learned.
         let learnable = engine.analyzer().learnable(&classified.analysis);
         let why =
-            discovery::unexplained(&classified.retrieval, &classified.decision, status, config);
+            discovery::unexplained(&classified.retrieval, &classified.decision, status, config).or(
+                held_for
+                    .is_some()
+                    .then_some(discovery::Unexplained::NeedsReview),
+            );
         let poolable = why.map(|_| engine.analyzer().poolable(&classified.analysis));
         engine.learn(&learnable, learn_as, confident);
         let best_score = classified.retrieval.discovery_score;
@@ -266,6 +319,7 @@ async fn stream_and_pool(
             weak_score: discovery::weak_score(&classified.retrieval, config),
             doubt: discovery::in_doubt(&classified.retrieval, config),
             pooled: why.is_some(),
+            held_for_proposal: held_for.is_some(),
             learned: confident,
             status,
         };

@@ -23,6 +23,8 @@ pub(super) struct Flags {
     /// The fitted probe's doubt (`discovery::in_doubt`).
     pub doubt: bool,
     pub pooled: bool,
+    /// Held for review as reading like an open proposal (second half of the stream).
+    pub held_for_proposal: bool,
     pub learned: bool,
     /// What the text was published as.
     pub status: Status,
@@ -37,6 +39,8 @@ pub struct SignalCounts {
     pub weak_score: usize,
     pub doubt: usize,
     pub pooled: usize,
+    /// Held for review as reading like an open proposal.
+    pub held_for_proposal: usize,
     pub learned: usize,
     /// Published as a decided label, as needing review, as no match.
     pub decided: usize,
@@ -52,6 +56,7 @@ impl SignalCounts {
         self.weak_score += usize::from(flags.weak_score);
         self.doubt += usize::from(flags.doubt);
         self.pooled += usize::from(flags.pooled);
+        self.held_for_proposal += usize::from(flags.held_for_proposal);
         self.learned += usize::from(flags.learned);
         match flags.status {
             Status::Decided => self.decided += 1,

@@ -72,9 +72,9 @@ pub fn table(reports: &[DiscoveryReport]) -> String {
 fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
     let _ = writeln!(
         out,
-        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | probe's doubt | pooled | learned from | published decided | needs review | no match |"
+        "\nsignals, as the share of held-back / known texts they fired on:\n\n| strategy | texts | LLM: unknown label | no evidence | weak score | probe's doubt | pooled | held for a proposal | learned from | published decided | needs review | no match |"
     );
-    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|---|---|---|---|");
     let share = |n: usize, of: usize| n as f64 / of.max(1) as f64;
     for r in reports {
         let (h, k) = (&r.signals.held, &r.signals.known);
@@ -82,7 +82,7 @@ fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
             |hn: usize, kn: usize| format!("{:.3} / {:.3}", share(hn, h.texts), share(kn, k.texts));
         let _ = writeln!(
             out,
-            "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} / {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.strategy,
             h.texts,
             k.texts,
@@ -91,6 +91,7 @@ fn signal_table(out: &mut String, reports: &[DiscoveryReport]) {
             cell(h.weak_score, k.weak_score),
             cell(h.doubt, k.doubt),
             cell(h.pooled, k.pooled),
+            cell(h.held_for_proposal, k.held_for_proposal),
             cell(h.learned, k.learned),
             cell(h.decided, k.decided),
             cell(h.needs_review, k.needs_review),
@@ -113,6 +114,7 @@ mod tests {
             weak_score,
             doubt: 0,
             pooled,
+            held_for_proposal: 0,
             learned,
             decided: learned,
             needs_review: 0,
@@ -124,7 +126,7 @@ mod tests {
         };
         let table = table(&[report_with(signals)]);
         assert!(
-            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.500 / 1.000 | 0.500 / 1.000 | 0.000 / 0.000 | 0.500 / 0.000 |"),
+            table.contains("| hybrid | 2 / 1 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 0.000 | 0.000 / 0.000 | 0.500 / 1.000 | 0.500 / 1.000 | 0.000 / 0.000 | 0.500 / 0.000 |"),
             "{table}"
         );
     }

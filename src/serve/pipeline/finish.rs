@@ -7,12 +7,12 @@ use std::time::Instant;
 use super::{Pending, ReadText, Text, Work};
 use crate::broker::{Outgoing, RecordLimit};
 use crate::config::{OnLlmFailure, TopicsSection};
-use crate::discovery::{self, DiscoveryConfig, PoolNote};
+use crate::discovery::{self, DiscoveryConfig, Held, Holding, PoolNote, Unexplained};
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Engine, Source as LabelSource};
 use crate::events::classification::{hallucination_report, prediction_event, Classification};
 use crate::events::decode::{Reason, Rejection};
-use crate::events::{PredictionStatus, TextEvent};
+use crate::events::{PredictionStatus, ProposalCandidate, TextEvent};
 use crate::position::Position;
 use crate::rag::{Answer, Classified, Classifier, LlmFailure};
 use crate::serve::delivery::OutputKind;
@@ -27,6 +27,9 @@ pub struct Finishing<'a> {
     pub online_indexing: bool,
     /// Emerging-class discovery, when enabled: which texts join the pool.
     pub discovery: Option<&'a DiscoveryConfig>,
+    /// The open proposals, as the last pass saw them: a text that reads like one is held for
+    /// review.
+    pub holding: Option<&'a Holding>,
     /// The model's name, when there is an LLM.
     pub model: Option<&'a str>,
     /// The largest record the producer sends (a dead letter is cut to it).
@@ -138,7 +141,11 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         prepared,
         mut latency,
     } = *pending;
-    let classified = Classifier::conclude(engine, prepared, answer);
+    let mut classified = Classifier::conclude(engine, prepared, answer);
+    let held = held_for(finishing, &classified);
+    if held.is_some() {
+        classified.verdict = classified.verdict.held_for_review();
+    }
     let decision = &classified.decision;
     span.record("label", decision.label.as_str());
     span.record("source", decision.source.as_str());
@@ -148,7 +155,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         engine,
         &classified,
         (&event, &source),
-        learning,
+        (learning, held.is_some()),
         &span,
     );
     let mut tally = Tally {
@@ -173,6 +180,11 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         model: finishing.model,
         latency,
         position: &source.position,
+        held: held.map(|held| ProposalCandidate {
+            id: held.proposal,
+            name: held.name,
+            similarity: (held.similarity * 10_000.0).round() / 10_000.0,
+        }),
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
     let status = PredictionStatus::from(classified.verdict.status);
@@ -183,6 +195,14 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         source: Some(source),
         tally,
     }
+}
+
+/// The open proposal `classified` is held for, if discovery holds texts and it reads like one.
+fn held_for(finishing: &Finishing, classified: &Classified) -> Option<Held> {
+    let holding = finishing
+        .holding
+        .filter(|_| finishing.discovery.is_some())?;
+    holding.hold(classified.analysis.embedding.as_deref()?)
 }
 
 /// The index stage's outcome.
@@ -198,14 +218,14 @@ fn index_step(
     engine: &Engine,
     classified: &Classified,
     (event, source): (&TextEvent, &ReadText),
-    learning: Learning,
+    (learning, held): (Learning, bool),
     span: &tracing::Span,
 ) -> Indexed {
     let started = Instant::now();
     let _index_span = tracing::info_span!(parent: span, "index").entered();
     let learn = match learning {
         Learning::AlreadyLearned | Learning::Revoked => None,
-        Learning::Allowed => learn_record(finishing, engine, classified, event, source),
+        Learning::Allowed => learn_record(finishing, engine, classified, (event, source), held),
     };
     Indexed {
         learn,
@@ -250,13 +270,14 @@ fn final_answer(
 /// The online-indexing step for a text this instance may learn: written when online indexing
 /// is on, or when discovery pools the text — a poorly explained text travels to every
 /// replica's discovery pool in its learn record (written for it even when online indexing is
-/// off).
+/// off). A text held for an open proposal is pooled whatever else said of it, so the
+/// proposal grows by it.
 fn learn_record(
     finishing: &Finishing,
     engine: &Engine,
     classified: &Classified,
-    event: &TextEvent,
-    source: &ReadText,
+    (event, source): (&TextEvent, &ReadText),
+    held: bool,
 ) -> Option<LearnedText> {
     let note = finishing
         .discovery
@@ -267,6 +288,7 @@ fn learn_record(
                 classified.verdict.status,
                 config,
             )
+            .or(held.then_some(Unexplained::NeedsReview))
         })
         .map(|why| {
             PoolNote::new(
@@ -365,6 +387,7 @@ mod tests {
             on_llm_failure: OnLlmFailure::Graph,
             online_indexing,
             discovery: None,
+            holding: None,
             model: None,
             record_limit: RecordLimit::DEFAULT,
         }

@@ -57,6 +57,8 @@ pub struct Replica {
     pass_every: Option<u64>,
     /// One of this instance's records made a pass due.
     pass_due: bool,
+    /// Another instance's record made one due (that instance runs it).
+    pass_elsewhere: bool,
 }
 
 impl Replica {
@@ -114,6 +116,7 @@ impl Replica {
             outbox: Vec::new(),
             pass_every: None,
             pass_due: false,
+            pass_elsewhere: false,
         }
     }
 
@@ -133,6 +136,11 @@ impl Replica {
     /// Whether a pass became due since the last call.
     pub fn take_pass_due(&mut self) -> bool {
         std::mem::take(&mut self.pass_due)
+    }
+
+    /// Whether another instance's record made a pass due since the last call.
+    pub fn take_pass_elsewhere(&mut self) -> bool {
+        std::mem::take(&mut self.pass_elsewhere)
     }
 
     /// The store the replica is saved in.
@@ -239,11 +247,20 @@ impl Replica {
         self.store.record(&applied.updates, &applied.offsets)?;
         if applied.mine {
             self.own_record_applied(&applied.effect, pooled_before, created_ms, stats);
+        } else if self.crossed_pass_mark(pooled_before) {
+            self.pass_elsewhere = true;
         }
         let _entered = span.enter();
         let held = started.elapsed();
         self.report(offset, applied.effect, applied.mine, held, stats);
         Ok(self.maybe_snapshot()?)
+    }
+
+    /// Whether the pool, `pooled_before` texts pushed before the last record, crossed a pass
+    /// mark with it.
+    fn crossed_pass_mark(&self, pooled_before: u64) -> bool {
+        self.pass_every
+            .is_some_and(|every| self.state.pool().pushed() / every > pooled_before / every)
     }
 
     /// Bookkeeping for a record this instance wrote: a community pass falls due every
@@ -255,10 +272,8 @@ impl Replica {
         created_ms: Option<i64>,
         stats: &mut Stats,
     ) {
-        if let Some(every) = self.pass_every {
-            if self.state.pool().pushed() / every > pooled_before / every {
-                self.pass_due = true;
-            }
+        if self.crossed_pass_mark(pooled_before) {
+            self.pass_due = true;
         }
         if matches!(effect, Effect::Learned { .. }) {
             self.pending_learns = self.pending_learns.saturating_sub(1);

@@ -18,7 +18,8 @@ impl Service {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.step_tasks.clear();
         self.abandon_jobs();
-        self.passes.abort(&self.stats);
+        let version = self.replica.state().engine().labels().version();
+        self.passes.abort(&self.stats, version);
         for task in self.deliveries.iter() {
             task.abort();
         }

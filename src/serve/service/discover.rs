@@ -1,11 +1,14 @@
 //! The loop's side of emerging-class discovery: start a community pass when one of this
 //! instance's records made it due (one at a time; a pass due meanwhile waits for the running
 //! one), and collect its report on the tick. The pass itself runs as a task
-//! (`serve::discovery_pass`), never on the loop.
+//! (`serve::discovery_pass`), never on the loop. Each pass also says which proposals are open,
+//! to hold texts that read like them for review; an instance whose pass ran elsewhere reads
+//! them from the proposals topic.
 
 use futures::FutureExt;
 use tokio::task::JoinHandle;
 
+use crate::discovery::Holding;
 use crate::serve::discovery_pass::{self, PassError, PassReport, PassSettings};
 use crate::serve::internal_events::{
     CommunityPassDied, CommunityPassFailed, CommunityPassFinished, PoolMeasured,
@@ -17,8 +20,13 @@ use crate::serve::stats::Stats;
 /// running, and whether another is due.
 pub(super) struct Passes {
     settings: Option<PassSettings>,
-    running: Option<JoinHandle<Result<PassReport, PassError>>>,
+    running: Option<JoinHandle<Result<(PassReport, Holding), PassError>>>,
     waiting: bool,
+    /// Reading the open proposals another instance's pass published.
+    refreshing: Option<JoinHandle<Result<Holding, PassError>>>,
+    /// The open proposals texts are held for, and the label version they were read at: a
+    /// round since (an accepted proposal's among them) ends the holding until the next pass.
+    holding: Option<(Holding, u64)>,
 }
 
 impl Passes {
@@ -27,7 +35,18 @@ impl Passes {
             settings,
             running: None,
             waiting: false,
+            refreshing: None,
+            holding: None,
         }
+    }
+
+    /// The open proposals texts are held for (None when there are none, or the labels
+    /// changed since they were read).
+    pub fn holding(&self) -> Option<&Holding> {
+        self.holding
+            .as_ref()
+            .map(|(holding, _)| holding)
+            .filter(|h| !h.is_empty())
     }
 
     /// After a changelog record: start a pass if it made one due and none is running.
@@ -35,22 +54,25 @@ impl Passes {
         if replica.take_pass_due() {
             self.waiting = true;
         }
+        let elsewhere = replica.take_pass_elsewhere();
         let Some(settings) = self.settings.as_ref() else {
             return;
         };
+        if elsewhere && self.refreshing.is_none() && self.running.is_none() {
+            let (texts, material, encoder) = pass_inputs(replica);
+            self.refreshing = Some(tokio::spawn(discovery_pass::refresh(
+                texts,
+                material,
+                encoder,
+                settings.clone(),
+            )));
+        }
         if !self.waiting || self.running.is_some() {
             return;
         }
         self.waiting = false;
-        let texts: Vec<_> = replica.state().pool().texts().iter().cloned().collect();
+        let (texts, material, encoder) = pass_inputs(replica);
         tracing::debug!(pooled = texts.len(), "community pass started");
-        let material = replica
-            .state()
-            .engine()
-            .retriever()
-            .label_material(texts.iter().map(|text| &text.terms));
-        // The pooled texts are encoded in the pass, off the loop, by the encoder queries go through.
-        let encoder = replica.state().engine().analyzer().query_encoder();
         self.running = Some(tokio::spawn(discovery_pass::run(
             texts,
             material,
@@ -67,31 +89,70 @@ impl Passes {
             texts: pool.len(),
             bytes: pool.approximate_bytes(),
         });
-        self.finish(stats);
+        let version = replica.state().engine().labels().version();
+        self.finish(stats, version);
+        if self
+            .holding
+            .as_ref()
+            .is_some_and(|(_, read)| *read != version)
+        {
+            self.holding = None;
+        }
         // Also a pass made due while catching up (startup, the tick's sync).
         self.start_if_due(replica);
     }
 
-    /// Count and log the pass if it has finished (true then).
-    fn finish(&mut self, stats: &Stats) -> bool {
+    /// Count and log the pass if it has finished, and keep what it (or a refresh) says is
+    /// open, read at label version `version`.
+    fn finish(&mut self, stats: &Stats, version: u64) {
+        if let Some(refreshed) = self.refreshing.as_mut().and_then(|r| r.now_or_never()) {
+            self.refreshing = None;
+            match refreshed {
+                Ok(Ok(holding)) => self.holding = Some((holding, version)),
+                Ok(Err(error)) => stats.emit(CommunityPassFailed { error: &error }),
+                Err(error) => stats.emit(CommunityPassDied { error: &error }),
+            }
+        }
         let Some(finished) = self.running.as_mut().and_then(|pass| pass.now_or_never()) else {
-            return false;
+            return;
         };
         self.running = None;
         match finished {
-            Ok(Ok(report)) => stats.emit(CommunityPassFinished { report: &report }),
+            Ok(Ok((report, holding))) => {
+                stats.emit(CommunityPassFinished { report: &report });
+                self.holding = Some((holding, version));
+            }
             Ok(Err(error)) => stats.emit(CommunityPassFailed { error: &error }),
             Err(error) => stats.emit(CommunityPassDied { error: &error }),
         }
-        true
     }
 
     /// At shutdown: a finished pass is reported; one still running is dropped (the next one,
     /// here or elsewhere, redoes it; publishing is idempotent).
-    pub fn abort(&mut self, stats: &Stats) {
-        self.finish(stats);
+    pub fn abort(&mut self, stats: &Stats, version: u64) {
+        self.finish(stats, version);
         if let Some(pass) = self.running.take() {
             pass.abort();
         }
+        if let Some(refresh) = self.refreshing.take() {
+            refresh.abort();
+        }
     }
+}
+
+/// What a pass (or a refresh) reads: a copy of the pool, the active labels' own material, and
+/// the encoder queries go through (the pooled texts are encoded in the task, off the loop).
+fn pass_inputs(
+    replica: &Replica,
+) -> (
+    Vec<crate::discovery::PooledText>,
+    crate::engine::LabelMaterial,
+    Option<std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
+) {
+    let texts: Vec<_> = replica.state().pool().texts().iter().cloned().collect();
+    let engine = replica.state().engine();
+    let material = engine
+        .retriever()
+        .label_material(texts.iter().map(|text| &text.terms));
+    (texts, material, engine.analyzer().query_encoder())
 }

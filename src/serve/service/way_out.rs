@@ -35,6 +35,10 @@ impl Service {
                 on_llm_failure: self.config.llm.on_failure,
                 online_indexing: self.config.engine.online_indexing,
                 discovery: Some(&self.config.discovery).filter(|d| d.enabled),
+                holding: self
+                    .passes
+                    .holding()
+                    .filter(|_| self.config.discovery.hold_open),
                 model: self
                     .classifier
                     .llm()
