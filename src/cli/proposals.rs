@@ -225,6 +225,14 @@ pub fn table(proposals: &[&ProposalEvent]) -> String {
         if let Some(description) = &p.description {
             out.push_str(&format!("{:<16} {}\n", "", printable(description)));
         }
+        if let Some(closest) = &p.closest_label {
+            out.push_str(&format!(
+                "{:<16} closest known label: {} ({:.2})\n",
+                "",
+                printable(&closest.label),
+                closest.similarity
+            ));
+        }
     }
     out
 }
@@ -246,9 +254,15 @@ mod tests {
             size: 2,
             cohesion: 0.5,
         };
-        let event = proposal.open_event(None).unwrap();
+        let mut event = proposal.open_event(None).unwrap();
         let text = table(&[&event]);
         assert_eq!(text.lines().count(), 2);
+        event.closest_label = Some(crate::events::proposal::ClosestLabel {
+            label: "geology".into(),
+            similarity: 0.4213,
+        });
+        assert!(table(&[&event]).contains("closest known label: geology (0.42)"));
+        event.closest_label = None;
         assert!(text.contains("p-1"));
         assert!(text.contains("open"));
         assert!(text.contains("crater, lava flow"));

@@ -20,8 +20,8 @@ pub struct Holding {
     /// The point vectors are centred on.
     centre: Vec<f64>,
     themes: Vec<Theme>,
-    /// Each active label's examples' mean, centred, unit length.
-    labels: Vec<Vec<f64>>,
+    /// Each active label's position and its examples' mean, centred, unit length.
+    labels: Vec<(usize, Vec<f64>)>,
 }
 
 /// One open proposal as [`Holding`] compares texts with it.
@@ -93,8 +93,11 @@ impl Holding {
         let labels = meaning
             .labels
             .iter()
-            .filter(|l| l.len() == dims)
-            .filter_map(|l| unit(l.iter().zip(&centre).map(|(x, c)| x - c).collect()))
+            .filter(|(_, l)| l.len() == dims)
+            .filter_map(|(at, l)| {
+                let centred = l.iter().zip(&centre).map(|(x, c)| x - c).collect();
+                Some((*at, unit(centred)?))
+            })
             .collect();
         Self {
             centre,
@@ -126,6 +129,18 @@ impl Holding {
         }
     }
 
+    /// The active label whose examples read most like open proposal `proposal`'s members (in
+    /// meaning, centred): its position and the cosine of the two means. What the operator is
+    /// told a proposal is closest to — a proposal close to a label may be that label's texts
+    /// the examples do not cover, rather than a class of its own.
+    pub fn closest_label(&self, proposal: &str) -> Option<(usize, f64)> {
+        let theme = self.themes.iter().find(|t| t.proposal == proposal)?;
+        self.labels
+            .iter()
+            .map(|(at, l)| (*at, dot(&theme.direction, l)))
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+    }
+
     /// The open proposal a text of sentence vector `vector` is held for, if any: the closest
     /// of those it is close enough to, and closer to than to every active label.
     pub fn hold(&self, vector: &[f32]) -> Option<Held> {
@@ -136,7 +151,7 @@ impl Holding {
         let nearest_label = self
             .labels
             .iter()
-            .map(|l| dot(&text, l))
+            .map(|(_, l)| dot(&text, l))
             .fold(f64::NEG_INFINITY, f64::max);
         self.themes
             .iter()
@@ -229,7 +244,8 @@ mod tests {
         }
     }
 
-    /// Five members near the x axis, one label near the y axis, centred on the origin.
+    /// Five members near the x axis; label 0 between x and y, label 1 on z; centred on the
+    /// origin.
     fn holding() -> Holding {
         let texts: Vec<PooledText> = (0..5).map(|i| pooled(&format!("t{i}"))).collect();
         let refs: Vec<&PooledText> = texts.iter().collect();
@@ -238,7 +254,7 @@ mod tests {
                 .map(|i| Some(vec![1.0, 0.1 * i as f32 - 0.2, 0.0]))
                 .collect(),
             centre: Some(vec![0.0; 3]),
-            labels: vec![vec![0.0, 1.0, 0.0]],
+            labels: vec![(0, vec![1.0, 1.0, 0.0]), (1, vec![0.0, 0.0, 1.0])],
         };
         let members: Vec<String> = (0..5).map(|i| format!("t{i}")).collect();
         let open = OpenProposal {
@@ -256,6 +272,11 @@ mod tests {
         assert_eq!(held.proposal, "p-1");
         assert!((held.similarity - 1.0).abs() < 1e-9);
         assert_eq!(holding.hold(&[0.2, 1.0, 0.0]), None);
+        // Its members read half like label 0's examples (x and y), not at all like label 1's.
+        let (closest, cosine) = holding.closest_label("p-1").expect("a closest label");
+        assert_eq!(closest, 0);
+        assert!((cosine - 0.5f64.sqrt()).abs() < 1e-6, "{cosine}");
+        assert_eq!(holding.closest_label("p-2"), None);
         // Far from both: nearer the proposal than the label, but below its members' quartile.
         assert_eq!(holding.hold(&[0.5, 0.0, 1.0]), None);
     }

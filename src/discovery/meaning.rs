@@ -33,9 +33,10 @@ pub struct Meaning {
     /// split it into two proposals). None without examples, or when none encoded: the pool's
     /// own mean is used.
     pub centre: Option<Vec<f64>>,
-    /// Each active label's examples' mean vector (uncentred), in label order: what a text held
-    /// for an open proposal must read closer to the proposal than to (`hold`).
-    pub labels: Vec<Vec<f64>>,
+    /// Each active label's examples' mean vector (uncentred), with its label position, in label
+    /// order: what a text held for an open proposal must read closer to the proposal than to,
+    /// and what a proposal is said to be closest to (`hold`).
+    pub labels: Vec<(usize, Vec<f64>)>,
 }
 
 /// The texts' sentence vectors, and their centre from the active labels' examples in
@@ -100,7 +101,10 @@ fn encoded(
     Meaning {
         vectors,
         centre: mean(&examples),
-        labels: by_label.values().filter_map(|v| mean(v)).collect(),
+        labels: by_label
+            .iter()
+            .filter_map(|(label, v)| Some((*label, mean(v)?)))
+            .collect(),
     }
 }
 

@@ -73,6 +73,8 @@ impl Proposal {
             growth: self.size.saturating_sub(previous.map_or(0, |p| p.size)),
             cohesion: self.cohesion,
             label: None,
+            // The pass says, when it has the members' meaning (`serve::discovery_pass`).
+            closest_label: None,
         })
     }
 

@@ -16,6 +16,8 @@ pub struct LabelMaterial {
     index: TextIndex,
     /// Per label position: whether it is active.
     active: Vec<bool>,
+    /// Per label position: its id.
+    ids: Vec<String>,
     ranking: RankingConfig,
 }
 
@@ -23,6 +25,11 @@ impl LabelMaterial {
     /// Whether a text of these terms is short, as the ranking calls it.
     pub fn is_short(&self, terms: &TermCounts) -> bool {
         self.ranking.is_short(terms.counts.len())
+    }
+
+    /// The id of the label at `position`.
+    pub fn label_id(&self, position: usize) -> Option<&str> {
+        self.ids.get(position).map(String::as_str)
     }
 
     /// The active labels' examples' texts (clipped as the index keeps them).
@@ -87,6 +94,12 @@ impl Retriever<'_> {
         LabelMaterial {
             index: self.index.detached(docs, scored),
             active: self.labels.all().iter().map(|label| label.active).collect(),
+            ids: self
+                .labels
+                .all()
+                .iter()
+                .map(|label| label.id.clone())
+                .collect(),
             ranking: self.config.ranking.clone(),
         }
     }

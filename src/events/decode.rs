@@ -153,7 +153,22 @@ fn check_version(version: u32) -> Result<(), Rejection> {
 /// Decode a proposals-topic record.
 pub fn proposal_event(bytes: &[u8]) -> Result<super::proposal::ProposalEvent, Rejection> {
     let event: super::proposal::ProposalEvent = typed(json(bytes)?)?;
-    check_version(event.version)?;
+    let newest = super::proposal::PROPOSAL_EVENT_VERSION;
+    if !(EVENT_VERSION..=newest).contains(&event.version) {
+        return Err(Rejection::new(
+            Reason::UnsupportedVersion,
+            format!(
+                "proposal event version {}; this build reads versions {EVENT_VERSION} to {newest}",
+                event.version
+            ),
+        ));
+    }
+    if event.closest_label.is_some() && event.version < 2 {
+        return Err(Rejection::new(
+            Reason::InvalidEvent,
+            "`closest_label` needs \"version\": 2 (an older build would refuse the field)",
+        ));
+    }
     Ok(event)
 }
 

@@ -44,6 +44,22 @@ impl ProposalStatus {
     }
 }
 
+/// The newest proposal event version this build reads and writes: version 2 added
+/// `closest_label`. A pass writes version 2 only with that field (else version 1, which an older
+/// build reads); an older build refuses version 2 as `unsupported_version`.
+pub const PROPOSAL_EVENT_VERSION: u32 = 2;
+
+/// The active label a proposal's members read most like.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClosestLabel {
+    pub label: String,
+    /// The cosine, in meaning, of the members' mean and the label's examples' mean (both
+    /// centred on the active labels' examples): near 0 for a theme unlike every label, high for
+    /// one that may be the label's own texts its examples miss.
+    pub similarity: f64,
+}
+
 /// One of a proposal's most central texts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -80,6 +96,10 @@ pub struct ProposalEvent {
     /// The label it became (`accepted`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
+    /// The active label its members read most like, by meaning (version 2; absent without a
+    /// sentence encoder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closest_label: Option<ClosestLabel>,
 }
 
 impl ProposalEvent {
@@ -213,6 +233,7 @@ mod tests {
             growth: size,
             cohesion: 0.4,
             label: None,
+            closest_label: None,
         }
     }
 

@@ -224,6 +224,7 @@ fn proposal(status: ProposalStatus, revision: u64) -> Input {
         growth: 6,
         cohesion: 0.5,
         label: None,
+        closest_label: None,
     }))
 }
 

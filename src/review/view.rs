@@ -40,6 +40,9 @@ pub enum ItemView {
         keywords: Vec<String>,
         size: usize,
         representatives: Vec<crate::events::proposal::Representative>,
+        /// The active label its members read most like, when the pass could say.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        closest_label: Option<crate::events::proposal::ClosestLabel>,
     },
 }
 
@@ -119,6 +122,7 @@ impl ItemView {
                 keywords: open.keywords.clone(),
                 size: open.size,
                 representatives: open.representatives.clone(),
+                closest_label: open.closest_label.clone(),
             },
         }
     }

@@ -23,7 +23,9 @@ use crate::discovery::{
 use crate::engine::embedding::TextEncoder;
 use crate::engine::LabelMaterial;
 use crate::events::decode;
-use crate::events::proposal::{current, ProposalEvent, ProposalStatus};
+use crate::events::proposal::{
+    current, ClosestLabel, ProposalEvent, ProposalStatus, PROPOSAL_EVENT_VERSION,
+};
 use crate::llm::LlmClient;
 
 /// How long reading the proposals topic, and publishing one event, may take.
@@ -133,9 +135,19 @@ pub async fn run(
     for error in refused {
         tracing::warn!(%error, topic = %settings.topic, "proposal not republished");
     }
+    // The open proposals after this pass, to hold texts for and to say which label each is
+    // closest to.
+    let mut after = published.clone();
+    for event in &changed {
+        after.insert(event.proposal.clone(), event.clone());
+    }
+    let (holding, material) = holding_of(&after, texts, material, encoder).await?;
     for event in &mut changed {
-        if event.status == ProposalStatus::Open && event.description.is_none() {
-            write_report(settings.llm.as_ref(), event).await;
+        if event.status == ProposalStatus::Open {
+            say_closest_label(event, &holding, &material);
+            if event.description.is_none() {
+                write_report(settings.llm.as_ref(), event).await;
+            }
         }
     }
     for event in &changed {
@@ -143,7 +155,6 @@ pub async fn run(
         published.insert(event.proposal.clone(), event.clone());
     }
     let count = |status| published.values().filter(|p| p.status == status).count();
-    let holding = holding_of(&published, texts, material, encoder).await?;
     let report = PassReport {
         pooled,
         communities: found.len(),
@@ -169,7 +180,21 @@ pub async fn refresh(
     settings: PassSettings,
 ) -> Result<Holding, PassError> {
     let published = read_proposals(&settings).await?;
-    holding_of(&published, texts, material, encoder).await
+    Ok(holding_of(&published, texts, material, encoder).await?.0)
+}
+
+/// Name the active label `event`'s members read most like (version 2 of the event then).
+fn say_closest_label(event: &mut ProposalEvent, holding: &Holding, material: &LabelMaterial) {
+    let closest = holding
+        .closest_label(&event.proposal)
+        .and_then(|(at, similarity)| Some((material.label_id(at)?, similarity)));
+    if let Some((label, similarity)) = closest {
+        event.closest_label = Some(ClosestLabel {
+            label: label.to_string(),
+            similarity: (similarity * 10_000.0).round() / 10_000.0,
+        });
+        event.version = PROPOSAL_EVENT_VERSION;
+    }
 }
 
 /// The proposals topic's current record of each proposal (records that are not proposal
@@ -194,20 +219,20 @@ async fn read_proposals(
 }
 
 /// What the open proposals among `published` hold texts for, from their members among `texts`
-/// (encoded here, off the loop).
+/// (encoded here, off the loop); `material` handed back.
 async fn holding_of(
     published: &std::collections::BTreeMap<String, ProposalEvent>,
     texts: Vec<PooledText>,
     material: LabelMaterial,
     encoder: Option<Arc<dyn TextEncoder>>,
-) -> Result<Holding, PassError> {
+) -> Result<(Holding, LabelMaterial), PassError> {
     let open: Vec<ProposalEvent> = published
         .values()
         .filter(|p| p.status == ProposalStatus::Open)
         .cloned()
         .collect();
     if open.is_empty() || encoder.is_none() {
-        return Ok(Holding::default());
+        return Ok((Holding::default(), material));
     }
     let members: HashSet<&str> = open
         .iter()
@@ -225,7 +250,7 @@ async fn holding_of(
             name: &p.name,
             members: &p.members,
         });
-        Holding::build(open, &refs, &meaning)
+        (Holding::build(open, &refs, &meaning), material)
     })
     .await?)
 }
