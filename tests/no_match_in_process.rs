@@ -115,7 +115,7 @@ async fn a_text_nothing_explains_has_no_label_and_none_of_these_is_a_correction(
     let unrelated = &predicted["t-1"];
     assert_eq!(unrelated.status, PredictionStatus::NoMatch, "{unrelated:?}");
     assert_eq!(unrelated.label, None);
-    assert_eq!(unrelated.version, 3);
+    assert_eq!(unrelated.version, gorag::events::PREDICTION_VERSION);
     let json = serde_json::to_value(unrelated).expect("JSON");
     assert!(json["label"].is_null(), "{json}");
     let shipping = &predicted["t-2"];
