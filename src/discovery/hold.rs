@@ -6,8 +6,8 @@
 //!
 //! By meaning alone: a new text's sentence vector against each open proposal's members' mean,
 //! centred as the pass centres them ([`Meaning::centre`]). A text is held for a proposal when
-//! it is at least as close to the proposal as the proposal's own members mostly are (its lower
-//! quartile of members' cosines with their mean) and closer to it than to every active label's
+//! it is at least as close to the proposal as half the proposal's own members are (the median
+//! of the members' cosines with their mean) and closer to it than to every active label's
 //! examples' mean — so a text that reads like a known class stays with that class.
 
 use std::collections::HashMap;
@@ -31,7 +31,7 @@ struct Theme {
     name: String,
     /// Its members' mean, centred, unit length.
     direction: Vec<f64>,
-    /// How close a text must be: the lower quartile of its members' cosines with `direction`.
+    /// How close a text must be: the median of its members' cosines with `direction`.
     floor: f64,
 }
 
@@ -174,7 +174,7 @@ fn theme(open: OpenProposal, members: &[Vec<f64>]) -> Option<Theme> {
     let direction = unit(mean(members.iter()))?;
     let mut cosines: Vec<f64> = members.iter().map(|m| dot(m, &direction)).collect();
     cosines.sort_by(f64::total_cmp);
-    let floor = cosines[(cosines.len() - 1) / 4];
+    let floor = cosines[(cosines.len() - 1) / 2];
     // A theme whose members do not lean its way (a loose community) holds nothing.
     (floor > 0.0).then(|| Theme {
         proposal: open.id.to_string(),
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(closest, 0);
         assert!((cosine - 0.5f64.sqrt()).abs() < 1e-6, "{cosine}");
         assert_eq!(holding.closest_label("p-2"), None);
-        // Far from both: nearer the proposal than the label, but below its members' quartile.
+        // Far from both: nearer the proposal than the label, but below its members' median.
         assert_eq!(holding.hold(&[0.5, 0.0, 1.0]), None);
     }
 
