@@ -11,7 +11,14 @@ use crate::engine::LabelMaterial;
 /// How much `text`'s meaning weighs against its words in a pass: `meaning_weight_short` for a
 /// short text (as the ranking calls it), `meaning_weight` for the others, within 0 and 1.
 pub fn weight_of(text: &PooledText, config: &DiscoveryConfig, material: &LabelMaterial) -> f64 {
-    let weight = if material.is_short(&text.terms) {
+    weight(material.is_short(&text.terms), config)
+}
+
+/// How much a text's meaning weighs: `meaning_weight_short` for a `short` one, else
+/// `meaning_weight`, within 0 and 1. A text is held for an open proposal only where its meaning
+/// weighs ([`super::Holding`]).
+pub fn weight(short: bool, config: &DiscoveryConfig) -> f64 {
+    let weight = if short {
         config.meaning_weight_short
     } else {
         config.meaning_weight

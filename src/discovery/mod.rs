@@ -71,8 +71,9 @@ pub struct DiscoveryConfig {
     pub meaning_weight: f64,
     /// …and in a short text (`engine.ranking.short_text_terms`).
     pub meaning_weight_short: f64,
-    /// While a proposal is open, a text that reads like its members (in meaning) and not like
-    /// any active label is held for review: `needs_review` with the proposal named, learned
+    /// While a proposal is open, a text whose meaning weighs in a pass (a short text, by
+    /// default) that reads like its members (in meaning) and not like any active label is
+    /// held for review: `needs_review` with the proposal named, learned
     /// under no label, pooled (docs/design/emerging-classes.md, "Texts held for an open
     /// proposal"). Needs a sentence encoder.
     pub hold_open: bool,

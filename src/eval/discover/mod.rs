@@ -286,10 +286,12 @@ async fn stream_and_pool(
             holding = open_proposals(&pool, config, engine)?;
         }
         let mut classified = classifier.classify(engine, &sample.text).await?;
+        let short = (engine.config().ranking).is_short(classified.analysis.terms.counts.len());
         let held_for = classified
             .analysis
             .embedding
             .as_deref()
+            .filter(|_| discovery::meaning::weight(short, config) > 0.0)
             .and_then(|vector| holding.hold(vector));
         if held_for.is_some() {
             classified.verdict = classified.verdict.held_for_review();

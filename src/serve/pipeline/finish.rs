@@ -142,7 +142,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         mut latency,
     } = *pending;
     let mut classified = Classifier::conclude(engine, prepared, answer);
-    let held = held_for(finishing, &classified);
+    let held = held_for(finishing, engine, &classified);
     if held.is_some() {
         classified.verdict = classified.verdict.held_for_review();
     }
@@ -197,11 +197,15 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     }
 }
 
-/// The open proposal `classified` is held for, if discovery holds texts and it reads like one.
-fn held_for(finishing: &Finishing, classified: &Classified) -> Option<Held> {
-    let holding = finishing
-        .holding
-        .filter(|_| finishing.discovery.is_some())?;
+/// The open proposal `classified` is held for, if discovery holds texts, the text's meaning
+/// weighs in a pass (a short text, by default), and it reads like one.
+fn held_for(finishing: &Finishing, engine: &Engine, classified: &Classified) -> Option<Held> {
+    let config = finishing.discovery?;
+    let holding = finishing.holding?;
+    let short = (engine.config().ranking).is_short(classified.analysis.terms.counts.len());
+    if discovery::meaning::weight(short, config) <= 0.0 {
+        return None;
+    }
     holding.hold(classified.analysis.embedding.as_deref()?)
 }
 
