@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::desk::{
-    accept_proposal, prediction, publish_privacy_proposal, publish_waiting,
+    accept_proposal, held_prediction, prediction, publish_privacy_proposal, publish_waiting,
     reqwest::blocking_client, skip_to_proposal, text, DeskProcess, ANN, BOB,
 };
 use support::kafka::{publish, publish_json, read_until, Record, Service, Topics};
@@ -266,8 +266,50 @@ fn reviewers_teach_the_running_service_from_the_page() {
     assert_eq!(audit["audit"], true, "{audit}");
     assert_eq!(audit["reviewer"], "bob");
 
-    // 4. A proposal accepted from the page becomes a round the service applies.
+    // 4. A text held for an open proposal is placed in it from the page (key 0)…
     rt.block_on(publish_privacy_proposal(&topics));
+    let held = "Please wipe my account and everything you stored about me.";
+    // The prediction a service holding texts for p-privacy writes (this one runs without
+    // discovery), read by the desk before the text: the desk pairs the text with it, and the
+    // service's own prediction, which comes after the text, finds the text taken.
+    rt.block_on(publish(
+        &topics.predictions,
+        &[(Some("h-1"), held_prediction("h-1", "p-privacy"))],
+    ));
+    std::thread::sleep(Duration::from_secs(2));
+    rt.block_on(publish(&topics.texts, &[(Some("h-1"), text("h-1", held))]));
+    // Bob passes on the proposal (older than the text), so that the page shows him the text.
+    let client = blocking_client();
+    assert!(
+        skip_to_proposal(&client, &desk.url, BOB, "p-privacy", Duration::from_secs(30)),
+        "the desk never showed p-privacy"
+    );
+    let _ = client
+        .post(format!("{}/api/skip", desk.url))
+        .bearer(BOB)
+        .json(&serde_json::json!({"item": {"proposal": "p-privacy"}}))
+        .send();
+    let shot = screenshot(dir.path(), "review-desk-held.png");
+    let placed = browser(&["answer", &desk.url, BOB, "0", "--screenshot", &shot]);
+    assert_eq!(
+        (&placed["id"], &placed["label"]),
+        (&"h-1".into(), &"p-privacy".into()),
+        "{placed}"
+    );
+    let labels = read_until(&topics.labels, Duration::from_secs(30), |r| {
+        corrections(r).contains_key("h-1")
+    });
+    let vote = &corrections(&labels)["h-1"][0];
+    assert_eq!(
+        (&vote["proposal"], &vote["none_of_these"], &vote["version"]),
+        (&"p-privacy".into(), &true.into(), &4.into()),
+        "{vote}"
+    );
+    // (read back by the desk before the accept)
+    std::thread::sleep(Duration::from_secs(2));
+
+    // …and, accepted from the page, the proposal becomes a round the service applies, the
+    // placed text its first example.
     let shot = screenshot(dir.path(), "review-desk-proposal.png");
     let accepted = browser(&[
         "accept",
@@ -280,6 +322,15 @@ fn reviewers_teach_the_running_service_from_the_page() {
     ]);
     assert_eq!(accepted["kind"], "proposal", "{accepted}");
     service.wait_for_log("accept-p-privacy");
+    let labels = read_until(&topics.labels, Duration::from_secs(30), |r| {
+        r.iter().any(|r| r.json()["round"] == "accept-p-privacy")
+    });
+    let round = labels
+        .iter()
+        .map(Record::json)
+        .find(|r| r["round"] == "accept-p-privacy")
+        .expect("the accepting round");
+    assert_eq!(round["labels"][0]["examples"][0], held, "{round}");
     rt.block_on(publish(
         &topics.texts,
         &[(

@@ -2,7 +2,8 @@
 // tests/review_desk.rs: each command logs in as a browser would, acts with the keyboard only,
 // and prints one JSON line of what the page showed and did.
 //
-//   node desk.mjs answer URL TOKEN KEY [--search TEXT] [--screenshot FILE]
+//   node desk.mjs answer URL TOKEN KEY [--search TEXT] [--screenshot FILE]   (KEY 0: the
+//                                                              proposal the text was held for)
 //   node desk.mjs accept URL TOKEN LABEL NAME [--screenshot FILE]
 //   node desk.mjs pair URL TOKEN_A TOKEN_B
 //   node desk.mjs undo URL TOKEN KEY [--screenshot FILE]       answer with KEY, then `u`
@@ -77,6 +78,10 @@ try {
       label = await page.getAttribute("#matches li.first", "data-label");
       if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
       await page.keyboard.press("Enter");
+    } else if (key === "0") {
+      label = await page.getAttribute("#proposal li", "data-proposal");
+      if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });
+      await page.keyboard.press(key);
     } else {
       label = await page.getAttribute(`ol.candidates li:nth-child(${key})`, "data-label");
       if (option("--screenshot")) await page.screenshot({ path: option("--screenshot") });

@@ -22,6 +22,16 @@ pub fn prediction(id: &str, status: &str, label: Option<&str>) -> Vec<u8> {
     .expect("json")
 }
 
+/// A `needs_review` prediction held for open proposal `proposal` (version 4), as the service
+/// writes one for a text that reads like the proposal.
+pub fn held_prediction(id: &str, proposal: &str) -> Vec<u8> {
+    let mut value: serde_json::Value =
+        serde_json::from_slice(&prediction(id, "needs_review", Some("billing"))).expect("json");
+    value["version"] = 4.into();
+    value["proposal"] = serde_json::json!({"id": proposal, "name": "erase", "similarity": 0.61});
+    serde_json::to_vec(&value).expect("json")
+}
+
 /// A text event.
 pub fn text(id: &str, text: &str) -> Vec<u8> {
     serde_json::to_vec(&serde_json::json!({"id": id, "text": text})).expect("json")
