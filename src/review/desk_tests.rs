@@ -297,12 +297,18 @@ fn held_prediction(id: &str) -> Input {
     Input::Prediction(prediction)
 }
 
-#[test]
-fn a_text_held_for_an_open_proposal_is_placed_in_it_and_becomes_its_example_when_accepted() {
+/// A desk with open proposal `p-1` and text `t1` held for it.
+fn desk_with_a_held_text() -> Desk {
     let mut desk = desk(0.0);
     desk.read(proposal(ProposalStatus::Open, 1), 1);
     desk.read(text("t1"), 2);
     desk.read(held_prediction("t1"), 3);
+    desk
+}
+
+#[test]
+fn a_text_held_for_an_open_proposal_is_placed_in_it_and_becomes_its_example_when_accepted() {
+    let mut desk = desk_with_a_held_text();
     let reviewer = ann();
     // The proposal came first: skip it to reach the text.
     desk.skip(&reviewer, &ItemKey::Proposal("p-1".into()));
@@ -365,10 +371,7 @@ fn a_text_held_for_an_open_proposal_is_placed_in_it_and_becomes_its_example_when
 
 #[test]
 fn a_text_is_not_placed_in_a_proposal_that_is_no_longer_open() {
-    let mut desk = desk(0.0);
-    desk.read(proposal(ProposalStatus::Open, 1), 1);
-    desk.read(text("t1"), 2);
-    desk.read(held_prediction("t1"), 3);
+    let mut desk = desk_with_a_held_text();
     desk.read(proposal(ProposalStatus::Rejected, 2), 4);
     match desk.next_for(&ann(), 5) {
         Some(ItemView::Text { proposal, .. }) => assert!(proposal.is_none()),
