@@ -281,7 +281,13 @@ fn reviewers_teach_the_running_service_from_the_page() {
     // Bob passes on the proposal (older than the text), so that the page shows him the text.
     let client = blocking_client();
     assert!(
-        skip_to_proposal(&client, &desk.url, BOB, "p-privacy", Duration::from_secs(30)),
+        skip_to_proposal(
+            &client,
+            &desk.url,
+            BOB,
+            "p-privacy",
+            Duration::from_secs(30)
+        ),
         "the desk never showed p-privacy"
     );
     let _ = client
