@@ -111,21 +111,10 @@ impl Holding {
         self.themes.is_empty()
     }
 
-    /// The open proposals' ids.
-    pub fn proposals(&self) -> impl Iterator<Item = &str> + '_ {
-        self.themes.iter().map(|t| t.proposal.as_str())
-    }
-
-    /// The same without `proposal` (accepted, rejected or withdrawn since).
-    pub fn without(&self, proposal: &str) -> Self {
-        Self {
-            themes: self
-                .themes
-                .iter()
-                .filter(|t| t.proposal != proposal)
-                .cloned()
-                .collect(),
-            ..self.clone()
+    /// Name open proposal `proposal` `name` (as it is published).
+    pub fn rename(&mut self, proposal: &str, name: &str) {
+        for theme in self.themes.iter_mut().filter(|t| t.proposal == proposal) {
+            theme.name = name.to_string();
         }
     }
 
@@ -277,15 +266,27 @@ mod tests {
         assert_eq!(closest, 0);
         assert!((cosine - 0.5f64.sqrt()).abs() < 1e-6, "{cosine}");
         assert_eq!(holding.closest_label("p-2"), None);
-        // Far from both: nearer the proposal than the label, but below its members' median.
+        // Nearer label 1's examples than the proposal.
         assert_eq!(holding.hold(&[0.5, 0.0, 1.0]), None);
     }
 
     #[test]
-    fn a_decided_proposal_holds_nothing_and_bad_vectors_are_not_held() {
+    fn a_text_nearer_the_proposal_than_any_label_but_less_than_half_its_members_is_not_held() {
+        let mut holding = holding();
+        // Cosine 0.958 with the members' mean, whose median member is at 1.0; 0.47 with
+        // label 0.
+        assert_eq!(holding.hold(&[1.0, -0.3, 0.0]), None);
+        assert!(holding.hold(&[1.0, 0.0, 0.0]).is_some());
+        holding.rename("p-1", "weather");
+        assert_eq!(
+            holding.hold(&[1.0, 0.0, 0.0]).map(|h| h.name).as_deref(),
+            Some("weather")
+        );
+    }
+
+    #[test]
+    fn bad_vectors_are_not_held() {
         let holding = holding();
-        assert!(holding.without("p-1").is_empty());
-        assert_eq!(holding.without("p-1").hold(&[1.0, 0.0, 0.0]), None);
         assert_eq!(holding.hold(&[1.0, 0.0]), None);
         assert_eq!(holding.hold(&[0.0, 0.0, 0.0]), None);
         assert_eq!(holding.hold(&[f32::NAN, 0.0, 0.0]), None);

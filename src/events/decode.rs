@@ -234,6 +234,12 @@ fn check_label_version(event: &LabelEvent) -> Result<(), Rejection> {
                 "`proposal` needs \"version\": 4 (an older build would refuse the field)",
             ));
         }
+        if proposal.as_deref().is_some_and(|id| id.trim().is_empty()) {
+            return Err(Rejection::new(
+                Reason::InvalidEvent,
+                "field `proposal` must not be empty",
+            ));
+        }
         if proposal.is_some() && !*none_of_these {
             return Err(Rejection::new(
                 Reason::InvalidEvent,
@@ -384,6 +390,8 @@ mod tests {
             reason_of_label(placed(4, false).as_bytes()),
             Reason::InvalidEvent
         );
+        let unnamed = placed(4, true).replace("p-1", " ");
+        assert_eq!(reason_of_label(unnamed.as_bytes()), Reason::InvalidEvent);
         assert!(matches!(
             label_event(placed(4, true).as_bytes()),
             Ok(LabelEvent::Correct { proposal: Some(p), .. }) if p == "p-1"

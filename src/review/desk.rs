@@ -123,8 +123,9 @@ pub struct Desk {
     waiting: BoundedMap<Prediction>,
     /// The current record of each proposal (decision over open, highest revision).
     proposals: HashMap<String, ProposalEvent>,
-    /// The texts reviewers placed in each proposal, oldest first, at most
-    /// [`MAX_VOTED_EXAMPLES`] each.
+    /// The texts reviewers placed in each proposal not yet decided, oldest first, at most
+    /// [`MAX_VOTED_EXAMPLES`] each, for at most `max_items` proposals (a placement read
+    /// before its proposal counts too: the topics are read side by side).
     votes: HashMap<String, Vec<String>>,
     tally: Tally,
 }
@@ -186,10 +187,7 @@ impl Desk {
                 ..
             } => {
                 if let Some(proposal) = proposal {
-                    let votes = self.votes.entry(proposal).or_default();
-                    if votes.len() < MAX_VOTED_EXAMPLES && !votes.contains(&text) {
-                        votes.push(text);
-                    }
+                    self.vote(proposal, text);
                 }
                 let key = ItemKey::Text(text_id);
                 self.waiting.remove(&key);
@@ -269,10 +267,35 @@ impl Desk {
                 arrived: now,
                 body: Body::Proposal(Box::new(current.clone())),
             }),
-            ProposalStatus::Accepted | ProposalStatus::Rejected => self.queue.answered(&key),
-            ProposalStatus::Withdrawn => self.queue.withdraw(&key),
+            ProposalStatus::Accepted | ProposalStatus::Rejected => {
+                self.votes.remove(&id);
+                self.queue.answered(&key);
+            }
+            ProposalStatus::Withdrawn => {
+                self.votes.remove(&id);
+                self.queue.withdraw(&key);
+            }
         }
         self.proposals.insert(id, current);
+    }
+
+    /// A text placed in `proposal`, read from the labels topic: one of its first examples
+    /// should it be accepted. Nothing is kept for a closed proposal, past
+    /// [`MAX_VOTED_EXAMPLES`] texts, or for more than `max_items` proposals.
+    fn vote(&mut self, proposal: String, text: String) {
+        let closed = self
+            .proposals
+            .get(&proposal)
+            .is_some_and(|p| p.status != ProposalStatus::Open);
+        let full =
+            !self.votes.contains_key(&proposal) && self.votes.len() >= self.settings.max_items;
+        if closed || full {
+            return;
+        }
+        let votes = self.votes.entry(proposal).or_default();
+        if votes.len() < MAX_VOTED_EXAMPLES && !votes.contains(&text) {
+            votes.push(text);
+        }
     }
 
     /// Reviewers `kept` does not keep (their login removed) hold nothing any more.

@@ -141,13 +141,22 @@ pub async fn run(
     for event in &changed {
         after.insert(event.proposal.clone(), event.clone());
     }
-    let (holding, material) = holding_of(&after, texts, material, encoder).await?;
+    // Optional: should it fail, the pass publishes all the same and holds no text.
+    let (mut holding, material) = match holding_of(&after, texts, material.clone(), encoder).await {
+        Ok(held) => held,
+        Err(error) => {
+            tracing::warn!(%error, "the open proposals' meaning failed; no text is held");
+            (Holding::default(), material)
+        }
+    };
     for event in &mut changed {
         if event.status == ProposalStatus::Open {
             say_closest_label(event, &holding, &material);
             if event.description.is_none() {
                 write_report(settings.llm.as_ref(), event).await;
             }
+            // Held texts name it as published (the LLM's name, when it wrote one).
+            holding.rename(&event.proposal, &event.name);
         }
     }
     for event in &changed {

@@ -6,7 +6,8 @@
 //! Texts the active labels explain poorly are pooled; one community pass turns the pool into
 //! proposals. With `discovery.hold_open` (the default), a pass halfway through the stream opens
 //! proposals for the second half, whose texts that read like one are held for review as the
-//! service holds them (learned under no label, pooled); the pass at the end is what is scored. Scored against the gold labels: which held-back classes a proposal recovers
+//! service holds them (learned under no label, pooled); the pass at the end is what is scored.
+//! Scored against the gold labels: which held-back classes a proposal recovers
 //! (most of its members carry that class, purity ≥ [`RECOVERY_PURITY`]), mean purity, the
 //! share of proposal members from known classes; then every proposal is accepted as a label
 //! (as `gorag proposals accept` would: its representatives' excerpts as examples) and the held-back texts classified again, next to

@@ -18,8 +18,7 @@ impl Service {
         // Unfinished LLM calls are dropped (their texts stay uncommitted).
         self.step_tasks.clear();
         self.abandon_jobs();
-        let version = self.replica.state().engine().labels().version();
-        self.passes.abort(&self.stats, version);
+        self.passes.abort(&self.stats);
         for task in self.deliveries.iter() {
             task.abort();
         }

@@ -16,14 +16,19 @@ use crate::serve::internal_events::{
 use crate::serve::replica::Replica;
 use crate::serve::stats::Stats;
 
+/// What a pass task ends with: its report, and the open proposals to hold texts for.
+type PassOutcome = Result<(PassReport, Holding), PassError>;
+
 /// The service's community passes (None settings: discovery is off): how to run one, the one
 /// running, and whether another is due.
 pub(super) struct Passes {
     settings: Option<PassSettings>,
-    running: Option<JoinHandle<Result<(PassReport, Holding), PassError>>>,
+    /// The pass running, and the label version it started at.
+    running: Option<(JoinHandle<PassOutcome>, u64)>,
     waiting: bool,
-    /// Reading the open proposals another instance's pass published.
-    refreshing: Option<JoinHandle<Result<Holding, PassError>>>,
+    /// Reading the open proposals another instance's pass published, and the label version
+    /// it started at.
+    refreshing: Option<(JoinHandle<Result<Holding, PassError>>, u64)>,
     /// The open proposals texts are held for, and the label version they were read at: a
     /// round since (an accepted proposal's among them) ends the holding until the next pass.
     holding: Option<(Holding, u64)>,
@@ -40,13 +45,13 @@ impl Passes {
         }
     }
 
-    /// The open proposals texts are held for (None when there are none, or the labels
-    /// changed since they were read).
-    pub fn holding(&self) -> Option<&Holding> {
+    /// The open proposals texts are held for at label version `version` (None when there are
+    /// none, or the labels changed since their pass started).
+    pub fn holding(&self, version: u64) -> Option<&Holding> {
         self.holding
             .as_ref()
+            .filter(|(holding, read)| *read == version && !holding.is_empty())
             .map(|(holding, _)| holding)
-            .filter(|h| !h.is_empty())
     }
 
     /// After a changelog record: start a pass if it made one due and none is running.
@@ -58,27 +63,33 @@ impl Passes {
         let Some(settings) = self.settings.as_ref() else {
             return;
         };
-        if elsewhere && self.refreshing.is_none() && self.running.is_none() {
+        let holds = settings.config.hold_open
+            && replica
+                .state()
+                .engine()
+                .analyzer()
+                .query_encoder()
+                .is_some();
+        if elsewhere && holds && self.refreshing.is_none() && self.running.is_none() {
+            let version = replica.state().engine().labels().version();
             let (texts, material, encoder) = pass_inputs(replica);
-            self.refreshing = Some(tokio::spawn(discovery_pass::refresh(
-                texts,
-                material,
-                encoder,
-                settings.clone(),
-            )));
+            let refresh = discovery_pass::refresh(texts, material, encoder, settings.clone());
+            self.refreshing = Some((tokio::spawn(refresh), version));
         }
         if !self.waiting || self.running.is_some() {
             return;
         }
         self.waiting = false;
+        // The pass says what is open as of its own end: a refresh still running would say it
+        // as of the pass before.
+        if let Some((refresh, _)) = self.refreshing.take() {
+            refresh.abort();
+        }
+        let version = replica.state().engine().labels().version();
         let (texts, material, encoder) = pass_inputs(replica);
         tracing::debug!(pooled = texts.len(), "community pass started");
-        self.running = Some(tokio::spawn(discovery_pass::run(
-            texts,
-            material,
-            encoder,
-            settings.clone(),
-        )));
+        let pass = discovery_pass::run(texts, material, encoder, settings.clone());
+        self.running = Some((tokio::spawn(pass), version));
     }
 
     /// On the tick: the finished pass's report, counted and logged, and the next pass if one
@@ -89,8 +100,8 @@ impl Passes {
             texts: pool.len(),
             bytes: pool.approximate_bytes(),
         });
+        self.finish(stats);
         let version = replica.state().engine().labels().version();
-        self.finish(stats, version);
         if self
             .holding
             .as_ref()
@@ -103,17 +114,26 @@ impl Passes {
     }
 
     /// Count and log the pass if it has finished, and keep what it (or a refresh) says is
-    /// open, read at label version `version`.
-    fn finish(&mut self, stats: &Stats, version: u64) {
-        if let Some(refreshed) = self.refreshing.as_mut().and_then(|r| r.now_or_never()) {
+    /// open, with the label version it started at.
+    fn finish(&mut self, stats: &Stats) {
+        if let Some((refreshed, version)) = self
+            .refreshing
+            .as_mut()
+            .and_then(|(r, version)| Some((r.now_or_never()?, *version)))
+        {
             self.refreshing = None;
             match refreshed {
                 Ok(Ok(holding)) => self.holding = Some((holding, version)),
-                Ok(Err(error)) => stats.emit(CommunityPassFailed { error: &error }),
-                Err(error) => stats.emit(CommunityPassDied { error: &error }),
+                // Only what texts are held for is lost; the next pass reads it again.
+                Ok(Err(error)) => tracing::warn!(%error, "reading the open proposals failed"),
+                Err(error) => tracing::warn!(%error, "reading the open proposals died"),
             }
         }
-        let Some(finished) = self.running.as_mut().and_then(|pass| pass.now_or_never()) else {
+        let Some((finished, version)) = self
+            .running
+            .as_mut()
+            .and_then(|(pass, version)| Some((pass.now_or_never()?, *version)))
+        else {
             return;
         };
         self.running = None;
@@ -129,12 +149,12 @@ impl Passes {
 
     /// At shutdown: a finished pass is reported; one still running is dropped (the next one,
     /// here or elsewhere, redoes it; publishing is idempotent).
-    pub fn abort(&mut self, stats: &Stats, version: u64) {
-        self.finish(stats, version);
-        if let Some(pass) = self.running.take() {
+    pub fn abort(&mut self, stats: &Stats) {
+        self.finish(stats);
+        if let Some((pass, _)) = self.running.take() {
             pass.abort();
         }
-        if let Some(refresh) = self.refreshing.take() {
+        if let Some((refresh, _)) = self.refreshing.take() {
             refresh.abort();
         }
     }

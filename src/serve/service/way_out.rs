@@ -37,7 +37,7 @@ impl Service {
                 discovery: Some(&self.config.discovery).filter(|d| d.enabled),
                 holding: self
                     .passes
-                    .holding()
+                    .holding(self.replica.state().engine().labels().version())
                     .filter(|_| self.config.discovery.hold_open),
                 model: self
                     .classifier
