@@ -5,8 +5,8 @@
 use std::sync::Arc;
 
 use super::internal_events::{
-    Hallucinated, LabelEventApplied, LabelEventRejected, LlmFellBack, PredictionPublished,
-    StageTimed, TextDeadLettered, TextReceived,
+    Hallucinated, HeldForProposal, LabelEventApplied, LabelEventRejected, LlmFellBack,
+    PredictionPublished, StageTimed, TextDeadLettered, TextReceived,
 };
 use super::ServeSummary;
 use crate::engine::answer::HallucinationKind;
@@ -89,6 +89,11 @@ impl Stats {
         self.summary.label_events += 1;
         self.count_dead_letter(rejected.rejection.reason);
         self.emit(rejected);
+    }
+
+    /// A text held for review because it reads like an open proposal.
+    pub fn held_for_proposal(&mut self) {
+        self.emit(HeldForProposal);
     }
 
     /// A text predicted again but not learned twice (learned before a restart or rebalance).

@@ -56,6 +56,8 @@ pub struct Instruments {
     pub discovery_pool_bytes: Gauge,
     pub discovery_passes: Family<OutcomeLabel, Counter>,
     pub proposals_published: Counter,
+    /// Texts held for review because they read like an open proposal.
+    pub texts_held_for_proposal: Counter,
     pub proposals: Family<StateLabel, Gauge>,
     /// Communities the last pass found, by what became of them.
     pub pass_communities: Family<ReasonLabel, Gauge>,
@@ -95,6 +97,7 @@ impl Instruments {
             discovery_pool_bytes: Gauge::default(),
             discovery_passes: Family::default(),
             proposals_published: Counter::default(),
+            texts_held_for_proposal: Counter::default(),
             proposals: Family::default(),
             pass_communities: Family::default(),
             last_llm_usage: Mutex::new(LlmCounts::default()),
@@ -292,6 +295,11 @@ impl Instruments {
             self.proposals_published.clone(),
         );
         r.register(
+            "texts_held_for_proposal",
+            "Texts published needing review because they read like an open proposal",
+            self.texts_held_for_proposal.clone(),
+        );
+        r.register(
             "proposals",
             "Proposals on the proposals topic at the last pass, by status",
             self.proposals.clone(),
@@ -429,6 +437,7 @@ mod tests {
             "discovery_pool_bytes",
             "discovery_passes",
             "proposals_published",
+            "texts_held_for_proposal",
             "proposals",
             "discovery_pass_communities",
         ];

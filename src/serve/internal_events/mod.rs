@@ -16,8 +16,8 @@ pub use replica::{
     CorrectionApplied, Decided, LabelEventApplied, LabelEventRejected, StateMeasured,
 };
 pub use texts::{
-    ConsumerLag, Hallucinated, InFlight, LlmFellBack, LlmRequestTimed, PredictionPublished,
-    StageTimed, TextDeadLettered, TextReceived,
+    ConsumerLag, Hallucinated, HeldForProposal, InFlight, LlmFellBack, LlmRequestTimed,
+    PredictionPublished, StageTimed, TextDeadLettered, TextReceived,
 };
 
 /// The target of the replica's log lines (where they were written before they were events).

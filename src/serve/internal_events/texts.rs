@@ -105,6 +105,16 @@ impl InternalEvent for LlmFellBack {
     }
 }
 
+/// A text held for review because it reads like an open proposal.
+#[derive(Debug, Clone, Copy)]
+pub struct HeldForProposal;
+
+impl InternalEvent for HeldForProposal {
+    fn emit(self, instruments: &Instruments) {
+        instruments.texts_held_for_proposal.inc();
+    }
+}
+
 /// A text sent to the dead-letter topic (a label event's dead letter is
 /// [`LabelEventRejected`](super::LabelEventRejected)'s).
 #[derive(Debug, Clone, Copy)]

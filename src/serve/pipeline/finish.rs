@@ -53,6 +53,8 @@ pub struct Tally {
     pub dead_letter: Option<Reason>,
     pub llm_fallback: bool,
     pub relearn_skipped: bool,
+    /// Held for review as reading like an open proposal.
+    pub held_for_proposal: bool,
     pub hallucination: Option<HallucinationKind>,
     /// Where the published label came from, and the prediction's status.
     pub predicted: Option<(LabelSource, PredictionStatus)>,
@@ -70,6 +72,9 @@ impl Tally {
         }
         if self.relearn_skipped {
             stats.relearn_skipped();
+        }
+        if self.held_for_proposal {
+            stats.held_for_proposal();
         }
         if let Some(kind) = self.hallucination {
             stats.hallucination(kind);
@@ -162,6 +167,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         llm_fallback,
         index_seconds: Some(seconds),
         relearn_skipped: learning != Learning::Allowed,
+        held_for_proposal: held.is_some(),
         ..Tally::default()
     };
     latency.index_ms = seconds * 1000.0;

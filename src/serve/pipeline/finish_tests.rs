@@ -147,6 +147,8 @@ fn a_text_that_reads_like_an_open_proposal_is_held_for_review_and_pooled() {
     );
     assert!(!learn.confident);
     assert!(learn.note.is_some(), "pooled, so the proposal grows by it");
+    assert!(held.tally.held_for_proposal, "counted");
+    assert!(!plain.tally.held_for_proposal);
     // Discovery off: no holding, whatever the service last read.
     let off = Finishing {
         discovery: None,
