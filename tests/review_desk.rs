@@ -269,16 +269,15 @@ fn reviewers_teach_the_running_service_from_the_page() {
     // 4. A text held for an open proposal is placed in it from the page (key 0)…
     rt.block_on(publish_privacy_proposal(&topics));
     let held = "Please wipe my account and everything you stored about me.";
-    // The prediction a service holding texts for p-privacy writes (this one runs without
-    // discovery), read by the desk before the text: the desk pairs the text with it, and the
-    // service's own prediction, which comes after the text, finds the text taken.
+    // This service runs without discovery: its own prediction, then the one a service holding
+    // texts for p-privacy would have written, which the desk shows (the last one of a text).
+    rt.block_on(publish(&topics.texts, &[(Some("h-1"), text("h-1", held))]));
+    prediction_of(&topics, "h-1");
     rt.block_on(publish(
         &topics.predictions,
         &[(Some("h-1"), held_prediction("h-1", "p-privacy"))],
     ));
-    std::thread::sleep(Duration::from_secs(2));
-    rt.block_on(publish(&topics.texts, &[(Some("h-1"), text("h-1", held))]));
-    // Bob passes on the proposal (older than the text), so that the page shows him the text.
+    // Bob passes on the proposal (older than the text), then is given the text as held.
     let client = blocking_client();
     assert!(
         skip_to_proposal(
@@ -295,6 +294,23 @@ fn reviewers_teach_the_running_service_from_the_page() {
         .bearer(BOB)
         .json(&serde_json::json!({"item": {"proposal": "p-privacy"}}))
         .send();
+    let started = Instant::now();
+    loop {
+        let next = client
+            .get(format!("{}/api/next", desk.url))
+            .bearer(BOB)
+            .send()
+            .expect("next");
+        let item: Value = serde_json::from_str(&next.body).unwrap_or_default();
+        if item["item"]["proposal"]["id"] == "p-privacy" {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "h-1 never shown as held: {item}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let shot = screenshot(dir.path(), "review-desk-held.png");
     let placed = browser(&["answer", &desk.url, BOB, "0", "--screenshot", &shot]);
     assert_eq!(

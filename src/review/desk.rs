@@ -209,6 +209,20 @@ impl Desk {
     fn read_prediction(&mut self, prediction: Prediction, now: Millis) {
         let key = ItemKey::Text(prediction.text_id.clone());
         let wanted = self.kind_of(&prediction).is_some() && !self.queue.is_answered(&key);
+        // A later prediction of a text already queued (a replay, or one held for a proposal
+        // since): the item shows the last, with the text it has; or leaves, needing no review.
+        let queued = self.queue.get(&key).and_then(|item| match &item.body {
+            Body::Text(text) => Some(text.text.clone()),
+            Body::Proposal(_) => None,
+        });
+        if let Some(text) = queued {
+            if wanted {
+                self.offer_text(prediction, text, now);
+            } else {
+                self.queue.withdraw(&key);
+            }
+            return;
+        }
         match self.texts.take(&prediction.text_id) {
             Some(text) if wanted => self.offer_text(prediction, text, now),
             Some(_) => {}

@@ -385,3 +385,24 @@ fn a_text_is_not_placed_in_a_proposal_that_is_no_longer_open() {
     );
     assert!(matches!(refused, Err(DeskError::NotOpen(_))), "{refused:?}");
 }
+
+#[test]
+fn a_later_prediction_of_a_queued_text_replaces_the_one_shown() {
+    let mut desk = desk(0.0);
+    desk.read(proposal(ProposalStatus::Open, 1), 1);
+    desk.read(text("t1"), 2);
+    desk.read(prediction("t1", "needs_review", Some("billing")), 3);
+    // Held for p-1 since: the item offers the proposal, with its text.
+    desk.read(held_prediction("t1"), 4);
+    desk.skip(&ann(), &ItemKey::Proposal("p-1".into()));
+    match desk.next_for(&ann(), 5) {
+        Some(ItemView::Text { text, proposal, .. }) => {
+            assert_eq!(text, "the text of t1");
+            assert!(proposal.is_some());
+        }
+        other => panic!("{other:?}"),
+    }
+    // Decided at last: it needs no review any more.
+    desk.read(prediction("t1", "decided", Some("billing")), 6);
+    assert_eq!(desk.gauges(7).depth, 1, "only the proposal waits");
+}

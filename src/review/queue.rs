@@ -310,6 +310,11 @@ impl<T> Queue<T> {
         self.confirmed.contains(key)
     }
 
+    /// The item queued under `key`, if one is.
+    pub fn get(&self, key: &ItemKey) -> Option<&Item<T>> {
+        self.items.get(self.position.get(key)?)
+    }
+
     /// Whether `key` was answered.
     pub fn is_answered(&self, key: &ItemKey) -> bool {
         self.answered.contains(key)
