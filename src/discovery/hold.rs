@@ -12,7 +12,13 @@
 
 use std::collections::HashMap;
 
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use super::meaning::meaning_for_holding;
 use super::{Meaning, PooledText};
+use crate::engine::embedding::TextEncoder;
+use crate::engine::LabelMaterial;
 
 /// What a pass knows of the open proposals, to hold the texts that read like them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -56,6 +62,28 @@ pub struct Held {
 const MIN_MEMBERS: usize = 3;
 
 impl Holding {
+    /// The open proposals' themes from their members among `pool`, encoded here (every member,
+    /// whatever its meaning weighs in a pass), with the active labels' examples of `material`:
+    /// what the service's passes and the evaluation hold texts for.
+    pub fn of_members(
+        open: &[OpenProposal],
+        pool: &[&PooledText],
+        encoder: Option<&Arc<dyn TextEncoder>>,
+        material: &LabelMaterial,
+    ) -> Self {
+        let members: HashSet<&str> = open
+            .iter()
+            .flat_map(|p| p.members.iter().map(String::as_str))
+            .collect();
+        let texts: Vec<&PooledText> = pool
+            .iter()
+            .copied()
+            .filter(|t| members.contains(t.id.as_str()))
+            .collect();
+        let meaning = meaning_for_holding(&texts, encoder, material);
+        Self::build(open.iter().copied(), &texts, &meaning)
+    }
+
     /// The open proposals' themes, from their members among `texts` (with `meaning`, the
     /// pass's vectors of `texts`). Empty without vectors.
     pub fn build<'a>(

@@ -6,12 +6,20 @@ use std::sync::Arc;
 
 use super::{DiscoveryConfig, PooledText};
 use crate::engine::embedding::TextEncoder;
-use crate::engine::LabelMaterial;
+use crate::engine::terms::TermCounts;
+use crate::engine::{Engine, LabelMaterial};
 
 /// How much `text`'s meaning weighs against its words in a pass: `meaning_weight_short` for a
 /// short text (as the ranking calls it), `meaning_weight` for the others, within 0 and 1.
 pub fn weight_of(text: &PooledText, config: &DiscoveryConfig, material: &LabelMaterial) -> f64 {
     weight(material.is_short(&text.terms), config)
+}
+
+/// Whether the meaning of a text of `terms` weighs in a pass (as the engine's ranking calls a
+/// text short): only such a text is held for an open proposal ([`super::Holding`]).
+pub fn weighs(terms: &TermCounts, engine: &Engine, config: &DiscoveryConfig) -> bool {
+    let short = engine.config().ranking.is_short(terms.counts.len());
+    weight(short, config) > 0.0
 }
 
 /// How much a text's meaning weighs: `meaning_weight_short` for a `short` one, else

@@ -17,8 +17,8 @@ use thiserror::Error;
 use crate::broker::read_back::ReadBackError;
 use crate::broker::{self, Broker, BrokerError, Outgoing, Producer};
 use crate::discovery::{
-    self, communities, meaning::meaning_for_holding, proposal, reconcile, report, DiscoveryConfig,
-    Holding, OpenProposal, PooledText,
+    self, communities, proposal, reconcile, report, DiscoveryConfig, Holding, OpenProposal,
+    PooledText,
 };
 use crate::engine::embedding::TextEncoder;
 use crate::engine::LabelMaterial;
@@ -243,23 +243,18 @@ async fn holding_of(
     if open.is_empty() || encoder.is_none() {
         return Ok((Holding::default(), material));
     }
-    let members: HashSet<&str> = open
-        .iter()
-        .flat_map(|p| p.members.iter().map(String::as_str))
-        .collect();
-    let texts: Vec<PooledText> = texts
-        .into_iter()
-        .filter(|t| members.contains(t.id.as_str()))
-        .collect();
     Ok(tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let meaning = meaning_for_holding(&refs, encoder.as_ref(), &material);
-        let open = open.iter().map(|p| OpenProposal {
-            id: &p.proposal,
-            name: &p.name,
-            members: &p.members,
-        });
-        (Holding::build(open, &refs, &meaning), material)
+        let open: Vec<OpenProposal> = open
+            .iter()
+            .map(|p| OpenProposal {
+                id: &p.proposal,
+                name: &p.name,
+                members: &p.members,
+            })
+            .collect();
+        let holding = Holding::of_members(&open, &refs, encoder.as_ref(), &material);
+        (holding, material)
     })
     .await?)
 }

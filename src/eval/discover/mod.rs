@@ -23,8 +23,7 @@ use serde::Serialize;
 use super::dataset::RoundData;
 use super::PreparedRound;
 use crate::discovery::{
-    self, communities, meaning::meaning_for_holding, proposal, DiscoveryConfig, Holding,
-    OpenProposal, Pool, PooledText, Proposal,
+    self, communities, proposal, DiscoveryConfig, Holding, OpenProposal, Pool, PooledText, Proposal,
 };
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel, Verdict};
@@ -208,29 +207,25 @@ fn open_proposals(
     engine: &Engine,
 ) -> Result<Holding, DiscoverError> {
     let (proposals, _) = community_pass(pool, config, engine)?;
-    let members: HashSet<&str> = proposals
-        .iter()
-        .flat_map(|p| p.members.iter().map(String::as_str))
-        .collect();
-    let texts: Vec<&PooledText> = pool
-        .texts()
-        .iter()
-        .filter(|t| members.contains(t.id.as_str()))
-        .collect();
+    let texts: Vec<&PooledText> = pool.texts().iter().collect();
     let material = engine
         .retriever()
         .label_material(texts.iter().map(|text| &text.terms));
-    let meaning = meaning_for_holding(
+    let open: Vec<OpenProposal> = proposals
+        .iter()
+        .map(|p| OpenProposal {
+            id: &p.id,
+            name: &p.name,
+            members: &p.members,
+        })
+        .collect();
+    let encoder = engine.analyzer().query_encoder();
+    Ok(Holding::of_members(
+        &open,
         &texts,
-        engine.analyzer().query_encoder().as_ref(),
+        encoder.as_ref(),
         &material,
-    );
-    let open = proposals.iter().map(|p| OpenProposal {
-        id: &p.id,
-        name: &p.name,
-        members: &p.members,
-    });
-    Ok(Holding::build(open, &texts, &meaning))
+    ))
 }
 
 /// The test texts of every round in one seeded shuffle, each with its round's index.
@@ -287,12 +282,11 @@ async fn stream_and_pool(
             holding = open_proposals(&pool, config, engine)?;
         }
         let mut classified = classifier.classify(engine, &sample.text).await?;
-        let short = (engine.config().ranking).is_short(classified.analysis.terms.counts.len());
         let held_for = classified
             .analysis
             .embedding
             .as_deref()
-            .filter(|_| discovery::meaning::weight(short, config) > 0.0)
+            .filter(|_| discovery::meaning::weighs(&classified.analysis.terms, engine, config))
             .and_then(|vector| holding.hold(vector));
         if held_for.is_some() {
             classified.verdict = classified.verdict.held_for_review();

@@ -208,8 +208,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
 fn held_for(finishing: &Finishing, engine: &Engine, classified: &Classified) -> Option<Held> {
     let config = finishing.discovery?;
     let holding = finishing.holding?;
-    let short = (engine.config().ranking).is_short(classified.analysis.terms.counts.len());
-    if discovery::meaning::weight(short, config) <= 0.0 {
+    if !discovery::meaning::weighs(&classified.analysis.terms, engine, config) {
         return None;
     }
     holding.hold(classified.analysis.embedding.as_deref()?)
