@@ -482,7 +482,9 @@ async fn the_service_predicts_every_text_past_huge_answers_and_an_open_breaker()
 
     let predicted = predictions();
     assert_eq!(predicted.len(), texts.len());
-    assert!(predicted.iter().all(|p| p.source == Source::Graph));
+    assert!(predicted
+        .iter()
+        .all(|p| p.source == gorag::events::Source::Graph));
     let said = |reason: &str| {
         predicted
             .iter()

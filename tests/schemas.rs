@@ -44,6 +44,38 @@ fn committed_schemas_match_the_types() {
     }
 }
 
+/// A schema never changes under the same version: each version's schema is kept under
+/// `tests/fixtures/events/` (`GORAG_WRITE_GOLDEN=1` writes the file of a new version, never
+/// over an existing one), and the types must give it again.
+#[test]
+fn a_schema_changes_only_with_its_version() {
+    let names: Vec<&str> = schema::all().iter().map(|(name, _)| *name).collect();
+    let versioned: Vec<&str> = schema::versions().iter().map(|(name, _)| *name).collect();
+    assert_eq!(names, versioned, "every schema has a version");
+    let folder = root().join("tests/fixtures/events");
+    for ((name, value), (_, version)) in schema::all().into_iter().zip(schema::versions()) {
+        let path = folder.join(format!("{name}.v{version}.schema.json"));
+        let text = schema::render(&value);
+        if !path.exists() && std::env::var_os("GORAG_WRITE_GOLDEN").is_some() {
+            std::fs::create_dir_all(&folder).expect("fixtures folder");
+            std::fs::write(&path, &text).expect("write the new version's schema");
+        }
+        let pinned = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+            panic!(
+                "no schema pinned for {name} version {version}: GORAG_WRITE_GOLDEN=1 cargo test \
+                 --test schemas writes {}",
+                path.display()
+            )
+        });
+        assert!(
+            pinned == text,
+            "the {name} schema changed but its version is still {version}: bump the version, \
+             say what it added (docs/maintainers.md, \"A new event field\"), and pin the new \
+             schema (GORAG_WRITE_GOLDEN=1 cargo test --test schemas)"
+        );
+    }
+}
+
 /// (schema name, JSON) of every ```json <schema> block of a Markdown file.
 fn fenced_examples(markdown: &str) -> Vec<(String, String)> {
     let mut examples = Vec::new();

@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use leiden_rs::{GraphDataBuilder, Leiden, LeidenConfig, LeidenError, QualityType};
 use serde::Serialize;
 
-use crate::engine::answer::HallucinationKind;
 use crate::engine::Engine;
+use crate::events::HallucinationKind;
 use crate::events::Prediction;
 
 /// Leiden's seed (the same state gives the same map).

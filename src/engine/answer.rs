@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::text::{is_stop_word, normalise_label_text};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum HallucinationKind {
     /// The answer is not any active label.

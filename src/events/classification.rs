@@ -42,7 +42,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .as_deref()
             .and_then(|label| rationale(c.retrieval, label)),
         label,
-        source: c.decision.source,
+        source: c.decision.source.into(),
         candidates: c.retrieval.label_ids(),
         candidate_scores: c
             .retrieval
@@ -51,7 +51,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .filter_map(|c| c.score)
             .map(|s| (s * 10_000.0).round() / 10_000.0)
             .collect(),
-        basis: c.retrieval.basis,
+        basis: c.retrieval.basis.into(),
         confident: c.verdict.confident,
         confidence: Some(c.decision.confidence),
         status,
@@ -65,7 +65,7 @@ pub fn prediction_event(engine: &Engine, c: &Classification<'_>) -> Prediction {
             .map(|k| k.phrase.clone())
             .collect(),
         hallucination: c.decision.hallucination.is_some(),
-        hallucination_kind: c.decision.hallucination,
+        hallucination_kind: c.decision.hallucination.map(Into::into),
         // An endpoint's error may quote what it was sent or answered: bounded like every
         // error text.
         llm_error: c.llm_error.map(crate::bounds::error_text),
@@ -104,11 +104,11 @@ pub fn hallucination_report(
     Some(HallucinationReport {
         version: EVENT_VERSION,
         text_id: c.event.id.clone(),
-        kind,
+        kind: kind.into(),
         raw_answer: c.raw_answer.unwrap_or_default().to_string(),
         candidates: c.retrieval.label_ids(),
         label: c.decision.label.clone(),
-        source: c.decision.source,
+        source: c.decision.source.into(),
         model: c.model.map(str::to_string),
         label_version: engine.labels().version(),
         input: c.position.clone(),

@@ -9,6 +9,7 @@
 pub mod bounds;
 pub mod classification;
 pub mod decode;
+pub mod kinds;
 pub mod label_id;
 pub mod proposal;
 pub mod schema;
@@ -17,8 +18,8 @@ pub mod taxonomy;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::answer::HallucinationKind;
-use crate::engine::{Basis, NewLabel, Source};
+use crate::engine::NewLabel;
+pub use kinds::{Basis, HallucinationKind, Source};
 
 /// The version of every event this build writes but label events; inputs of this version
 /// are read.

@@ -4,8 +4,11 @@
 use schemars::schema_for;
 use serde_json::Value;
 
-use super::proposal::ProposalEvent;
-use super::{DeadLetterHeaders, HallucinationReport, LabelEvent, Prediction, TextEvent};
+use super::proposal::{ProposalEvent, PROPOSAL_EVENT_VERSION};
+use super::{
+    DeadLetterHeaders, HallucinationReport, LabelEvent, Prediction, TextEvent, EVENT_VERSION,
+    LABEL_EVENT_VERSION, PREDICTION_VERSION,
+};
 
 /// (file stem, schema) for every event, in a fixed order.
 pub fn all() -> Vec<(&'static str, Value)> {
@@ -20,6 +23,21 @@ pub fn all() -> Vec<(&'static str, Value)> {
             to_value(schema_for!(DeadLetterHeaders)),
         ),
         ("proposal-event", to_value(schema_for!(ProposalEvent))),
+    ]
+}
+
+/// (file stem, version) for every event: the version this build writes (the newest it reads,
+/// for inputs). A schema is pinned to its version: `tests/schemas.rs` keeps a copy of each
+/// version's schema under `tests/fixtures/events/` and fails when the types give another schema
+/// under the same version (docs/maintainers.md, "A new event field").
+pub fn versions() -> Vec<(&'static str, u32)> {
+    vec![
+        ("label-event", LABEL_EVENT_VERSION),
+        ("text-event", EVENT_VERSION),
+        ("prediction", PREDICTION_VERSION),
+        ("hallucination", EVENT_VERSION),
+        ("dead-letter-headers", EVENT_VERSION),
+        ("proposal-event", PROPOSAL_EVENT_VERSION),
     ]
 }
 

@@ -9,10 +9,10 @@ use super::internal_events::{
     PredictionPublished, StageTimed, TextDeadLettered, TextReceived,
 };
 use super::ServeSummary;
-use crate::engine::answer::HallucinationKind;
-use crate::engine::Source;
 use crate::events::decode::Reason;
+use crate::events::HallucinationKind;
 use crate::events::PredictionStatus;
+use crate::events::Source;
 use crate::telemetry::event::InternalEvent;
 use crate::telemetry::metrics::Metrics;
 

@@ -2,10 +2,10 @@
 //! the texts in flight and the consumer lag. None of these writes a log line: a text's own
 //! lines are its span's.
 
-use crate::engine::answer::HallucinationKind;
-use crate::engine::Source;
 use crate::events::decode::Reason;
+use crate::events::HallucinationKind;
 use crate::events::PredictionStatus;
+use crate::events::Source;
 use crate::telemetry::event::InternalEvent;
 use crate::telemetry::metrics::{
     Instruments, KindLabel, PartitionLabel, PredictionLabel, ReasonLabel, StageLabel,

@@ -8,11 +8,10 @@ use super::{Pending, ReadText, Text, Work};
 use crate::broker::{Outgoing, RecordLimit};
 use crate::config::{OnLlmFailure, TopicsSection};
 use crate::discovery::{self, DiscoveryConfig, Held, Holding, PoolNote, Unexplained};
-use crate::engine::answer::HallucinationKind;
-use crate::engine::{Engine, Source as LabelSource};
+use crate::engine::Engine;
 use crate::events::classification::{hallucination_report, prediction_event, Classification};
 use crate::events::decode::{Reason, Rejection};
-use crate::events::{PredictionStatus, ProposalCandidate, TextEvent};
+use crate::events::{HallucinationKind, PredictionStatus, ProposalCandidate, Source, TextEvent};
 use crate::position::Position;
 use crate::rag::{Answer, Classified, Classifier, LlmFailure};
 use crate::serve::delivery::OutputKind;
@@ -57,7 +56,7 @@ pub struct Tally {
     pub held_for_proposal: bool,
     pub hallucination: Option<HallucinationKind>,
     /// Where the published label came from, and the prediction's status.
-    pub predicted: Option<(LabelSource, PredictionStatus)>,
+    pub predicted: Option<(Source, PredictionStatus)>,
     /// Time spent deciding what to learn.
     pub index_seconds: Option<f64>,
 }
@@ -194,7 +193,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     };
     let records = output_records(finishing, engine, &classification, &mut tally);
     let status = PredictionStatus::from(classified.verdict.status);
-    tally.predicted = Some((decision.source, status));
+    tally.predicted = Some((decision.source.into(), status));
     Finished {
         learn,
         records,
