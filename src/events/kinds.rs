@@ -125,4 +125,14 @@ mod tests {
             "\"unknown_label\""
         );
     }
+
+    #[test]
+    fn the_metrics_know_every_hallucination_kind() {
+        let names = [
+            HallucinationKind::UnknownLabel,
+            HallucinationKind::OutsideCandidates,
+        ]
+        .map(HallucinationKind::as_str);
+        assert_eq!(names, crate::telemetry::metrics::HALLUCINATION_KINDS);
+    }
 }

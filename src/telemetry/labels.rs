@@ -57,7 +57,7 @@ pub struct OutcomeLabel {
     pub outcome: String,
 }
 
-/// The hallucination kinds counted (`HallucinationKind`'s names; a test there keeps them equal).
+/// The hallucination kinds counted (`events::HallucinationKind`'s names; a test in `events/kinds.rs` keeps them equal).
 pub const HALLUCINATION_KINDS: [&str; 2] = ["unknown_label", "outside_candidates"];
 
 /// The LLM breaker's states, closed first (`BreakerState`'s names; a test there keeps them equal).
