@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use gorag::broker::Position;
 use gorag::broker::{MemoryBroker, Outgoing, Transport};
 use gorag::config::{Layers, ServeConfig};
+use gorag::position::Position;
 use gorag::serve::{serve_on, ServeError, ServeSummary};
 use support::{example, ticket_texts};
 use tokio::sync::oneshot;

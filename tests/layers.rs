@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 #[path = "layers/blocks.rs"]
 mod blocks;
+#[path = "layers/import_paths.rs"]
+mod import_paths;
 #[path = "layers/metric_updates.rs"]
 mod metric_updates;
 #[path = "layers/public_events.rs"]

@@ -17,7 +17,7 @@ use super::trouble::{note_broker_error, note_log_line};
 use super::BrokerSettings;
 use super::ClientError;
 use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
-use crate::broker::Position;
+use crate::position::Position;
 
 /// A client context that hands librdkafka's own log lines (broker down, reconnects, retries) and
 /// global errors to tracing under the target `librdkafka`: without it they would go to

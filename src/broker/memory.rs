@@ -23,8 +23,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::texts::{event_queue, Membership, TextsConsumer, TextsEvent, REVOKE_ANSWER_WAIT};
 use super::BrokerSettings;
 use super::{topic_layouts, BrokerError, BrokerErrorKind, Outgoing, Record};
-use crate::broker::Position;
 use crate::clock::now_ms;
+use crate::position::Position;
 
 /// Topics and groups shared by every client made from it (clones share them).
 #[derive(Clone)]

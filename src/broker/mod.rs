@@ -1,6 +1,6 @@
 //! The seam between gorag and a broker: the only place that knows rdkafka. It depends on
-//! nothing of the service: its settings (`settings.rs`, `security.rs`), its errors and
-//! [`Position`] are its own.
+//! nothing of the service: its settings (`settings.rs`, `security.rs`), its errors are its own;
+//! a record's [`Position`] is the floor's (`crate::position`).
 //!
 //! The rest of the service sees plain [`Record`]s (what was read), [`Outgoing`] records (what
 //! to write), [`Position`]s and [`BrokerError`]s, and reaches a broker through the handles
@@ -27,7 +27,7 @@ mod trouble;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use crate::position::Position;
+use crate::position::Position;
 pub use error::{BrokerError, BrokerErrorKind, ClientError};
 #[cfg(any(test, feature = "memory-broker"))]
 pub use memory::{MemoryBroker, KAFKA_DEFAULT_MAX_MESSAGE_BYTES};

@@ -26,7 +26,7 @@ use super::client::{self, KafkaProducer, Logged};
 use super::BrokerSettings;
 use super::ClientError;
 use super::{BrokerError, Record};
-use crate::broker::Position;
+use crate::position::Position;
 
 /// How long a revocation waits for the loop's answer before giving the partitions up with
 /// nothing committed (their texts are then read again: duplicates, never a loss).

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::confidence::Outcome;
+use super::held_out::HeldOut;
 use super::index::{DocId, LabelPos};
-use super::refit::{HeldOut, HeldOutScoring};
+use super::refit::HeldOutScoring;
 use super::rounds::Indexer;
 use super::{Engine, EngineError, IndexReport};
 

@@ -19,10 +19,11 @@
 use std::sync::Arc;
 
 use super::fusion;
+use super::held_out::HeldOut;
 use super::peers::{fit_probe_on, probe_material, within_bounds, ProbeMaterial};
 use super::probe::{reads_probe, CrossFit, MAX_LABELS};
 use super::rank::Ranking;
-use super::refit::{held_out_sample, HeldOut, HeldOutScoring};
+use super::refit::{held_out_sample, HeldOutScoring};
 use super::Engine;
 
 /// The weights tried, smallest first.

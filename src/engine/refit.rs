@@ -24,9 +24,11 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use super::confidence::{sigmoid, Calibrator, Outcome};
+use super::held_out::HeldOut;
 use super::index::{DocId, DocKind};
 use super::probe::CrossFit;
-use super::{Analysis, Analyzer, Decisions, Engine, EngineConfig, Retriever};
+use super::retrieve::Retriever;
+use super::{Analysis, Analyzer, Decisions, Engine, EngineConfig};
 
 /// Outcomes kept (oldest dropped first): recent texts describe the current label set.
 pub const OUTCOME_CAPACITY: usize = 2_000;
@@ -43,15 +45,6 @@ pub const MIN_SCALE: f64 = 0.1;
 /// handful of outcomes, such as a first round of a few labels with two examples each, swings a
 /// two-parameter fit; docs/design/decisions.md).
 pub const MIN_OUTCOMES: usize = 30;
-
-/// A labelled text left out of retrieval while it is scored.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct HeldOut {
-    /// Its documents in the retrieval index: an example's own, and any learned copy of its text.
-    pub docs: Vec<DocId>,
-    /// An example's vector and its label's position, with the embedding signal.
-    pub vector: Option<(u32, Vec<f32>)>,
-}
 
 /// confidence = σ(shift + scale · z), z the calibrator's log-odds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -13,11 +13,11 @@ use super::embedding::Embeddings;
 use super::fusion;
 use super::graph::KeywordGraph;
 use super::graph::{self, Node};
+use super::held_out::HeldOut;
 use super::index::{DocKind, Hit, TextIndex};
 use super::keywords::Keyword;
 use super::no_match::{self, MatchEvidence};
 use super::rank::{self, Evidence, Ranking};
-use super::refit::HeldOut;
 use super::steiner;
 use super::terms::TermCounts;
 use super::{

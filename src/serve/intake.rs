@@ -13,9 +13,9 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::offsets::OffsetTracker;
-use crate::broker::Position;
 use crate::broker::Record;
 use crate::config::InputSection;
+use crate::position::Position;
 
 /// Fewest texts held back before the partitions are paused.
 const BACKLOG_MIN: usize = 16;

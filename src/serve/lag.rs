@@ -8,7 +8,7 @@ use tokio::task::JoinHandle;
 
 use super::internal_events::ConsumerLag;
 use crate::broker::MetadataClient;
-use crate::broker::Position;
+use crate::position::Position;
 use crate::telemetry::metrics::Metrics;
 
 const EVERY: Duration = Duration::from_secs(5);

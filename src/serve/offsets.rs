@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::broker::Position;
+use crate::position::Position;
 
 #[derive(Debug, Default)]
 struct PartitionAcks {

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::blocks::blocks_only;
+use super::import_paths::use_statements;
 use super::{module_path, named_paths, sources};
 
 /// The bodies (`{…}`) of the items of `code` whose attributes derive `JsonSchema`.
@@ -53,12 +54,7 @@ fn published_types_live_in_events_and_name_no_engine_type() {
             continue;
         }
         // The names this file takes from the engine (`use crate::engine::{Basis, …}`).
-        let uses: String = code
-            .split(';')
-            .map(str::trim_start)
-            .filter(|statement| statement.starts_with("use ") || statement.starts_with("pub use "))
-            .map(|statement| format!("{statement};\n"))
-            .collect();
+        let uses = use_statements(&code);
         let from_engine: Vec<String> = named_paths(&uses, &module_path(&path))
             .into_iter()
             .filter(|p| p.first().is_some_and(|m| m == "engine"))

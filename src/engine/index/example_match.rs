@@ -1,7 +1,8 @@
 //! A prediction's rationale, from the index: which of its label's examples matched a text, and
 //! on which terms.
 
-use super::{DocId, TermCounts, TextIndex};
+use super::{DocId, TextIndex};
+use crate::engine::terms::TermCounts;
 
 /// Why a labelled example matched a query ([`TextIndex::example_match`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

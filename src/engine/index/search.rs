@@ -2,7 +2,8 @@
 //! term with it, through the postings (a query costs its own terms' postings, not a scan of
 //! every text).
 
-use super::{DocId, Hit, TermCounts, TermId, TextIndex};
+use super::{DocId, Hit, TermId, TextIndex};
+use crate::engine::terms::TermCounts;
 
 /// A query whose postings touch more than one document in this many reads its hits off the
 /// whole accumulator rather than sorting the touched ids.

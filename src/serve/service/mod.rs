@@ -34,11 +34,11 @@ use super::startup::{self, Started};
 use super::stats::Stats;
 use super::stop::{Phase, Stop};
 use super::{ServeError, ServeSummary};
-use crate::broker::Position;
 use crate::broker::{
     Broker, BrokerError, OrderedSender, Producer, Record, RecordLimit, TextsConsumer, TextsEvent,
 };
 use crate::config::{OnLlmFailure, ServeConfig};
+use crate::position::Position;
 use crate::rag::Classifier;
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::Metrics;

@@ -3,9 +3,9 @@
 use std::time::Instant;
 
 use super::{Service, STALL_WARN};
-use crate::broker::Position;
 use crate::broker::TextsConsumer;
 use crate::llm::usage::UsageSampled;
+use crate::position::Position;
 use crate::serve::internal_events::InFlight;
 
 impl Service {

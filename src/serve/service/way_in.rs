@@ -4,10 +4,10 @@
 use std::time::Instant;
 
 use super::Service;
-use crate::broker::Position;
 use crate::broker::Record;
 use crate::events::decode;
 use crate::events::InputPosition;
+use crate::position::Position;
 use crate::serve::internal_events::{InFlight, LlmRequestTimed};
 use crate::serve::pipeline::{self, Advanced, ReadText, StepDone, Text};
 use crate::serve::stop::Phase;

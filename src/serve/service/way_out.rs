@@ -6,8 +6,8 @@ use std::time::Instant;
 use tracing::Instrument;
 
 use super::{Delivered, Service};
-use crate::broker::Position;
 use crate::broker::{self, BrokerError, BrokerErrorKind, Outgoing, Producer};
+use crate::position::Position;
 use crate::serve::delivery::{self, OutputKind};
 use crate::serve::outputs;
 use crate::serve::pipeline::finish::{finish, Finishing, Learning};

@@ -13,7 +13,7 @@
 
 use serde::Serialize;
 
-use super::snapshot_error::SnapshotError;
+use super::SnapshotError;
 
 /// What a snapshot's bytes begin with.
 const MAGIC: [u8; 4] = *b"GSNP";

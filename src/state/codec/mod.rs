@@ -64,7 +64,8 @@ pub use changelog::{
     learn_records, Change, ChangeDecodeError, ChangeRecord, LabelOutcome, LearnedText, RejectStage,
 };
 pub use log::{decode_logged, encode_logged, LogDecodeError};
-pub use snapshot::{Snapshot, SnapshotError};
+pub use snapshot::Snapshot;
+pub use snapshot_error::SnapshotError;
 pub use wire::WireError;
 
 /// The changelog record version this build writes.

@@ -5,8 +5,8 @@
 use serde::de::DeserializeOwned;
 
 use super::envelope;
-pub use super::snapshot_error::SnapshotError;
 use super::wire::snapshot::{SnapshotV3, SnapshotV4, VersionedSnapshot};
+use super::SnapshotError;
 use super::SNAPSHOT_VERSION;
 use crate::discovery::Pool;
 use crate::engine::saved::EngineState;
