@@ -149,12 +149,12 @@ fn out_of_range_numbers_are_refused() {
         (
             "--example-decay",
             "1",
-            "--example-decay: must be at least 0 and below 1",
+            "--example-decay (engine.ranking.example_decay): must be below 1",
         ),
         (
             "--phrase-capacity",
             "999",
-            "--phrase-capacity: must be at least 1000",
+            "--phrase-capacity (engine.phrase_capacity): must be at least 1000",
         ),
     ] {
         let stderr = refused(&[flag, value]);
@@ -390,12 +390,12 @@ fn help_shows_common_flags_before_the_tuning_groups() {
     let at = |flag: &str| help.find(flag).unwrap_or(usize::MAX);
     for common in ["--llm <", "--out <", "--strategy <", "--embedding-model <"] {
         assert!(
-            at(common) < at("Ranking and choice (tuning):"),
+            at(common) < at("Keywords and ablations (tuning):"),
             "{common}:\n{help}"
         );
     }
     assert!(
-        at("Ranking and choice (tuning):") < at("--max-candidates"),
+        at("Ranking (engine.ranking):") < at("--max-candidates"),
         "{help}"
     );
 }

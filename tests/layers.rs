@@ -4,7 +4,8 @@
 //! imports a sibling that imports it back (anywhere in the tree),
 //! no source file is longer than 600 lines, no type has more than 25 inherent methods
 //! ([`wide_types`]), metrics move only in an internal event's `emit` ([`metric_updates`]),
-//! and the published events' types are the events' own ([`public_events`]).
+//! the published events' types are the events' own ([`public_events`]), no setting is declared
+//! outside its owner ([`settings`]), and a type is imported under one path ([`import_paths`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,8 @@ mod import_paths;
 mod metric_updates;
 #[path = "layers/public_events.rs"]
 mod public_events;
+#[path = "layers/settings.rs"]
+mod settings;
 #[path = "layers/wide_types.rs"]
 mod wide_types;
 

@@ -70,7 +70,7 @@ fn a_schema_changes_only_with_its_version() {
         assert!(
             pinned == text,
             "the {name} schema changed but its version is still {version}: bump the version, \
-             say what it added (docs/maintainers.md, \"A new event field\"), and pin the new \
+             say what it added (docs/maintainers.md, \"Add a field to an event\"), and pin the new \
              schema (GORAG_WRITE_GOLDEN=1 cargo test --test schemas)"
         );
     }

@@ -8,19 +8,15 @@ use clap::{Args, ValueEnum};
 
 use super::discover;
 
-mod no_match;
+mod out_of_scope;
 mod outputs;
-mod ranking;
-mod strategy;
-use crate::config::EngineSection;
+use crate::config::{EngineSection, LlmSection};
 use crate::engine::embedding::TextEncoder;
-use crate::engine::keywords::{KeywordMode, KeywordSelection};
-use crate::engine::EngineConfig;
+use crate::engine::keywords::KeywordMode;
+use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
-use crate::llm::{LlmClient, LlmSettings};
+use crate::llm::LlmClient;
 use crate::rag::Classifier;
-pub use ranking::RankingArgs;
-pub use strategy::StrategyArg;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Ablation {
@@ -30,12 +26,6 @@ pub enum Ablation {
     Unit,
     /// Keywords instead of the text in the prompt.
     KeywordInput,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum KeywordModeArg {
-    Tfidf,
-    Llm,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -61,75 +51,6 @@ pub enum LabelNamesArg {
     No,
 }
 
-/// Where the LLM is and how to call it.
-#[derive(Debug, Clone, Args)]
-pub struct LlmArgs {
-    /// OpenAI-compatible base URL, or `none` for retrieval-only (graph) predictions.
-    #[arg(
-        long,
-        env = "GORAG_LLM_URL",
-        default_value = "http://127.0.0.1:8080/v1"
-    )]
-    pub llm: String,
-    /// Model name sent to the endpoint.
-    #[arg(
-        long,
-        env = "GORAG_LLM_MODEL",
-        default_value = "qwen2.5-coder-0.5b-instruct"
-    )]
-    pub model: String,
-    /// File holding the API key (else $GORAG_LLM_API_KEY, else $OPENAI_API_KEY, else none).
-    #[arg(long)]
-    pub api_key_file: Option<PathBuf>,
-    /// Timeout of one LLM attempt, in seconds.
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_TIMEOUT_SECS)]
-    pub llm_timeout: f64,
-    /// Retries after a failed attempt (429, 5xx, timeout, transport error, malformed answer);
-    /// at most 10.
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::setup::DEFAULT_RETRIES)]
-    pub llm_retries: u32,
-    /// The time one LLM call may take from its first attempt on, retries included, in seconds.
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::retry::DEFAULT_MAX_RETRY_SECS)]
-    pub llm_max_retry_secs: f64,
-    /// Largest LLM response read, in bytes; a larger one fails the call (not retried).
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::DEFAULT_MAX_RESPONSE_BYTES)]
-    pub llm_max_response_bytes: usize,
-    /// LLM calls failed in a row that open the circuit breaker (0: never).
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::breaker::DEFAULT_BREAKER_FAILURES)]
-    pub llm_breaker_failures: u32,
-    /// Seconds the open circuit breaker sends no LLM call before one probe.
-    #[arg(help_heading = "LLM client", long, default_value_t = crate::llm::breaker::DEFAULT_BREAKER_COOLDOWN_SECS)]
-    pub llm_breaker_cooldown_secs: f64,
-    /// Send the API key over plain http to a host other than this machine.
-    #[arg(help_heading = "LLM client", long)]
-    pub llm_allow_insecure_key: bool,
-    /// LLM requests in flight at once.
-    #[arg(help_heading = "LLM client", long, default_value_t = 2)]
-    pub llm_concurrency: usize,
-    /// Directory of the persistent response cache.
-    #[arg(help_heading = "LLM client", long, env = "GORAG_LLM_CACHE")]
-    pub llm_cache: Option<PathBuf>,
-}
-
-impl LlmArgs {
-    pub fn client(&self) -> Result<Option<LlmClient>> {
-        let settings = LlmSettings {
-            api_key_file: self.api_key_file.clone(),
-            timeout_secs: self.llm_timeout,
-            retries: self.llm_retries,
-            concurrency: self.llm_concurrency,
-            cache_dir: self.llm_cache.clone(),
-            max_response_bytes: self.llm_max_response_bytes,
-            max_retry_secs: self.llm_max_retry_secs,
-            breaker_failures: self.llm_breaker_failures,
-            breaker_cooldown_secs: self.llm_breaker_cooldown_secs,
-            allow_insecure_key: self.llm_allow_insecure_key,
-            ..LlmSettings::new(self.llm.clone(), self.model.clone())
-        };
-        Ok(settings.client()?)
-    }
-}
-
 #[derive(Debug, Args)]
 pub struct EvalArgs {
     /// Dataset folder, e.g. ../shared/data/paper/wos or examples/tiny.
@@ -153,28 +74,8 @@ pub struct EvalArgs {
     #[arg(long, value_enum, default_value = "file")]
     pub order: OrderArg,
     /// Candidate strategies to compare, comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "hybrid")]
-    pub strategy: Vec<StrategyArg>,
-    #[command(flatten)]
-    pub ranking: RankingArgs,
-    #[command(flatten)]
-    pub discover: discover::DiscoverArgs,
-    #[command(flatten)]
-    pub no_match: no_match::NoMatchArgs,
-    /// Keyword extraction.
-    #[arg(
-        help_heading = "Keywords and ablations (tuning)",
-        long,
-        value_enum,
-        default_value = "tfidf"
-    )]
-    pub keywords: KeywordModeArg,
-    /// Keywords kept per query text (terminals; added by online indexing).
-    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = KeywordSelection::default().top_k)]
-    pub top_k: usize,
-    /// Keywords kept per labelled example or description.
-    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().example_selection.top_k)]
-    pub example_top_k: usize,
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "hybrid")]
+    pub strategy: Vec<Strategy>,
     /// Minimum normalised TF-IDF score of a keyword.
     #[arg(
         help_heading = "Keywords and ablations (tuning)",
@@ -185,9 +86,6 @@ pub struct EvalArgs {
     /// k of the `naive` strategy.
     #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().naive_k)]
     pub naive_k: usize,
-    /// Distinct phrases the keyword statistics keep (the rarest forgotten past it).
-    #[arg(help_heading = "Keywords and ablations (tuning)", long, default_value_t = EngineConfig::default().phrase_capacity)]
-    pub phrase_capacity: usize,
     /// Ablations, comma-separated.
     #[arg(
         help_heading = "Keywords and ablations (tuning)",
@@ -198,19 +96,6 @@ pub struct EvalArgs {
     /// Whether label ids are readable names (auto: not when they look like `label 7`).
     #[arg(long, value_enum, default_value = "auto")]
     pub label_names: LabelNamesArg,
-    #[command(flatten)]
-    pub llm: LlmArgs,
-    /// Ask the LLM only about texts whose retrieval-only confidence is below this (1: every
-    /// text, which also prints the curve of accuracy against calls for other weights and
-    /// thresholds, and writes the chosen ones to llm-calibration.toml).
-    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().ask_below)]
-    pub ask_below: f64,
-    /// Predictions under this confidence need review (not learned from).
-    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().abstain_below)]
-    pub abstain_below: f64,
-    /// A calibrator from `gorag calibrate --out` instead of the shipped one.
-    #[arg(help_heading = "Confidence, review and the LLM's say", long)]
-    pub calibrator: Option<PathBuf>,
     /// Simulate a reviewer who corrects, as they come, texts that need review — at most this
     /// share of each round's texts — to their gold label (0: none; docs/design/decisions.md).
     #[arg(
@@ -227,21 +112,15 @@ pub struct EvalArgs {
         default_value_t = 0.0
     )]
     pub audit_share: f64,
-    /// Refit the confidence from each round's examples (labels with several) and the audits
-    /// as the service does (`engine.refit_confidence`).
-    #[arg(help_heading = "Confidence, review and the LLM's say", long, default_value_t = EngineConfig::default().refit_confidence, action = clap::ArgAction::Set)]
-    pub refit_confidence: bool,
+    /// A CSV file of texts (a `text` column) that fit none of the dataset's classes: classified
+    /// after every round, never learned from; the table gives the share published decided,
+    /// needing review, with no label (examples/out-of-scope/texts.csv is the repository's).
+    #[arg(help_heading = "No match (engine.no_match)", long)]
+    pub out_of_scope: Option<PathBuf>,
     /// Label names and descriptions by label id: a CSV or JSONL file in the format of `gorag
     /// labels import` (its examples are not used: the split's are).
     #[arg(long)]
     pub labels: Option<PathBuf>,
-    /// The embedding signal for `ranked` and `hybrid`, and the encoder of `nearest`: a model's
-    /// name (fetched by scripts/embedding-model.sh NAME), a folder path, or `none` (words only).
-    #[arg(long, default_value_t = crate::embed::EmbeddingModel::default())]
-    pub embedding_model: crate::embed::EmbeddingModel,
-    /// Tokens of a text a BERT encoder reads (1 to 512; `engine.embedding_max_tokens`).
-    #[arg(long, default_value_t = crate::embed::MAX_TOKENS)]
-    pub embedding_max_tokens: usize,
     /// Folder for report.json, accuracy.svg, each text's prediction (texts-STRATEGY.jsonl and
     /// .csv) and per-label figures (labels-STRATEGY.csv, confusions-STRATEGY.csv).
     #[arg(long, default_value = "out/eval")]
@@ -249,45 +128,28 @@ pub struct EvalArgs {
     /// No progress bar.
     #[arg(long)]
     pub quiet: bool,
+    // The flattened sections last: a section's heading stays on for the flags after it.
+    #[command(flatten)]
+    pub discover: discover::DiscoverArgs,
+    /// The service's `[engine]` settings, each key a flag (`engine.ranking.name_weight` is
+    /// `--name-weight`), with the service's defaults and checks.
+    #[command(flatten)]
+    pub engine: EngineSection,
+    /// The service's `[llm]` settings as flags.
+    #[command(flatten)]
+    pub llm: LlmSection,
 }
 
 pub async fn eval(args: EvalArgs) -> Result<()> {
-    let decay = args.ranking.example_decay;
-    if !(0.0..1.0).contains(&decay) {
-        bail!("--example-decay: must be at least 0 and below 1 (got {decay})");
-    }
-    if let Some(problem) = crate::engine::phrase_capacity_problem(args.phrase_capacity) {
-        bail!("--phrase-capacity: {problem}");
-    }
-    for (flag, value) in [
-        ("--ask-below", args.ask_below),
-        ("--abstain-below", args.abstain_below),
-        ("--review-budget", args.review_budget),
-        ("--audit-share", args.audit_share),
-    ] {
-        if !(0.0..=1.0).contains(&value) {
-            bail!("{flag}: must be from 0 to 1 (got {value})");
-        }
-    }
+    args.check()?;
     let (rounds, named) = args.rounds()?;
     let (classifier, llm, keyword_mode) = args.classifier()?;
-    let calibrator = args
-        .calibrator
-        .as_deref()
-        .map(crate::engine::confidence::Calibrator::read)
-        .transpose()
-        .context("--calibrator")?;
-    let mut engines = args.engines();
-    if let Some(calibrator) = calibrator {
-        for engine in &mut engines {
-            engine.calibrator = calibrator.clone();
-        }
-    }
-    let rule = args.no_match.config()?;
-    for engine in &mut engines {
-        engine.no_match = rule;
-    }
-    let out_of_scope = args.no_match.texts()?;
+    let engines = args.engines()?;
+    let out_of_scope = match &args.out_of_scope {
+        Some(path) => out_of_scope::read_texts(path)
+            .with_context(|| format!("--out-of-scope {}", path.display()))?,
+        None => Vec::new(),
+    };
     // Before any LLM call: a bad model folder fails at once.
     let encoder = args.encoder()?;
     if let Some(llm) = &llm {
@@ -298,7 +160,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
                  (scripts/llm.sh start runs the local model), point --llm at another \
                  OpenAI-compatible endpoint (its key in $GORAG_LLM_API_KEY or --api-key-file), \
                  or evaluate retrieval alone with --llm none",
-                args.llm.llm
+                args.llm.url
             );
         }
     }
@@ -329,7 +191,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
         let options = eval::EvalOptions {
             engine,
             encoder: encoder.clone(),
-            concurrency: args.llm.llm_concurrency,
+            concurrency: args.llm.concurrency,
             progress: !args.quiet,
             review_budget: args.review_budget,
             audit_share: args.audit_share,
@@ -361,13 +223,44 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
 }
 
 impl EvalArgs {
+    /// Every problem with the settings, as the service's loader finds them (each named by its
+    /// key; the flag is the key's last part), and with the evaluation's own shares.
+    fn check(&self) -> Result<()> {
+        let mut problems: Vec<String> = self
+            .engine
+            .problems()
+            .into_iter()
+            .map(|problem| format!("engine.{problem}"))
+            .collect();
+        problems.extend(self.llm.problems());
+        for (flag, value) in [
+            ("--review-budget", self.review_budget),
+            ("--audit-share", self.audit_share),
+        ] {
+            if !(0.0..=1.0).contains(&value) {
+                problems.push(format!("{flag}: must be from 0 to 1 (got {value})"));
+            }
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        bail!(
+            "{}",
+            problems
+                .iter()
+                .map(|p| with_flag(p))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    }
+
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
-        if self.embedding_model == crate::embed::EmbeddingModel::Off
+        if self.engine.embedding_model == crate::embed::EmbeddingModel::Off
             && self
                 .strategy
                 .iter()
-                .any(|s| matches!(s, StrategyArg::Nearest | StrategyArg::Prototype))
+                .any(|s| matches!(s, Strategy::Nearest | Strategy::Prototype))
         {
             bail!(
                 "--strategy nearest and prototype read only the sentence encoder: give it one \
@@ -377,14 +270,10 @@ impl EvalArgs {
         if !self.reads_meaning() {
             return Ok(None);
         }
-        // The service's checks, named by their flags (`few_words_min_meaning` → `--few-words-min-meaning`).
-        if let Some(problem) = self.ranking.config().problems().first() {
-            let (key, why) = problem.split_once(':').unwrap_or((problem.as_str(), ""));
-            bail!("--{}:{why}", key.replace('_', "-"));
-        }
         let Some(model) = self
+            .engine
             .embedding_model
-            .load(self.embedding_max_tokens)
+            .load(self.engine.embedding_max_tokens)
             .context("--embedding-model (the embedding signal)")?
         else {
             return Ok(None);
@@ -394,11 +283,8 @@ impl EvalArgs {
 
     /// The classifier (LLM client, when one is configured, and keyword mode).
     fn classifier(&self) -> Result<(Classifier, Option<LlmClient>, KeywordMode)> {
-        let llm = self.llm.client()?;
-        let keyword_mode = match self.keywords {
-            KeywordModeArg::Tfidf => KeywordMode::Tfidf,
-            KeywordModeArg::Llm => KeywordMode::Llm,
-        };
+        let llm = self.llm.settings().client()?;
+        let keyword_mode = self.engine.keywords;
         if keyword_mode == KeywordMode::Llm && llm.is_none() {
             bail!("--keywords llm needs an LLM (drop --llm none)");
         }
@@ -465,23 +351,26 @@ impl EvalArgs {
     /// Whether the embedding signal is on and a compared strategy reads it (`ranked`,
     /// `hybrid`): only then is the model loaded.
     fn reads_meaning(&self) -> bool {
-        self.embedding_model != crate::embed::EmbeddingModel::Off
-            && self
-                .engines()
-                .iter()
-                .any(|engine| engine.strategy.reads_meaning())
+        self.engine.embedding_model != crate::embed::EmbeddingModel::Off
+            && self.strategy.iter().any(|s| s.reads_meaning())
     }
 
-    /// One engine configuration per `--strategy`, otherwise alike.
-    fn engines(&self) -> Vec<EngineConfig> {
-        let base = self.engine_config();
-        self.strategy
+    /// One engine configuration per `--strategy`, otherwise alike (with `--calibrator`'s fit
+    /// read once).
+    fn engines(&self) -> Result<Vec<EngineConfig>> {
+        let mut base = self.engine_config();
+        if let Some(path) = &self.engine.calibrator {
+            base.calibrator =
+                crate::engine::confidence::Calibrator::read(path).context("--calibrator")?;
+        }
+        Ok(self
+            .strategy
             .iter()
-            .map(|s| EngineConfig {
-                strategy: (*s).into(),
+            .map(|&strategy| EngineConfig {
+                strategy,
                 ..base.clone()
             })
-            .collect()
+            .collect())
     }
 
     /// The report of the paper's protocol over `runs`, with what produced it.
@@ -505,7 +394,7 @@ impl EvalArgs {
             named_labels: named,
             embedding_model: self
                 .reads_meaning()
-                .then(|| self.embedding_model.short_name()),
+                .then(|| self.engine.embedding_model.short_name()),
             ablations: self
                 .ablation
                 .iter()
@@ -540,27 +429,17 @@ impl EvalArgs {
         Ok((rounds, named))
     }
 
-    /// The engine every strategy shares: `[engine]`'s defaults with this run's flags over
-    /// them, mapped to the engine by the one mapping serve and classify use
-    /// ([`EngineSection::engine_config`]); then what only an evaluation varies (the paper's
-    /// baselines and the ablations have no `[engine]` key).
+    /// The engine every strategy shares: `[engine]` as the flags set it, mapped to the engine
+    /// by the one mapping serve and classify use ([`EngineSection::engine_config`]); then what
+    /// only an evaluation varies (the paper's baselines and the ablations have no `[engine]`
+    /// key) and when to ask the LLM (`llm.ask_below`).
     fn engine_config(&self) -> EngineConfig {
         let section = EngineSection {
-            top_k: self.top_k,
-            example_top_k: self.example_top_k,
             online_indexing: !self.ablation.contains(&Ablation::Offline),
-            phrase_capacity: self.phrase_capacity,
-            choice: self.ranking.choice.into(),
-            llm_weight: self.ranking.llm_weight,
-            abstain_below: self.abstain_below,
-            refit_confidence: self.refit_confidence,
-            example_chars: self.ranking.example_chars,
-            prompt_layout: self.ranking.prompt_layout.into(),
-            ranking: self.ranking.config(),
-            ..EngineSection::default()
+            ..self.engine.clone()
         };
         let mut base = section.engine_config();
-        base.ask_below = self.ask_below;
+        base.ask_below = self.llm.ask_below;
         base.selection.min_score = self.min_score;
         base.example_selection.min_score = self.min_score;
         base.naive_k = self.naive_k;
@@ -574,6 +453,24 @@ impl EvalArgs {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| self.dataset.display().to_string())
+    }
+}
+
+/// A problem the settings' checks name by key (`engine.ranking.example_decay: …`), with the
+/// flag that sets the key in front (`--example-decay (engine.ranking.example_decay): …`).
+fn with_flag(problem: &str) -> String {
+    let Some((key, why)) = problem.split_once(':') else {
+        return problem.to_string();
+    };
+    let field = key.rsplit('.').next().unwrap_or(key);
+    let command = EvalArgs::augment_args(clap::Command::new("eval"));
+    let flag = command
+        .get_arguments()
+        .find(|arg| arg.get_id() == field)
+        .and_then(|arg| arg.get_long());
+    match flag {
+        Some(flag) => format!("--{flag} ({key}):{why}"),
+        None => problem.to_string(),
     }
 }
 

@@ -19,11 +19,13 @@ use toml::{Table, Value};
 
 use crate::bounds::keys;
 
+mod engine_section;
 mod parts;
 mod sections;
 mod state_dir;
 pub use crate::broker::security::*;
 pub use crate::broker::settings::{KafkaSection, TopicsSection};
+pub use engine_section::EngineSection;
 pub use sections::*;
 pub use state_dir::*;
 
@@ -261,69 +263,20 @@ impl ServeConfig {
 
     /// The endpoint, the key's way there, the client's bounds and concurrency.
     fn check_llm(&self, errors: &mut Vec<String>) {
-        if self.llm.enabled() && !self.llm.url.starts_with("http") {
-            errors.push(format!(
-                "llm.url: {} is neither an http(s) URL nor `none`",
-                crate::llm::key::shown(&self.llm.url)
-            ));
-        }
-        errors.extend(self.llm.settings().problems());
-        if self.llm.concurrency == 0 {
-            errors.push("llm.concurrency: must be at least 1".into());
-        }
-        if !(0.0..=1.0).contains(&self.llm.ask_below) {
-            errors.push("llm.ask_below: must be a confidence from 0 to 1".into());
-        }
+        errors.extend(self.llm.problems());
     }
 
-    /// Keyword counts, candidate cap, weights and discovery.
+    /// `[engine]`'s own checks, and discovery's.
     fn check_engine(&self, errors: &mut Vec<String>) {
-        if self.engine.top_k == 0 || self.engine.example_top_k == 0 {
-            errors.push("engine.top_k and engine.example_top_k: must be at least 1".into());
-        }
-        if let Some(problem) = crate::engine::phrase_capacity_problem(self.engine.phrase_capacity) {
-            errors.push(format!("engine.phrase_capacity: {problem}"));
-        }
-        let r = &self.engine.ranking;
-        if !(0.0..=1.0).contains(&self.engine.abstain_below) {
-            errors.push("engine.abstain_below: must be a confidence from 0 to 1".into());
-        }
-        if let Some(problem) = self.engine.engine_config().no_match.problem() {
-            errors.push(format!("engine.{problem}"));
-        }
-        if !(self.engine.llm_weight.is_finite() && self.engine.llm_weight >= 0.0) {
-            errors.push("engine.llm_weight: must be a number ≥ 0".into());
-        }
         errors.extend(
-            r.problems()
+            self.engine
+                .problems()
                 .into_iter()
-                .map(|problem| format!("engine.ranking.{problem}")),
+                .map(|problem| format!("engine.{problem}")),
         );
-        if matches!(
-            self.engine.strategy,
-            crate::engine::Strategy::Nearest | crate::engine::Strategy::Prototype
-        ) && self.engine.embedding_model == crate::embed::EmbeddingModel::Off
-        {
-            errors.push(
-                "engine.strategy: nearest and prototype read only the sentence encoder; set \
-                 engine.embedding_model to a model, not none"
-                    .into(),
-            );
-        }
-        if !(1..=crate::embed::TOKEN_CAPACITY).contains(&self.engine.embedding_max_tokens) {
-            errors.push(format!(
-                "engine.embedding_max_tokens: must be 1 to {}",
-                crate::embed::TOKEN_CAPACITY
-            ));
-        }
-        if r.example_decay >= 1.0 {
-            // At 1 a label's score would be the sum of its examples' cosines: it would grow
-            // with every example, and every threshold on scores with it.
-            errors.push("engine.ranking.example_decay: must be below 1".into());
-        }
         if self.discovery.enabled {
             if let Err(problem) = self.discovery.validate() {
-                errors.push(format!("discovery: {problem}"));
+                errors.push(format!("discovery.{problem}"));
             }
         }
     }

@@ -5,10 +5,6 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::prompt::ChoiceMode;
-use crate::engine::rank::RankingConfig;
-use crate::engine::Strategy;
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminSection {
@@ -77,39 +73,63 @@ pub enum OnLlmFailure {
     DeadLetter,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[llm]`: the endpoint and the client's bounds; `gorag eval` reads the same fields as flags
+/// (`--llm` is `llm.url`, `--llm-timeout` is `llm.timeout_secs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, default)]
+#[command(next_help_heading = "LLM (llm.*)")]
 pub struct LlmSection {
     /// OpenAI-compatible base URL, or `none` for graph-only predictions.
+    #[arg(long = "llm", env = "GORAG_LLM_URL", default_value_t = LlmSection::default().url, help_heading = None)]
     pub url: String,
+    /// Model name sent to the endpoint.
+    #[arg(long, env = "GORAG_LLM_MODEL", default_value_t = LlmSection::default().model, help_heading = None)]
     pub model: String,
+    /// File holding the API key (else $GORAG_LLM_API_KEY, else $OPENAI_API_KEY, else none).
+    #[arg(long, help_heading = None)]
     pub api_key_file: Option<PathBuf>,
     /// Send the API key over plain `http://` to a host other than this machine (loopback
     /// needs no opt-in; https never does).
+    #[arg(long = "llm-allow-insecure-key")]
     pub allow_insecure_key: bool,
-    /// Timeout of one attempt.
+    /// Timeout of one attempt, in seconds.
+    #[arg(long = "llm-timeout", default_value_t = LlmSection::default().timeout_secs)]
     pub timeout_secs: f64,
     /// Retries after a failed attempt (at most `llm::retry::MAX_RETRIES`).
+    #[arg(long = "llm-retries", default_value_t = LlmSection::default().retries)]
     pub retries: u32,
     /// The time one call may take from its first attempt on, its retries and their waits
-    /// included (`retry-after` is honoured only within it).
+    /// included (`retry-after` is honoured only within it), in seconds.
+    #[arg(long = "llm-max-retry-secs", default_value_t = LlmSection::default().max_retry_secs)]
     pub max_retry_secs: f64,
     /// Largest response body read; a larger answer fails the call, not retried.
+    #[arg(long = "llm-max-response-bytes", default_value_t = LlmSection::default().max_response_bytes)]
     pub max_response_bytes: usize,
     /// Calls failed in a row (timeouts, 5xx, 429, connection errors, after their retries) that
     /// open the circuit breaker; 0: it never opens.
+    #[arg(long = "llm-breaker-failures", default_value_t = LlmSection::default().breaker_failures)]
     pub breaker_failures: u32,
-    /// How long the open breaker sends no call before one probe.
+    /// How long the open breaker sends no call before one probe, in seconds.
+    #[arg(long = "llm-breaker-cooldown-secs", default_value_t = LlmSection::default().breaker_cooldown_secs)]
     pub breaker_cooldown_secs: f64,
     /// LLM requests in flight at once.
+    #[arg(long = "llm-concurrency", default_value_t = LlmSection::default().concurrency)]
     pub concurrency: usize,
+    /// Directory of the persistent response cache.
+    #[arg(long = "llm-cache", env = "GORAG_LLM_CACHE")]
     pub cache_dir: Option<PathBuf>,
+    /// What happens to a text whose LLM call failed after every retry (`gorag eval`: the
+    /// graph's prediction).
+    #[arg(skip = OnLlmFailure::Graph)]
     pub on_failure: OnLlmFailure,
     /// Ask the LLM to choose only for texts whose retrieval-only confidence is below this
-    /// (0: never, the default — the local model was measured to help nowhere; 1: every text).
-    /// `gorag eval --ask-below 1` measures an endpoint (docs/design/decisions.md).
+    /// (0: never, the default — the local model was measured to help nowhere; 1: every text,
+    /// which in `gorag eval` also prints the curve of accuracy against calls and writes the
+    /// chosen settings to llm-calibration.toml; docs/design/decisions.md).
+    #[arg(long, default_value_t = LlmSection::default().ask_below)]
     pub ask_below: f64,
     /// Ask the LLM to describe named labels that come without a description.
+    #[arg(skip = true)]
     pub describe_labels: bool,
 }
 
@@ -138,6 +158,26 @@ impl Default for LlmSection {
 }
 
 impl LlmSection {
+    /// What is wrong with the settings, each problem starting with its key (`llm.url: …`);
+    /// none: they hold. The service's loader and `gorag eval` both check with this.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.enabled() && !self.url.starts_with("http") {
+            problems.push(format!(
+                "llm.url: {} is neither an http(s) URL nor `none`",
+                crate::llm::key::shown(&self.url)
+            ));
+        }
+        problems.extend(self.settings().problems());
+        if self.concurrency == 0 {
+            problems.push("llm.concurrency: must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.ask_below) {
+            problems.push("llm.ask_below: must be a confidence from 0 to 1".into());
+        }
+        problems
+    }
+
     pub fn enabled(&self) -> bool {
         self.settings().enabled()
     }
@@ -158,127 +198,6 @@ impl LlmSection {
             breaker_cooldown_secs: self.breaker_cooldown_secs,
             allow_insecure_key: self.allow_insecure_key,
         }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct EngineSection {
-    pub strategy: Strategy,
-    /// Where a text's keywords come from: `tfidf`, or `llm` (one more LLM call per text; the
-    /// paper's LLM keyword extraction, TF-IDF when that call fails).
-    pub keywords: crate::engine::keywords::KeywordMode,
-    /// Keywords per text.
-    pub top_k: usize,
-    /// Keywords per labelled example or description.
-    pub example_top_k: usize,
-    pub online_indexing: bool,
-    /// Distinct phrases the keyword statistics keep (the rarest forgotten past it); the same
-    /// on every replica.
-    pub phrase_capacity: usize,
-    pub max_prompt_chars: usize,
-    /// How the LLM chooses among the candidates: `free`, `numbered` or `scored`.
-    pub choice: ChoiceMode,
-    /// `scored`: weight of the LLM's belief against the retrieval scores.
-    pub llm_weight: f64,
-    /// Predictions whose confidence is below this are published as `needs_review` and not
-    /// learned from (docs/design/decisions.md).
-    pub abstain_below: f64,
-    /// A calibrator fitted where gorag runs (`gorag calibrate --out FILE`); unset: the shipped
-    /// fit. The same on every replica.
-    pub calibrator: Option<std::path::PathBuf>,
-    /// The calibrator read from `calibrator` when the configuration was loaded.
-    #[serde(skip)]
-    pub loaded_calibrator: Option<crate::engine::confidence::Calibrator>,
-    /// Refit the confidence from the labelled texts the log brings (examples of labels with
-    /// several, audited corrections); derived state of each instance (docs/design/decisions.md).
-    pub refit_confidence: bool,
-    /// Publish a text that nothing the labels know explains with no label (`status:
-    /// no_match`) rather than a label it shares a word or two with (docs/guide/classify.md,
-    /// "No match").
-    pub no_match: bool,
-    /// A label matched by at most this many of the text's words is matched "by a word or two"…
-    pub no_match_max_words: usize,
-    /// …and the text is no match when the meaning signal's similarity to that label is below
-    /// this…
-    pub no_match_min_meaning: f64,
-    /// …or, without the meaning signal (`embedding_model = "none"`), when its confidence is
-    /// below this.
-    pub no_match_below_confidence: f64,
-    /// Characters of each candidate's most similar example in the prompt (0: none).
-    pub example_chars: usize,
-    /// `text_first` (the text, then the classes and the instruction) or `list_first` (the
-    /// paper's order).
-    pub prompt_layout: crate::engine::prompt::PromptLayout,
-    /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
-    pub ranking: RankingConfig,
-    /// The embedding signal's sentence encoder: a model's name (fetched by
-    /// `scripts/embedding-model.sh NAME` into `$GORAG_HOME/embedding/`), a folder path, or
-    /// `none` (words only). Default `potion-base-8M` (docs/design/sentence-encoder.md).
-    pub embedding_model: crate::embed::EmbeddingModel,
-    /// Tokens of a text a BERT encoder (all-MiniLM-L6-v2, and its int8 export) reads, 1 to
-    /// 512; default 256, the model's own limit. Fewer cost less on long texts (docs/design/sentence-encoder.md,
-    /// "The int8 encoder"); a static model keeps its own limit; multilingual-e5-small reads the
-    /// first 5 × this many bytes.
-    pub embedding_max_tokens: usize,
-}
-
-impl Default for EngineSection {
-    fn default() -> Self {
-        let defaults = crate::engine::EngineConfig::default();
-        Self {
-            strategy: defaults.strategy,
-            keywords: crate::engine::keywords::KeywordMode::Tfidf,
-            top_k: defaults.selection.top_k,
-            example_top_k: defaults.example_selection.top_k,
-            online_indexing: defaults.online_indexing,
-            phrase_capacity: defaults.phrase_capacity,
-            max_prompt_chars: defaults.max_prompt_chars,
-            choice: defaults.choice,
-            llm_weight: defaults.llm_weight,
-            abstain_below: defaults.abstain_below,
-            calibrator: None,
-            loaded_calibrator: None,
-            refit_confidence: defaults.refit_confidence,
-            no_match: defaults.no_match.enabled,
-            no_match_max_words: defaults.no_match.max_words,
-            no_match_min_meaning: defaults.no_match.min_meaning,
-            no_match_below_confidence: defaults.no_match.below_confidence,
-            example_chars: defaults.example_chars,
-            prompt_layout: defaults.prompt_layout,
-            ranking: defaults.ranking,
-            embedding_model: crate::embed::EmbeddingModel::default(),
-            embedding_max_tokens: crate::embed::MAX_TOKENS,
-        }
-    }
-}
-
-impl EngineSection {
-    pub fn engine_config(&self) -> crate::engine::EngineConfig {
-        let mut config = crate::engine::EngineConfig {
-            strategy: self.strategy,
-            online_indexing: self.online_indexing,
-            phrase_capacity: self.phrase_capacity,
-            max_prompt_chars: self.max_prompt_chars,
-            choice: self.choice,
-            llm_weight: self.llm_weight,
-            abstain_below: self.abstain_below,
-            calibrator: self.loaded_calibrator.clone().unwrap_or_default(),
-            refit_confidence: self.refit_confidence,
-            no_match: crate::engine::no_match::NoMatchConfig {
-                enabled: self.no_match,
-                max_words: self.no_match_max_words,
-                min_meaning: self.no_match_min_meaning,
-                below_confidence: self.no_match_below_confidence,
-            },
-            example_chars: self.example_chars,
-            prompt_layout: self.prompt_layout,
-            ranking: self.ranking.clone(),
-            ..Default::default()
-        };
-        config.selection.top_k = self.top_k;
-        config.example_selection.top_k = self.example_top_k;
-        config
     }
 }
 

@@ -29,63 +29,84 @@ pub use meaning::{meaning_of, Meaning};
 pub use pool::{Pool, PoolNote, PooledText};
 pub use proposal::Proposal;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `[discovery]`; `gorag eval --discover` reads the same fields as flags (`--discover-min-size`
+/// is `discovery.min_size`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, default)]
+#[command(next_help_heading = "Discovery (discovery.*)")]
 pub struct DiscoveryConfig {
     /// `gorag serve`: pool poorly explained texts and publish proposals.
+    #[arg(skip = DiscoveryConfig::default().enabled)]
     pub enabled: bool,
     /// `gorag serve`: a community pass after every this many pooled texts.
+    #[arg(skip = DiscoveryConfig::default().pass_every)]
     pub pass_every: u64,
     /// Pooled texts kept (oldest dropped first).
+    #[arg(skip = DiscoveryConfig::default().pool_capacity)]
     pub pool_capacity: usize,
     /// A ranked decision whose best score (label descriptions left out) is below this is
     /// unexplained.
+    #[arg(long = "discover-max-score", default_value_t = DiscoveryConfig::default().max_score)]
     pub max_score: f64,
     /// A text whose fitted probe's highest probability over the active labels is below this
     /// multiple of uniform (1 / active labels) is unexplained: the fit could not tell the
     /// labels apart (docs/design/emerging-classes.md, "Doubt"). 0: not read. Only where the
     /// ranking reads a probe.
+    #[arg(long = "discover-doubt-below", default_value_t = DiscoveryConfig::default().doubt_below)]
     pub doubt_below: f64,
     /// Neighbours each pooled text links to in the similarity graph.
+    #[arg(long = "discover-neighbours", default_value_t = DiscoveryConfig::default().neighbours)]
     pub neighbours: usize,
     /// Weakest similarity that makes an edge.
+    #[arg(long = "discover-min-similarity", default_value_t = DiscoveryConfig::default().min_similarity)]
     pub min_similarity: f64,
     /// Smallest community proposed.
+    #[arg(long = "discover-min-size", default_value_t = DiscoveryConfig::default().min_size)]
     pub min_size: usize,
     /// Lowest cohesion (mean cosine of members with their centroid) proposed.
+    #[arg(long = "discover-min-cohesion", default_value_t = DiscoveryConfig::default().min_cohesion)]
     pub min_cohesion: f64,
     /// A community whose members' mean best score against the active labels' own material
     /// reaches this is not proposed: known classes' thinly covered texts, not a missing class
     /// (see [`communities::known_score`]).
+    #[arg(long = "discover-max-community-score", default_value_t = DiscoveryConfig::default().max_community_score)]
     pub max_community_score: f64,
     /// Leiden's resolution (modularity): higher gives smaller communities.
+    #[arg(long = "discover-resolution", default_value_t = DiscoveryConfig::default().resolution)]
     pub resolution: f64,
     /// A community whose centroid's cosine with an open proposal's community reaches this joins
     /// it, before the size, cohesion and explained rules (one theme a later pass cut in parts;
     /// 1: only identical centroids, in effect off; docs/design/emerging-classes.md, "One
     /// proposal per theme").
+    #[arg(long = "discover-merge-above", default_value_t = DiscoveryConfig::default().merge_above)]
     pub merge_above: f64,
     /// How much a pooled text's meaning (the sentence encoder's vector) weighs against its
     /// words in the similarity communities are found by, from 0 (words alone) to 1 (meaning
     /// alone; docs/design/emerging-classes.md, "Meaning")…
+    #[arg(long = "discover-meaning-weight", default_value_t = DiscoveryConfig::default().meaning_weight)]
     pub meaning_weight: f64,
     /// …and in a short text (`engine.ranking.short_text_terms`).
+    #[arg(long = "discover-meaning-weight-short", default_value_t = DiscoveryConfig::default().meaning_weight_short)]
     pub meaning_weight_short: f64,
     /// While a proposal is open, a text whose meaning weighs in a pass (a short text, by
     /// default) that reads like its members (in meaning) and not like any active label is
     /// held for review: `needs_review` with the proposal named, learned
     /// under no label, pooled (docs/design/emerging-classes.md, "Texts held for an open
     /// proposal"). Needs a sentence encoder.
+    #[arg(long = "discover-hold-open", default_value_t = DiscoveryConfig::default().hold_open, action = clap::ArgAction::Set)]
     pub hold_open: bool,
     /// Pool a text whose LLM answer named no known label (`unknown_label`), whatever its
     /// retrieval score.
+    #[arg(long = "discover-pool-unknown-label", default_value_t = DiscoveryConfig::default().pool_unknown_label, action = clap::ArgAction::Set)]
     pub pool_unknown_label: bool,
     /// Pool a text whose prediction needs review (confidence below `engine.abstain_below`),
     /// whatever its score. Off: measured, it pools three times as many known classes' texts
     /// and recovers fewer new classes (docs/design/decisions.md).
+    #[arg(long = "discover-pool-needs-review", default_value_t = DiscoveryConfig::default().pool_needs_review, action = clap::ArgAction::Set)]
     pub pool_needs_review: bool,
-    /// Pool a text published with no label (`no_match`: `engine.no_match_*`), whatever its
+    /// Pool a text published with no label (`no_match`: `[engine.no_match]`), whatever its
     /// score.
+    #[arg(long = "discover-pool-no-match", default_value_t = DiscoveryConfig::default().pool_no_match, action = clap::ArgAction::Set)]
     pub pool_no_match: bool,
 }
 
@@ -117,57 +138,68 @@ impl Default for DiscoveryConfig {
 impl DiscoveryConfig {
     /// Settings that would make every pass empty or meaningless, refused up front.
     pub fn validate(&self) -> Result<(), String> {
+        for (key, value) in [
+            ("max_score", self.max_score),
+            ("min_cohesion", self.min_cohesion),
+        ] {
+            if !value.is_finite() {
+                return Err(format!("{key}: {value} is no number"));
+            }
+        }
         if self.min_size < 2 {
             return Err(format!(
-                "min_size {} (a community needs at least 2 texts)",
+                "min_size: {} (a community needs at least 2 texts)",
                 self.min_size
             ));
         }
         if !(self.max_community_score.is_finite() && self.max_community_score > 0.0) {
             return Err(format!(
-                "max_community_score {} (must be positive: no community would be proposed)",
+                "max_community_score: {} (must be positive: no community would be proposed)",
                 self.max_community_score
             ));
         }
         if self.pass_every == 0 {
-            return Err("pass_every 0 (must be at least 1)".into());
+            return Err("pass_every: 0 (must be at least 1)".into());
         }
         if !(self.min_similarity > 0.0 && self.min_similarity <= 1.0) {
             return Err(format!(
-                "min_similarity {} (must be above 0 and at most 1)",
+                "min_similarity: {} (must be above 0 and at most 1)",
                 self.min_similarity
             ));
         }
         // Below 1 × uniform no top probability can fall: a setting that silently never fires.
         if !(self.doubt_below == 0.0 || (self.doubt_below.is_finite() && self.doubt_below >= 1.0)) {
             return Err(format!(
-                "doubt_below {} (a multiple of uniform: 0 to turn it off, else 1 or more)",
+                "doubt_below: {} (a multiple of uniform: 0 to turn it off, else 1 or more)",
                 self.doubt_below
             ));
         }
         if !(self.merge_above > 0.0 && self.merge_above <= 1.0) {
             return Err(format!(
-                "merge_above {} (a cosine: above 0 and at most 1)",
+                "merge_above: {} (a cosine: above 0 and at most 1)",
                 self.merge_above
             ));
         }
         if self.neighbours == 0 {
-            return Err("neighbours 0 (no text would link to any other)".into());
+            return Err("neighbours: 0 (no text would link to any other)".into());
         }
         if !(self.resolution.is_finite() && self.resolution > 0.0) {
-            return Err(format!("resolution {} (must be positive)", self.resolution));
+            return Err(format!(
+                "resolution: {} (must be positive)",
+                self.resolution
+            ));
         }
         for (key, weight) in [
             ("meaning_weight", self.meaning_weight),
             ("meaning_weight_short", self.meaning_weight_short),
         ] {
             if !(0.0..=1.0).contains(&weight) {
-                return Err(format!("{key} {weight} (must be between 0 and 1)"));
+                return Err(format!("{key}: {weight} (must be between 0 and 1)"));
             }
         }
         if self.pool_capacity < self.min_size {
             return Err(format!(
-                "pool_capacity {} below min_size {}",
+                "pool_capacity: {} below min_size {}",
                 self.pool_capacity, self.min_size
             ));
         }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use super::text::{normalise_phrase, PhraseCounts};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum KeywordMode {
     #[default]

@@ -68,7 +68,7 @@ use tfidf::CorpusStats;
 pub const SCORED_ON_LIST: f64 = 0.5;
 
 /// How candidate labels are found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Strategy {
     /// GORAG as in the paper: labels in the Steiner tree over the text's keywords.

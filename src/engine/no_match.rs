@@ -34,17 +34,22 @@ pub struct MatchEvidence {
     pub meaning: Option<f64>,
 }
 
-/// The no-match rule's thresholds (`engine.no_match_*`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The no-match rule's thresholds (`[engine.no_match]`; `gorag eval --no-match-*`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, default)]
+#[command(next_help_heading = "No match (engine.no_match)")]
 pub struct NoMatchConfig {
     /// Whether the rule applies at all (off: every text is published with a label, as before).
+    #[arg(long = "no-match", action = clap::ArgAction::Set, default_value_t = NoMatchConfig::default().enabled)]
     pub enabled: bool,
     /// A label matched by at most this many of the text's words is matched "by a word or two".
+    #[arg(long = "no-match-max-words", default_value_t = NoMatchConfig::default().max_words)]
     pub max_words: usize,
     /// …and it is no match when the meaning signal's similarity to it is below this.
+    #[arg(long = "no-match-min-meaning", default_value_t = NoMatchConfig::default().min_meaning)]
     pub min_meaning: f64,
     /// Without the meaning signal: …it is no match when its confidence is below this.
+    #[arg(long = "no-match-below-confidence", default_value_t = NoMatchConfig::default().below_confidence)]
     pub below_confidence: f64,
 }
 
@@ -67,21 +72,19 @@ pub const DEFAULT_MIN_MEANING: f64 = 0.2;
 pub const DEFAULT_BELOW_CONFIDENCE: f64 = 0.2;
 
 impl NoMatchConfig {
-    /// What is wrong with the settings, or None.
-    pub fn problem(&self) -> Option<String> {
+    /// What is wrong with the settings, each problem starting with its key (none: they hold).
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
         if !self.min_meaning.is_finite() {
-            return Some(format!(
-                "no_match_min_meaning {} is no number",
-                self.min_meaning
-            ));
+            problems.push(format!("min_meaning: {} is no number", self.min_meaning));
         }
         if !(0.0..=1.0).contains(&self.below_confidence) {
-            return Some(format!(
-                "no_match_below_confidence {} (must be between 0 and 1)",
+            problems.push(format!(
+                "below_confidence: {} (must be between 0 and 1)",
                 self.below_confidence
             ));
         }
-        None
+        problems
     }
 }
 

@@ -20,7 +20,7 @@ pub struct Prompt {
 }
 
 /// How the LLM is asked to choose among the candidates.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum ChoiceMode {
     /// The paper's: answer with a class name, matched to the labels.
@@ -45,7 +45,7 @@ impl ChoiceMode {
 }
 
 /// Where the text goes in the classification prompt, relative to the classes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum PromptLayout {
     /// The paper's order: instruction, classes, then the text.

@@ -25,67 +25,87 @@ use serde::{Deserialize, Serialize};
 use super::index::{ClassifiedCapacity, DocId, DocKind, Hit, TermWeighting};
 use super::probe::ProbeWeight;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields, default)]
+#[command(next_help_heading = "Ranking (engine.ranking)")]
 pub struct RankingConfig {
     /// Candidates offered to the LLM, best first.
+    #[arg(long, default_value_t = RankingConfig::default().max_candidates)]
     pub max_candidates: usize,
     /// A label's examples count best first, each weighted this times the one before (0: its
     /// best example alone, the nearest-example rule). With several shots a label whose
     /// examples agree beats one with a single lucky match (docs/design/retrieval.md, "Several
     /// examples per label").
+    #[arg(long, default_value_t = RankingConfig::default().example_decay)]
     pub example_decay: f64,
     /// Weight of the cosine with a label's name.
+    #[arg(long, default_value_t = RankingConfig::default().name_weight)]
     pub name_weight: f64,
     /// Weight of the cosine with a label's description.
+    #[arg(long, default_value_t = RankingConfig::default().description_weight)]
     pub description_weight: f64,
     /// Nearest texts that vote in the second hop.
+    #[arg(long, default_value_t = RankingConfig::default().proximity_k)]
     pub proximity_k: usize,
     /// Weight of the second hop in `hybrid`.
+    #[arg(long, default_value_t = RankingConfig::default().proximity_weight)]
     pub proximity_weight: f64,
     /// Learn from a graph-only decision when its score margin (best − second) reaches this.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin)]
     pub learn_margin: f64,
     /// Learn from an LLM decision that agrees with retrieval's best label when the margin
     /// reaches this (a label the LLM chose against retrieval's best is never learned). The
     /// default equals `learn_margin`: the local 0.5B model's agreement was measured to add
     /// mostly wrong texts (docs/design/confidence.md, "The model's agreement is no evidence");
     /// a model whose agreement is measured to be evidence can be given a lower margin.
+    #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
     pub learn_margin_agreeing: f64,
     /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
     /// every replica of a group must use the same value.
+    #[arg(long, default_value_t = RankingConfig::default().seen_capacity)]
     pub seen_capacity: usize,
     /// Texts classified without confidence kept as tentative texts (oldest evicted first; 0
     /// keeps none). They speak only for a text nothing labelled explains. The same on every
     /// replica, like `seen_capacity`.
+    #[arg(long, default_value_t = RankingConfig::default().tentative_capacity)]
     pub tentative_capacity: usize,
     /// Weight of the embedding signal (when the engine has a sentence encoder: by default).
+    #[arg(long, default_value_t = RankingConfig::default().embedding_weight)]
     pub embedding_weight: f64,
     /// Within the embedding signal, weight of the cosine with a label's name.
+    #[arg(long, default_value_t = RankingConfig::default().embedding_name_weight)]
     pub embedding_name_weight: f64,
     /// A text of at most this many distinct terms (content words, stemmed) is short: its
     /// words are too few to decide alone, and meaning weighs `embedding_weight_short` in it
     /// (0: no text is short).
+    #[arg(long, default_value_t = RankingConfig::default().short_text_terms)]
     pub short_text_terms: usize,
     /// Weight of the embedding signal in a short text.
+    #[arg(long, default_value_t = RankingConfig::default().embedding_weight_short)]
     pub embedding_weight_short: f64,
     /// Within the embedding signal of a short text, weight of the cosine with a label's name.
+    #[arg(long, default_value_t = RankingConfig::default().embedding_name_weight_short)]
     pub embedding_name_weight_short: f64,
     /// A short text whose label reads less close in meaning than this (the cosine with its
     /// closest example or name) needs review, whatever its confidence: ranked by meaning, a
     /// query no label fits still comes out with a clear winner.
+    #[arg(long, default_value_t = RankingConfig::default().short_text_min_meaning)]
     pub short_text_min_meaning: f64,
     /// A decided label that shares at most [`FEW_SHARED_WORDS`] of the text's words and reads
     /// less close in meaning than this needs review, whatever the text's length and its
     /// confidence: the fitted probe names some label firmly even for a text no label covers,
     /// and a word or two in common is all such a text has (docs/design/confidence.md, "Few
     /// words in common").
+    #[arg(long, default_value_t = RankingConfig::default().few_words_min_meaning)]
     pub few_words_min_meaning: f64,
     /// Weight of the probe's belief (a label's probability over the best one, times the best
     /// score before it) in `ranked` and `hybrid`: `fitted` to the stream's examples, or a
     /// number (0 turns the probe off; [`super::probe_weight`]).
+    #[arg(long, default_value_t = RankingConfig::default().probe_weight)]
     pub probe_weight: ProbeWeight,
     /// How the index weighs terms (`naive` always uses `idf`, the baseline's). Part of what
     /// makes replicas equal, like `seen_capacity`.
+    #[arg(long, value_enum, default_value_t = RankingConfig::default().term_weighting)]
     pub term_weighting: TermWeighting,
 }
 
@@ -127,6 +147,11 @@ impl RankingConfig {
             if !(value.is_finite() && value >= 0.0) {
                 problems.push(format!("{key}: must be a number ≥ 0"));
             }
+        }
+        if self.example_decay >= 1.0 {
+            // At 1 a label's score would be the sum of its examples' cosines: it would grow
+            // with every example, and every threshold on scores with it.
+            problems.push("example_decay: must be below 1".to_string());
         }
         // A floor above every cosine would send every such text to review.
         let floors = [

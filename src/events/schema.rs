@@ -29,7 +29,7 @@ pub fn all() -> Vec<(&'static str, Value)> {
 /// (file stem, version) for every event: the version this build writes (the newest it reads,
 /// for inputs). A schema is pinned to its version: `tests/schemas.rs` keeps a copy of each
 /// version's schema under `tests/fixtures/events/` and fails when the types give another schema
-/// under the same version (docs/maintainers.md, "A new event field").
+/// under the same version (docs/maintainers.md, "Add a field to an event").
 pub fn versions() -> Vec<(&'static str, u32)> {
     vec![
         ("label-event", LABEL_EVENT_VERSION),

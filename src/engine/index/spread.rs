@@ -37,7 +37,7 @@ pub const FOLD_AT_LEAST: u64 = 64;
 pub const FOLD_AT_MOST: u64 = 8192;
 
 /// How the index weighs a term.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum TermWeighting {
     /// Inverse label frequency over the labels' examples and the texts classified under them.
