@@ -66,7 +66,7 @@ impl Service {
         if let Err(error) = self.producer.flush(left().max(Duration::from_secs(1))) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
-        Ok(self.summary(drained))
+        Ok(summary(&self, drained))
     }
 
     /// Stopped during the startup sync (a round being described or encoded ahead): no text was
@@ -78,22 +78,7 @@ impl Service {
         if let Err(error) = self.producer.flush(CLOSE_LIMIT) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
-        Ok(self.summary(true))
-    }
-
-    /// What this run did, logged as it stops.
-    fn summary(&self, drained: bool) -> ServeSummary {
-        let engine = self.replica.state().engine();
-        let summary = ServeSummary {
-            graph_nodes: engine.graph().node_count(),
-            graph_edges: engine.graph().edge_count(),
-            labels: engine.labels().len(),
-            digest: self.replica.state().digest(),
-            drained,
-            ..self.stats.summary().clone()
-        };
-        tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
-        summary
+        Ok(summary(&self, true))
     }
 
     /// Dead letters for label events that the final catch-up brought: sent before the cursor
@@ -116,4 +101,19 @@ impl Service {
             );
         }
     }
+}
+
+/// What this run did, logged as it stops.
+fn summary(service: &Service, drained: bool) -> ServeSummary {
+    let engine = service.replica.state().engine();
+    let summary = ServeSummary {
+        graph_nodes: engine.graph().node_count(),
+        graph_edges: engine.graph().edge_count(),
+        labels: engine.labels().len(),
+        digest: service.replica.state().digest(),
+        drained,
+        ..service.stats.summary().clone()
+    };
+    tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
+    summary
 }

@@ -10,12 +10,14 @@
 
 mod close;
 mod discover;
+mod partitions;
+mod stall;
 mod watch;
 mod way_in;
 mod way_out;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt, StreamExt};
@@ -43,6 +45,8 @@ use crate::rag::Classifier;
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::Metrics;
 use discover::Passes;
+use partitions::Partitions;
+use stall::StallWatch;
 
 /// Texts in flight and none finished for this long: warn with their states.
 const STALL_WARN: Duration = Duration::from_secs(60);
@@ -90,7 +94,7 @@ struct Service {
     stop: Stop,
     lag: LagProbe,
     /// When a text last finished (or nothing was in flight): the stall warning's clock.
-    last_progress: Instant,
+    stall: StallWatch,
     /// Emerging-class discovery's community passes.
     passes: Passes,
     /// A round being described, a changelog record's material being encoded, if any: until
@@ -145,7 +149,7 @@ pub(super) async fn run(
         health,
         stop,
         lag,
-        last_progress: Instant::now(),
+        stall: StallWatch::new(),
     };
     match service
         .logs
@@ -190,7 +194,11 @@ impl Service {
             match stop.phase() {
                 Phase::Running => {
                     self.take_in().await?;
-                    self.pause_or_resume(texts);
+                    Partitions {
+                        intake: &mut self.intake,
+                        texts,
+                    }
+                    .pause_or_resume(self.backlog_limit);
                     self.send_learns();
                 }
                 Phase::Draining if self.slots.is_empty() && self.deliveries.is_empty() => {
@@ -250,7 +258,11 @@ impl Service {
 
     /// Commit, catch up with the logs, measure.
     async fn on_tick(&mut self, texts: &TextsConsumer, phase: Phase) -> Result<(), ServeError> {
-        self.commit(texts)?;
+        Partitions {
+            intake: &mut self.intake,
+            texts,
+        }
+        .commit(&mut self.replica)?;
         self.passes.collect(&mut self.replica, &self.stats);
         if phase != Phase::Running {
             return Ok(());
@@ -341,60 +353,14 @@ impl Service {
         }
     }
 
-    /// Flush the state, then commit (without waiting) every partition's done prefix that
-    /// moved since the last commit.
-    fn commit(&mut self, texts: &TextsConsumer) -> Result<(), ServeError> {
-        let list = self.intake.tracker.to_commit();
-        if list.is_empty() {
-            return Ok(());
-        }
-        self.replica.flush()?;
-        match texts.commit_async(&list) {
-            Ok(()) => {
-                for position in list {
-                    self.intake
-                        .tracker
-                        .committed(position.partition, position.offset);
-                }
-            }
-            Err(error) => tracing::warn!(%error, "offset commit failed; retried at the next tick"),
-        }
-        Ok(())
-    }
-
-    fn pause_or_resume(&mut self, texts: &TextsConsumer) {
-        let Some(pause) = self.intake.pause_change(self.backlog_limit) else {
-            return;
-        };
-        let partitions = self.intake.tracker.assigned();
-        match texts.pause(&partitions, pause) {
-            Ok(()) => {
-                tracing::info!(
-                    ?partitions,
-                    backlog = self.intake.backlog(),
-                    "texts partitions {}",
-                    if pause { "paused" } else { "resumed" }
-                );
-                self.intake.set_paused(pause);
-            }
-            Err(error) => tracing::warn!(%error, pause, "pausing or resuming the texts partitions"),
-        }
-    }
-
     fn on_texts_event(&mut self, event: TextsEvent, texts: &TextsConsumer) {
         match event {
             TextsEvent::Record(message) => self.intake.receive(message),
-            TextsEvent::Assigned(partitions) => {
-                self.intake.assign(&partitions);
-                // Said explicitly either way: librdkafka keeps a partition's pause across a
-                // rebalance that gives it back to this consumer, and the intake may have been
-                // resumed (its backlog emptied by the revocation) while the partition was not
-                // assigned — it would stay paused for good.
-                let pause = self.intake.is_paused();
-                if let Err(error) = texts.pause(&partitions, pause) {
-                    tracing::warn!(%error, pause, "pausing or resuming newly assigned partitions");
-                }
+            TextsEvent::Assigned(partitions) => Partitions {
+                intake: &mut self.intake,
+                texts,
             }
+            .assign(&partitions),
             TextsEvent::Revoked { partitions, answer } => {
                 let done = self.on_revoked(&partitions);
                 // The callback may have given up waiting: nothing to do then.

@@ -1,8 +1,6 @@
-//! What the loop measures on its tick, and the stall warning.
+//! What the loop measures on its tick.
 
-use std::time::Instant;
-
-use super::{Service, STALL_WARN};
+use super::Service;
 use crate::broker::TextsConsumer;
 use crate::llm::usage::UsageSampled;
 use crate::position::Position;
@@ -25,34 +23,10 @@ impl Service {
             .map(|p| Position::new(p.partition, p.offset - self.intake.held(p.partition)))
             .collect();
         self.lag.measure(positions);
-        self.warn_if_stalled();
-    }
-
-    /// Texts in flight and none finished for `STALL_WARN`: say which, and in what state, once
-    /// per period (what `scripts/fault-suite.sh`'s watchdog looks for).
-    pub(super) fn warn_if_stalled(&mut self) {
-        if self.slots.is_empty() || self.last_progress.elapsed() < STALL_WARN {
-            if self.slots.is_empty() {
-                self.last_progress = Instant::now();
-            }
-            return;
-        }
-        let waiting: Vec<String> = self
-            .slots
-            .states()
-            .map(|(id, ready)| {
-                let state = if ready { "ready" } else { "waiting" };
-                format!("{}:{} {state}", id.partition, id.offset)
-            })
-            .collect();
-        tracing::warn!(
-            in_flight = self.slots.len(),
-            pending_learns = self.replica.pending_learns(),
-            backlog = self.intake.backlog(),
-            ?waiting,
-            "no text finished for {} s",
-            STALL_WARN.as_secs()
+        self.stall.warn_if_stalled(
+            &self.slots,
+            self.replica.pending_learns(),
+            self.intake.backlog(),
         );
-        self.last_progress = Instant::now();
     }
 }

@@ -17,7 +17,7 @@ impl Service {
     /// start delivering their outputs.
     pub(super) fn finish_ready(&mut self, partition: i32) {
         while let Some((_, text)) = self.slots.pop_ready(partition) {
-            self.last_progress = Instant::now();
+            self.stall.progressed();
             let offset = text.source.position.offset;
             let learning = if self
                 .replica
