@@ -12,7 +12,7 @@ mod synthetic;
 use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion};
-use gorag::engine::index::{LabelPos, TextIndex};
+use gorag::engine::index::{DocKind, LabelPos, TextIndex};
 use gorag::engine::terms::TermCounts;
 use gorag::engine::EngineConfig;
 
@@ -95,7 +95,7 @@ fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synth
             index.documents().tombstones(),
         );
         let start = Instant::now();
-        index.add_seen(LabelPos::at(label), &terms);
+        index.add_classified(DocKind::Seen, LabelPos::at(label), &terms);
         let took = start.elapsed();
         if done(index, folded, tombstones) {
             return took;

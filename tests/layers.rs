@@ -2,7 +2,7 @@
 //! "Layers"), checked on every file under `src/`: each module imports only from the layers
 //! below it (so there is no import cycle), rdkafka is imported under `src/broker/` only, no module
 //! imports a sibling that imports it back (anywhere in the tree),
-//! no source file is longer than 600 lines, no type has more than 25 inherent methods
+//! no source file is longer than 600 lines, no type has more than 20 inherent methods
 //! ([`wide_types`]), metrics move only in an internal event's `emit` ([`metric_updates`]),
 //! the published events' types are the events' own ([`public_events`]), no setting is declared
 //! outside its owner ([`settings`]), and a type is imported under one path ([`import_paths`]).

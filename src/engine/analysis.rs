@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::embedding::{Embeddings, EncodeError, TextEncoder};
-use super::index::TextIndex;
+use super::index::{TextIndex, SEEN_TERMS};
 use super::keywords::{self, Keyword};
 use super::rounds::example_to_encode;
 use super::terms::TermCounts;
@@ -117,7 +117,7 @@ impl Analyzer<'_> {
     /// The analysis as online indexing needs it: the text graph keeps a text's heaviest terms
     /// only, so a learn record need not carry the rest (long texts would make it large).
     pub fn learnable(&self, analysis: &Analysis) -> Analysis {
-        analysis.with_terms(self.index.heaviest_terms(&analysis.terms))
+        analysis.with_terms(self.index.weights().heaviest(&analysis.terms, SEEN_TERMS))
     }
 
     /// `analysis` as the discovery pool keeps it: its [`POOL_TERMS`] heaviest terms (every term
@@ -131,7 +131,7 @@ impl Analyzer<'_> {
 
     /// The terms of [`Analyzer::poolable`] alone (what a discovery note carries).
     pub fn poolable_terms(&self, terms: &TermCounts) -> TermCounts {
-        self.index.heaviest_terms_up_to(terms, POOL_TERMS)
+        self.index.weights().heaviest(terms, POOL_TERMS)
     }
 
     /// Like [`Analyzer::analyze`] but with the keywords an LLM proposed.

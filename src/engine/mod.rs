@@ -57,7 +57,7 @@ use thiserror::Error;
 use answer::HallucinationKind;
 use embedding::Embeddings;
 use graph::KeywordGraph;
-use index::{TermWeighting, TextIndex};
+use index::{DocKind, TermWeighting, TextIndex};
 use keywords::KeywordSelection;
 use prompt::{ChoiceMode, PromptLayout};
 use rank::{Evidence, RankingConfig};
@@ -508,7 +508,8 @@ impl Engine {
         let position = self.labels.position(label).map(index::LabelPos::at);
         if !confident {
             if let Some(position) = position {
-                self.index.add_tentative(position, &analysis.terms);
+                self.index
+                    .add_classified(DocKind::Tentative, position, &analysis.terms);
             }
             return 0;
         }
@@ -522,7 +523,8 @@ impl Engine {
             }
         }
         if let Some(position) = position {
-            self.index.add_seen(position, &analysis.terms);
+            self.index
+                .add_classified(DocKind::Seen, position, &analysis.terms);
         }
         added
     }

@@ -161,7 +161,7 @@ impl Engine {
             index: self.index.documents().alive().cloned().collect(),
             label_version: self.labels.version(),
             last_round: self.labels.last_round().map(str::to_string),
-            spread: self.index.spread_state(),
+            spread: self.index.weights().learned_state(),
             outcomes: self.outcomes.outcomes().copied().collect(),
             fitted_probe_weight: self.fitted_probe_weight,
         }
@@ -268,7 +268,7 @@ impl Engine {
         }
         hash.update(self.labels.version().to_le_bytes());
         hash_str(&mut hash, self.labels.last_round().unwrap_or("\u{0}"));
-        let spread = self.index.spread_state();
+        let spread = self.index.weights().learned_state();
         for part in [&spread.folded, &spread.pending] {
             hash.update((part.len() as u64).to_le_bytes());
             for (term, labels) in part {

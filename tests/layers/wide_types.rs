@@ -1,5 +1,6 @@
-//! No type has more than 25 inherent methods: a type past that does several things, which
-//! belong in parts with one home each (issue 54, "Split the wide types").
+//! No type has more than 20 inherent methods: a type past that does several things, which
+//! belong in parts with one home each (issue 54, "Split the wide types"; the cap came down from
+//! 25 in issue 66).
 
 use std::collections::BTreeMap;
 
@@ -10,10 +11,20 @@ use super::{module_path, path_segments, sources};
 /// in parts with one home each (issue 54, "Split the wide types").
 const MOST_METHODS: usize = 20;
 
-/// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). None is: the
-/// last, the retrieval index's `TextIndex` (41 methods), was split into its vocabulary, term
-/// statistics, documents and postings. A type that grows past the cap is split, not listed.
-const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &[];
+/// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). `Service`
+/// (24) and `TextIndex` (24) were split when the cap came down to 20 (the loop's partitions and
+/// stall watch; the index's term weights); these were over 20 then and are split next. A type
+/// that grows past the cap is split, not listed; a split type leaves the list.
+const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &[
+    "Decisions",
+    "Desk",
+    "Documents",
+    "Engine",
+    "KeywordGraph",
+    "LogSync",
+    "Replica",
+    "Retriever",
+];
 
 /// The type an inherent `impl` header names (`impl<'t> Side<'_, 't>` → `Side`); None for a
 /// trait impl or another item.
@@ -112,7 +123,7 @@ fn is_fn(item: &str) -> bool {
 }
 
 #[test]
-fn no_type_has_more_than_25_inherent_methods() {
+fn no_type_has_more_than_20_inherent_methods() {
     let methods = inherent_methods();
     let wide: Vec<String> = methods
         .iter()

@@ -36,6 +36,7 @@ mod spread;
 mod term_stats;
 mod upkeep;
 mod vocabulary;
+mod weights;
 
 pub use documents::Documents;
 pub use example_match::ExampleMatch;
@@ -44,6 +45,7 @@ use postings::Postings;
 pub use spread::{SpreadState, TermWeighting, FOLD_AT_LEAST};
 pub use term_stats::TermStats;
 pub use vocabulary::Vocabulary;
+pub use weights::TermWeights;
 
 /// Terms kept per classified text, seen or tentative (the heaviest by weight when it is added).
 pub const SEEN_TERMS: usize = 100;
@@ -186,9 +188,13 @@ impl TextIndex {
         }
     }
 
-    /// What classified texts taught the weights, as a snapshot stores it.
-    pub fn spread_state(&self) -> SpreadState {
-        self.stats.learned().to_state(self.vocabulary.names())
+    /// The terms' weights as they stand: what a text's heaviest terms are, what classified
+    /// texts taught them.
+    pub fn weights(&self) -> TermWeights<'_> {
+        TermWeights {
+            vocabulary: &self.vocabulary,
+            stats: &self.stats,
+        }
     }
 
     /// The vocabulary (term ↔ id), read-only.
@@ -233,22 +239,14 @@ impl TextIndex {
         }))
     }
 
-    /// A text classified with confidence joins the text graph, under its decided label.
-    pub fn add_seen(&mut self, label: LabelPos, terms: &TermCounts) {
-        self.add_classified(DocKind::Seen, label, terms);
-    }
-
-    /// A text classified without confidence is kept as a tentative text, under its decided
-    /// label.
-    pub fn add_tentative(&mut self, label: LabelPos, terms: &TermCounts) {
-        self.add_classified(DocKind::Tentative, label, terms);
-    }
-
-    fn add_classified(&mut self, kind: DocKind, label: LabelPos, terms: &TermCounts) {
+    /// A classified text joins the index under its decided label: `Seen` (classified with
+    /// confidence: the text graph) or `Tentative` (without: it speaks only for texts nothing
+    /// labelled explains). It keeps its `SEEN_TERMS` heaviest terms.
+    pub fn add_classified(&mut self, kind: DocKind, label: LabelPos, terms: &TermCounts) {
         if terms.is_empty() || self.docs.capacity_of(kind) == 0 {
             return;
         }
-        let kept = self.heaviest_terms(terms);
+        let kept = self.weights().heaviest(terms, SEEN_TERMS);
         let id = self.push(IndexDoc {
             kind,
             label,
@@ -263,50 +261,6 @@ impl TextIndex {
             let changed = self.stats.fold();
             self.reweigh_terms(&changed);
         }
-    }
-
-    /// The `SEEN_TERMS` heaviest terms of a text under the current weights: what a classified
-    /// text keeps (and all a learn record needs to carry).
-    pub fn heaviest_terms(&self, terms: &TermCounts) -> TermCounts {
-        self.heaviest_terms_up_to(terms, SEEN_TERMS)
-    }
-
-    /// The `cap` heaviest terms of a text under the current weights, sorted by term.
-    pub fn heaviest_terms_up_to(&self, terms: &TermCounts, cap: usize) -> TermCounts {
-        // Already within the cap (a learn record's terms): all of them are kept, in order.
-        if terms.counts.len() <= cap {
-            let mut kept = terms.counts.clone();
-            kept.sort_unstable();
-            return TermCounts { counts: kept };
-        }
-        // Heaviest first. Many terms tie (every phrase nothing labelled has gets the top
-        // weight):
-        // shorter phrases first (more likely to recur), then a fixed hash of the term rather
-        // than the alphabet, so the kept set is canonical without favouring "a…" terms. The
-        // keys are computed once per term, not per comparison.
-        let mut keyed: Vec<(f64, usize, u64, &(String, u32))> = terms
-            .counts
-            .iter()
-            .map(|entry| {
-                let term = entry.0.as_str();
-                (
-                    self.stats.weight(self.vocabulary.get(term), entry.1),
-                    word_count(term),
-                    fnv1a(term),
-                    entry,
-                )
-            })
-            .collect();
-        keyed.sort_by(|a, b| {
-            b.0.total_cmp(&a.0)
-                .then_with(|| a.1.cmp(&b.1))
-                .then_with(|| a.2.cmp(&b.2))
-                .then_with(|| a.3 .0.cmp(&b.3 .0))
-        });
-        keyed.truncate(cap);
-        let mut kept: Vec<(String, u32)> = keyed.into_iter().map(|k| k.3.clone()).collect();
-        kept.sort_unstable();
-        TermCounts { counts: kept }
     }
 
     /// Add a document: its terms get ids (new ones join every per-term table) and count as
@@ -360,17 +314,6 @@ impl TextIndex {
             self.compact();
         }
     }
-}
-
-fn word_count(term: &str) -> usize {
-    term.split(' ').count()
-}
-
-/// FNV-1a: a fixed hash (unlike the standard library's, randomised per process).
-fn fnv1a(term: &str) -> u64 {
-    term.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
-        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]

@@ -68,7 +68,11 @@ fn hits_come_in_document_order_whether_a_query_touches_few_documents_or_most() {
 fn seen_texts_are_bounded_and_the_oldest_goes_first() {
     let mut index = index();
     for i in 0..5 {
-        index.add_seen(LabelPos(1), &t(&format!("oven bread recipe number{i}")));
+        index.add_classified(
+            DocKind::Seen,
+            LabelPos(1),
+            &t(&format!("oven bread recipe number{i}")),
+        );
     }
     assert_eq!(index.docs.seen_count(), 3);
     let hits = index.search(&t("number0 number4"));
@@ -84,9 +88,13 @@ fn seen_texts_are_bounded_and_the_oldest_goes_first() {
 #[test]
 fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
     let mut index = index();
-    index.add_seen(LabelPos(1), &t("oven bread recipe"));
+    index.add_classified(DocKind::Seen, LabelPos(1), &t("oven bread recipe"));
     for i in 0..4 {
-        index.add_tentative(LabelPos(0), &t(&format!("galaxies survey number{i}")));
+        index.add_classified(
+            DocKind::Tentative,
+            LabelPos(0),
+            &t(&format!("galaxies survey number{i}")),
+        );
     }
     assert_eq!(
         (index.docs.seen_count(), index.docs.tentative_count()),
@@ -114,7 +122,8 @@ fn similarities(index: &TextIndex, query: &TermCounts) -> Vec<(u32, f64)> {
 fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     let mut index = index();
     for i in 0..7 {
-        index.add_seen(
+        index.add_classified(
+            DocKind::Seen,
             LabelPos(i % 2),
             &t(&format!("distant oven galaxies word{i}")),
         );
@@ -135,7 +144,7 @@ fn rebuilding_from_the_stored_documents_gives_the_same_similarities() {
     );
     let copy = TextIndex::from_docs(
         index.documents().alive().cloned().collect(),
-        index.spread_state(),
+        index.weights().learned_state(),
         index.docs.capacity(),
         index.stats.weighting(),
     );
@@ -184,7 +193,7 @@ fn weight(index: &TextIndex, term: &str) -> f64 {
 fn restored(index: &TextIndex) -> TextIndex {
     TextIndex::from_docs(
         index.documents().alive().cloned().collect(),
-        index.spread_state(),
+        index.weights().learned_state(),
         index.docs.capacity(),
         index.stats.weighting(),
     )
@@ -203,16 +212,16 @@ fn a_rebuilt_index_weighs_terms_as_the_running_one_at_every_point() {
     let mut copies: Vec<(u32, TextIndex)> = Vec::new();
     let mut folds = 0;
     for i in 0..300u32 {
-        let before = index.spread_state().folded_texts;
+        let before = index.weights().learned_state().folded_texts;
         let text = t(&format!("distant oven galaxies word{} word{}", i % 17, i));
         for target in std::iter::once(&mut index).chain(copies.iter_mut().map(|(_, c)| c)) {
             if i % 3 == 0 {
-                target.add_tentative(LabelPos(i % 2), &text);
+                target.add_classified(DocKind::Tentative, LabelPos(i % 2), &text);
             } else {
-                target.add_seen(LabelPos((i + 1) % 2), &text);
+                target.add_classified(DocKind::Seen, LabelPos((i + 1) % 2), &text);
             }
         }
-        folds += usize::from(index.spread_state().folded_texts != before);
+        folds += usize::from(index.weights().learned_state().folded_texts != before);
         if [5, 63, 64, 100, 190].contains(&i) {
             copies.push((i, restored(&index)));
         }
@@ -269,7 +278,7 @@ fn a_rebuilt_index_keeps_in_lockstep_through_new_labels_rounds_and_odd_documents
                     target.add_labelled(DocKind::Example, LabelPos(3), t("quasar spectra"), None);
                     target.reweigh();
                 }
-                target.add_seen(LabelPos(label), &text);
+                target.add_classified(DocKind::Seen, LabelPos(label), &text);
             }
             if [30, 90, 151].contains(&i) {
                 copies.push((i, restored(&index)));
@@ -298,7 +307,7 @@ fn the_vocabulary_stays_bounded_by_live_documents_and_the_last_fold() {
     for i in 0..3000u32 {
         let text = t(&format!("fresh{i} words{i} only{i} here{i}"));
         let folded = index.stats.folded_texts();
-        index.add_seen(LabelPos(i % 2), &text);
+        index.add_classified(DocKind::Seen, LabelPos(i % 2), &text);
         since_fold.extend(text.counts.into_iter().map(|(term, _)| term));
         if index.stats.folded_texts() != folded {
             since_fold.clear();
@@ -351,7 +360,11 @@ fn labels_without_examples_keep_weights_positive_and_generic_terms_lightest() {
     }
     index.reweigh();
     for i in 0..FOLD_AT_LEAST as u32 {
-        index.add_seen(LabelPos(i % 3), &t(&format!("report rare{}", i % 3)));
+        index.add_classified(
+            DocKind::Seen,
+            LabelPos(i % 3),
+            &t(&format!("report rare{}", i % 3)),
+        );
     }
     let (generic, rare) = (weight(&index, "report"), weight(&index, "rare0"));
     assert!(generic > 0.0 && generic < rare, "{generic} vs {rare}");
@@ -364,10 +377,14 @@ fn a_term_learned_under_every_label_weighs_least_once_folded() {
     assert_eq!(galaxies, oven, "each under one label of two");
     // "galaxi" is learned under label 1 too; "oven" stays under label 1 alone.
     for i in 0..FOLD_AT_LEAST - 1 {
-        index.add_seen(LabelPos(1), &t(&format!("galaxies bread word{i}")));
+        index.add_classified(
+            DocKind::Seen,
+            LabelPos(1),
+            &t(&format!("galaxies bread word{i}")),
+        );
     }
     assert_eq!(weight(&index, "galaxi"), galaxies, "not folded yet");
-    index.add_seen(LabelPos(1), &t("galaxies bread last"));
+    index.add_classified(DocKind::Seen, LabelPos(1), &t("galaxies bread last"));
     assert!(weight(&index, "galaxi") < galaxies);
     assert_eq!(weight(&index, "oven"), oven);
 }
@@ -392,7 +409,11 @@ fn idf_counts_examples_whatever_classified_texts_say() {
     let galaxies = weight(&index, "galaxi");
     assert!(galaxies < weight(&index, "survey"), "two examples hold it");
     for i in 0..2 * FOLD_AT_LEAST {
-        index.add_seen(LabelPos(1), &t(&format!("galaxies bread word{i}")));
+        index.add_classified(
+            DocKind::Seen,
+            LabelPos(1),
+            &t(&format!("galaxies bread word{i}")),
+        );
     }
     assert_eq!(weight(&index, "galaxi"), galaxies);
 }
@@ -488,7 +509,7 @@ mod against_brute_force {
             }
             index.reweigh();
             for (label, terms) in &seen {
-                index.add_seen(LabelPos(*label), terms);
+                index.add_classified(DocKind::Seen, LabelPos(*label), terms);
             }
             // Folds what the seen texts taught (the weights know nothing of them before).
             index.reweigh();
