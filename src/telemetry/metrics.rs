@@ -1,7 +1,7 @@
 //! Prometheus metrics of the service (exposed on the admin port's `/metrics`): the
 //! [`Instruments`] and their registry. Only an [`InternalEvent`]'s `emit` is handed the
 //! instruments ([`Metrics::emit`]), so a metric moves only where the happening it counts also
-//! writes its log line (docs/design/architecture.md, "Floor modules"; `tests/layers.rs` checks
+//! writes its log line (docs/design/architecture.md, "Telemetry's typed events"; `tests/layers.rs` checks
 //! it).
 
 use prometheus_client::registry::Registry;

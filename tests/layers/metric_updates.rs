@@ -1,5 +1,5 @@
-//! Metrics move only inside an internal event's `emit` (docs/design/architecture.md, "Floor
-//! modules"): no instrument of `telemetry::metrics::Instruments` is updated anywhere but in an
+//! Metrics move only inside an internal event's `emit` (docs/design/architecture.md,
+//! "Telemetry's typed events"): no instrument of `telemetry::metrics::Instruments` is updated anywhere but in an
 //! `impl InternalEvent for …` block, the one place that also writes the happening's log line.
 //! `src/telemetry/instruments.rs`, which makes, registers and zeroes the instruments, is the one
 //! file left out. The compiler already keeps the instruments from code outside an `emit` (only

@@ -1,4 +1,4 @@
-//! The service's internal events (docs/design/architecture.md, "Floor modules"): one type per
+//! The service's internal events (docs/design/architecture.md, "Telemetry's typed events"): one type per
 //! happening it reports, whose [`InternalEvent::emit`](crate::telemetry::event::InternalEvent)
 //! writes the happening's log line, if it has one, and moves its metrics — the only place
 //! either is written. `texts.rs` a text's way, `replica.rs` label events and the state's size,
