@@ -21,7 +21,7 @@ use std::time::Instant;
 use gorag::config::ServeConfig;
 use gorag::embed::EmbeddingModel;
 use gorag::engine::Engine;
-use gorag::meaning::read_meaning;
+use gorag::reopen::read_meaning;
 use gorag::state::{State, Update};
 
 /// The service binary's allocator, so the figures are the service's.

@@ -6,7 +6,7 @@
 //!   answer matching, confidence-gated online indexing);
 //! - [`llm`]: the OpenAI-compatible client (retries, cache, accounting, one setup for eval and
 //!   serve);
-//! - [`rag`]: retrieval-augmented generation for one text, around the pure engine (LLM
+//! - [`one_text`]: one text's steps, retrieval-augmented generation, around the pure engine (LLM
 //!   keywords, prepare, LLM answer, conclude), run in a row by `gorag eval` and apart by the
 //!   service;
 //! - [`eval`]: the paper's evaluation protocol;
@@ -28,7 +28,7 @@
 //! - [`bounds`]: the limits every input keeps, and the cutting of error texts;
 //! - [`store`]: the state store trait, its sled implementation and an in-memory one;
 //! - [`embed`]: the sentence encoders behind the embedding signal;
-//! - [`meaning`]: the embedding signal attached to a restored state, with the labels' vectors
+//! - [`reopen`]: a saved state reopened, the embedding signal attached, with the labels' vectors
 //!   its store kept;
 //! - [`config`]: layered configuration (file → env → flags);
 //! - [`telemetry`]: logs, traces, Prometheus metrics, the admin port;
@@ -50,9 +50,9 @@ pub mod eval;
 pub mod events;
 pub mod input;
 pub mod llm;
-pub mod meaning;
+pub mod one_text;
 pub mod position;
-pub mod rag;
+pub mod reopen;
 pub mod review;
 pub mod secret;
 pub mod serve;

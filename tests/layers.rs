@@ -44,13 +44,15 @@ const LAYERS: &[&[&str]] = &[
     // The public events, the LLM client, and the sentence encoders (behind the engine's
     // encoder trait; the vectors they keep go through their own `VectorStore` trait).
     &["events", "llm", "embed"],
-    // Emerging classes, and retrieval-augmented generation for one text.
-    &["discovery", "rag"],
+    // Emerging classes, and one text's steps (retrieval-augmented generation: the LLM's calls
+    // around the engine's steps).
+    &["discovery", "one_text"],
     // The replicated state, its formats, and its store.
     &["state"],
     &["store"],
-    // The embedding signal attached to a restored state, with the vectors its store kept.
-    &["meaning"],
+    // A saved state reopened: restored, with the embedding signal attached and the vectors its
+    // store kept.
+    &["reopen"],
     &["config"],
     // The front ends: `gorag eval`, `gorag serve`, `gorag classify`.
     &["eval", "serve", "classify"],
@@ -101,7 +103,7 @@ fn code(line: &str) -> &str {
 }
 
 /// How many modules deep a file's module is (`src/engine/index/mod.rs` → 2,
-/// `src/engine/rank.rs` → 2, `src/rag.rs` → 1): that many `super::` reach the crate.
+/// `src/engine/rank.rs` → 2, `src/one_text.rs` → 1): that many `super::` reach the crate.
 fn depth_of(path: &Path) -> usize {
     let relative = path.strip_prefix("src").expect("under src");
     let parts = relative.components().count();

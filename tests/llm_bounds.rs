@@ -13,7 +13,7 @@ use gorag::engine::{Engine, EngineConfig, NewLabel, Source};
 use gorag::llm::breaker::{BreakerSettings, BreakerState};
 use gorag::llm::retry::RetryPolicy;
 use gorag::llm::{ApiKey, AttemptError, LlmClient, LlmConfig, LlmError};
-use gorag::rag::Classifier;
+use gorag::one_text::TextSteps;
 use support::fake_llm::{FakeLlm, Reply};
 
 /// 300 MB: the answer the security review measured (9.5 s and 1.25 GB read whole).
@@ -131,7 +131,7 @@ async fn a_huge_answer_leaves_the_text_to_retrieval() {
         declared: false,
     })
     .await;
-    let classifier = Classifier::new(Some(client(config(&fake.url))), KeywordMode::Tfidf);
+    let classifier = TextSteps::new(Some(client(config(&fake.url))), KeywordMode::Tfidf);
     let result = classifier
         .classify(&engine(), "knead the bread dough with yeast")
         .await
@@ -284,7 +284,7 @@ async fn while_the_breaker_is_open_texts_are_decided_by_retrieval() {
         failures: 2,
         cooldown: Duration::from_secs(60),
     };
-    let classifier = Classifier::new(Some(client(hanging)), KeywordMode::Tfidf);
+    let classifier = TextSteps::new(Some(client(hanging)), KeywordMode::Tfidf);
     let engine = engine();
     for _ in 0..2 {
         let timed_out = classifier

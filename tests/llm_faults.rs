@@ -10,7 +10,7 @@ use gorag::engine::prompt::Prompt;
 use gorag::engine::{Engine, EngineConfig, NewLabel, Source};
 use gorag::llm::retry::RetryPolicy;
 use gorag::llm::{AttemptError, LlmClient, LlmConfig, LlmError};
-use gorag::rag::Classifier;
+use gorag::one_text::TextSteps;
 use support::fake_llm::{FakeLlm, Reply};
 
 fn client(
@@ -31,8 +31,8 @@ fn client(
     LlmClient::new(config).expect("client")
 }
 
-fn classifier(url: &str, retries: u32, mode: KeywordMode) -> Classifier {
-    Classifier::new(
+fn classifier(url: &str, retries: u32, mode: KeywordMode) -> TextSteps {
+    TextSteps::new(
         Some(client(url, retries, Duration::from_secs(5), None)),
         mode,
     )
@@ -354,7 +354,7 @@ fn the_service_describes_a_round_leaving_the_texts_a_call() {
         let mut config = LlmConfig::new("http://127.0.0.1:9/v1", "fake-model");
         config.concurrency = concurrency;
         let client = LlmClient::new(config).expect("client");
-        Classifier::new(Some(client), KeywordMode::Tfidf).describing_beside_texts()
+        TextSteps::new(Some(client), KeywordMode::Tfidf).describing_beside_texts()
     };
     assert_eq!([with(1), with(2), with(4)], [1, 1, 3]);
 }

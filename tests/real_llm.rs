@@ -11,7 +11,7 @@ use gorag::engine::keywords::KeywordMode;
 use gorag::engine::{Engine, EngineConfig, Source};
 use gorag::eval::dataset;
 use gorag::llm::{LlmClient, LlmConfig};
-use gorag::rag::Classifier;
+use gorag::one_text::TextSteps;
 
 fn llm_url() -> String {
     std::env::var("GORAG_TEST_LLM_URL").unwrap_or_else(|_| "http://127.0.0.1:8080/v1".into())
@@ -40,7 +40,7 @@ async fn two_round_stream_with_the_real_model() {
     // Generous: the server may share the two cores with a build.
     config.timeout = Duration::from_secs(180);
     let llm = LlmClient::new(config).expect("client");
-    let classifier = Classifier::new(Some(llm.clone()), KeywordMode::Tfidf);
+    let classifier = TextSteps::new(Some(llm.clone()), KeywordMode::Tfidf);
 
     let rounds = dataset::load(Path::new("examples/tiny"), 1, None, dataset::HeldOut::Test)
         .expect("tiny dataset");

@@ -27,8 +27,8 @@ use crate::events::{
 };
 use crate::llm::setup::SetupError;
 use crate::llm::LlmClient;
-use crate::meaning::{self, KeptVectors, OpenError};
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
+use crate::reopen::{self, KeptVectors, OpenError};
 use crate::state::from_event::{engine_rejection, label_update};
 use crate::state::{State, Update};
 use crate::store::{Mark, SledStore, StateStore, StoreError, TextLedger};
@@ -91,7 +91,7 @@ pub struct Applied {
 /// The engine, its LLM and its state folder.
 pub struct Session {
     state: State,
-    classifier: Classifier,
+    classifier: TextSteps,
     describe_labels: bool,
     /// The bounds texts and label events keep, as the service's.
     bounds: Bounds,
@@ -118,7 +118,7 @@ impl Session {
             return Err(SessionError::ServiceState(dir.display().to_string()));
         }
         let (state, kept_vectors) =
-            meaning::restore(&mut saved, config.restoring(), store.as_ref())?;
+            reopen::restore(&mut saved, config.restoring(), store.as_ref())?;
         let llm = config.llm.settings().client()?;
         let model = llm.as_ref().map(|_| config.llm.model.clone());
         let ledger = match &store {
@@ -127,7 +127,7 @@ impl Session {
         };
         Ok(Self {
             state,
-            classifier: Classifier::new(llm, config.engine.keywords),
+            classifier: TextSteps::new(llm, config.engine.keywords),
             describe_labels: config.llm.describe_labels,
             bounds: config.bounds(),
             model,

@@ -9,7 +9,7 @@ use crate::discovery::DiscoveryConfig;
 use crate::engine::EngineConfig;
 use crate::eval::dataset::RoundData;
 use crate::eval::{discover, PreparedRound};
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 
 #[derive(Debug, Args)]
 pub struct DiscoverArgs {
@@ -34,7 +34,7 @@ pub async fn run(
     rounds: &[RoundData],
     prepared: &[PreparedRound],
     engines: Engines<'_>,
-    classifier: &Classifier,
+    classifier: &TextSteps,
     seed: u64,
     out: &Path,
 ) -> Result<()> {

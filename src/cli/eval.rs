@@ -16,7 +16,7 @@ use crate::engine::keywords::KeywordMode;
 use crate::engine::{EngineConfig, Strategy};
 use crate::eval::{self, dataset, report};
 use crate::llm::LlmClient;
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Ablation {
@@ -282,17 +282,13 @@ impl EvalArgs {
     }
 
     /// The classifier (LLM client, when one is configured, and keyword mode).
-    fn classifier(&self) -> Result<(Classifier, Option<LlmClient>, KeywordMode)> {
+    fn classifier(&self) -> Result<(TextSteps, Option<LlmClient>, KeywordMode)> {
         let llm = self.llm.settings().client()?;
         let keyword_mode = self.engine.keywords;
         if keyword_mode == KeywordMode::Llm && llm.is_none() {
             bail!("--keywords llm needs an LLM (drop --llm none)");
         }
-        Ok((
-            Classifier::new(llm.clone(), keyword_mode),
-            llm,
-            keyword_mode,
-        ))
+        Ok((TextSteps::new(llm.clone(), keyword_mode), llm, keyword_mode))
     }
 
     /// Names and descriptions from `--labels`, checked as `gorag labels import` checks the file;

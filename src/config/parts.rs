@@ -4,7 +4,7 @@
 use super::ServeConfig;
 use crate::bounds::Bounds;
 use crate::engine::EngineConfig;
-use crate::meaning::Restoring;
+use crate::reopen::Restoring;
 
 impl ServeConfig {
     /// The engine's configuration (`[engine]`, and when to ask the LLM from `[llm]`).

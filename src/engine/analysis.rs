@@ -24,7 +24,7 @@ pub struct Analysis {
     #[serde(default)]
     pub terms: TermCounts,
     /// The text's sentence vector, with the embedding signal (the shell's
-    /// `rag::Preliminary`, or [`Analyzer::embed_query`]). Never stored: learn records and the
+    /// `one_text::Preliminary`, or [`Analyzer::embed_query`]). Never stored: learn records and the
     /// pool carry terms only.
     #[serde(skip)]
     pub embedding: Option<Vec<f32>>,
@@ -98,7 +98,7 @@ impl Analyzer<'_> {
 
     /// The encoder a query's text goes through, with the embedding signal on and a strategy
     /// with a first hop (`ranked`, `hybrid`); None otherwise. Its vector goes in
-    /// [`Analysis::embedding`] (the shell encodes off its loop: `rag::Preliminary`).
+    /// [`Analysis::embedding`] (the shell encodes off its loop: `one_text::Preliminary`).
     pub fn query_encoder(&self) -> Option<Arc<dyn TextEncoder>> {
         self.embeddings
             .filter(|_| self.config.strategy.reads_meaning())

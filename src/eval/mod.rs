@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::discovery::label_map::LabelMap;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, EngineConfig, EngineError, NewLabel, Status};
-use crate::rag::{Classified, Classifier};
+use crate::one_text::{Classified, TextSteps};
 use crate::state::{State, Update};
 use dataset::{RoundData, Sample};
 pub use scored::TextRecord;
@@ -174,7 +174,7 @@ pub async fn prepare_rounds(
     rounds: &[RoundData],
     named_labels: bool,
     taxonomy: &dataset::Taxonomy,
-    classifier: &Classifier,
+    classifier: &TextSteps,
 ) -> Vec<PreparedRound> {
     let mut prepared = Vec::with_capacity(rounds.len());
     for round in rounds {
@@ -201,7 +201,7 @@ pub async fn run(
     rounds: &[RoundData],
     prepared: &[PreparedRound],
     options: &EvalOptions,
-    classifier: &Classifier,
+    classifier: &TextSteps,
 ) -> Result<StrategyRun, EngineError> {
     let mut engine = Engine::new(options.engine.clone());
     let first_hop = options.engine.strategy.reads_meaning();
@@ -369,7 +369,7 @@ async fn classify_and_learn(
     state: &mut State,
     round: usize,
     texts: &[Sample],
-    classifier: &Classifier,
+    classifier: &TextSteps,
     oversight: Oversight,
     seconds: &mut StageSeconds,
     progress: &ProgressBar,
@@ -428,7 +428,7 @@ async fn classify_and_learn(
 async fn classify_earlier(
     engine: &Engine,
     texts: &[(Where, &Sample)],
-    classifier: &Classifier,
+    classifier: &TextSteps,
     seconds: &mut StageSeconds,
     concurrency: usize,
     progress: &ProgressBar,

@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::engine::no_match::MatchEvidence;
 use crate::engine::{Engine, EngineError, Status};
 use crate::events::PredictionStatus;
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 
 /// What a round's engine published for the out-of-scope texts, as shares of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
@@ -55,7 +55,7 @@ pub async fn measure(
     engine: &Engine,
     round: usize,
     texts: &[String],
-    classifier: &Classifier,
+    classifier: &TextSteps,
 ) -> Result<(OutOfScopeShares, Vec<OutOfScopeRecord>), EngineError> {
     let mut statuses = Vec::with_capacity(texts.len());
     let mut records = Vec::with_capacity(texts.len());

@@ -9,7 +9,7 @@ use crate::engine::answer::HallucinationKind;
 use crate::engine::prompt::ChoiceMode;
 use crate::engine::{Engine, Status};
 use crate::events::PredictionStatus;
-use crate::rag::Classified;
+use crate::one_text::Classified;
 
 /// One text's prediction in one round, as `texts-<strategy>.jsonl` has it.
 #[derive(Debug, Clone, Serialize)]

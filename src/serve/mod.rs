@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! texts ─▶ poll thread (broker/texts.rs) ─▶ loop: backlog (intake.rs) ─▶ slot (pipeline/slots.rs)
-//!        ─▶ keywords, retrieve (pipeline) ─▶ LLM task (rag.rs steps) ─▶ in order per
+//!        ─▶ keywords, retrieve (pipeline) ─▶ LLM task (one_text.rs steps) ─▶ in order per
 //!        partition: finish (pipeline/finish.rs, pure) ─▶ learn record to the changelog, in
 //!        order (broker/ordered.rs) + prediction ─▶ acked (delivery.rs) ─▶ offset done
 //!        (offsets.rs) ─▶ commit
@@ -102,7 +102,7 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Open(#[from] crate::meaning::OpenError),
+    Open(#[from] crate::reopen::OpenError),
     #[error("LLM client: {0}")]
     Llm(#[from] LlmError),
     #[error("LLM client: {0}")]

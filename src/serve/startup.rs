@@ -11,8 +11,8 @@ use super::ServeError;
 use crate::broker::{self, Broker, MetadataClient, Producer, RecordLimit};
 use crate::config::ServeConfig;
 use crate::embed::{RememberingEncoder, SentenceModel};
-use crate::meaning;
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
+use crate::reopen;
 use crate::store::{SledStore, StateStore};
 use crate::telemetry::admin::Health;
 
@@ -20,7 +20,7 @@ use crate::telemetry::admin::Health;
 pub struct Started {
     pub replica: Replica,
     pub logs: LogSync,
-    pub classifier: Classifier,
+    pub classifier: TextSteps,
     pub producer: Producer,
     pub watermarks: MetadataClient,
     /// With the embedding signal, the encoder that keeps the labels' vectors (see
@@ -28,7 +28,7 @@ pub struct Started {
     pub kept_vectors: Option<KeptVectors>,
 }
 
-pub use crate::meaning::KeptVectors;
+pub use crate::reopen::KeptVectors;
 
 /// Drop the kept vectors no label asked for: called after the first catch-up, so that a round
 /// a stop cut short keeps what was encoded of it for the start that applies it.
@@ -61,7 +61,7 @@ pub async fn start(
     if let Some(llm) = &llm {
         check_llm_endpoint(llm.clone(), config.llm.url.clone());
     }
-    let classifier = Classifier::new(llm, config.engine.keywords);
+    let classifier = TextSteps::new(llm, config.engine.keywords);
     let producer = broker.producer()?;
     for topic in [&config.topics.labels, &config.topics.changelog] {
         check_one_partition(&watermarks, topic).await?;
@@ -105,7 +105,7 @@ fn restore(config: &ServeConfig) -> Result<(Replica, Option<KeptVectors>), Serve
     )?;
     let instance = store.instance_id()?;
     let mut saved = store.load()?;
-    let (state, kept_vectors) = meaning::restore(&mut saved, config.restoring(), Some(&store))?;
+    let (state, kept_vectors) = reopen::restore(&mut saved, config.restoring(), Some(&store))?;
     let topics = LogTopics {
         changelog: config.topics.changelog.clone(),
         labels: config.topics.labels.clone(),

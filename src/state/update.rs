@@ -4,7 +4,7 @@
 use crate::discovery::PooledText;
 use crate::engine::correct::CorrectionKind;
 use crate::engine::{Analysis, Engine, NewLabel};
-use crate::rag::Classified;
+use crate::one_text::Classified;
 
 /// Written and read as its wire layout (`codec/wire/update.rs`), whose places this enum's
 /// variants mirror (the formats' policy: `codec/mod.rs`).

@@ -28,7 +28,7 @@ use crate::discovery::{
 use crate::engine::answer::HallucinationKind;
 use crate::engine::{Basis, Engine, EngineConfig, EngineError, NewLabel, Verdict};
 use crate::events::LabelEvent;
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 
 mod signals;
 mod table;
@@ -107,7 +107,7 @@ pub async fn run(
     engine_config: &EngineConfig,
     encoder: Option<&std::sync::Arc<dyn crate::engine::embedding::TextEncoder>>,
     config: &DiscoveryConfig,
-    classifier: &Classifier,
+    classifier: &TextSteps,
     seed: u64,
 ) -> Result<DiscoveryReport, DiscoverError> {
     if rounds.len() < 2 || prepared.len() != rounds.len() {
@@ -272,7 +272,7 @@ async fn stream_and_pool(
     stream: &[(usize, &super::dataset::Sample)],
     held: usize,
     config: &DiscoveryConfig,
-    classifier: &Classifier,
+    classifier: &TextSteps,
 ) -> Result<(Pool, Vec<Streamed>), DiscoverError> {
     let mut pool = Pool::new(config.pool_capacity);
     let mut streamed: Vec<Streamed> = Vec::with_capacity(stream.len());
@@ -400,7 +400,7 @@ fn accept(
 /// label is a proposal whose majority is its class), then after indexing the true held-back
 /// round instead.
 async fn accuracies(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     held_texts: &[&super::dataset::Sample],
     (proposals, scored): (&[Proposal], &[ScoredProposal]),
@@ -423,7 +423,7 @@ async fn accuracies(
 
 /// Share of `texts` whose prediction `right(label, gold)` accepts (without learning from them).
 async fn accuracy(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     texts: &[&super::dataset::Sample],
     right: impl Fn(&str, &str) -> bool,

@@ -12,8 +12,8 @@ use crate::engine::Engine;
 use crate::events::classification::{hallucination_report, prediction_event, Classification};
 use crate::events::decode::{Reason, Rejection};
 use crate::events::{HallucinationKind, PredictionStatus, ProposalCandidate, Source, TextEvent};
+use crate::one_text::{Answer, Classified, LlmFailure, TextSteps};
 use crate::position::Position;
-use crate::rag::{Answer, Classified, Classifier, LlmFailure};
 use crate::serve::delivery::OutputKind;
 use crate::serve::outputs;
 use crate::serve::stats::Stats;
@@ -145,7 +145,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
         prepared,
         mut latency,
     } = *pending;
-    let mut classified = Classifier::conclude(engine, prepared, answer);
+    let mut classified = TextSteps::conclude(engine, prepared, answer);
     let held = held_for(finishing, engine, &classified);
     if held.is_some() {
         classified.verdict = classified.verdict.held_for_review();

@@ -19,7 +19,7 @@ fn engine() -> Engine {
 
 fn text(engine: &Engine, payload: &str) -> Text {
     let stats = Stats::new(std::sync::Arc::new(Metrics::new()));
-    let classifier = Classifier::new(None, KeywordMode::Tfidf);
+    let classifier = TextSteps::new(None, KeywordMode::Tfidf);
     let span = tracing::Span::none();
     let decoded = crate::events::decode::text_event(
         payload.as_bytes(),

@@ -31,7 +31,7 @@ use crate::engine::prompt::Prompt;
 use crate::engine::Engine;
 use crate::events::decode::Rejection;
 use crate::events::{InputPosition, StageLatency, TextEvent};
-use crate::rag::{Answer, Classifier, LlmFailure, Preliminary, Prepared};
+use crate::one_text::{Answer, LlmFailure, Preliminary, Prepared, TextSteps};
 use crate::threads;
 
 /// A text whose candidates are known, waiting for (or holding) the LLM's answer.
@@ -121,7 +121,7 @@ fn ms(duration: Duration) -> f64 {
 /// The first step of a decoded (or rejected) text: its candidates, or a wait for its
 /// preliminary step (the LLM's keywords, its sentence vector).
 pub fn begin(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     stats: &Stats,
     span: &tracing::Span,
@@ -161,7 +161,7 @@ pub struct Arriving {
 /// is only read here, so each text is classified against the same graph as it would be one
 /// after the other (learning happens later, when the changelog is read back).
 pub fn begin_all(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     stats: &Stats,
     texts: Vec<Arriving>,
@@ -183,7 +183,7 @@ pub fn begin_all(
 /// Keywords and candidates for `event`: ready to finish without an LLM, else waiting for its
 /// answer.
 fn prepare(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     stats: &Stats,
     span: &tracing::Span,
@@ -235,7 +235,7 @@ pub enum Advanced {
 
 /// Take an LLM task's outcome into its text.
 pub fn advance(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     stats: &Stats,
     text: &mut Text,
@@ -298,7 +298,7 @@ impl Request {
         }
     }
 
-    async fn run(self, classifier: Classifier, max_prompt_chars: usize) -> StepOutcome {
+    async fn run(self, classifier: TextSteps, max_prompt_chars: usize) -> StepOutcome {
         match self {
             Request::Preliminary(text, encoder) => StepOutcome::Preliminary(
                 classifier
@@ -332,7 +332,7 @@ impl Request {
 /// The task `text` waits for (its preliminary step, or the LLM's answer), to start once its
 /// slot is known.
 pub fn step_task(
-    classifier: &Classifier,
+    classifier: &TextSteps,
     engine: &Engine,
     text: &Text,
 ) -> Option<impl FnOnce(SlotId) -> StepTask> {
@@ -406,7 +406,7 @@ mod tests {
             EngineConfig::default(),
             &[("shipping", "parcel courier delivery late tracking")],
         );
-        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let classifier = TextSteps::new(None, KeywordMode::Tfidf);
         let stats = Stats::new(Arc::new(Metrics::new()));
         // Every third text is bad: the results must line up with the inputs.
         let texts: Vec<Arriving> = (0..11)
@@ -473,7 +473,7 @@ mod tests {
         let (engine, _) = lexical.clone().with_encoder(encoder.clone());
         let encoded = || encoder.0.load(std::sync::atomic::Ordering::SeqCst);
         let material = encoded();
-        let classifier = Classifier::new(None, KeywordMode::Tfidf);
+        let classifier = TextSteps::new(None, KeywordMode::Tfidf);
         let stats = Stats::new(Arc::new(Metrics::new()));
         // Its words lean to cooking; only the encoder hears "space" in "spacecraft".
         let event = TextEvent {

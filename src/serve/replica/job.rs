@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use crate::broker::Record;
 use crate::engine::embedding::{Embeddings, TextEncoder};
 use crate::engine::NewLabel;
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 use crate::state::codec::{ChangeDecodeError, ChangeRecord};
 
 /// How long describing a round's labels may take; labels not described by then go without.
@@ -89,7 +89,7 @@ impl Job {
     /// Have the LLM describe the round's `labels`, within [`DESCRIBE_BUDGET`] and `at_once` at
     /// a time, then forward it.
     pub fn describe(
-        classifier: &Classifier,
+        classifier: &TextSteps,
         labels: Vec<NewLabel>,
         at_once: usize,
         message: Record,
@@ -128,7 +128,7 @@ impl Job {
     }
 
     /// Whether a round's labels need describing: an LLM, and a named label without one.
-    pub fn needs_describing(classifier: &Classifier, labels: &[NewLabel]) -> bool {
+    pub fn needs_describing(classifier: &TextSteps, labels: &[NewLabel]) -> bool {
         classifier.llm().is_some()
             && labels
                 .iter()

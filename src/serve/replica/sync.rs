@@ -18,7 +18,7 @@ use super::job::{Job, JobOutput, Then};
 use super::{now_ms, Replica};
 use crate::bounds::Bounds;
 use crate::broker::{BrokerErrorKind, LogReader, MetadataClient, Producer, Record};
-use crate::rag::Classifier;
+use crate::one_text::TextSteps;
 use crate::serve::stats::Stats;
 use crate::serve::stop::{Phase, Stop};
 use crate::serve::ServeError;
@@ -48,7 +48,7 @@ pub struct LogSync {
     /// The bounds label events are checked against before they are forwarded.
     bounds: Bounds,
     /// Label events get LLM-written descriptions before they are forwarded.
-    classifier: Classifier,
+    classifier: TextSteps,
     describe_labels: bool,
     /// Next labels-topic offset this instance has not forwarded to the changelog.
     labels_forward_next: i64,
@@ -120,7 +120,7 @@ impl LogSync {
         clients: LogClients,
         stop: Stop,
         health: Arc<Health>,
-        classifier: Classifier,
+        classifier: TextSteps,
         describe_labels: bool,
         labels_next: i64,
         bounds: Bounds,

@@ -40,8 +40,8 @@ use crate::broker::{
     Broker, BrokerError, OrderedSender, Producer, Record, RecordLimit, TextsConsumer, TextsEvent,
 };
 use crate::config::{OnLlmFailure, ServeConfig};
+use crate::one_text::TextSteps;
 use crate::position::Position;
-use crate::rag::Classifier;
 use crate::telemetry::admin::Health;
 use crate::telemetry::metrics::Metrics;
 use discover::Passes;
@@ -74,7 +74,7 @@ struct Service {
     config: ServeConfig,
     replica: Replica,
     logs: LogSync,
-    classifier: Classifier,
+    classifier: TextSteps,
     producer: Producer,
     /// Learn records go to the changelog in finishing order (offset order per partition):
     /// the learn dedupe relies on it.

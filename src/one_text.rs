@@ -55,7 +55,7 @@ pub struct Classified {
 }
 
 #[derive(Debug, Clone)]
-pub struct Classifier {
+pub struct TextSteps {
     llm: Option<LlmClient>,
     keyword_mode: KeywordMode,
     /// One sentence encoding per core at a time (shared by the clones): texts beyond that wait
@@ -63,7 +63,7 @@ pub struct Classifier {
     encodings: Arc<Semaphore>,
 }
 
-impl Classifier {
+impl TextSteps {
     /// `llm: None` gives retrieval-only (graph) predictions.
     pub fn new(llm: Option<LlmClient>, keyword_mode: KeywordMode) -> Self {
         Self {
@@ -354,7 +354,7 @@ pub struct KeywordAnswer {
     pub elapsed: Duration,
 }
 
-/// What a text needs before its candidates that may take a while ([`Classifier::preliminary`]).
+/// What a text needs before its candidates that may take a while ([`TextSteps::preliminary`]).
 #[derive(Debug, Clone, Default)]
 pub struct Preliminary {
     pub keywords: KeywordAnswer,
