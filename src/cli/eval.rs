@@ -6,8 +6,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 
-use super::discover;
-
+mod discover;
 mod out_of_scope;
 mod outputs;
 use crate::config::{EngineSection, LlmSection};

@@ -6,7 +6,6 @@ pub mod calibrate;
 pub mod classify;
 pub mod config_args;
 pub mod correct;
-pub mod discover;
 pub mod eval;
 pub mod failure;
 pub mod kafka_clients;
