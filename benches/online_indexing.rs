@@ -1,8 +1,8 @@
 //! The whole per-text cost of the engine — keywords and terms, retrieval (the default `hybrid`:
 //! index search, scoring, second hop), and online indexing (graph and text graph) — as the
 //! corpus grows from 1k to 100k texts: it must stay flat (document frequencies are counts, never
-//! re-derived from the corpus; the text graph is bounded by `seen_capacity` and
-//! `tentative_capacity`, reached at 40k texts, so 50k and 100k show whether it plateaus).
+//! re-derived from the corpus; the text graph is bounded by `engine.capacity.seen` and
+//! `.tentative`, reached at 40k texts, so 50k and 100k show whether it plateaus).
 //!
 //!   cargo bench --bench online_indexing
 
@@ -23,7 +23,7 @@ fn online_indexing(c: &mut Criterion) {
     // the default as the corpus grows. First, because a run measured after three large engines
     // were built and dropped in this process read up to 3x slower (the heap, not the engine).
     let mut without_tentative = EngineConfig::default();
-    without_tentative.ranking.tentative_capacity = 0;
+    without_tentative.capacity.tentative = 0;
     let runs = [
         ("corpus_texts_no_tentative", 50_000, without_tentative),
         ("corpus_texts", 1_000, EngineConfig::default()),
@@ -71,8 +71,8 @@ fn online_indexing(c: &mut Criterion) {
 /// folded texts and tombstones before it.
 type PauseDone<'a> = dyn Fn(&TextIndex, u64, usize) -> bool + 'a;
 
-/// The pauses a learned text can cause once the index is full (`seen_capacity` and
-/// `tentative_capacity` reached), each on the service loop: a round's reweigh (every weight),
+/// The pauses a learned text can cause once the index is full (`engine.capacity.seen` and
+/// `.tentative` reached), each on the service loop: a round's reweigh (every weight),
 /// a fold of the label spread (the documents holding a term whose labels changed; at most
 /// every 8,192 texts at capacity) and a compaction (evicted documents dropped; about every
 /// 13,000 texts at capacity).

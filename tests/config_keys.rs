@@ -100,3 +100,25 @@ fn every_number_key_is_checked() {
         "number keys that accept nan (no check reads them): {unchecked:?}"
     );
 }
+
+/// A key that moved is refused with its new name, from whichever layer it came.
+#[test]
+fn a_moved_key_is_refused_with_its_new_name() {
+    let layers = Layers {
+        sets: vec!["engine.ranking.learn_margin=0.1".into()],
+        env: vec![("GORAG__ENGINE__NO_MATCH_MAX_WORDS".into(), "2".into())],
+        ..Layers::default()
+    };
+    let errors = ServeConfig::load(&layers).map_or_else(|e| e.0, |_| Vec::new());
+    for (old, new) in [
+        ("engine.ranking.learn_margin", "engine.learning.margin"),
+        ("engine.no_match_max_words", "engine.no_match.max_words"),
+    ] {
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with(old) && e.ends_with(&format!("moved to {new}"))),
+            "{old}: {errors:?}"
+        );
+    }
+}

@@ -1,5 +1,6 @@
 //! `[engine]`: how texts are classified. Each key is declared once, here or in the engine's
-//! own settings it nests (`[engine.ranking]`: [`RankingConfig`], `[engine.no_match]`:
+//! own settings it nests (`[engine.ranking]`: [`RankingConfig`], `[engine.learning]`:
+//! [`LearningConfig`], `[engine.capacity]`: [`ClassifiedCapacity`], `[engine.no_match]`:
 //! [`NoMatchConfig`]), with its default, its check ([`EngineSection::problems`]) and its doc
 //! comment; `gorag eval` reads the same structs as flags (`--top-k` is `engine.top_k`), so a
 //! key and its flag cannot drift apart (docs/maintainers.md, "Add a configuration key").
@@ -10,7 +11,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::embed::EmbeddingModel;
 use crate::engine::confidence::Calibrator;
+use crate::engine::index::ClassifiedCapacity;
 use crate::engine::keywords::KeywordMode;
+use crate::engine::learning::LearningConfig;
 use crate::engine::no_match::NoMatchConfig;
 use crate::engine::prompt::{ChoiceMode, PromptLayout};
 use crate::engine::rank::RankingConfig;
@@ -80,9 +83,16 @@ pub struct EngineSection {
     /// paper's order).
     #[arg(long, value_enum, default_value_t = EngineSection::default().prompt_layout)]
     pub prompt_layout: PromptLayout,
-    /// Scoring, candidates and learning of the ranked strategies (`[engine.ranking]`).
+    /// Scoring and candidates of the ranked strategies (`[engine.ranking]`).
     #[command(flatten)]
     pub ranking: RankingConfig,
+    /// When a decision is learned from as a confident text (`[engine.learning]`).
+    #[command(flatten)]
+    pub learning: LearningConfig,
+    /// How many classified texts the retrieval index keeps (`[engine.capacity]`); the same on
+    /// every replica.
+    #[command(flatten)]
+    pub capacity: ClassifiedCapacity,
     /// The embedding signal's sentence encoder: a model's name (fetched by
     /// `scripts/embedding-model.sh NAME` into `$GORAG_HOME/embedding/`), a folder path, or
     /// `none` (words only). Default `potion-base-8M` (docs/design/sentence-encoder.md).
@@ -137,6 +147,8 @@ impl Default for EngineSection {
             example_chars: defaults.example_chars,
             prompt_layout: defaults.prompt_layout,
             ranking: defaults.ranking,
+            learning: defaults.learning,
+            capacity: defaults.capacity,
             embedding_model: EmbeddingModel::default(),
             embedding_max_tokens: crate::embed::MAX_TOKENS,
         }
@@ -161,6 +173,8 @@ impl EngineSection {
             example_chars: self.example_chars,
             prompt_layout: self.prompt_layout,
             ranking: self.ranking.clone(),
+            learning: self.learning,
+            capacity: self.capacity,
             ..Default::default()
         };
         config.selection.top_k = self.top_k;
@@ -199,6 +213,12 @@ impl EngineSection {
                 .problems()
                 .into_iter()
                 .map(|p| format!("ranking.{p}")),
+        );
+        problems.extend(
+            self.learning
+                .problems()
+                .into_iter()
+                .map(|p| format!("learning.{p}")),
         );
         if matches!(self.strategy, Strategy::Nearest | Strategy::Prototype)
             && self.embedding_model == EmbeddingModel::Off

@@ -76,6 +76,28 @@ pub struct Layers {
 
 const ENV_PREFIX: &str = "GORAG__";
 
+/// Keys that moved (2026-12-06: each setting declared once, grouped by what it governs), with
+/// where they are now: a configuration still using one is refused with its new name rather
+/// than as an unknown key (docs/guide/configuration.md, "Keys that moved").
+const MOVED: &[(&str, &str)] = &[
+    ("engine.no_match_max_words", "engine.no_match.max_words"),
+    ("engine.no_match_min_meaning", "engine.no_match.min_meaning"),
+    (
+        "engine.no_match_below_confidence",
+        "engine.no_match.below_confidence",
+    ),
+    ("engine.ranking.learn_margin", "engine.learning.margin"),
+    (
+        "engine.ranking.learn_margin_agreeing",
+        "engine.learning.margin_agreeing",
+    ),
+    ("engine.ranking.seen_capacity", "engine.capacity.seen"),
+    (
+        "engine.ranking.tentative_capacity",
+        "engine.capacity.tentative",
+    ),
+];
+
 /// A scalar written in an env var or flag: TOML syntax when it parses (numbers, booleans,
 /// quoted strings, arrays), else the raw text as a string.
 fn scalar(raw: &str) -> Value {
@@ -167,10 +189,17 @@ impl ServeConfig {
             merged.put(path, raw.trim(), (&origin, &shown), "malformed key");
         }
         let Merged {
-            root,
+            mut root,
             origin,
             mut errors,
         } = merged;
+        for (old, new) in MOVED {
+            let path: Vec<String> = old.split('.').map(str::to_string).collect();
+            if remove_path(&mut root, &path) {
+                let from = origin.get(*old).map_or("", String::as_str);
+                errors.push(format!("{old} ({from}): moved to {new}"));
+            }
+        }
         let mut config = deserialize_reporting_all(root, &origin, &mut errors);
         if let Some(config) = &mut config {
             config.check(&mut errors);

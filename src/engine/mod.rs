@@ -25,6 +25,7 @@ mod held_out;
 pub mod index;
 pub mod keywords;
 mod labels;
+pub mod learning;
 mod material;
 mod nearest;
 pub mod no_match;
@@ -57,8 +58,9 @@ use thiserror::Error;
 use answer::HallucinationKind;
 use embedding::Embeddings;
 use graph::KeywordGraph;
-use index::{DocKind, TermWeighting, TextIndex};
+use index::{ClassifiedCapacity, DocKind, TermWeighting, TextIndex};
 use keywords::KeywordSelection;
+use learning::LearningConfig;
 use prompt::{ChoiceMode, PromptLayout};
 use rank::{Evidence, RankingConfig};
 use tfidf::CorpusStats;
@@ -159,6 +161,10 @@ pub struct EngineConfig {
     pub answer_max_tokens: u32,
     /// Scoring, capping and confidence of the ranked strategies.
     pub ranking: RankingConfig,
+    /// When a decision is learned from as a confident text.
+    pub learning: LearningConfig,
+    /// How many classified texts the retrieval index keeps.
+    pub capacity: ClassifiedCapacity,
     /// How the LLM chooses among the candidates.
     pub choice: ChoiceMode,
     /// `scored` mode: weight of the LLM's belief against the retrieval scores (each candidate's
@@ -203,6 +209,8 @@ impl Default for EngineConfig {
             max_prompt_chars: 1200,
             answer_max_tokens: 32,
             ranking: RankingConfig::default(),
+            learning: LearningConfig::default(),
+            capacity: ClassifiedCapacity::default(),
             choice: ChoiceMode::default(),
             llm_weight: 0.0,
             example_chars: 150,
@@ -401,7 +409,7 @@ pub struct Engine {
 impl Engine {
     pub fn new(config: EngineConfig) -> Self {
         Self {
-            index: TextIndex::new(config.ranking.capacity(), config.term_weighting()),
+            index: TextIndex::new(config.capacity, config.term_weighting()),
             config,
             graph: KeywordGraph::new(),
             stats: CorpusStats::default(),

@@ -22,7 +22,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::index::{ClassifiedCapacity, DocId, DocKind, Hit, TermWeighting};
+use super::index::{DocId, DocKind, Hit, TermWeighting};
 use super::probe::ProbeWeight;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, clap::Args)]
@@ -50,25 +50,6 @@ pub struct RankingConfig {
     /// Weight of the second hop in `hybrid`.
     #[arg(long, default_value_t = RankingConfig::default().proximity_weight)]
     pub proximity_weight: f64,
-    /// Learn from a graph-only decision when its score margin (best − second) reaches this.
-    #[arg(long, default_value_t = RankingConfig::default().learn_margin)]
-    pub learn_margin: f64,
-    /// Learn from an LLM decision that agrees with retrieval's best label when the margin
-    /// reaches this (a label the LLM chose against retrieval's best is never learned). The
-    /// default equals `learn_margin`: the local 0.5B model's agreement was measured to add
-    /// mostly wrong texts (docs/design/confidence.md, "The model's agreement is no evidence");
-    /// a model whose agreement is measured to be evidence can be given a lower margin.
-    #[arg(long, default_value_t = RankingConfig::default().learn_margin_agreeing)]
-    pub learn_margin_agreeing: f64,
-    /// Texts kept in the text graph (oldest evicted first). Part of what makes replicas equal:
-    /// every replica of a group must use the same value.
-    #[arg(long, default_value_t = RankingConfig::default().seen_capacity)]
-    pub seen_capacity: usize,
-    /// Texts classified without confidence kept as tentative texts (oldest evicted first; 0
-    /// keeps none). They speak only for a text nothing labelled explains. The same on every
-    /// replica, like `seen_capacity`.
-    #[arg(long, default_value_t = RankingConfig::default().tentative_capacity)]
-    pub tentative_capacity: usize,
     /// Weight of the embedding signal (when the engine has a sentence encoder: by default).
     #[arg(long, default_value_t = RankingConfig::default().embedding_weight)]
     pub embedding_weight: f64,
@@ -130,8 +111,6 @@ impl RankingConfig {
             ("example_decay", self.example_decay),
             ("description_weight", self.description_weight),
             ("proximity_weight", self.proximity_weight),
-            ("learn_margin", self.learn_margin),
-            ("learn_margin_agreeing", self.learn_margin_agreeing),
             ("embedding_weight", self.embedding_weight),
             ("embedding_name_weight", self.embedding_name_weight),
             ("embedding_weight_short", self.embedding_weight_short),
@@ -175,14 +154,6 @@ impl RankingConfig {
         }
         problems
     }
-
-    /// What the retrieval index keeps of each kind of classified text.
-    pub fn capacity(&self) -> ClassifiedCapacity {
-        ClassifiedCapacity {
-            seen: self.seen_capacity,
-            tentative: self.tentative_capacity,
-        }
-    }
 }
 
 impl Default for RankingConfig {
@@ -194,10 +165,6 @@ impl Default for RankingConfig {
             description_weight: 0.5,
             proximity_k: 10,
             proximity_weight: 0.1,
-            learn_margin: 0.05,
-            learn_margin_agreeing: 0.05,
-            seen_capacity: 20_000,
-            tentative_capacity: 20_000,
             embedding_weight: 0.05,
             embedding_name_weight: 2.0,
             short_text_terms: 8,

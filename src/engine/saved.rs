@@ -188,7 +188,7 @@ impl Engine {
         let index = TextIndex::from_docs(
             state.index,
             state.spread,
-            config.ranking.capacity(),
+            config.capacity,
             config.term_weighting(),
         );
         let mut engine = Self {

@@ -129,15 +129,13 @@ impl Decisions<'_> {
         if retrieval.first_hop_labels == 0 {
             return false;
         }
-        let config = &self.config.ranking;
+        let config = &self.config.learning;
         match decision.source {
             // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
             // margin is evidence for another label.
-            Source::Graph => {
-                decision.label == retrieval.graph_choice && margin >= config.learn_margin
-            }
+            Source::Graph => decision.label == retrieval.graph_choice && margin >= config.margin,
             Source::Llm => {
-                decision.label == retrieval.graph_choice && margin >= config.learn_margin_agreeing
+                decision.label == retrieval.graph_choice && margin >= config.margin_agreeing
             }
         }
     }

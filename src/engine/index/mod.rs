@@ -68,11 +68,37 @@ pub enum DocKind {
     Tentative,
 }
 
-/// How many classified texts of each kind the index keeps (the oldest of a kind goes first).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How many classified texts of each kind the index keeps, the oldest of a kind going first
+/// (`[engine.capacity]`). Part of what makes replicas equal: every replica of a group must use
+/// the same values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
+#[serde(deny_unknown_fields, default)]
+#[command(next_help_heading = "Capacity (engine.capacity)")]
 pub struct ClassifiedCapacity {
+    /// Texts classified with confidence kept in the text graph.
+    #[arg(long = "seen-capacity", default_value_t = ClassifiedCapacity::default().seen)]
     pub seen: usize,
+    /// Texts classified without confidence kept as tentative texts (0 keeps none). They speak
+    /// only for a text nothing labelled explains.
+    #[arg(long = "tentative-capacity", default_value_t = ClassifiedCapacity::default().tentative)]
     pub tentative: usize,
+}
+
+impl ClassifiedCapacity {
+    /// No classified text kept: an index of the labels' own material only.
+    pub const NONE: Self = Self {
+        seen: 0,
+        tentative: 0,
+    };
+}
+
+impl Default for ClassifiedCapacity {
+    fn default() -> Self {
+        Self {
+            seen: 20_000,
+            tentative: 20_000,
+        }
+    }
 }
 
 /// One document as the state stores it: everything else is derived.
@@ -153,7 +179,7 @@ impl TextIndex {
         docs: Vec<IndexDoc>,
         scored: impl IntoIterator<Item = &'a TermCounts>,
     ) -> Self {
-        let mut index = Self::new(ClassifiedCapacity::default(), self.stats.weighting());
+        let mut index = Self::new(ClassifiedCapacity::NONE, self.stats.weighting());
         for doc in docs {
             index.push(doc);
         }

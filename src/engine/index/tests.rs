@@ -44,7 +44,7 @@ fn a_query_finds_the_documents_sharing_its_terms_and_self_similarity_is_one() {
 
 #[test]
 fn hits_come_in_document_order_whether_a_query_touches_few_documents_or_most() {
-    let mut index = TextIndex::new(ClassifiedCapacity::default(), TermWeighting::LabelSpread);
+    let mut index = TextIndex::new(ClassifiedCapacity::NONE, TermWeighting::LabelSpread);
     for i in 0..40 {
         let text = format!("common word{i} shared{}", i % 3);
         index.add_labelled(DocKind::Example, LabelPos(i % 5), t(&text), None);

@@ -425,9 +425,9 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_con
 fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
     for tentative_capacity in [20_000, 0] {
         let mut engine = three_topics(EngineConfig {
-            ranking: rank::RankingConfig {
-                tentative_capacity,
-                ..rank::RankingConfig::default()
+            capacity: index::ClassifiedCapacity {
+                tentative: tentative_capacity,
+                ..index::ClassifiedCapacity::default()
             },
             ..EngineConfig::default()
         });

@@ -3,7 +3,7 @@
 
 use super::three_topics;
 use crate::engine::graph;
-use crate::engine::rank;
+use crate::engine::index;
 use crate::engine::saved;
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
@@ -44,10 +44,9 @@ fn restored_state_is_the_same_engine() {
 #[test]
 fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
     let config = EngineConfig {
-        ranking: rank::RankingConfig {
-            seen_capacity: 3,
-            tentative_capacity: 2,
-            ..Default::default()
+        capacity: index::ClassifiedCapacity {
+            seen: 3,
+            tentative: 2,
         },
         ..EngineConfig::default()
     };

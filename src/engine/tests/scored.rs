@@ -2,18 +2,17 @@
 //! what a label retired while the model answered becomes.
 
 use super::{label, three_topics};
+use crate::engine::learning::LearningConfig;
 use crate::engine::prompt::ChoiceMode;
-use crate::engine::rank::RankingConfig;
 use crate::engine::{Basis, Candidate, Engine, EngineConfig, Retrieval, Scoring, Source};
 
 /// Two labels whose names begin with the same word, and one apart; learning needs a margin of
 /// 1 unless the model agrees.
 fn shared_first_word() -> (Engine, Retrieval) {
     let mut engine = Engine::new(EngineConfig {
-        ranking: RankingConfig {
-            learn_margin: 1.0,
-            learn_margin_agreeing: 0.0,
-            ..RankingConfig::default()
+        learning: LearningConfig {
+            margin: 1.0,
+            margin_agreeing: 0.0,
         },
         ..EngineConfig::default()
     });
