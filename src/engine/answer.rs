@@ -10,12 +10,10 @@
 //! hallucination (the paper's definition). A known active label that retrieval did not offer
 //! is accepted, as the reference code does, but flagged `outside_candidates`.
 
-use serde::{Deserialize, Serialize};
-
 use super::text::{is_stop_word, normalise_label_text};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Why an answer was flagged (published as `events::HallucinationKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HallucinationKind {
     /// The answer is not any active label.
     UnknownLabel,

@@ -327,43 +327,25 @@ pub struct IndexReport {
     pub correction: Option<correct::CorrectionReport>,
 }
 
-/// Why the candidate set is what it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// Which rule gave the candidate set: the steiner tree's cases, a baseline's, or the ranked
+/// strategies' scores (published as `events::Basis`, whose variants say each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Basis {
-    /// Labels of the Steiner tree over ≥ 2 terminals.
-    SteinerTree,
-    /// One terminal: the active labels it links to directly.
-    SingleTerminal,
-    /// The tree held no active label: the active labels the terminals link to.
-    TerminalNeighbours,
-    /// Nothing in the text links to the graph (or, for the ranked strategies, to any label's
-    /// examples, name or description): every active label.
-    NoEvidence,
-    /// The `all` strategy.
-    AllLabels,
-    /// The `naive` strategy (by words), and `nearest` (by the sentence encoder): the labels of
-    /// the most similar labelled examples.
-    SimilarExamples,
-    /// A ranked strategy (`ranked`, `proximity`, `hybrid`): the best-scored labels.
+    // The ranked strategies', then the baselines', then the paper's tree's cases.
     RankedScores,
+    SimilarExamples,
+    AllLabels,
+    NoEvidence,
+    SteinerTree,
+    SingleTerminal,
+    TerminalNeighbours,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// Who chose a decision's label: the LLM, or retrieval alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Llm,
     Graph,
-}
-
-impl Source {
-    /// As predictions and metrics name it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Llm => "llm",
-            Self::Graph => "graph",
-        }
-    }
 }
 
 /// What a decision is published as ([`Decisions::status`]).

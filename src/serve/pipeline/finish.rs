@@ -152,7 +152,7 @@ pub fn finish(finishing: &Finishing, engine: &Engine, text: Text, learning: Lear
     }
     let decision = &classified.decision;
     span.record("label", decision.label.as_str());
-    span.record("source", decision.source.as_str());
+    span.record("source", Source::from(decision.source).as_str());
 
     let Indexed { learn, seconds } = index_step(
         finishing,
