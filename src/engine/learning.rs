@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::{Basis, Decision, Retrieval, Source, Status};
+
 /// When a decision is learned from as a confident text (`[engine.learning]`): what retrieval's
 /// margin (best − second score) must reach (docs/design/confidence.md).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, clap::Args)]
@@ -41,5 +43,38 @@ impl LearningConfig {
         .filter(|(_, value)| !(value.is_finite() && *value >= 0.0))
         .map(|(key, _)| format!("{key}: must be a number ≥ 0"))
         .collect()
+    }
+
+    /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
+    /// needs review; retrieval's best
+    /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
+    /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
+    /// `margin`; retrieval's best label that is also the model's favourite when the
+    /// margin reaches `margin_agreeing`; never another label, never a hallucination.
+    /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
+    /// answer outside the candidates included, as the paper does.
+    pub fn learns_from(&self, retrieval: &Retrieval, decision: &Decision, status: Status) -> bool {
+        let Some(margin) = retrieval.margin() else {
+            return true;
+        };
+        if status != Status::Decided {
+            return false;
+        }
+        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
+            return false;
+        }
+        // Ranked by meaning alone (no word of the text in any label's material): kept as a
+        // tentative text, never learned as a confident one, as when it was not ranked at all.
+        if retrieval.first_hop_labels == 0 {
+            return false;
+        }
+        match decision.source {
+            // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
+            // margin is evidence for another label.
+            Source::Graph => decision.label == retrieval.graph_choice && margin >= self.margin,
+            Source::Llm => {
+                decision.label == retrieval.graph_choice && margin >= self.margin_agreeing
+            }
+        }
     }
 }

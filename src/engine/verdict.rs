@@ -2,8 +2,8 @@
 //! per text ([`Decisions::verdict`]): the service, `gorag classify`, the evaluation, discovery
 //! and the state all read the one [`Verdict`].
 
-use super::rank::FEW_SHARED_WORDS;
-use super::{no_match, Basis, Decision, Decisions, Retrieval, Source, Status, NO_LABEL};
+use super::rank::{RankingConfig, FEW_SHARED_WORDS};
+use super::{no_match, Decision, Decisions, Retrieval, Status, NO_LABEL};
 
 /// What one decided text comes to.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,7 +40,10 @@ impl Decisions<'_> {
         let status = self.status(retrieval, decision);
         Verdict {
             status,
-            confident: self.is_confident(retrieval, decision, status),
+            confident: self
+                .config
+                .learning
+                .learns_from(retrieval, decision, status),
             learn_as: match status {
                 Status::NoMatch => NO_LABEL.to_string(),
                 Status::Decided | Status::NeedsReview => decision.label.clone(),
@@ -54,33 +57,12 @@ impl Decisions<'_> {
     /// `all`, `naive`: the paper's and its baselines) do not have, so their decisions are
     /// neither reviewed nor gated, as in the paper.
     /// It also needs review when its label reads far from the text in meaning
-    /// ([`Self::far_in_meaning`]).
+    /// ([`far_in_meaning`]).
     fn needs_review(&self, retrieval: &Retrieval, decision: &Decision) -> bool {
         retrieval.is_calibrated()
             && (decision.confidence.is_nan()
                 || decision.confidence < self.config.abstain_below
-                || self.far_in_meaning(retrieval, &decision.label))
-    }
-
-    /// A `label` that reads far from the text in meaning (never without an encoder): less close
-    /// than `short_text_min_meaning` in a short text, or than `few_words_min_meaning` when it
-    /// shares at most [`FEW_SHARED_WORDS`] of the text's words.
-    fn far_in_meaning(&self, retrieval: &Retrieval, label: &str) -> bool {
-        let ranking = &self.config.ranking;
-        let Some(matched) = retrieval
-            .candidate(label)
-            .and_then(|c| c.evidence.as_ref())
-            .map(|evidence| evidence.matched)
-        else {
-            return false;
-        };
-        // A closeness that is no number counts as far.
-        let below = |meaning: f64, floor: f64| meaning.is_nan() || meaning < floor;
-        matched.meaning.is_some_and(|meaning| {
-            (retrieval.short_text && below(meaning, ranking.short_text_min_meaning))
-                || (matched.shared_words <= FEW_SHARED_WORDS
-                    && below(meaning, ranking.few_words_min_meaning))
-        })
+                || far_in_meaning(&self.config.ranking, retrieval, &decision.label))
     }
 
     /// What a decision is published as: no label when nothing the labels know explains the
@@ -105,38 +87,24 @@ impl Decisions<'_> {
             decision.confidence,
         )
     }
+}
 
-    /// Whether a decision is trusted enough to learn from. Ranked strategies: never one that
-    /// needs review; retrieval's best
-    /// label decided without the LLM's agreement (no LLM, or a `scored` choice where retrieval
-    /// outweighed the model's favourite or the model had none) when retrieval's margin reaches
-    /// `learn_margin`; retrieval's best label that is also the model's favourite when the
-    /// margin reaches `learn_margin_agreeing`; never another label, never a hallucination.
-    /// Strategies without scores (`steiner`, `all`, `naive`) learn from every decision, an
-    /// answer outside the candidates included, as the paper does.
-    fn is_confident(&self, retrieval: &Retrieval, decision: &Decision, status: Status) -> bool {
-        let Some(margin) = retrieval.margin() else {
-            return true;
-        };
-        if status != Status::Decided {
-            return false;
-        }
-        if decision.hallucination.is_some() || retrieval.basis != Basis::RankedScores {
-            return false;
-        }
-        // Ranked by meaning alone (no word of the text in any label's material): kept as a
-        // tentative text, never learned as a confident one, as when it was not ranked at all.
-        if retrieval.first_hop_labels == 0 {
-            return false;
-        }
-        let config = &self.config.learning;
-        match decision.source {
-            // A blend of retrieval and the LLM (weight > 0) that is neither's favourite: the
-            // margin is evidence for another label.
-            Source::Graph => decision.label == retrieval.graph_choice && margin >= config.margin,
-            Source::Llm => {
-                decision.label == retrieval.graph_choice && margin >= config.margin_agreeing
-            }
-        }
-    }
+/// A `label` that reads far from the text in meaning (never without an encoder): less close
+/// than `short_text_min_meaning` in a short text, or than `few_words_min_meaning` when it
+/// shares at most [`FEW_SHARED_WORDS`] of the text's words.
+fn far_in_meaning(ranking: &RankingConfig, retrieval: &Retrieval, label: &str) -> bool {
+    let Some(matched) = retrieval
+        .candidate(label)
+        .and_then(|c| c.evidence.as_ref())
+        .map(|evidence| evidence.matched)
+    else {
+        return false;
+    };
+    // A closeness that is no number counts as far.
+    let below = |meaning: f64, floor: f64| meaning.is_nan() || meaning < floor;
+    matched.meaning.is_some_and(|meaning| {
+        (retrieval.short_text && below(meaning, ranking.short_text_min_meaning))
+            || (matched.shared_words <= FEW_SHARED_WORDS
+                && below(meaning, ranking.few_words_min_meaning))
+    })
 }

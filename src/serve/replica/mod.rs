@@ -5,6 +5,7 @@
 
 mod apply;
 pub mod job;
+mod pass_marks;
 mod report;
 pub mod sync;
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 pub use crate::state::from_event::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
+pub use pass_marks::PassMarks;
 use report::label_span;
 
 use super::stats::Stats;
@@ -53,12 +55,8 @@ pub struct Replica {
     dead_letter_limit: RecordLimit,
     /// Dead letters for label events refused in the log, for the loop to deliver.
     outbox: Vec<Outgoing>,
-    /// A community pass after every this many pooled texts (None: discovery off).
-    pass_every: Option<u64>,
-    /// One of this instance's records made a pass due.
-    pass_due: bool,
-    /// Another instance's record made one due (that instance runs it).
-    pass_elsewhere: bool,
+    /// When a community pass falls due, here or elsewhere.
+    pass_marks: PassMarks,
 }
 
 impl Replica {
@@ -114,16 +112,14 @@ impl Replica {
             dead_letter_topic,
             dead_letter_limit: RecordLimit::DEFAULT,
             outbox: Vec::new(),
-            pass_every: None,
-            pass_due: false,
-            pass_elsewhere: false,
+            pass_marks: PassMarks::default(),
         }
     }
 
     /// Run a community pass after every `every` pooled texts: the instance whose record
     /// crosses the mark runs it (every replica holds the same pool there).
     pub fn with_passes_every(mut self, every: Option<u64>) -> Self {
-        self.pass_every = every.filter(|&n| n > 0);
+        self.pass_marks = PassMarks::every(every);
         self
     }
 
@@ -133,14 +129,9 @@ impl Replica {
         self
     }
 
-    /// Whether a pass became due since the last call.
-    pub fn take_pass_due(&mut self) -> bool {
-        std::mem::take(&mut self.pass_due)
-    }
-
-    /// Whether another instance's record made a pass due since the last call.
-    pub fn take_pass_elsewhere(&mut self) -> bool {
-        std::mem::take(&mut self.pass_elsewhere)
+    /// When a community pass falls due, here or elsewhere: the loop takes each crossing once.
+    pub fn pass_marks(&mut self) -> &mut PassMarks {
+        &mut self.pass_marks
     }
 
     /// The store the replica is saved in.
@@ -245,10 +236,10 @@ impl Replica {
             return Ok(());
         }
         self.store.record(&applied.updates, &applied.offsets)?;
+        let pooled = self.state.pool().pushed();
+        self.pass_marks.note(pooled_before, pooled, applied.mine);
         if applied.mine {
-            self.own_record_applied(&applied.effect, pooled_before, created_ms, stats);
-        } else if self.crossed_pass_mark(pooled_before) {
-            self.pass_elsewhere = true;
+            self.own_record_applied(&applied.effect, created_ms, stats);
         }
         let _entered = span.enter();
         let held = started.elapsed();
@@ -256,25 +247,9 @@ impl Replica {
         Ok(self.maybe_snapshot()?)
     }
 
-    /// Whether the pool, `pooled_before` texts pushed before the last record, crossed a pass
-    /// mark with it.
-    fn crossed_pass_mark(&self, pooled_before: u64) -> bool {
-        self.pass_every
-            .is_some_and(|every| self.state.pool().pushed() / every > pooled_before / every)
-    }
-
-    /// Bookkeeping for a record this instance wrote: a community pass falls due every
-    /// `pass_every` texts it pooled, and a learn record back from the log frees its intake place.
-    fn own_record_applied(
-        &mut self,
-        effect: &Effect,
-        pooled_before: u64,
-        created_ms: Option<i64>,
-        stats: &mut Stats,
-    ) {
-        if self.crossed_pass_mark(pooled_before) {
-            self.pass_due = true;
-        }
+    /// Bookkeeping for a record this instance wrote: a learn record back from the log frees
+    /// its intake place.
+    fn own_record_applied(&mut self, effect: &Effect, created_ms: Option<i64>, stats: &mut Stats) {
         if matches!(effect, Effect::Learned { .. }) {
             self.pending_learns = self.pending_learns.saturating_sub(1);
             // From the record's creation to its application here: how long a learn step

@@ -56,10 +56,10 @@ impl Passes {
 
     /// After a changelog record: start a pass if it made one due and none is running.
     pub fn start_if_due(&mut self, replica: &mut Replica) {
-        if replica.take_pass_due() {
+        if replica.pass_marks().take_due() {
             self.waiting = true;
         }
-        let elsewhere = replica.take_pass_elsewhere();
+        let elsewhere = replica.pass_marks().take_elsewhere();
         let Some(settings) = self.settings.as_ref() else {
             return;
         };
