@@ -24,7 +24,6 @@ use tracing::Instrument;
 
 pub use slots::{SlotId, Slots};
 
-use super::replica::engine_rejection;
 use super::stats::Stats;
 use crate::engine::embedding::TextEncoder;
 use crate::engine::prompt::Prompt;
@@ -32,6 +31,7 @@ use crate::engine::Engine;
 use crate::events::decode::Rejection;
 use crate::events::{InputPosition, StageLatency, TextEvent};
 use crate::one_text::{Answer, LlmFailure, Preliminary, Prepared, TextSteps};
+use crate::state::from_event::engine_rejection;
 use crate::threads;
 
 /// A text whose candidates are known, waiting for (or holding) the LLM's answer.

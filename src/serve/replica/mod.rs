@@ -12,7 +12,6 @@ pub mod sync;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub use crate::state::from_event::engine_rejection;
 pub use apply::{apply, Cursor, Effect, LogTopics};
 pub use pass_marks::PassMarks;
 use report::label_span;
