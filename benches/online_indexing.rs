@@ -79,7 +79,8 @@ type PauseDone<'a> = dyn Fn(&TextIndex, u64, usize) -> bool + 'a;
 fn pauses_at_capacity(c: &mut Criterion, mut index: TextIndex, mut corpus: synthetic::Corpus) {
     eprintln!(
         "index: {} classified texts, {} terms",
-        index.documents().seen_count() + index.documents().tentative_count(),
+        index.documents().classified_count(DocKind::Seen)
+            + index.documents().classified_count(DocKind::Tentative),
         index.vocabulary().len()
     );
     let mut group = c.benchmark_group("index_pause_at_capacity");

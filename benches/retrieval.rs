@@ -10,7 +10,7 @@
 mod synthetic;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use gorag::engine::index::TermWeighting;
+use gorag::engine::index::{DocKind, TermWeighting};
 use gorag::engine::keywords::{self, KeywordSelection};
 use gorag::engine::terms::TermCounts;
 use gorag::engine::text::PhraseCounts;
@@ -59,8 +59,8 @@ fn retrieval(c: &mut Criterion) {
         engine.graph().keyword_count(),
         engine.labels().len(),
         engine.stats().documents,
-        engine.index().documents().seen_count(),
-        engine.index().documents().tentative_count()
+        engine.index().documents().classified_count(DocKind::Seen),
+        engine.index().documents().classified_count(DocKind::Tentative)
     );
     let mut group = c.benchmark_group("retrieve");
     for terminals in [5, 10, 20] {

@@ -15,6 +15,7 @@ mod synthetic;
 
 use std::time::Instant;
 
+use gorag::engine::index::DocKind;
 use gorag::engine::text::PhraseCounts;
 use gorag::engine::Engine;
 
@@ -34,8 +35,8 @@ fn main() -> Result<(), String> {
         engine.graph().node_count(),
         engine.stats().phrase_count(),
         engine.index().vocabulary().len(),
-        engine.index().documents().seen_count(),
-        engine.index().documents().tentative_count(),
+        engine.index().documents().classified_count(DocKind::Seen),
+        engine.index().documents().classified_count(DocKind::Tentative),
         resident_memory(),
     );
     let mut stages: [(&str, Vec<f64>); 3] =

@@ -327,7 +327,7 @@ impl<'e> HeldOutScoring<'e> {
         let index = self.retriever.index;
         let docs = index.documents();
         // None to find (a first round's held-out examples): no search over every labelled text.
-        if docs.seen_count() + docs.tentative_count() == 0 {
+        if docs.classified_count(DocKind::Seen) + docs.classified_count(DocKind::Tentative) == 0 {
             return Vec::new();
         }
         let learned = self.analyzer.learnable(analysis);

@@ -33,7 +33,8 @@ impl Documents {
         }
     }
 
-    /// How many classified texts of each kind are kept.
+    /// How many classified texts of each kind are kept (the tests rebuild an index with it).
+    #[cfg(test)]
     pub fn capacity(&self) -> ClassifiedCapacity {
         self.capacity
     }
@@ -42,7 +43,7 @@ impl Documents {
     pub(super) fn push(&mut self, doc: IndexDoc, terms: Vec<TermId>) -> DocId {
         let id = DocId::at(self.docs.len());
         self.doc_terms.push(terms);
-        if let Some(queue) = self.queue_of(doc.kind) {
+        if let Some(queue) = queue_of(&mut self.seen, &mut self.tentative, doc.kind) {
             queue.push_back(id);
         }
         self.docs.push(doc);
@@ -115,26 +116,18 @@ impl Documents {
         Some(1 + before as u32)
     }
 
-    pub fn seen_count(&self) -> usize {
-        self.seen.len()
-    }
-
-    pub fn tentative_count(&self) -> usize {
-        self.tentative.len()
+    /// Alive classified texts of `kind` (labelled material: none are queued).
+    pub fn classified_count(&self, kind: DocKind) -> usize {
+        match kind {
+            DocKind::Seen => self.seen.len(),
+            DocKind::Tentative => self.tentative.len(),
+            DocKind::Example | DocKind::Name | DocKind::Description => 0,
+        }
     }
 
     /// Evicted documents not yet compacted away.
     pub fn tombstones(&self) -> usize {
         self.dead
-    }
-
-    /// The queue of classified texts of `kind` (labelled material has none).
-    fn queue_of(&mut self, kind: DocKind) -> Option<&mut VecDeque<DocId>> {
-        match kind {
-            DocKind::Seen => Some(&mut self.seen),
-            DocKind::Tentative => Some(&mut self.tentative),
-            DocKind::Example | DocKind::Name | DocKind::Description => None,
-        }
     }
 
     /// How many documents of `kind` are kept (labelled material: all).
@@ -152,7 +145,7 @@ impl Documents {
         let mut evicted = Vec::new();
         for kind in [DocKind::Seen, DocKind::Tentative] {
             let capacity = self.capacity_of(kind);
-            if let Some(queue) = self.queue_of(kind) {
+            if let Some(queue) = queue_of(&mut self.seen, &mut self.tentative, kind) {
                 while queue.len() > capacity {
                     evicted.extend(queue.pop_front());
                 }
@@ -172,7 +165,7 @@ impl Documents {
         else {
             return false;
         };
-        let Some(queue) = self.queue_of(kind) else {
+        let Some(queue) = queue_of(&mut self.seen, &mut self.tentative, kind) else {
             return false;
         };
         let Some(at) = queue.iter().position(|&d| d == id) else {
@@ -221,6 +214,19 @@ impl Documents {
     }
 }
 
+/// The queue of classified texts of `kind` (labelled material has none).
+fn queue_of<'q>(
+    seen: &'q mut VecDeque<DocId>,
+    tentative: &'q mut VecDeque<DocId>,
+    kind: DocKind,
+) -> Option<&'q mut VecDeque<DocId>> {
+    match kind {
+        DocKind::Seen => Some(seen),
+        DocKind::Tentative => Some(tentative),
+        DocKind::Example | DocKind::Name | DocKind::Description => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{LabelPos, TermCounts};
@@ -254,7 +260,13 @@ mod tests {
         assert!(!docs.take_back(DocId(0)), "labelled material stays");
         assert!(docs.take_back(DocId(4)));
         docs.tombstone(DocId(4));
-        assert_eq!((docs.seen_count(), docs.tentative_count()), (2, 0));
+        assert_eq!(
+            (
+                docs.classified_count(DocKind::Seen),
+                docs.classified_count(DocKind::Tentative)
+            ),
+            (2, 0)
+        );
         assert_eq!((docs.tombstones(), docs.compaction_due()), (2, true));
         let doc_ids = docs.renumbering();
         docs.compact(&doc_ids, &[Some(TermId(0)), None]);

@@ -74,7 +74,7 @@ fn seen_texts_are_bounded_and_the_oldest_goes_first() {
             &t(&format!("oven bread recipe number{i}")),
         );
     }
-    assert_eq!(index.docs.seen_count(), 3);
+    assert_eq!(index.docs.classified_count(DocKind::Seen), 3);
     let hits = index.search(&t("number0 number4"));
     assert_eq!(hits.len(), 1, "{hits:?}");
     let kept: Vec<_> = index
@@ -97,7 +97,10 @@ fn tentative_texts_have_their_own_bound_and_never_evict_seen_ones() {
         );
     }
     assert_eq!(
-        (index.docs.seen_count(), index.docs.tentative_count()),
+        (
+            index.docs.classified_count(DocKind::Seen),
+            index.docs.classified_count(DocKind::Tentative)
+        ),
         (1, 2)
     );
     // The two newest tentative texts and the seen one answer; the oldest two are gone.

@@ -13,7 +13,10 @@ fn learned_wrongly() -> Engine {
     let analysis = engine.analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "astronomy", true);
-    assert_eq!(engine.index().documents().seen_count(), 1);
+    assert_eq!(
+        engine.index().documents().classified_count(DocKind::Seen),
+        1
+    );
     engine
 }
 
@@ -23,7 +26,10 @@ fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let examples_before = engine.labels().get("cooking").unwrap().examples;
     let (report, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
-    assert_eq!(engine.index().documents().seen_count(), 0);
+    assert_eq!(
+        engine.index().documents().classified_count(DocKind::Seen),
+        0
+    );
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(
         engine.labels().get("cooking").unwrap().examples,
@@ -67,7 +73,10 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
         EngineError::RetiredLabel("football".into())
     );
     assert_eq!(engine.digest(), digest);
-    assert_eq!(engine.index().documents().seen_count(), 1);
+    assert_eq!(
+        engine.index().documents().classified_count(DocKind::Seen),
+        1
+    );
 }
 
 #[test]
@@ -87,13 +96,22 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let analysis = engine.analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
-    assert_eq!(engine.index().documents().tentative_count(), 1);
+    assert_eq!(
+        engine
+            .index()
+            .documents()
+            .classified_count(DocKind::Tentative),
+        1
+    );
     let (_, correction) = engine.correct("cooking", MIXED, Review).unwrap();
     assert!(correction.took_back);
     assert_eq!(
         (
-            engine.index().documents().seen_count(),
-            engine.index().documents().tentative_count()
+            engine.index().documents().classified_count(DocKind::Seen),
+            engine
+                .index()
+                .documents()
+                .classified_count(DocKind::Tentative)
         ),
         (0, 0)
     );
@@ -111,8 +129,11 @@ fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
     assert_eq!(report.texts_indexed, 0);
     assert_eq!(
         (
-            engine.index().documents().seen_count(),
-            engine.index().documents().tentative_count()
+            engine.index().documents().classified_count(DocKind::Seen),
+            engine
+                .index()
+                .documents()
+                .classified_count(DocKind::Tentative)
         ),
         (0, 0)
     );
@@ -159,8 +180,11 @@ fn a_text_that_matched_no_label_joins_the_statistics_only() {
     assert_eq!(engine.stats().documents, texts_before + 1);
     assert_eq!(
         (
-            engine.index().documents().seen_count(),
-            engine.index().documents().tentative_count()
+            engine.index().documents().classified_count(DocKind::Seen),
+            engine
+                .index()
+                .documents()
+                .classified_count(DocKind::Tentative)
         ),
         (0, 0)
     );

@@ -436,7 +436,10 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         engine.learn(&table, "football", false);
         let kept = tentative_capacity > 0;
         assert_eq!(
-            engine.index().documents().tentative_count(),
+            engine
+                .index()
+                .documents()
+                .classified_count(DocKind::Tentative),
             usize::from(kept)
         );
         // The next table shares no word with any label's material: the unsure decision is the
@@ -454,93 +457,6 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         assert_eq!(ranked.label_ids(), vec!["astronomy"], "{ranked:?}");
     }
 }
-
-#[test]
-fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
-    let engine = three_topics(EngineConfig {
-        llm_weight: 1.0,
-        ..EngineConfig::default()
-    });
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    assert_eq!(retrieval.label_ids().len(), 2);
-    let second = retrieval.label_ids()[1].clone();
-    let belief = vec![(second[..4].to_string(), -0.01), ("x".to_string(), -5.0)];
-    let decision = engine
-        .decisions()
-        .decide_with_alternatives(&retrieval, Some(&second), &belief);
-    assert_eq!(
-        (decision.label.as_str(), decision.source),
-        (second.as_str(), Source::Llm)
-    );
-    assert_eq!(decision.hallucination, None);
-    // Weight 0 (the default): retrieval decides; the LLM's favourite lost, so `graph`.
-    let retrieval_decides = engine.decisions().decide_as(
-        &retrieval,
-        Some(&second),
-        &belief,
-        prompt::ChoiceMode::Scored,
-        0.0,
-    );
-    assert_eq!(
-        (retrieval_decides.label.as_str(), retrieval_decides.source),
-        (retrieval.graph_choice.as_str(), Source::Graph)
-    );
-    // An off-list answer is flagged only when most of its first-token mass was off the list;
-    // the decision stays among the candidates either way.
-    let off_list = vec![
-        ("marine".to_string(), -0.1),
-        (second[..4].to_string(), -3.0),
-    ];
-    let made_up =
-        engine
-            .decisions()
-            .decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
-    assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
-    assert!(retrieval.label_ids().contains(&made_up.label));
-    let began_on_list =
-        engine
-            .decisions()
-            .decide_with_alternatives(&retrieval, Some("bread things"), &belief);
-    assert_eq!(began_on_list.hallucination, None);
-    // No alternatives (an endpoint without logprobs): read as a free answer.
-    let free = engine
-        .decisions()
-        .decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
-    assert_eq!(free.source, Source::Graph);
-    assert_eq!(free.hallucination, Some(HallucinationKind::UnknownLabel));
-}
-
-#[test]
-fn numbered_choice_reads_the_number() {
-    let engine = three_topics(EngineConfig {
-        choice: prompt::ChoiceMode::Numbered,
-        ..EngineConfig::default()
-    });
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
-    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
-    let prompt = engine
-        .decisions()
-        .classification_prompt(&retrieval, "text", &analysis);
-    assert!(prompt.user.contains("2. "), "{}", prompt.user);
-    let decision = engine.decisions().decide(&retrieval, Some("2"));
-    assert_eq!(decision.label, retrieval.label_ids()[1]);
-    let nonsense = engine.decisions().decide(&retrieval, Some("7"));
-    assert_eq!(
-        nonsense.hallucination,
-        Some(HallucinationKind::UnknownLabel)
-    );
-}
-
-mod corrections;
-mod embedding;
-mod nearest;
-mod peers;
-mod phrase_bound;
-mod probe_weight;
-mod refit;
-mod restore;
-mod scored;
 
 #[test]
 fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
@@ -597,3 +513,13 @@ fn naive_keeps_idf_whatever_the_configured_weighting() {
     engine.set_strategy(Strategy::Naive);
     assert_eq!(examples(&engine, "a galaxy of bread"), before);
 }
+
+mod corrections;
+mod embedding;
+mod nearest;
+mod peers;
+mod phrase_bound;
+mod probe_weight;
+mod refit;
+mod restore;
+mod scored;

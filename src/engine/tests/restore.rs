@@ -3,7 +3,7 @@
 
 use super::three_topics;
 use crate::engine::graph;
-use crate::engine::index;
+use crate::engine::index::{self, DocKind};
 use crate::engine::saved;
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
@@ -76,8 +76,13 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
     }
     let restored = restored.unwrap();
     assert_eq!(restored.digest(), live.digest());
-    assert_eq!(live.index().documents().seen_count(), 3);
-    assert_eq!(live.index().documents().tentative_count(), 2);
+    assert_eq!(live.index().documents().classified_count(DocKind::Seen), 3);
+    assert_eq!(
+        live.index()
+            .documents()
+            .classified_count(DocKind::Tentative),
+        2
+    );
     // The last query shares words only with classified texts: tentative ones vote.
     for query in [
         "comet3 crust1 stadium2",

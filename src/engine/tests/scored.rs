@@ -2,8 +2,9 @@
 //! what a label retired while the model answered becomes.
 
 use super::{label, three_topics};
+use crate::engine::answer::HallucinationKind;
 use crate::engine::learning::LearningConfig;
-use crate::engine::prompt::ChoiceMode;
+use crate::engine::prompt::{self, ChoiceMode};
 use crate::engine::{Basis, Candidate, Engine, EngineConfig, Retrieval, Scoring, Source};
 
 /// Two labels whose names begin with the same word, and one apart; learning needs a margin of
@@ -229,4 +230,81 @@ fn an_answer_naming_nothing_leaves_retrieval_s_choice_even_without_scores() {
         &the,
     );
     assert_eq!(decision.label, "football");
+}
+
+#[test]
+fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
+    let engine = three_topics(EngineConfig {
+        llm_weight: 1.0,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    assert_eq!(retrieval.label_ids().len(), 2);
+    let second = retrieval.label_ids()[1].clone();
+    let belief = vec![(second[..4].to_string(), -0.01), ("x".to_string(), -5.0)];
+    let decision = engine
+        .decisions()
+        .decide_with_alternatives(&retrieval, Some(&second), &belief);
+    assert_eq!(
+        (decision.label.as_str(), decision.source),
+        (second.as_str(), Source::Llm)
+    );
+    assert_eq!(decision.hallucination, None);
+    // Weight 0 (the default): retrieval decides; the LLM's favourite lost, so `graph`.
+    let retrieval_decides = engine.decisions().decide_as(
+        &retrieval,
+        Some(&second),
+        &belief,
+        prompt::ChoiceMode::Scored,
+        0.0,
+    );
+    assert_eq!(
+        (retrieval_decides.label.as_str(), retrieval_decides.source),
+        (retrieval.graph_choice.as_str(), Source::Graph)
+    );
+    // An off-list answer is flagged only when most of its first-token mass was off the list;
+    // the decision stays among the candidates either way.
+    let off_list = vec![
+        ("marine".to_string(), -0.1),
+        (second[..4].to_string(), -3.0),
+    ];
+    let made_up =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("marine biology"), &off_list);
+    assert_eq!(made_up.hallucination, Some(HallucinationKind::UnknownLabel));
+    assert!(retrieval.label_ids().contains(&made_up.label));
+    let began_on_list =
+        engine
+            .decisions()
+            .decide_with_alternatives(&retrieval, Some("bread things"), &belief);
+    assert_eq!(began_on_list.hallucination, None);
+    // No alternatives (an endpoint without logprobs): read as a free answer.
+    let free = engine
+        .decisions()
+        .decide_with_alternatives(&retrieval, Some("marine biology"), &[]);
+    assert_eq!(free.source, Source::Graph);
+    assert_eq!(free.hallucination, Some(HallucinationKind::UnknownLabel));
+}
+
+#[test]
+fn numbered_choice_reads_the_number() {
+    let engine = three_topics(EngineConfig {
+        choice: prompt::ChoiceMode::Numbered,
+        ..EngineConfig::default()
+    });
+    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let retrieval = engine.retriever().retrieve(&analysis).unwrap();
+    let prompt = engine
+        .decisions()
+        .classification_prompt(&retrieval, "text", &analysis);
+    assert!(prompt.user.contains("2. "), "{}", prompt.user);
+    let decision = engine.decisions().decide(&retrieval, Some("2"));
+    assert_eq!(decision.label, retrieval.label_ids()[1]);
+    let nonsense = engine.decisions().decide(&retrieval, Some("7"));
+    assert_eq!(
+        nonsense.hallucination,
+        Some(HallucinationKind::UnknownLabel)
+    );
 }
