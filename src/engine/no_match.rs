@@ -13,7 +13,7 @@
 //! A text that shares a word or two with a label *and* means what the label's examples mean
 //! (an intent said in other words: "wake me at six" for `alarm_set`) keeps its label; a
 //! support ticket that shares "card" with `payment_issue` and means something else has none.
-//! The thresholds are the configuration's `engine.no_match_*` keys, chosen on dev texts and an
+//! The thresholds are the configuration's `[engine.no_match]` keys, chosen on dev texts and an
 //! out-of-scope set (docs/results/2026-11-28-no-match.md).
 
 use serde::{Deserialize, Serialize};
