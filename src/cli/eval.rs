@@ -225,12 +225,7 @@ impl EvalArgs {
     /// Every problem with the settings, as the service's loader finds them (each named by its
     /// key; the flag is the key's last part), and with the evaluation's own shares.
     fn check(&self) -> Result<()> {
-        let mut problems: Vec<String> = self
-            .engine
-            .problems()
-            .into_iter()
-            .map(|problem| format!("engine.{problem}"))
-            .collect();
+        let mut problems = self.engine.problems();
         problems.extend(self.llm.problems());
         for (flag, value) in [
             ("--review-budget", self.review_budget),

@@ -24,7 +24,7 @@ use crate::engine::{phrase_capacity_problem, EngineConfig, Strategy};
 #[command(next_help_heading = "Engine (engine.*)")]
 pub struct EngineSection {
     /// How candidate labels are found (`gorag eval` compares several: its own `--strategy`).
-    #[arg(skip)]
+    #[arg(skip = EngineSection::default().strategy)]
     pub strategy: Strategy,
     /// Where a text's keywords come from: `tfidf`, or `llm` (one more LLM call per text; the
     /// paper's LLM keyword extraction, TF-IDF when that call fails).
@@ -37,7 +37,7 @@ pub struct EngineSection {
     #[arg(long, default_value_t = EngineSection::default().example_top_k)]
     pub example_top_k: usize,
     /// Online indexing (`gorag eval`: off with `--ablation offline`).
-    #[arg(skip = true)]
+    #[arg(skip = EngineSection::default().online_indexing)]
     pub online_indexing: bool,
     /// Distinct phrases the keyword statistics keep (the rarest forgotten past it); the same
     /// on every replica.
@@ -182,9 +182,9 @@ impl EngineSection {
         config
     }
 
-    /// What is wrong with the settings, each problem starting with its key under `[engine]`
-    /// (`ranking.example_decay: must be below 1`); none: they hold. The service's loader and
-    /// `gorag eval` both check with this.
+    /// What is wrong with the settings, each problem starting with its key
+    /// (`engine.ranking.example_decay: must be below 1`); none: they hold. The service's loader
+    /// and `gorag eval` both check with this.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
         if self.top_k == 0 {
@@ -236,5 +236,8 @@ impl EngineSection {
             ));
         }
         problems
+            .into_iter()
+            .map(|problem| format!("engine.{problem}"))
+            .collect()
     }
 }

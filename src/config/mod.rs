@@ -297,12 +297,7 @@ impl ServeConfig {
 
     /// `[engine]`'s own checks, and discovery's.
     fn check_engine(&self, errors: &mut Vec<String>) {
-        errors.extend(
-            self.engine
-                .problems()
-                .into_iter()
-                .map(|problem| format!("engine.{problem}")),
-        );
+        errors.extend(self.engine.problems());
         if self.discovery.enabled {
             if let Err(problem) = self.discovery.validate() {
                 errors.push(format!("discovery.{problem}"));

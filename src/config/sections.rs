@@ -120,7 +120,7 @@ pub struct LlmSection {
     pub cache_dir: Option<PathBuf>,
     /// What happens to a text whose LLM call failed after every retry (`gorag eval`: the
     /// graph's prediction).
-    #[arg(skip = OnLlmFailure::Graph)]
+    #[arg(skip = LlmSection::default().on_failure)]
     pub on_failure: OnLlmFailure,
     /// Ask the LLM to choose only for texts whose retrieval-only confidence is below this
     /// (0: never, the default — the local model was measured to help nowhere; 1: every text,
@@ -129,7 +129,7 @@ pub struct LlmSection {
     #[arg(long, default_value_t = LlmSection::default().ask_below)]
     pub ask_below: f64,
     /// Ask the LLM to describe named labels that come without a description.
-    #[arg(skip = true)]
+    #[arg(skip = LlmSection::default().describe_labels)]
     pub describe_labels: bool,
 }
 

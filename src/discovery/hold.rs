@@ -16,9 +16,10 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use super::meaning::meaning_for_holding;
-use super::{Meaning, PooledText};
+use super::{Meaning, PooledText, Proposal};
 use crate::engine::embedding::TextEncoder;
 use crate::engine::LabelMaterial;
+use crate::events::proposal::ProposalEvent;
 
 /// What a pass knows of the open proposals, to hold the texts that read like them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,6 +48,28 @@ pub struct OpenProposal<'a> {
     pub id: &'a str,
     pub name: &'a str,
     pub members: &'a [String],
+}
+
+impl<'a> From<&'a Proposal> for OpenProposal<'a> {
+    /// A proposal a pass has just found (`gorag eval --discover`'s mid-stream pass).
+    fn from(proposal: &'a Proposal) -> Self {
+        Self {
+            id: &proposal.id,
+            name: &proposal.name,
+            members: &proposal.members,
+        }
+    }
+}
+
+impl<'a> From<&'a ProposalEvent> for OpenProposal<'a> {
+    /// A proposal as the proposals topic holds it (the service's passes).
+    fn from(event: &'a ProposalEvent) -> Self {
+        Self {
+            id: &event.proposal,
+            name: &event.name,
+            members: &event.members,
+        }
+    }
 }
 
 /// A text held for an open proposal.

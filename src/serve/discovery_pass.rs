@@ -245,14 +245,7 @@ async fn holding_of(
     }
     Ok(tokio::task::spawn_blocking(move || {
         let refs: Vec<&PooledText> = texts.iter().collect();
-        let open: Vec<OpenProposal> = open
-            .iter()
-            .map(|p| OpenProposal {
-                id: &p.proposal,
-                name: &p.name,
-                members: &p.members,
-            })
-            .collect();
+        let open: Vec<OpenProposal> = open.iter().map(OpenProposal::from).collect();
         let holding = Holding::of_members(&open, &refs, encoder.as_ref(), &material);
         (holding, material)
     })

@@ -211,14 +211,7 @@ fn open_proposals(
     let material = engine
         .retriever()
         .label_material(texts.iter().map(|text| &text.terms));
-    let open: Vec<OpenProposal> = proposals
-        .iter()
-        .map(|p| OpenProposal {
-            id: &p.id,
-            name: &p.name,
-            members: &p.members,
-        })
-        .collect();
+    let open: Vec<OpenProposal> = proposals.iter().map(OpenProposal::from).collect();
     let encoder = engine.analyzer().query_encoder();
     Ok(Holding::of_members(
         &open,
