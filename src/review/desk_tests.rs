@@ -1,6 +1,7 @@
 //! The desk's state on events as its topics give them.
 
-use super::desk::{Answer, Desk, DeskError, DeskSettings, Input, ItemView, Publish};
+use super::answer::{Answer, DeskError, Publish};
+use super::desk::{Desk, DeskSettings, Input, ItemView};
 use super::queue::{ItemKey, Reviewer};
 use crate::events::proposal::{ProposalEvent, ProposalStatus, Representative};
 use crate::events::{LabelEvent, LabelSpec, Prediction, TextEvent};

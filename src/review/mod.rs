@@ -10,6 +10,8 @@
 //! - [`feed`] and [`web`]: the async shell (the topics, the page).
 
 pub mod access;
+pub mod answer;
+pub mod catalogue;
 pub mod desk;
 pub mod exposition;
 pub mod feed;
@@ -17,6 +19,7 @@ pub mod guard;
 pub mod item;
 pub mod logins;
 mod memory;
+pub mod proposals;
 pub mod queue;
 pub mod session;
 pub mod tally;
@@ -137,7 +140,7 @@ impl Bound {
         };
         // Answers still in their undo window are published rather than lost (a restart would
         // offer their items again).
-        web::publish_held(shared).await;
+        web::answers::publish_held(shared).await;
         Ok(ended?)
     }
 }

@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use super::desk::{Answer, Body, Publish};
+use super::answer::{Answer, Publish};
+use super::desk::Body;
 use super::queue::{Item, ItemKey, Reviewer};
 
 /// How long an answer waits before it is published.

@@ -1,6 +1,9 @@
 //! The desk's HTTP side (axum): the page, its small JSON API, `/metrics`, `/healthz` and
 //! `/readyz`. Every route that shows or takes an item needs a login (texts may be personal
-//! data); the page itself holds no data, only the script that asks for it.
+//! data); the page itself holds no data, only the script that asks for it. An answer's way
+//! from the page to the topics is in [`answers`].
+
+pub mod answers;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -14,11 +17,11 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 
 use super::access::{client_address, session_cookie, session_set_cookie, LoginGuard, COOKIE};
-use super::desk::{Answer, Desk, DeskError, Publish};
+use super::desk::Desk;
 use super::logins::{LiveLogins, Logins};
-use super::queue::{AnswerError, ItemKey, Millis, Reviewer};
+use super::queue::{ItemKey, Millis, Reviewer};
 use super::session::Sessions;
-use super::undo::{Held, Pending, Taker, UNDO_WINDOW};
+use super::undo::Pending;
 use crate::broker::commands::CommandProducer;
 use crate::telemetry::connections::Peer;
 
@@ -113,9 +116,9 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/logout", post(logout))
         .route("/api/whoami", get(whoami))
         .route("/api/next", get(next))
-        .route("/api/answer", post(answer))
+        .route("/api/answer", post(answers::answer))
         .route("/api/skip", post(skip))
-        .route("/api/undo", post(undo))
+        .route("/api/undo", post(answers::undo))
         .route("/api/labels", get(labels))
         .route("/api/overview", get(overview))
         .route("/metrics", get(metrics))
@@ -306,172 +309,6 @@ impl From<ItemRef> for ItemKey {
     }
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum AnswerBody {
-    Label(String),
-    None,
-    /// The text belongs to this open proposal.
-    Proposal(String),
-    Accept {
-        label: String,
-        #[serde(default)]
-        name: Option<String>,
-        #[serde(default)]
-        description: Option<String>,
-    },
-    Reject,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct AnswerRequest {
-    item: ItemRef,
-    answer: AnswerBody,
-}
-
-async fn answer(
-    State(shared): State<Arc<Shared>>,
-    Extension(reviewer): Extension<Reviewer>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let request: AnswerRequest = match json_body(&headers, &body) {
-        Ok(request) => request,
-        Err(refused) => return refused.into_response(),
-    };
-    let answer = match request.answer {
-        AnswerBody::Label(label) => Answer::Label(label),
-        AnswerBody::None => Answer::NoneOfThese,
-        AnswerBody::Proposal(id) => Answer::Proposal(id),
-        AnswerBody::Accept {
-            label,
-            name,
-            description,
-        } => Answer::Accept {
-            label,
-            name,
-            description,
-        },
-        AnswerBody::Reject => Answer::Reject,
-    };
-    let answer = match answer.normalised() {
-        Ok(answer) => answer,
-        Err(error) => return refuse(status_of(&error), error.to_string()),
-    };
-    if let Some(refused) = not_ready(&shared) {
-        return refused;
-    }
-    let key = ItemKey::from(request.item);
-    let now = now_ms();
-    let taken = shared.desk().answer(&reviewer, &key, answer.clone(), now);
-    let (item, publish) = match taken {
-        Ok(taken) => taken,
-        Err(error) => return refuse(status_of(&error), error.to_string()),
-    };
-    // Held for the undo window, then published by a task of its own (a client that goes away
-    // changes nothing): whoever takes it out of `pending` first, the undo or this hold's
-    // timer, has it.
-    let hold = shared.pending.next_hold();
-    shared.pending.hold(
-        key.clone(),
-        Held {
-            hold,
-            reviewer,
-            item,
-            answer,
-            publish,
-        },
-    );
-    let publisher = shared.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(UNDO_WINDOW).await;
-        if let Some(held) = publisher.pending.take(&key, Taker::Timer(hold)) {
-            publish_held_answer(publisher, held).await;
-        }
-    });
-    let window = u64::try_from(UNDO_WINDOW.as_millis()).unwrap_or(u64::MAX);
-    (
-        StatusCode::ACCEPTED,
-        json(&Accepted {
-            undo_ms: window,
-            undo_until_ms: now.saturating_add(window),
-        }),
-    )
-        .into_response()
-}
-
-/// An answer taken: published when its undo window ends.
-#[derive(Serialize)]
-struct Accepted {
-    /// How long from now `POST /api/undo` takes it back, in milliseconds.
-    undo_ms: Millis,
-    /// The same, as a time (milliseconds since the Unix epoch, the desk's clock).
-    undo_until_ms: Millis,
-}
-
-/// Publish an answer whose window has ended — unless the item was answered another way
-/// meanwhile (`gorag correct`, `gorag proposals`, another desk): the first answer read stands.
-async fn publish_held_answer(shared: Arc<Shared>, held: Held) {
-    if shared.desk().answered_elsewhere(&held.item.key) {
-        tracing::info!(
-            "an answer held for undo was not published: its item was answered another way meanwhile"
-        );
-        return;
-    }
-    // A refusal puts the item back in the queue and is logged.
-    let _ = publish_answer(shared, held.item, held.answer, held.publish).await;
-}
-
-/// Take back an answer still in its undo window: the item is the reviewer's next again.
-async fn undo(
-    State(shared): State<Arc<Shared>>,
-    Extension(reviewer): Extension<Reviewer>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let key = match item_of(&headers, &body) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
-    match shared.pending.take(&key, Taker::Reviewer(&reviewer)) {
-        Some(held) => {
-            shared.desk().take_back(held.item, &reviewer, now_ms());
-            StatusCode::NO_CONTENT.into_response()
-        }
-        None => refuse(
-            StatusCode::CONFLICT,
-            "nothing of yours to undo for that item: answers are held 5 s, then published",
-        ),
-    }
-}
-
-/// Publish every answer still in its window, now (the desk is stopping).
-pub async fn publish_held(shared: Arc<Shared>) {
-    for held in shared.pending.take_all() {
-        publish_held_answer(shared.clone(), held).await;
-    }
-}
-
-/// Send an answer's events in order; count it once all are acknowledged, or give the item
-/// back.
-async fn publish_answer(
-    shared: Arc<Shared>,
-    item: super::queue::Item<super::desk::Body>,
-    answer: Answer,
-    publish: Vec<Publish>,
-) -> Result<(), String> {
-    for event in &publish {
-        if let Err(error) = send(&shared.outlet, event).await {
-            tracing::warn!(%error, "the desk could not publish an answer; the item waits again");
-            shared.desk().restore(item);
-            return Err(error);
-        }
-    }
-    shared.desk().published(&item, &answer);
-    Ok(())
-}
-
 /// Refused while the desk has not read its topics: it could take an answered item again.
 fn not_ready(shared: &Shared) -> Option<Response> {
     (!shared.ready.load(Ordering::Acquire)).then(|| {
@@ -480,41 +317,6 @@ fn not_ready(shared: &Shared) -> Option<Response> {
             "the desk is still reading its topics",
         )
     })
-}
-
-fn status_of(error: &DeskError) -> StatusCode {
-    match error {
-        DeskError::Queue(AnswerError::Answered) => StatusCode::CONFLICT,
-        DeskError::Queue(AnswerError::HeldByAnother) => StatusCode::CONFLICT,
-        DeskError::Queue(AnswerError::NotOffered) => StatusCode::CONFLICT,
-        DeskError::Queue(AnswerError::Unknown) => StatusCode::NOT_FOUND,
-        DeskError::UnknownLabel(_)
-        | DeskError::LabelExists(_)
-        | DeskError::RoundSent(_)
-        | DeskError::Refused(_)
-        | DeskError::Mismatch(_)
-        | DeskError::Proposal(_) => StatusCode::UNPROCESSABLE_ENTITY,
-        DeskError::NotOpen(_) => StatusCode::CONFLICT,
-    }
-}
-
-async fn send(outlet: &Outlet, event: &Publish) -> Result<(), String> {
-    let (topic, key, payload) = match event {
-        Publish::Label { key, event } => {
-            (&outlet.labels_topic, key.clone(), serde_json::to_vec(event))
-        }
-        Publish::Proposal(decided) => (
-            &outlet.proposals_topic,
-            decided.record_key(),
-            serde_json::to_vec(decided),
-        ),
-    };
-    let payload = payload.map_err(|e| e.to_string())?;
-    outlet
-        .producer
-        .send(topic, Some(key.as_bytes()), &payload)
-        .await
-        .map_err(|e| e.to_string())
 }
 
 /// A request about one item (a skip, an undo).
