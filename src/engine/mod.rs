@@ -21,6 +21,7 @@ mod decision;
 pub mod embedding;
 pub mod fusion;
 pub mod graph;
+mod graph_walk;
 mod held_out;
 pub mod index;
 pub mod keywords;

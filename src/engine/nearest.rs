@@ -61,7 +61,9 @@ impl Retriever<'_> {
         let active_labels = self.labels.active().count();
         if ranked.is_empty() {
             let candidates = self.labels.active_ids();
-            let choice = self.best_connected(&candidates, terminal_nodes);
+            let choice = self
+                .graph_walk()
+                .best_connected(&candidates, terminal_nodes);
             return Retrieval {
                 graph_choice: choice,
                 candidates: candidates.into_iter().map(Candidate::unscored).collect(),

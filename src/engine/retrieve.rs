@@ -3,22 +3,18 @@
 //! (`all`), or per-label scores from the retrieval index, ranked and capped (`ranked`,
 //! `proximity`, `hybrid`; see [`super::rank`]).
 
-use std::collections::{HashMap, HashSet};
-
-use petgraph::graph::{EdgeIndex, NodeIndex};
-use petgraph::visit::EdgeRef;
+use petgraph::graph::NodeIndex;
 
 use super::confidence::CandidateParts;
 use super::embedding::Embeddings;
 use super::fusion;
 use super::graph::KeywordGraph;
-use super::graph::{self, Node};
+use super::graph_walk::GraphWalk;
 use super::held_out::HeldOut;
 use super::index::{DocKind, Hit, TextIndex};
 use super::keywords::Keyword;
 use super::no_match::{self, MatchEvidence};
 use super::rank::{self, Evidence, Ranking};
-use super::steiner;
 use super::terms::TermCounts;
 use super::{
     Analysis, Basis, Candidate, CandidateEvidence, EngineConfig, EngineError, Labels, Retrieval,
@@ -66,11 +62,12 @@ impl<'e> Retriever<'e> {
             .collect()
     }
 
-    fn edge_cost(&self, cost: &graph::EdgeCost) -> f64 {
-        if self.config.unit_costs {
-            1.0
-        } else {
-            cost.mean()
+    /// Retrieval over the keyword graph alone ([`GraphWalk`]).
+    pub(super) fn graph_walk(&self) -> GraphWalk<'e> {
+        GraphWalk {
+            labels: self.labels,
+            graph: self.graph,
+            unit_costs: self.config.unit_costs,
         }
     }
 
@@ -99,13 +96,13 @@ impl<'e> Retriever<'e> {
                 Some(labels) => (labels, Basis::SimilarExamples, None),
                 None => (self.labels.active_ids(), Basis::NoEvidence, None),
             },
-            Strategy::Steiner => self.steiner_candidates(&terminals),
+            Strategy::Steiner => self.graph_walk().candidates(&terminals),
             _ => (self.labels.active_ids(), Basis::AllLabels, None),
         };
         // NaiveRAG's own prediction is the label of the most similar example (listed first).
         let graph_choice = match (self.config.strategy, basis, candidates.first()) {
             (Strategy::Naive, Basis::SimilarExamples, Some(first)) => first.clone(),
-            _ => self.best_connected(&candidates, &terminals),
+            _ => self.graph_walk().best_connected(&candidates, &terminals),
         };
         let mut ordered = candidates;
         ordered.sort_by_key(|id| self.labels.position(id).unwrap_or(usize::MAX));
@@ -349,7 +346,8 @@ impl<'e> Retriever<'e> {
             }
         }
         let choice = if ranking.ranked.is_empty() {
-            self.best_connected(&candidates, terminal_nodes)
+            self.graph_walk()
+                .best_connected(&candidates, terminal_nodes)
         } else {
             candidates[0].clone()
         };
@@ -403,158 +401,6 @@ impl<'e> Retriever<'e> {
             evidence,
             top,
         )
-    }
-
-    /// Active labels linked directly to any terminal.
-    fn terminal_neighbours(&self, terminals: &[(&Keyword, NodeIndex)]) -> Vec<String> {
-        let mut seen = HashSet::new();
-        let mut labels = Vec::new();
-        for (_, node) in terminals {
-            for (label, _) in self.graph.labels_of(*node) {
-                if self.labels.is_active(label) && seen.insert(label) {
-                    labels.push(label.to_string());
-                }
-            }
-        }
-        labels
-    }
-
-    fn steiner_candidates(
-        &self,
-        terminals: &[(&Keyword, NodeIndex)],
-    ) -> (Vec<String>, Basis, Option<f64>) {
-        let fallback_to_neighbours = |basis: Basis, cost: Option<f64>| {
-            let neighbours = self.terminal_neighbours(terminals);
-            if neighbours.is_empty() {
-                (self.labels.active_ids(), Basis::NoEvidence, cost)
-            } else {
-                (neighbours, basis, cost)
-            }
-        };
-        match terminals.len() {
-            0 => (self.labels.active_ids(), Basis::NoEvidence, None),
-            1 => fallback_to_neighbours(Basis::SingleTerminal, None),
-            _ => {
-                let nodes: Vec<_> = terminals.iter().map(|(_, n)| *n).collect();
-                let expand = self.search_edges(&nodes);
-                match steiner::mehlhorn(self.graph.inner(), &nodes, |c| self.edge_cost(c), expand) {
-                    Ok(tree) => {
-                        let labels: Vec<String> = tree
-                            .nodes
-                            .iter()
-                            .filter_map(|&n| match self.graph.node(n) {
-                                Some(Node::Label(id)) if self.labels.is_active(id) => {
-                                    Some(id.clone())
-                                }
-                                _ => None,
-                            })
-                            .collect();
-                        if labels.is_empty() {
-                            fallback_to_neighbours(Basis::TerminalNeighbours, Some(tree.cost))
-                        } else {
-                            (labels, Basis::SteinerTree, Some(tree.cost))
-                        }
-                    }
-                    // Cannot happen while the hub joins every label; if the graph is ever
-                    // split, the terminals' own labels are the honest answer.
-                    Err(_) => fallback_to_neighbours(Basis::TerminalNeighbours, None),
-                }
-            }
-        }
-    }
-
-    /// The edges the Steiner search follows. Keywords and the hub: all of theirs. Labels: the
-    /// hub edge, edges to this query's terminals, and edges to shared keywords that can relay
-    /// (see [`Retriever::relays`]) — never the label's many leaf keywords, which lie on no shortest
-    /// path. Keywords are reached only through labels, so both ends of an edge agree on it.
-    fn search_edges(
-        &self,
-        terminals: &[NodeIndex],
-    ) -> impl FnMut(NodeIndex, &mut Vec<EdgeIndex>) + '_ {
-        let terminal_set: HashSet<NodeIndex> = terminals.iter().copied().collect();
-        let mut terminal_edges: HashMap<NodeIndex, Vec<EdgeIndex>> = HashMap::new();
-        for &terminal in terminals {
-            for edge in self.graph.inner().edges(terminal) {
-                let label = if edge.source() == terminal {
-                    edge.target()
-                } else {
-                    edge.source()
-                };
-                terminal_edges.entry(label).or_default().push(edge.id());
-            }
-        }
-        move |node, out| match self.graph.node(node) {
-            Some(Node::Label(_)) => {
-                out.extend(self.graph.hub_edge(node));
-                if let Some(edges) = terminal_edges.get(&node) {
-                    out.extend(edges);
-                }
-                for &(keyword, edge) in self.graph.shared_keywords(node) {
-                    if !terminal_set.contains(&keyword) && self.relays(keyword) {
-                        out.push(edge);
-                    }
-                }
-            }
-            _ => out.extend(self.graph.inner().edges(node).map(|e| e.id())),
-        }
-    }
-
-    /// Whether a non-terminal node can lie on a shortest path. Labels and the hub always can. A
-    /// keyword joins labels only, so it is useful only when its two cheapest edges cost less
-    /// than the path through the hub; otherwise it is a dominated Steiner node: skipping it
-    /// changes no distance and no terminal-graph MST weight. Most keywords link to one label and
-    /// are skipped at once, which keeps the search off the bulk of the graph.
-    fn relays(&self, node: NodeIndex) -> bool {
-        if !matches!(self.graph.node(node), Some(Node::Keyword(_))) {
-            return true;
-        }
-        let hub_path = 2.0 * self.edge_cost(&graph::EdgeCost::single(graph::HUB_EDGE_COST));
-        let (mut best, mut second) = (f64::INFINITY, f64::INFINITY);
-        for (_, cost) in self.graph.labels_of(node) {
-            let cost = if self.config.unit_costs { 1.0 } else { cost };
-            if cost < best {
-                second = best;
-                best = cost;
-            } else if cost < second {
-                second = cost;
-            }
-        }
-        best + second < hub_path
-    }
-
-    /// The graph-only prediction: among the candidates, the label most strongly tied to the
-    /// text's keywords, Σ over linked terminals of s_text · (1 − edge cost); ties → more linked
-    /// terminals → earlier label.
-    pub(super) fn best_connected(
-        &self,
-        candidates: &[String],
-        terminals: &[(&Keyword, NodeIndex)],
-    ) -> String {
-        let mut strength: HashMap<&str, (f64, usize)> = HashMap::new();
-        for (keyword, node) in terminals {
-            for (label, cost) in self.graph.labels_of(*node) {
-                let entry = strength.entry(label).or_insert((0.0, 0));
-                entry.0 += keyword.score * (1.0 - cost);
-                entry.1 += 1;
-            }
-        }
-        let mut best: Option<(&String, (f64, usize))> = None;
-        for candidate in candidates {
-            let score = strength
-                .get(candidate.as_str())
-                .copied()
-                .unwrap_or((0.0, 0));
-            let better = match best {
-                None => true,
-                Some((_, (s, n))) => score.0 > s || (score.0 == s && score.1 > n),
-            };
-            if better {
-                best = Some((candidate, score));
-            }
-        }
-        best.map(|(id, _)| id.clone())
-            .or_else(|| candidates.first().cloned())
-            .unwrap_or_default()
     }
 
     /// Distinct active labels of the `naive_k` labelled examples most similar to the query
