@@ -18,8 +18,10 @@ use petgraph::visit::EdgeRef;
 use serde::{Deserialize, Serialize};
 
 mod keyword_nodes;
+mod shared_keywords;
 
 use keyword_nodes::KeywordNodes;
+pub use shared_keywords::SharedKeywords;
 
 /// The reference code's hub edge cost.
 pub const HUB_EDGE_COST: f64 = 0.5;
@@ -64,9 +66,8 @@ pub struct KeywordGraph {
     hub: NodeIndex,
     /// Each label's edge to the hub.
     hub_edges: HashMap<NodeIndex, EdgeIndex>,
-    /// Per label, its edges to keywords linked to two or more labels: the only keywords that
-    /// can relay between labels, kept so a search need not walk a label's many leaf keywords.
-    shared: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
+    /// Per label, its edges to keywords shared with other labels.
+    shared: SharedKeywords,
     /// Each keyword→label edge by its (keyword, label) endpoints: a sighting finds its edge in
     /// O(1), where petgraph's `find_edge` walks the keyword's edges — thousands for a common
     /// word, which made a round of many labels quadratic. Derived from `graph` (rebuilt on
@@ -90,7 +91,7 @@ impl KeywordGraph {
             labels: HashMap::default(),
             hub,
             hub_edges: HashMap::default(),
-            shared: HashMap::default(),
+            shared: SharedKeywords::default(),
             label_edges: HashMap::default(),
         }
     }
@@ -121,15 +122,9 @@ impl KeywordGraph {
             labels,
             hub,
             hub_edges,
-            shared,
+            shared: SharedKeywords::from_lists(shared),
             label_edges,
         }
-    }
-
-    pub(super) fn shared_lists(
-        &self,
-    ) -> impl Iterator<Item = (NodeIndex, &Vec<(NodeIndex, EdgeIndex)>)> + '_ {
-        self.shared.iter().map(|(label, list)| (*label, list))
     }
 
     pub fn inner(&self) -> &UnGraph<Node, EdgeCost> {
@@ -213,7 +208,8 @@ impl KeywordGraph {
             }
             None => {
                 let edge = self.link(keyword_node, label_node, cost);
-                self.note_shared(keyword_node, label_node, edge);
+                self.shared
+                    .note(&self.graph, keyword_node, label_node, edge);
             }
         }
     }
@@ -225,50 +221,13 @@ impl KeywordGraph {
         edge
     }
 
-    /// Keep `shared` up to date after `edge` joined `keyword` to `label`: what happens depends
-    /// only on whether the keyword had no other label, one, or more, so at most two of its other
-    /// edges are read. The new edge heads the keyword's edge list (petgraph prepends), so this
-    /// is O(1) however many labels share the keyword.
-    fn note_shared(&mut self, keyword: NodeIndex, label: NodeIndex, edge: EdgeIndex) {
-        let mut others = self
-            .graph
-            .edges(keyword)
-            .filter(|e| e.id() != edge)
-            .map(|e| {
-                (
-                    if e.source() == keyword {
-                        e.target()
-                    } else {
-                        e.source()
-                    },
-                    e.id(),
-                )
-            });
-        match (others.next(), others.next()) {
-            (None, _) => {}
-            // The keyword just became shared: both labels learn of it.
-            (Some((other_label, other_edge)), None) => {
-                self.shared
-                    .entry(other_label)
-                    .or_default()
-                    .push((keyword, other_edge));
-                self.shared.entry(label).or_default().push((keyword, edge));
-            }
-            (Some(_), Some(_)) => self.shared.entry(label).or_default().push((keyword, edge)),
-        }
-    }
-
-    pub fn hub(&self) -> NodeIndex {
-        self.hub
-    }
-
     pub fn hub_edge(&self, label: NodeIndex) -> Option<EdgeIndex> {
         self.hub_edges.get(&label).copied()
     }
 
-    /// A label's edges to keywords shared with other labels.
-    pub fn shared_keywords(&self, label: NodeIndex) -> &[(NodeIndex, EdgeIndex)] {
-        self.shared.get(&label).map(Vec::as_slice).unwrap_or(&[])
+    /// The labels' edges to keywords shared with other labels.
+    pub fn shared_keywords(&self) -> &SharedKeywords {
+        &self.shared
     }
 
     /// Online indexing: link `phrase` to `label` only if the phrase is not a node yet.
@@ -296,10 +255,6 @@ impl KeywordGraph {
                 _ => None,
             }
         })
-    }
-
-    pub fn edge_cost(&self, edge: EdgeIndex) -> Option<EdgeCost> {
-        self.graph.edge_weight(edge).copied()
     }
 
     /// Every keyword→label edge as (keyword, label, cost), for snapshots and digests.
@@ -360,14 +315,14 @@ mod tests {
         graph.observe("solo", "a", 0.9);
         graph.observe("both", "a", 0.9);
         let a = graph.label("a").unwrap();
-        assert!(graph.shared_keywords(a).is_empty());
+        assert!(graph.shared_keywords().of(a).is_empty());
         graph.observe("both", "b", 0.8);
         graph.observe("both", "b", 0.7); // a repeat adds no edge
         graph.observe("both", "c", 0.6);
         let both = graph.keyword("both").unwrap();
         for label in ["a", "b", "c"] {
             let node = graph.label(label).unwrap();
-            let shared = graph.shared_keywords(node);
+            let shared = graph.shared_keywords().of(node);
             assert_eq!(shared.len(), 1, "{label}");
             assert_eq!(shared[0].0, both);
             assert_eq!(
@@ -394,7 +349,8 @@ mod tests {
 
     fn shared_as_kept(graph: &KeywordGraph) -> SharedLists {
         graph
-            .shared_lists()
+            .shared_keywords()
+            .lists()
             .map(|(label, list)| {
                 let pairs = list.iter().map(|(k, e)| (k.index(), e.index())).collect();
                 (label.index(), pairs)

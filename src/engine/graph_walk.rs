@@ -115,7 +115,7 @@ impl GraphWalk<'_> {
                 if let Some(edges) = terminal_edges.get(&node) {
                     out.extend(edges);
                 }
-                for &(keyword, edge) in self.graph.shared_keywords(node) {
+                for &(keyword, edge) in self.graph.shared_keywords().of(node) {
                     if !terminal_set.contains(&keyword) && self.relays(keyword) {
                         out.push(edge);
                     }

@@ -78,7 +78,8 @@ impl GraphState {
             })
             .collect();
         let mut shared: Vec<(u32, Vec<(u32, u32)>)> = keyword_graph
-            .shared_lists()
+            .shared_keywords()
+            .lists()
             .map(|(label, list)| {
                 (
                     label.index() as u32,

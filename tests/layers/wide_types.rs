@@ -12,13 +12,14 @@ use super::{module_path, path_segments, sources};
 const MOST_METHODS: usize = 20;
 
 /// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). `Service`
-/// (24), `TextIndex` (24), `Replica` (22), `Decisions` (22), `Documents` (23), `Desk` (25) and
-/// `Retriever` (24) were split when the cap came down to 20 (the loop's partitions and stall
-/// watch; the index's term weights; the pass marks; when a decision is learned from; one count
-/// per kind of classified text; the desk's label catalogue and its proposals; the walk over the
-/// keyword graph); these were over 20 then and are split next. A type that grows past the cap is split, not listed; a split type leaves
+/// (24), `TextIndex` (24), `Replica` (22), `Decisions` (22), `Documents` (23), `Desk` (25),
+/// `Retriever` (24) and `KeywordGraph` (24) were split when the cap came down to 20 (the loop's
+/// partitions and stall watch; the index's term weights; the pass marks; when a decision is
+/// learned from; one count per kind of classified text; the desk's label catalogue and its
+/// proposals; the walk over the keyword graph; the labels' shared keywords, and two methods
+/// nothing called); these were over 20 then and are split next. A type that grows past the cap is split, not listed; a split type leaves
 /// the list.
-const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["Engine", "KeywordGraph", "LogSync"];
+const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["Engine", "LogSync"];
 
 /// The type an inherent `impl` header names (`impl<'t> Side<'_, 't>` → `Side`); None for a
 /// trait impl or another item.
