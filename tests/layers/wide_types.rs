@@ -13,13 +13,14 @@ const MOST_METHODS: usize = 20;
 
 /// Types still over [`MOST_METHODS`]: the debt, to be split (empty when none is). `Service`
 /// (24), `TextIndex` (24), `Replica` (22), `Decisions` (22), `Documents` (23), `Desk` (25),
-/// `Retriever` (24) and `KeywordGraph` (24) were split when the cap came down to 20 (the loop's
-/// partitions and stall watch; the index's term weights; the pass marks; when a decision is
-/// learned from; one count per kind of classified text; the desk's label catalogue and its
-/// proposals; the walk over the keyword graph; the labels' shared keywords, and two methods
-/// nothing called); these were over 20 then and are split next. A type that grows past the cap is split, not listed; a split type leaves
+/// `Retriever` (24), `KeywordGraph` (24) and `LogSync` (23) were split when the cap came down to
+/// 20 (the loop's partitions and stall watch; the index's term weights; the pass marks; when a
+/// decision is learned from; one count per kind of classified text; the desk's label catalogue
+/// and its proposals; the walk over the keyword graph; the labels' shared keywords, and two
+/// methods nothing called; the logs' readers and the trouble reaching them); `Engine` was over
+/// 20 then and is split next. A type that grows past the cap is split, not listed; a split type leaves
 /// the list.
-const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["Engine", "LogSync"];
+const WIDE_TYPES_NOT_YET_SPLIT: &[&str] = &["Engine"];
 
 /// The type an inherent `impl` header names (`impl<'t> Side<'_, 't>` → `Side`); None for a
 /// trait impl or another item.

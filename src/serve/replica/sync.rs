@@ -1,6 +1,6 @@
 //! Keeping a replica up to date: apply the changelog to its end, forward labels-topic records
 //! nobody forwarded yet (`forward.rs`), and tell a broker that is away for a moment from a log
-//! that was lost. A record that needs work first — a round to describe, material to encode —
+//! that was lost (`trouble.rs`); the readers' part is in `readers.rs`. A record that needs work first — a round to describe, material to encode —
 //! hands the sync a [`Job`] to wait for, off the loop.
 //!
 //! Watermark queries never wait on the loop's thread (see [`MetadataClient`]). Pointing a
@@ -8,16 +8,20 @@
 //! by 5 s.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod forward;
+mod readers;
+mod trouble;
 
 use forward::Forwarded;
+use readers::{next_record, Log, ReadersAhead};
+use trouble::Trouble;
 
 use super::job::{Job, JobOutput, Then};
 use super::{now_ms, Replica};
 use crate::bounds::Bounds;
-use crate::broker::{BrokerErrorKind, LogReader, MetadataClient, Producer, Record};
+use crate::broker::{LogReader, MetadataClient, Producer, Record};
 use crate::one_text::TextSteps;
 use crate::serve::stats::Stats;
 use crate::serve::stop::{Phase, Stop};
@@ -25,16 +29,6 @@ use crate::serve::ServeError;
 use crate::state::codec::{ChangeRecord, LabelOutcome};
 use crate::state::Update;
 use crate::telemetry::admin::Health;
-
-/// How long the labels or changelog topic may stay silent while we know records are there.
-const STALL_SECS: u64 = 30;
-
-/// How long the changelog topic may be missing, after this instance applied records from it,
-/// before that counts as a lost log rather than a broker still loading its metadata.
-const LOG_MISSING_GRACE: Duration = Duration::from_secs(30);
-
-/// Trouble reaching the logs is logged at most this often.
-const WARN_EVERY: Duration = Duration::from_secs(10);
 
 pub struct LogSync {
     labels: LogReader,
@@ -85,34 +79,12 @@ impl UnderWay {
     }
 }
 
-/// The record each reader could not be pointed back at, if any: that reader must not be read
-/// on — the record would be skipped.
-#[derive(Debug, Default)]
-struct ReadersAhead {
-    changelog: Option<i64>,
-    labels: Option<i64>,
-}
-
-/// Trouble reaching the logs.
-#[derive(Debug, Default)]
-struct Trouble {
-    /// Since when the changelog topic has been reported missing (see [`LogSync::tolerate`]).
-    log_missing_since: Option<Instant>,
-    /// When a sync failure was last logged (they repeat every tick while the broker is away).
-    warned_at: Option<Instant>,
-}
-
 /// The clients and settings a [`LogSync`] works with.
 pub struct LogClients {
     pub labels: LogReader,
     pub changelog: LogReader,
     pub watermarks: MetadataClient,
     pub producer: Producer,
-}
-
-/// Whether `error` says the topic (or its partition) does not exist.
-fn topic_missing(error: &ServeError) -> bool {
-    matches!(error, ServeError::Kafka(_, e) if e.kind() == BrokerErrorKind::UnknownTopic)
 }
 
 impl LogSync {
@@ -221,7 +193,7 @@ impl LogSync {
         }
     }
 
-    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`LogSync::tolerate`]).
+    /// [`LogSync::sync`], with trouble reaching the logs tolerated (see [`Trouble::tolerate`]).
     pub async fn sync_or_tolerate(
         &mut self,
         replica: &mut Replica,
@@ -236,7 +208,9 @@ impl LogSync {
             }
             Err(error) => {
                 let log = &replica.topics().changelog;
-                self.tolerate(error, log, replica.cursor.changelog_next, context)?;
+                let applied = replica.cursor.changelog_next;
+                self.trouble
+                    .tolerate(error, &self.health, log, applied, context)?;
                 Ok(Synced::Done)
             }
         }
@@ -295,7 +269,8 @@ impl LogSync {
         match then {
             Then::Apply { message, .. } => {
                 tracing::info!(offset = message.offset(), "changelog record left unapplied");
-                self.changelog_back(message);
+                self.ahead
+                    .point_back(Log::Changelog, &self.changelog, message);
             }
             Then::Forward { message, round } => {
                 tracing::info!(offset = message.offset(), %round, "round left unforwarded");
@@ -304,81 +279,10 @@ impl LogSync {
         }
     }
 
-    /// Point the changelog reader back at `message`, left unapplied (reading on would apply
-    /// the records after it and skip it for good). If it cannot be, the changelog is not read
-    /// on (see [`ReadersAhead`]).
-    fn changelog_back(&mut self, message: &Record) {
-        if !point_back(&self.changelog, message) {
-            self.ahead.changelog = Some(message.offset());
-        }
-    }
-
     /// Point the labels reader back at `message`, not forwarded; the same for the labels.
     fn labels_back(&mut self, message: &Record) {
         self.labels_forward_next = self.labels_forward_next.min(message.offset());
-        if !point_back(&self.labels, message) {
-            self.ahead.labels = Some(message.offset());
-        }
-    }
-
-    /// Refuse to read a log whose reader is ahead of a record it left: while stopping, a stop;
-    /// while serving, fatal (a restart resumes from the saved state).
-    fn check_reader(&self, ahead: Option<i64>, topic: &str) -> Result<(), ServeError> {
-        match ahead {
-            None => Ok(()),
-            Some(_) if self.stop.phase() != Phase::Running => Err(ServeError::StoppedWhile(
-                "a reader could not be pointed back",
-            )),
-            Some(offset) => Err(ServeError::ReaderAhead(topic.to_string(), offset)),
-        }
-    }
-
-    /// Trouble reaching the labels or changelog topic is logged (at most every 10 s) and
-    /// retried at the next tick: the clients reconnect by themselves. A changelog shorter than
-    /// what this instance has applied, or gone altogether for `LOG_MISSING_GRACE`, is not
-    /// transient: the broker lost the log (a restarted memory-storage broker has no topics at
-    /// all), and going on would let the replicas diverge silently, so the service stops and
-    /// says how to recover; so does a reader that cannot be pointed back at a record it left
-    /// unprocessed, and a changelog record of a version this build does not read (skipping it
-    /// would do the same).
-    fn tolerate(
-        &mut self,
-        error: ServeError,
-        changelog: &str,
-        applied: i64,
-        context: &str,
-    ) -> Result<(), ServeError> {
-        if matches!(
-            error,
-            ServeError::ChangelogBehind { .. }
-                | ServeError::ReaderAhead(..)
-                | ServeError::ChangelogVersion { .. }
-        ) {
-            return Err(error);
-        }
-        if applied > 0 && topic_missing(&error) {
-            let since = *self
-                .trouble
-                .log_missing_since
-                .get_or_insert_with(Instant::now);
-            if since.elapsed() >= LOG_MISSING_GRACE {
-                Health::set(&self.health.changelog_consistent, false);
-                return Err(ServeError::ChangelogBehind {
-                    topic: changelog.to_string(),
-                    end: 0,
-                    applied,
-                });
-            }
-        }
-        if self
-            .trouble
-            .warned_at
-            .is_none_or(|at| at.elapsed() >= WARN_EVERY)
-        {
-            tracing::warn!(%error, "{context}");
-            self.trouble.warned_at = Some(Instant::now());
-        }
-        Ok(())
+        self.ahead.point_back(Log::Labels, &self.labels, message);
     }
 
     /// The log's (low, high) watermarks; whether the broker answered is the health flag.
@@ -398,7 +302,7 @@ impl LogSync {
             ),
         });
         if bounds.is_ok() {
-            self.trouble.log_missing_since = None;
+            self.trouble.log_found();
         }
         bounds.map_err(ServeError::from)
     }
@@ -411,7 +315,8 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
-        self.check_reader(self.ahead.changelog, &topic)?;
+        self.ahead
+            .check(Log::Changelog, &topic, self.stop.phase())?;
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
         Health::set(&self.health.changelog_consistent, consistent);
@@ -448,7 +353,8 @@ impl LogSync {
         let record = ChangeRecord::decode(&message.payload);
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
-                self.changelog_back(&message);
+                self.ahead
+                    .point_back(Log::Changelog, &self.changelog, &message);
                 return Err(ServeError::StoppedWhile(
                     "encoding a round's labelled material ahead of applying it",
                 ));
@@ -470,38 +376,4 @@ pub enum Synced {
     Waiting(Box<Job>),
     /// Cut short by the drain.
     Stopped,
-}
-
-/// Point `reader` back at `message`, for it to hand the record out again; false (logged) when
-/// it cannot be.
-fn point_back(reader: &LogReader, message: &Record) -> bool {
-    match reader.seek(message.offset(), Duration::from_secs(5)) {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::error!(%error, topic = message.topic, offset = message.offset(),
-                "a reader could not be pointed back at a record it left; it is not read on");
-            false
-        }
-    }
-}
-
-/// The next record of a one-partition log we know holds `next`. Nothing for `STALL_SECS`:
-/// point the reader at `next` again (a fresh fetch, in case its fetch state went wrong across
-/// a broker outage) and report the stall; the caller retries at the next tick.
-async fn next_record(
-    reader: &LogReader,
-    topic: &str,
-    next: i64,
-    context: &'static str,
-) -> Result<Record, ServeError> {
-    match tokio::time::timeout(Duration::from_secs(STALL_SECS), reader.recv()).await {
-        Ok(Ok(message)) => Ok(message),
-        Ok(Err(error)) => Err(ServeError::Kafka(context, error)),
-        Err(_) => {
-            if let Err(error) = reader.seek(next, Duration::from_secs(5)) {
-                tracing::warn!(%error, topic, next, "seek after a stall failed");
-            }
-            Err(ServeError::Stalled(topic.to_string(), STALL_SECS))
-        }
-    }
 }

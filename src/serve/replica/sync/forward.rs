@@ -2,7 +2,8 @@
 //! to the changelog as the update every replica applies (or as a rejection, dead-lettered
 //! through it); a round whose labels the LLM is to describe waits for a [`Job`] first.
 
-use super::{next_record, LogSync, UnderWay};
+use super::readers::{next_record, Log};
+use super::{LogSync, UnderWay};
 use crate::broker::{self, BrokerError, Outgoing, Record};
 use crate::engine::NewLabel;
 use crate::events::decode::{self, Reason, Rejection};
@@ -26,7 +27,7 @@ impl LogSync {
         replica: &Replica,
     ) -> Result<Forwarded, ServeError> {
         let topic = replica.topics().labels.clone();
-        self.check_reader(self.ahead.labels, &topic)?;
+        self.ahead.check(Log::Labels, &topic, self.stop.phase())?;
         let (low, high) = self.log_bounds(&topic).await?;
         let under_way = self.under_way.get_or_insert_with(UnderWay::now);
         let end = *under_way.labels_end.get_or_insert(high);
