@@ -181,7 +181,7 @@ fn embedding(c: &mut Criterion) {
         .map(|_| {
             let label = corpus.label();
             let text = corpus.text(label);
-            let mut analysis = engine.analyze(&text);
+            let mut analysis = engine.analyzer().analyze(&text);
             engine
                 .analyzer()
                 .embed_query(&mut analysis, &text)

@@ -50,7 +50,7 @@ fn online_indexing(c: &mut Criterion) {
                     (corpus.text(label), synthetic::label_id(label))
                 },
                 |(text, label)| {
-                    let analysis = engine.analyze(&text);
+                    let analysis = engine.analyzer().analyze(&text);
                     let retrieval = engine.retriever().retrieve(&analysis);
                     // Half the decisions confident, as on the WOS stream.
                     confident = !confident;

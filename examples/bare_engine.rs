@@ -34,7 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     let started = Instant::now();
     for text in &texts {
-        let analysis = engine.analyze(text);
+        let analysis = engine.analyzer().analyze(text);
         let retrieval = engine.retriever().retrieve(&analysis)?;
         let answer = retrieval.candidates.first().map(|c| c.label.as_str());
         let decision = engine.decisions().decide(&retrieval, answer);

@@ -45,7 +45,7 @@ fn main() -> Result<(), String> {
         let label = corpus.label();
         let text = corpus.text(label);
         let t0 = Instant::now();
-        let analysis = engine.analyze(&text);
+        let analysis = engine.analyzer().analyze(&text);
         let t1 = Instant::now();
         let retrieval = engine.retriever().retrieve(&analysis);
         let t2 = Instant::now();

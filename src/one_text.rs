@@ -205,7 +205,7 @@ impl TextSteps {
         let keywords = &preliminary.keywords;
         let mut analysis = tracing::info_span!("keywords").in_scope(|| match &keywords.text {
             Some(answer) => engine.analyzer().analyze_with_llm_keywords(text, answer),
-            None => engine.analyze(text),
+            None => engine.analyzer().analyze(text),
         });
         // The embedding signal (when on) is part of the text's analysis; without a vector the
         // text is still classified, on lexical evidence alone.

@@ -73,7 +73,7 @@ fn texts(count: usize) -> Vec<LearnedText> {
     (0..count)
         .map(|i| {
             let body = text(i + 1000);
-            let analysis = engine.analyze(&body);
+            let analysis = engine.analyzer().analyze(&body);
             // One text in four poorly explained: its note carries all its terms.
             let note = (i % 4 == 0).then(|| {
                 PoolNote::new(

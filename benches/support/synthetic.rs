@@ -79,7 +79,7 @@ pub fn engine_with_config(config: EngineConfig, texts: usize, seed: u64) -> (Eng
     }
     for i in 0..texts {
         let label = corpus.label();
-        let analysis = engine.analyze(&corpus.text(label));
+        let analysis = engine.analyzer().analyze(&corpus.text(label));
         engine.learn(&analysis, &label_id(label), i % 2 == 0);
     }
     (engine, corpus)
@@ -91,7 +91,7 @@ pub fn engine_with_keywords(keywords: usize, seed: u64) -> (Engine, Corpus) {
     let mut confident = true;
     while engine.graph().keyword_count() < keywords {
         let label = corpus.label();
-        let analysis = engine.analyze(&corpus.text(label));
+        let analysis = engine.analyzer().analyze(&corpus.text(label));
         engine.learn(&analysis, &label_id(label), confident);
         confident = !confident;
     }

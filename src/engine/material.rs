@@ -140,7 +140,7 @@ mod tests {
             "galaxies seen through a new telescope",
             "yeast bread recipe",
         ] {
-            let analysis = engine.analyze(text);
+            let analysis = engine.analyzer().analyze(text);
             let label = engine.retriever().retrieve(&analysis).unwrap().graph_choice;
             engine.learn(&analysis, &label, true);
         }
@@ -169,7 +169,10 @@ mod tests {
             "lava and ash over the crater",
             "bean stew",
         ];
-        let scored: Vec<TermCounts> = texts.iter().map(|t| engine.analyze(t).terms).collect();
+        let scored: Vec<TermCounts> = texts
+            .iter()
+            .map(|t| engine.analyzer().analyze(t).terms)
+            .collect();
         let material = engine.retriever().label_material(&scored);
         for (text, terms) in texts.iter().zip(&scored) {
             // The engine's first hop on discovery's scale: descriptions left out.
@@ -184,12 +187,18 @@ mod tests {
             );
         }
         // Volcanology's description counts in retrieval, not in discovery's scale.
-        let lava = engine.analyze("lava and ash over the crater").terms;
+        let lava = engine
+            .analyzer()
+            .analyze("lava and ash over the crater")
+            .terms;
         let ranked_best = engine.retriever().rank(&lava, first_hop).ranked[0].1;
         assert!(material.best_score(&lava) < ranked_best);
         // A retired label scores nothing.
-        let terms = engine.analyze("yacht race in a breeze spinnakers").terms;
+        let terms = engine
+            .analyzer()
+            .analyze("yacht race in a breeze spinnakers")
+            .terms;
         assert_eq!(material.best_score(&terms), 0.0);
-        assert!(material.best_score(&engine.analyze("stars").terms) > 0.0);
+        assert!(material.best_score(&engine.analyzer().analyze("stars").terms) > 0.0);
     }
 }

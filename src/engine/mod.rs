@@ -433,12 +433,6 @@ impl Engine {
         &self.labels
     }
 
-    /// Phrases, keywords and index terms of a text: the first step, as the paper names it
-    /// ([`Analyzer::analyze`]).
-    pub fn analyze(&self, text: &str) -> Analysis {
-        self.analyzer().analyze(text)
-    }
-
     /// What the engine reads of a text: analysis, and the encoder's readings ([`Analyzer`]).
     pub fn analyzer(&self) -> Analyzer<'_> {
         Analyzer {

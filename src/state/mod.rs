@@ -137,7 +137,7 @@ impl State {
 
     /// Pool a text an operator said no label fits (a pooled copy stays as it is).
     fn pool_unmatched(&mut self, text_id: &str, text: &str, arrival_score: Option<f64>) {
-        let analysis = self.engine.analyze(text);
+        let analysis = self.engine.analyzer().analyze(text);
         let poolable = self.engine.analyzer().poolable(&analysis);
         self.pool.push(PooledText::new(
             text_id,

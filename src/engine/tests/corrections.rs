@@ -10,7 +10,7 @@ const MIXED: &str = "bread dough rising under the stars of the night sky, telesc
 
 fn learned_wrongly() -> Engine {
     let mut engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze(MIXED);
+    let analysis = engine.analyzer().analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "astronomy", true);
     assert_eq!(
@@ -36,7 +36,10 @@ fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
         examples_before + 1
     );
     // The same text again is now what the operator said.
-    let retrieval = engine.retriever().retrieve(&engine.analyze(MIXED)).unwrap();
+    let retrieval = engine
+        .retriever()
+        .retrieve(&engine.analyzer().analyze(MIXED))
+        .unwrap();
     assert_eq!(retrieval.graph_choice, "cooking");
     let (label, _) = correction
         .decided
@@ -93,7 +96,7 @@ fn replicas_applying_the_same_correction_agree() {
 #[test]
 fn every_learned_copy_of_a_corrected_text_is_taken_back() {
     let mut engine = learned_wrongly();
-    let analysis = engine.analyze(MIXED);
+    let analysis = engine.analyzer().analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
     assert_eq!(
@@ -120,7 +123,7 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
 #[test]
 fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
     let mut engine = learned_wrongly();
-    let analysis = engine.analyze(MIXED);
+    let analysis = engine.analyzer().analyze(MIXED);
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
     let examples: Vec<u32> = engine.labels().all().iter().map(|l| l.examples).collect();
@@ -174,7 +177,7 @@ fn a_correction_to_none_needs_an_active_label_and_replicas_agree_on_it() {
 #[test]
 fn a_text_that_matched_no_label_joins_the_statistics_only() {
     let mut engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze(MIXED);
+    let analysis = engine.analyzer().analyze(MIXED);
     let texts_before = engine.stats().documents;
     assert_eq!(engine.learn(&analysis, crate::engine::NO_LABEL, true), 0);
     assert_eq!(engine.stats().documents, texts_before + 1);

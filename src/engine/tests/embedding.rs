@@ -31,7 +31,7 @@ fn config(weight: f64) -> EngineConfig {
 }
 
 fn ranked_labels(engine: &Engine, text: &str) -> Vec<String> {
-    let mut analysis = engine.analyze(text);
+    let mut analysis = engine.analyzer().analyze(text);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
     engine.retriever().retrieve(&analysis).unwrap().label_ids()
 }
@@ -53,7 +53,7 @@ fn the_embedding_signal_ranks_the_label_whose_examples_mean_the_same() {
 fn without_a_query_vector_retrieval_is_lexical() {
     let engine = near_twins(config(1.0));
     let query = "the report of the week on moneylenders";
-    let analysis = engine.analyze(query); // never embedded
+    let analysis = engine.analyzer().analyze(query); // never embedded
     let lexical = ranked_labels(&near_twins(config(0.0)), query);
     assert_eq!(
         engine.retriever().retrieve(&analysis).unwrap().label_ids(),
@@ -74,12 +74,12 @@ fn a_restored_engine_given_the_encoder_retrieves_as_the_live_one() {
         "nothing known here at all",
     ] {
         let a = {
-            let mut analysis = live.analyze(query);
+            let mut analysis = live.analyzer().analyze(query);
             live.analyzer().embed_query(&mut analysis, query).unwrap();
             live.retriever().retrieve(&analysis).unwrap()
         };
         let b = {
-            let mut analysis = restored.analyze(query);
+            let mut analysis = restored.analyzer().analyze(query);
             restored
                 .analyzer()
                 .embed_query(&mut analysis, query)
@@ -125,7 +125,7 @@ fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() 
         .0;
     for query in ["space", "money report", "the week"] {
         let retrieve = |engine: &Engine| {
-            let mut analysis = engine.analyze(query);
+            let mut analysis = engine.analyzer().analyze(query);
             engine.analyzer().embed_query(&mut analysis, query).unwrap();
             engine.retriever().retrieve(&analysis).unwrap()
         };
@@ -223,7 +223,7 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     let engine = near_twins_by_default();
     // Three terms: meaning decides, and the retrieval says the text was short.
     let short = "the report of the week on moneylenders";
-    let mut analysis = engine.analyze(short);
+    let mut analysis = engine.analyzer().analyze(short);
     // Not read by meaning (no query vector): ranked by its words, its confidence as any text's.
     assert!(!engine.retriever().retrieve(&analysis).unwrap().short_text);
     engine.analyzer().embed_query(&mut analysis, short).unwrap();
@@ -234,7 +234,7 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
     // "moneylenders": the words decide a long text; meaning at 0.05 does not move it.
     let long = "the report of the week on moneylenders, with launches, weekly reports, \
                 tables, charts, notes, remarks, comments and the usual summary";
-    let mut analysis = engine.analyze(long);
+    let mut analysis = engine.analyzer().analyze(long);
     engine.analyzer().embed_query(&mut analysis, long).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(!retrieval.short_text, "{retrieval:?}");
@@ -245,7 +245,7 @@ fn a_short_text_is_ranked_by_meaning_and_a_long_one_by_its_words() {
 fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() {
     let engine = near_twins_by_default();
     let text = "moneylenders galore";
-    let mut analysis = engine.analyze(text);
+    let mut analysis = engine.analyzer().analyze(text);
     let unembedded = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(unembedded.basis, crate::engine::Basis::NoEvidence);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
@@ -259,7 +259,7 @@ fn a_text_no_label_s_words_explain_is_ranked_by_meaning_when_an_encoder_is_on() 
 fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
     let engine = near_twins_by_default();
     let text = "moneylenders galore";
-    let mut analysis = engine.analyze(text);
+    let mut analysis = engine.analyzer().analyze(text);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let decision = engine.decisions().decide(&retrieval, None);
@@ -272,7 +272,7 @@ fn a_text_ranked_by_meaning_alone_is_never_learned_as_confident() {
 
 /// `text` encoded, retrieved and decided without an LLM.
 fn decided(engine: &Engine, text: &str) -> (crate::engine::Retrieval, crate::engine::Decision) {
-    let mut analysis = engine.analyze(text);
+    let mut analysis = engine.analyzer().analyze(text);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let decision = engine.decisions().decide(&retrieval, None);
@@ -349,7 +349,7 @@ fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     // meaning weighs in it as in a short text.
     let thin = "moneylenders everywhere, tables, charts, notes, remarks, comments, summaries, \
                 graphs, figures and the usual";
-    let mut analysis = engine.analyze(thin);
+    let mut analysis = engine.analyzer().analyze(thin);
     engine.analyzer().embed_query(&mut analysis, thin).unwrap();
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(retrieval.short_text, "{retrieval:?}");
@@ -359,7 +359,7 @@ fn a_long_text_sharing_no_word_with_the_labels_is_read_by_meaning() {
     config.ranking.name_weight = 0.0;
     config.ranking.short_text_terms = 0;
     let engine = near_twins(config);
-    let mut analysis = engine.analyze(thin);
+    let mut analysis = engine.analyzer().analyze(thin);
     engine.analyzer().embed_query(&mut analysis, thin).unwrap();
     assert!(!engine.retriever().retrieve(&analysis).unwrap().short_text);
 }

@@ -2,7 +2,7 @@ use super::*;
 
 /// Retrieval for a text encoded by the engine's encoder, as the shell would have it.
 fn retrieve_encoded(engine: &Engine, text: &str) -> Retrieval {
-    let mut analysis = engine.analyze(text);
+    let mut analysis = engine.analyzer().analyze(text);
     engine.analyzer().embed_query(&mut analysis, text).unwrap();
     engine.retriever().retrieve(&analysis).unwrap()
 }
@@ -76,7 +76,9 @@ fn invalid_round_changes_nothing() {
 #[test]
 fn steiner_retrieval_finds_the_matching_topic() {
     let engine = three_topics(steiner());
-    let analysis = engine.analyze("new telescope images of galaxies");
+    let analysis = engine
+        .analyzer()
+        .analyze("new telescope images of galaxies");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert!(retrieval.label_ids().contains(&"astronomy".to_string()));
     assert!(!retrieval.label_ids().contains(&"cooking".to_string()));
@@ -87,7 +89,7 @@ fn steiner_retrieval_finds_the_matching_topic() {
 #[test]
 fn keywords_spanning_two_topics_bring_both_labels() {
     let engine = three_topics(steiner());
-    let analysis = engine.analyze("galaxies telescope bread oven");
+    let analysis = engine.analyzer().analyze("galaxies telescope bread oven");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.label_ids(), vec!["astronomy", "cooking"]);
     assert!(retrieval.tree_cost.unwrap() > 0.0);
@@ -98,7 +100,7 @@ fn text_with_no_known_keyword_gets_every_label() {
     let engine = three_topics(steiner());
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("zzz qqq"))
+        .retrieve(&engine.analyzer().analyze("zzz qqq"))
         .unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
     assert_eq!(retrieval.label_ids().len(), 3);
@@ -109,7 +111,7 @@ fn single_terminal_offers_its_own_labels() {
     let engine = three_topics(steiner());
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("yeast"))
+        .retrieve(&engine.analyzer().analyze("yeast"))
         .unwrap();
     assert_eq!(retrieval.basis, Basis::SingleTerminal);
     assert_eq!(retrieval.label_ids(), vec!["cooking"]);
@@ -120,7 +122,7 @@ fn decisions_flag_both_kinds_of_hallucination() {
     let engine = three_topics(steiner());
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("telescope galaxies stars"))
+        .retrieve(&engine.analyzer().analyze("telescope galaxies stars"))
         .unwrap();
     let ok = engine.decisions().decide(&retrieval, Some("Astronomy"));
     assert_eq!(
@@ -148,7 +150,7 @@ fn decisions_flag_both_kinds_of_hallucination() {
 #[test]
 fn online_indexing_links_new_keywords_only() {
     let mut engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze("radio telescope pulsar survey");
+    let analysis = engine.analyzer().analyze("radio telescope pulsar survey");
     let nodes_before = engine.graph().node_count();
     let added = engine.learn(&analysis, "astronomy", true);
     assert!(added > 0);
@@ -174,7 +176,7 @@ fn offline_ablation_learns_nothing() {
         online_indexing: false,
         ..EngineConfig::default()
     });
-    let analysis = engine.analyze("radio telescope pulsar survey");
+    let analysis = engine.analyzer().analyze("radio telescope pulsar survey");
     let before = (engine.graph().node_count(), engine.stats().documents);
     assert_eq!(engine.learn(&analysis, "astronomy", true), 0);
     assert_eq!(
@@ -189,7 +191,7 @@ fn retired_labels_are_never_candidates_nor_answers() {
     engine.retire_label("astronomy").unwrap();
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("telescope galaxies"))
+        .retrieve(&engine.analyzer().analyze("telescope galaxies"))
         .unwrap();
     assert!(!retrieval.label_ids().contains(&"astronomy".to_string()));
     let decision = engine.decisions().decide(&retrieval, Some("astronomy"));
@@ -202,7 +204,7 @@ fn retired_labels_are_never_candidates_nor_answers() {
         Err(EngineError::RetiredLabel("astronomy".into()))
     );
     assert_eq!(
-        engine.learn(&engine.analyze("telescope"), "astronomy", true),
+        engine.learn(&engine.analyzer().analyze("telescope"), "astronomy", true),
         0
     );
 }
@@ -211,7 +213,9 @@ fn retired_labels_are_never_candidates_nor_answers() {
 fn classifying_before_any_round_is_an_error() {
     let engine = Engine::new(EngineConfig::default());
     assert_eq!(
-        engine.retriever().retrieve(&engine.analyze("anything")),
+        engine
+            .retriever()
+            .retrieve(&engine.analyzer().analyze("anything")),
         Err(EngineError::NoActiveLabels)
     );
 }
@@ -224,7 +228,7 @@ fn all_strategy_offers_every_active_label() {
     });
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("telescope"))
+        .retrieve(&engine.analyzer().analyze("telescope"))
         .unwrap();
     assert_eq!(retrieval.label_ids().len(), 3);
     assert_eq!(retrieval.graph_choice, "astronomy");
@@ -239,7 +243,7 @@ fn naive_strategy_uses_the_most_similar_examples() {
     });
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("the goal in the football match"))
+        .retrieve(&engine.analyzer().analyze("the goal in the football match"))
         .unwrap();
     assert_eq!(retrieval.label_ids(), vec!["football"]);
     assert_eq!(retrieval.basis, Basis::SimilarExamples);
@@ -266,7 +270,11 @@ fn zero_shot_labels_are_reached_through_their_descriptions() {
         .unwrap();
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("a new catalyst speeds up reactions"))
+        .retrieve(
+            &engine
+                .analyzer()
+                .analyze("a new catalyst speeds up reactions"),
+        )
         .unwrap();
     assert_eq!(retrieval.graph_choice, "chemistry");
     assert!(!retrieval.label_ids().contains(&"music".to_string()));
@@ -279,7 +287,7 @@ fn keyword_input_ablation_sends_keywords() {
         ..EngineConfig::default()
     });
     let text = "telescope galaxies stars observations";
-    let analysis = engine.analyze(text);
+    let analysis = engine.analyzer().analyze(text);
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let prompt = engine
         .decisions()
@@ -298,7 +306,7 @@ fn unit_ablation_still_retrieves() {
     });
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("galaxies telescope bread oven"))
+        .retrieve(&engine.analyzer().analyze("galaxies telescope bread oven"))
         .unwrap();
     assert!(retrieval.label_ids().contains(&"astronomy".to_string()));
     assert!(retrieval.label_ids().contains(&"cooking".to_string()));
@@ -309,7 +317,9 @@ mod pruned_search;
 #[test]
 fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
     let engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze("telescope images of galaxies, and a note on bread");
+    let analysis = engine
+        .analyzer()
+        .analyze("telescope images of galaxies, and a note on bread");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::RankedScores);
     assert_eq!(retrieval.label_ids(), vec!["astronomy", "cooking"]);
@@ -329,7 +339,7 @@ fn ranked_retrieval_orders_candidates_by_score_and_names_count() {
     // The label's name alone is evidence: "cooking" is in no example.
     let named = engine
         .retriever()
-        .retrieve(&engine.analyze("cooking"))
+        .retrieve(&engine.analyzer().analyze("cooking"))
         .unwrap();
     assert_eq!(named.label_ids(), vec!["cooking"]);
 }
@@ -345,7 +355,11 @@ fn candidates_are_capped_best_first() {
     });
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze("galaxies and bread and a football goal in the oven"))
+        .retrieve(
+            &engine
+                .analyzer()
+                .analyze("galaxies and bread and a football goal in the oven"),
+        )
         .unwrap();
     assert_eq!(retrieval.label_ids().len(), 1);
     assert_eq!(retrieval.label_ids()[0], retrieval.graph_choice);
@@ -354,7 +368,9 @@ fn candidates_are_capped_best_first() {
 #[test]
 fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
     let mut engine = three_topics(EngineConfig::default());
-    let analysis = engine.analyze("radio telescope pulsar survey of galaxies");
+    let analysis = engine
+        .analyzer()
+        .analyze("radio telescope pulsar survey of galaxies");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let graph_only = engine.decisions().decide(&retrieval, None);
     assert!(
@@ -394,7 +410,7 @@ fn only_confident_decisions_teach_the_graph_and_the_text_graph() {
     // offered, the second hop's vote first.
     let seen = engine
         .retriever()
-        .retrieve(&engine.analyze("pulsar"))
+        .retrieve(&engine.analyzer().analyze("pulsar"))
         .unwrap();
     assert_eq!(seen.basis, Basis::NoEvidence);
     assert_eq!(seen.graph_choice, "astronomy");
@@ -408,7 +424,7 @@ fn a_text_the_labels_material_does_not_know_is_offered_every_label_and_never_con
             strategy,
             ..EngineConfig::default()
         });
-        let analysis = engine.analyze("zzz qqq 1987 12 cts");
+        let analysis = engine.analyzer().analyze("zzz qqq 1987 12 cts");
         let retrieval = engine.retriever().retrieve(&analysis).unwrap();
         assert_eq!(retrieval.basis, Basis::NoEvidence, "{strategy:?}");
         assert_eq!(retrieval.label_ids().len(), 3, "{strategy:?}");
@@ -432,7 +448,9 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
             ..EngineConfig::default()
         });
         // An earnings table, decided without confidence as "football".
-        let table = engine.analyze("zzz corp qtr shr 28 cts vs 22 cts");
+        let table = engine
+            .analyzer()
+            .analyze("zzz corp qtr shr 28 cts vs 22 cts");
         engine.learn(&table, "football", false);
         let kept = tentative_capacity > 0;
         assert_eq!(
@@ -444,14 +462,18 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
         );
         // The next table shares no word with any label's material: the unsure decision is the
         // only evidence, so it leads (unless none is kept); the text is still never confident.
-        let next = engine.analyze("yyy inc qtr shr 40 cts vs 31 cts");
+        let next = engine
+            .analyzer()
+            .analyze("yyy inc qtr shr 40 cts vs 31 cts");
         let retrieval = engine.retriever().retrieve(&next).unwrap();
         assert_eq!(retrieval.basis, Basis::NoEvidence);
         assert_eq!(retrieval.graph_choice == "football", kept, "{retrieval:?}");
         let decision = engine.decisions().decide(&retrieval, None);
         assert!(!engine.decisions().verdict(&retrieval, &decision).confident);
         // A text its labels' material explains is not moved by it.
-        let explained = engine.analyze("radio telescope survey qtr shr cts");
+        let explained = engine
+            .analyzer()
+            .analyze("radio telescope survey qtr shr cts");
         let ranked = engine.retriever().retrieve(&explained).unwrap();
         assert_eq!(ranked.basis, Basis::RankedScores);
         assert_eq!(ranked.label_ids(), vec!["astronomy"], "{ranked:?}");
@@ -461,11 +483,11 @@ fn an_unsure_decision_speaks_only_for_a_text_nothing_labelled_explains() {
 #[test]
 fn a_pooled_text_keeps_at_most_its_pool_terms_heaviest_terms() {
     let engine = three_topics(EngineConfig::default());
-    let short = engine.analyze("the telescope saw a pulsar");
+    let short = engine.analyzer().analyze("the telescope saw a pulsar");
     assert_eq!(engine.analyzer().poolable_terms(&short.terms), short.terms);
     // Hundreds of distinct made-up words: thousands of distinct 1–3-grams.
     let long_text: String = (0..800).map(|i| format!("word{i} ")).collect();
-    let long = engine.analyze(&long_text);
+    let long = engine.analyzer().analyze(&long_text);
     assert!(long.terms.counts.len() > POOL_TERMS);
     let kept = engine.analyzer().poolable_terms(&long.terms);
     assert_eq!(kept.counts.len(), POOL_TERMS);
@@ -496,7 +518,7 @@ fn naive_keeps_idf_whatever_the_configured_weighting() {
     let mut engine = three_topics(EngineConfig::default());
     let built = three_topics(naive);
     let examples = |engine: &Engine, text: &str| -> Vec<(u32, f64)> {
-        let query = engine.analyze(text);
+        let query = engine.analyzer().analyze(text);
         let hits = engine.index().search(&query.terms);
         hits.iter()
             .filter(|h| h.kind == index::DocKind::Example)
@@ -506,7 +528,9 @@ fn naive_keeps_idf_whatever_the_configured_weighting() {
     let before = examples(&engine, "a galaxy of bread");
     assert_eq!(before, examples(&built, "a galaxy of bread"));
     for i in 0..index::FOLD_AT_LEAST {
-        let analysis = engine.analyze(&format!("a comet, a galaxy and a bread recipe {i}"));
+        let analysis = engine
+            .analyzer()
+            .analyze(&format!("a comet, a galaxy and a bread recipe {i}"));
         engine.learn(&analysis, "astronomy", false);
     }
     assert_ne!(examples(&engine, "a galaxy of bread"), before);

@@ -89,7 +89,7 @@ fn learned_texts_are_not_read() {
     // A confident text learned under another label: the ranked strategies' second hop would
     // hear it; nearest reads the labelled examples alone.
     for _ in 0..3 {
-        let analysis = engine.analyze(text);
+        let analysis = engine.analyzer().analyze(text);
         engine.learn(&analysis, "orbit", true);
     }
     let after = retrieve(&engine, text);
@@ -110,7 +110,7 @@ fn retired_labels_are_never_candidates() {
 #[test]
 fn without_a_vector_every_active_label_is_offered_as_no_evidence() {
     let engine = engine(5);
-    let analysis = engine.analyze("money"); // never encoded
+    let analysis = engine.analyzer().analyze("money"); // never encoded
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.basis, Basis::NoEvidence);
     assert_eq!(retrieval.label_ids(), ["orbit", "market", "kitchen"]);

@@ -18,13 +18,13 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
         }
         // Shared words, and words no other text has: the statistics keep outgrowing 60.
         let text = format!("telescope comet orbit{i} nebula{i} galaxy{}", i % 5);
-        let analysis = live.analyze(&text);
+        let analysis = live.analyzer().analyze(&text);
         let chosen = live.retriever().retrieve(&analysis).unwrap().graph_choice;
         let confident = i % 2 == 0;
         live.learn(&analysis, &chosen, confident);
         // The replica learns as a changelog replay does: the same learn record.
         if let Some(replica) = restored.as_mut() {
-            assert_eq!(replica.analyze(&text), analysis);
+            assert_eq!(replica.analyzer().analyze(&text), analysis);
             replica.learn(&analysis, &chosen, confident);
         }
         assert!(live.stats().phrase_count() <= 60);
@@ -40,8 +40,8 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
     );
     let query = "comet orbit39 galaxy4";
     assert_eq!(
-        live.analyze(query),
-        restored.analyze(query),
+        live.analyzer().analyze(query),
+        restored.analyzer().analyze(query),
         "the same keywords after the restore"
     );
 }

@@ -38,7 +38,7 @@ proptest! {
             .collect();
         engine.apply_round(&labels).unwrap();
         for (i, query) in queries.iter().enumerate() {
-            let analysis = engine.analyze(&text(query));
+            let analysis = engine.analyzer().analyze(&text(query));
             let retrieval = engine.retriever().retrieve(&analysis).unwrap();
             if retrieval.basis == Basis::SteinerTree {
                 let nodes: Vec<_> = retrieval

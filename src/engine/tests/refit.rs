@@ -84,7 +84,7 @@ fn enough_outcomes_refit_the_confidence() {
     // figure, which the deployment's recalibration does not touch.
     let retrieval = engine
         .retriever()
-        .retrieve(&engine.analyze(
+        .retrieve(&engine.analyzer().analyze(
             "stars and a galaxy seen through a telescope by the observers of the night sky \
              from the mountain station, far from the city lights",
         ))
@@ -113,7 +113,10 @@ fn lone_examples_are_not_scored() {
 /// the label and the text.
 fn corrected(engine: &Engine) -> (&'static str, &'static str) {
     let text = "the telescope pointed at the stars while the bread was baking";
-    let retrieval = engine.retriever().retrieve(&engine.analyze(text)).unwrap();
+    let retrieval = engine
+        .retriever()
+        .retrieve(&engine.analyzer().analyze(text))
+        .unwrap();
     let decided = engine.decisions().decide(&retrieval, None).label;
     let label = if decided == "cooking" {
         "astronomy"
@@ -188,7 +191,7 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
     let audit = |learned: bool| {
         let mut engine = two_topics_three_shots(EngineConfig::default());
         if learned {
-            let analysis = engine.analyze(text);
+            let analysis = engine.analyzer().analyze(text);
             let learnable = engine.analyzer().learnable(&analysis);
             engine.learn(&learnable, "astronomy", true);
         }

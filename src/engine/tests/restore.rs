@@ -15,7 +15,7 @@ fn restored_state_is_the_same_engine() {
         "a new recipe for baking sourdough bread",
         "the striker scored a late goal",
     ] {
-        let analysis = engine.analyze(text);
+        let analysis = engine.analyzer().analyze(text);
         let label = engine.retriever().retrieve(&analysis).unwrap().graph_choice;
         engine.learn(&analysis, &label, true);
     }
@@ -30,8 +30,8 @@ fn restored_state_is_the_same_engine() {
         "comet orbit and galaxy telescope with bread",
         "goal keeper saves a penalty in the stadium",
     ] {
-        let a = engine.analyze(text);
-        let b = restored.analyze(text);
+        let a = engine.analyzer().analyze(text);
+        let b = restored.analyzer().analyze(text);
         assert_eq!(a, b);
         let ra = engine.retriever().retrieve(&a).unwrap();
         assert_eq!(ra, restored.retriever().retrieve(&b).unwrap());
@@ -67,7 +67,7 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
             restored = Some(Engine::from_state(config.clone(), state).unwrap());
         }
         for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
-            let analysis = engine.analyze(text);
+            let analysis = engine.analyzer().analyze(text);
             let retrieval = engine.retriever().retrieve(&analysis).unwrap();
             let label = retrieval.graph_choice.clone();
             // Every third decision unsure: both kinds of classified text are evicted.
@@ -89,10 +89,13 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
         "telescope goal oven",
         "comet9 crust0",
     ] {
-        let a = live.retriever().retrieve(&live.analyze(query)).unwrap();
+        let a = live
+            .retriever()
+            .retrieve(&live.analyzer().analyze(query))
+            .unwrap();
         let b = restored
             .retriever()
-            .retrieve(&restored.analyze(query))
+            .retrieve(&restored.analyzer().analyze(query))
             .unwrap();
         assert_eq!(a, b);
     }
@@ -136,14 +139,16 @@ fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let mut engine = Engine::new(EngineConfig::default());
     engine.apply_named_round("r1", &geology()).unwrap();
     for i in 0..crate::engine::index::FOLD_AT_LEAST + 3 {
-        let analysis = engine.analyze(&format!("lava and ash over the village {i}"));
+        let analysis = engine
+            .analyzer()
+            .analyze(&format!("lava and ash over the village {i}"));
         engine.learn(&analysis, "geology", i % 2 == 0);
     }
     let state = engine.to_state();
     assert!(!state.spread.folded.is_empty() && state.spread.pending_texts == 3);
     let restored = Engine::from_state(EngineConfig::default(), state.clone()).unwrap();
     assert_eq!(restored.digest(), engine.digest());
-    let query = engine.analyze("ash over a village");
+    let query = engine.analyzer().analyze("ash over a village");
     assert_eq!(
         restored.retriever().retrieve(&query),
         engine.retriever().retrieve(&query)

@@ -238,7 +238,9 @@ fn scored_choice_fuses_the_llm_belief_and_still_flags_its_answer() {
         llm_weight: 1.0,
         ..EngineConfig::default()
     });
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let analysis = engine
+        .analyzer()
+        .analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     assert_eq!(retrieval.label_ids().len(), 2);
     let second = retrieval.label_ids()[1].clone();
@@ -294,7 +296,9 @@ fn numbered_choice_reads_the_number() {
         choice: prompt::ChoiceMode::Numbered,
         ..EngineConfig::default()
     });
-    let analysis = engine.analyze("telescope galaxies and a bread recipe with yeast and flour");
+    let analysis = engine
+        .analyzer()
+        .analyze("telescope galaxies and a bread recipe with yeast and flour");
     let retrieval = engine.retriever().retrieve(&analysis).unwrap();
     let prompt = engine
         .decisions()

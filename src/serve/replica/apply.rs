@@ -324,7 +324,7 @@ mod tests {
             change: Change::Learned {
                 texts: vec![LearnedText {
                     position: Position::new(partition, offset),
-                    analysis: engine.analyze("astronomy of distant things"),
+                    analysis: engine.analyzer().analyze("astronomy of distant things"),
                     label: "astronomy".into(),
                     confident: true,
                     note: None,
@@ -348,7 +348,10 @@ mod tests {
         let mut cursor = Cursor::default();
         let record = label_record("a", 0, LabelOutcome::Apply(round("astronomy")));
         apply(&mut cursor, &mut engine, &topics(), "a", 0, record);
-        let analysis = engine.engine().analyze("astronomy of distant things");
+        let analysis = engine
+            .engine()
+            .analyzer()
+            .analyze("astronomy of distant things");
         let text = |partition, offset| LearnedText {
             position: Position::new(partition, offset),
             analysis: analysis.clone(),

@@ -35,6 +35,7 @@ fn learns_are_batched_under_the_size_limit_in_order() {
             analysis: engine.engine().analyzer().learnable(
                 &engine
                     .engine()
+                    .analyzer()
                     .analyze("helium nuclei and alpha decay in physics labs"),
             ),
             label: "a".into(),
@@ -97,6 +98,7 @@ fn records_round_trip_and_replay_to_the_same_engine() {
     writer.apply(&round).unwrap();
     let analysis = writer
         .engine()
+        .analyzer()
         .analyze("helium nuclei and alpha decay in physics labs");
     let records = [
         ChangeRecord {
@@ -292,7 +294,7 @@ fn records_are_postcard_behind_a_marker_and_other_versions_are_refused() {
 fn notes_carry_the_text_s_terms_and_arrival_score() {
     let engine = Engine::new(EngineConfig::default());
     let text = "a long text about volcanoes, lava and the ash of an eruption";
-    let analysis = engine.analyze(text);
+    let analysis = engine.analyzer().analyze(text);
     let heaviest = Analysis {
         terms: TermCounts {
             counts: analysis.terms.counts[..3].to_vec(),
