@@ -39,34 +39,56 @@ pub enum CorrectionKind {
 }
 
 impl Engine {
-    /// Learn `text` as a labelled example of `label`, taking back its learned copies under
-    /// other labels (its place in the discovery pool is the replicated state's:
-    /// [`crate::state::State::apply`]). Errors for an unknown or retired label, changing nothing.
+    /// An operator's correction of `text`: its `label`, or None for "none of these" (no active
+    /// label fits it).
+    ///
+    /// - To a label: the text becomes one of its labelled examples, and its learned copies
+    ///   under other labels are taken back. Errors for an unknown or retired label.
+    /// - To none: it becomes no label's example, and every learned copy of it, under any label,
+    ///   is taken back. Errors when no label is active.
+    ///
+    /// An audit's decision also counts for the confidence refit (to none: as a decision whose
+    /// label was wrong, whatever gorag decided). The text's place in the discovery pool is the
+    /// replicated state's ([`crate::state::State::apply`]). On error nothing changes.
     pub fn correct(
         &mut self,
-        label: &str,
+        label: Option<&str>,
         text: &str,
         kind: CorrectionKind,
     ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        let position = LabelPos::at(self.labels.active_position(label)?);
-        let judged = HeldOutScoring::of(self).judge(text, Some(label));
+        let position = match label {
+            Some(label) => Some(LabelPos::at(self.labels.active_position(label)?)),
+            None if self.labels.active().next().is_none() => {
+                return Err(EngineError::NoActiveLabels)
+            }
+            None => None,
+        };
+        let judged = HeldOutScoring::of(self).judge(text, label);
         // Its copies under other labels are taken back (a text sent twice was learned twice).
         let wrong: Vec<DocId> = judged
             .copies
             .into_iter()
             .filter(|&doc| {
-                self.index
-                    .documents()
-                    .get(doc)
-                    .is_some_and(|d| d.label != position)
+                position.is_none_or(|position| {
+                    self.index
+                        .documents()
+                        .get(doc)
+                        .is_some_and(|d| d.label != position)
+                })
             })
             .collect();
         let took_back = self.index.remove_classified(&wrong) > 0;
-        // Its outcome is the decision it corrects, not how it fares as an example.
-        let (report, _) = Indexer::of(self).examples(label, &[text.to_string()])?;
-        // A reviewer's answer is labelled material: the probe learns it now, as a restore
-        // would (its weight waits for the next round or examples).
-        self.refit_probe();
+        let report = match label {
+            Some(label) => {
+                // Its outcome is the decision it corrects, not how it fares as an example.
+                let (report, _) = Indexer::of(self).examples(label, &[text.to_string()])?;
+                // A reviewer's answer is labelled material: the probe learns it now, as a
+                // restore would (its weight waits for the next round or examples).
+                self.refit_probe();
+                report
+            }
+            None => IndexReport::default(),
+        };
         if kind == CorrectionKind::Audit {
             self.outcomes
                 .record(judged.outcome.into_iter().collect(), &self.config);
@@ -74,36 +96,10 @@ impl Engine {
         let correction = CorrectionReport {
             decided: judged.decided,
             took_back,
-            arrival_score: None,
+            // Only a text no label fits joins the discovery pool.
+            arrival_score: judged.arrival_score.filter(|_| label.is_none()),
         };
         Ok((report, correction))
-    }
-
-    /// An operator's "none of these": no active label fits `text`. It becomes no label's
-    /// example; every learned copy of it, under any label, is taken back; an audit's counts
-    /// for the confidence refit as a decision whose label was wrong (whatever gorag decided,
-    /// no label was right). Its place in the discovery pool is the replicated state's
-    /// ([`crate::state::State::apply`]). Errors when no label is active, changing nothing.
-    pub fn correct_to_none(
-        &mut self,
-        text: &str,
-        kind: CorrectionKind,
-    ) -> Result<(IndexReport, CorrectionReport), EngineError> {
-        if self.labels.active().next().is_none() {
-            return Err(EngineError::NoActiveLabels);
-        }
-        let judged = HeldOutScoring::of(self).judge(text, None);
-        let took_back = self.index.remove_classified(&judged.copies) > 0;
-        if kind == CorrectionKind::Audit {
-            self.outcomes
-                .record(judged.outcome.into_iter().collect(), &self.config);
-        }
-        let correction = CorrectionReport {
-            decided: judged.decided,
-            took_back,
-            arrival_score: judged.arrival_score,
-        };
-        Ok((IndexReport::default(), correction))
     }
 }
 

@@ -117,7 +117,7 @@ impl State {
         text: &str,
         kind: CorrectionKind,
     ) -> Result<IndexReport, EngineError> {
-        let (report, correction) = self.engine.correct(label, text, kind)?;
+        let (report, correction) = self.engine.correct(Some(label), text, kind)?;
         self.pool.retain(|pooled| pooled.id != text_id);
         Ok(with_correction(report, correction))
     }
@@ -130,7 +130,7 @@ impl State {
         text: &str,
         kind: CorrectionKind,
     ) -> Result<IndexReport, EngineError> {
-        let (report, correction) = self.engine.correct_to_none(text, kind)?;
+        let (report, correction) = self.engine.correct(None, text, kind)?;
         self.pool_unmatched(text_id, text, correction.arrival_score);
         Ok(with_correction(report, correction))
     }

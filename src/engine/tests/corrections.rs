@@ -24,7 +24,7 @@ fn learned_wrongly() -> Engine {
 fn a_correction_takes_back_the_wrong_copy_and_learns_the_right_label() {
     let mut engine = learned_wrongly();
     let examples_before = engine.labels().get("cooking").unwrap().examples;
-    let (report, correction) = engine.correct("cooking", MIXED, Review).unwrap();
+    let (report, correction) = engine.correct(Some("cooking"), MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(
         engine.index().documents().classified_count(DocKind::Seen),
@@ -52,7 +52,7 @@ fn a_correction_of_a_text_never_learned_takes_nothing_back() {
     let mut engine = three_topics(EngineConfig::default());
     let (_, correction) = engine
         .correct(
-            "football",
+            Some("football"),
             "the referee gave a penalty in the match",
             Review,
         )
@@ -65,14 +65,14 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
     let mut engine = learned_wrongly();
     let digest = engine.digest();
     assert_eq!(
-        engine.correct("physics", MIXED, Review).unwrap_err(),
+        engine.correct(Some("physics"), MIXED, Review).unwrap_err(),
         EngineError::UnknownLabel("physics".into())
     );
     assert_eq!(engine.digest(), digest);
     engine.retire_label("football").unwrap();
     let digest = engine.digest();
     assert_eq!(
-        engine.correct("football", MIXED, Review).unwrap_err(),
+        engine.correct(Some("football"), MIXED, Review).unwrap_err(),
         EngineError::RetiredLabel("football".into())
     );
     assert_eq!(engine.digest(), digest);
@@ -85,8 +85,8 @@ fn a_correction_to_an_unknown_or_retired_label_changes_nothing() {
 #[test]
 fn replicas_applying_the_same_correction_agree() {
     let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
-    a.correct("cooking", MIXED, Review).unwrap();
-    b.correct("cooking", MIXED, Review).unwrap();
+    a.correct(Some("cooking"), MIXED, Review).unwrap();
+    b.correct(Some("cooking"), MIXED, Review).unwrap();
     assert_eq!(a.digest(), b.digest());
     // And a restart from a snapshot holds the same state.
     let restored = Engine::from_state(EngineConfig::default(), a.to_state()).unwrap();
@@ -106,7 +106,7 @@ fn every_learned_copy_of_a_corrected_text_is_taken_back() {
             .classified_count(DocKind::Tentative),
         1
     );
-    let (_, correction) = engine.correct("cooking", MIXED, Review).unwrap();
+    let (_, correction) = engine.correct(Some("cooking"), MIXED, Review).unwrap();
     assert!(correction.took_back);
     assert_eq!(
         (
@@ -127,7 +127,7 @@ fn a_correction_to_none_takes_back_every_copy_and_teaches_no_label() {
     let learnable = engine.analyzer().learnable(&analysis);
     engine.learn(&learnable, "football", false);
     let examples: Vec<u32> = engine.labels().all().iter().map(|l| l.examples).collect();
-    let (report, correction) = engine.correct_to_none(MIXED, Review).unwrap();
+    let (report, correction) = engine.correct(None, MIXED, Review).unwrap();
     assert!(correction.took_back, "{correction:?}");
     assert_eq!(report.texts_indexed, 0);
     assert_eq!(
@@ -152,12 +152,12 @@ fn an_audit_to_none_counts_as_a_wrong_decision_for_the_refit() {
     use crate::engine::correct::CorrectionKind::Audit;
     let mut engine = learned_wrongly();
     let before = engine.outcomes().outcomes().count();
-    engine.correct_to_none(MIXED, Audit).unwrap();
+    engine.correct(None, MIXED, Audit).unwrap();
     let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     assert_eq!(outcomes.len(), before + 1);
     assert!(!outcomes[before].right, "no label was right");
     // A reviewer's correction to none is no outcome (picked for its low confidence).
-    engine.correct_to_none(MIXED, Review).unwrap();
+    engine.correct(None, MIXED, Review).unwrap();
     assert_eq!(engine.outcomes().outcomes().count(), before + 1);
 }
 
@@ -165,12 +165,12 @@ fn an_audit_to_none_counts_as_a_wrong_decision_for_the_refit() {
 fn a_correction_to_none_needs_an_active_label_and_replicas_agree_on_it() {
     let mut empty = Engine::new(EngineConfig::default());
     assert_eq!(
-        empty.correct_to_none(MIXED, Review).unwrap_err(),
+        empty.correct(None, MIXED, Review).unwrap_err(),
         EngineError::NoActiveLabels
     );
     let (mut a, mut b) = (learned_wrongly(), learned_wrongly());
-    a.correct_to_none(MIXED, Review).unwrap();
-    b.correct_to_none(MIXED, Review).unwrap();
+    a.correct(None, MIXED, Review).unwrap();
+    b.correct(None, MIXED, Review).unwrap();
     assert_eq!(a.digest(), b.digest());
 }
 

@@ -131,7 +131,7 @@ fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
     let (label, text) = corrected(&engine);
-    let (report, _) = engine.correct(label, text, CorrectionKind::Audit).unwrap();
+    let (report, _) = engine.correct(Some(label), text, CorrectionKind::Audit).unwrap();
     assert_eq!(report.texts_indexed, 1);
     let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     // One outcome, wrong: the audited text itself is not scored again as an example.
@@ -145,7 +145,7 @@ fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
     let (label, text) = corrected(&engine);
-    let (report, _) = engine.correct(label, text, CorrectionKind::Review).unwrap();
+    let (report, _) = engine.correct(Some(label), text, CorrectionKind::Review).unwrap();
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(engine.outcomes().outcomes().len(), before);
 }
@@ -197,7 +197,7 @@ fn an_audit_leaves_the_text_s_own_learned_copy_out_of_its_decision() {
         }
         let before = engine.outcomes().outcomes().len();
         let (_, correction) = engine
-            .correct("cooking", text, CorrectionKind::Audit)
+            .correct(Some("cooking"), text, CorrectionKind::Audit)
             .unwrap();
         assert_eq!(correction.took_back, learned);
         let outcome = engine.outcomes().outcomes().nth(before).copied();
