@@ -22,9 +22,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let round = std::fs::read_to_string(rounds)?;
     let mut engine = Engine::new(EngineConfig::default());
     for line in round.lines().filter(|l| !l.trim().is_empty()) {
-        if let LabelEvent::Round { labels, .. } = decode::label_event(line.as_bytes())? {
+        if let LabelEvent::Round { round, labels, .. } = decode::label_event(line.as_bytes())? {
             let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-            engine.apply_round(&labels)?;
+            engine.apply_round(Some(&round), &labels)?;
         }
     }
     let texts: Vec<String> = std::fs::read_to_string(&path)?

@@ -56,10 +56,13 @@ fn engine() -> Engine {
         examples: vec![text.into()],
     };
     engine
-        .apply_round(&[
-            label("astronomy", "telescope galaxies stars planets"),
-            label("cooking", "bread dough flour yeast oven"),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("astronomy", "telescope galaxies stars planets"),
+                label("cooking", "bread dough flour yeast oven"),
+            ],
+        )
         .expect("round");
     engine
 }

@@ -60,11 +60,14 @@ fn engine() -> Engine {
         examples: vec![text.into()],
     };
     engine
-        .apply_round(&[
-            label("astronomy", "telescope galaxies stars planets"),
-            label("cooking", "bread dough flour yeast oven"),
-            label("football", "striker goal match league"),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("astronomy", "telescope galaxies stars planets"),
+                label("cooking", "bread dough flour yeast oven"),
+                label("football", "striker goal match league"),
+            ],
+        )
         .expect("round");
     engine
 }

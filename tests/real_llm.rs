@@ -67,7 +67,7 @@ async fn two_round_stream_with_the_real_model() {
                 label.id
             );
         }
-        engine.apply_round(&labels).expect("round applies");
+        engine.apply_round(None, &labels).expect("round applies");
 
         for sample in &round.test {
             let result = classifier

@@ -74,7 +74,7 @@ pub fn engine_with_config(config: EngineConfig, texts: usize, seed: u64) -> (Eng
             examples: vec![corpus.text(l)],
         })
         .collect();
-    if engine.apply_round(&labels).is_err() {
+    if engine.apply_round(None, &labels).is_err() {
         unreachable!("synthetic labels are distinct");
     }
     for i in 0..texts {

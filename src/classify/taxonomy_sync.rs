@@ -177,7 +177,7 @@ mod tests {
     fn engine_with(labels: &[LabelSpec]) -> Engine {
         let mut engine = Engine::new(EngineConfig::default());
         let labels: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-        engine.apply_named_round("r1", &labels).expect("round");
+        engine.apply_round(Some("r1"), &labels).expect("round");
         engine
     }
 

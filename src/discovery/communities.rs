@@ -385,10 +385,13 @@ mod tests {
             examples: vec![example.into()],
         };
         engine
-            .apply_round(&[
-                label("geology", "volcano lava eruption magma crater ash rock"),
-                label("finance", "bank interest loan mortgage"),
-            ])
+            .apply_round(
+                None,
+                &[
+                    label("geology", "volcano lava eruption magma crater ash rock"),
+                    label("finance", "bank interest loan mortgage"),
+                ],
+            )
             .unwrap();
         let material = engine
             .retriever()

@@ -314,12 +314,15 @@ mod tests {
     fn labels_sharing_keywords_or_confused_fall_together() {
         let mut engine = Engine::new(EngineConfig::default());
         engine
-            .apply_round(&[
-                label("volcanoes", "lava magma eruption crater ash volcano"),
-                label("earthquakes", "seismic fault crater magma tremor"),
-                label("violins", "violin strings bow orchestra concerto"),
-                label("cellos", "cello strings bow orchestra symphony"),
-            ])
+            .apply_round(
+                None,
+                &[
+                    label("volcanoes", "lava magma eruption crater ash volcano"),
+                    label("earthquakes", "seismic fault crater magma tremor"),
+                    label("violins", "violin strings bow orchestra concerto"),
+                    label("cellos", "cello strings bow orchestra symphony"),
+                ],
+            )
             .unwrap();
         let mut traffic = HashMap::new();
         traffic.insert(

@@ -123,17 +123,20 @@ mod tests {
     fn scores_as_the_engines_first_hop_without_descriptions_whatever_it_learned_since() {
         let mut engine = Engine::new(EngineConfig::default());
         engine
-            .apply_round(&[
-                label(
-                    "astronomy",
-                    "telescope images of distant galaxies and stars",
-                ),
-                label(
-                    "cooking",
-                    "bread dough with flour and yeast baked in the oven",
-                ),
-                label("sailing", "a yacht race with spinnakers in a strong breeze"),
-            ])
+            .apply_round(
+                None,
+                &[
+                    label(
+                        "astronomy",
+                        "telescope images of distant galaxies and stars",
+                    ),
+                    label(
+                        "cooking",
+                        "bread dough with flour and yeast baked in the oven",
+                    ),
+                    label("sailing", "a yacht race with spinnakers in a strong breeze"),
+                ],
+            )
             .unwrap();
         // Seen texts change the engine's second hop, not the labels' material.
         for text in [
@@ -147,12 +150,15 @@ mod tests {
         engine.retire_label("sailing").unwrap();
         // Material that arrives later changes every weight (df) and adds label positions.
         engine
-            .apply_round(&[NewLabel {
-                id: "volcanology".into(),
-                name: None,
-                description: Some("eruptions of lava and ash from volcanoes".into()),
-                examples: vec!["magma chamber beneath the crater".into()],
-            }])
+            .apply_round(
+                None,
+                &[NewLabel {
+                    id: "volcanology".into(),
+                    name: None,
+                    description: Some("eruptions of lava and ash from volcanoes".into()),
+                    examples: vec!["magma chamber beneath the crater".into()],
+                }],
+            )
             .unwrap();
         engine
             .add_examples("cooking", &["a stew of beans simmered slowly".into()])

@@ -92,21 +92,14 @@ impl Engine {
         (self, unencoded)
     }
 
-    /// A round of new labels under its name: [`Engine::apply_round`], then the name kept as the
-    /// last round.
-    pub fn apply_named_round(
+    /// Register a round's labels and index their examples and descriptions; a round with an
+    /// id (`round`: every round event has one) is kept as the last round. Validated as a whole
+    /// first: on error nothing changes.
+    pub fn apply_round(
         &mut self,
-        round: &str,
+        round: Option<&str>,
         labels: &[NewLabel],
     ) -> Result<IndexReport, EngineError> {
-        let report = self.apply_round(labels)?;
-        self.labels.set_last_round(round);
-        Ok(report)
-    }
-
-    /// Register a round's labels and index their examples and descriptions. Validated as a
-    /// whole first: on error nothing changes.
-    pub fn apply_round(&mut self, labels: &[NewLabel]) -> Result<IndexReport, EngineError> {
         self.labels.check_round(labels)?;
         let first = self.labels.len();
         let mut documents = Vec::new();
@@ -164,6 +157,9 @@ impl Engine {
         self.outcomes.record(outcomes, &self.config);
         report.labels_added = labels.len();
         report.unencoded += unencoded_names;
+        if let Some(round) = round {
+            self.labels.set_last_round(round);
+        }
         Ok(report)
     }
 

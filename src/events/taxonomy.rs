@@ -303,7 +303,8 @@ fn check(events: &[LabelEvent], bounds: &Bounds) -> Result<(), TaxonomyErrors> {
                     .map_err(|e| e.to_string())
             });
         let new: Vec<NewLabel> = labels.iter().map(NewLabel::from).collect();
-        let applied = checked.and_then(|()| engine.apply_round(&new).map_err(|e| e.to_string()));
+        let applied =
+            checked.and_then(|()| engine.apply_round(None, &new).map_err(|e| e.to_string()));
         if let Err(error) = applied {
             errors.push(format!("round {round}: {error}"));
         }

@@ -188,7 +188,7 @@ mod tests {
         let Update::Round { labels, .. } = update else {
             panic!("a round")
         };
-        engine.apply_round(&labels).unwrap();
+        engine.apply_round(None, &labels).unwrap();
         engine
     }
 

@@ -64,7 +64,7 @@ impl State {
     /// and `eval` alike. On error the state is unchanged.
     pub fn apply(&mut self, update: &Update) -> Result<IndexReport, EngineError> {
         match update {
-            Update::Round { round, labels } => self.engine.apply_named_round(round, labels),
+            Update::Round { round, labels } => self.engine.apply_round(Some(round), labels),
             Update::AddExamples { label, examples } => self.engine.add_examples(label, examples),
             Update::RetireLabel { label } => {
                 self.engine.retire_label(label)?;

@@ -13,10 +13,13 @@ use crate::engine::{Engine, EngineConfig};
 fn near_twins(config: EngineConfig) -> Engine {
     let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
-        .apply_round(&[
-            label("orbit", &["report of the week about space launches"]),
-            label("market", &["report of the week about money markets"]),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("orbit", &["report of the week about space launches"]),
+                label("market", &["report of the week about money markets"]),
+            ],
+        )
         .unwrap();
     engine
 }
@@ -105,8 +108,8 @@ fn a_round_the_encoder_fails_on_is_applied_without_vectors() {
         .0;
     let mut lexical = Engine::new(EngineConfig::default());
     let round = [label("orbit", &["space launches"])];
-    let report = engine.apply_round(&round).unwrap();
-    lexical.apply_round(&round).unwrap();
+    let report = engine.apply_round(None, &round).unwrap();
+    lexical.apply_round(None, &round).unwrap();
     // One example and one name without a vector; the state is the lexical engine's, as every
     // replica's must be whatever its encoder does.
     assert_eq!(report.unencoded, 2);
@@ -172,7 +175,7 @@ fn a_round_s_and_added_examples_material_is_what_applying_them_asks_the_encoder_
     let mut ahead = engine.analyzer().round_material(&round);
     ahead.sort();
     let applied = asked(&mut engine, &|engine| {
-        engine.apply_named_round("r1", &round).unwrap();
+        engine.apply_round(Some("r1"), &round).unwrap();
     });
     assert!(!applied.is_empty());
     assert_eq!(ahead, applied);

@@ -27,20 +27,23 @@ fn steiner() -> EngineConfig {
 fn three_topics(config: EngineConfig) -> Engine {
     let mut engine = Engine::new(config);
     engine
-        .apply_round(&[
-            label(
-                "astronomy",
-                &["telescope observations of distant galaxies and stars in the night sky"],
-            ),
-            label(
-                "cooking",
-                &["a recipe for bread dough with flour, yeast and butter baked in the oven"],
-            ),
-            label(
-                "football",
-                &["the striker scored a goal in the final minute of the football match"],
-            ),
-        ])
+        .apply_round(
+            None,
+            &[
+                label(
+                    "astronomy",
+                    &["telescope observations of distant galaxies and stars in the night sky"],
+                ),
+                label(
+                    "cooking",
+                    &["a recipe for bread dough with flour, yeast and butter baked in the oven"],
+                ),
+                label(
+                    "football",
+                    &["the striker scored a goal in the final minute of the football match"],
+                ),
+            ],
+        )
         .unwrap();
     engine
 }
@@ -59,11 +62,14 @@ fn invalid_round_changes_nothing() {
     let mut engine = three_topics(EngineConfig::default());
     let before = (engine.graph().node_count(), engine.stats().documents);
     let err = engine
-        .apply_round(&[label("physics", &["quantum"]), label("cooking", &["soup"])])
+        .apply_round(
+            None,
+            &[label("physics", &["quantum"]), label("cooking", &["soup"])],
+        )
         .unwrap_err();
     assert_eq!(err, EngineError::DuplicateLabel("cooking".into()));
     let err = engine
-        .apply_round(&[label("physics", &["a"]), label("physics", &["b"])])
+        .apply_round(None, &[label("physics", &["a"]), label("physics", &["b"])])
         .unwrap_err();
     assert_eq!(err, EngineError::RepeatedInRound("physics".into()));
     assert_eq!(
@@ -253,20 +259,23 @@ fn naive_strategy_uses_the_most_similar_examples() {
 fn zero_shot_labels_are_reached_through_their_descriptions() {
     let mut engine = Engine::new(EngineConfig::default());
     engine
-        .apply_round(&[
-            NewLabel {
-                id: "chemistry".into(),
-                name: Some("chemistry".into()),
-                description: Some("molecules, reactions, catalysts and chemical bonds".into()),
-                examples: vec![],
-            },
-            NewLabel {
-                id: "music".into(),
-                name: Some("music".into()),
-                description: Some("songs, melodies, orchestras and musical instruments".into()),
-                examples: vec![],
-            },
-        ])
+        .apply_round(
+            None,
+            &[
+                NewLabel {
+                    id: "chemistry".into(),
+                    name: Some("chemistry".into()),
+                    description: Some("molecules, reactions, catalysts and chemical bonds".into()),
+                    examples: vec![],
+                },
+                NewLabel {
+                    id: "music".into(),
+                    name: Some("music".into()),
+                    description: Some("songs, melodies, orchestras and musical instruments".into()),
+                    examples: vec![],
+                },
+            ],
+        )
         .unwrap();
     let retrieval = engine
         .retriever()

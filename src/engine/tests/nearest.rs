@@ -18,11 +18,14 @@ fn engine(max_candidates: usize) -> Engine {
     config.ranking.max_candidates = max_candidates;
     let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
-        .apply_round(&[
-            label("orbit", &["the weekly report about launches into space"]),
-            label("market", &["money"]),
-            label("kitchen", &["food and sport", "food"]),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("orbit", &["the weekly report about launches into space"]),
+                label("market", &["money"]),
+                label("kitchen", &["food and sport", "food"]),
+            ],
+        )
         .unwrap();
     engine
 }

@@ -14,11 +14,14 @@ fn engine(strategy: Strategy) -> Engine {
     };
     let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
-        .apply_round(&[
-            label("orbit", &["rockets launched into space", "a space station"]),
-            label("market", &["money on the stock exchange"]),
-            label("kitchen", &["food to cook tonight"]),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("orbit", &["rockets launched into space", "a space station"]),
+                label("market", &["money on the stock exchange"]),
+                label("kitchen", &["food to cook tonight"]),
+            ],
+        )
         .unwrap();
     engine
 }
@@ -59,7 +62,7 @@ fn probe_learns_the_labels_words_and_meaning() {
 fn probe_is_refitted_as_labels_arrive_and_retire() {
     let mut engine = engine(Strategy::Probe);
     engine
-        .apply_round(&[label("sport", &["a sport match with the team"])])
+        .apply_round(None, &[label("sport", &["a sport match with the team"])])
         .unwrap();
     assert_eq!(retrieve(&engine, "sport team").graph_choice, "sport");
     engine.retire_label("sport").unwrap();

@@ -71,8 +71,8 @@ fn a_round_past_the_capacity_chooses_its_keywords_before_forgetting() {
         ..EngineConfig::default()
     });
     let mut unbounded = Engine::new(EngineConfig::default());
-    bounded.apply_round(&round).unwrap();
-    unbounded.apply_round(&round).unwrap();
+    bounded.apply_round(None, &round).unwrap();
+    unbounded.apply_round(None, &round).unwrap();
     assert_eq!(unbounded.stats().phrase_count(), 351);
     assert!(bounded.stats().phrase_count() <= 100);
     // The examples' keywords, and their costs, as if nothing had been forgotten.

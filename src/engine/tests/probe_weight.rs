@@ -17,14 +17,17 @@ fn fitted() -> Engine {
     config.ranking.probe_weight = ProbeWeight::FITTED;
     let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
-        .apply_round(&[
-            label("orbit", &["rockets launched into space", "a space station"]),
-            label(
-                "market",
-                &["money on the stock exchange", "shares and money"],
-            ),
-            label("kitchen", &["food to cook tonight", "a recipe for dinner"]),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("orbit", &["rockets launched into space", "a space station"]),
+                label(
+                    "market",
+                    &["money on the stock exchange", "shares and money"],
+                ),
+                label("kitchen", &["food to cook tonight", "a recipe for dinner"]),
+            ],
+        )
         .unwrap();
     engine
 }
@@ -93,7 +96,7 @@ fn past_the_label_cap_no_probe_is_fitted() {
         .iter()
         .map(|name| label(name, &["money on the stock exchange"]))
         .collect();
-    engine.apply_round(&round).unwrap();
+    engine.apply_round(None, &round).unwrap();
     assert!(engine.probe.is_none());
 }
 
@@ -119,7 +122,7 @@ fn past_the_work_bound_no_probe_is_fitted() {
             .enumerate()
             .map(|(l, text)| label(&format!("label{l}"), &[text.as_str()]))
             .collect();
-        engine.apply_round(&round).unwrap();
+        engine.apply_round(None, &round).unwrap();
         engine
     };
     let light = engine_with(20, 3);
@@ -154,7 +157,7 @@ fn a_weight_set_by_hand_is_not_fitted() {
     config.ranking.probe_weight = ProbeWeight::Fixed(1.5);
     let mut engine = Engine::new(config).with_encoder(Arc::new(TopicEncoder)).0;
     engine
-        .apply_round(&[label("orbit", &["rockets launched into space"])])
+        .apply_round(None, &[label("orbit", &["rockets launched into space"])])
         .unwrap();
     assert_eq!(engine.probe_weight(), 1.5);
     assert_eq!(engine.to_state().fitted_probe_weight, None);

@@ -36,7 +36,7 @@ proptest! {
                 examples: vec![text(words)],
             })
             .collect();
-        engine.apply_round(&labels).unwrap();
+        engine.apply_round(None, &labels).unwrap();
         for (i, query) in queries.iter().enumerate() {
             let analysis = engine.analyzer().analyze(&text(query));
             let retrieval = engine.retriever().retrieve(&analysis).unwrap();

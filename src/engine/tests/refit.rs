@@ -10,8 +10,8 @@ use crate::engine::saved::EngineState;
 fn two_topics_three_shots(config: EngineConfig) -> Engine {
     let mut engine = Engine::new(config);
     engine
-        .apply_named_round(
-            "r1",
+        .apply_round(
+            Some("r1"),
             &[
                 label(
                     "astronomy",
@@ -65,10 +65,13 @@ fn two_topics(shots: usize, config: EngineConfig) -> Engine {
         .collect();
     let mut engine = Engine::new(config);
     engine
-        .apply_round(&[
-            label("astronomy", &as_strs(&astronomy)),
-            label("cooking", &as_strs(&cooking)),
-        ])
+        .apply_round(
+            None,
+            &[
+                label("astronomy", &as_strs(&astronomy)),
+                label("cooking", &as_strs(&cooking)),
+            ],
+        )
         .unwrap();
     engine
 }
@@ -131,7 +134,9 @@ fn an_audit_is_an_outcome_of_the_decision_it_corrects() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
     let (label, text) = corrected(&engine);
-    let (report, _) = engine.correct(Some(label), text, CorrectionKind::Audit).unwrap();
+    let (report, _) = engine
+        .correct(Some(label), text, CorrectionKind::Audit)
+        .unwrap();
     assert_eq!(report.texts_indexed, 1);
     let outcomes: Vec<_> = engine.outcomes().outcomes().collect();
     // One outcome, wrong: the audited text itself is not scored again as an example.
@@ -145,7 +150,9 @@ fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
     let mut engine = two_topics_three_shots(EngineConfig::default());
     let before = engine.outcomes().outcomes().len();
     let (label, text) = corrected(&engine);
-    let (report, _) = engine.correct(Some(label), text, CorrectionKind::Review).unwrap();
+    let (report, _) = engine
+        .correct(Some(label), text, CorrectionKind::Review)
+        .unwrap();
     assert_eq!(report.texts_indexed, 1);
     assert_eq!(engine.outcomes().outcomes().len(), before);
 }

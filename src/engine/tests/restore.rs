@@ -137,7 +137,7 @@ fn geology() -> Vec<NewLabel> {
 #[test]
 fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
     let mut engine = Engine::new(EngineConfig::default());
-    engine.apply_named_round("r1", &geology()).unwrap();
+    engine.apply_round(Some("r1"), &geology()).unwrap();
     for i in 0..crate::engine::index::FOLD_AT_LEAST + 3 {
         let analysis = engine
             .analyzer()

@@ -18,17 +18,20 @@ fn shared_first_word() -> (Engine, Retrieval) {
         ..EngineConfig::default()
     });
     engine
-        .apply_round(&[
-            label(
-                "computer_vision",
-                &["camera images segmented and objects detected by a convolutional network"],
-            ),
-            label(
-                "computer_graphics",
-                &["rendering shaded triangles with ray tracing and texture maps"],
-            ),
-            label("cooking", &["bread dough with flour and yeast"]),
-        ])
+        .apply_round(
+            None,
+            &[
+                label(
+                    "computer_vision",
+                    &["camera images segmented and objects detected by a convolutional network"],
+                ),
+                label(
+                    "computer_graphics",
+                    &["rendering shaded triangles with ray tracing and texture maps"],
+                ),
+                label("cooking", &["bread dough with flour and yeast"]),
+            ],
+        )
         .unwrap();
     let analysis = engine
         .analyzer()

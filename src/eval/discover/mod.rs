@@ -127,7 +127,7 @@ pub async fn run(
         }
     }
     for setup in &prepared[..held] {
-        engine.apply_round(&setup.labels)?;
+        engine.apply_round(None, &setup.labels)?;
     }
     let held_classes: HashSet<&str> = rounds[held]
         .train
@@ -384,7 +384,7 @@ fn accept(
         labels.extend(specs.iter().map(NewLabel::from));
     }
     if !labels.is_empty() {
-        engine.apply_round(&labels)?;
+        engine.apply_round(None, &labels)?;
     }
     Ok(majority)
 }
@@ -406,7 +406,7 @@ async fn accuracies(
     })
     .await?;
     let mut true_round = engine.clone();
-    true_round.apply_round(truth)?;
+    true_round.apply_round(None, truth)?;
     let true_examples_accuracy = accuracy(classifier, &true_round, held_texts, |label, gold| {
         label == gold
     })

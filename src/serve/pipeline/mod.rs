@@ -385,7 +385,7 @@ pub(crate) fn one_round_engine(
         })
         .collect();
     engine
-        .apply_named_round("r1", &labels)
+        .apply_round(Some("r1"), &labels)
         .expect("a valid round");
     engine
 }
