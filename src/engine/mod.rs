@@ -453,7 +453,7 @@ impl Engine {
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
             probe: self.probe.as_deref(),
-            probe_weight: self.probe_weight(),
+            probe_weight: peers::probe_weight(self),
         }
     }
 

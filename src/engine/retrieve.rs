@@ -62,6 +62,11 @@ impl<'e> Retriever<'e> {
             .collect()
     }
 
+    /// The probe's weight in the ranked strategies (0: not read; see `peers.rs`).
+    pub fn probe_weight(&self) -> f64 {
+        self.probe_weight
+    }
+
     /// Retrieval over the keyword graph alone ([`GraphWalk`]).
     pub(super) fn graph_walk(&self) -> GraphWalk<'e> {
         GraphWalk {

@@ -152,22 +152,27 @@ impl GraphState {
     }
 }
 
-impl Engine {
-    /// Everything that a restart must bring back (the configuration comes from the operator).
-    pub fn to_state(&self) -> EngineState {
-        EngineState {
-            graph: GraphState::of(&self.graph),
-            stats: self.stats.clone(),
-            labels: self.labels.all().to_vec(),
-            index: self.index.documents().alive().cloned().collect(),
-            label_version: self.labels.version(),
-            last_round: self.labels.last_round().map(str::to_string),
-            spread: self.index.weights().learned_state(),
-            outcomes: self.outcomes.outcomes().copied().collect(),
-            fitted_probe_weight: self.fitted_probe_weight,
+impl EngineState {
+    /// Everything of `engine` that a restart must bring back (the configuration comes from
+    /// the operator; [`Engine::from_state`] brings it back).
+    pub fn of(engine: &Engine) -> Self {
+        Self {
+            graph: GraphState::of(&engine.graph),
+            stats: engine.stats.clone(),
+            labels: engine.labels.all().to_vec(),
+            index: engine.index.documents().alive().cloned().collect(),
+            label_version: engine.labels.version(),
+            last_round: engine.labels.last_round().map(str::to_string),
+            spread: engine.index.weights().learned_state(),
+            outcomes: engine.outcomes.outcomes().copied().collect(),
+            fitted_probe_weight: engine.fitted_probe_weight,
         }
     }
+}
 
+impl Engine {
+    /// The engine a saved state describes, under `config`; an error names what is
+    /// inconsistent in the state.
     pub fn from_state(config: EngineConfig, state: EngineState) -> Result<Self, StateError> {
         let graph = state.graph.restore()?;
         let mut label_index = HashMap::default();

@@ -159,7 +159,7 @@ pub(super) fn summarise(
         description_calls,
         graph_nodes: engine.graph().node_count(),
         graph_edges: engine.graph().edge_count(),
-        probe_weight: engine.probe_weight(),
+        probe_weight: engine.retriever().probe_weight(),
         keywords_added_online,
         seconds,
     }

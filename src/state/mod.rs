@@ -19,6 +19,7 @@ pub use update::Update;
 
 use crate::discovery::{Pool, PooledText, Unexplained};
 use crate::engine::correct::{CorrectionKind, CorrectionReport};
+use crate::engine::saved::EngineState;
 use crate::engine::saved::{hash_str, StateError};
 use crate::engine::{Engine, EngineConfig, EngineError, IndexReport};
 
@@ -151,7 +152,7 @@ impl State {
 
     /// What the store persists.
     pub fn to_snapshot(&self) -> Snapshot {
-        Snapshot::new(self.engine.to_state(), self.pool.clone())
+        Snapshot::new(EngineState::of(&self.engine), self.pool.clone())
     }
 
     /// The state a snapshot describes, with this instance's engine configuration and pool

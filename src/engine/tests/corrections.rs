@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::engine::correct::CorrectionKind::Review;
+use crate::engine::saved::EngineState;
 
 /// A text about baking that also mentions the sky: learned (wrongly, and with confidence) as
 /// astronomy in these tests.
@@ -89,7 +90,7 @@ fn replicas_applying_the_same_correction_agree() {
     b.correct(Some("cooking"), MIXED, Review).unwrap();
     assert_eq!(a.digest(), b.digest());
     // And a restart from a snapshot holds the same state.
-    let restored = Engine::from_state(EngineConfig::default(), a.to_state()).unwrap();
+    let restored = Engine::from_state(EngineConfig::default(), EngineState::of(&a)).unwrap();
     assert_eq!(restored.digest(), a.digest());
 }
 

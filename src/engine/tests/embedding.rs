@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::label;
 use crate::engine::embedding::tests::TopicEncoder;
 use crate::engine::embedding::{EncodeError, TextEncoder};
+use crate::engine::saved::EngineState;
 use crate::engine::{Engine, EngineConfig};
 
 /// Two labels whose examples share every word but one topic word each, so the words alone
@@ -67,7 +68,7 @@ fn without_a_query_vector_retrieval_is_lexical() {
 #[test]
 fn a_restored_engine_given_the_encoder_retrieves_as_the_live_one() {
     let live = near_twins(config(1.0));
-    let restored = Engine::from_state(config(1.0), live.to_state())
+    let restored = Engine::from_state(config(1.0), EngineState::of(&live))
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
         .0;
@@ -122,7 +123,7 @@ fn a_restored_engine_encodes_long_examples_and_later_examples_as_the_live_one() 
     // Longer than the index keeps (1,000 characters): both engines encode the kept text.
     let long = format!("{} money at the end", "space ".repeat(400));
     live.add_examples("market", &[long]).unwrap();
-    let restored = Engine::from_state(config(1.0), live.to_state())
+    let restored = Engine::from_state(config(1.0), EngineState::of(&live))
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
         .0;

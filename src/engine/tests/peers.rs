@@ -27,6 +27,7 @@ fn engine(strategy: Strategy) -> Engine {
 }
 
 use super::retrieve_encoded as retrieve;
+use crate::engine::saved::EngineState;
 
 #[test]
 fn prototype_ranks_labels_by_their_examples_and_name_together() {
@@ -73,7 +74,7 @@ fn probe_is_refitted_as_labels_arrive_and_retire() {
 #[test]
 fn a_restored_engine_fits_the_same_probe() {
     let engine = engine(Strategy::Probe);
-    let restored = Engine::from_state(engine.config().clone(), engine.to_state())
+    let restored = Engine::from_state(engine.config().clone(), EngineState::of(&engine))
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
         .0;
@@ -92,7 +93,7 @@ fn the_probe_s_weight_moves_hybrid_towards_what_it_learned() {
     let before = retrieve(&off, text);
     let mut config = off.config().clone();
     config.ranking.probe_weight = crate::engine::probe::ProbeWeight::Fixed(4.0);
-    let on = Engine::from_state(config, off.to_state())
+    let on = Engine::from_state(config, EngineState::of(&off))
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
         .0;

@@ -2,6 +2,7 @@
 //! replicas agree across it.
 
 use super::{label, three_topics};
+use crate::engine::saved::EngineState;
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
 #[test]
@@ -14,7 +15,7 @@ fn a_restore_between_phrase_bounds_behaves_like_an_engine_that_never_stopped() {
     let mut restored: Option<Engine> = None;
     for i in 0..40 {
         if i == 17 {
-            restored = Some(Engine::from_state(config.clone(), live.to_state()).unwrap());
+            restored = Some(Engine::from_state(config.clone(), EngineState::of(&live)).unwrap());
         }
         // Shared words, and words no other text has: the statistics keep outgrowing 60.
         let text = format!("telescope comet orbit{i} nebula{i} galaxy{}", i % 5);

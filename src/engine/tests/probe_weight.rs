@@ -10,6 +10,7 @@ use crate::engine::embedding::tests::TopicEncoder;
 use crate::engine::peers::{fit_probe_on, probe_material};
 use crate::engine::probe::{word_counts, Probe, ProbeWeight};
 use crate::engine::probe_weight::{cross_fit, WEIGHTS};
+use crate::engine::saved::EngineState;
 use crate::engine::{Engine, EngineConfig, Retrieval};
 
 fn fitted() -> Engine {
@@ -39,13 +40,15 @@ fn bits(retrieval: &Retrieval) -> Vec<u64> {
 #[test]
 fn the_fitted_weight_is_one_tried_and_the_same_on_every_replica() {
     let (a, b) = (fitted(), fitted());
-    let weight = a
-        .to_state()
+    let weight = EngineState::of(&a)
         .fitted_probe_weight
         .expect("fitted at the round");
     assert!(WEIGHTS.contains(&weight), "{weight}");
-    assert_eq!(a.probe_weight().to_bits(), b.probe_weight().to_bits());
-    assert_eq!(a.probe_weight(), weight);
+    assert_eq!(
+        a.retriever().probe_weight().to_bits(),
+        b.retriever().probe_weight().to_bits()
+    );
+    assert_eq!(a.retriever().probe_weight(), weight);
 }
 
 #[test]
@@ -57,8 +60,11 @@ fn a_restored_engine_keeps_the_weight_it_fitted() {
             .with_encoder(Arc::new(TopicEncoder))
             .0
     };
-    let restored = restore(engine.to_state());
-    assert_eq!(restored.probe_weight(), engine.probe_weight());
+    let restored = restore(EngineState::of(&engine));
+    assert_eq!(
+        restored.retriever().probe_weight(),
+        engine.retriever().probe_weight()
+    );
     for text in ["money for dinner", "space rockets", "nothing known"] {
         assert_eq!(
             bits(&retrieve(&engine, text)),
@@ -66,17 +72,17 @@ fn a_restored_engine_keeps_the_weight_it_fitted() {
         );
     }
     // A weight above 0 is read back, and the probe fitted again for it.
-    let mut state = engine.to_state();
+    let mut state = EngineState::of(&engine);
     state.fitted_probe_weight = Some(2.0);
     let weighing = restore(state);
-    assert_eq!(weighing.probe_weight(), 2.0);
-    let again = restore(weighing.to_state());
+    assert_eq!(weighing.retriever().probe_weight(), 2.0);
+    let again = restore(EngineState::of(&weighing));
     let text = "money for dinner";
     assert_eq!(
         bits(&retrieve(&weighing, text)),
         bits(&retrieve(&again, text))
     );
-    let mut without = engine.to_state();
+    let mut without = EngineState::of(&engine);
     without.fitted_probe_weight = Some(0.0);
     assert_ne!(
         bits(&retrieve(&weighing, text)),
@@ -138,17 +144,17 @@ fn past_the_work_bound_no_probe_is_fitted() {
 #[test]
 fn a_state_with_no_fitted_weight_reads_none_until_labelled_material_arrives() {
     let engine = fitted();
-    let mut state = engine.to_state();
+    let mut state = EngineState::of(&engine);
     state.fitted_probe_weight = None;
     let mut restored = Engine::from_state(engine.config().clone(), state)
         .unwrap()
         .with_encoder(Arc::new(TopicEncoder))
         .0;
-    assert_eq!(restored.probe_weight(), 0.0);
+    assert_eq!(restored.retriever().probe_weight(), 0.0);
     restored
         .add_examples("market", &["a bank loan".to_string()])
         .unwrap();
-    assert!(restored.to_state().fitted_probe_weight.is_some());
+    assert!(EngineState::of(&restored).fitted_probe_weight.is_some());
 }
 
 #[test]
@@ -159,8 +165,8 @@ fn a_weight_set_by_hand_is_not_fitted() {
     engine
         .apply_round(None, &[label("orbit", &["rockets launched into space"])])
         .unwrap();
-    assert_eq!(engine.probe_weight(), 1.5);
-    assert_eq!(engine.to_state().fitted_probe_weight, None);
+    assert_eq!(engine.retriever().probe_weight(), 1.5);
+    assert_eq!(EngineState::of(&engine).fitted_probe_weight, None);
 }
 
 #[test]

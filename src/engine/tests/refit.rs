@@ -161,7 +161,7 @@ fn a_reviewer_s_correction_teaches_the_label_but_not_the_confidence() {
 fn outcomes_survive_a_snapshot_and_the_restored_engine_refits_the_same() {
     let engine = two_topics(refit::MIN_OUTCOMES, EngineConfig::default());
     assert_ne!(engine.outcomes().recalibration(), Recalibration::default());
-    let state = engine.to_state();
+    let state = EngineState::of(&engine);
     let bytes = postcard::to_stdvec(&state).unwrap();
     let decoded: EngineState = postcard::from_bytes(&bytes).unwrap();
     assert_eq!(decoded.outcomes.len(), 2 * refit::MIN_OUTCOMES);

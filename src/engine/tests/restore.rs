@@ -4,7 +4,7 @@
 use super::three_topics;
 use crate::engine::graph;
 use crate::engine::index::{self, DocKind};
-use crate::engine::saved;
+use crate::engine::saved::{self, EngineState};
 use crate::engine::{Engine, EngineConfig, NewLabel};
 
 #[test]
@@ -19,11 +19,11 @@ fn restored_state_is_the_same_engine() {
         let label = engine.retriever().retrieve(&analysis).unwrap().graph_choice;
         engine.learn(&analysis, &label, true);
     }
-    let bytes = postcard::to_stdvec(&engine.to_state()).unwrap();
+    let bytes = postcard::to_stdvec(&EngineState::of(&engine)).unwrap();
     let state: saved::EngineState = postcard::from_bytes(&bytes).unwrap();
     let mut restored = Engine::from_state(EngineConfig::default(), state).unwrap();
     assert_eq!(restored.digest(), engine.digest());
-    assert_eq!(restored.to_state(), engine.to_state());
+    assert_eq!(EngineState::of(&restored), EngineState::of(&engine));
 
     // Both go on identically: same retrievals, same learning, same digest.
     for text in [
@@ -63,7 +63,7 @@ fn a_restore_between_evictions_behaves_like_an_engine_that_never_stopped() {
     let mut restored: Option<Engine> = None;
     for (i, text) in texts.iter().enumerate() {
         if i == 5 {
-            let state = live.to_state();
+            let state = EngineState::of(&live);
             restored = Some(Engine::from_state(config.clone(), state).unwrap());
         }
         for engine in std::iter::once(&mut live).chain(restored.as_mut()) {
@@ -113,7 +113,7 @@ fn digest_tells_states_apart() {
 #[test]
 fn corrupt_graph_state_is_refused() {
     let engine = three_topics(EngineConfig::default());
-    let mut state = engine.to_state();
+    let mut state = EngineState::of(&engine);
     state
         .graph
         .edges
@@ -144,7 +144,7 @@ fn the_digest_covers_the_label_spread_and_survives_a_snapshot_after_a_fold() {
             .analyze(&format!("lava and ash over the village {i}"));
         engine.learn(&analysis, "geology", i % 2 == 0);
     }
-    let state = engine.to_state();
+    let state = EngineState::of(&engine);
     assert!(!state.spread.folded.is_empty() && state.spread.pending_texts == 3);
     let restored = Engine::from_state(EngineConfig::default(), state.clone()).unwrap();
     assert_eq!(restored.digest(), engine.digest());
