@@ -10,7 +10,8 @@
 //! hallucination (the paper's definition). A known active label that retrieval did not offer
 //! is accepted, as the reference code does, but flagged `outside_candidates`.
 
-use super::text::{is_stop_word, normalise_label_text};
+use super::text::normalise_label_text;
+use super::text::stop_words::is_stop_word;
 
 /// Why an answer was flagged (published as `events::HallucinationKind`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

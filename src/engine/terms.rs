@@ -13,7 +13,8 @@ use foldhash::HashMap;
 use rust_stemmers::{Algorithm, Stemmer};
 use serde::{Deserialize, Serialize};
 
-use super::text::{is_stop_word, push_lowercase};
+use super::text::push_lowercase;
+use super::text::stop_words::is_stop_word;
 
 /// Longest n-gram, in words.
 pub const MAX_TERM_WORDS: usize = 3;
