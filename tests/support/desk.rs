@@ -1,6 +1,7 @@
 #![allow(dead_code)] // each test binary uses its own subset
 //! `gorag review` as a child process on the real broker, and a reviewer's HTTP client.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -300,4 +301,17 @@ pub mod reqwest {
             })
         }
     }
+}
+
+/// The `correct` events on the labels topic, by text id (every one, repeats kept).
+pub fn corrections(records: &[super::kafka::Record]) -> BTreeMap<String, Vec<serde_json::Value>> {
+    let mut by_text: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for record in records {
+        let event = record.json();
+        if event["type"] == "correct" {
+            let id = event["text_id"].as_str().unwrap_or_default().to_string();
+            by_text.entry(id).or_default().push(event);
+        }
+    }
+    by_text
 }
