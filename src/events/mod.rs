@@ -290,7 +290,7 @@ pub enum PredictionStatus {
     /// Below `engine.abstain_below`, or a label far from the text in meaning: a person
     /// should look; `label` is the best guess.
     NeedsReview,
-    /// No active label fits the text: `label` is null (version 3; `engine.no_match_*`).
+    /// No active label fits the text: `label` is null (version 3; `[engine.no_match]`).
     NoMatch,
 }
 
