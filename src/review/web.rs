@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::body::Bytes;
-use axum::extract::{Extension, State};
+use axum::extract::{Extension, FromRequest, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -190,23 +190,36 @@ fn json<T: Serialize>(value: &T) -> ([(header::HeaderName, &'static str); 2], St
 
 /// A write from the page: JSON only, so a form on another site cannot post one (the cookie is
 /// also `SameSite=Strict`).
-fn json_body<T: for<'de> Deserialize<'de>>(headers: &HeaderMap, body: &[u8]) -> Result<T, Refusal> {
-    let is_json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !is_json {
-        return Err(refusal(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "send application/json",
-        ));
+/// A request's JSON body, read as `T`: refused with the desk's own error body when it is not
+/// JSON (415) or not a request the desk reads (400).
+struct JsonBody<T>(T);
+
+impl<S: Send + Sync, T: for<'de> Deserialize<'de>> FromRequest<S> for JsonBody<T> {
+    type Rejection = Refusal;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Refusal> {
+        let is_json = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/json"));
+        if !is_json {
+            return Err(refusal(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send application/json",
+            ));
+        }
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| refusal(rejection.status(), rejection.body_text()))?;
+        let read = serde_json::from_slice(&body).map_err(|e| {
+            refusal(
+                StatusCode::BAD_REQUEST,
+                format!("not a request the desk reads: {e}"),
+            )
+        })?;
+        Ok(Self(read))
     }
-    serde_json::from_slice(body).map_err(|e| {
-        refusal(
-            StatusCode::BAD_REQUEST,
-            format!("not a request the desk reads: {e}"),
-        )
-    })
 }
 
 #[derive(Deserialize)]
@@ -219,13 +232,9 @@ async fn login(
     State(shared): State<Arc<Shared>>,
     Extension(Peer(peer)): Extension<Peer>,
     headers: HeaderMap,
-    body: Bytes,
+    JsonBody(request): JsonBody<LoginRequest>,
 ) -> Response {
     let peer = client_address(shared.client_address_header.as_ref(), &headers, peer);
-    let request: LoginRequest = match json_body(&headers, &body) {
-        Ok(request) => request,
-        Err(refused) => return refused.into_response(),
-    };
     let logins = shared.logins.now();
     let Some((reviewer, key)) = logins.by_token_with_key(request.token.trim()) else {
         shared.login_guard.failed(peer);
@@ -326,20 +335,12 @@ struct ItemRequest {
     item: ItemRef,
 }
 
-fn item_of(headers: &HeaderMap, body: &[u8]) -> Result<ItemKey, Refusal> {
-    json_body::<ItemRequest>(headers, body).map(|request| ItemKey::from(request.item))
-}
-
 async fn skip(
     State(shared): State<Arc<Shared>>,
     Extension(reviewer): Extension<Reviewer>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(request): JsonBody<ItemRequest>,
 ) -> Response {
-    let key = match item_of(&headers, &body) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
+    let key = ItemKey::from(request.item);
     if let Some(refused) = not_ready(&shared) {
         return refused;
     }
@@ -400,3 +401,6 @@ async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+mod tests;

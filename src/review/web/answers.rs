@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use axum::body::Bytes;
 use axum::extract::{Extension, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
-use super::{item_of, json, json_body, not_ready, now_ms, refuse, ItemRef, Outlet, Shared};
+use super::{json, not_ready, now_ms, refuse, ItemRef, ItemRequest, JsonBody, Outlet, Shared};
 use crate::review::answer::{Answer, DeskError, Publish};
 use crate::review::desk::Body;
 use crate::review::queue::{AnswerError, Item, ItemKey, Millis, Reviewer};
@@ -17,7 +16,7 @@ use crate::review::undo::{Held, Taker, UNDO_WINDOW};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-enum AnswerBody {
+pub(super) enum AnswerBody {
     Label(String),
     None,
     /// The text belongs to this open proposal.
@@ -34,7 +33,7 @@ enum AnswerBody {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AnswerRequest {
+pub(super) struct AnswerRequest {
     item: ItemRef,
     answer: AnswerBody,
 }
@@ -42,13 +41,8 @@ struct AnswerRequest {
 pub(super) async fn answer(
     State(shared): State<Arc<Shared>>,
     Extension(reviewer): Extension<Reviewer>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(request): JsonBody<AnswerRequest>,
 ) -> Response {
-    let request: AnswerRequest = match json_body(&headers, &body) {
-        Ok(request) => request,
-        Err(refused) => return refused.into_response(),
-    };
     let answer = match request.answer {
         AnswerBody::Label(label) => Answer::Label(label),
         AnswerBody::None => Answer::NoneOfThese,
@@ -136,13 +130,9 @@ async fn publish_held_answer(shared: Arc<Shared>, held: Held) {
 pub(super) async fn undo(
     State(shared): State<Arc<Shared>>,
     Extension(reviewer): Extension<Reviewer>,
-    headers: HeaderMap,
-    body: Bytes,
+    JsonBody(request): JsonBody<ItemRequest>,
 ) -> Response {
-    let key = match item_of(&headers, &body) {
-        Ok(key) => key,
-        Err(refused) => return refused.into_response(),
-    };
+    let key = ItemKey::from(request.item);
     match shared.pending.take(&key, Taker::Reviewer(&reviewer)) {
         Some(held) => {
             shared.desk().take_back(held.item, &reviewer, now_ms());
