@@ -88,23 +88,39 @@ fn a_schema_changes_only_with_its_version() {
     }
 }
 
-/// A schema with every `description` taken out: what a consumer validates against. (A field
-/// named `description`, under `properties`, stays.)
-fn without_descriptions(value: &Value) -> Value {
-    match value {
+/// Keywords whose value maps names to schemas: a name there is not a keyword (a field may be
+/// called `description`).
+const NAMED_SCHEMAS: &[&str] = &[
+    "properties",
+    "patternProperties",
+    "$defs",
+    "definitions",
+    "dependentSchemas",
+];
+
+/// Keywords whose value is data, compared as it is.
+const DATA: &[&str] = &["default", "examples", "const", "enum"];
+
+/// A schema with its descriptions (a `description` keyword with text) taken out: what a
+/// consumer validates against.
+fn without_descriptions(schema: &Value) -> Value {
+    match schema {
         Value::Object(map) => Value::Object(
             map.iter()
-                .filter(|(key, _)| key.as_str() != "description")
+                .filter(|(key, value)| !(key.as_str() == "description" && value.is_string()))
                 .map(|(key, value)| {
-                    let value = match (key.as_str(), value) {
-                        ("properties", Value::Object(fields)) => Value::Object(
-                            fields
-                                .iter()
-                                .map(|(field, schema)| {
-                                    (field.clone(), without_descriptions(schema))
-                                })
-                                .collect(),
-                        ),
+                    let value = match value {
+                        _ if DATA.contains(&key.as_str()) => value.clone(),
+                        Value::Object(named) if NAMED_SCHEMAS.contains(&key.as_str()) => {
+                            Value::Object(
+                                named
+                                    .iter()
+                                    .map(|(name, schema)| {
+                                        (name.clone(), without_descriptions(schema))
+                                    })
+                                    .collect(),
+                            )
+                        }
                         _ => without_descriptions(value),
                     };
                     (key.clone(), value)
@@ -114,6 +130,35 @@ fn without_descriptions(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
         other => other.clone(),
     }
+}
+
+/// What the version check reads as the same schema: another description, and nothing else.
+#[test]
+fn only_descriptions_may_change_under_a_version() {
+    let schema = |field: &str, kind: &str, text: &str| {
+        serde_json::json!({
+            "description": text,
+            "properties": { field: { "type": kind, "description": text } },
+            "$defs": { "Spec": { "properties": { "description": { "type": "string" } } } },
+            "default": { "description": "a default" },
+        })
+    };
+    let pinned = without_descriptions(&schema("description", "string", "old"));
+    let documented = without_descriptions(&schema("description", "string", "new"));
+    assert_eq!(pinned, documented, "a description's text may change");
+    for (changed, what) in [
+        (schema("summary", "string", "old"), "a field renamed"),
+        (schema("description", "integer", "old"), "a field retyped"),
+    ] {
+        assert_ne!(pinned, without_descriptions(&changed), "{what}");
+    }
+    let mut default_changed = schema("description", "string", "old");
+    default_changed["default"]["description"] = "other".into();
+    assert_ne!(
+        pinned,
+        without_descriptions(&default_changed),
+        "data is compared as it is"
+    );
 }
 
 /// (schema name, JSON) of every ```json <schema> block of a Markdown file.

@@ -45,7 +45,7 @@ impl GraphWalk<'_> {
         labels
     }
 
-    pub(super) fn candidates(
+    pub(super) fn steiner_candidates(
         &self,
         terminals: &[(&Keyword, NodeIndex)],
     ) -> (Vec<String>, Basis, Option<f64>) {

@@ -108,16 +108,6 @@ fn dot(a: &[f32], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| f64::from(*x) * y).sum()
 }
 
-/// The probe's weight in the ranked strategies, as retrieval reads it
-/// ([`super::Retriever::probe_weight`]): as set, or as fitted (0 before a fit); 0 when no probe
-/// is fitted (past its bounds, [`within_bounds`]), since none is read then.
-pub(super) fn probe_weight(engine: &Engine) -> f64 {
-    if engine.probe.is_none() {
-        return 0.0;
-    }
-    wanted_weight(engine)
-}
-
 impl Engine {
     /// Fit the probe again on every label's own material (examples and names), where
     /// retrieval reads it ([`fit_probe_if_read`]): after a round, new examples, a correction, the
@@ -129,7 +119,7 @@ impl Engine {
 }
 
 /// The probe's weight as set or fitted, whether or not a probe is fitted for it.
-fn wanted_weight(engine: &Engine) -> f64 {
+pub(super) fn wanted_weight(engine: &Engine) -> f64 {
     match engine.config.ranking.probe_weight.fixed() {
         Some(weight) => weight,
         None => engine.fitted_probe_weight.unwrap_or(0.0),

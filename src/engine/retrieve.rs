@@ -101,7 +101,7 @@ impl<'e> Retriever<'e> {
                 Some(labels) => (labels, Basis::SimilarExamples, None),
                 None => (self.labels.active_ids(), Basis::NoEvidence, None),
             },
-            Strategy::Steiner => self.graph_walk().candidates(&terminals),
+            Strategy::Steiner => self.graph_walk().steiner_candidates(&terminals),
             _ => (self.labels.active_ids(), Basis::AllLabels, None),
         };
         // NaiveRAG's own prediction is the label of the most similar example (listed first).

@@ -48,7 +48,7 @@ impl Catalogue {
     }
 
     /// The labels round `round` announced, if it was read.
-    pub fn round(&self, round: &str) -> Option<&[String]> {
+    pub fn round_labels(&self, round: &str) -> Option<&[String]> {
         self.rounds.get(round).map(Vec::as_slice)
     }
 

@@ -11,7 +11,7 @@
 
 pub mod access;
 pub mod answer;
-pub mod catalogue;
+mod catalogue;
 pub mod desk;
 pub mod exposition;
 pub mod feed;
@@ -19,7 +19,7 @@ pub mod guard;
 pub mod item;
 pub mod logins;
 mod memory;
-pub mod proposals;
+mod proposals;
 pub mod queue;
 pub mod session;
 pub mod tally;

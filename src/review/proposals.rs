@@ -19,24 +19,25 @@ pub const MAX_VOTED_EXAMPLES: usize = 20;
 pub struct Proposals {
     records: HashMap<String, ProposalEvent>,
     /// The texts reviewers placed in each proposal not yet decided, oldest first, at most
-    /// [`MAX_VOTED_EXAMPLES`] each, for at most `most_voted` proposals (a placement read
+    /// [`MAX_VOTED_EXAMPLES`] each, for at most `max_voted_proposals` proposals (a placement read
     /// before its proposal counts too: the topics are read side by side).
     votes: HashMap<String, Vec<String>>,
-    most_voted: usize,
+    max_voted_proposals: usize,
 }
 
 impl Proposals {
-    /// Placed texts are kept for at most `most_voted` proposals.
-    pub fn new(most_voted: usize) -> Self {
+    /// Placed texts are kept for at most `max_voted_proposals` proposals.
+    pub fn new(max_voted_proposals: usize) -> Self {
         Self {
             records: HashMap::new(),
             votes: HashMap::new(),
-            most_voted,
+            max_voted_proposals,
         }
     }
 
-    /// A record read from the proposals topic: the proposal's current record after it (None
-    /// when the record is stale). A closed proposal's placed texts are dropped.
+    /// A record read from the proposals topic: the proposal's current record after it (the
+    /// record already kept, when `event` is stale: an older revision, or open after a
+    /// decision). A closed proposal's placed texts are dropped.
     pub fn read(&mut self, event: ProposalEvent) -> Option<ProposalEvent> {
         let id = event.proposal.clone();
         let previous = self.records.remove(&id);
@@ -53,13 +54,14 @@ impl Proposals {
 
     /// A text placed in `proposal`, read from the labels topic: one of its first examples
     /// should it be accepted. Nothing is kept for a closed proposal, past
-    /// [`MAX_VOTED_EXAMPLES`] texts, or for more than `most_voted` proposals.
+    /// [`MAX_VOTED_EXAMPLES`] texts, or for more than `max_voted_proposals` proposals.
     pub fn vote(&mut self, proposal: String, text: String) {
         let closed = self
             .records
             .get(&proposal)
             .is_some_and(|p| p.status != ProposalStatus::Open);
-        let full = !self.votes.contains_key(&proposal) && self.votes.len() >= self.most_voted;
+        let full =
+            !self.votes.contains_key(&proposal) && self.votes.len() >= self.max_voted_proposals;
         if closed || full {
             return;
         }
@@ -101,7 +103,7 @@ impl Proposals {
         if let Answer::Accept { label, .. } = &answer {
             let label = label.trim();
             // An accept interrupted after its round went out is given again with its label.
-            match catalogue.round(&open.accepting_round_id()) {
+            match catalogue.round_labels(&open.accepting_round_id()) {
                 Some(sent) if !sent.iter().any(|l| l == label) => {
                     return Err(DeskError::RoundSent(sent.join(", ")))
                 }

@@ -188,10 +188,11 @@ fn json<T: Serialize>(value: &T) -> ([(header::HeaderName, &'static str); 2], St
     )
 }
 
-/// A write from the page: JSON only, so a form on another site cannot post one (the cookie is
-/// also `SameSite=Strict`).
-/// A request's JSON body, read as `T`: refused with the desk's own error body when it is not
-/// JSON (415) or not a request the desk reads (400).
+/// A request's JSON body, read as `T`. A write from the page is JSON only, so a form on another
+/// site cannot post one (the cookie is also `SameSite=Strict`): another content type is refused
+/// (415) before the body is read. A body that cannot be read (413: past the extractor's limit;
+/// the guard in front bounds it lower) or is not a request the desk reads (400) is refused
+/// too, each with the desk's own error body.
 struct JsonBody<T>(T);
 
 impl<S: Send + Sync, T: for<'de> Deserialize<'de>> FromRequest<S> for JsonBody<T> {

@@ -7,7 +7,8 @@ use petgraph::visit::EdgeRef;
 
 use super::{EdgeCost, Node};
 
-/// A label's edges to shared keywords, as (keyword, edge) pairs in the order they became shared.
+/// Every label's list of its edges to shared keywords, as (keyword, edge) pairs in the order
+/// they became shared.
 #[derive(Debug, Clone, Default)]
 pub struct SharedKeywords {
     lists: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
@@ -15,7 +16,9 @@ pub struct SharedKeywords {
 
 impl SharedKeywords {
     /// The lists as saved (see `saved.rs`); the caller keeps them consistent with the graph.
-    pub(crate) fn from_lists(lists: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>) -> Self {
+    pub(in crate::engine) fn from_lists(
+        lists: HashMap<NodeIndex, Vec<(NodeIndex, EdgeIndex)>>,
+    ) -> Self {
         Self { lists }
     }
 
@@ -25,7 +28,9 @@ impl SharedKeywords {
     }
 
     /// Every label's list, in no order (a snapshot sorts them).
-    pub(crate) fn lists(&self) -> impl Iterator<Item = (NodeIndex, &Vec<(NodeIndex, EdgeIndex)>)> {
+    pub(in crate::engine) fn lists(
+        &self,
+    ) -> impl Iterator<Item = (NodeIndex, &Vec<(NodeIndex, EdgeIndex)>)> {
         self.lists.iter().map(|(label, list)| (*label, list))
     }
 

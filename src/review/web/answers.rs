@@ -16,7 +16,7 @@ use crate::review::undo::{Held, Taker, UNDO_WINDOW};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
-pub(super) enum AnswerBody {
+enum AnswerBody {
     Label(String),
     None,
     /// The text belongs to this open proposal.

@@ -37,3 +37,19 @@ async fn a_body_is_json_of_a_request_the_desk_reads_or_refused_with_why() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(why.starts_with("not a request the desk reads"), "{why}");
 }
+
+#[tokio::test]
+async fn a_body_past_the_limit_is_refused_as_too_large_with_the_desk_s_error_body() {
+    let large = format!(r#"{{"item": {{"text": "{}"}}}}"#, "x".repeat(3 << 20));
+    let refusal = JsonBody::<ItemRequest>::from_request(request("application/json", &large), &())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(refusal.0, StatusCode::PAYLOAD_TOO_LARGE);
+    let response = axum::response::IntoResponse::into_response(refusal);
+    let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+        .await
+        .expect("a small body");
+    let error: serde_json::Value = serde_json::from_slice(&body).expect("the desk's JSON");
+    assert!(error["error"].is_string(), "{error}");
+}

@@ -1,7 +1,8 @@
 //! Keeping a replica up to date: apply the changelog to its end, forward labels-topic records
 //! nobody forwarded yet (`forward.rs`), and tell a broker that is away for a moment from a log
-//! that was lost (`trouble.rs`); the readers' part is in `readers.rs`. A record that needs work first — a round to describe, material to encode —
-//! hands the sync a [`Job`] to wait for, off the loop.
+//! that was lost (`trouble.rs`); the two logs' readers are in `readers.rs`. A record that needs
+//! work first — a round to describe, material to encode — hands the sync a [`Job`] to wait
+//! for, off the loop.
 //!
 //! Watermark queries never wait on the loop's thread (see [`MetadataClient`]). Pointing a
 //! reader back, when a job is given up (at shutdown), is a seek on the loop's thread, bounded
@@ -15,7 +16,7 @@ mod readers;
 mod trouble;
 
 use forward::Forwarded;
-use readers::{next_record, Log, ReadersAhead};
+use readers::{Log, Readers};
 use trouble::Trouble;
 
 use super::job::{Job, JobOutput, Then};
@@ -31,8 +32,8 @@ use crate::state::Update;
 use crate::telemetry::admin::Health;
 
 pub struct LogSync {
-    labels: LogReader,
-    changelog: LogReader,
+    /// The labels topic's and the changelog's readers.
+    readers: Readers,
     /// A client of its own for watermark queries: on a log consumer's connection they wait
     /// behind its fetch long-poll (≈ 500 ms each against nisshi).
     watermarks: MetadataClient,
@@ -50,8 +51,6 @@ pub struct LogSync {
     labels_synced_at: i64,
     /// The sync under way, while it waits for a [`Job`] (None between syncs).
     under_way: Option<UnderWay>,
-    /// Records the readers could not be pointed back at.
-    ahead: ReadersAhead,
     /// Whether texts are being served (not the startup sync): then a round's descriptions
     /// leave the texts a call of the LLM's.
     serving: bool,
@@ -99,8 +98,7 @@ impl LogSync {
     ) -> Self {
         Self {
             bounds,
-            labels: clients.labels,
-            changelog: clients.changelog,
+            readers: Readers::new(clients.changelog, clients.labels),
             watermarks: clients.watermarks,
             producer: clients.producer,
             stop,
@@ -110,7 +108,6 @@ impl LogSync {
             labels_forward_next: labels_next,
             labels_synced_at: 0,
             under_way: None,
-            ahead: ReadersAhead::default(),
             serving: false,
             trouble: Trouble::default(),
         }
@@ -118,7 +115,7 @@ impl LogSync {
 
     /// The changelog consumer, for the loop to apply what others write as it arrives.
     pub fn changelog(&self) -> &LogReader {
-        &self.changelog
+        self.readers.reader(Log::Changelog)
     }
 
     /// Whether label events published after `timestamp_ms` (a text's) may not be applied yet.
@@ -269,8 +266,7 @@ impl LogSync {
         match then {
             Then::Apply { message, .. } => {
                 tracing::info!(offset = message.offset(), "changelog record left unapplied");
-                self.ahead
-                    .point_back(Log::Changelog, &self.changelog, message);
+                self.readers.point_back(Log::Changelog, message);
             }
             Then::Forward { message, round } => {
                 tracing::info!(offset = message.offset(), %round, "round left unforwarded");
@@ -282,7 +278,7 @@ impl LogSync {
     /// Point the labels reader back at `message`, not forwarded; the same for the labels.
     fn labels_back(&mut self, message: &Record) {
         self.labels_forward_next = self.labels_forward_next.min(message.offset());
-        self.ahead.point_back(Log::Labels, &self.labels, message);
+        self.readers.point_back(Log::Labels, message);
     }
 
     /// The log's (low, high) watermarks; whether the broker answered is the health flag.
@@ -315,7 +311,7 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
-        self.ahead
+        self.readers
             .check(Log::Changelog, &topic, self.stop.phase())?;
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
@@ -329,8 +325,10 @@ impl LogSync {
         }
         while replica.cursor.changelog_next.max(low) < high {
             let next = replica.cursor.changelog_next.max(low);
-            let message =
-                next_record(&self.changelog, &topic, next, "reading the changelog").await?;
+            let message = self
+                .readers
+                .next(Log::Changelog, &topic, next, "reading the changelog")
+                .await?;
             if let Some(job) = self.apply_record(replica, message, stats)? {
                 return Ok(Some(job));
             }
@@ -353,8 +351,7 @@ impl LogSync {
         let record = ChangeRecord::decode(&message.payload);
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
-                self.ahead
-                    .point_back(Log::Changelog, &self.changelog, &message);
+                self.readers.point_back(Log::Changelog, &message);
                 return Err(ServeError::StoppedWhile(
                     "encoding a round's labelled material ahead of applying it",
                 ));

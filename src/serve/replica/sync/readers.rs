@@ -17,24 +17,52 @@ pub(super) enum Log {
     Labels,
 }
 
-/// The record each reader could not be pointed back at, if any: that reader must not be read
-/// on — the record would be skipped.
-#[derive(Debug, Default)]
-pub(super) struct ReadersAhead {
-    changelog: Option<i64>,
-    labels: Option<i64>,
+/// The two logs' readers, and the record each could not be pointed back at, if any: that
+/// reader must not be read on — the record would be skipped.
+pub(super) struct Readers {
+    changelog: LogReader,
+    labels: LogReader,
+    changelog_ahead: Option<i64>,
+    labels_ahead: Option<i64>,
 }
 
-impl ReadersAhead {
-    /// Point `log`'s `reader` back at `message`, left unprocessed (reading on would process the
+impl Readers {
+    pub(super) fn new(changelog: LogReader, labels: LogReader) -> Self {
+        Self {
+            changelog,
+            labels,
+            changelog_ahead: None,
+            labels_ahead: None,
+        }
+    }
+
+    pub(super) fn reader(&self, log: Log) -> &LogReader {
+        match log {
+            Log::Changelog => &self.changelog,
+            Log::Labels => &self.labels,
+        }
+    }
+
+    /// The next record of `log` (`topic`), which we know holds `next` ([`next_record`]).
+    pub(super) async fn next(
+        &self,
+        log: Log,
+        topic: &str,
+        next: i64,
+        context: &'static str,
+    ) -> Result<Record, ServeError> {
+        next_record(self.reader(log), topic, next, context).await
+    }
+
+    /// Point `log`'s reader back at `message`, left unprocessed (reading on would process the
     /// records after it and skip it for good). If it cannot be, that log is not read on.
-    pub(super) fn point_back(&mut self, log: Log, reader: &LogReader, message: &Record) {
-        if point_back(reader, message) {
+    pub(super) fn point_back(&mut self, log: Log, message: &Record) {
+        if point_back(self.reader(log), message) {
             return;
         }
         let ahead = match log {
-            Log::Changelog => &mut self.changelog,
-            Log::Labels => &mut self.labels,
+            Log::Changelog => &mut self.changelog_ahead,
+            Log::Labels => &mut self.labels_ahead,
         };
         *ahead = Some(message.offset());
     }
@@ -43,8 +71,8 @@ impl ReadersAhead {
     /// stopping (`phase`), a stop; while serving, fatal (a restart resumes from the saved state).
     pub(super) fn check(&self, log: Log, topic: &str, phase: Phase) -> Result<(), ServeError> {
         let ahead = match log {
-            Log::Changelog => self.changelog,
-            Log::Labels => self.labels,
+            Log::Changelog => self.changelog_ahead,
+            Log::Labels => self.labels_ahead,
         };
         match ahead {
             None => Ok(()),
@@ -72,7 +100,7 @@ fn point_back(reader: &LogReader, message: &Record) -> bool {
 /// The next record of a one-partition log we know holds `next`. Nothing for `STALL_SECS`:
 /// point the reader at `next` again (a fresh fetch, in case its fetch state went wrong across
 /// a broker outage) and report the stall; the caller retries at the next tick.
-pub(super) async fn next_record(
+async fn next_record(
     reader: &LogReader,
     topic: &str,
     next: i64,
