@@ -28,7 +28,7 @@ use crate::position::Position;
 
 mod member;
 
-use member::{feed, GroupMember, Reading};
+use member::{feed, GroupMember};
 
 /// Topics and groups shared by every client made from it (clones share them).
 #[derive(Clone)]
@@ -308,13 +308,7 @@ impl MemoryBroker {
             group.members.insert(id, commands);
             id
         };
-        let handle = GroupMember {
-            broker: self.clone(),
-            group: group.to_string(),
-            topic: topic.to_string(),
-            member,
-            reading: Arc::new(Mutex::new(Reading::default())),
-        };
+        let handle = GroupMember::new(self.clone(), group, topic, member);
         let feeder = handle.clone();
         tokio::spawn(async move {
             feed(feeder.clone(), received, sender).await;

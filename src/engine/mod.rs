@@ -453,12 +453,7 @@ impl Engine {
             index: &self.index,
             embeddings: self.embeddings.as_ref(),
             probe: self.probe.as_deref(),
-            // As set, or as fitted (0 before a fit); 0 when no probe is fitted (past its
-            // bounds), since none is read then.
-            probe_weight: match self.probe {
-                Some(_) => peers::wanted_weight(self),
-                None => 0.0,
-            },
+            probe_weight: peers::weight_read(self),
         }
     }
 

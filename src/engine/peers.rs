@@ -118,8 +118,18 @@ impl Engine {
     }
 }
 
+/// The probe's weight in the ranked strategies, as retrieval reads it: as set, or as fitted (0
+/// before a fit); 0 when no probe is fitted (past its bounds, [`within_bounds`]), since none is
+/// read then.
+pub(super) fn weight_read(engine: &Engine) -> f64 {
+    match engine.probe {
+        Some(_) => wanted_weight(engine),
+        None => 0.0,
+    }
+}
+
 /// The probe's weight as set or fitted, whether or not a probe is fitted for it.
-pub(super) fn wanted_weight(engine: &Engine) -> f64 {
+fn wanted_weight(engine: &Engine) -> f64 {
     match engine.config.ranking.probe_weight.fixed() {
         Some(weight) => weight,
         None => engine.fitted_probe_weight.unwrap_or(0.0),

@@ -39,7 +39,12 @@ impl Catalogue {
     }
 
     pub fn is_active(&self, label: &str) -> bool {
-        self.labels.get(label).is_some_and(|l| l.active)
+        self.active_label(label).is_some()
+    }
+
+    /// `label`'s view, while it is active.
+    pub fn active_label(&self, label: &str) -> Option<&LabelView> {
+        self.labels.get(label).filter(|l| l.active)
     }
 
     /// Whether `label` was ever announced (active or retired): a new label may not take its id.
@@ -50,11 +55,6 @@ impl Catalogue {
     /// The labels round `round` announced, if it was read.
     pub fn round_labels(&self, round: &str) -> Option<&[String]> {
         self.rounds.get(round).map(Vec::as_slice)
-    }
-
-    /// Every label's view, by id.
-    pub fn views(&self) -> &BTreeMap<String, LabelView> {
-        &self.labels
     }
 
     /// The active labels, for the search box.

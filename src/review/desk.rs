@@ -191,12 +191,8 @@ impl Desk {
 
     /// The item `reviewer` should answer now (claimed for them), as the page shows it.
     pub fn next_for(&mut self, reviewer: &Reviewer, now: Millis) -> Option<ItemView> {
-        let item = self.queue.next_for(reviewer, now)?.clone();
-        Some(ItemView::of(
-            &item,
-            self.catalogue.views(),
-            self.proposals.records(),
-        ))
+        let item = self.queue.next_for(reviewer, now)?;
+        Some(ItemView::of(item, &self.catalogue, &self.proposals))
     }
 
     /// `reviewer`'s answer to `key`: the events to publish. The item leaves the queue; once

@@ -12,7 +12,7 @@ use crate::events::LabelEvent;
 
 /// Texts placed in one proposal that accepting it adds to the new label's examples, at most
 /// (the service's bounds on a round's examples still apply).
-pub const MAX_VOTED_EXAMPLES: usize = 20;
+const MAX_VOTED_EXAMPLES: usize = 20;
 
 /// Each proposal's current record (decision over open, highest revision) and its placed texts.
 #[derive(Debug)]
@@ -76,15 +76,11 @@ impl Proposals {
         self.open(id).is_some()
     }
 
-    fn open(&self, id: &str) -> Option<&ProposalEvent> {
+    /// Proposal `id`'s record, while it is open.
+    pub fn open(&self, id: &str) -> Option<&ProposalEvent> {
         self.records
             .get(id)
             .filter(|p| p.status == ProposalStatus::Open)
-    }
-
-    /// Every proposal's current record, by id.
-    pub fn records(&self) -> &HashMap<String, ProposalEvent> {
-        &self.records
     }
 
     /// The events accepting or rejecting proposal `id` publishes, checked against the labels

@@ -1,13 +1,12 @@
 //! One queued item as the page shows it: the text, its candidates with their names,
 //! descriptions and scores, the rationale; or a proposal.
 
-use std::collections::{BTreeMap, HashMap};
-
 use serde::Serialize;
 
+use super::catalogue::Catalogue;
 use super::item::{Body, LabelView};
+use super::proposals::Proposals;
 use super::queue::{Item, ItemKind};
-use crate::events::proposal::{ProposalEvent, ProposalStatus};
 
 /// One item as the page shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -69,11 +68,7 @@ pub struct CandidateView {
 pub const SHOWN_CANDIDATES: usize = 5;
 
 impl ItemView {
-    pub(super) fn of(
-        item: &Item<Body>,
-        labels: &BTreeMap<String, LabelView>,
-        proposals: &HashMap<String, ProposalEvent>,
-    ) -> Self {
+    pub(super) fn of(item: &Item<Body>, catalogue: &Catalogue, proposals: &Proposals) -> Self {
         match &item.body {
             Body::Text(text) => {
                 let p = &text.prediction;
@@ -84,7 +79,7 @@ impl ItemView {
                     // Only what can be answered: a label retired since the prediction (or one
                     // the labels topic never announced) is not offered.
                     .filter_map(|(at, id)| {
-                        let label = labels.get(id).filter(|l| l.active)?;
+                        let label = catalogue.active_label(id)?;
                         Some(CandidateView {
                             label: label.clone(),
                             score: p.candidate_scores.get(at).copied(),
@@ -103,9 +98,7 @@ impl ItemView {
                     rationale: p.rationale.clone(),
                     // Only while it is still open, under its latest name.
                     proposal: p.proposal.as_ref().and_then(|held| {
-                        let open = proposals
-                            .get(&held.id)
-                            .filter(|o| o.status == ProposalStatus::Open)?;
+                        let open = proposals.open(&held.id)?;
                         Some(ProposalChoice {
                             id: open.proposal.clone(),
                             name: open.name.clone(),

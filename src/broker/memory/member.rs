@@ -14,7 +14,7 @@ use crate::position::Position;
 
 /// A member's partitions: where it reads each, and which are paused.
 #[derive(Default)]
-pub(super) struct Reading {
+struct Reading {
     assigned: BTreeMap<i32, i64>,
     paused: BTreeSet<i32>,
 }
@@ -22,14 +22,25 @@ pub(super) struct Reading {
 /// One member of a group, as its texts consumer controls it.
 #[derive(Clone)]
 pub(super) struct GroupMember {
-    pub(super) broker: MemoryBroker,
-    pub(super) group: String,
-    pub(super) topic: String,
-    pub(super) member: u64,
-    pub(super) reading: Arc<Mutex<Reading>>,
+    broker: MemoryBroker,
+    group: String,
+    topic: String,
+    member: u64,
+    reading: Arc<Mutex<Reading>>,
 }
 
 impl GroupMember {
+    /// Member `member` of `group`, reading `topic` (its partitions come with a rebalance).
+    pub(super) fn new(broker: MemoryBroker, group: &str, topic: &str, member: u64) -> Self {
+        Self {
+            broker,
+            group: group.to_string(),
+            topic: topic.to_string(),
+            member,
+            reading: Arc::new(Mutex::new(Reading::default())),
+        }
+    }
+
     fn reading(&self) -> MutexGuard<'_, Reading> {
         self.reading.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -1,6 +1,6 @@
 //! Keeping a replica up to date: apply the changelog to its end, forward labels-topic records
 //! nobody forwarded yet (`forward.rs`), and tell a broker that is away for a moment from a log
-//! that was lost (`trouble.rs`); the two logs' readers are in `readers.rs`. A record that needs
+//! that was lost (`trouble.rs`); a log's reader is in `readers.rs`. A record that needs
 //! work first — a round to describe, material to encode — hands the sync a [`Job`] to wait
 //! for, off the loop.
 //!
@@ -16,7 +16,7 @@ mod readers;
 mod trouble;
 
 use forward::Forwarded;
-use readers::{Log, Readers};
+use readers::SyncReader;
 use trouble::Trouble;
 
 use super::job::{Job, JobOutput, Then};
@@ -32,8 +32,8 @@ use crate::state::Update;
 use crate::telemetry::admin::Health;
 
 pub struct LogSync {
-    /// The labels topic's and the changelog's readers.
-    readers: Readers,
+    labels: SyncReader,
+    changelog: SyncReader,
     /// A client of its own for watermark queries: on a log consumer's connection they wait
     /// behind its fetch long-poll (≈ 500 ms each against nisshi).
     watermarks: MetadataClient,
@@ -98,7 +98,8 @@ impl LogSync {
     ) -> Self {
         Self {
             bounds,
-            readers: Readers::new(clients.changelog, clients.labels),
+            labels: SyncReader::new(clients.labels),
+            changelog: SyncReader::new(clients.changelog),
             watermarks: clients.watermarks,
             producer: clients.producer,
             stop,
@@ -115,7 +116,7 @@ impl LogSync {
 
     /// The changelog consumer, for the loop to apply what others write as it arrives.
     pub fn changelog(&self) -> &LogReader {
-        self.readers.reader(Log::Changelog)
+        self.changelog.reader()
     }
 
     /// Whether label events published after `timestamp_ms` (a text's) may not be applied yet.
@@ -266,7 +267,7 @@ impl LogSync {
         match then {
             Then::Apply { message, .. } => {
                 tracing::info!(offset = message.offset(), "changelog record left unapplied");
-                self.readers.point_back(Log::Changelog, message);
+                self.changelog.point_back(message);
             }
             Then::Forward { message, round } => {
                 tracing::info!(offset = message.offset(), %round, "round left unforwarded");
@@ -278,7 +279,7 @@ impl LogSync {
     /// Point the labels reader back at `message`, not forwarded; the same for the labels.
     fn labels_back(&mut self, message: &Record) {
         self.labels_forward_next = self.labels_forward_next.min(message.offset());
-        self.readers.point_back(Log::Labels, message);
+        self.labels.point_back(message);
     }
 
     /// The log's (low, high) watermarks; whether the broker answered is the health flag.
@@ -311,8 +312,7 @@ impl LogSync {
         stats: &mut Stats,
     ) -> Result<Option<Box<Job>>, ServeError> {
         let topic = replica.topics().changelog.clone();
-        self.readers
-            .check(Log::Changelog, &topic, self.stop.phase())?;
+        self.changelog.check(&topic, self.stop.phase())?;
         let (low, high) = self.log_bounds(&topic).await?;
         let consistent = high >= replica.cursor.changelog_next;
         Health::set(&self.health.changelog_consistent, consistent);
@@ -326,8 +326,8 @@ impl LogSync {
         while replica.cursor.changelog_next.max(low) < high {
             let next = replica.cursor.changelog_next.max(low);
             let message = self
-                .readers
-                .next(Log::Changelog, &topic, next, "reading the changelog")
+                .changelog
+                .next(&topic, next, "reading the changelog")
                 .await?;
             if let Some(job) = self.apply_record(replica, message, stats)? {
                 return Ok(Some(job));
@@ -351,7 +351,7 @@ impl LogSync {
         let record = ChangeRecord::decode(&message.payload);
         if let Some((encoder, texts)) = replica.material_ahead(&record) {
             if self.stop.phase() != Phase::Running {
-                self.readers.point_back(Log::Changelog, &message);
+                self.changelog.point_back(&message);
                 return Err(ServeError::StoppedWhile(
                     "encoding a round's labelled material ahead of applying it",
                 ));

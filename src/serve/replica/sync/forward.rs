@@ -2,7 +2,6 @@
 //! to the changelog as the update every replica applies (or as a rejection, dead-lettered
 //! through it); a round whose labels the LLM is to describe waits for a [`Job`] first.
 
-use super::readers::Log;
 use super::{LogSync, UnderWay};
 use crate::broker::{self, BrokerError, Outgoing, Record};
 use crate::engine::NewLabel;
@@ -27,7 +26,7 @@ impl LogSync {
         replica: &Replica,
     ) -> Result<Forwarded, ServeError> {
         let topic = replica.topics().labels.clone();
-        self.readers.check(Log::Labels, &topic, self.stop.phase())?;
+        self.labels.check(&topic, self.stop.phase())?;
         let (low, high) = self.log_bounds(&topic).await?;
         let under_way = self.under_way.get_or_insert_with(UnderWay::now);
         let end = *under_way.labels_end.get_or_insert(high);
@@ -41,8 +40,8 @@ impl LogSync {
         while self.labels_forward_next < end {
             let next = self.labels_forward_next;
             let message = self
-                .readers
-                .next(Log::Labels, &topic, next, "reading the labels topic")
+                .labels
+                .next(&topic, next, "reading the labels topic")
                 .await?;
             self.labels_forward_next = message.offset() + 1;
             if message.offset() < replica.cursor.labels_next {
