@@ -142,7 +142,7 @@ pub struct EvalArgs {
 pub async fn eval(args: EvalArgs) -> Result<()> {
     args.check()?;
     let (rounds, named) = args.rounds()?;
-    let (classifier, llm, keyword_mode) = args.classifier()?;
+    let (classifier, llm) = args.classifier()?;
     let engines = args.engines()?;
     let out_of_scope = match &args.out_of_scope {
         Some(path) => out_of_scope::read_texts(path)
@@ -201,7 +201,7 @@ pub async fn eval(args: EvalArgs) -> Result<()> {
     if let Some(llm) = &llm {
         llm.flush_cache().await?;
     }
-    let report = args.report(runs, named, llm.as_ref(), keyword_mode);
+    let report = args.report(runs, named, llm.as_ref());
     print!("{}", report::table(&report));
     print!("{}", outputs::confusion_summary(&report));
     let written = outputs::write_outputs(&report, &args.out)?;
@@ -227,6 +227,20 @@ impl EvalArgs {
     fn check(&self) -> Result<()> {
         let mut problems = self.engine.problems();
         problems.extend(self.llm.problems());
+        if self.engine.embedding_model == crate::embed::EmbeddingModel::Off
+            && self.strategy.iter().any(|s| s.reads_only_meaning())
+        {
+            problems.push(
+                "--strategy nearest and prototype read only the sentence encoder: give it one \
+                 with --embedding-model (not none)"
+                    .to_string(),
+            );
+        }
+        if self.discover.discover {
+            if let Err(problem) = self.discover.config.validate() {
+                problems.push(format!("discovery.{problem}"));
+            }
+        }
         for (flag, value) in [
             ("--review-budget", self.review_budget),
             ("--audit-share", self.audit_share),
@@ -250,17 +264,6 @@ impl EvalArgs {
 
     /// The embedding signal's encoder, loaded once and shared by every strategy.
     fn encoder(&self) -> Result<Option<Arc<dyn TextEncoder>>> {
-        if self.engine.embedding_model == crate::embed::EmbeddingModel::Off
-            && self
-                .strategy
-                .iter()
-                .any(|s| matches!(s, Strategy::Nearest | Strategy::Prototype))
-        {
-            bail!(
-                "--strategy nearest and prototype read only the sentence encoder: give it one \
-                 with --embedding-model (not none)"
-            );
-        }
         if !self.reads_meaning() {
             return Ok(None);
         }
@@ -275,14 +278,14 @@ impl EvalArgs {
         Ok(Some(Arc::new(crate::embed::CachedEncoder::new(model))))
     }
 
-    /// The classifier (LLM client, when one is configured, and keyword mode).
-    fn classifier(&self) -> Result<(TextSteps, Option<LlmClient>, KeywordMode)> {
+    /// The classifier, and the LLM client when one is configured.
+    fn classifier(&self) -> Result<(TextSteps, Option<LlmClient>)> {
         let llm = self.llm.settings().client()?;
         let keyword_mode = self.engine.keywords;
         if keyword_mode == KeywordMode::Llm && llm.is_none() {
             bail!("--keywords llm needs an LLM (drop --llm none)");
         }
-        Ok((TextSteps::new(llm.clone(), keyword_mode), llm, keyword_mode))
+        Ok((TextSteps::new(llm.clone(), keyword_mode), llm))
     }
 
     /// Names and descriptions from `--labels`, checked as `gorag labels import` checks the file;
@@ -369,7 +372,6 @@ impl EvalArgs {
         runs: Vec<eval::StrategyRun>,
         named: bool,
         llm: Option<&LlmClient>,
-        keyword_mode: KeywordMode,
     ) -> report::EvalReport {
         report::EvalReport {
             dataset: self.dataset_name(),
@@ -378,8 +380,8 @@ impl EvalArgs {
             seed: self.seed,
             order: value_name(self.order),
             model: llm.map_or_else(|| "none".into(), |l| l.config().model.clone()),
-            keyword_mode: keyword_mode.as_str().to_string(),
-            choice: self.engine_config().choice.as_str().to_string(),
+            keyword_mode: self.engine.keywords.as_str().to_string(),
+            choice: self.engine.choice.as_str().to_string(),
             held_out: value_name(self.held_out),
             named_labels: named,
             embedding_model: self
@@ -424,11 +426,8 @@ impl EvalArgs {
     /// only an evaluation varies (the paper's baselines and the ablations have no `[engine]`
     /// key) and when to ask the LLM (`llm.ask_below`).
     fn engine_config(&self) -> EngineConfig {
-        let section = EngineSection {
-            online_indexing: !self.ablation.contains(&Ablation::Offline),
-            ..self.engine.clone()
-        };
-        let mut base = section.engine_config();
+        let mut base = self.engine.engine_config();
+        base.online_indexing = !self.ablation.contains(&Ablation::Offline);
         base.ask_below = self.llm.ask_below;
         base.selection.min_score = self.min_score;
         base.example_selection.min_score = self.min_score;

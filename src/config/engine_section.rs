@@ -131,7 +131,7 @@ impl Default for EngineSection {
         let defaults = EngineConfig::default();
         Self {
             strategy: defaults.strategy,
-            keywords: KeywordMode::Tfidf,
+            keywords: KeywordMode::default(),
             top_k: defaults.selection.top_k,
             example_top_k: defaults.example_selection.top_k,
             online_indexing: defaults.online_indexing,
@@ -220,9 +220,7 @@ impl EngineSection {
                 .into_iter()
                 .map(|p| format!("learning.{p}")),
         );
-        if matches!(self.strategy, Strategy::Nearest | Strategy::Prototype)
-            && self.embedding_model == EmbeddingModel::Off
-        {
+        if self.strategy.reads_only_meaning() && self.embedding_model == EmbeddingModel::Off {
             problems.push(
                 "strategy: nearest and prototype read only the sentence encoder; set \
                  engine.embedding_model to a model, not none"

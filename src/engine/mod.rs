@@ -121,6 +121,12 @@ impl Strategy {
             || self.evidence().is_some_and(|evidence| evidence.first_hop)
     }
 
+    /// Whether the strategy reads nothing but the sentence encoder (`nearest`, `prototype`):
+    /// without one it has nothing to rank by.
+    pub fn reads_only_meaning(self) -> bool {
+        matches!(self, Self::Nearest | Self::Prototype)
+    }
+
     /// The evidence of a ranked strategy; None for `steiner`, `all`, `naive` and `nearest`.
     pub fn evidence(self) -> Option<Evidence> {
         let (first_hop, second_hop) = match self {

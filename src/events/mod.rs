@@ -9,7 +9,7 @@
 pub mod bounds;
 pub mod classification;
 pub mod decode;
-pub mod kinds;
+mod kinds;
 pub mod label_id;
 pub mod proposal;
 pub mod schema;

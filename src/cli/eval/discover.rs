@@ -38,19 +38,14 @@ pub async fn run(
     seed: u64,
     out: &Path,
 ) -> Result<()> {
-    anyhow::ensure!(
-        rounds.len() >= 2,
-        "--discover needs at least two rounds: one known, the last held back"
-    );
-    let config = args.config.clone();
-    config
-        .validate()
-        .map_err(|e| anyhow::anyhow!("invalid discovery setting: {e}"))?;
+    // The rounds and the settings are checked by `discover::run` (the settings, before any
+    // work, by `EvalArgs::check` too).
+    let config = &args.config;
     let mut reports = Vec::new();
     for engine in engines.configs {
         let encoder = engines.encoder;
         reports.push(
-            discover::run(rounds, prepared, engine, encoder, &config, classifier, seed).await?,
+            discover::run(rounds, prepared, engine, encoder, config, classifier, seed).await?,
         );
     }
     print!("{}", discover::table(&reports));

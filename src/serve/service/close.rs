@@ -7,6 +7,7 @@ use super::{Service, CLOSE_BUDGET, CLOSE_LIMIT};
 use crate::broker::TextsConsumer;
 use crate::serve::delivery::OutputKind;
 use crate::serve::{ServeError, ServeSummary};
+use crate::state::State;
 
 impl Service {
     /// After the loop: commit what is done, read the log to its end, save, flush.
@@ -66,7 +67,7 @@ impl Service {
         if let Err(error) = self.producer.flush(left().max(Duration::from_secs(1))) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
-        Ok(summary(&self, drained))
+        Ok(summary(self.replica.state(), self.stats.summary(), drained))
     }
 
     /// Stopped during the startup sync (a round being described or encoded ahead): no text was
@@ -78,7 +79,7 @@ impl Service {
         if let Err(error) = self.producer.flush(CLOSE_LIMIT) {
             tracing::warn!(%error, "producer flush at shutdown");
         }
-        Ok(summary(&self, true))
+        Ok(summary(self.replica.state(), self.stats.summary(), true))
     }
 
     /// Dead letters for label events that the final catch-up brought: sent before the cursor
@@ -103,16 +104,16 @@ impl Service {
     }
 }
 
-/// What this run did, logged as it stops.
-fn summary(service: &Service, drained: bool) -> ServeSummary {
-    let engine = service.replica.state().engine();
+/// What this run did (`counted` by the loop, and the `state` it ends with), logged as it stops.
+fn summary(state: &State, counted: &ServeSummary, drained: bool) -> ServeSummary {
+    let engine = state.engine();
     let summary = ServeSummary {
         graph_nodes: engine.graph().node_count(),
         graph_edges: engine.graph().edge_count(),
         labels: engine.labels().len(),
-        digest: service.replica.state().digest(),
+        digest: state.digest(),
         drained,
-        ..service.stats.summary().clone()
+        ..counted.clone()
     };
     tracing::info!(summary = %serde_json::to_string(&summary).unwrap_or_default(), "stopped");
     summary
